@@ -1,0 +1,119 @@
+"""Settings and where each came from.
+
+Each setting is resolved, first match wins: an explicit argument, the environment
+(``DLOAD_ROOT``, ``DLOAD_CACHE_DIR``, ``DLOAD_CACHE_BUDGET``, ``DLOAD_ENDPOINT_URL``,
+``R2_ACCOUNT_ID``), ``./dload.toml`` searched up from the working directory, the user file
+``~/.config/dload/config.toml``, then the defaults (a local root in the user's data dir, the
+cache in ``~/.cache/dload``, budget ``auto`` = half the free disk). Credentials are never
+settings: S3 takes them from the standard AWS chain.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dload_arrow.errors import ConfigError
+
+__all__ = ["KEYS", "Settings", "find_up", "resolve_settings", "user_config_path"]
+
+KEYS = ("root", "cache_dir", "cache_budget", "endpoint_url")
+_ENV = {
+    "root": "DLOAD_ROOT",
+    "cache_dir": "DLOAD_CACHE_DIR",
+    "cache_budget": "DLOAD_CACHE_BUDGET",
+    "endpoint_url": "DLOAD_ENDPOINT_URL",
+}
+
+
+@dataclass
+class Settings:
+    """Resolved settings; ``sources[key]`` says where each value came from."""
+
+    root: str
+    cache_dir: str
+    cache_budget: str
+    endpoint_url: str | None
+    sources: dict[str, str] = field(default_factory=dict)
+
+
+def _data_home() -> Path:
+    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+
+
+def _cache_home() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
+def user_config_path() -> Path:
+    """``$XDG_CONFIG_HOME/dload/config.toml`` (``~/.config/dload/config.toml``)."""
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "dload" / "config.toml"
+
+
+def find_up(filename: str, start: Path | None = None) -> Path | None:
+    """The nearest ``filename`` in ``start`` (default: cwd) or one of its parents."""
+    here = (start or Path.cwd()).resolve()
+    for d in (here, *here.parents):
+        candidate = d / filename
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"cannot read config file {path}: {e}; fix or delete it") from e
+    unknown = set(data) - set(KEYS)
+    if unknown:
+        raise ConfigError(
+            f"config file {path} has unknown keys {sorted(unknown)}; known keys: {list(KEYS)}"
+        )
+    return data
+
+
+def resolve_settings(**explicit: Any) -> Settings:
+    """Resolve every setting; ``explicit`` values (not None) win over everything else."""
+    layers: list[tuple[str, dict[str, Any]]] = [
+        ("argument", {k: v for k, v in explicit.items() if v is not None}),
+        ("env", {k: os.environ[e] for k, e in _ENV.items() if os.environ.get(e)}),
+    ]
+    if os.environ.get("R2_ACCOUNT_ID") and not os.environ.get("DLOAD_ENDPOINT_URL"):
+        layers[1][1]["endpoint_url"] = (
+            f"https://{os.environ['R2_ACCOUNT_ID']}.r2.cloudflarestorage.com"
+        )
+    project = find_up("dload.toml")
+    if project is not None:
+        layers.append((str(project), _load_toml(project)))
+    user = user_config_path()
+    if user.is_file():
+        layers.append((str(user), _load_toml(user)))
+    layers.append(("default", {
+        "root": str(_data_home() / "dload" / "root"),
+        "cache_dir": str(_cache_home() / "dload"),
+        "cache_budget": "auto",
+        "endpoint_url": None,
+    }))
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for key in KEYS:
+        for source, layer in layers:
+            if key in layer:
+                values[key] = layer[key]
+                sources[key] = source
+                break
+    if values["root"] in ("", None):
+        raise ConfigError("root is empty; set DLOAD_ROOT or 'root' in dload.toml")
+    return Settings(
+        root=str(values["root"]),
+        cache_dir=os.path.expanduser(str(values["cache_dir"])),
+        cache_budget=str(values["cache_budget"]),
+        endpoint_url=values["endpoint_url"],
+        sources=sources,
+    )

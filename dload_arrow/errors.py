@@ -1,0 +1,65 @@
+"""The exception hierarchy of dload_arrow.
+
+Every error the package raises on purpose is a :class:`DloadError`. Subclasses also derive
+from the matching builtin so callers can keep catching what they already catch
+(``except KeyError`` still works for a missing dataset). Messages say what failed, which
+value, and how to fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "ConflictError",
+    "DloadError",
+    "InfeasiblePlanError",
+    "IntegrityError",
+    "InvalidNameError",
+    "NotFoundError",
+    "SchemaError",
+    "StorageError",
+    "UnsafePathError",
+]
+
+
+class DloadError(Exception):
+    """Base class of every error raised on purpose by dload_arrow."""
+
+
+class ConfigError(DloadError, ValueError):
+    """A setting (root, cache dir, budget, endpoint) is missing or malformed."""
+
+
+class NotFoundError(DloadError, KeyError):
+    """A dataset, version, ref, key or object does not exist."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class IntegrityError(DloadError, ValueError):
+    """Bytes read from the root or the cache do not match their recorded digest or format."""
+
+
+class ConflictError(DloadError, RuntimeError):
+    """A compare-and-swap lost a race too many times, or an object already exists."""
+
+
+class SchemaError(DloadError, TypeError):
+    """A sample does not fit the dataset's schema, or a schema is unusable."""
+
+
+class InvalidNameError(DloadError, ValueError):
+    """A dataset name, ref, digest or path read from input or from the root is not allowed."""
+
+
+class UnsafePathError(InvalidNameError):
+    """An archive entry or export target would escape its directory."""
+
+
+class InfeasiblePlanError(DloadError, RuntimeError):
+    """A read plan cannot fit the machine's cache budget or free disk."""
+
+
+class StorageError(DloadError, OSError):
+    """The storage backend failed (network, permissions, missing bucket)."""

@@ -1,0 +1,49 @@
+"""``dload.lock``: an experiment repo's pins from dataset names to version ids."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from dload_arrow.config import find_up
+from dload_arrow.errors import ConfigError
+from dload_arrow.store.names import check_digest, check_name
+
+__all__ = ["LOCK_FILE", "lock_path", "read_lock", "write_lock"]
+
+LOCK_FILE = "dload.lock"
+
+
+def lock_path(create: bool = False) -> Path | None:
+    """The nearest dload.lock up the tree; with ``create``, ./dload.lock when there is none."""
+    found = find_up(LOCK_FILE)
+    if found is None and create:
+        return Path.cwd() / LOCK_FILE
+    return found
+
+
+def read_lock(path: Path | None = None) -> dict[str, str]:
+    """Pins in the lock file (empty when there is none)."""
+    path = path or lock_path()
+    if path is None or not path.is_file():
+        return {}
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"cannot read {path}: {e}; fix it or run 'dload unpin'") from e
+    pins = data.get("datasets", {})
+    for name, vid in pins.items():
+        check_name(name)
+        check_digest(vid, f"pinned version of {name!r} in {path}")
+    return dict(pins)
+
+
+def write_lock(pins: dict[str, str], path: Path) -> None:
+    """Write pins sorted by name (atomically)."""
+    lines = ["# dload.lock: dataset versions pinned by `dload pin`", "[datasets]"]
+    lines += [f'"{n}" = "{v}"' for n, v in sorted(pins.items())]
+    tmp = path.with_suffix(".lock.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, path)

@@ -1,0 +1,357 @@
+"""``Repository``: the facade over one storage root."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import pyarrow as pa
+
+from dload_arrow.config import Settings, resolve_settings
+from dload_arrow.errors import InvalidNameError, NotFoundError
+from dload_arrow.read.context import ReadContext
+from dload_arrow.repository.dataset import Dataset
+from dload_arrow.repository.gc import GcReport, collect_garbage
+from dload_arrow.repository.lock import lock_path, read_lock, write_lock
+from dload_arrow.sizes import parse_duration
+from dload_arrow.storage import Storage, open_storage, redact_url
+from dload_arrow.store.commit import Version, commit_samples
+from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.names import KEY_COLUMN, check_name, check_ref, manifest_path
+from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
+from dload_arrow.store.shard import DEFAULT_ROW_GROUP_SIZE, DEFAULT_SHARD_SIZE
+
+__all__ = ["Repository", "VersionInfo"]
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One stored version of a dataset, as listed by :meth:`Repository.versions`."""
+
+    name: str
+    version: str
+    num_rows: int
+    num_bytes: int
+    num_shards: int
+    time: float | None
+    user: str | None
+    refs: tuple[str, ...]
+    parents: tuple[str, ...]
+
+
+class Repository:
+    """All datasets under one root (a local directory by default, or an S3 bucket)."""
+
+    def __init__(self, storage: Storage, settings: Settings) -> None:
+        self.storage = storage
+        self.settings = settings
+        self._manifests: dict[str, Manifest] = {}
+
+    @classmethod
+    def open(
+        cls,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_budget: str | int | None = None,
+        endpoint_url: str | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> Repository:
+        """Open a root; unset arguments come from env, dload.toml, the user config, defaults."""
+        settings = resolve_settings(
+            root=None if root is None else os.fspath(root),
+            cache_dir=None if cache_dir is None else os.fspath(cache_dir),
+            cache_budget=None if cache_budget is None else str(cache_budget),
+            endpoint_url=endpoint_url,
+        )
+        storage = open_storage(
+            settings.root, endpoint_url=settings.endpoint_url, storage_options=storage_options
+        )
+        return cls(storage, settings)
+
+    def __repr__(self) -> str:
+        return f"Repository({redact_url(self.storage.url)!r})"
+
+    @cached_property
+    def read_context(self) -> ReadContext:
+        """Root plus cache settings, handed to readers and workers."""
+        return ReadContext(self.storage, self.settings.cache_dir, self.settings.cache_budget)
+
+    # --- writing --------------------------------------------------------------------------
+
+    def commit(
+        self,
+        name: str,
+        samples: Any,
+        *,
+        key: str | None = None,
+        meta: dict[str, Any] | None = None,
+        recipe: str | None = None,
+        shard_size: int = DEFAULT_SHARD_SIZE,
+        row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+        schema: pa.Schema | None = None,
+        progress: bool = True,
+        parents: list[dict[str, Any]] | None = None,
+    ) -> Version:
+        """Commit ``samples`` as the new ``latest`` version of ``name``.
+
+        Args:
+            name: dataset name (letters, digits, ``._-``).
+            samples: ``(key, {column: value})`` pairs, a pyarrow Table or RecordBatchReader,
+                or a polars/pandas DataFrame.
+            key: the key column of a table input (default ``__key__``, else generated keys).
+            meta: JSON-serialisable user metadata stored in the manifest.
+            recipe: the script that produced the data, stored verbatim, never executed.
+            shard_size: target shard size in bytes (default 128 MiB).
+            row_group_size: target row-group size in bytes (default 2 MiB).
+            schema: the sample schema; inferred from the first batch when omitted.
+            progress: show a progress bar.
+            parents: lineage records (``{"name", "version", ...}``) of the inputs.
+
+        Returns:
+            The :class:`Version` with its id and upload counts.
+        """
+        check_name(name)
+        return commit_samples(
+            self.storage, name, samples, key=key, meta=meta, recipe=recipe, schema=schema,
+            shard_size=shard_size, row_group_size=row_group_size, progress=progress,
+            parents=parents,
+        )
+
+    def append(
+        self,
+        name: str,
+        samples: Any,
+        *,
+        key: str | None = None,
+        meta: dict[str, Any] | None = None,
+        recipe: str | None = None,
+        shard_size: int | None = None,
+        row_group_size: int | None = None,
+        progress: bool = True,
+    ) -> Version:
+        """A new version of ``name``: the latest version's shards plus ``samples``."""
+        parent = self.manifest(name)
+        settings = parent.info.get("settings", {})
+        known = self._keys(parent)
+        return commit_samples(
+            self.storage, name, samples, key=key,
+            meta=parent.meta if meta is None else meta,
+            recipe=parent.recipe if recipe is None else recipe,
+            shard_size=shard_size or settings.get("shard_size", DEFAULT_SHARD_SIZE),
+            row_group_size=row_group_size
+            or settings.get("row_group_size", DEFAULT_ROW_GROUP_SIZE),
+            parent=parent, known_keys=known, progress=progress,
+            parents=[{"name": name, "version": parent.version, "relation": "append"}],
+        )
+
+    def _keys(self, manifest: Manifest) -> pa.Array:
+        import pyarrow.parquet as pq
+
+        from dload_arrow.store.names import shard_path
+
+        parts = []
+        for entry in manifest.shards:
+            local = self.storage.local_path(shard_path(entry.digest))
+            src = local if local else pa.py_buffer(self.storage.read(shard_path(entry.digest)))
+            parts.extend(pq.read_table(src, columns=[KEY_COLUMN]).column(0).chunks)
+        return pa.chunked_array(parts, pa.string()).combine_chunks()
+
+    # --- listing and resolving ---------------------------------------------------------------
+
+    def datasets(self) -> list[str]:
+        """Names of every dataset under the root, sorted."""
+        names = set()
+        for obj in self.storage.list("datasets/"):
+            parts = obj.path.split("/")
+            if len(parts) >= 4 and parts[2] == "manifests":
+                names.add(parts[1])
+        return sorted(names)
+
+    def _version_ids(self, name: str) -> list[str]:
+        prefix = f"datasets/{check_name(name)}/manifests/"
+        return [
+            o.path[len(prefix) : -len(".arrow")]
+            for o in self.storage.list(prefix)
+            if o.path.endswith(".arrow")
+        ]
+
+    def manifest(self, name: str, version: str | None = None) -> Manifest:
+        """The validated manifest of a version (resolved like :meth:`dataset`)."""
+        vid = self.resolve(name, version)
+        cached = self._manifests.get(vid)
+        if cached is None:
+            try:
+                data = self.storage.read(manifest_path(name, vid))
+            except NotFoundError as e:
+                raise NotFoundError(
+                    f"version {vid[:12]} of {name!r} has no manifest under "
+                    f"{redact_url(self.storage.url)} (was it removed?)"
+                ) from e
+            cached = Manifest.from_bytes(data, vid)
+            if cached.name != name:
+                raise InvalidNameError(
+                    f"manifest {vid[:12]} stored under {name!r} names dataset {cached.name!r}"
+                )
+            self._manifests[vid] = cached
+        return cached
+
+    def resolve(self, name: str, version: str | None = None) -> str:
+        """A version id from an id, a unique id prefix, a tag, the lock file, or ``latest``."""
+        check_name(name)
+        if version is None:
+            pinned = read_lock().get(name)
+            if pinned is not None:
+                return pinned
+            ref = read_ref(self.storage, name, "latest")
+            if ref is None:
+                raise NotFoundError(self._missing(name))
+            return ref.version
+        if len(version) == 64 and all(c in "0123456789abcdef" for c in version):
+            return version
+        try:
+            ref = read_ref(self.storage, name, check_ref(version))
+        except InvalidNameError:
+            ref = None
+        if ref is not None:
+            return ref.version
+        matches = [v for v in self._version_ids(name) if v.startswith(version.lower())]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise NotFoundError(
+                f"{name!r} has no version or tag {version!r}; list them with "
+                f"`dload versions {name}`"
+            )
+        raise NotFoundError(
+            f"version prefix {version!r} of {name!r} is ambiguous ({len(matches)} versions "
+            "start with it); give more characters"
+        )
+
+    def _missing(self, name: str) -> str:
+        known = self.datasets()
+        hint = f" Known datasets: {', '.join(known[:10])}." if known else " The root is empty."
+        return (
+            f"no dataset {name!r} under {redact_url(self.storage.url)}.{hint} "
+            "Create it with repo.commit() or `dload commit`."
+        )
+
+    def dataset(self, name: str, version: str | None = None) -> Dataset:
+        """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""
+        return Dataset(self, self.manifest(name, version))
+
+    def versions(self, name: str) -> list[VersionInfo]:
+        """Every stored version of ``name``, newest first (times from the ref log)."""
+        ids = self._version_ids(name)
+        if not ids:
+            raise NotFoundError(self._missing(name))
+        first_seen: dict[str, tuple[float, str]] = {}
+        for e in read_log(self.storage, name):
+            if e.version and e.version not in first_seen:
+                first_seen[e.version] = (e.time, e.user)
+        refs: dict[str, list[str]] = {}
+        for ref, value in list_refs(self.storage, name).items():
+            refs.setdefault(value.version, []).append(ref)
+        out = []
+        for vid in ids:
+            m = self.manifest(name, vid)
+            t, user = first_seen.get(vid, (None, None))
+            out.append(VersionInfo(
+                name=name, version=vid, num_rows=m.num_rows, num_bytes=m.num_bytes,
+                num_shards=len(m.shards), time=t, user=user,
+                refs=tuple(sorted(refs.get(vid, []))),
+                parents=tuple(p["version"] for p in m.parents),
+            ))
+        return sorted(out, key=lambda v: (v.time or 0.0, v.version), reverse=True)
+
+    # --- refs, pins, removal --------------------------------------------------------------
+
+    def tag(self, name: str, version: str, tag: str) -> str:
+        """Point tag ``tag`` of ``name`` at ``version``; return the version id."""
+        if check_ref(tag) == "latest":
+            raise InvalidNameError("'latest' is managed by commits; choose another tag name")
+        vid = self.manifest(name, version).version
+        move_ref(self.storage, name, tag, vid, action="tag")
+        return vid
+
+    def pin(self, name: str, version: str | None = None) -> str:
+        """Pin ``name`` to a version (default: latest) in dload.lock; return the id."""
+        vid = self.resolve(name, version) if version else self._latest(name)
+        self.manifest(name, vid)
+        path = lock_path(create=True)
+        assert path is not None
+        pins = read_lock(path)
+        pins[name] = vid
+        write_lock(pins, path)
+        return vid
+
+    def unpin(self, name: str) -> bool:
+        """Remove ``name`` from dload.lock; False when it was not pinned."""
+        path = lock_path()
+        if path is None:
+            return False
+        pins = read_lock(path)
+        if pins.pop(check_name(name), None) is None:
+            return False
+        write_lock(pins, path)
+        return True
+
+    def _latest(self, name: str) -> str:
+        ref = read_ref(self.storage, name, "latest")
+        if ref is None:
+            raise NotFoundError(self._missing(name))
+        return ref.version
+
+    def rm(self, name: str, version: str | None = None) -> list[str]:
+        """Remove a version, or the whole dataset; return the removed version ids.
+
+        Shards stay until :meth:`gc`. Refs that pointed at a removed version move back to the
+        newest remaining version or are deleted; derived memos of the dataset are cleared.
+        """
+        ids = self._version_ids(name)
+        if not ids:
+            raise NotFoundError(self._missing(name))
+        if version is None:
+            for obj in self.storage.list(f"datasets/{name}/"):
+                self.storage.delete(obj.path)
+            self._clear_memos(name, None)
+            return ids
+        vid = self.resolve(name, version)
+        if vid not in ids:
+            raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
+        remaining = [v for v in self.versions(name) if v.version != vid]
+        self.storage.delete(manifest_path(name, vid))
+        for ref, value in list_refs(self.storage, name).items():
+            if value.version != vid:
+                continue
+            if ref == "latest" and remaining:
+                move_ref(self.storage, name, ref, remaining[0].version, action="rm", only_if=vid)
+            else:
+                delete_ref(self.storage, name, ref)
+        self._clear_memos(name, vid)
+        return [vid]
+
+    def _clear_memos(self, name: str, version: str | None) -> None:
+        import json
+
+        for obj in self.storage.list("derived/"):
+            try:
+                memo = json.loads(self.storage.read(obj.path))
+            except (ValueError, NotFoundError):
+                continue
+            if memo.get("name") == name and version in (None, memo.get("version")):
+                self.storage.delete(obj.path)
+
+    def gc(self, grace: str | float = "1h", dry_run: bool = False) -> GcReport:
+        """Delete shards no manifest references that are older than ``grace`` (default 1h)."""
+        return collect_garbage(self.storage, parse_duration(grace, "grace"), dry_run=dry_run)
+
+    def refs(self, name: str) -> dict[str, str]:
+        """Ref and tag names of ``name`` -> version ids."""
+        return {r: v.version for r, v in list_refs(self.storage, name).items()}
+
+    def log(self, name: str) -> list[Any]:
+        """Every recorded ref move of ``name``, oldest first."""
+        return list(read_log(self.storage, name))

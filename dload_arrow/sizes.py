@@ -1,0 +1,53 @@
+"""Human byte sizes: parse ``60GB``/``512MiB`` and print ``1.2 GB``."""
+
+from __future__ import annotations
+
+import re
+
+from dload_arrow.errors import ConfigError
+
+__all__ = ["format_bytes", "parse_duration", "parse_size"]
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+    "t": 10**12, "tb": 10**12, "p": 10**15, "pb": 10**15,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
+}
+_DURATION = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_size(value: str | int | float, what: str = "size") -> int:
+    """Bytes from an int or a string such as ``60GB``, ``1.5 GiB`` or ``4096``."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{what} {value!r} is not a size; use e.g. '60GB' or 1000000")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ConfigError(f"{what} {value!r} must not be negative")
+        return int(value)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ConfigError(
+            f"{what} {value!r} is not a size; use a number with an optional unit "
+            "such as '512MiB', '60GB' or '2TB'"
+        )
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def parse_duration(value: str | int | float, what: str = "duration") -> float:
+    """Seconds from a number or a string such as ``30s``, ``2h`` or ``7d``."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhdw]?)\s*", str(value))
+    if not m:
+        raise ConfigError(f"{what} {value!r} is not a duration; use e.g. '30s', '2h' or '7d'")
+    return float(m.group(1)) * _DURATION[m.group(2)]
+
+
+def format_bytes(n: float) -> str:
+    """``1234567`` -> ``'1.2 MB'``."""
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} PB"

@@ -1,0 +1,43 @@
+"""Storage roots: the only layer that knows URLs, endpoints and credentials."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from dload_arrow.storage.base import ObjectInfo, Storage, check_relpath, redact_url
+from dload_arrow.storage.local import LocalStorage
+from dload_arrow.storage.remote import FsspecStorage
+
+__all__ = [
+    "FsspecStorage",
+    "LocalStorage",
+    "ObjectInfo",
+    "Storage",
+    "check_relpath",
+    "open_storage",
+    "redact_url",
+]
+
+
+def open_storage(
+    url: str,
+    *,
+    endpoint_url: str | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> Storage:
+    """Open a root from a local path or a URL (``file://``, ``s3://``, ``memory://``, ...).
+
+    ``endpoint_url`` points S3 at R2, MinIO, SeaweedFS or a test server. Credentials are never
+    passed here: s3fs takes them from the standard AWS chain (env, profile, instance role).
+    """
+    if "://" not in url:
+        return LocalStorage(url)
+    if url.startswith("file://"):
+        return LocalStorage(url[len("file://") :])
+    opts = dict(storage_options or {})
+    if url.startswith(("s3://", "s3a://")):
+        endpoint = endpoint_url or os.environ.get("DLOAD_ENDPOINT_URL")
+        if endpoint:
+            opts.setdefault("endpoint_url", endpoint)
+    return FsspecStorage(url, opts)

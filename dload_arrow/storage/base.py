@@ -1,0 +1,98 @@
+"""The storage contract: the handful of primitives every backend provides.
+
+Paths are relative to the root, use ``/`` and never start with ``/`` or contain ``..``;
+:func:`check_relpath` enforces that at the boundary so a hostile manifest cannot steer a
+read or a write outside the root.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from dload_arrow.errors import InvalidNameError
+
+__all__ = ["ObjectInfo", "Storage", "check_relpath", "redact_url"]
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9._@=+,-]+$")
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """Size and modification time (seconds since the epoch, 0.0 when unknown) of an object."""
+
+    path: str
+    size: int
+    mtime: float
+
+
+def check_relpath(path: str) -> str:
+    """Return ``path`` if it is a safe relative object path, else raise InvalidNameError."""
+    if not path or path.startswith("/") or "\\" in path:
+        raise InvalidNameError(f"object path {path!r} must be relative and use '/' separators")
+    for seg in path.split("/"):
+        if seg in ("", ".", "..") or not _SEGMENT.match(seg):
+            raise InvalidNameError(
+                f"object path {path!r} has an unsafe segment {seg!r}; "
+                "segments may use letters, digits and ._@=+,-"
+            )
+    return path
+
+
+def redact_url(url: str) -> str:
+    """Remove any ``user:secret@`` part from a URL so it can be printed."""
+    return re.sub(r"(?<=://)[^/@]*@", "***@", url)
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """What the store needs from a root. Implementations: local, fsspec (s3, memory, ...)."""
+
+    url: str
+    is_local: bool
+    conditional_writes: bool
+
+    def read(self, path: str) -> bytes:
+        """Whole object; NotFoundError if absent."""
+        ...
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of an object, one ranged request."""
+        ...
+
+    def write(self, path: str, data: bytes) -> None:
+        """Atomically replace the object: readers see the old or the new bytes, never a mix."""
+        ...
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        """Create the object only if it does not exist; return False (writing nothing) if it did."""
+        ...
+
+    def read_with_token(self, path: str) -> tuple[bytes, str] | None:
+        """The object and an opaque token for :meth:`compare_and_swap`, or None if absent."""
+        ...
+
+    def compare_and_swap(self, path: str, data: bytes, token: str | None) -> bool:
+        """Write only if the object still matches ``token`` (None: still absent). False if not."""
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def info(self, path: str) -> ObjectInfo: ...
+
+    def list(self, prefix: str) -> list[ObjectInfo]:
+        """Every object under ``prefix`` (recursive), paths relative to the root, sorted."""
+        ...
+
+    def delete(self, path: str) -> None:
+        """Remove the object; absent objects are not an error."""
+        ...
+
+    def download(self, path: str, dest: str) -> int:
+        """Stream the object into the local file ``dest``; return the byte count."""
+        ...
+
+    def local_path(self, path: str) -> str | None:
+        """A filesystem path to read the object in place, when the root is a local directory."""
+        ...

@@ -1,0 +1,148 @@
+"""A root that is a directory on this machine: the embedded default."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dload_arrow.errors import NotFoundError, StorageError
+from dload_arrow.storage.base import ObjectInfo, check_relpath
+
+__all__ = ["LocalStorage"]
+
+
+class LocalStorage:
+    """Objects are files under ``directory``; writes go to a temp file and are renamed.
+
+    Conditional writes are exact on one machine and on POSIX shared filesystems with working
+    ``link()`` and ``flock()``: create-if-absent is a hard link that fails when the name
+    exists, and compare-and-swap holds an exclusive lock while it re-reads and replaces.
+    """
+
+    is_local = True
+    conditional_writes = True
+
+    def __init__(self, directory: str) -> None:
+        self.root = os.path.abspath(os.path.expanduser(directory))
+        self.url = "file://" + self.root
+
+    def __repr__(self) -> str:
+        return f"LocalStorage({self.root!r})"
+
+    def _full(self, path: str) -> str:
+        return os.path.join(self.root, *check_relpath(path).split("/"))
+
+    def _tmp(self, full: str) -> str:
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        return f"{full}.tmp-{uuid.uuid4().hex}"
+
+    def read(self, path: str) -> bytes:
+        try:
+            with open(self._full(path), "rb") as f:
+                return f.read()
+        except FileNotFoundError as e:
+            raise NotFoundError(f"no object {path!r} under {self.url}") from e
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        try:
+            with open(self._full(path), "rb") as f:
+                f.seek(start)
+                return f.read(end - start)
+        except FileNotFoundError as e:
+            raise NotFoundError(f"no object {path!r} under {self.url}") from e
+
+    def write(self, path: str, data: bytes) -> None:
+        full = self._full(path)
+        tmp = self._tmp(full)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, full)
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        full = self._full(path)
+        tmp = self._tmp(full)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        try:
+            os.link(tmp, full)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+
+    @contextmanager
+    def _locked(self, path: str) -> Iterator[None]:
+        lock_dir = os.path.join(self.root, ".locks")
+        os.makedirs(lock_dir, exist_ok=True)
+        name = hashlib.sha256(path.encode()).hexdigest()[:32]
+        with open(os.path.join(lock_dir, name), "a+b") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def read_with_token(self, path: str) -> tuple[bytes, str] | None:
+        try:
+            data = self.read(path)
+        except NotFoundError:
+            return None
+        return data, hashlib.sha256(data).hexdigest()
+
+    def compare_and_swap(self, path: str, data: bytes, token: str | None) -> bool:
+        with self._locked(path):
+            current = self.read_with_token(path)
+            if (current[1] if current else None) != token:
+                return False
+            self.write(path, data)
+            return True
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self._full(path))
+
+    def info(self, path: str) -> ObjectInfo:
+        try:
+            st = os.stat(self._full(path))
+        except FileNotFoundError as e:
+            raise NotFoundError(f"no object {path!r} under {self.url}") from e
+        return ObjectInfo(path, st.st_size, st.st_mtime)
+
+    def list(self, prefix: str) -> list[ObjectInfo]:
+        base = self._full(prefix.rstrip("/"))
+        out: list[ObjectInfo] = []
+        for dirpath, _dirs, files in os.walk(base):
+            for fn in files:
+                if ".tmp-" in fn:
+                    continue
+                full = os.path.join(dirpath, fn)
+                rel = os.path.relpath(full, self.root).replace(os.sep, "/")
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError:
+                    continue
+                out.append(ObjectInfo(rel, st.st_size, st.st_mtime))
+        return sorted(out, key=lambda o: o.path)
+
+    def delete(self, path: str) -> None:
+        try:
+            os.unlink(self._full(path))
+        except FileNotFoundError:
+            pass
+
+    def download(self, path: str, dest: str) -> int:
+        try:
+            shutil.copyfile(self._full(path), dest)
+        except FileNotFoundError as e:
+            raise NotFoundError(f"no object {path!r} under {self.url}") from e
+        except OSError as e:
+            raise StorageError(f"copying {path!r} to {dest!r} failed: {e}") from e
+        return os.path.getsize(dest)
+
+    def local_path(self, path: str) -> str | None:
+        return self._full(path)

@@ -1,0 +1,205 @@
+"""Roots reached through fsspec: S3 and S3-compatible stores, memory://, and any other scheme.
+
+The filesystem object is built lazily and rebuilt after a fork: s3fs clients hold event loops
+and connection pools that must not cross process boundaries (DataLoader workers).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import threading
+from typing import Any
+
+from dload_arrow.errors import NotFoundError, StorageError
+from dload_arrow.storage.base import ObjectInfo, check_relpath, redact_url
+
+__all__ = ["FsspecStorage"]
+
+_MEMORY_LOCK = threading.Lock()
+
+
+class FsspecStorage:
+    """Objects under ``url`` on an fsspec filesystem.
+
+    Conditional writes: on S3 they are ``If-None-Match: *`` and ``If-Match: <etag>`` PUTs,
+    which AWS, R2, MinIO, SeaweedFS and moto honour. ``memory://`` uses a process lock.
+    Other schemes fall back to check-then-write, which is not safe against concurrent
+    writers; ``conditional_writes`` is False for them and docs/DESIGN.md says so.
+    """
+
+    is_local = False
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        import fsspec.core
+
+        self.url = url.rstrip("/")
+        self.protocol, self._base = fsspec.core.split_protocol(self.url)
+        self.protocol = self.protocol or "file"
+        self._base = (self._base or "").rstrip("/")
+        self._options = dict(storage_options or {})
+        self.conditional_writes = self.protocol in ("s3", "s3a", "memory")
+        self._fs: Any = None
+        self._pid = -1
+
+    def __repr__(self) -> str:
+        return f"FsspecStorage({redact_url(self.url)!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_fs"] = None
+        state["_pid"] = -1
+        return state
+
+    @property
+    def fs(self) -> Any:
+        if self._fs is None or self._pid != os.getpid():
+            import fsspec
+
+            opts = dict(self._options)
+            if self.protocol in ("s3", "s3a"):
+                opts.setdefault("skip_instance_cache", True)
+            try:
+                self._fs = fsspec.filesystem(self.protocol, **opts)
+            except ImportError as e:
+                raise StorageError(
+                    f"the {self.protocol}:// root needs an extra package: {e}. "
+                    "For S3: pip install 'dload-arrow[s3]'"
+                ) from e
+            self._pid = os.getpid()
+        return self._fs
+
+    def _full(self, path: str) -> str:
+        return f"{self._base}/{check_relpath(path)}"
+
+    def _wrap(self, e: Exception, path: str, what: str) -> Exception:
+        if isinstance(e, FileNotFoundError):
+            return NotFoundError(f"no object {path!r} under {redact_url(self.url)}")
+        return StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {e}")
+
+    def read(self, path: str) -> bytes:
+        try:
+            return bytes(self.fs.cat_file(self._full(path)))
+        except Exception as e:
+            raise self._wrap(e, path, "reading") from e
+
+    def read_range(self, path: str, start: int, end: int) -> bytes:
+        try:
+            return bytes(self.fs.cat_file(self._full(path), start=start, end=end))
+        except Exception as e:
+            raise self._wrap(e, path, "reading a range of") from e
+
+    def write(self, path: str, data: bytes) -> None:
+        try:
+            self.fs.pipe_file(self._full(path), data)
+        except Exception as e:
+            raise self._wrap(e, path, "writing") from e
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        full = self._full(path)
+        if self.protocol in ("s3", "s3a"):
+            try:
+                self.fs.pipe_file(full, data, mode="create")
+                return True
+            except FileExistsError:
+                return False
+            except OSError as e:
+                if _precondition_failed(e):
+                    return False
+                raise self._wrap(e, path, "creating") from e
+        with _MEMORY_LOCK:
+            if self.fs.exists(full):
+                return False
+            self.write(path, data)
+            return True
+
+    def read_with_token(self, path: str) -> tuple[bytes, str] | None:
+        try:
+            data = self.read(path)
+        except NotFoundError:
+            return None
+        # A single-part PUT's ETag is the MD5 of its bytes, so the token describes exactly the
+        # bytes we read even if the object changes right after.
+        return data, '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
+
+    def compare_and_swap(self, path: str, data: bytes, token: str | None) -> bool:
+        if token is None:
+            return self.put_if_absent(path, data)
+        full = self._full(path)
+        if self.protocol in ("s3", "s3a"):
+            try:
+                self.fs.pipe_file(full, data, IfMatch=token)
+                return True
+            except (FileExistsError, FileNotFoundError):
+                return False
+            except OSError as e:
+                if _precondition_failed(e):
+                    return False
+                raise self._wrap(e, path, "updating") from e
+        with _MEMORY_LOCK:
+            current = self.read_with_token(path)
+            if current is None or current[1] != token:
+                return False
+            self.write(path, data)
+            return True
+
+    def exists(self, path: str) -> bool:
+        try:
+            return bool(self.fs.exists(self._full(path)))
+        except Exception as e:
+            raise self._wrap(e, path, "checking") from e
+
+    def info(self, path: str) -> ObjectInfo:
+        try:
+            return self._to_info(self.fs.info(self._full(path)))
+        except Exception as e:
+            raise self._wrap(e, path, "stat of") from e
+
+    def _to_info(self, d: dict[str, Any]) -> ObjectInfo:
+        name = d["name"]
+        base = self._base.split("://")[-1]
+        rel = name[len(base) :].lstrip("/") if name.startswith(base) else name.split(base + "/", 1)[-1]
+        mtime = d.get("LastModified") or d.get("mtime") or d.get("created") or 0.0
+        if hasattr(mtime, "timestamp"):
+            mtime = mtime.timestamp()
+        return ObjectInfo(rel, int(d.get("size") or 0), float(mtime))
+
+    def list(self, prefix: str) -> list[ObjectInfo]:
+        full = f"{self._base}/{prefix.strip('/')}" if prefix.strip("/") else self._base
+        try:
+            found = self.fs.find(full, detail=True)
+        except FileNotFoundError:
+            return []
+        except Exception as e:
+            raise self._wrap(e, prefix, "listing") from e
+        infos = [self._to_info(d) for d in found.values() if d.get("type", "file") == "file"]
+        return sorted(infos, key=lambda o: o.path)
+
+    def delete(self, path: str) -> None:
+        try:
+            self.fs.rm_file(self._full(path))
+        except FileNotFoundError:
+            pass
+        except Exception as e:
+            raise self._wrap(e, path, "deleting") from e
+
+    def download(self, path: str, dest: str) -> int:
+        try:
+            self.fs.get_file(self._full(path), dest)
+        except Exception as e:
+            raise self._wrap(e, path, "downloading") from e
+        return os.path.getsize(dest)
+
+    def local_path(self, path: str) -> str | None:
+        return None
+
+
+def _precondition_failed(e: OSError) -> bool:
+    text = str(e) + str(e.__cause__ or "")
+    return (
+        e.errno in (errno.EINVAL, errno.EBUSY)
+        or "PreconditionFailed" in text
+        or "ConditionalRequestConflict" in text
+        or "412" in text
+    )

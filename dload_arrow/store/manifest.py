@@ -1,0 +1,244 @@
+"""Manifests: one Arrow IPC file per version, one row per shard.
+
+The file's bytes name the version (sha256), so nothing time- or host-dependent goes in.
+Columns: ``digest, bytes, rows, row_offset, footer_offset, rg_rows, rg_offsets, rg_bytes,
+key_min, key_max, rg_key_min, rg_key_max`` and, per scalar sample column ``c``,
+``min.c, max.c, nulls.c, rg_min.c, rg_max.c, rg_nulls.c``. Schema metadata ``dload`` holds
+JSON: format, name, sample schema (base64 Arrow IPC), meta, recipe, parents, key index.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.errors import IntegrityError, InvalidNameError
+from dload_arrow.store.names import check_digest, check_name
+from dload_arrow.store.shard import ShardData, is_scalar
+
+__all__ = ["FORMAT_VERSION", "Manifest", "ShardEntry", "build_manifest", "shard_rows"]
+
+FORMAT_VERSION = 1
+_META_KEY = b"dload"
+
+
+@dataclass(frozen=True)
+class ShardEntry:
+    """What a reader needs to know about one shard of a version."""
+
+    index: int
+    digest: str
+    bytes: int
+    rows: int
+    row_offset: int
+    footer_offset: int
+    rg_rows: tuple[int, ...]
+    rg_offsets: tuple[int, ...]
+    rg_bytes: tuple[int, ...]
+    key_min: str
+    key_max: str
+
+
+def _schema_to_b64(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode()
+
+
+def _schema_from_b64(text: str) -> pa.Schema:
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(text)))
+
+
+def shard_rows(shards: Sequence[ShardData], schema: pa.Schema) -> pa.Table:
+    """Manifest rows for freshly written shards (``row_offset`` is filled in later)."""
+    cols: dict[str, pa.Array] = {
+        "digest": pa.array([s.digest for s in shards], pa.string()),
+        "bytes": pa.array([s.nbytes for s in shards], pa.int64()),
+        "rows": pa.array([s.rows for s in shards], pa.int64()),
+        "row_offset": pa.array([0] * len(shards), pa.int64()),
+        "footer_offset": pa.array([s.footer_offset for s in shards], pa.int64()),
+        "rg_rows": pa.array([s.rg_rows for s in shards], pa.list_(pa.int64())),
+        "rg_offsets": pa.array([s.rg_offsets for s in shards], pa.list_(pa.int64())),
+        "rg_bytes": pa.array([s.rg_bytes for s in shards], pa.list_(pa.int64())),
+        "key_min": pa.array([s.key_min for s in shards], pa.string()),
+        "key_max": pa.array([s.key_max for s in shards], pa.string()),
+        "rg_key_min": pa.array([s.rg_key_min for s in shards], pa.list_(pa.string())),
+        "rg_key_max": pa.array([s.rg_key_max for s in shards], pa.list_(pa.string())),
+    }
+    for f in schema:
+        if f.name == "__key__" or not is_scalar(f.type):
+            continue
+        c, t = f.name, f.type
+        cols[f"min.{c}"] = pa.array([s.stats[c][0] for s in shards], t)
+        cols[f"max.{c}"] = pa.array([s.stats[c][1] for s in shards], t)
+        cols[f"nulls.{c}"] = pa.array([s.stats[c][2] for s in shards], pa.int64())
+        cols[f"rg_min.{c}"] = pa.array([[x[0] for x in s.rg_stats[c]] for s in shards], pa.list_(t))
+        cols[f"rg_max.{c}"] = pa.array([[x[1] for x in s.rg_stats[c]] for s in shards], pa.list_(t))
+        cols[f"rg_nulls.{c}"] = pa.array(
+            [[x[2] for x in s.rg_stats[c]] for s in shards], pa.list_(pa.int64())
+        )
+    return pa.table(cols)
+
+
+def build_manifest(
+    name: str,
+    schema: pa.Schema,
+    rows: pa.Table,
+    *,
+    keys_sorted: bool,
+    meta: dict[str, Any] | None = None,
+    recipe: str | None = None,
+    parents: Sequence[dict[str, Any]] = (),
+    key_index: dict[str, Any] | None = None,
+    settings: dict[str, Any] | None = None,
+) -> Manifest:
+    """Assemble a manifest; its bytes (and so its version id) depend only on the arguments."""
+    check_name(name)
+    info = {
+        "format": FORMAT_VERSION,
+        "name": name,
+        "schema": _schema_to_b64(schema),
+        "meta": meta or {},
+        "recipe": recipe,
+        "parents": list(parents),
+        "keys_sorted": keys_sorted,
+        "key_index": key_index,
+        "settings": settings or {},
+    }
+    try:
+        text = json.dumps(info, sort_keys=True, separators=(",", ":"))
+    except TypeError as e:
+        raise InvalidNameError(f"meta must be JSON-serialisable: {e}") from e
+    counts = np.asarray(rows.column("rows").to_numpy(), dtype=np.int64)
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)])[:-1], pa.int64())
+    rows = rows.set_column(rows.schema.get_field_index("row_offset"), "row_offset", offsets)
+    rows = rows.combine_chunks().replace_schema_metadata({_META_KEY: text.encode()})
+    return Manifest(rows)
+
+
+class Manifest:
+    """A parsed, validated manifest. ``Manifest.from_bytes`` is the only way in from storage."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table
+        raw = (table.schema.metadata or {}).get(_META_KEY)
+        if raw is None:
+            raise IntegrityError("manifest has no 'dload' metadata: not a dload_arrow manifest")
+        try:
+            self.info: dict[str, Any] = json.loads(raw)
+        except ValueError as e:
+            raise IntegrityError(f"manifest metadata is not JSON: {e}") from e
+        self._validate()
+
+    def _validate(self) -> None:
+        fmt = self.info.get("format")
+        if fmt != FORMAT_VERSION:
+            raise IntegrityError(
+                f"manifest format {fmt!r} is not supported by this dload_arrow "
+                f"(reads format {FORMAT_VERSION}); upgrade dload-arrow to read it"
+            )
+        check_name(self.info.get("name", ""))
+        for d in self.table.column("digest").to_pylist():
+            check_digest(d, "shard digest in manifest")
+        idx = self.info.get("key_index")
+        if idx is not None:
+            check_digest(idx.get("digest", ""), "key index digest in manifest")
+        for p in self.info.get("parents", []):
+            check_name(p.get("name", ""))
+            check_digest(p.get("version", ""), "parent version in manifest")
+
+    def to_bytes(self) -> bytes:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, self.table.schema) as w:
+            w.write_table(self.table)
+        return sink.getvalue().to_pybytes()
+
+    @cached_property
+    def version(self) -> str:
+        """The version id: sha256 of the manifest's bytes."""
+        return hashlib.sha256(self.to_bytes()).hexdigest()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, expected_version: str | None = None) -> Manifest:
+        """Parse and validate; with ``expected_version`` the bytes must hash to it."""
+        if expected_version is not None:
+            got = hashlib.sha256(data).hexdigest()
+            if got != expected_version:
+                raise IntegrityError(
+                    f"manifest {expected_version[:12]} is corrupt: its bytes hash to {got[:12]}"
+                )
+        try:
+            table = pa.ipc.open_file(pa.py_buffer(data)).read_all()
+        except (pa.ArrowInvalid, OSError) as e:
+            raise IntegrityError(f"manifest is not an Arrow IPC file: {e}") from e
+        m = cls(table)
+        if expected_version is not None:
+            m.__dict__["version"] = expected_version
+        return m
+
+    @property
+    def name(self) -> str:
+        return str(self.info["name"])
+
+    @cached_property
+    def schema(self) -> pa.Schema:
+        """The sample schema (``__key__`` first)."""
+        return _schema_from_b64(self.info["schema"])
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return dict(self.info.get("meta") or {})
+
+    @property
+    def recipe(self) -> str | None:
+        return self.info.get("recipe")
+
+    @property
+    def parents(self) -> list[dict[str, Any]]:
+        return list(self.info.get("parents") or [])
+
+    @property
+    def keys_sorted(self) -> bool:
+        return bool(self.info.get("keys_sorted"))
+
+    @property
+    def key_index(self) -> dict[str, Any] | None:
+        return self.info.get("key_index")
+
+    @property
+    def num_rows(self) -> int:
+        return int(sum(self.table.column("rows").to_pylist()))
+
+    @property
+    def num_bytes(self) -> int:
+        return int(sum(self.table.column("bytes").to_pylist()))
+
+    @cached_property
+    def shards(self) -> list[ShardEntry]:
+        t = self.table
+        cols = {n: t.column(n).to_pylist() for n in (
+            "digest", "bytes", "rows", "row_offset", "footer_offset", "rg_rows",
+            "rg_offsets", "rg_bytes", "key_min", "key_max")}
+        return [
+            ShardEntry(
+                index=i, digest=cols["digest"][i], bytes=cols["bytes"][i], rows=cols["rows"][i],
+                row_offset=cols["row_offset"][i], footer_offset=cols["footer_offset"][i],
+                rg_rows=tuple(cols["rg_rows"][i]), rg_offsets=tuple(cols["rg_offsets"][i]),
+                rg_bytes=tuple(cols["rg_bytes"][i]), key_min=cols["key_min"][i],
+                key_max=cols["key_max"][i],
+            )
+            for i in range(t.num_rows)
+        ]
+
+    def digests(self) -> list[str]:
+        """Every object this version references: shards and the key index."""
+        out = list(self.table.column("digest").to_pylist())
+        if self.key_index:
+            out.append(self.key_index["digest"])
+        return out

@@ -1,0 +1,57 @@
+"""Validation of every name that becomes part of a storage path."""
+
+from __future__ import annotations
+
+import re
+
+from dload_arrow.errors import InvalidNameError
+
+__all__ = [
+    "KEY_COLUMN",
+    "check_digest",
+    "check_name",
+    "check_ref",
+    "manifest_path",
+    "shard_path",
+]
+
+KEY_COLUMN = "__key__"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+
+
+def check_name(name: str) -> str:
+    """A dataset name: letters, digits, ``._-``, at most 128 characters, no ``..``."""
+    if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
+        raise InvalidNameError(
+            f"dataset name {name!r} is not allowed: use letters, digits, '.', '_' and '-' "
+            "(no '/', no '..', at most 128 characters), e.g. 'imagenet-small'"
+        )
+    return name
+
+
+def check_ref(ref: str) -> str:
+    """A ref or tag name: same alphabet as dataset names."""
+    if not isinstance(ref, str) or not _NAME.match(ref) or ".." in ref:
+        raise InvalidNameError(
+            f"ref/tag {ref!r} is not allowed: use letters, digits, '.', '_' and '-', e.g. 'v1'"
+        )
+    return ref
+
+
+def check_digest(digest: str, what: str = "digest") -> str:
+    """A sha256 hex digest: exactly 64 lowercase hex characters."""
+    if not isinstance(digest, str) or not _DIGEST.match(digest):
+        raise InvalidNameError(f"{what} {digest!r} is not a sha256 hex digest (64 chars 0-9a-f)")
+    return digest
+
+
+def shard_path(digest: str) -> str:
+    """``shards/<aa>/<sha256>.parquet``."""
+    check_digest(digest, "shard digest")
+    return f"shards/{digest[:2]}/{digest}.parquet"
+
+
+def manifest_path(name: str, version: str) -> str:
+    """``datasets/<name>/manifests/<vid>.arrow``."""
+    return f"datasets/{check_name(name)}/manifests/{check_digest(version, 'version id')}.arrow"

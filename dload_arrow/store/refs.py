@@ -1,0 +1,169 @@
+"""Refs (mutable pointers such as ``latest`` and tags) and their append-only log.
+
+A ref is a small JSON object ``{"version", "seq"}`` moved by compare-and-swap. After each
+successful move an entry ``log/<ref>/<seq>.json`` records who moved it, when, from and to.
+The log is written after the move, so a crash in between leaves a gap in ``seq`` that
+readers can see; it can never record a move that did not happen.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import random
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from dload_arrow.errors import ConflictError, IntegrityError
+from dload_arrow.storage import Storage
+from dload_arrow.store.names import check_digest, check_name, check_ref
+
+__all__ = ["LogEntry", "RefValue", "delete_ref", "list_refs", "move_ref", "read_log", "read_ref"]
+
+_MAX_TRIES = 64
+
+
+@dataclass(frozen=True)
+class RefValue:
+    """Where a ref points and how many times it has moved."""
+
+    version: str
+    seq: int
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One ref move."""
+
+    ref: str
+    seq: int
+    version: str | None
+    previous: str | None
+    user: str
+    host: str
+    time: float
+    action: str
+
+
+def _ref_path(name: str, ref: str) -> str:
+    return f"datasets/{check_name(name)}/refs/{check_ref(ref)}"
+
+
+def _parse(data: bytes, where: str) -> RefValue:
+    try:
+        obj = json.loads(data)
+        return RefValue(check_digest(obj["version"], f"version in {where}"), int(obj["seq"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise IntegrityError(f"{where} is not a valid ref: {e}") from e
+
+
+def read_ref(storage: Storage, name: str, ref: str = "latest") -> RefValue | None:
+    """The ref's value, or None when it does not exist."""
+    got = storage.read_with_token(_ref_path(name, ref))
+    return None if got is None else _parse(got[0], _ref_path(name, ref))
+
+
+def list_refs(storage: Storage, name: str) -> dict[str, RefValue]:
+    """Every ref of a dataset by name."""
+    prefix = f"datasets/{check_name(name)}/refs/"
+    out = {}
+    for obj in storage.list(prefix):
+        ref = obj.path[len(prefix) :]
+        value = read_ref(storage, name, ref)
+        if value is not None:
+            out[ref] = value
+    return out
+
+
+def move_ref(
+    storage: Storage,
+    name: str,
+    ref: str,
+    version: str,
+    *,
+    action: str = "commit",
+    only_if: str | None = None,
+) -> RefValue:
+    """Point ``ref`` at ``version`` by compare-and-swap, retrying on contention.
+
+    ``only_if``: move only while the ref still points there (used by rm to step back);
+    a mismatch raises ConflictError instead of retrying.
+    """
+    path = _ref_path(name, ref)
+    check_digest(version, "version id")
+    for attempt in range(_MAX_TRIES):
+        got = storage.read_with_token(path)
+        old = None if got is None else _parse(got[0], path)
+        if only_if is not None and (old is None or old.version != only_if):
+            raise ConflictError(f"ref {name}:{ref} moved concurrently; retry the operation")
+        new = RefValue(version, (old.seq if old else _last_seq(storage, name, ref)) + 1)
+        body = json.dumps({"version": new.version, "seq": new.seq}, sort_keys=True).encode()
+        if storage.compare_and_swap(path, body, None if got is None else got[1]):
+            _append_log(storage, name, ref, new, old.version if old else None, action)
+            return new
+        time.sleep(min(0.5, 0.005 * 2**attempt) * random.random())
+    raise ConflictError(
+        f"could not move {name}:{ref} after {_MAX_TRIES} tries: too many concurrent writers; "
+        "retry the commit"
+    )
+
+
+def _last_seq(storage: Storage, name: str, ref: str) -> int:
+    entries = storage.list(f"datasets/{name}/log/{ref}/")
+    return max((int(o.path.rsplit("/", 1)[-1].split(".")[0]) for o in entries), default=0)
+
+
+def delete_ref(storage: Storage, name: str, ref: str) -> None:
+    """Remove a ref (a log entry records it)."""
+    old = read_ref(storage, name, ref)
+    storage.delete(_ref_path(name, ref))
+    if old is not None:
+        entry = RefValue(old.version, old.seq + 1)
+        _append_log(storage, name, ref, entry, old.version, "delete", deleted=True)
+
+
+def _append_log(
+    storage: Storage,
+    name: str,
+    ref: str,
+    new: RefValue,
+    previous: str | None,
+    action: str,
+    deleted: bool = False,
+) -> None:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    entry: dict[str, Any] = {
+        "ref": ref,
+        "seq": new.seq,
+        "version": None if deleted else new.version,
+        "previous": previous,
+        "user": user,
+        "host": socket.gethostname(),
+        "time": time.time(),
+        "action": action,
+    }
+    path = f"datasets/{name}/log/{ref}/{new.seq:012d}.json"
+    storage.put_if_absent(path, json.dumps(entry, sort_keys=True).encode())
+
+
+def read_log(storage: Storage, name: str) -> list[LogEntry]:
+    """Every recorded ref move of a dataset, oldest first."""
+    prefix = f"datasets/{check_name(name)}/log/"
+    out = []
+    for obj in storage.list(prefix):
+        try:
+            e = json.loads(storage.read(obj.path))
+            out.append(LogEntry(
+                ref=str(e["ref"]), seq=int(e["seq"]), version=e.get("version"),
+                previous=e.get("previous"), user=str(e.get("user", "")),
+                host=str(e.get("host", "")), time=float(e.get("time", 0.0)),
+                action=str(e.get("action", "")),
+            ))
+        except (ValueError, KeyError, TypeError) as err:
+            raise IntegrityError(f"log entry {obj.path} is malformed: {err}") from err
+    return sorted(out, key=lambda e: (e.time, e.ref, e.seq))

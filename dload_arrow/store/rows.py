@@ -1,0 +1,198 @@
+"""Turn what users commit (pairs, tables, readers, DataFrames) into record batches.
+
+Every batch that leaves here has ``__key__`` (string, not null) as its first column and the
+dataset's sample schema. numpy arrays become fixed-size lists with their shape in the field
+metadata (``dload.shape``), so tensors round-trip without opaque bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.errors import SchemaError
+from dload_arrow.store.names import KEY_COLUMN
+
+__all__ = ["SHAPE_META", "field_shape", "to_batches"]
+
+SHAPE_META = b"dload.shape"
+_PAIR_CHUNK = 1024
+
+
+def field_shape(field: pa.Field) -> tuple[int, ...] | None:
+    """The tensor shape recorded on a fixed-size-list field, or None."""
+    meta = field.metadata or {}
+    if SHAPE_META in meta:
+        return tuple(json.loads(meta[SHAPE_META]))
+    return None
+
+
+def _tensor_field(name: str, arr: np.ndarray) -> pa.Field:
+    size = int(np.prod(arr.shape)) if arr.ndim else 1
+    typ = pa.list_(pa.from_numpy_dtype(arr.dtype), size)
+    return pa.field(name, typ, metadata={SHAPE_META: json.dumps(list(arr.shape)).encode()})
+
+
+def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
+    first_key, first = rows[0]
+    fields = [pa.field(KEY_COLUMN, pa.string(), nullable=False)]
+    for col in first:
+        if col == KEY_COLUMN:
+            raise SchemaError(f"sample {first_key!r}: column name {KEY_COLUMN!r} is reserved")
+        value = next((r[col] for _, r in rows if r.get(col) is not None), None)
+        if isinstance(value, np.ndarray):
+            fields.append(_tensor_field(col, value))
+        elif value is None:
+            fields.append(pa.field(col, pa.null()))
+        else:
+            try:
+                typ = pa.array([r.get(col) for _, r in rows]).type
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                raise SchemaError(
+                    f"column {col!r} has values of mixed types in the first {len(rows)} samples "
+                    f"({e}); pass schema= to say which type you want"
+                ) from e
+            fields.append(pa.field(col, typ))
+    return pa.schema(fields)
+
+
+def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Array:
+    values = [r.get(field.name) for _, r in rows]
+    if field_shape(field) is not None:
+        values = [None if v is None else np.asarray(v).reshape(-1) for v in values]
+    try:
+        return pa.array(values, type=field.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError) as e:
+        for (key, _), v in zip(rows, values):
+            try:
+                pa.array([v], type=field.type)
+            except Exception:
+                raise SchemaError(
+                    f"sample {key!r}, column {field.name!r}: value {_short(v)} does not fit "
+                    f"type {field.type}; fix the sample or pass schema= with a wider type"
+                ) from e
+        raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _pairs_to_batches(
+    pairs: Iterable[tuple[str, Mapping[str, Any]]], schema: pa.Schema | None
+) -> Iterator[pa.RecordBatch]:
+    chunk: list[tuple[str, Mapping[str, Any]]] = []
+    for item in pairs:
+        try:
+            key, sample = item
+        except (TypeError, ValueError) as e:
+            raise SchemaError(
+                f"expected (key, {{column: value}}) pairs, got {_short(item)}"
+            ) from e
+        if not isinstance(key, str) or not key:
+            raise SchemaError(f"sample key {key!r} must be a non-empty string")
+        if not isinstance(sample, Mapping):
+            raise SchemaError(f"sample {key!r}: expected a dict of columns, got {type(sample)}")
+        chunk.append((key, sample))
+        if len(chunk) >= _PAIR_CHUNK:
+            schema = schema or _infer_schema(chunk)
+            yield _pairs_batch(chunk, schema)
+            chunk = []
+    if chunk:
+        schema = schema or _infer_schema(chunk)
+        yield _pairs_batch(chunk, schema)
+
+
+def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema) -> pa.RecordBatch:
+    names = set(schema.names)
+    for key, sample in rows:
+        extra = set(sample) - names
+        if extra:
+            raise SchemaError(
+                f"sample {key!r} has columns {sorted(extra)} that the schema lacks "
+                f"(schema columns: {schema.names[1:]})"
+            )
+    keys = pa.array([k for k, _ in rows], pa.string())
+    arrays = [keys] + [_column(rows, f) for f in schema][1:]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _with_key(schema: pa.Schema | None, key: str | None, table_schema: pa.Schema) -> str | None:
+    if key is not None and key not in table_schema.names:
+        raise SchemaError(
+            f"key column {key!r} not found; the table has columns {table_schema.names}"
+        )
+    if key is None and KEY_COLUMN in table_schema.names:
+        return KEY_COLUMN
+    return key
+
+
+def _table_batches(
+    batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None
+) -> Iterator[pa.RecordBatch]:
+    offset = 0
+    target: pa.Schema | None = schema
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        if key is None:
+            # Generated keys: zero-padded row numbers, so they sort in commit order.
+            keys = pa.array([f"{i:012d}" for i in range(offset, offset + batch.num_rows)])
+        else:
+            col = batch.column(key)
+            keys = col.cast(pa.string()) if col.type != pa.string() else col
+            if keys.null_count:
+                raise SchemaError(f"key column {key!r} has null values; every sample needs a key")
+        offset += batch.num_rows
+        rest = [(f.name, batch.column(i)) for i, f in enumerate(batch.schema) if f.name != key]
+        fields = [pa.field(KEY_COLUMN, pa.string(), nullable=False)] + [
+            batch.schema.field(n) for n, _ in rest
+        ]
+        out = pa.RecordBatch.from_arrays([keys] + [a for _, a in rest], schema=pa.schema(fields))
+        if target is None:
+            target = out.schema
+        elif out.schema != target:
+            try:
+                out = out.cast(target)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
+                raise SchemaError(
+                    f"batch at row {offset - batch.num_rows} does not fit the schema: {e}"
+                ) from e
+        yield out
+
+
+def to_batches(
+    samples: Any, *, key: str | None = None, schema: pa.Schema | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Record batches with ``__key__`` first from any accepted input.
+
+    Accepted: an iterable of ``(key, {column: value})`` pairs, a pyarrow Table, RecordBatch
+    or RecordBatchReader, a polars or pandas DataFrame (``key=`` names the key column; without
+    it an existing ``__key__`` column is used, else keys are generated row numbers).
+    """
+    if schema is not None and (not schema.names or schema.names[0] != KEY_COLUMN):
+        schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False)] + list(schema))
+    mod = type(samples).__module__
+    if mod.startswith("polars"):
+        samples = samples.to_arrow()
+    elif mod.startswith("pandas"):
+        samples = pa.Table.from_pandas(samples, preserve_index=False)
+    if isinstance(samples, pa.RecordBatch):
+        samples = pa.Table.from_batches([samples])
+    if isinstance(samples, pa.Table):
+        k = _with_key(schema, key, samples.schema)
+        return _table_batches(samples.to_batches(), k, schema)
+    if isinstance(samples, pa.RecordBatchReader):
+        k = _with_key(schema, key, samples.schema)
+        return _table_batches(samples, k, schema)
+    if isinstance(samples, (str, bytes)) or not isinstance(samples, Iterable):
+        raise SchemaError(
+            f"cannot commit a {type(samples).__name__}: pass (key, dict) pairs, a pyarrow "
+            "Table/RecordBatchReader, or a polars/pandas DataFrame"
+        )
+    return _pairs_to_batches(samples, schema)

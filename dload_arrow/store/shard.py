@@ -1,0 +1,231 @@
+"""Pack record batches into content-addressed zstd Parquet shards.
+
+Row groups are cut by bytes (``row_group_size``) from exact per-row sizes, and shards by
+their encoded size (``shard_size``), so the same rows with the same settings give the same
+bytes however the input was chunked. That is what makes a second commit upload nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dload_arrow.store.names import KEY_COLUMN
+
+__all__ = ["DEFAULT_ROW_GROUP_SIZE", "DEFAULT_SHARD_SIZE", "ShardData", "is_scalar", "write_shards"]
+
+DEFAULT_SHARD_SIZE = 128 * 2**20
+DEFAULT_ROW_GROUP_SIZE = 2 * 2**20
+ZSTD_LEVEL = 3
+
+
+@dataclass
+class ShardData:
+    """One encoded shard and everything the manifest records about it."""
+
+    data: pa.Buffer
+    digest: str
+    nbytes: int
+    rows: int
+    rg_rows: list[int]
+    rg_offsets: list[int]
+    rg_bytes: list[int]
+    footer_offset: int
+    key_min: str
+    key_max: str
+    rg_key_min: list[str]
+    rg_key_max: list[str]
+    keys_sorted: bool
+    # column -> (min, max, nulls) for the shard and per row group
+    stats: dict[str, tuple[Any, Any, int]] = field(default_factory=dict)
+    rg_stats: dict[str, list[tuple[Any, Any, int]]] = field(default_factory=dict)
+
+
+def is_scalar(typ: pa.DataType) -> bool:
+    """Columns the manifest keeps min/max statistics for."""
+    return (
+        pa.types.is_integer(typ)
+        or pa.types.is_floating(typ)
+        or pa.types.is_boolean(typ)
+        or pa.types.is_string(typ)
+        or pa.types.is_large_string(typ)
+        or pa.types.is_temporal(typ)
+    )
+
+
+def _width(typ: pa.DataType) -> int:
+    try:
+        return max(1, typ.bit_width // 8)
+    except ValueError:
+        return 8
+
+
+def _array_sizes(arr: pa.Array) -> np.ndarray:
+    n = len(arr)
+    typ = arr.type
+    if pa.types.is_binary(typ) or pa.types.is_string(typ):
+        off = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+        return np.diff(off).astype(np.int64) + 4
+    if pa.types.is_large_binary(typ) or pa.types.is_large_string(typ):
+        off = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+        return np.diff(off) + 8
+    if pa.types.is_fixed_size_list(typ):
+        return np.full(n, max(1, typ.list_size * _width(typ.value_type)), dtype=np.int64)
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        dt = np.int32 if pa.types.is_list(typ) else np.int64
+        off = np.frombuffer(arr.buffers()[1], dtype=dt)[arr.offset : arr.offset + n + 1]
+        return np.diff(off).astype(np.int64) * _width(typ.value_type) + 4
+    try:
+        return np.full(n, max(1, typ.bit_width // 8), dtype=np.int64)
+    except ValueError:
+        pass
+    total = arr.nbytes
+    return np.full(n, max(1, total // max(n, 1)), dtype=np.int64)
+
+
+def _row_sizes(batch: pa.RecordBatch) -> np.ndarray:
+    sizes = np.zeros(batch.num_rows, dtype=np.int64)
+    for col in batch.columns:
+        sizes += _array_sizes(col)
+    return sizes
+
+
+def _row_groups(batches: Iterable[pa.RecordBatch], target: int) -> Iterator[pa.Table]:
+    pending: list[pa.RecordBatch] = []
+    sizes: list[np.ndarray] = []
+    total = 0
+    for batch in batches:
+        pending.append(batch)
+        s = _row_sizes(batch)
+        sizes.append(s)
+        total += int(s.sum())
+        while total >= target:
+            cum = np.cumsum(np.concatenate(sizes))
+            n = int(np.searchsorted(cum, target)) + 1
+            table = pa.Table.from_batches(pending)
+            yield table.slice(0, n)
+            rest = table.slice(n)
+            pending = [b for b in rest.to_batches() if b.num_rows]
+            sizes = [np.concatenate(sizes)[n:]]
+            total = int(sizes[0].sum())
+    if pending:
+        yield pa.Table.from_batches(pending)
+
+
+def _col_stats(col: Any) -> tuple[Any, Any, int]:
+    mm = pc.min_max(col)
+    return mm["min"].as_py(), mm["max"].as_py(), col.null_count
+
+
+class _Open:
+    def __init__(self, schema: pa.Schema) -> None:
+        self.sink = pa.BufferOutputStream()
+        dict_cols = [f.name for f in schema if is_scalar(f.type) and f.name != KEY_COLUMN]
+        self.writer = pq.ParquetWriter(
+            self.sink,
+            schema,
+            compression="zstd",
+            compression_level=ZSTD_LEVEL,
+            use_dictionary=dict_cols or False,
+            write_page_index=True,
+            write_statistics=True,
+            store_schema=True,
+        )
+        self.scalar = [f.name for f in schema if is_scalar(f.type) and f.name != KEY_COLUMN]
+        self.rg_rows: list[int] = []
+        self.rg_key_min: list[str] = []
+        self.rg_key_max: list[str] = []
+        self.rg_stats: dict[str, list[tuple[Any, Any, int]]] = {c: [] for c in self.scalar}
+
+    def add(self, table: pa.Table) -> None:
+        self.writer.write_table(table, row_group_size=table.num_rows)
+        keys = table.column(KEY_COLUMN)
+        kmin, kmax, _ = _col_stats(keys)
+        self.rg_rows.append(table.num_rows)
+        self.rg_key_min.append(kmin)
+        self.rg_key_max.append(kmax)
+        for c in self.scalar:
+            self.rg_stats[c].append(_col_stats(table.column(c)))
+
+    def finish(self, keys_sorted: bool) -> ShardData:
+        self.writer.close()
+        buf = self.sink.getvalue()
+        meta = pq.read_metadata(pa.BufferReader(buf))
+        offsets, lengths = [], []
+        for i in range(meta.num_row_groups):
+            rg = meta.row_group(i)
+            start = min(
+                (c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset)
+                for c in (rg.column(j) for j in range(rg.num_columns))
+            )
+            end = max(
+                (c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset)
+                + c.total_compressed_size
+                for c in (rg.column(j) for j in range(rg.num_columns))
+            )
+            offsets.append(int(start))
+            lengths.append(int(end - start))
+        footer_len = struct.unpack("<I", buf.to_pybytes()[-8:-4])[0]
+        stats = {}
+        for c, per in self.rg_stats.items():
+            mins = [m for m, _, _ in per if m is not None]
+            maxs = [m for _, m, _ in per if m is not None]
+            stats[c] = (min(mins) if mins else None, max(maxs) if maxs else None,
+                        sum(n for _, _, n in per))
+        return ShardData(
+            data=buf,
+            digest=hashlib.sha256(memoryview(buf)).hexdigest(),
+            nbytes=buf.size,
+            rows=sum(self.rg_rows),
+            rg_rows=self.rg_rows,
+            rg_offsets=offsets,
+            rg_bytes=lengths,
+            footer_offset=buf.size - 8 - footer_len,
+            key_min=min(self.rg_key_min),
+            key_max=max(self.rg_key_max),
+            rg_key_min=self.rg_key_min,
+            rg_key_max=self.rg_key_max,
+            keys_sorted=keys_sorted,
+            stats=stats,
+            rg_stats=self.rg_stats,
+        )
+
+
+def _sorted(keys: pa.ChunkedArray | pa.Array) -> bool:
+    arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    if len(arr) < 2:
+        return True
+    return bool(pc.all(pc.less(arr.slice(0, len(arr) - 1), arr.slice(1))).as_py())
+
+
+def write_shards(
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    *,
+    shard_size: int = DEFAULT_SHARD_SIZE,
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+) -> Iterator[ShardData]:
+    """Encode ``batches`` (``__key__`` first) into shards of about ``shard_size`` bytes."""
+    current: _Open | None = None
+    in_order = True
+    for table in _row_groups(batches, row_group_size):
+        if current is None:
+            current = _Open(schema)
+            in_order = True
+        if current.rg_key_max and table.num_rows:
+            in_order = in_order and current.rg_key_max[-1] < table.column(KEY_COLUMN)[0].as_py()
+        in_order = in_order and _sorted(table.column(KEY_COLUMN))
+        current.add(table)
+        if current.sink.tell() >= shard_size:
+            yield current.finish(in_order)
+            current = None
+    if current is not None and current.rg_rows:
+        yield current.finish(in_order)

@@ -1,0 +1,90 @@
+"""A real S3 server on 127.0.0.1 for tests: moto's server, with every request recorded.
+
+Tests (and the subprocesses they start) talk to it over HTTP exactly like they would talk to
+AWS, R2 or MinIO. The request log lets tests count PUTs, GETs and ranged reads at the server.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+from werkzeug.serving import make_server
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: str
+    range: str | None
+    status: int = 0
+    sent: int = 0
+
+
+@dataclass
+class S3Server:
+    """A running moto server and the requests it served."""
+
+    endpoint: str
+    requests: list[Request] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: Any = None
+
+    def clear(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
+    def count(self, method: str, contains: str = "", ranged: bool | None = None) -> int:
+        with self._lock:
+            return sum(
+                1
+                for r in self.requests
+                if r.method == method
+                and contains in r.path
+                and (ranged is None or (r.range is not None) == ranged)
+            )
+
+    def bytes_sent(self, contains: str = "") -> int:
+        with self._lock:
+            return sum(r.sent for r in self.requests if r.method == "GET" and contains in r.path)
+
+    def stop(self) -> None:
+        self._server.shutdown()
+
+
+def start_s3_server() -> S3Server:
+    """Start moto's S3 server on a free loopback port, recording requests."""
+    app = DomainDispatcherApplication(create_backend_app)
+    holder: dict[str, S3Server] = {}
+
+    def recording(environ: dict[str, Any], start_response: Any) -> Any:
+        req = Request(
+            environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""),
+            environ.get("QUERY_STRING", ""), environ.get("HTTP_RANGE"),
+        )
+
+        def sr(status: str, headers: list[tuple[str, str]], *a: Any) -> Any:
+            req.status = int(status.split()[0])
+            for k, v in headers:
+                if k.lower() == "content-length":
+                    req.sent = int(v)
+            return start_response(status, headers, *a)
+
+        server = holder["s"]
+        with server._lock:
+            server.requests.append(req)
+        return app(environ, sr)
+
+    httpd = make_server("127.0.0.1", 0, recording, True, request_handler=MotoRequestHandler)
+    host, port = httpd.server_address[:2]
+    server = S3Server(endpoint=f"http://{host}:{port}", _server=httpd)
+    holder["s"] = server
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return server
