@@ -55,12 +55,24 @@ def user_config_path() -> Path:
 
 
 def find_up(filename: str, start: Path | None = None) -> Path | None:
-    """The nearest ``filename`` in ``start`` (default: cwd) or one of its parents."""
+    """The nearest ``filename`` in ``start`` (default: cwd) or one of its parents.
+
+    The search does not climb above a directory listed in ``DLOAD_CEILING_DIRECTORIES``
+    (``os.pathsep``-separated, like git's ``GIT_CEILING_DIRECTORIES``), so a stray
+    ``dload.toml`` or ``dload.lock`` in ``/tmp`` or ``$HOME`` cannot leak into a project.
+    """
     here = (start or Path.cwd()).resolve()
+    ceilings = {
+        Path(c).resolve()
+        for c in os.environ.get("DLOAD_CEILING_DIRECTORIES", "").split(os.pathsep)
+        if c
+    }
     for d in (here, *here.parents):
         candidate = d / filename
         if candidate.is_file():
             return candidate
+        if d in ceilings:
+            break
     return None
 
 

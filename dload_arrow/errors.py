@@ -16,7 +16,9 @@ __all__ = [
     "IntegrityError",
     "InvalidNameError",
     "NotFoundError",
+    "PredicateError",
     "SchemaError",
+    "SqlError",
     "StorageError",
     "UnsafePathError",
 ]
@@ -63,3 +65,11 @@ class InfeasiblePlanError(DloadError, RuntimeError):
 
 class StorageError(DloadError, OSError):
     """The storage backend failed (network, permissions, missing bucket)."""
+
+
+class SqlError(DloadError, ValueError):
+    """A catalog SQL query failed (syntax, unknown view or column, bad parameter)."""
+
+
+class PredicateError(DloadError, ValueError):
+    """A where() filter does not parse or does not fit the dataset's columns."""

@@ -13,9 +13,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from s3server import S3Server, start_s3_server  # noqa: E402
+from s3server import S3Server, start_s3_server
+from seaweed import ACCESS_KEY, SECRET_KEY, Seaweed, start_seaweed
 
-from dload_arrow import Repository  # noqa: E402
+from dload_arrow import Repository
 
 _counter = itertools.count()
 
@@ -32,6 +33,8 @@ def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    # dload.toml / dload.lock lookups stop at tmp_path: stray files in /tmp cannot leak in.
+    monkeypatch.setenv("DLOAD_CEILING_DIRECTORIES", str(tmp_path))
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -64,6 +67,33 @@ def s3_root(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
     fs.mkdir(bucket)
     s3_server.clear()
     return f"s3://{bucket}/root"
+
+
+@pytest.fixture(scope="session")
+def seaweed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seaweed]:
+    """SeaweedFS (`weed mini`) on free loopback ports, one per session, with one bucket."""
+    import s3fs
+
+    server = start_seaweed(tmp_path_factory.mktemp("seaweed"))
+    try:
+        fs = s3fs.S3FileSystem(
+            key=ACCESS_KEY, secret=SECRET_KEY, skip_instance_cache=True,
+            client_kwargs={"endpoint_url": server.endpoint},
+        )
+        fs.mkdir("dload")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def seaweed_root(seaweed_server: Seaweed, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A fresh prefix in SeaweedFS's bucket; endpoint and credentials exported via env."""
+    monkeypatch.setenv("DLOAD_ENDPOINT_URL", seaweed_server.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    return f"s3://dload/t-{next(_counter)}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture

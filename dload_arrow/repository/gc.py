@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from dataclasses import dataclass
 
+from dload_arrow.errors import NotFoundError
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 
@@ -20,6 +23,9 @@ class GcReport:
     kept_referenced: int
     kept_young: int
     dry_run: bool
+    # Local roots: temp files of writes cut off by a crash (``*.tmp-*``), older than grace.
+    temp_files_removed: int = 0
+    temp_bytes_reclaimed: int = 0
 
 
 def referenced_digests(storage: Storage) -> set[str]:
@@ -29,7 +35,12 @@ def referenced_digests(storage: Storage) -> set[str]:
         parts = obj.path.split("/")
         if len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow"):
             vid = parts[3][: -len(".arrow")]
-            refs.update(Manifest.from_bytes(storage.read(obj.path), vid).digests())
+            try:
+                data = storage.read(obj.path)
+            except NotFoundError:
+                continue  # removed (rm) since the listing: its shards are unreferenced now
+            # A corrupt manifest raises IntegrityError: gc stops rather than guess.
+            refs.update(Manifest.from_bytes(data, vid).digests())
     return refs
 
 
@@ -57,4 +68,36 @@ def collect_garbage(storage: Storage, grace: float, dry_run: bool = False) -> Gc
             storage.delete(obj.path)
         deleted.append(digest)
         reclaimed += obj.size
-    return GcReport(deleted, reclaimed, kept, young, dry_run)
+    temps = _stale_temp_files(storage, now - grace)
+    if not dry_run:
+        for path, _ in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+    return GcReport(
+        deleted, reclaimed, kept, young, dry_run,
+        temp_files_removed=len(temps), temp_bytes_reclaimed=sum(n for _, n in temps),
+    )
+
+
+def _stale_temp_files(storage: Storage, cutoff: float) -> list[tuple[str, int]]:
+    """Temp files under a local root's ``shards/`` last written before ``cutoff``.
+
+    A process killed mid-write leaves ``<name>.tmp-<uuid>`` next to the target; listings hide
+    them, so only gc can clean them up. Remote stores have no such leftovers (a PUT is atomic).
+    """
+    base = storage.local_path("shards") if storage.is_local else None
+    out: list[tuple[str, int]] = []
+    if base is None:
+        return out
+    for dirpath, _dirs, files in os.walk(base):
+        for fn in files:
+            if ".tmp-" not in fn:
+                continue
+            full = os.path.join(dirpath, fn)
+            try:
+                st = os.stat(full)
+            except FileNotFoundError:
+                continue
+            if st.st_mtime < cutoff:
+                out.append((full, st.st_size))
+    return out

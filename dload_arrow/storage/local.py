@@ -8,7 +8,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import ObjectInfo, check_relpath
@@ -130,10 +130,8 @@ class LocalStorage:
         return sorted(out, key=lambda o: o.path)
 
     def delete(self, path: str) -> None:
-        try:
+        with suppress(FileNotFoundError):
             os.unlink(self._full(path))
-        except FileNotFoundError:
-            pass
 
     def download(self, path: str, dest: str) -> int:
         try:

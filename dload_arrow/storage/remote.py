@@ -60,6 +60,9 @@ class FsspecStorage:
             opts = dict(self._options)
             if self.protocol in ("s3", "s3a"):
                 opts.setdefault("skip_instance_cache", True)
+                # No listing cache: other processes create and delete objects (commits, gc),
+                # and a stale cached listing would make exists() lie about a deleted shard.
+                opts.setdefault("use_listings_cache", False)
             try:
                 self._fs = fsspec.filesystem(self.protocol, **opts)
             except ImportError as e:
@@ -79,20 +82,23 @@ class FsspecStorage:
         return StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {e}")
 
     def read(self, path: str) -> bytes:
+        full = self._full(path)
         try:
-            return bytes(self.fs.cat_file(self._full(path)))
+            return bytes(self.fs.cat_file(full))
         except Exception as e:
             raise self._wrap(e, path, "reading") from e
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
+        full = self._full(path)
         try:
-            return bytes(self.fs.cat_file(self._full(path), start=start, end=end))
+            return bytes(self.fs.cat_file(full, start=start, end=end))
         except Exception as e:
             raise self._wrap(e, path, "reading a range of") from e
 
     def write(self, path: str, data: bytes) -> None:
+        full = self._full(path)
         try:
-            self.fs.pipe_file(self._full(path), data)
+            self.fs.pipe_file(full, data)
         except Exception as e:
             raise self._wrap(e, path, "writing") from e
 
@@ -115,13 +121,37 @@ class FsspecStorage:
             return True
 
     def read_with_token(self, path: str) -> tuple[bytes, str] | None:
+        if self.protocol in ("s3", "s3a"):
+            full = self._full(path)
+            try:
+                return self._s3_get(full)
+            except FileNotFoundError:
+                return None
+            except Exception as e:
+                raise self._wrap(e, path, "reading") from e
         try:
             data = self.read(path)
         except NotFoundError:
             return None
-        # A single-part PUT's ETag is the MD5 of its bytes, so the token describes exactly the
-        # bytes we read even if the object changes right after.
-        return data, '"' + hashlib.md5(data, usedforsecurity=False).hexdigest() + '"'
+        return data, hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+    def _s3_get(self, full: str) -> tuple[bytes, str]:
+        # The bytes and the ETag of one GET response, so the token names exactly the bytes
+        # read. (The ETag is not always their MD5: SSE-KMS and SSE-C buckets use other ETags.)
+        from fsspec.asyn import sync
+
+        fs = self.fs
+        bucket, key, _ = fs.split_path(full)
+
+        async def get() -> tuple[bytes, str]:
+            resp = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+            try:
+                return bytes(await resp["Body"].read()), str(resp["ETag"])
+            finally:
+                resp["Body"].close()
+
+        result: tuple[bytes, str] = sync(fs.loop, get)
+        return result
 
     def compare_and_swap(self, path: str, data: bytes, token: str | None) -> bool:
         if token is None:
@@ -145,21 +175,26 @@ class FsspecStorage:
             return True
 
     def exists(self, path: str) -> bool:
+        full = self._full(path)
         try:
-            return bool(self.fs.exists(self._full(path)))
+            return bool(self.fs.exists(full))
         except Exception as e:
             raise self._wrap(e, path, "checking") from e
 
     def info(self, path: str) -> ObjectInfo:
+        full = self._full(path)
         try:
-            return self._to_info(self.fs.info(self._full(path)))
+            return self._to_info(self.fs.info(full))
         except Exception as e:
             raise self._wrap(e, path, "stat of") from e
 
     def _to_info(self, d: dict[str, Any]) -> ObjectInfo:
         name = d["name"]
         base = self._base.split("://")[-1]
-        rel = name[len(base) :].lstrip("/") if name.startswith(base) else name.split(base + "/", 1)[-1]
+        if name.startswith(base):
+            rel = name[len(base) :].lstrip("/")
+        else:
+            rel = name.split(base + "/", 1)[-1]
         mtime = d.get("LastModified") or d.get("mtime") or d.get("created") or 0.0
         if hasattr(mtime, "timestamp"):
             mtime = mtime.timestamp()
@@ -177,16 +212,18 @@ class FsspecStorage:
         return sorted(infos, key=lambda o: o.path)
 
     def delete(self, path: str) -> None:
+        full = self._full(path)
         try:
-            self.fs.rm_file(self._full(path))
+            self.fs.rm_file(full)
         except FileNotFoundError:
             pass
         except Exception as e:
             raise self._wrap(e, path, "deleting") from e
 
     def download(self, path: str, dest: str) -> int:
+        full = self._full(path)
         try:
-            self.fs.get_file(self._full(path), dest)
+            self.fs.get_file(full, dest)
         except Exception as e:
             raise self._wrap(e, path, "downloading") from e
         return os.path.getsize(dest)

@@ -8,6 +8,7 @@ missing ones.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import time
@@ -191,7 +192,7 @@ def commit_samples(
 
     rows = shard_rows(shards, schema)
     sorted_new = all(s.keys_sorted for s in shards) and all(
-        a.key_max < b.key_min for a, b in zip(shards, shards[1:])
+        a.key_max < b.key_min for a, b in itertools.pairwise(shards)
     )
     if parent is not None:
         rows = pa.concat_tables([parent.table.replace_schema_metadata(None), rows])

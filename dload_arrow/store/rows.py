@@ -53,11 +53,22 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
                 typ = pa.array([r.get(col) for _, r in rows]).type
             except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
                 raise SchemaError(
-                    f"column {col!r} has values of mixed types in the first {len(rows)} samples "
-                    f"({e}); pass schema= to say which type you want"
+                    f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "
+                    f"does not fit the type of earlier samples ({e}); fix the sample or pass "
+                    "schema= to say which type you want"
                 ) from e
             fields.append(pa.field(col, typ))
     return pa.schema(fields)
+
+
+def _first_misfit(rows: list[tuple[str, Mapping[str, Any]]], col: str, first: Any) -> str:
+    typ = pa.array([first]).type
+    for key, r in rows:
+        try:
+            pa.array([r.get(col)], type=typ)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError):
+            return key
+    return rows[-1][0]
 
 
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Array:
@@ -67,7 +78,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
     try:
         return pa.array(values, type=field.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError) as e:
-        for (key, _), v in zip(rows, values):
+        for (key, _), v in zip(rows, values, strict=False):
             try:
                 pa.array([v], type=field.type)
             except Exception:
@@ -118,7 +129,7 @@ def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema) -
                 f"(schema columns: {schema.names[1:]})"
             )
     keys = pa.array([k for k, _ in rows], pa.string())
-    arrays = [keys] + [_column(rows, f) for f in schema][1:]
+    arrays = [keys, *[_column(rows, f) for f in schema][1:]]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -176,7 +187,7 @@ def to_batches(
     it an existing ``__key__`` column is used, else keys are generated row numbers).
     """
     if schema is not None and (not schema.names or schema.names[0] != KEY_COLUMN):
-        schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False)] + list(schema))
+        schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False), *list(schema)])
     mod = type(samples).__module__
     if mod.startswith("polars"):
         samples = samples.to_arrow()

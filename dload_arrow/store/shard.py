@@ -71,18 +71,20 @@ def _width(typ: pa.DataType) -> int:
 def _array_sizes(arr: pa.Array) -> np.ndarray:
     n = len(arr)
     typ = arr.type
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
     if pa.types.is_binary(typ) or pa.types.is_string(typ):
-        off = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
-        return np.diff(off).astype(np.int64) + 4
+        off32 = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+        return np.diff(off32).astype(np.int64) + 4
     if pa.types.is_large_binary(typ) or pa.types.is_large_string(typ):
-        off = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-        return np.diff(off) + 8
+        off64 = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+        return np.diff(off64) + 8
     if pa.types.is_fixed_size_list(typ):
         return np.full(n, max(1, typ.list_size * _width(typ.value_type)), dtype=np.int64)
     if pa.types.is_list(typ) or pa.types.is_large_list(typ):
         dt = np.int32 if pa.types.is_list(typ) else np.int64
-        off = np.frombuffer(arr.buffers()[1], dtype=dt)[arr.offset : arr.offset + n + 1]
-        return np.diff(off).astype(np.int64) * _width(typ.value_type) + 4
+        offs = np.frombuffer(arr.buffers()[1], dtype=dt)[arr.offset : arr.offset + n + 1]
+        return np.diff(offs).astype(np.int64) * _width(typ.value_type) + 4
     try:
         return np.full(n, max(1, typ.bit_width // 8), dtype=np.int64)
     except ValueError:

@@ -1,0 +1,107 @@
+"""Invariant 2: concurrent commits to one dataset each keep their version; ``latest`` moves by
+compare-and-swap, so the log is one unbroken chain and no move is silently lost."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dload_arrow import Repository
+from dload_arrow.store.refs import move_ref
+
+SCRIPT = r"""
+import os, sys, time
+from pathlib import Path
+from dload_arrow import Repository
+
+root, who, sync = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+repo = Repository.open(root)
+rows = [(f"{who}-{i:04d}", {"x": i, "who": who}) for i in range(200)]
+(sync / f"ready-{who}").touch()
+while not (sync / "go").exists():  # start barrier: all processes commit at once
+    time.sleep(0.005)
+v = repo.commit("shared", rows, shard_size=4000, row_group_size=1000, progress=False)
+print(v.version)
+"""
+
+
+def commit_concurrently(root: str, writers: list[str], sync: Path) -> list[str]:
+    sync.mkdir()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, root, who, str(sync)],
+            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for who in writers
+    ]
+    deadline = time.monotonic() + 120
+    while not all((sync / f"ready-{w}").exists() for w in writers):
+        assert time.monotonic() < deadline, "writers did not start"
+        assert all(p.poll() is None for p in procs), [p.communicate() for p in procs]
+        time.sleep(0.01)
+    (sync / "go").touch()
+    versions = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        versions.append(out.strip())
+    return versions
+
+
+def assert_unbroken_chain(repo: Repository, name: str, ref: str = "latest") -> list[str]:
+    """The ref's log is seq 1..n, each move starting where the previous one ended."""
+    entries = sorted((e for e in repo.log(name) if e.ref == ref), key=lambda e: e.seq)
+    assert [e.seq for e in entries] == list(range(1, len(entries) + 1))
+    previous = None
+    for e in entries:
+        assert e.previous == previous, f"move {e.seq} lost an update"
+        previous = e.version
+    assert repo.refs(name)[ref] == previous
+    return [str(e.version) for e in entries]
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_concurrent_commits_keep_both_versions_and_log_both_moves(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, cache_dir: str
+) -> None:
+    root = str(request.getfixturevalue(f"{backend}_root"))
+    writers = ["a", "b", "c"]
+    versions = commit_concurrently(root, writers, tmp_path / "sync")
+    assert len(set(versions)) == len(writers)
+    repo = Repository.open(root, cache_dir=cache_dir)
+    listed = {v.version for v in repo.versions("shared")}
+    assert listed == set(versions)
+    moved = assert_unbroken_chain(repo, "shared")
+    assert sorted(moved) == sorted(versions)
+    assert repo.dataset("shared").version in versions
+    assert repo.dataset("shared").version == moved[-1]
+    assert all(v.time is not None for v in repo.versions("shared"))
+
+
+@pytest.mark.parametrize("backend", ["local", "memory", "s3"])
+def test_racing_ref_moves_from_threads_form_one_chain(
+    backend: str, request: pytest.FixtureRequest, cache_dir: str
+) -> None:
+    import threading
+
+    root = str(request.getfixturevalue(f"{backend}_root"))
+    repo = Repository.open(root, cache_dir=cache_dir)
+    targets = [f"{i:064x}" for i in range(1, 9)]
+    barrier = threading.Barrier(len(targets))
+
+    def mover(vid: str) -> None:
+        barrier.wait()
+        move_ref(repo.storage, "refs-race", "latest", vid, action="test")
+
+    threads = [threading.Thread(target=mover, args=(t,)) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    moved = assert_unbroken_chain(repo, "refs-race")
+    assert sorted(moved) == sorted(targets)

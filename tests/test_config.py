@@ -1,0 +1,228 @@
+"""Settings resolution, human sizes and durations, dload.lock pins, tags and version prefixes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dload_arrow import ConfigError, InvalidNameError, NotFoundError, Repository
+from dload_arrow.config import resolve_settings, user_config_path
+from dload_arrow.repository.lock import read_lock
+from dload_arrow.sizes import format_bytes, parse_duration, parse_size
+
+
+def write_user_config(text: str) -> Path:
+    path = user_config_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_defaults_when_nothing_is_configured() -> None:
+    s = resolve_settings()
+    home = Path(os.environ["HOME"])
+    assert s.root == str(home / ".local" / "share" / "dload" / "root")
+    assert s.cache_dir == str(home / ".cache" / "dload")
+    assert s.cache_budget == "auto" and s.endpoint_url is None
+    assert set(s.sources.values()) == {"default"}
+
+
+def test_resolution_order_env_then_project_then_user_then_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = write_user_config(
+        'root = "/user/root"\ncache_dir = "/user/cache"\ncache_budget = "5GB"\n'
+        'endpoint_url = "http://user:9000"\n'
+    )
+    project = tmp_path / "proj"
+    deep = project / "a" / "b"
+    deep.mkdir(parents=True)
+    (project / "dload.toml").write_text('root = "s3://proj/root"\ncache_budget = "7GB"\n')
+    monkeypatch.chdir(deep)  # dload.toml is found up the tree
+    monkeypatch.setenv("DLOAD_CACHE_BUDGET", "9GB")
+
+    s = resolve_settings()
+    assert s.cache_budget == "9GB" and s.sources["cache_budget"] == "env"
+    assert s.root == "s3://proj/root" and s.sources["root"] == str(project / "dload.toml")
+    assert s.cache_dir == "/user/cache" and s.sources["cache_dir"] == str(user)
+    assert s.endpoint_url == "http://user:9000" and s.sources["endpoint_url"] == str(user)
+
+    explicit = resolve_settings(cache_budget="1GB", root="/explicit")
+    assert explicit.cache_budget == "1GB" and explicit.sources["cache_budget"] == "argument"
+    assert explicit.root == "/explicit"
+
+    monkeypatch.setenv("DLOAD_ROOT", "/env/root")
+    assert resolve_settings().root == "/env/root"
+
+
+def test_r2_account_id_sets_the_endpoint_unless_one_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("R2_ACCOUNT_ID", "abc123")
+    assert resolve_settings().endpoint_url == "https://abc123.r2.cloudflarestorage.com"
+    monkeypatch.setenv("DLOAD_ENDPOINT_URL", "http://127.0.0.1:9000")
+    assert resolve_settings().endpoint_url == "http://127.0.0.1:9000"
+
+
+def test_repository_open_uses_the_resolved_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DLOAD_ROOT", str(tmp_path / "envroot"))
+    Path("dload.toml").write_text(f'cache_dir = "{tmp_path / "c"}"\n')
+    repo = Repository.open()
+    assert repo.storage.url == "file://" + str(tmp_path / "envroot")
+    assert repo.read_context.cache_dir == str(tmp_path / "c")
+    repo.commit("d", [("a", {"x": 1})], progress=False)
+    assert (tmp_path / "envroot" / "datasets" / "d").is_dir()
+
+
+def test_bad_config_files_are_reported_with_their_path(tmp_path: Path) -> None:
+    Path("dload.toml").write_text("root = \n")
+    with pytest.raises(ConfigError, match=r"dload.toml"):
+        resolve_settings()
+    Path("dload.toml").write_text('rooot = "/x"\n')
+    with pytest.raises(ConfigError, match=r"unknown keys.*rooot"):
+        resolve_settings()
+    Path("dload.toml").write_text('root = ""\n')
+    with pytest.raises(ConfigError, match="root is empty"):
+        resolve_settings()
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("60GB", 60 * 10**9), ("512MiB", 512 * 2**20), ("1.5 GiB", int(1.5 * 2**30)),
+    ("4096", 4096), (4096, 4096), ("2tb", 2 * 10**12), ("10k", 10_000), (" 3 MB ", 3 * 10**6),
+])
+def test_parse_size_accepts_human_sizes(text: str | int, expected: int) -> None:
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["abc", "12 parsecs", "-5GB", "", "GB", True, -1])
+def test_parse_size_refuses_nonsense_with_an_example(bad: object) -> None:
+    with pytest.raises(ConfigError, match="cache_budget"):
+        parse_size(bad, "cache_budget")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("30s", 30.0), ("2h", 7200.0), ("7d", 7 * 86400.0), ("1.5m", 90.0), (0, 0.0), ("45", 45.0),
+    ("1w", 604800.0),
+])
+def test_parse_duration_accepts_units(text: str | int, expected: float) -> None:
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize("bad", ["1y", "soon", "", "-1h"])
+def test_parse_duration_refuses_nonsense(bad: str) -> None:
+    with pytest.raises(ConfigError, match=r"grace.*'30s'"):
+        parse_duration(bad, "grace")
+
+
+def test_format_bytes() -> None:
+    assert format_bytes(999) == "999 B"
+    assert format_bytes(1_234_567) == "1.2 MB"
+    assert format_bytes(3 * 10**12) == "3.0 TB"
+
+
+def test_gc_refuses_a_bad_grace(repo: Repository) -> None:
+    with pytest.raises(ConfigError, match="grace"):
+        repo.gc(grace="forever")
+
+
+def test_pin_is_used_by_dataset_until_unpinned(repo: Repository, tmp_path: Path) -> None:
+    v1 = repo.commit("d", [("a", {"x": 1})], progress=False)
+    assert repo.pin("d") == v1.version
+    lock = Path.cwd() / "dload.lock"
+    assert read_lock(lock) == {"d": v1.version}
+    v2 = repo.commit("d", [("a", {"x": 2})], progress=False)
+    assert repo.dataset("d").version == v1.version  # the pin wins over latest
+    assert repo.dataset("d", v2.version[:12]).version == v2.version  # explicit wins over pin
+
+    sub = Path.cwd() / "src" / "pkg"
+    sub.mkdir(parents=True)
+    os.chdir(sub)  # the lock is found up the tree; the autouse fixture restores cwd
+    assert repo.dataset("d").version == v1.version
+    assert repo.pin("d", v2.version) == v2.version
+    assert read_lock(lock) == {"d": v2.version}
+    assert not (sub / "dload.lock").exists()
+
+    assert repo.unpin("d") is True
+    assert repo.unpin("d") is False
+    assert read_lock(lock) == {}
+    repo.commit("d", [("a", {"x": 3})], progress=False)
+    assert repo.dataset("d").version != v2.version
+
+
+def test_pin_keeps_other_pins_and_refuses_unknown_datasets(repo: Repository) -> None:
+    a = repo.commit("a", [("k", {"x": 1})], progress=False)
+    b = repo.commit("b", [("k", {"x": 2})], progress=False)
+    repo.pin("a")
+    repo.pin("b")
+    assert read_lock() == {"a": a.version, "b": b.version}
+    with pytest.raises(NotFoundError, match="'nope'"):
+        repo.pin("nope")
+    assert "nope" not in read_lock()
+
+
+def test_a_tampered_lock_file_is_refused() -> None:
+    Path("dload.lock").write_text('[datasets]\n"d" = "../../etc"\n')
+    with pytest.raises(InvalidNameError, match="pinned version"):
+        read_lock()
+    Path("dload.lock").write_text("[datasets\n")
+    with pytest.raises(ConfigError, match=r"dload.lock"):
+        read_lock()
+
+
+def test_tags_resolve_and_move(repo: Repository) -> None:
+    v1 = repo.commit("d", [("a", {"x": 1})], progress=False)
+    v2 = repo.commit("d", [("a", {"x": 2})], progress=False)
+    assert repo.tag("d", v1.version[:10], "stable") == v1.version
+    assert repo.dataset("d", "stable").version == v1.version
+    repo.tag("d", "latest", "stable")
+    assert repo.dataset("d", "stable").version == v2.version
+    assert repo.refs("d") == {"latest": v2.version, "stable": v2.version}
+    info = {v.version: v for v in repo.versions("d")}
+    assert info[v2.version].refs == ("latest", "stable")
+    assert [e.action for e in repo.log("d") if e.ref == "stable"] == ["tag", "tag"]
+
+
+def test_version_prefixes_resolve_and_ambiguity_is_an_error(repo: Repository) -> None:
+    ids: list[str] = []
+    i = 0
+    while len({v[0] for v in ids}) == len(ids):  # until two ids share a first character
+        ids.append(repo.commit("d", [("a", {"x": i})], progress=False).version)
+        i += 1
+    for vid in ids:
+        assert repo.dataset("d", vid[:12]).version == vid
+        assert repo.dataset("d", vid.upper()[:12]).version == vid
+    shared = next(v[0] for v in ids if sum(w[0] == v[0] for w in ids) > 1)
+    with pytest.raises(NotFoundError, match="ambiguous"):
+        repo.dataset("d", shared)
+    with pytest.raises(NotFoundError, match="no version or tag"):
+        repo.dataset("d", "zzz")
+    with pytest.raises(NotFoundError, match="no dataset 'missing'"):
+        repo.dataset("missing")
+
+
+def test_versions_are_listed_newest_first(repo: Repository) -> None:
+    vids = [repo.commit("d", [("a", {"x": i})], progress=False).version for i in range(3)]
+    listed = repo.versions("d")
+    assert [v.version for v in listed] == vids[::-1]
+    assert all(v.num_rows == 1 and v.num_shards == 1 and v.user for v in listed)
+
+
+def test_lookups_stop_at_ceiling_directories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dload_arrow.config import find_up
+
+    top = tmp_path / "outer"
+    inner = top / "project" / "src"
+    inner.mkdir(parents=True)
+    (top / "dload.toml").write_text('root = "/outer"\n')
+    monkeypatch.setenv("DLOAD_CEILING_DIRECTORIES", str(top / "project"))
+    assert find_up("dload.toml", inner) is None
+    monkeypatch.setenv("DLOAD_CEILING_DIRECTORIES", os.pathsep.join(["/nowhere", str(top)]))
+    assert find_up("dload.toml", inner) == top / "dload.toml"
+    monkeypatch.chdir(inner)
+    assert resolve_settings().root == "/outer"

@@ -1,0 +1,32 @@
+"""Every script in examples/ runs to completion on a fresh temporary root and cache."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.py"))
+
+
+def test_there_are_examples() -> None:
+    assert any(p.name == "quickstart.py" for p in EXAMPLES)
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_runs(script: Path, tmp_path: Path) -> None:
+    env = dict(os.environ)
+    env["DLOAD_ROOT"] = str(tmp_path / "root")
+    env["DLOAD_CACHE_DIR"] = str(tmp_path / "cache")
+    env.setdefault("DLOAD_CACHE_BUDGET", "1GB")
+    env["PYTHONUNBUFFERED"] = "1"
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, (
+        f"{script.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    )

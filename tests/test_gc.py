@@ -1,0 +1,178 @@
+"""Invariant 3: gc deletes exactly the shards no manifest references, and none younger than
+the grace period; rm moves refs back to surviving versions."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import pytest
+from readback import shard_paths
+
+from dload_arrow import NotFoundError, Repository
+from dload_arrow.store.names import shard_path
+
+SMALL: dict[str, Any] = {"shard_size": 2000, "row_group_size": 600, "progress": False}
+
+
+def rows(tag: str, n: int = 60) -> list[tuple[str, dict[str, object]]]:
+    return [(f"{tag}{i:04d}", {"x": i, "s": f"{tag}-{i}" * 5}) for i in range(n)]
+
+
+@pytest.fixture(params=["local", "s3"])
+def gc_repo(request: pytest.FixtureRequest, cache_dir: str) -> Repository:
+    root = request.getfixturevalue(f"{request.param}_root")
+    return Repository.open(root, cache_dir=cache_dir)
+
+
+def stored_shards(repo: Repository) -> dict[str, int]:
+    return {o.path: o.size for o in repo.storage.list("shards/")}
+
+
+def test_gc_after_rm_reclaims_exactly_the_unreferenced_shards(gc_repo: Repository) -> None:
+    repo = gc_repo
+    v1 = repo.commit("d", rows("a"), **SMALL)
+    v2 = repo.commit("d", rows("b"), **SMALL)
+    old = set(shard_paths(repo, "d", v1.version))
+    keep = set(shard_paths(repo, "d", v2.version))
+    assert old and keep and not old & keep
+    sizes = stored_shards(repo)
+    assert repo.rm("d", v1.version) == [v1.version]
+
+    report = repo.gc(grace=0)
+    assert not report.dry_run
+    assert {shard_path(d) for d in report.deleted} == old
+    assert report.bytes_reclaimed == sum(sizes[p] for p in old)
+    assert report.kept_referenced == len(keep)
+    assert set(stored_shards(repo)) == keep
+    # Nothing left to collect, and the surviving version is intact.
+    again = repo.gc(grace=0)
+    assert again.deleted == [] and again.bytes_reclaimed == 0
+    assert repo.dataset("d").version == v2.version
+
+
+def test_gc_keeps_shards_another_dataset_references(gc_repo: Repository) -> None:
+    repo = gc_repo
+    v = repo.commit("first", rows("a"), **SMALL)
+    other = repo.commit("second", rows("a"), **SMALL)
+    assert other.shards_uploaded == 0  # same bytes: shared shards
+    repo.rm("first")
+    assert repo.datasets() == ["second"]
+    report = repo.gc(grace=0)
+    assert report.deleted == []
+    assert all(repo.storage.exists(p) for p in shard_paths(repo, "second", other.version))
+    assert set(shard_paths(repo, "second")) == {shard_path(d) for d in v.manifest.digests()}
+
+
+def test_gc_keeps_a_fresh_unreferenced_shard_inside_the_grace_period(
+    gc_repo: Repository,
+) -> None:
+    repo = gc_repo
+    repo.commit("d", rows("a"), **SMALL)
+    data = b"PAR1 an upload whose manifest is not stored yet PAR1"
+    orphan = shard_path(hashlib.sha256(data).hexdigest())
+    repo.storage.write(orphan, data)
+
+    report = repo.gc(grace="1h")
+    assert report.deleted == [] and report.kept_young == 1
+    assert repo.storage.exists(orphan)
+
+    report = repo.gc(grace=0)
+    assert [shard_path(d) for d in report.deleted] == [orphan]
+    assert report.bytes_reclaimed == len(data)
+    assert not repo.storage.exists(orphan)
+
+
+def test_dry_run_deletes_nothing_but_reports_what_it_would(gc_repo: Repository) -> None:
+    repo = gc_repo
+    v1 = repo.commit("d", rows("a"), **SMALL)
+    repo.commit("d", rows("b"), **SMALL)
+    repo.rm("d", v1.version)
+    before = stored_shards(repo)
+    dry = repo.gc(grace=0, dry_run=True)
+    assert dry.dry_run and dry.deleted and dry.bytes_reclaimed > 0
+    assert stored_shards(repo) == before
+    real = repo.gc(grace=0)
+    assert sorted(real.deleted) == sorted(dry.deleted)
+    assert real.bytes_reclaimed == dry.bytes_reclaimed
+
+
+def test_gc_keeps_the_key_index_of_a_live_version(repo: Repository) -> None:
+    v = repo.commit("unsorted", [("b", {"x": 1}), ("a", {"x": 2})], progress=False)
+    index = v.manifest.key_index
+    assert index is not None
+    repo.gc(grace=0)
+    assert repo.storage.exists(shard_path(index["digest"]))
+    repo.rm("unsorted")
+    report = repo.gc(grace=0)
+    assert index["digest"] in report.deleted
+
+
+def test_rm_of_latest_moves_latest_back_to_the_previous_version(
+    gc_repo: Repository,
+) -> None:
+    repo = gc_repo
+    v1 = repo.commit("d", rows("a", 10), progress=False)
+    v2 = repo.commit("d", rows("b", 10), progress=False)
+    repo.tag("d", v2.version, "best")
+    assert repo.dataset("d").version == v2.version
+    repo.rm("d", v2.version[:10])
+    assert repo.refs("d") == {"latest": v1.version}  # the tag on v2 went with it
+    assert repo.dataset("d").version == v1.version
+    assert [v.version for v in repo.versions("d")] == [v1.version]
+    assert [e.action for e in repo.log("d") if e.ref == "latest"][-1] == "rm"
+    with pytest.raises(NotFoundError):
+        repo.dataset("d", v2.version)
+
+
+def test_rm_of_an_older_version_keeps_latest(repo: Repository) -> None:
+    v1 = repo.commit("d", rows("a", 10), progress=False)
+    v2 = repo.commit("d", rows("b", 10), progress=False)
+    repo.rm("d", v1.version)
+    assert repo.refs("d") == {"latest": v2.version}
+
+
+def test_rm_of_the_whole_dataset_and_of_unknown_names(repo: Repository) -> None:
+    repo.commit("d", rows("a", 10), progress=False)
+    repo.commit("keep", rows("k", 10), progress=False)
+    removed = repo.rm("d")
+    assert len(removed) == 1
+    assert repo.datasets() == ["keep"]
+    with pytest.raises(NotFoundError, match="'d'"):
+        repo.rm("d")
+    with pytest.raises(NotFoundError):
+        repo.dataset("d")
+
+
+def test_gc_stops_on_a_corrupt_manifest_and_deletes_nothing(repo: Repository) -> None:
+    from dload_arrow import IntegrityError
+
+    v1 = repo.commit("d", rows("a"), **SMALL)
+    v2 = repo.commit("d", rows("b"), **SMALL)
+    repo.rm("d", v1.version)
+    before = stored_shards(repo)
+    path = f"datasets/d/manifests/{v2.version}.arrow"
+    repo.storage.write(path, repo.storage.read(path)[:-1] + b"\x00")
+    with pytest.raises(IntegrityError):
+        repo.gc(grace=0)
+    assert stored_shards(repo) == before
+
+
+def test_gc_removes_stale_temp_files_of_crashed_writes_on_local_roots(repo: Repository) -> None:
+    import os
+    from pathlib import Path
+
+    repo.commit("d", rows("a", 10), progress=False)
+    shards = Path(str(repo.storage.local_path("shards")))
+    stale = shards / "ab" / f"{'ab' * 32}.parquet.tmp-0123"
+    fresh = shards / "cd" / f"{'cd' * 32}.parquet.tmp-4567"
+    for p in (stale, fresh):
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"partial write")
+    os.utime(stale, (0, 0))
+    dry = repo.gc(grace="1h", dry_run=True)
+    assert dry.temp_files_removed == 1 and stale.exists()
+    report = repo.gc(grace="1h")
+    assert report.temp_files_removed == 1 and report.temp_bytes_reclaimed == 13
+    assert report.deleted == []  # temp files are not shards
+    assert not stale.exists() and fresh.exists()
