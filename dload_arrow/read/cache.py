@@ -1,0 +1,392 @@
+"""The machine-wide shard cache: a byte budget, LRU eviction, shared by every process.
+
+Layout under ``cache_dir``::
+
+    shards/<aa>/<sha>.parquet              verified shard (mtime = the "verified" stamp)
+    shards/<aa>/<sha>.parquet.tmp-<n>-<r>  download in progress, reserving n bytes
+    holds/<aa>/<sha>                       readers hold a shared flock(); mtime = last use
+    locks/<aa>/<sha>                       the downloader holds an exclusive flock()
+    cache.lock                             admission and eviction, one process at a time
+
+Every guarantee rests on flock(), which the kernel drops when a process dies, so a crashed
+reader's holds and a crashed downloader's reservations vanish by themselves. See
+docs/DESIGN.md, "Reading and the cache".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from dload_arrow.errors import ConfigError, InfeasiblePlanError, IntegrityError, NotFoundError
+from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.locks import FileLock, try_exclusive
+from dload_arrow.sizes import format_bytes, parse_size
+from dload_arrow.storage import Storage, redact_url
+from dload_arrow.store.names import check_digest, shard_path
+
+__all__ = ["Cache", "CacheEntry", "Hold", "free_disk", "resolve_budget"]
+
+# A verified shard's mtime. Any write to the file moves its mtime, so a cached file whose
+# size and stamp match was not modified since its sha256 was checked; anything else is
+# re-hashed before use (and fetched again if it does not match).
+_VERIFIED_NS = 946_684_800 * 10**9
+_POLL = 0.05
+_HASH_CHUNK = 4 * 2**20
+
+
+def free_disk(path: str) -> int:
+    """Bytes available to this user on the filesystem holding ``path`` (or its parent)."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p):
+        p = os.path.dirname(p)
+    st = os.statvfs(p)
+    return int(st.f_bavail * st.f_frsize)
+
+
+def resolve_budget(budget: str | int, cache_dir: str, used: int = 0) -> int:
+    """Bytes from ``auto`` (half of free disk plus what the cache holds), ``unlimited``, a size."""
+    text = str(budget).strip().lower()
+    if text == "unlimited":
+        return UNLIMITED
+    if text == "auto":
+        return (free_disk(cache_dir) + used) // 2
+    try:
+        return parse_size(budget, "cache budget")
+    except ConfigError as e:
+        raise ConfigError(f"{e}; or use 'auto' (half the free disk) or 'unlimited'") from e
+
+
+def _sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_HASH_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """A shard in the cache."""
+
+    digest: str
+    bytes: int
+    last_used: float
+    held: bool
+
+
+class Hold:
+    """A reader's claim on a local shard file: it is not evicted until released."""
+
+    def __init__(self, path: str, digest: str, lock: FileLock | None) -> None:
+        self.path = path
+        self.digest = digest
+        self._lock = lock
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> Hold:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"Hold({self.digest[:12]}, held={self._lock is not None})"
+
+
+class Cache:
+    """Shards of any root, stored once per machine under ``cache_dir`` within ``budget``.
+
+    Args:
+        cache_dir: the directory (created if absent), shared by every process of the machine.
+        budget: ``"auto"`` (half the free disk when opened, counting what the cache holds),
+            ``"unlimited"``, a size such as ``"60GB"``, or bytes.
+        wait_timeout: seconds to wait for room (all bytes held by live readers) or for another
+            process's download before giving up with a clear error.
+    """
+
+    _shared: ClassVar[dict[tuple[int, str, str], Cache]] = {}
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, cache_dir: str, budget: str | int = "auto", *,
+                 wait_timeout: float = 600.0) -> None:
+        self.dir = os.path.abspath(os.path.expanduser(cache_dir))
+        os.makedirs(os.path.join(self.dir, "shards"), exist_ok=True)
+        self.wait_timeout = wait_timeout
+        self.budget_text = str(budget)
+        self._tlock = threading.Lock()
+        used = self.used_bytes() if str(budget).strip().lower() == "auto" else 0
+        self.budget_bytes = resolve_budget(budget, self.dir, used)
+
+    @classmethod
+    def shared(cls, cache_dir: str, budget: str | int = "auto") -> Cache:
+        """One Cache object per (process, directory, budget): threads share it."""
+        key = (os.getpid(), os.path.abspath(os.path.expanduser(cache_dir)), str(budget))
+        with cls._shared_lock:
+            cache = cls._shared.get(key)
+            if cache is None:
+                cache = cls._shared[key] = cls(cache_dir, budget)
+            return cache
+
+    def __repr__(self) -> str:
+        budget = "unlimited" if self.budget_bytes >= UNLIMITED else format_bytes(self.budget_bytes)
+        return f"Cache({self.dir!r}, budget={budget})"
+
+    # --- paths ------------------------------------------------------------------------------
+
+    def shard_file(self, digest: str) -> str:
+        """Where the verified shard ``digest`` lives when cached."""
+        check_digest(digest, "shard digest")
+        return os.path.join(self.dir, "shards", digest[:2], f"{digest}.parquet")
+
+    def _hold_file(self, digest: str) -> str:
+        return os.path.join(self.dir, "holds", digest[:2], digest)
+
+    def _lock_file(self, digest: str) -> str:
+        return os.path.join(self.dir, "locks", digest[:2], digest)
+
+    def free_disk(self) -> int:
+        return free_disk(self.dir)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def is_cached(self, digest: str, nbytes: int) -> bool:
+        """Whether a file of the right size is present (cheap: one stat)."""
+        try:
+            return os.stat(self.shard_file(digest)).st_size == nbytes
+        except FileNotFoundError:
+            return False
+
+    def cached_bytes(self, shards: Iterable[tuple[str, int]]) -> int:
+        """Bytes of the given ``(digest, nbytes)`` shards already present."""
+        return sum(n for d, n in set(shards) if self.is_cached(d, n))
+
+    def acquire(self, storage: Storage, digest: str, nbytes: int, *,
+                dataset: str | None = None) -> Hold:
+        """Hold shard ``digest`` locally, downloading it (once per machine) if needed.
+
+        The returned :class:`Hold` keeps the file from eviction until released (or until the
+        process exits). Raises IntegrityError when the root's copy does not match its digest,
+        and InfeasiblePlanError when no room appears within ``wait_timeout``.
+        """
+        final = self.shard_file(digest)
+        hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
+        try:
+            os.utime(hold.path)  # the LRU clock
+            if self._trusted(final, nbytes):
+                return Hold(final, digest, hold)
+            dl = FileLock.acquire(self._lock_file(digest), exclusive=True,
+                                  timeout=self.wait_timeout)
+            try:
+                if not self._usable(final, digest, nbytes):
+                    self._download(storage, digest, nbytes, dataset)
+            finally:
+                dl.release(unlink=True)
+            return Hold(final, digest, hold)
+        except BaseException:
+            hold.release()
+            raise
+
+    def try_hold(self, digest: str, nbytes: int) -> Hold | None:
+        """Hold ``digest`` only if it is cached and verified already; never downloads."""
+        final = self.shard_file(digest)
+        if not os.path.exists(final):
+            return None
+        hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
+        if self._trusted(final, nbytes):
+            os.utime(hold.path)
+            return Hold(final, digest, hold)
+        hold.release()
+        return None
+
+    def _trusted(self, final: str, nbytes: int) -> bool:
+        try:
+            st = os.stat(final)
+        except FileNotFoundError:
+            return False
+        return st.st_size == nbytes and st.st_mtime_ns == _VERIFIED_NS
+
+    def _usable(self, final: str, digest: str, nbytes: int) -> bool:
+        # Called with the download lock held: nobody else is replacing the file.
+        try:
+            st = os.stat(final)
+        except FileNotFoundError:
+            return False
+        if st.st_size == nbytes and (
+            st.st_mtime_ns == _VERIFIED_NS or _sha256_file(final) == digest
+        ):
+            os.utime(final, ns=(_VERIFIED_NS, _VERIFIED_NS))
+            return True
+        os.unlink(final)  # modified or truncated since verified: fetch it again
+        return False
+
+    def _download(self, storage: Storage, digest: str, nbytes: int, dataset: str | None) -> None:
+        tmp = self._reserve(digest, nbytes)
+        try:
+            got = ""
+            for _attempt in range(2):  # one retry: a torn transfer is not a corrupt root
+                try:
+                    size = storage.download(shard_path(digest), tmp)
+                except NotFoundError as e:
+                    raise NotFoundError(
+                        f"shard {digest} of dataset {dataset or '?'} is missing from "
+                        f"{redact_url(storage.url)}; the version is incomplete (was it removed "
+                        "by gc, or is the commit unfinished?)"
+                    ) from e
+                got = _sha256_file(tmp) if size == nbytes else f"<{size} bytes, expected {nbytes}>"
+                if got == digest:
+                    break
+            else:
+                raise IntegrityError(
+                    f"shard {digest} of dataset {dataset or '?'} in {redact_url(storage.url)} "
+                    f"is corrupt: its bytes hash to {got}. Restore the object from a copy or "
+                    "commit the dataset again"
+                )
+            os.utime(tmp, ns=(_VERIFIED_NS, _VERIFIED_NS))
+            os.replace(tmp, self.shard_file(digest))
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    # --- admission and eviction -------------------------------------------------------------
+
+    def _reserve(self, digest: str, nbytes: int) -> str:
+        """Make room for ``nbytes`` and create the temp file that reserves them."""
+        if nbytes > self.budget_bytes:
+            raise InfeasiblePlanError(
+                f"shard {digest[:12]} ({format_bytes(nbytes)}) is larger than the whole cache "
+                f"budget ({format_bytes(self.budget_bytes)}) of {self.dir}; raise the budget "
+                "(cache_budget= or DLOAD_CACHE_BUDGET) or commit with a smaller shard_size"
+            )
+        deadline = time.monotonic() + self.wait_timeout
+        while True:
+            with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"),
+                                               exclusive=True):
+                used, candidates = self._scan(cleanup=True)
+                excess = used + nbytes - self.budget_bytes
+                for _stamp, cand, size in candidates:
+                    if excess <= 0:
+                        break
+                    if self._evict(cand):
+                        excess -= size
+                if excess <= 0:
+                    final = self.shard_file(digest)
+                    os.makedirs(os.path.dirname(final), exist_ok=True)
+                    tmp = f"{final}.tmp-{nbytes}-{uuid.uuid4().hex[:12]}"
+                    open(tmp, "wb").close()
+                    return tmp
+            if time.monotonic() > deadline:
+                raise InfeasiblePlanError(
+                    f"no room in the cache {self.dir} for shard {digest[:12]} "
+                    f"({format_bytes(nbytes)}): {format_bytes(used)} of the "
+                    f"{format_bytes(self.budget_bytes)} budget are held by live readers and "
+                    f"none was released in {self.wait_timeout:.0f}s. Raise the budget, lower "
+                    "prefetch, or run fewer readers on this machine at once"
+                )
+            time.sleep(_POLL)
+
+    def _scan(self, cleanup: bool) -> tuple[int, list[tuple[float, str, int]]]:
+        """Bytes used (files plus reservations) and the cached shards, least recently used first."""
+        used = 0
+        entries: list[tuple[float, str, int]] = []
+        root = os.path.join(self.dir, "shards")
+        for sub in _scandir(root):
+            if not sub.is_dir():
+                continue
+            for e in _scandir(sub.path):
+                try:
+                    size = e.stat().st_size
+                except FileNotFoundError:
+                    continue
+                name = e.name
+                if name.endswith(".parquet"):
+                    digest = name[: -len(".parquet")]
+                    used += size
+                    entries.append((_mtime(self._hold_file(digest)), digest, size))
+                elif ".parquet.tmp-" in name:
+                    digest, rest = name.split(".parquet.tmp-", 1)
+                    if cleanup and self._stale_tmp(e.path, digest):
+                        continue
+                    try:
+                        reserved = int(rest.split("-", 1)[0])
+                    except ValueError:
+                        reserved = size
+                    used += max(size, reserved)
+        entries.sort()
+        return used, entries
+
+    def _stale_tmp(self, path: str, digest: str) -> bool:
+        # A temp file whose download lock nobody holds belongs to a dead downloader.
+        lock = try_exclusive(self._lock_file(digest))
+        if lock is None:
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        lock.release(unlink=True)
+        return True
+
+    def _evict(self, digest: str) -> bool:
+        lock = try_exclusive(self._hold_file(digest))
+        if lock is None:
+            return False  # a live reader holds it
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.shard_file(digest))
+        finally:
+            lock.release(unlink=True)
+        return True
+
+    # --- status and maintenance -------------------------------------------------------------
+
+    def used_bytes(self) -> int:
+        """Bytes of cached shards plus downloads in progress."""
+        return self._scan(cleanup=False)[0]
+
+    def entries(self) -> list[CacheEntry]:
+        """Every cached shard, least recently used first."""
+        out = []
+        for stamp, digest, size in self._scan(cleanup=False)[1]:
+            held = False
+            if os.path.exists(self._hold_file(digest)):
+                lock = try_exclusive(self._hold_file(digest))
+                held = lock is None
+                if lock is not None:
+                    lock.release()
+            out.append(CacheEntry(digest, size, stamp, held))
+        return out
+
+    def clear(self) -> int:
+        """Remove every shard no live reader holds; return the bytes freed."""
+        freed = 0
+        with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
+            for _stamp, digest, size in self._scan(cleanup=True)[1]:
+                if self._evict(digest):
+                    freed += size
+        return freed
+
+
+def _scandir(path: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(path) as it:
+            return [e for e in it]
+    except FileNotFoundError:
+        return []
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except FileNotFoundError:
+        return 0.0

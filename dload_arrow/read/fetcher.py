@@ -1,0 +1,103 @@
+"""The fetcher: background threads that bring shards into the cache ahead of the consumer.
+
+A schedule is a sequence of *visits* (runs of units from one shard). The fetcher keeps at most
+``window`` visits in flight or held: the one being read plus ``window - 1`` ahead. When the
+consumer moves to the next visit, the previous visit's hold is released (so that shard becomes
+evictable) and the next visit beyond the window is submitted. Local roots need no fetching: a
+visit resolves to the file in the root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from dload_arrow.read.cache import Hold
+from dload_arrow.read.context import ReadContext
+from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.names import shard_path
+
+__all__ = ["MAX_FETCH_THREADS", "ShardFetcher", "visits_of"]
+
+MAX_FETCH_THREADS = 8
+
+
+def visits_of(units: Sequence[tuple[int, int]]) -> list[int]:
+    """The shard of each run of consecutive units from one shard."""
+    out: list[int] = []
+    for shard, _rg in units:
+        if not out or out[-1] != shard:
+            out.append(shard)
+    return out
+
+
+def _release_when_done(fut: Future[Hold]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        fut.result().release()
+
+
+class ShardFetcher:
+    """Fetch the shards of ``visits`` ahead of the consumer, holding at most ``window``.
+
+    Args:
+        ctx: root and cache.
+        manifest: the version whose shards are read.
+        visits: shard indices in the order they will be read (repeats allowed).
+        window: visits held or in flight at once (at least 1).
+        threads: download threads (default: the window, at most 8).
+    """
+
+    def __init__(self, ctx: ReadContext, manifest: Manifest, visits: Sequence[int], window: int,
+                 threads: int | None = None) -> None:
+        self.ctx = ctx
+        self.manifest = manifest
+        self.visits = list(visits)
+        self.window = max(1, window)
+        self._futures: dict[int, Future[Hold]] = {}
+        self._submitted = 0
+        self._pool: ThreadPoolExecutor | None = None
+        if not ctx.in_place:
+            n = threads or min(self.window, MAX_FETCH_THREADS)
+            self._pool = ThreadPoolExecutor(max(1, n), thread_name_prefix="dload-fetch")
+
+    def _fetch(self, visit: int) -> Hold:
+        entry = self.manifest.shards[self.visits[visit]]
+        return self.ctx.cache().acquire(self.ctx.storage, entry.digest, entry.bytes,
+                                        dataset=f"{self.manifest.name}@{self.manifest.version[:12]}")
+
+    def get(self, visit: int) -> str:
+        """The local file of visit ``visit``, waiting for its download; earlier visits released."""
+        if self._pool is None:
+            digest = self.manifest.shards[self.visits[visit]].digest
+            path = self.ctx.storage.local_path(shard_path(digest))
+            assert path is not None  # in_place roots always have one
+            return path
+        for j in [j for j in self._futures if j < visit]:
+            self._release(j)
+        end = min(visit + self.window, len(self.visits))
+        self._submitted = max(self._submitted, visit)
+        while self._submitted < end:
+            self._futures[self._submitted] = self._pool.submit(self._fetch, self._submitted)
+            self._submitted += 1
+        return self._futures[visit].result().path
+
+    def _release(self, visit: int) -> None:
+        fut = self._futures.pop(visit, None)
+        if fut is None:
+            return
+        if not fut.cancel():
+            fut.add_done_callback(_release_when_done)
+
+    def close(self) -> None:
+        """Release every hold and stop fetching (downloads in flight finish in the background)."""
+        for j in list(self._futures):
+            self._release(j)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> ShardFetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,126 @@
+"""flock()-based locks on files of the cache directory, safe across processes and crashes.
+
+The kernel drops a process's flock()s when it exits, however it exits (SIGKILL included), so
+nothing here ever needs cleaning up after a crash. Lock files may be unlinked by whoever holds
+them exclusively; a locker that raced with the unlink notices (the inode it locked is no longer
+the one at the path) and tries again on the new file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import time
+
+from dload_arrow.errors import DloadError
+
+__all__ = ["FileLock", "LockTimeout", "try_exclusive"]
+
+
+class LockTimeout(DloadError, TimeoutError):
+    """A cache lock was not obtained in time."""
+
+
+def _open(path: str) -> int:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+def _same_file(fd: int, path: str) -> bool:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    fst = os.fstat(fd)
+    return (st.st_ino, st.st_dev) == (fst.st_ino, fst.st_dev)
+
+
+class FileLock:
+    """A held flock() on ``path``: shared (readers' holds) or exclusive (downloads, eviction).
+
+    Each FileLock has its own open file description, so two locks of one process (or of two
+    threads) on one path conflict exactly as locks of two processes do.
+    """
+
+    def __init__(self, path: str, fd: int, exclusive: bool) -> None:
+        self.path = path
+        self.fd: int | None = fd
+        self.exclusive = exclusive
+
+    @classmethod
+    def acquire(
+        cls, path: str, *, exclusive: bool, timeout: float | None = None, poll: float = 0.02
+    ) -> FileLock:
+        """Block until the lock is held (or ``timeout`` seconds pass: :class:`LockTimeout`)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        op = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+        while True:
+            fd = _open(path)
+            try:
+                if deadline is None:
+                    fcntl.flock(fd, op)
+                else:
+                    while True:
+                        try:
+                            fcntl.flock(fd, op | fcntl.LOCK_NB)
+                            break
+                        except OSError as e:
+                            if e.errno not in (errno.EAGAIN, errno.EACCES):
+                                raise
+                            if time.monotonic() > deadline:
+                                raise LockTimeout(
+                                    f"waited {timeout:.0f}s for the lock {path}; another "
+                                    "process holds it (a slow download?). Retry, or raise the "
+                                    "wait timeout"
+                                ) from None
+                            time.sleep(poll)
+            except BaseException:
+                os.close(fd)
+                raise
+            if _same_file(fd, path):
+                return cls(path, fd, exclusive)
+            os.close(fd)  # the file was unlinked while we waited: lock the new one
+
+    def release(self, *, unlink: bool = False) -> None:
+        """Drop the lock; with ``unlink`` (exclusive only) remove the lock file first."""
+        if self.fd is None:
+            return
+        if unlink and self.exclusive:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+        os.close(self.fd)  # closing the last descriptor releases the flock
+        self.fd = None
+
+    def __enter__(self) -> FileLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:  # a forgotten hold must not outlive its object
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+def try_exclusive(path: str) -> FileLock | None:
+    """The exclusive lock on ``path`` if nobody holds any lock on it right now, else None.
+
+    An absent file counts as unlocked; it is created (so the returned lock is real) and the
+    caller should release it with ``unlink=True``.
+    """
+    fd = _open(path)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    if not _same_file(fd, path):
+        os.close(fd)
+        return try_exclusive(path)
+    return FileLock(path, fd, True)

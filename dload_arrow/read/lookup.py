@@ -1,0 +1,225 @@
+"""Rows by position or by key, reading one row group per distinct (shard, row group) needed.
+
+Positions map to (shard, row group, offset) from the manifest's row counts. Keys map through
+the manifest's key ranges when the version's keys are globally sorted, and otherwise through
+the key index (a Parquet file of sorted keys and global rows): a binary search over its row
+groups' key ranges picks one index row group, read by range. Neither scans the dataset.
+
+A filtered view (``units``, ``predicate``) is honoured: positions count only the view's rows,
+and a key outside the view is not found.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dload_arrow.errors import NotFoundError
+from dload_arrow.read.context import ReadContext
+from dload_arrow.read.random_access import RowGroupReader, ShardRef
+from dload_arrow.read.reader import iter_units, projection
+from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.names import KEY_COLUMN
+
+__all__ = ["RandomAccess"]
+
+_Target = tuple[int, int, int | None, str | None]  # shard, row group, offset, key
+
+
+class RandomAccess:
+    """Random access into a version, or into a filtered view of it."""
+
+    def __init__(self, ctx: ReadContext, manifest: Manifest,
+                 units: Sequence[tuple[int, int]] | None = None,
+                 predicate: pc.Expression | None = None) -> None:
+        self.ctx = ctx
+        self.manifest = manifest
+        self.units = None if units is None else [(int(s), int(r)) for s, r in units]
+        self.predicate = predicate
+        self.reader = RowGroupReader(ctx)
+        shards = manifest.shards
+        self._row_offsets = [s.row_offset for s in shards]
+        self._rg_starts = [np.concatenate([[0], np.cumsum(s.rg_rows)]).tolist() for s in shards]
+        self._view_counts: list[int] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.manifest.name}@{self.manifest.version[:12]}"
+
+    # --- positions --------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        if self.units is None and self.predicate is None:
+            return self.manifest.num_rows
+        return int(sum(self._counts()))
+
+    def _counts(self) -> list[int]:
+        """Rows of each view unit (after the predicate: one pass over the view, once)."""
+        if self._view_counts is None:
+            units = self._units()
+            if self.predicate is None:
+                shards = self.manifest.shards
+                self._view_counts = [shards[s].rg_rows[r] for s, r in units]
+            else:
+                self._view_counts = [
+                    b.num_rows for b in iter_units(self.ctx, self.manifest, units,
+                                                   columns=[KEY_COLUMN], predicate=self.predicate)
+                ]
+        return self._view_counts
+
+    def _units(self) -> list[tuple[int, int]]:
+        if self.units is not None:
+            return self.units
+        return [(s.index, r) for s in self.manifest.shards for r in range(len(s.rg_rows))]
+
+    def _position(self, i: int) -> _Target:
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of range for {self.label} with {n} rows")
+        i %= n
+        if self.units is None and self.predicate is None:
+            s = bisect.bisect_right(self._row_offsets, i) - 1
+            within = i - self._row_offsets[s]
+            rg = bisect.bisect_right(self._rg_starts[s], within) - 1
+            return s, rg, within - self._rg_starts[s][rg], None
+        cum = np.cumsum(self._counts())
+        j = int(np.searchsorted(cum, i, side="right"))
+        s, rg = self._units()[j]
+        return s, rg, i - (int(cum[j - 1]) if j else 0), None
+
+    # --- keys -------------------------------------------------------------------------------
+
+    def _locate_keys(self, keys: Sequence[str]) -> list[_Target | None]:
+        m = self.manifest
+        if m.keys_sorted or m.key_index is None:
+            return [self._sorted_target(k) for k in keys]
+        return self._indexed_targets(keys)
+
+    def _sorted_target(self, key: str) -> _Target | None:
+        shards = self.manifest.shards
+        s = bisect.bisect_right([e.key_min for e in shards], key) - 1
+        if s < 0 or key > shards[s].key_max:
+            return None
+        mins = self.manifest.table.column("rg_key_min")[s].as_py()
+        rg = bisect.bisect_right(mins, key) - 1
+        return (s, rg, None, key) if rg >= 0 else None
+
+    def _indexed_targets(self, keys: Sequence[str]) -> list[_Target | None]:
+        info = self.manifest.key_index
+        assert info is not None
+        ref = ShardRef.of_index(info)
+        mins, maxs = info["rg_key_min"], info["rg_key_max"]
+        out: list[_Target | None] = [None] * len(keys)
+        groups: dict[int, list[int]] = {}
+        for pos, k in enumerate(keys):
+            j = bisect.bisect_right(mins, k) - 1
+            if j >= 0 and k <= maxs[j]:
+                groups.setdefault(j, []).append(pos)
+        for j, positions in groups.items():
+            t = self.reader.read(ref, j)
+            wanted = pa.array([keys[p] for p in positions], pa.string())
+            found = pc.index_in(wanted, value_set=t.column(KEY_COLUMN)).to_pylist()
+            rows = t.column("row").to_pylist()
+            for p, f in zip(positions, found, strict=False):
+                if f is not None:
+                    g = int(rows[f])
+                    s = bisect.bisect_right(self._row_offsets, g) - 1
+                    within = g - self._row_offsets[s]
+                    rg = bisect.bisect_right(self._rg_starts[s], within) - 1
+                    out[p] = (s, rg, within - self._rg_starts[s][rg], keys[p])
+        return out
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows by position (ints, negative allowed) or by key (strs), in the order given."""
+        items = list(items)
+        schema = projection(self.manifest.schema, columns)
+        keys = [x for x in items if isinstance(x, str)]
+        located = iter(self._locate_keys(keys)) if keys else iter(())
+        targets: list[_Target] = []
+        for x in items:
+            if isinstance(x, str):
+                t = next(located)
+                if t is None:
+                    raise NotFoundError(self._missing(x))
+                targets.append(t)
+            elif isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+                targets.append(self._position(int(x)))
+            else:
+                raise TypeError(f"take() wants ints (positions) or strs (keys), got {x!r}")
+        return self._read(targets, schema)
+
+    def _missing(self, key: str) -> str:
+        view = " in this filtered view" if self.units is not None or self.predicate else ""
+        return f"no sample with key {key!r}{view} of {self.label}"
+
+    def _read(self, targets: list[_Target], schema: pa.Schema) -> pa.Table:
+        view_units = None if self.units is None else set(self.units)
+        names = None if self.predicate is not None else schema.names
+        groups: dict[tuple[int, int], list[int]] = {}
+        for pos, (s, rg, _i, key) in enumerate(targets):
+            if key is not None and view_units is not None and (s, rg) not in view_units:
+                raise NotFoundError(self._missing(key))
+            groups.setdefault((s, rg), []).append(pos)
+        pieces: list[pa.Table] = []
+        order: list[int] = []
+        for (s, rg), positions in groups.items():
+            table = self.reader.read(ShardRef.of(self.manifest.shards[s]), rg, names)
+            if self.predicate is not None:
+                keep = self._filtered_offsets(table, positions, targets)
+                table = table.filter(self.predicate)
+            else:
+                keep = self._offsets(table, positions, targets)
+            pieces.append(table.select(schema.names).take(pa.array(keep, pa.int64())))
+            order.extend(positions)
+        if not pieces:
+            return schema.empty_table()
+        combined = pa.concat_tables(pieces).combine_chunks()
+        inverse = np.empty(len(order), dtype=np.int64)
+        inverse[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
+        return combined.take(pa.array(inverse)).cast(schema)
+
+    def _offsets(self, table: pa.Table, positions: list[int], targets: list[_Target]) -> list[int]:
+        out = []
+        keycol = None
+        for p in positions:
+            _s, _rg, i, key = targets[p]
+            if i is None:
+                keycol = keycol if keycol is not None else table.column(KEY_COLUMN)
+                found = pc.index(keycol, key).as_py()
+                if found < 0:
+                    raise NotFoundError(self._missing(str(key)))
+                i = found
+            out.append(i)
+        return out
+
+    def _filtered_offsets(self, table: pa.Table, positions: list[int],
+                          targets: list[_Target]) -> list[int]:
+        # Key targets address the unfiltered row group; positions address the filtered one.
+        assert self.predicate is not None
+        match_keys = table.filter(self.predicate).column(KEY_COLUMN).to_pylist()
+        index_of = {k: n for n, k in enumerate(match_keys)}
+        out = []
+        for p in positions:
+            _s, _rg, i, key = targets[p]
+            if key is None:
+                out.append(int(i or 0))
+                continue
+            if key not in index_of:
+                raise NotFoundError(self._missing(key))
+            out.append(index_of[key])
+        return out
+
+    def get(self, key: str, columns: Sequence[str] | None = None) -> pa.Table:
+        """The one-row table of sample ``key`` (NotFoundError naming the key if absent)."""
+        if not isinstance(key, str):
+            raise TypeError(f"keys are strings, got {key!r}")
+        return self.take([key], columns)
+
+    def row(self, i: int, columns: Sequence[str] | None = None) -> pa.Table:
+        return self.take([i], columns)

@@ -1,0 +1,240 @@
+"""Read plans: will a schedule fit this machine? Decided before any request leaves it.
+
+A plan sizes each consumer's look-ahead window from the cache budget (see
+:mod:`dload_arrow.plan.window`) and compares the resident set (window x shard size per
+consumer, or the whole schedule for a full shuffle) with the budget and the free disk. The only
+I/O is local: statvfs and stat of the cache directory. Local roots are read in place and need no
+cache at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from dload_arrow.errors import InfeasiblePlanError
+from dload_arrow.plan.window import (
+    DEFAULT_PREFETCH,
+    UNLIMITED,
+    choose_window,
+    full_resident_bytes,
+    window_resident_bytes,
+)
+from dload_arrow.read.cache import free_disk
+from dload_arrow.read.context import ReadContext
+from dload_arrow.sizes import format_bytes
+from dload_arrow.store.manifest import Manifest
+
+__all__ = ["PlanReport", "ReadPlan", "check_plans", "plan_read", "schedule_shards"]
+
+
+def _fmt(n: int) -> str:
+    return "unlimited" if n >= UNLIMITED else format_bytes(n)
+
+
+def schedule_shards(units: Sequence[tuple[int, int]]) -> list[int]:
+    """Distinct shard indices of a schedule, in order of first use."""
+    return list(dict.fromkeys(s for s, _ in units))
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """How one source will be read on this machine, and whether it fits."""
+
+    dataset: str
+    version: str
+    units: int
+    shards: int
+    total_bytes: int
+    max_shard_bytes: int
+    window_shards: int
+    consumers: int
+    full_shuffle: bool
+    in_place: bool
+    resident_bytes: int
+    cached_bytes: int
+    budget_bytes: int
+    free_disk_bytes: int
+    cache_dir: str
+    reasons: tuple[str, ...] = field(default=())
+
+    @property
+    def prefetch(self) -> int:
+        """Shards fetched ahead of the one being read."""
+        return max(0, self.window_shards - 1)
+
+    @property
+    def feasible(self) -> bool:
+        return not self.reasons
+
+    @property
+    def message(self) -> str:
+        """Why the plan does not fit and how to fix it ('' when it fits)."""
+        if not self.reasons:
+            return ""
+        return (
+            f"cannot read {self.dataset} ({self.version[:12]}) on this machine: "
+            + "; ".join(self.reasons) + ". Fixes: " + "; ".join(self._fixes())
+        )
+
+    def _fixes(self) -> list[str]:
+        fixes = [f"raise the cache budget to at least {_fmt(self.resident_bytes)} "
+                 "(cache_budget= or DLOAD_CACHE_BUDGET, or 'unlimited')"]
+        if self.full_shuffle:
+            fixes.append("use a windowed shuffle, which keeps only a window of shards resident")
+        elif self.window_shards > 1:
+            least = self.consumers * self.max_shard_bytes
+            fixes.append(f"lower prefetch (prefetch=0 needs {_fmt(least)})")
+        if self.resident_bytes - self.cached_bytes > self.free_disk_bytes:
+            fixes.append(f"free disk space under {self.cache_dir} or point cache_dir at a "
+                         "bigger disk")
+        return fixes
+
+    def check(self) -> ReadPlan:
+        """Return the plan, or raise InfeasiblePlanError with the numbers and the fixes."""
+        if self.reasons:
+            raise InfeasiblePlanError(self.message)
+        return self
+
+    def __str__(self) -> str:
+        mode = "full shuffle" if self.full_shuffle else f"window {self.window_shards} shards"
+        where = "in place (local root)" if self.in_place else f"cache {_fmt(self.budget_bytes)}"
+        state = "ok" if self.feasible else "INFEASIBLE"
+        return (f"{self.dataset}@{self.version[:12]}: {self.units} units, {self.shards} shards "
+                f"({format_bytes(self.total_bytes)}), {mode}, x{self.consumers}, resident "
+                f"{format_bytes(self.resident_bytes)}, {where}: {state}")
+
+
+def plan_read(
+    ctx: ReadContext,
+    manifest: Manifest,
+    units: Sequence[tuple[int, int]],
+    *,
+    full_shuffle: bool = False,
+    consumers: int = 1,
+    prefetch: int | None = None,
+) -> ReadPlan:
+    """Plan reading ``units`` of ``manifest`` through ``ctx``'s cache (no network I/O).
+
+    Args:
+        ctx: the root and the cache settings.
+        manifest: the version read.
+        units: the schedule of ``(shard, row_group)`` units of one consumer (or all of them).
+        full_shuffle: every shard of the schedule must be resident at once (shared by the
+            consumers, so counted once).
+        consumers: readers on this machine sharing the cache, each with its own window.
+        prefetch: shards fetched ahead per consumer; None sizes it from the budget.
+
+    Returns:
+        The :class:`ReadPlan`; call ``.check()`` to raise when it does not fit.
+    """
+    entries = manifest.shards
+    order = schedule_shards(units)
+    sizes = [entries[i].bytes for i in order]
+    budget = _budget(ctx)
+    window = choose_window(sizes, budget, consumers=consumers, prefetch=prefetch,
+                           max_prefetch=DEFAULT_PREFETCH)
+    resident = cached = 0
+    reasons: list[str] = []
+    if ctx.in_place:
+        free = free_disk(ctx.cache_dir)
+    else:
+        if full_shuffle:
+            resident = full_resident_bytes(sizes)
+        else:
+            resident = consumers * window_resident_bytes(sizes, window)
+        cache = ctx.cache()
+        cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
+        free = cache.free_disk()
+        reasons = _reasons(resident, cached, budget, free, full_shuffle, consumers, window)
+    return ReadPlan(
+        dataset=manifest.name, version=manifest.version, units=len(units), shards=len(order),
+        total_bytes=sum(sizes), max_shard_bytes=max(sizes, default=0), window_shards=window,
+        consumers=consumers, full_shuffle=full_shuffle, in_place=ctx.in_place,
+        resident_bytes=resident, cached_bytes=cached, budget_bytes=budget,
+        free_disk_bytes=free, cache_dir=ctx.cache_dir, reasons=tuple(reasons),
+    )
+
+
+def _budget(ctx: ReadContext) -> int:
+    return UNLIMITED if ctx.in_place else ctx.cache().budget_bytes
+
+
+def _reasons(resident: int, cached: int, budget: int, free: int, full_shuffle: bool,
+             consumers: int, window: int) -> list[str]:
+    what = ("the whole schedule for a full shuffle" if full_shuffle
+            else f"{consumers} consumer(s) x a window of {window} shard(s)")
+    out = []
+    if resident > budget:
+        out.append(f"it needs {format_bytes(resident)} resident ({what}) but the cache budget "
+                   f"is {_fmt(budget)}")
+    if resident - cached > free:
+        out.append(f"it needs {format_bytes(resident - cached)} more on disk but only "
+                   f"{format_bytes(free)} are free")
+    return out
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    """Several plans sharing one machine: their resident sets summed against budget and disk."""
+
+    plans: tuple[ReadPlan, ...]
+    budget_bytes: int
+    free_disk_bytes: int
+    resident_bytes: int
+    cached_bytes: int
+    reasons: tuple[str, ...]
+
+    @property
+    def feasible(self) -> bool:
+        return not self.reasons
+
+    @property
+    def message(self) -> str:
+        if not self.reasons:
+            return ""
+        fixes = ["raise the cache budget (cache_budget= or DLOAD_CACHE_BUDGET)",
+                 "lower prefetch", "use a windowed shuffle instead of a full shuffle",
+                 "read fewer sources at once"]
+        return ("the sources do not fit this machine together: " + "; ".join(self.reasons)
+                + ". Fixes: " + "; ".join(fixes) + "\n" + str(self))
+
+    def check(self) -> PlanReport:
+        """Return the report, or raise InfeasiblePlanError with the table and the fixes."""
+        if self.reasons:
+            raise InfeasiblePlanError(self.message)
+        return self
+
+    def __str__(self) -> str:
+        head = ("source", "shards", "size", "mode", "consumers", "resident", "status")
+        rows = [head]
+        for p in self.plans:
+            mode = ("in place" if p.in_place else "full shuffle" if p.full_shuffle
+                    else f"window {p.window_shards}")
+            rows.append((f"{p.dataset}@{p.version[:8]}", str(p.shards),
+                         format_bytes(p.total_bytes), mode, str(p.consumers),
+                         format_bytes(p.resident_bytes), "ok" if p.feasible else "too big"))
+        rows.append(("total", "", "", "", "", format_bytes(self.resident_bytes),
+                     "ok" if self.feasible else "INFEASIBLE"))
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
+                 for r in rows]
+        lines.append(f"cache budget {_fmt(self.budget_bytes)}, free disk "
+                     f"{format_bytes(self.free_disk_bytes)}")
+        return "\n".join(lines)
+
+
+def check_plans(ctx: ReadContext, plans: Sequence[ReadPlan]) -> PlanReport:
+    """Sum the resident sets of ``plans`` (sources read at once) against one machine's cache."""
+    resident = sum(p.resident_bytes for p in plans)
+    cached = sum(p.cached_bytes for p in plans)
+    budget = _budget(ctx)
+    free = free_disk(ctx.cache_dir)
+    reasons = [f"{p.dataset}: {r}" for p in plans for r in p.reasons]
+    if not reasons and resident > budget:
+        reasons.append(f"together they need {format_bytes(resident)} resident but the cache "
+                       f"budget is {_fmt(budget)}")
+    if not reasons and resident - cached > free:
+        reasons.append(f"together they need {format_bytes(resident - cached)} more on disk but "
+                       f"only {format_bytes(free)} are free")
+    return PlanReport(tuple(plans), budget, free, resident, cached, tuple(reasons))

@@ -1,0 +1,160 @@
+"""Materialise a version in the cache (``pull``) and report what the cache holds (``status``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.context import ReadContext
+from dload_arrow.read.planner import plan_read
+from dload_arrow.read.reader import all_units
+from dload_arrow.sizes import format_bytes
+from dload_arrow.store.manifest import Manifest
+
+__all__ = ["CacheStatus", "PullReport", "Residency", "cache_status", "pull"]
+
+PULL_THREADS = 8
+
+
+@dataclass(frozen=True)
+class PullReport:
+    """What a pull did: shards and bytes in the version, and those it had to download."""
+
+    name: str
+    version: str
+    shards_total: int
+    shards_fetched: int
+    bytes_total: int
+    bytes_fetched: int
+    seconds: float
+    in_place: bool
+
+    def __str__(self) -> str:
+        if self.in_place:
+            return (f"{self.name}@{self.version[:12]}: local root, read in place "
+                    f"({self.shards_total} shards, {format_bytes(self.bytes_total)}); "
+                    "nothing to pull")
+        return (f"{self.name}@{self.version[:12]}: {self.shards_total} shards "
+                f"({format_bytes(self.bytes_total)}) in the cache; fetched {self.shards_fetched} "
+                f"({format_bytes(self.bytes_fetched)}) in {self.seconds:.1f}s")
+
+
+def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool = True,
+         threads: int = PULL_THREADS) -> PullReport:
+    """Download every shard of ``manifest`` into the cache, concurrently.
+
+    Resumable: shards already cached are skipped, so an interrupted pull continues where it
+    stopped. Refused with InfeasiblePlanError, before any request, when the version cannot fit
+    the budget or the free disk. Local roots are read in place: nothing is copied.
+    """
+    start = time.perf_counter()
+    plan = plan_read(ctx, manifest, all_units(manifest), full_shuffle=True).check()
+    unique = {s.digest: s.bytes for s in manifest.shards}
+    total = sum(unique.values())
+    if plan.in_place:
+        return PullReport(manifest.name, manifest.version, len(unique), 0, total, 0,
+                          time.perf_counter() - start, True)
+    cache = ctx.cache()
+    todo = {d: n for d, n in unique.items() if not cache.is_cached(d, n)}
+    bar: Any = None
+    if progress and todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=sum(todo.values()), desc=f"pull {manifest.name}", unit="B",
+                   unit_scale=True, leave=False)
+    label = f"{manifest.name}@{manifest.version[:12]}"
+
+    def fetch(item: tuple[str, int]) -> int:
+        digest, nbytes = item
+        cache.acquire(ctx.storage, digest, nbytes, dataset=label).release()
+        if bar is not None:
+            bar.update(nbytes)
+        return nbytes
+
+    try:
+        with ThreadPoolExecutor(max(1, threads), thread_name_prefix="dload-pull") as pool:
+            fetched = sum(pool.map(fetch, todo.items()))
+    finally:
+        if bar is not None:
+            bar.close()
+    return PullReport(manifest.name, manifest.version, len(unique), len(todo), total, fetched,
+                      time.perf_counter() - start, False)
+
+
+@dataclass(frozen=True)
+class Residency:
+    """How much of one dataset version is in the cache."""
+
+    name: str
+    version: str
+    cached_bytes: int
+    total_bytes: int
+    cached_shards: int
+    total_shards: int
+
+    @property
+    def fraction(self) -> float:
+        return self.cached_bytes / self.total_bytes if self.total_bytes else 1.0
+
+
+@dataclass(frozen=True)
+class CacheStatus:
+    """The cache of this machine: budget, use, free disk, and residency per dataset version."""
+
+    cache_dir: str
+    budget_bytes: int
+    used_bytes: int
+    free_disk_bytes: int
+    shards: int
+    held_shards: int
+    in_place: bool
+    datasets: tuple[Residency, ...]
+
+    @property
+    def budget(self) -> str:
+        return "unlimited" if self.budget_bytes >= UNLIMITED else format_bytes(self.budget_bytes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values, for ``--json``."""
+        return {
+            "cache_dir": self.cache_dir,
+            "budget_bytes": None if self.budget_bytes >= UNLIMITED else self.budget_bytes,
+            "used_bytes": self.used_bytes, "free_disk_bytes": self.free_disk_bytes,
+            "shards": self.shards, "held_shards": self.held_shards, "in_place": self.in_place,
+            "datasets": [r.__dict__ for r in self.datasets],
+        }
+
+    def __str__(self) -> str:
+        lines = [f"cache {self.cache_dir}: {format_bytes(self.used_bytes)} used of "
+                 f"{self.budget} ({self.shards} shards, {self.held_shards} held), "
+                 f"{format_bytes(self.free_disk_bytes)} free on disk"]
+        if self.in_place:
+            lines.append("the root is a local directory: shards are read in place, not cached")
+        rows = [("dataset", "version", "cached", "total", "shards")]
+        for r in self.datasets:
+            rows.append((r.name, r.version[:12], format_bytes(r.cached_bytes),
+                         format_bytes(r.total_bytes), f"{r.cached_shards}/{r.total_shards}"))
+        if len(rows) > 1:
+            widths = [max(len(row[i]) for row in rows) for i in range(5)]
+            lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)).rstrip()
+                      for row in rows]
+        return "\n".join(lines)
+
+
+def cache_status(ctx: ReadContext, manifests: Iterable[Manifest]) -> CacheStatus:
+    """Budget, use and the residency of each of ``manifests`` (local stats only)."""
+    cache = ctx.cache()
+    entries = cache.entries()
+    present = {e.digest: e.bytes for e in entries}
+    rows = []
+    for m in manifests:
+        unique = {s.digest: s.bytes for s in m.shards}
+        hit = {d: n for d, n in unique.items() if present.get(d) == n}
+        rows.append(Residency(m.name, m.version, sum(hit.values()), sum(unique.values()),
+                              len(hit), len(unique)))
+    return CacheStatus(cache.dir, cache.budget_bytes, sum(present.values()), cache.free_disk(),
+                       len(entries), sum(e.held for e in entries), ctx.in_place, tuple(rows))

@@ -1,0 +1,175 @@
+"""Random access: one row group by byte range, never the whole shard.
+
+The manifest records each shard's footer offset and each row group's byte range, so reading row
+group ``r`` of shard ``s`` costs two ranged GETs on a cold cache (the footer, then the row
+group) and one once the footer is cached (footers are kept under ``<cache_dir>/footers``, a few
+KB each, outside the byte budget). A shard that is already in the cache is read from there;
+a local root is read in place.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import uuid
+from collections import OrderedDict
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from dload_arrow.read.context import ReadContext
+from dload_arrow.storage import Storage
+from dload_arrow.store.manifest import ShardEntry
+from dload_arrow.store.names import check_digest, shard_path
+
+__all__ = ["RangeFile", "RowGroupReader", "ShardRef"]
+
+_META_CACHE = 512
+
+
+class ShardRef:
+    """Where a Parquet object is and how it is laid out (a data shard or the key index)."""
+
+    def __init__(self, digest: str, nbytes: int, footer_offset: int,
+                 rg_offsets: tuple[int, ...], rg_bytes: tuple[int, ...]) -> None:
+        self.digest = check_digest(digest, "shard digest")
+        self.nbytes = nbytes
+        self.footer_offset = footer_offset
+        self.rg_offsets = rg_offsets
+        self.rg_bytes = rg_bytes
+
+    @classmethod
+    def of(cls, entry: ShardEntry) -> ShardRef:
+        return cls(entry.digest, entry.bytes, entry.footer_offset, entry.rg_offsets,
+                   entry.rg_bytes)
+
+    @classmethod
+    def of_index(cls, info: dict[str, Any]) -> ShardRef:
+        return cls(info["digest"], int(info["bytes"]), int(info["footer_offset"]),
+                   tuple(info["rg_offsets"]), tuple(info["rg_bytes"]))
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only file of ``size`` bytes of which some ranges are already in memory.
+
+    Reads inside known ranges are served from memory. The Parquet reader's speculative read of
+    the file's tail is answered from the footer alone (bytes before it are zeros the reader
+    never interprets). Anything else is fetched with one ranged read from ``storage``.
+    """
+
+    def __init__(self, storage: Storage, path: str, size: int,
+                 segments: dict[int, bytes]) -> None:
+        super().__init__()
+        self.storage = storage
+        self.path = path
+        self.size = size
+        self.segments = dict(segments)
+        self.pos = 0
+        self.fetched = 0  # bytes read from storage beyond the known segments
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.pos, 2: self.size}[whence]
+        self.pos = base + offset
+        return self.pos
+
+    def _get(self, start: int, end: int) -> bytes:
+        for off, data in self.segments.items():
+            if off <= start and end <= off + len(data):
+                return data[start - off : end - off]
+        tail = self.segments.get(self.size - self._tail_len()) if self._tail_len() else None
+        if tail is not None and end == self.size and start < self.size - len(tail):
+            return bytes(self.size - len(tail) - start) + tail
+        data = self.storage.read_range(self.path, start, end)
+        self.fetched += len(data)
+        return data
+
+    def _tail_len(self) -> int:
+        for off, data in self.segments.items():
+            if off + len(data) == self.size:
+                return len(data)
+        return 0
+
+    def readinto(self, buf: Any) -> int:
+        n = min(len(buf), max(0, self.size - self.pos))
+        if n == 0:
+            return 0
+        data = self._get(self.pos, self.pos + n)
+        buf[:n] = data
+        self.pos += n
+        return n
+
+
+class RowGroupReader:
+    """Reads single row groups of shards through ``ctx``: from the cache, in place, or by range.
+
+    Thread-safe; keeps parsed footers in memory (bounded) and on disk under the cache dir.
+    """
+
+    def __init__(self, ctx: ReadContext) -> None:
+        self.ctx = ctx
+        self._meta: OrderedDict[str, pq.FileMetaData] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, ref: ShardRef, rg: int, columns: list[str] | None = None) -> pa.Table:
+        """Row group ``rg`` of ``ref`` (only ``columns`` when given)."""
+        path = shard_path(ref.digest)
+        local = self.ctx.storage.local_path(path)
+        if local is not None:
+            with pq.ParquetFile(local, memory_map=True) as pf:
+                return pf.read_row_group(rg, columns=columns)
+        cache = self.ctx.cache()
+        hold = cache.try_hold(ref.digest, ref.nbytes)
+        if hold is not None:
+            with hold, pq.ParquetFile(hold.path, memory_map=True) as pf:
+                return pf.read_row_group(rg, columns=columns)
+        start = ref.rg_offsets[rg]
+        segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])
+        f = RangeFile(self.ctx.storage, path, ref.nbytes, {start: segment})
+        pf = pq.ParquetFile(f, metadata=self.metadata(ref), pre_buffer=False)
+        return pf.read_row_group(rg, columns=columns)
+
+    def metadata(self, ref: ShardRef) -> pq.FileMetaData:
+        """The parsed footer of ``ref``: memory, then the footer cache, then one ranged read."""
+        with self._lock:
+            meta = self._meta.get(ref.digest)
+            if meta is not None:
+                self._meta.move_to_end(ref.digest)
+                return meta
+        footer = self._footer_bytes(ref)
+        f = RangeFile(self.ctx.storage, shard_path(ref.digest), ref.nbytes,
+                      {ref.footer_offset: footer})
+        meta = pq.ParquetFile(f).metadata
+        with self._lock:
+            self._meta[ref.digest] = meta
+            while len(self._meta) > _META_CACHE:
+                self._meta.popitem(last=False)
+        return meta
+
+    def _footer_bytes(self, ref: ShardRef) -> bytes:
+        size = ref.nbytes - ref.footer_offset
+        path = os.path.join(self.ctx.cache_dir, "footers", ref.digest[:2], ref.digest)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+            if len(data) == size and data.endswith(b"PAR1"):
+                return data
+        except FileNotFoundError:
+            pass
+        data = self.ctx.storage.read_range(shard_path(ref.digest), ref.footer_offset, ref.nbytes)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+        return data

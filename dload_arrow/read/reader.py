@@ -1,0 +1,163 @@
+"""The reader: a schedule of (shard, row group) units in, one RecordBatch per unit out.
+
+``iter_units`` is what every consumer builds on (``Dataset.batches``, pipelines, the torch
+adapter). It checks the plan before any I/O, fetches shards ahead through the cache, decodes
+only the projected columns of each row group, and filters rows by the predicate.
+
+Projection: ``__key__`` is always the first column of every batch, whether or not ``columns``
+names it; the other columns come in the order given. A predicate may use columns that are not
+projected: they are read, used for filtering, and dropped.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from dload_arrow.errors import SchemaError
+from dload_arrow.read.context import ReadContext
+from dload_arrow.read.fetcher import ShardFetcher, visits_of
+from dload_arrow.read.planner import plan_read
+from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.names import KEY_COLUMN
+
+__all__ = ["all_units", "iter_units", "one_batch", "projection"]
+
+_FOOTERS = 64
+
+
+def all_units(manifest: Manifest) -> list[tuple[int, int]]:
+    """Every ``(shard, row_group)`` unit of a version, in storage order."""
+    return [(s.index, rg) for s in manifest.shards for rg in range(len(s.rg_rows))]
+
+
+def projection(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
+    """The schema of a projection: ``__key__`` first, then ``columns`` (all when None)."""
+    if columns is None:
+        return schema
+    if isinstance(columns, str):
+        columns = [columns]
+    missing = [c for c in columns if c not in schema.names]
+    if missing:
+        raise SchemaError(
+            f"no column(s) {missing} in this dataset; its columns are {schema.names}"
+        )
+    names = [KEY_COLUMN] + [c for c in dict.fromkeys(columns) if c != KEY_COLUMN]
+    return pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
+
+
+def one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
+    """Exactly one RecordBatch with ``schema`` holding the rows of ``table`` (maybe none)."""
+    table = table.select(schema.names)
+    if table.num_rows == 0:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([], type=f.type) for f in schema], schema=schema
+        )
+    batches = table.combine_chunks().to_batches()
+    batch = batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).to_batches()[0]
+    if batch.schema != schema:
+        batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+    return batch
+
+
+class _Decoder:
+    """Decodes row groups of one file at a time, with projection and predicate."""
+
+    def __init__(self, schema: pa.Schema, predicate: pc.Expression | None) -> None:
+        self.schema = schema
+        self.predicate = predicate
+        self.read_all = False  # set once the predicate needs columns outside the projection
+
+    def decode(self, pf: pq.ParquetFile, rg: int) -> pa.RecordBatch:
+        cols = None if self.read_all else self.schema.names
+        table = pf.read_row_group(rg, columns=cols)
+        if self.predicate is not None:
+            try:
+                table = table.filter(self.predicate)
+            except pa.ArrowInvalid:
+                if self.read_all:
+                    raise
+                self.read_all = True
+                return self.decode(pf, rg)
+        return one_batch(table, self.schema)
+
+
+def iter_units(
+    ctx: ReadContext,
+    manifest: Manifest,
+    units: Sequence[tuple[int, int]],
+    columns: Sequence[str] | None = None,
+    predicate: pc.Expression | None = None,
+    prefetch: int | None = None,
+    *,
+    consumers: int = 1,
+    full_shuffle: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """Yield one RecordBatch per unit of ``units``, in order (units may repeat).
+
+    The plan is checked first (InfeasiblePlanError before any request). Shards are fetched
+    ahead by background threads into the cache and released as soon as the consumer moves past
+    them; local roots are read in place.
+
+    Args:
+        ctx: root and cache.
+        manifest: the version read.
+        units: ``(shard_index, row_group_index)`` pairs.
+        columns: columns to decode (``__key__`` is always included, first); None for all.
+        predicate: rows not matching it are dropped (a unit may yield an empty batch).
+        prefetch: shards fetched ahead; None sizes the window from the budget.
+        consumers: readers sharing this machine's cache (sizes the window and the check).
+        full_shuffle: check the plan as a full shuffle (every shard resident).
+    """
+    units = [(int(s), int(r)) for s, r in units]
+    _check_units(manifest, units)
+    schema = projection(manifest.schema, columns)
+    plan = plan_read(ctx, manifest, units, full_shuffle=full_shuffle, consumers=consumers,
+                     prefetch=prefetch).check()
+    return _generate(ctx, manifest, units, schema, predicate, plan.window_shards)
+
+
+def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]],
+              schema: pa.Schema, predicate: pc.Expression | None,
+              window: int) -> Iterator[pa.RecordBatch]:
+    decoder = _Decoder(schema, predicate)
+    fetcher = ShardFetcher(ctx, manifest, visits_of(units), window)
+    # Parsed footers by shard: schedules that interleave shards revisit them often.
+    footers: OrderedDict[int, pq.FileMetaData] = OrderedDict()
+    pf: pq.ParquetFile | None = None
+    try:
+        visit = -1
+        current = -1
+        for shard, rg in units:
+            if shard != current or pf is None:
+                visit += 1
+                current = shard
+                if pf is not None:
+                    pf.close()
+                pf = pq.ParquetFile(fetcher.get(visit), memory_map=True,
+                                    metadata=footers.get(shard))
+                footers[shard] = pf.metadata
+                footers.move_to_end(shard)
+                if len(footers) > _FOOTERS:
+                    footers.popitem(last=False)
+            yield decoder.decode(pf, rg)
+    finally:
+        if pf is not None:
+            pf.close()
+        fetcher.close()
+
+
+def _check_units(manifest: Manifest, units: list[tuple[int, int]]) -> None:
+    shards = manifest.shards
+    for s, rg in units:
+        if not 0 <= s < len(shards) or not 0 <= rg < len(shards[s].rg_rows):
+            raise IndexError(
+                f"unit ({s}, {rg}) is not in {manifest.name}@{manifest.version[:12]}: it has "
+                f"{len(shards)} shards"
+                + (f" and shard {s} has {len(shards[s].rg_rows)} row groups"
+                   if 0 <= s < len(shards) else "")
+            )

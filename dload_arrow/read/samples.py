@@ -1,0 +1,77 @@
+"""Record batches to per-sample dicts, column by column (never cell by cell where avoidable).
+
+Tensor columns (fixed-size lists with a ``dload.shape`` in their field metadata) become numpy
+arrays of that shape, one per sample, cut from one array per batch; binary columns become
+``bytes``; everything else is what ``to_pylist`` gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.store.rows import field_shape
+
+__all__ = ["batch_to_samples", "column_values", "iter_samples", "row_to_sample"]
+
+
+def column_values(field: pa.Field, arr: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """The Python values of one column, tensors as numpy arrays shaped by the field."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    shape = field_shape(field)
+    if shape is None or not pa.types.is_fixed_size_list(arr.type):
+        return arr.to_pylist()
+    n = len(arr)
+    if arr.null_count == 0:
+        flat = arr.flatten()  # honours the array's offset
+        block = np.array(flat.to_numpy(zero_copy_only=False)).reshape((n, *shape))
+        return list(block)  # writeable views into one fresh array per batch
+    return [
+        None if v is None else np.asarray(v, dtype=arr.type.value_type.to_pandas_dtype())
+        .reshape(shape)
+        for v in arr.to_pylist()
+    ]
+
+
+@lru_cache(maxsize=64)
+def _row_builder(width: int) -> Callable[[Sequence[str], list[list[Any]]], list[dict[str, Any]]]:
+    """A function turning ``width`` columns into row dicts with a dict display per row.
+
+    A display with local keys (``{k0: v0, k1: v1}``) builds each dict in one bytecode, about
+    twice as fast as ``dict(zip(names, row))``. Only generated identifiers go into the source;
+    column names are passed in as values.
+    """
+    ks = ", ".join(f"k{i}" for i in range(width))
+    vs = ", ".join(f"v{i}" for i in range(width))
+    pairs = ", ".join(f"k{i}: v{i}" for i in range(width))
+    src = (f"def build(keys, cols):\n    {ks}, = keys\n"
+           f"    return [{{{pairs}}} for {vs}, in zip(*cols)]\n")
+    scope: dict[str, Any] = {}
+    exec(compile(src, "<dload_arrow.read.samples>", "exec"), scope)
+    return scope["build"]  # type: ignore[no-any-return]
+
+
+def batch_to_samples(batch: pa.RecordBatch | pa.Table) -> list[dict[str, Any]]:
+    """One dict per row, ``__key__`` included."""
+    names = batch.schema.names
+    if not names:
+        return [{} for _ in range(batch.num_rows)]
+    cols = [column_values(f, batch.column(i)) for i, f in enumerate(batch.schema)]
+    return _row_builder(len(names))(names, cols)
+
+
+def row_to_sample(table: pa.Table | pa.RecordBatch, i: int = 0) -> dict[str, Any]:
+    """Row ``i`` as a sample dict."""
+    return batch_to_samples(table.slice(i, 1))[0]
+
+
+def iter_samples(batches: Iterable[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
+    """Samples of a stream of batches, in order."""
+    for batch in batches:
+        if batch.num_rows:
+            yield from batch_to_samples(batch)

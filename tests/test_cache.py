@@ -1,0 +1,246 @@
+"""The machine-wide cache: budget, sharing between processes, crashes, corruption."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from dload_arrow import ConfigError, InfeasiblePlanError, IntegrityError, Repository
+from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.cache import Cache, resolve_budget
+from dload_arrow.read.locks import FileLock
+from dload_arrow.store.names import shard_path
+
+
+def _commit(repo: Repository, name: str = "d", n: int = 600) -> None:
+    samples = [(f"k{i:05d}", {"x": i, "blob": bytes([i % 251]) * 40 + os.urandom(24)})
+               for i in range(n)]
+    repo.commit(name, samples, shard_size=3000, row_group_size=800, progress=False)
+
+
+def _disk_bytes(path: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for f in files:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.stat(os.path.join(dirpath, f)).st_size
+    return total
+
+
+def test_dataset_ten_times_the_budget_streams_each_sample_once_within_budget(
+    memory_root: str, cache_dir: str
+) -> None:
+    writer = Repository.open(memory_root, cache_dir=cache_dir + "-w", cache_budget="unlimited")
+    _commit(writer, n=1500)
+    m = writer.manifest("d")
+    budget = m.num_bytes // 10
+    assert budget >= 2 * max(s.bytes for s in m.shards)  # room for a window of 2 shards
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget=str(budget))
+    shards_dir = os.path.join(cache_dir, "shards")
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        # Measure under the cache's admission lock: a walk over many subdirectories is not a
+        # snapshot (it could count a shard evicted from one folder and its replacement in
+        # another). Under the lock nothing is evicted or reserved; downloads only grow within
+        # their reservations and renames stay within one folder.
+        while not stop.is_set():
+            with FileLock.acquire(os.path.join(cache_dir, "cache.lock"), exclusive=True):
+                seen.append(_disk_bytes(cache_dir))
+
+    t = threading.Thread(target=sample)
+    t.start()
+    try:
+        keys = [k for b in repo.dataset("d").batches() for k in b.column("__key__").to_pylist()]
+    finally:
+        stop.set()
+        t.join()
+    assert sorted(keys) == [f"k{i:05d}" for i in range(1500)]
+    assert len(seen) > 10
+    assert max(seen) <= budget
+    assert max(seen) > 0
+    assert _disk_bytes(shards_dir) <= budget
+
+
+def test_budget_strings() -> None:
+    assert resolve_budget("unlimited", ".") == UNLIMITED
+    assert resolve_budget("60GB", ".") == 60 * 10**9
+    assert resolve_budget("auto", ".") > 0
+    with pytest.raises(ConfigError, match="auto"):
+        resolve_budget("lots", ".")
+
+
+_READER = textwrap.dedent("""
+    import sys
+    from dload_arrow import Repository
+    repo = Repository.open(sys.argv[1], cache_dir=sys.argv[2], cache_budget="unlimited")
+    print(sum(b.num_rows for b in repo.dataset("d").batches(prefetch=3)))
+""")
+
+
+def test_two_processes_on_a_cold_cache_fetch_each_shard_once(s3_root: str, cache_dir: str,
+                                                             s3_server, tmp_path: Path) -> None:
+    writer = Repository.open(s3_root, cache_dir=str(tmp_path / "w"), cache_budget="unlimited")
+    _commit(writer, n=900)
+    digests = [s.digest for s in writer.manifest("d").shards]
+    s3_server.clear()
+    procs = [subprocess.Popen([sys.executable, "-c", _READER, s3_root, cache_dir],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert [int(o.strip()) for o in outs] == [900, 900]
+    assert [s3_server.count("GET", contains=d) for d in digests] == [1] * len(digests)
+
+
+_HOLDER = textwrap.dedent("""
+    import sys, time
+    from dload_arrow import Repository
+    repo = Repository.open(sys.argv[1], cache_dir=sys.argv[2], cache_budget="unlimited")
+    m = repo.manifest("d")
+    cache = repo.read_context.cache()
+    holds = [cache.acquire(repo.storage, s.digest, s.bytes) for s in m.shards]
+    print("held", flush=True)
+    time.sleep(120)
+""")
+
+
+def test_holds_of_a_killed_process_do_not_block_eviction(s3_root: str, cache_dir: str) -> None:
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    total = repo.manifest("d").num_bytes
+    child = subprocess.Popen([sys.executable, "-c", _HOLDER, s3_root, cache_dir],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "held"
+        cache = Cache(cache_dir, "unlimited")
+        assert all(e.held for e in cache.entries())
+        assert repo.cache_clear() == 0  # live holds are never evicted
+        assert _disk_bytes(os.path.join(cache_dir, "shards")) == total
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    assert not any(e.held for e in cache.entries())
+    assert repo.cache_clear() == total
+    assert _disk_bytes(os.path.join(cache_dir, "shards")) == 0
+
+
+def test_eviction_needs_a_released_hold_and_times_out_clearly(memory_root: str,
+                                                               cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir)
+    _commit(repo)
+    a, b = repo.manifest("d").shards[:2]
+    cache = Cache(cache_dir, max(a.bytes, b.bytes), wait_timeout=0.3)
+    hold = cache.acquire(repo.storage, a.digest, a.bytes)
+    with pytest.raises(InfeasiblePlanError, match="held by live readers"):
+        cache.acquire(repo.storage, b.digest, b.bytes)
+    hold.release()
+    with cache.acquire(repo.storage, b.digest, b.bytes) as hb:
+        assert os.path.exists(hb.path)
+    assert not cache.is_cached(a.digest, a.bytes)  # evicted to make room
+
+
+def test_lru_evicts_the_least_recently_used_shard(memory_root: str, cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir)
+    _commit(repo)
+    a, b, c = repo.manifest("d").shards[:3]
+    cache = Cache(cache_dir, a.bytes + b.bytes + max(a.bytes, b.bytes, c.bytes) // 2)
+    cache.acquire(repo.storage, a.digest, a.bytes).release()
+    cache.acquire(repo.storage, b.digest, b.bytes).release()
+    os.utime(cache._hold_file(a.digest), (1e9, 1e9))  # a: used long ago
+    cache.acquire(repo.storage, c.digest, c.bytes).release()
+    assert not cache.is_cached(a.digest, a.bytes)
+    assert cache.is_cached(b.digest, b.bytes) and cache.is_cached(c.digest, c.bytes)
+
+
+def test_threads_wanting_one_shard_download_it_once(s3_root: str, cache_dir: str,
+                                                    s3_server) -> None:
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    entry = repo.manifest("d").shards[0]
+    s3_server.clear()
+    cache = Cache(cache_dir, "unlimited")
+    holds = []
+
+    def get() -> None:
+        holds.append(cache.acquire(repo.storage, entry.digest, entry.bytes))
+
+    threads = [threading.Thread(target=get) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(holds) == 6
+    assert s3_server.count("GET", contains=entry.digest) == 1
+
+
+def test_a_flipped_byte_in_a_cached_shard_is_fetched_again(s3_root: str, cache_dir: str,
+                                                            s3_server) -> None:
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    entry = repo.manifest("d").shards[0]
+    s3_server.clear()
+    assert sum(b.num_rows for b in repo.dataset("d").batches()) == 600
+    assert s3_server.count("GET", contains=entry.digest) == 1
+    path = repo.read_context.cache().shard_file(entry.digest)
+    with open(path, "r+b") as f:
+        f.seek(entry.bytes // 2)
+        byte = f.read(1)
+        f.seek(entry.bytes // 2)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    keys = [k for b in repo.dataset("d").batches() for k in b.column("__key__").to_pylist()]
+    assert keys == [f"k{i:05d}" for i in range(600)]
+    assert s3_server.count("GET", contains=entry.digest) == 2
+    assert Cache(cache_dir, "unlimited").is_cached(entry.digest, entry.bytes)
+
+
+def test_a_truncated_cached_shard_is_fetched_again(memory_root: str, cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    entry = repo.manifest("d").shards[1]
+    repo.pull("d", progress=False)
+    path = repo.read_context.cache().shard_file(entry.digest)
+    os.truncate(path, entry.bytes - 10)
+    assert sum(b.num_rows for b in repo.dataset("d").batches()) == 600
+    assert os.path.getsize(path) == entry.bytes
+
+
+def test_a_corrupt_shard_in_the_root_raises_integrity_error(memory_root: str,
+                                                             cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    entry = repo.manifest("d").shards[2]
+    data = bytearray(repo.storage.read(shard_path(entry.digest)))
+    data[len(data) // 2] ^= 0x01
+    repo.storage.write(shard_path(entry.digest), bytes(data))
+    with pytest.raises(IntegrityError) as err:
+        for _ in repo.dataset("d").batches():
+            pass
+    assert entry.digest in str(err.value) and "d@" in str(err.value)
+    assert not Cache(cache_dir, "unlimited").is_cached(entry.digest, entry.bytes)
+    leftovers = [f for _, _, fs in os.walk(os.path.join(cache_dir, "shards")) for f in fs
+                 if ".tmp-" in f]
+    assert leftovers == []
+
+
+def test_a_dead_downloaders_reservation_is_reclaimed(memory_root: str, cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir)
+    _commit(repo)
+    entry = repo.manifest("d").shards[0]
+    cache = Cache(cache_dir, entry.bytes)
+    stale = cache.shard_file("ab" * 32) + f".tmp-{entry.bytes}-deadbeef"
+    os.makedirs(os.path.dirname(stale), exist_ok=True)
+    Path(stale).write_bytes(b"partial")
+    assert cache.used_bytes() == entry.bytes  # counted as reserved while it is there
+    with cache.acquire(repo.storage, entry.digest, entry.bytes):
+        pass
+    assert not os.path.exists(stale)

@@ -1,0 +1,82 @@
+"""repo.pull, cache_status and cache_clear."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dload_arrow import InfeasiblePlanError, Repository
+from dload_arrow.read.cache import Cache
+
+
+def _commit(repo: Repository, name: str = "d", n: int = 500) -> None:
+    samples = [(f"k{i:05d}", {"x": i, "blob": os.urandom(40)}) for i in range(n)]
+    repo.commit(name, samples, shard_size=3000, row_group_size=800, progress=False)
+
+
+def test_pull_materialises_a_version_and_is_resumable(s3_root: str, cache_dir: str,
+                                                      s3_server) -> None:
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    m = repo.manifest("d")
+    cache = Cache(cache_dir, "unlimited")
+    first = m.shards[0]
+    cache.acquire(repo.storage, first.digest, first.bytes).release()  # an interrupted pull
+    s3_server.clear()
+    report = repo.pull("d", progress=False)
+    assert report.shards_total == len(m.shards)
+    assert report.shards_fetched == len(m.shards) - 1
+    assert report.bytes_fetched == m.num_bytes - first.bytes
+    assert s3_server.count("GET", contains=first.digest) == 0
+    assert all(cache.is_cached(s.digest, s.bytes) for s in m.shards)
+    again = repo.pull("d", progress=False)
+    assert again.shards_fetched == 0 and again.bytes_fetched == 0
+    assert "in the cache" in str(again)
+
+
+def test_pull_that_cannot_fit_is_refused_before_any_request(s3_root: str, cache_dir: str,
+                                                            s3_server) -> None:
+    _commit(Repository.open(s3_root, cache_dir=cache_dir + "-w", cache_budget="unlimited"))
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="4KB")
+    s3_server.clear()
+    with pytest.raises(InfeasiblePlanError, match="raise the cache budget"):
+        repo.pull("d", progress=False)
+    assert s3_server.count("GET", contains="/shards/") == 0  # only the ref and manifest read
+    assert s3_server.count("HEAD", contains="/shards/") == 0
+
+
+def test_pull_of_a_local_root_copies_nothing(repo: Repository, cache_dir: str) -> None:
+    _commit(repo)
+    report = repo.pull("d", progress=False)
+    assert report.in_place and report.shards_fetched == 0
+    assert "read in place" in str(report)
+    assert not os.path.isdir(os.path.join(cache_dir, "shards")) or not any(
+        f for _, _, fs in os.walk(os.path.join(cache_dir, "shards")) for f in fs)
+
+
+def test_cache_status_reports_residency_and_clear_frees_unheld(memory_root: str,
+                                                               cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="10MB")
+    _commit(repo, "a")
+    _commit(repo, "b", n=300)
+    repo.pull("a", progress=False)
+    ma, mb = repo.manifest("a"), repo.manifest("b")
+    status = repo.cache_status()
+    assert status.budget_bytes == 10 * 10**6 and status.budget == "10.0 MB"
+    assert status.used_bytes == ma.num_bytes
+    res = {r.name: r for r in status.datasets}
+    assert res["a"].cached_bytes == res["a"].total_bytes == ma.num_bytes
+    assert res["a"].fraction == 1.0
+    assert res["b"].cached_bytes == 0 and res["b"].total_bytes == mb.num_bytes
+    text = str(status)
+    assert "a" in text and f"{len(ma.shards)}/{len(ma.shards)}" in text
+    assert status.to_dict()["datasets"][0]["name"] in ("a", "b")
+    shard = ma.shards[0]
+    hold = repo.read_context.cache().acquire(repo.storage, shard.digest, shard.bytes)
+    assert repo.cache_status().held_shards == 1
+    assert repo.cache_clear() == ma.num_bytes - shard.bytes
+    assert repo.cache_status().used_bytes == shard.bytes
+    hold.release()
+    assert repo.cache_clear() == shard.bytes
+    assert repo.cache_status().used_bytes == 0

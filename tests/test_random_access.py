@@ -1,0 +1,127 @@
+"""Random access: positions and keys read one row group by range, never whole shards."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+
+from dload_arrow import Dataset, NotFoundError, Repository
+
+N = 500
+
+
+def _samples(order: list[int]) -> list[tuple[str, dict]]:
+    return [(f"k{i:05d}", {"x": i, "v": np.full(3, i, dtype=np.int16), "b": bytes([i % 256]) * 20})
+            for i in order]
+
+
+def _commit(repo: Repository, name: str, shuffled: bool) -> Dataset:
+    order = list(range(N))
+    if shuffled:
+        random.Random(0).shuffle(order)
+    repo.commit(name, _samples(order), shard_size=6000, row_group_size=1000, progress=False)
+    return repo.dataset(name)
+
+
+@pytest.mark.parametrize("shuffled", [False, True], ids=["sorted-keys", "key-index"])
+def test_positions_and_keys_on_every_backend(any_repo: Repository, shuffled: bool) -> None:
+    ds = _commit(any_repo, "d", shuffled)
+    assert ds.manifest.keys_sorted is not shuffled
+    assert (ds.manifest.key_index is not None) is shuffled
+    everything = [s["__key__"] for s in ds.samples(["x"])]
+    for i in (0, 1, 137, N - 1, -1, -N):
+        assert ds[i]["__key__"] == everything[i]
+    for key in ("k00000", "k00321", "k00499"):
+        s = ds.get(key)
+        assert s["__key__"] == key and s["x"] == int(key[1:])
+        assert s["v"].tolist() == [int(key[1:])] * 3 and s["b"] == bytes([int(key[1:]) % 256]) * 20
+    with pytest.raises(NotFoundError, match="k99999"):
+        ds.get("k99999")
+    with pytest.raises(KeyError):
+        ds.get("a-key-below-every-key")
+    with pytest.raises(IndexError):
+        ds[N]
+    with pytest.raises(TypeError):
+        ds["k00001"]  # type: ignore[index]
+
+
+def test_take_mixes_positions_and_keys_in_the_given_order(repo: Repository) -> None:
+    ds = _commit(repo, "d", shuffled=True)
+    keys = [s["__key__"] for s in ds.samples(["x"])]
+    items: list[int | str] = ["k00007", 3, -2, "k00400", 3, "k00007"]
+    t = ds.take(items, columns=["x"])
+    assert t.column_names == ["__key__", "x"]
+    expected = [x if isinstance(x, str) else keys[x] for x in items]
+    assert t.column("__key__").to_pylist() == expected
+    assert t.column("x").to_pylist() == [int(k[1:]) for k in expected]
+    assert ds.take([]).num_rows == 0
+    with pytest.raises(NotFoundError, match="nope"):
+        ds.take([1, "nope"])
+
+
+def test_get_on_a_cold_cache_reads_a_row_group_by_range(s3_root: str, cache_dir: str,
+                                                        s3_server) -> None:
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    rng = random.Random(1)
+    samples = [(f"k{i:05d}", {"x": i, "b": rng.randbytes(200)}) for i in range(3000)]
+    repo.commit("big", samples, shard_size=500_000, row_group_size=20_000, progress=False)
+    ds = repo.dataset("big")
+    entry = ds.manifest.shards[0]
+    assert len(entry.rg_rows) >= 10
+    s3_server.clear()
+    assert ds.get("k01234")["x"] == 1234
+    shard = ds.manifest.shards[[s.key_min <= "k01234" <= s.key_max
+                                for s in ds.manifest.shards].index(True)]
+    sent = s3_server.bytes_sent(contains=shard.digest)
+    assert 0 < sent < shard.bytes / 5
+    assert s3_server.count("GET", contains=shard.digest, ranged=False) == 0
+    assert s3_server.count("GET", contains=shard.digest, ranged=True) == 2  # footer, row group
+    s3_server.clear()
+    assert ds.get("k01235")["x"] == 1235  # footer now cached: one ranged read
+    assert s3_server.count("GET", contains=shard.digest) <= 1
+
+
+def test_a_cached_shard_is_read_from_the_cache(s3_root: str, cache_dir: str,
+                                               s3_server) -> None:
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    ds = _commit(repo, "d", shuffled=True)
+    repo.pull("d", progress=False)
+    s3_server.clear()
+    assert ds[250]["__key__"] == ds.take([250]).column("__key__")[0].as_py()
+    digests = [s.digest for s in ds.manifest.shards]
+    assert sum(s3_server.count("GET", contains=d) for d in digests) == 0
+
+
+def test_a_filtered_view_is_honoured(repo: Repository) -> None:
+    ds = _commit(repo, "d", shuffled=True)
+    units = ds.units_all()[2:6]
+    odd = pc.bit_wise_and(pc.field("x"), 1) == 1
+    view = Dataset(repo, ds.manifest, units=units, predicate=odd)
+    rows = [s["__key__"] for s in view.samples(["x"])]
+    assert rows and all(int(k[1:]) % 2 == 1 for k in rows)
+    assert [view[i]["__key__"] for i in range(len(rows))] == rows
+    assert view[-1]["__key__"] == rows[-1]
+    assert view.take([0, rows[1]]).column("__key__").to_pylist() == [rows[0], rows[1]]
+    assert view.get(rows[2])["__key__"] == rows[2]
+    outside = next(s["__key__"] for s in ds.samples(["x"]) if s["__key__"] not in rows
+                   and int(s["__key__"][1:]) % 2 == 1)
+    with pytest.raises(NotFoundError, match="filtered view"):
+        view.get(outside)
+    even_inside = next(k for u in units for k in
+                       ds.take([k for k in _unit_keys(ds, u)]).column("__key__").to_pylist()
+                       if int(k[1:]) % 2 == 0)
+    with pytest.raises(NotFoundError):
+        view.get(even_inside)
+    with pytest.raises(IndexError):
+        view[len(rows)]
+    plain = Dataset(repo, ds.manifest, units=units)
+    assert plain[0]["__key__"] == next(iter(plain.samples()))["__key__"]
+
+
+def _unit_keys(ds: Dataset, unit: tuple[int, int]) -> list[int]:
+    s = ds.manifest.shards[unit[0]]
+    start = s.row_offset + sum(s.rg_rows[: unit[1]])
+    return list(range(start, start + s.rg_rows[unit[1]]))

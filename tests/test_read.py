@@ -1,0 +1,139 @@
+"""The reader: one batch per unit, projection, predicates, samples, holds released."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from dload_arrow import Dataset, Repository, SchemaError
+from dload_arrow.read.cache import Cache
+from dload_arrow.read.reader import all_units, iter_units
+from dload_arrow.read.samples import batch_to_samples
+
+N = 400
+
+
+def _samples(n: int = N) -> list[tuple[str, dict]]:
+    return [
+        (f"k{i:05d}", {
+            "x": i,
+            "name": f"n{i}",
+            "tensor": np.arange(6, dtype=np.float32).reshape(2, 3) + i,
+            "blob": bytes([i % 256]) * 30,
+            "tags": [i, i + 1],
+        })
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def ds(any_repo: Repository) -> Dataset:
+    any_repo.commit("d", _samples(), shard_size=4000, row_group_size=1200, progress=False)
+    d = any_repo.dataset("d")
+    assert len(d.manifest.shards) >= 3 and all(len(s.rg_rows) >= 2 for s in d.manifest.shards[:3])
+    return d
+
+
+def _unit_keys(d: Dataset, unit: tuple[int, int]) -> list[str]:
+    s = d.manifest.shards[unit[0]]
+    start = s.row_offset + sum(s.rg_rows[: unit[1]])
+    return [f"k{i:05d}" for i in range(start, start + s.rg_rows[unit[1]])]
+
+
+def test_one_batch_per_unit_in_the_given_order_with_repeats(ds: Dataset) -> None:
+    units = [(1, 0), (0, 1), (0, 1), (2, 1), (0, 0), (1, 0)]
+    batches = list(iter_units(ds.context, ds.manifest, units, prefetch=2))
+    assert len(batches) == len(units)
+    for unit, b in zip(units, batches, strict=False):
+        assert isinstance(b, pa.RecordBatch)
+        assert b.column("__key__").to_pylist() == _unit_keys(ds, unit)
+        assert b.schema.names == ds.schema.names
+
+
+def test_all_units_cover_every_row_once(ds: Dataset) -> None:
+    keys = [k for b in iter_units(ds.context, ds.manifest, all_units(ds.manifest))
+            for k in b.column(0).to_pylist()]
+    assert keys == [f"k{i:05d}" for i in range(N)]
+    assert ds.units_all() == all_units(ds.manifest)
+
+
+def test_projection_always_leads_with_the_key(ds: Dataset) -> None:
+    units = ds.units_all()[:2]
+    for cols in (["x"], ["x", "__key__"], ["__key__", "x"]):
+        b = next(iter_units(ds.context, ds.manifest, units, columns=cols))
+        assert b.schema.names == ["__key__", "x"]
+    b = next(iter_units(ds.context, ds.manifest, units, columns=["blob", "x"]))
+    assert b.schema.names == ["__key__", "blob", "x"]
+    with pytest.raises(SchemaError, match="nope"):
+        iter_units(ds.context, ds.manifest, units, columns=["nope"])
+
+
+def test_a_predicate_filters_rows_and_may_use_unprojected_columns(ds: Dataset) -> None:
+    units = ds.units_all()
+    pred = ((pc.field("x") < 50) | (pc.field("x") >= 380)) & (pc.field("name") != "n14")
+    batches = list(iter_units(ds.context, ds.manifest, units, columns=["blob"], predicate=pred))
+    assert len(batches) == len(units)  # empty units still yield a batch
+    assert any(b.num_rows == 0 for b in batches)
+    keys = [k for b in batches for k in b.column("__key__").to_pylist()]
+    assert keys == [f"k{i:05d}" for i in range(N) if (i < 50 or i >= 380) and i != 14]
+    assert all(b.schema.names == ["__key__", "blob"] for b in batches)
+
+
+def test_unit_out_of_range_is_refused(ds: Dataset) -> None:
+    with pytest.raises(IndexError, match="shards"):
+        iter_units(ds.context, ds.manifest, [(99, 0)])
+
+
+def test_samples_have_keys_shaped_tensors_and_bytes(ds: Dataset) -> None:
+    samples = list(ds.samples())
+    assert [s["__key__"] for s in samples] == [f"k{i:05d}" for i in range(N)]
+    s = samples[17]
+    assert s["x"] == 17 and s["name"] == "n17" and s["tags"] == [17, 18]
+    assert isinstance(s["blob"], bytes) and s["blob"] == bytes([17]) * 30
+    assert isinstance(s["tensor"], np.ndarray) and s["tensor"].shape == (2, 3)
+    np.testing.assert_array_equal(s["tensor"], np.arange(6, dtype=np.float32).reshape(2, 3) + 17)
+    s["tensor"][0, 0] = -1  # writeable, and owned by this batch only
+    assert list(ds.samples(columns=["x"]))[3] == {"__key__": "k00003", "x": 3}
+
+
+def test_batch_to_samples_matches_to_pylist_for_plain_columns() -> None:
+    t = pa.table({"__key__": ["a", "b"], "v": [1.5, None], "l": [[1], []], "s": ["x", None]})
+    assert batch_to_samples(t) == t.to_pylist()
+    shape = {b"dload.shape": b"[2]"}
+    arr = pa.array([[1, 2], None], pa.list_(pa.int64(), 2))
+    t2 = pa.table([pa.array(["a", "b"]), arr],
+                  schema=pa.schema([pa.field("__key__", pa.string()),
+                                    pa.field("t", arr.type, metadata=shape)]))
+    out = batch_to_samples(t2)
+    assert out[1]["t"] is None and out[0]["t"].tolist() == [1, 2]
+
+
+def test_a_filtered_view_reads_only_its_units_and_rows(ds: Dataset) -> None:
+    units = [ds.units_all()[3], ds.units_all()[1]]
+    odd = pc.bit_wise_and(pc.field("x"), 1) == 1
+    view = Dataset(ds.repo, ds.manifest, units=units, predicate=odd)
+    keys = [s["__key__"] for s in view.samples(["x"])]
+    expected = [k for u in units for k in _unit_keys(ds, u) if int(k[1:]) % 2 == 1]
+    assert keys == expected and keys
+
+
+def test_stopping_early_releases_every_hold(memory_root: str, cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    repo.commit("d", _samples(), shard_size=4000, row_group_size=1200, progress=False)
+    it = repo.dataset("d").batches(prefetch=3)
+    next(it)
+    cache = Cache(cache_dir, "unlimited")
+    deadline = time.monotonic() + 30
+    while len(cache.entries()) < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)  # the fetcher brings the next three shards in the background
+    entries = cache.entries()
+    assert len(entries) == 4 and all(e.held for e in entries)
+    it.close()
+    deadline = time.monotonic() + 30
+    while any(e.held for e in cache.entries()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not any(e.held for e in cache.entries())
