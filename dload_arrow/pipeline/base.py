@@ -1,0 +1,351 @@
+"""``Pipeline``: a lazy, re-iterable, resumable description of a sample stream.
+
+A pipeline is an immutable tree of operators; nothing runs until it is iterated. Each
+``iter()`` builds the running nodes for one epoch (the next one, or the one given to
+:meth:`Pipeline.set_epoch`), checks feasibility first (no I/O), and yields items. The state
+(:meth:`Pipeline.state_dict`) is ``{"epoch", "cursor"}``: a small cursor into the planned order,
+never buffered samples; :meth:`Pipeline.load_state_dict` makes the next ``iter()`` continue
+exactly there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from dload_arrow.pipeline.chunks import Chunk, chunk_items
+from dload_arrow.pipeline.node import BEFORE, CURSOR, EPOCH, OFFSET, ItemCursor, Node, State
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from dload_arrow.pipeline.check import CheckReport
+
+__all__ = ["Pipeline", "PipelineIterator"]
+
+FINGERPRINT = "pipeline"
+
+
+class Pipeline:
+    """A lazy stream of items; operators return new pipelines.
+
+    Subclasses implement ``_build(epoch) -> Node`` and describe themselves through
+    ``_params()`` and ``_children`` (fingerprint, check, lineage).
+    """
+
+    op = "pipeline"
+
+    def __init__(self, *children: Pipeline) -> None:
+        self._children: tuple[Pipeline, ...] = children
+        self._next_epoch = 0
+        self._pending: State | None = None
+        self._live: PipelineIterator | None = None
+        self._fp: str | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickled into DataLoader workers: the definition and the pending state travel, a
+        # live iterator (threads, open files) does not.
+        state = dict(self.__dict__)
+        state["_live"] = None
+        return state
+
+    # --- what subclasses provide --------------------------------------------------------
+
+    def _build(self, epoch: int) -> Node:
+        raise NotImplementedError
+
+    def _params(self) -> dict[str, Any]:
+        """Parameters that define this operator (functions included), for fingerprint()."""
+        return {}
+
+    def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
+        """This pipeline with ``shard`` applied below it, or None when it cannot take it."""
+        return None
+
+    def _length(self) -> int | None:
+        """Items per epoch when known without reading (None otherwise)."""
+        return None
+
+    def _schema(self) -> pa.Schema | None:
+        return None
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The Arrow schema of the items when they are dataset rows (else None: map, batch)."""
+        return self._schema()
+
+    def __len__(self) -> int:
+        """Items per epoch, when the pipeline knows it without reading any data.
+
+        Raises:
+            TypeError: when only reading would tell (a filter, flat_map, a stop="first" mix).
+        """
+        n = self._length()
+        if n is None:
+            raise TypeError(
+                f"the length of {self!r} is only known by reading it (it has a filter, "
+                "flat_map, an endless source or a mix that stops at the first exhausted input)"
+            )
+        return n
+
+    @property
+    def finite(self) -> bool:
+        """False when the stream may never end (repeat(), random_stream, cycling iterables)."""
+        return all(c.finite for c in self._children)
+
+    def sources(self) -> list[Any]:
+        """The dataset sources under this pipeline (for check, fingerprint and lineage)."""
+        out: list[Any] = []
+        for c in self._children:
+            for s in c.sources():
+                if s not in out:
+                    out.append(s)
+        return out
+
+    # --- iteration and state ------------------------------------------------------------
+
+    def __iter__(self) -> PipelineIterator:
+        return self._start(chunks=False)
+
+    def iter_chunks(self) -> PipelineIterator:
+        """Iterate whole chunks (pyarrow RecordBatches or lists of items) instead of items."""
+        return self._start(chunks=True)
+
+    def _start(self, chunks: bool) -> PipelineIterator:
+        self.check().raise_if_infeasible()
+        state, self._pending = self._pending, None
+        epoch = self._next_epoch if state is None else int(state[EPOCH])
+        self._next_epoch = epoch + 1
+        it = PipelineIterator(self, epoch, None if state is None else state[CURSOR], chunks)
+        if self._live is not None:
+            self._live.close()
+        self._live = it
+        return it
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` run ``epoch`` (the following ones continue from there)."""
+        if epoch < 0:
+            raise ValueError(f"epoch must be >= 0, got {epoch}")
+        self._next_epoch = int(epoch)
+        self._pending = None
+
+    def state_dict(self) -> State:
+        """Where the stream is: the epoch and a cursor (JSON/pickle-able, small).
+
+        Before any iteration it names the start of the next epoch; during one, the position
+        after the last item handed out; after an epoch ends, the start of the next.
+        """
+        if self._pending is not None:
+            return dict(self._pending)
+        if self._live is not None:
+            return self._live.state_dict()
+        return {EPOCH: self._next_epoch, CURSOR: None, FINGERPRINT: self._short_fp()}
+
+    def load_state_dict(self, state: State) -> None:
+        """Make the next ``iter()`` continue exactly at ``state`` (from :meth:`state_dict`)."""
+        if not isinstance(state, dict) or EPOCH not in state or CURSOR not in state:
+            raise ValueError(
+                f"not a pipeline state: {str(state)[:80]!r}; pass what state_dict() returned"
+            )
+        fp = state.get(FINGERPRINT)
+        if fp is not None and fp != self._short_fp():
+            raise ValueError(
+                f"this state was saved from another pipeline (fingerprint {fp}, this one is "
+                f"{self._short_fp()}): restore it into the pipeline that produced it"
+            )
+        if self._live is not None:
+            self._live.close()
+            self._live = None
+        self._pending = dict(state)
+        self._next_epoch = int(state[EPOCH])
+
+    def _short_fp(self) -> str:
+        return self.fingerprint()[:16]
+
+    # --- description ----------------------------------------------------------------------
+
+    def fingerprint(self) -> str:
+        """A stable hash of the definition: sources' versions, operators, parameters, code."""
+        if self._fp is None:
+            from dload_arrow.pipeline.fingerprint import fingerprint
+
+            self._fp = fingerprint(self)
+        return self._fp
+
+    def check(self, consumers: int = 1) -> CheckReport:
+        """The feasibility report, with no I/O: sources, resident set, budget, verdict."""
+        from dload_arrow.pipeline.check import check_pipeline
+
+        return check_pipeline(self, consumers=consumers)
+
+    def __repr__(self) -> str:
+        from dload_arrow.pipeline.fingerprint import describe
+
+        return describe(self)
+
+    # --- operators (one sample in, one out) ------------------------------------------------
+
+    def map(self, fn: Callable[[Any], Any]) -> Pipeline:
+        """Apply ``fn`` to every item (dataset rows arrive as dicts)."""
+        from dload_arrow.pipeline.transforms import MapPipe
+
+        return MapPipe(self, fn)
+
+    def map_batches(self, fn: Callable[[Any], Any], *, rows_preserved: bool = False) -> Pipeline:
+        """Apply ``fn`` to each chunk as a ``pyarrow.RecordBatch``; it returns a RecordBatch,
+        Table or polars/pandas DataFrame. ``rows_preserved=True`` promises one row out per row
+        in (lets ``shard``/``skip`` pass below it, and ``fn`` should then be row-wise)."""
+        from dload_arrow.pipeline.transforms import MapBatchesPipe
+
+        return MapBatchesPipe(self, fn, rows_preserved)
+
+    def filter(self, predicate: Callable[[Any], bool] | pc.Expression) -> Pipeline:
+        """Keep items where ``predicate(item)`` is true (or a pyarrow Expression on rows)."""
+        from dload_arrow.pipeline.transforms import FilterPipe
+
+        return FilterPipe(self, predicate)
+
+    def flat_map(self, fn: Callable[[Any], Any]) -> Pipeline:
+        """Replace each item by the items of the iterable ``fn(item)`` returns."""
+        from dload_arrow.pipeline.transforms import FlatMapPipe
+
+        return FlatMapPipe(self, fn)
+
+    def scan(self, fn: Callable[[Any, Any], tuple[Any, Any]], initial: Any) -> Pipeline:
+        """Running state: ``acc, out = fn(acc, item)`` yields ``out``; ``acc`` is checkpointed
+        (so keep it small and picklable)."""
+        from dload_arrow.pipeline.transforms import ScanPipe
+
+        return ScanPipe(self, fn, initial)
+
+    def select(self, columns: str | Sequence[str]) -> Pipeline:
+        """Keep only ``columns`` of each row."""
+        from dload_arrow.pipeline.transforms import SelectPipe
+
+        return SelectPipe(self, [columns] if isinstance(columns, str) else list(columns))
+
+    def through(self, fn: Callable[[Pipeline], Pipeline]) -> Pipeline:
+        """``fn(self)``: reuse a function that builds on a pipeline, inline."""
+        out = fn(self)
+        if not isinstance(out, Pipeline):
+            raise TypeError(f"through({fn!r}) must return a Pipeline, got {type(out).__name__}")
+        return out
+
+    # --- structure --------------------------------------------------------------------------
+
+    def batch(
+        self, size: int, drop_last: bool = False, collate: Callable[[Any], Any] | None = None
+    ) -> Pipeline:
+        """Group ``size`` items into one (collated to a dict of column -> numpy/list)."""
+        from dload_arrow.pipeline.batching import BatchPipe
+
+        return BatchPipe(self, size, drop_last, collate)
+
+    def unbatch(self) -> Pipeline:
+        """Split batches (dicts of columns, lists, RecordBatches) back into items."""
+        from dload_arrow.pipeline.batching import UnbatchPipe
+
+        return UnbatchPipe(self)
+
+    def repeat(self, times: int | None = None) -> Pipeline:
+        """The stream ``times`` times (forever when None); each pass is a new inner epoch."""
+        from dload_arrow.pipeline.control import RepeatPipe
+
+        return RepeatPipe(self, times)
+
+    def take(self, n: int) -> Pipeline:
+        """The first ``n`` items."""
+        from dload_arrow.pipeline.control import TakePipe
+
+        return TakePipe(self, n)
+
+    def skip(self, n: int) -> Pipeline:
+        """Drop the first ``n`` items (without reading them where the sources allow)."""
+        from dload_arrow.pipeline.control import SkipPipe
+
+        return SkipPipe(self, n)
+
+    def shard(self, index: int, count: int, block: int = 1) -> Pipeline:
+        """Keep items whose ``(position // block) % count == index`` (one consumer of ``count``).
+
+        Positions count this pipeline's output, so the ``count`` shards partition the stream
+        exactly and the global order does not depend on ``count``. Pushed below 1:1 operators
+        and ``batch`` into dataset sources, which then read only the units they need.
+        """
+        from dload_arrow.pipeline.shard import shard
+
+        return shard(self, index, count, block)
+
+    def shuffle(
+        self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False
+    ) -> Pipeline:
+        """Shuffle with a window of ``buffer`` items (``full=True``: datasets only, uniform)."""
+        from dload_arrow.pipeline.control import BufferShufflePipe
+
+        if full:
+            raise ValueError(
+                "shuffle(full=True) needs a dataset source: call it on the dataset "
+                "(ds.shuffle(full=True, seed=...)) before map/filter/batch"
+            )
+        if buffer is None or isinstance(buffer, str):
+            raise ValueError(
+                f"shuffle(buffer={buffer!r}) on a non-dataset pipeline needs a buffer in items "
+                "(an int); byte sizes are for dataset sources"
+            )
+        return BufferShufflePipe(self, buffer, seed)
+
+
+class PipelineIterator(Iterator[Any]):
+    """One epoch of a pipeline; its state is a cursor."""
+
+    def __init__(self, pipe: Pipeline, epoch: int, cursor: State | None, chunks: bool) -> None:
+        self.pipe = pipe
+        self.epoch = epoch
+        self.chunks = chunks
+        self.node = pipe._build(epoch)
+        self.cursor = ItemCursor(self.node)
+        self.cursor.reset(cursor)
+        self._items: list[Any] = []
+        self._k = 0
+        self._base: State | None = None
+        self._finished = False
+
+    def __iter__(self) -> PipelineIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self.chunks:
+            self._items, self._k = [], 0
+            return self._pull()
+        if self._k >= len(self._items):
+            self._items = chunk_items(self._pull())
+            self._k = 0
+        item = self._items[self._k]
+        self._k += 1
+        return item
+
+    def _pull(self) -> Chunk:
+        if self._finished:
+            raise StopIteration
+        got = self.cursor.take_with_state(1 << 62)
+        if got is None:
+            self._finished = True
+            self._base = None
+            self.close()
+            raise StopIteration
+        self._base, chunk = got
+        return chunk
+
+    def state_dict(self) -> State:
+        fp = self.pipe._short_fp()
+        if self._finished:
+            return {EPOCH: self.epoch + 1, CURSOR: None, FINGERPRINT: fp}
+        if self._base is not None and self._k < len(self._items):
+            cur = {BEFORE: self._base[BEFORE], OFFSET: self._base[OFFSET] + self._k}
+        else:
+            cur = self.cursor.get_state()
+        return {EPOCH: self.epoch, CURSOR: cur, FINGERPRINT: fp}
+
+    def close(self) -> None:
+        self.cursor.close()

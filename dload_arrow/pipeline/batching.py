@@ -1,0 +1,148 @@
+"""``batch`` and ``unbatch``, and the default collate.
+
+``batch(size)`` reads ``size`` items through an item cursor and collates them; its state is
+that cursor, so a checkpoint between batches restores exactly. ``shard``/``skip`` pass below
+``batch`` as positions in samples (``block * size``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.pipeline.base import Pipeline
+from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
+from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State
+
+__all__ = ["BatchPipe", "UnbatchPipe", "default_collate"]
+
+
+def default_collate(items: Chunk) -> Any:
+    """A batch as a dict of column -> numpy array (numbers, tensors) or list (the rest).
+
+    A RecordBatch collates column by column without leaving Arrow until the numpy step; a
+    list of dicts is stacked key by key; any other list stays a list. Torch tensors are the
+    torch adapter's job (``dload_arrow.torch``).
+    """
+    if isinstance(items, pa.RecordBatch):
+        return {f.name: column_values(items, i) for i, f in enumerate(items.schema)}
+    if items and all(isinstance(x, Mapping) for x in items):
+        return {k: _stack([x[k] for x in items]) for k in items[0]}
+    return list(items)
+
+
+def _stack(values: list[Any]) -> Any:
+    first = values[0]
+    if isinstance(first, np.ndarray) and all(
+        isinstance(v, np.ndarray) and v.shape == first.shape for v in values
+    ):
+        return np.stack(values)
+    if isinstance(first, (bool, int, float, np.number, np.bool_)) and all(
+        isinstance(v, (bool, int, float, np.number, np.bool_)) for v in values
+    ):
+        return np.asarray(values)
+    return values
+
+
+class BatchPipe(Pipeline):
+    op = "batch"
+
+    def __init__(self, child: Pipeline, size: int, drop_last: bool, collate: Any) -> None:
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"batch size must be a positive int, got {size!r}")
+        super().__init__(child)
+        self.size, self.drop_last, self.collate = size, drop_last, collate
+
+    def _params(self) -> dict[str, Any]:
+        return {"size": self.size, "drop_last": self.drop_last, "collate": self.collate}
+
+    def _length(self) -> int | None:
+        n = self._children[0]._length()
+        if n is None:
+            return None
+        return n // self.size if self.drop_last else -(-n // self.size)
+
+    def _build(self, epoch: int) -> Node:
+        return _BatchNode(self._children[0]._build(epoch), self.size, self.drop_last,
+                          self.collate or default_collate)
+
+    def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
+        inner = self._children[0]._push_shard(index, count, block * self.size)
+        return None if inner is None else BatchPipe(inner, self.size, self.drop_last,
+                                                    self.collate)
+
+
+class _BatchNode(Node):
+    def __init__(self, child: Node, size: int, drop_last: bool,
+                 collate: Callable[[Chunk], Any]) -> None:
+        self.cursor = ItemCursor(child)
+        self.size, self.drop_last, self.collate = size, drop_last, collate
+        self.cheap_skip = child.cheap_skip
+
+    def reset(self, state: State | None = None) -> None:
+        self.cursor.reset(None if state is None else state[CURSOR])
+
+    def get_state(self) -> State:
+        return {CURSOR: self.cursor.get_state()}
+
+    def next(self) -> Chunk:
+        parts: list[Chunk] = []
+        have = 0
+        while have < self.size:
+            got = self.cursor.take(self.size - have)
+            if got is None:
+                break
+            parts.append(got)
+            have += chunk_len(got)
+        if have == 0 or (have < self.size and self.drop_last):
+            raise StopIteration
+        return [self.collate(concat_chunks(parts))]
+
+    def skip(self, n: int) -> int:
+        got = self.cursor.skip(n * self.size)
+        full, rest = divmod(got, self.size)
+        return full + (1 if rest and not self.drop_last else 0)
+
+    def close(self) -> None:
+        self.cursor.close()
+
+
+class UnbatchPipe(Pipeline):
+    op = "unbatch"
+
+    def _build(self, epoch: int) -> Node:
+        return _UnbatchNode(self._children[0]._build(epoch))
+
+
+def _split(batch: Any) -> list[Any]:
+    if isinstance(batch, pa.RecordBatch):
+        return chunk_items(batch)
+    if isinstance(batch, Mapping):
+        keys = list(batch)
+        n = len(batch[keys[0]]) if keys else 0
+        return [{k: _item(batch[k][i]) for k in keys} for i in range(n)]
+    return list(batch)
+
+
+def _item(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+class _UnbatchNode(Node):
+    def __init__(self, child: Node) -> None:
+        self.child = child
+
+    def reset(self, state: State | None = None) -> None:
+        self.child.reset(None if state is None else state[CURSOR])
+
+    def get_state(self) -> State:
+        return {CURSOR: self.child.get_state()}
+
+    def next(self) -> Chunk:
+        return [x for b in chunk_items(self.child.next()) for x in _split(b)]
+
+    def close(self) -> None:
+        self.child.close()

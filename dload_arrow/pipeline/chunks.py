@@ -1,0 +1,128 @@
+"""Chunks: how items travel between nodes.
+
+A pipeline's logical stream is a sequence of items (a sample, a batch, any Python object).
+Between nodes they travel in chunks, so Arrow data stays columnar: a chunk is either a
+``pyarrow.RecordBatch`` (one row per item; per-sample functions see the row as a dict) or a
+Python ``list`` of items. These helpers measure, slice, join and convert chunks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeAlias
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = [
+    "Chunk",
+    "as_record_batch",
+    "chunk_items",
+    "chunk_len",
+    "chunk_slice",
+    "chunk_take",
+    "concat_chunks",
+    "row_dicts",
+]
+
+Chunk: TypeAlias = pa.RecordBatch | list[Any]
+
+_SHAPE_META = b"dload.shape"  # as written by store.rows (tensors as fixed-size lists)
+
+
+def chunk_len(chunk: Chunk) -> int:
+    return chunk.num_rows if isinstance(chunk, pa.RecordBatch) else len(chunk)
+
+
+def chunk_slice(chunk: Chunk, start: int, stop: int) -> Chunk:
+    if isinstance(chunk, pa.RecordBatch):
+        return chunk.slice(start, max(0, stop - start))
+    return chunk[start:stop]
+
+
+def chunk_take(chunk: Chunk, indices: np.ndarray) -> Chunk:
+    if isinstance(chunk, pa.RecordBatch):
+        return chunk.take(pa.array(np.asarray(indices, dtype=np.int64)))
+    return [chunk[int(i)] for i in indices]
+
+
+def _tensor_shape(field: pa.Field) -> tuple[int, ...] | None:
+    meta = field.metadata or {}
+    if _SHAPE_META in meta and pa.types.is_fixed_size_list(field.type):
+        return tuple(json.loads(meta[_SHAPE_META]))
+    return None
+
+
+def column_values(batch: pa.RecordBatch, i: int) -> Any:
+    """A column as numpy when it is numeric or a tensor column, else as a Python list."""
+    field = batch.schema.field(i)
+    col = batch.column(i)
+    shape = _tensor_shape(field)
+    if shape is not None and col.null_count == 0:
+        flat = col.flatten().to_numpy(zero_copy_only=False)
+        return flat.reshape((len(col), *shape))
+    t = field.type
+    if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)) and (
+        col.null_count == 0
+    ):
+        return col.to_numpy(zero_copy_only=False)
+    return col.to_pylist()
+
+
+def row_dicts(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """Rows as dicts; tensor columns become numpy arrays of their recorded shape."""
+    cols = [(f.name, column_values(batch, i)) for i, f in enumerate(batch.schema)]
+    out: list[dict[str, Any]] = [{} for _ in range(batch.num_rows)]
+    for name, values in cols:
+        for d, v in zip(out, values, strict=True):
+            d[name] = v.item() if isinstance(v, np.generic) else v
+    return out
+
+
+def chunk_items(chunk: Chunk) -> list[Any]:
+    """The items of a chunk as Python objects (rows of a RecordBatch become dicts)."""
+    if isinstance(chunk, pa.RecordBatch):
+        return row_dicts(chunk)
+    return chunk
+
+
+def as_record_batch(data: Any) -> pa.RecordBatch:
+    """A RecordBatch from a RecordBatch, Table, polars/pandas DataFrame or list of dicts."""
+    if isinstance(data, pa.RecordBatch):
+        return data
+    mod = type(data).__module__
+    if mod.startswith("polars"):
+        data = data.to_arrow()
+    elif mod.startswith("pandas"):
+        data = pa.Table.from_pandas(data, preserve_index=False)
+    if isinstance(data, pa.Table):
+        return pa.concat_batches(data.to_batches()) if data.num_rows else (
+            pa.RecordBatch.from_pylist([], schema=data.schema)
+        )
+    if isinstance(data, list):
+        return pa.RecordBatch.from_pylist([_plain(d) for d in data])
+    raise TypeError(
+        f"expected a pyarrow RecordBatch/Table, a polars or pandas DataFrame or a list of "
+        f"dicts, got {type(data).__name__}"
+    )
+
+
+def _plain(d: Any) -> Any:
+    if not isinstance(d, dict):
+        raise TypeError(f"cannot turn item {d!r} into an Arrow row: items must be dicts")
+    return {k: (v.reshape(-1) if isinstance(v, np.ndarray) else v) for k, v in d.items()}
+
+
+def concat_chunks(chunks: list[Chunk]) -> Chunk:
+    """Join chunks: one RecordBatch when all are batches of one schema, else a list."""
+    if not chunks:
+        return []
+    batches = [c for c in chunks if isinstance(c, pa.RecordBatch)]
+    if len(batches) == len(chunks):
+        schema = batches[0].schema
+        if all(b.schema.equals(schema) for b in batches):
+            return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+    out: list[Any] = []
+    for c in chunks:
+        out.extend(chunk_items(c))
+    return out

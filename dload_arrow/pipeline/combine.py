@@ -1,0 +1,160 @@
+"""Operators over several pipelines in order or side by side: concat and zip_with.
+
+The routed combinators (mix, choice, select) live in :mod:`dload_arrow.pipeline.router`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from dload_arrow.pipeline.base import Pipeline
+from dload_arrow.pipeline.chunks import Chunk, chunk_items
+from dload_arrow.pipeline.node import (
+    CHILD,
+    CHILDREN,
+    ItemCursor,
+    Node,
+    State,
+)
+
+__all__ = ["ConcatPipe", "ZipPipe", "concat", "zip_with"]
+
+INDEX = "index"
+
+
+def _check_pipes(pipes: Sequence[Any], what: str) -> list[Pipeline]:
+    pipes = list(pipes)
+    if not pipes:
+        raise ValueError(f"{what} needs at least one pipeline")
+    for i, p in enumerate(pipes):
+        if not isinstance(p, Pipeline):
+            pipe = getattr(p, "pipeline", None)
+            if callable(pipe):  # a Dataset
+                pipes[i] = pipe()
+                continue
+            raise TypeError(f"{what}: input {i} is a {type(p).__name__}, not a Pipeline")
+    return pipes
+
+
+def concat(pipes: Sequence[Pipeline]) -> Pipeline:
+    """The items of each pipeline in turn."""
+    return ConcatPipe(*_check_pipes(pipes, "concat"))
+
+
+def zip_with(pipes: Sequence[Pipeline], fn: Callable[..., Any] | None = None) -> Pipeline:
+    """Items side by side: ``fn(a, b, ...)`` (a tuple when ``fn`` is None); ends with the
+    shortest input."""
+    return ZipPipe(_check_pipes(pipes, "zip_with"), fn)
+
+
+def _common_schema(pipes: Sequence[Pipeline]) -> pa.Schema | None:
+    schemas = [p.schema for p in pipes]
+    first = schemas[0]
+    if first is None or not all(s is not None and s.equals(first) for s in schemas):
+        return None
+    return first
+
+
+class ConcatPipe(Pipeline):
+    op = "concat"
+
+    def _length(self) -> int | None:
+        ns = [c._length() for c in self._children]
+        return None if any(n is None for n in ns) else sum(n for n in ns if n is not None)
+
+    def _schema(self) -> pa.Schema | None:
+        return _common_schema(self._children)
+
+    def _build(self, epoch: int) -> Node:
+        return _ConcatNode(self._children, epoch)
+
+
+class _ConcatNode(Node):
+    def __init__(self, pipes: Sequence[Pipeline], epoch: int) -> None:
+        self.pipes, self.epoch = pipes, epoch
+        self.i = 0
+        self.child: Node | None = None
+
+    def _open(self, state: State | None) -> None:
+        if self.child is not None:
+            self.child.close()
+        self.child = self.pipes[self.i]._build(self.epoch) if self.i < len(self.pipes) else None
+        if self.child is not None:
+            self.child.reset(state)
+
+    def reset(self, state: State | None = None) -> None:
+        self.i = 0 if state is None else int(state[INDEX])
+        self._open(None if state is None else state[CHILD])
+
+    def get_state(self) -> State:
+        return {INDEX: self.i, CHILD: None if self.child is None else self.child.get_state()}
+
+    def next(self) -> Chunk:
+        while self.child is not None:
+            try:
+                return self.child.next()
+            except StopIteration:
+                self.i += 1
+                self._open(None)
+        raise StopIteration
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
+
+
+class ZipPipe(Pipeline):
+    op = "zip_with"
+
+    def __init__(self, pipes: Sequence[Pipeline], fn: Any) -> None:
+        super().__init__(*pipes)
+        self.fn = fn
+
+    def _params(self) -> dict[str, Any]:
+        return {"fn": self.fn}
+
+    @property
+    def finite(self) -> bool:
+        return any(c.finite for c in self._children)
+
+    def _length(self) -> int | None:
+        ns = [c._length() if c.finite else None for c in self._children]
+        known = [n for n in ns if n is not None]
+        # the shortest finite input ends the zip; an unknown finite one might be shorter
+        if any(n is None and c.finite for n, c in zip(ns, self._children, strict=True)):
+            return None
+        return min(known) if known else None
+
+    def _build(self, epoch: int) -> Node:
+        return _ZipNode([c._build(epoch) for c in self._children], self.fn)
+
+
+class _ZipNode(Node):
+    def __init__(self, children: list[Node], fn: Any) -> None:
+        self.cursors = [ItemCursor(c) for c in children]
+        self.fn = fn
+
+    def reset(self, state: State | None = None) -> None:
+        for i, c in enumerate(self.cursors):
+            c.reset(None if state is None else state[CHILDREN][i])
+
+    def get_state(self) -> State:
+        return {CHILDREN: [c.get_state() for c in self.cursors]}
+
+    def next(self) -> Chunk:
+        n = min(c.peek_len() for c in self.cursors)
+        if n == 0:
+            raise StopIteration
+        cols = [chunk_items(c.take(n) or []) for c in self.cursors]  # n items each
+        if self.fn is None:
+            return list(zip(*cols, strict=True))
+        return [self.fn(*xs) for xs in zip(*cols, strict=True)]
+
+    def close(self) -> None:
+        for c in self.cursors:
+            c.close()
+
+

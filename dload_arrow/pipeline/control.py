@@ -1,0 +1,280 @@
+"""Operators that decide which items pass and when: repeat, take, skip, and the buffered
+shuffle of non-dataset streams. Consumer sharding is in :mod:`dload_arrow.pipeline.shard`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from dload_arrow.pipeline.base import Pipeline
+from dload_arrow.pipeline.chunks import Chunk, chunk_len, chunk_take, concat_chunks
+from dload_arrow.pipeline.node import (
+    CHILD,
+    CURSOR,
+    DONE,
+    POSITION,
+    ItemCursor,
+    Node,
+    State,
+)
+from dload_arrow.plan.seeds import rng
+
+__all__ = ["BufferShufflePipe", "RepeatPipe", "SkipPipe", "TakePipe"]
+
+PASS = "pass"
+WINDOW = "window"
+
+
+class RepeatPipe(Pipeline):
+    op = "repeat"
+
+    def __init__(self, child: Pipeline, times: int | None) -> None:
+        if times is not None and times < 0:
+            raise ValueError(f"repeat(times={times}): times must be >= 0 or None (forever)")
+        super().__init__(child)
+        self.times = times
+
+    def _params(self) -> dict[str, Any]:
+        return {"times": self.times}
+
+    @property
+    def finite(self) -> bool:
+        return self.times is not None and self._children[0].finite
+
+    def _length(self) -> int | None:
+        n = self._children[0]._length()
+        if self.times == 0:
+            return 0
+        return None if n is None or self.times is None else n * self.times
+
+    def _schema(self) -> pa.Schema | None:
+        return self._children[0].schema
+
+    def _build(self, epoch: int) -> Node:
+        return _RepeatNode(self._children[0], epoch, self.times)
+
+
+class _RepeatNode(Node):
+    """Pass ``r`` of outer epoch ``e`` runs the child at inner epoch ``e * stride + r``."""
+
+    def __init__(self, pipe: Pipeline, epoch: int, times: int | None) -> None:
+        self.pipe, self.epoch, self.times = pipe, epoch, times
+        self.stride = times if times is not None else 1 << 32
+        self.cheap_skip = False
+        self.r = 0
+        self.child: Node | None = None
+
+    def _open(self, state: State | None) -> None:
+        if self.child is not None:
+            self.child.close()
+        self.child = self.pipe._build(self.epoch * self.stride + self.r)
+        self.child.reset(state)
+
+    def reset(self, state: State | None = None) -> None:
+        self.r = 0 if state is None else int(state[PASS])
+        self._open(None if state is None else state[CHILD])
+
+    def get_state(self) -> State:
+        assert self.child is not None
+        return {PASS: self.r, CHILD: self.child.get_state()}
+
+    def next(self) -> Chunk:
+        empty_passes = 0
+        while self.times is None or self.r < self.times:
+            assert self.child is not None
+            try:
+                chunk = self.child.next()
+                empty_passes = 0
+                return chunk
+            except StopIteration:
+                empty_passes += 1
+                if empty_passes > 1:  # an empty stream repeated forever is empty
+                    break
+                self.r += 1
+                if self.times is not None and self.r >= self.times:
+                    break
+                self._open(None)
+        raise StopIteration
+
+    def close(self) -> None:
+        if self.child is not None:
+            self.child.close()
+
+
+class TakePipe(Pipeline):
+    op = "take"
+
+    def __init__(self, child: Pipeline, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"take({n}): n must be >= 0")
+        super().__init__(child)
+        self.n = n
+
+    def _params(self) -> dict[str, Any]:
+        return {"n": self.n}
+
+    @property
+    def finite(self) -> bool:
+        return True
+
+    def _length(self) -> int | None:
+        child = self._children[0]
+        if not child.finite:
+            return self.n  # an endless input always has n items to give
+        n = child._length()
+        return None if n is None else min(n, self.n)
+
+    def _schema(self) -> pa.Schema | None:
+        return self._children[0].schema
+
+    def _build(self, epoch: int) -> Node:
+        return _TakeNode(self._children[0]._build(epoch), self.n)
+
+
+class _TakeNode(Node):
+    def __init__(self, child: Node, n: int) -> None:
+        self.cursor, self.n, self.k = ItemCursor(child), n, 0
+        self.cheap_skip = child.cheap_skip
+
+    def reset(self, state: State | None = None) -> None:
+        self.k = 0 if state is None else int(state[POSITION])
+        self.cursor.reset(None if state is None else state[CURSOR])
+
+    def get_state(self) -> State:
+        return {POSITION: self.k, CURSOR: self.cursor.get_state()}
+
+    def next(self) -> Chunk:
+        if self.k >= self.n:
+            raise StopIteration
+        got = self.cursor.take(self.n - self.k)
+        if got is None:
+            raise StopIteration
+        self.k += chunk_len(got)
+        return got
+
+    def skip(self, n: int) -> int:
+        got = self.cursor.skip(min(n, self.n - self.k))
+        self.k += got
+        return got
+
+    def close(self) -> None:
+        self.cursor.close()
+
+
+class SkipPipe(Pipeline):
+    op = "skip"
+
+    def __init__(self, child: Pipeline, n: int) -> None:
+        if n < 0:
+            raise ValueError(f"skip({n}): n must be >= 0")
+        super().__init__(child)
+        self.n = n
+
+    def _params(self) -> dict[str, Any]:
+        return {"n": self.n}
+
+    def _length(self) -> int | None:
+        n = self._children[0]._length()
+        return None if n is None else max(0, n - self.n)
+
+    def _schema(self) -> pa.Schema | None:
+        return self._children[0].schema
+
+    def _build(self, epoch: int) -> Node:
+        return _SkipNode(self._children[0]._build(epoch), self.n)
+
+
+class _SkipNode(Node):
+    def __init__(self, child: Node, n: int) -> None:
+        self.cursor, self.n, self.skipped = ItemCursor(child), n, False
+        self.cheap_skip = child.cheap_skip
+
+    def reset(self, state: State | None = None) -> None:
+        self.skipped = False if state is None else bool(state[DONE])
+        self.cursor.reset(None if state is None else state[CURSOR])
+
+    def get_state(self) -> State:
+        return {DONE: self.skipped, CURSOR: self.cursor.get_state()}
+
+    def _skip_head(self) -> None:
+        if not self.skipped:
+            self.cursor.skip(self.n)
+            self.skipped = True
+
+    def next(self) -> Chunk:
+        self._skip_head()
+        got = self.cursor.take_chunk()
+        if got is None:
+            raise StopIteration
+        return got
+
+    def skip(self, n: int) -> int:
+        self._skip_head()
+        return self.cursor.skip(n)
+
+    def close(self) -> None:
+        self.cursor.close()
+
+
+class BufferShufflePipe(Pipeline):
+    """Shuffle a stream in consecutive windows of ``buffer`` items.
+
+    Window ``w`` (items ``[w*buffer, (w+1)*buffer)`` of the input) comes out permuted by a
+    permutation drawn from ``(seed, epoch, w)``. The state is the input cursor at the window's
+    start: restoring re-reads that window, never a saved buffer.
+    """
+
+    op = "shuffle_buffer"
+
+    def __init__(self, child: Pipeline, buffer: int, seed: int) -> None:
+        if buffer < 1:
+            raise ValueError(f"shuffle buffer must be >= 1 item, got {buffer}")
+        super().__init__(child)
+        self.buffer, self.seed = buffer, seed
+
+    def _params(self) -> dict[str, Any]:
+        return {"buffer": self.buffer, "seed": self.seed}
+
+    def _length(self) -> int | None:
+        return self._children[0]._length()
+
+    def _schema(self) -> pa.Schema | None:
+        return self._children[0].schema
+
+    def _build(self, epoch: int) -> Node:
+        return _BufferShuffleNode(self._children[0]._build(epoch), self.buffer, self.seed, epoch)
+
+
+class _BufferShuffleNode(Node):
+    def __init__(self, child: Node, buffer: int, seed: int, epoch: int) -> None:
+        self.cursor = ItemCursor(child)
+        self.buffer, self.seed, self.epoch = buffer, seed, epoch
+        self.w = 0
+
+    def reset(self, state: State | None = None) -> None:
+        self.w = 0 if state is None else int(state[WINDOW])
+        self.cursor.reset(None if state is None else state[CURSOR])
+
+    def get_state(self) -> State:
+        return {WINDOW: self.w, CURSOR: self.cursor.get_state()}
+
+    def next(self) -> Chunk:
+        parts: list[Chunk] = []
+        have = 0
+        while have < self.buffer:
+            got = self.cursor.take(self.buffer - have)
+            if got is None:
+                break
+            parts.append(got)
+            have += chunk_len(got)
+        if not have:
+            raise StopIteration
+        window = concat_chunks(parts)
+        perm = rng(self.seed, self.epoch, "buffer", self.w).permutation(have)
+        self.w += 1
+        return chunk_take(window, perm)
+
+    def close(self) -> None:
+        self.cursor.close()

@@ -1,0 +1,180 @@
+"""The node contract every pipeline operator implements, and the item cursor they share.
+
+A node is the running form of a pipeline stage. It has three methods:
+
+- ``reset(state)``: start over (``None``: from the beginning of the epoch it was built for)
+  or continue exactly where ``state`` was taken;
+- ``next()``: the next chunk of items (see :mod:`dload_arrow.pipeline.chunks`), or
+  ``StopIteration`` at the end;
+- ``get_state()``: a small JSON-able dict, a cursor into the planned order. State keys are the
+  module constants below; a child's state nests under its parent's (:data:`CHILD`,
+  :data:`CHILDREN`). A state never holds samples.
+
+Nodes whose position can advance without reading (a dataset source, ``map``, ``batch``)
+override :meth:`Node.skip`; the others inherit a skip that reads and drops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dload_arrow.pipeline.chunks import Chunk, chunk_len, chunk_slice
+
+__all__ = [
+    "BEFORE",
+    "CHILD",
+    "CHILDREN",
+    "CURSOR",
+    "DONE",
+    "EPOCH",
+    "OFFSET",
+    "POSITION",
+    "ItemCursor",
+    "Node",
+    "State",
+]
+
+State = dict[str, Any]
+
+# State keys (STYLE rule 3: named constants, children nested under their parent).
+CHILD = "child"
+CHILDREN = "children"
+CURSOR = "cursor"
+BEFORE = "before"
+OFFSET = "offset"
+POSITION = "position"
+DONE = "done"
+EPOCH = "epoch"
+
+
+class Node:
+    """Base class: the reset / next / get_state contract."""
+
+    #: True when :meth:`skip` advances without producing (and so without I/O).
+    cheap_skip = False
+
+    def reset(self, state: State | None = None) -> None:
+        raise NotImplementedError
+
+    def next(self) -> Chunk:
+        raise NotImplementedError
+
+    def get_state(self) -> State:
+        raise NotImplementedError
+
+    def skip(self, n: int) -> int:
+        """Advance by up to ``n`` items; return how many were skipped (fewer only at the end).
+
+        Only nodes with ``cheap_skip = True`` implement it; :class:`ItemCursor` reads and
+        drops items of the others.
+        """
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release background resources (prefetch threads). Idempotent."""
+
+
+class ItemCursor:
+    """Item-level access over a child node, with a state that is a cursor.
+
+    The state is the child's state taken just before the current chunk, plus how many items
+    of that chunk were consumed: restoring resets the child, re-reads that chunk and drops the
+    consumed items. Nodes that regroup items (batch, mix, shard, ...) read through this.
+    """
+
+    def __init__(self, child: Node) -> None:
+        self.child = child
+        self._chunk: Chunk | None = None
+        self._offset = 0
+        self._before: State | None = None
+        self._done = False
+
+    def reset(self, state: State | None = None) -> None:
+        self._chunk, self._offset, self._done = None, 0, False
+        if state is None:
+            self.child.reset(None)
+            self._before = None
+            return
+        self.child.reset(state[BEFORE])
+        offset = int(state[OFFSET])
+        if offset:
+            self._fill()
+            self._offset = offset
+            if self._chunk is None or offset > chunk_len(self._chunk):
+                raise ValueError(
+                    f"cannot restore: the chunk at this state has fewer than {offset} items; "
+                    "the pipeline or its sources differ from the ones that saved the state"
+                )
+
+    def get_state(self) -> State:
+        if self._chunk is not None and self._offset < chunk_len(self._chunk):
+            return {BEFORE: self._before, OFFSET: self._offset}
+        return {BEFORE: self.child.get_state(), OFFSET: 0}
+
+    def _fill(self) -> bool:
+        """Make sure a chunk with unread items is loaded; False at the end of the child."""
+        while self._chunk is None or self._offset >= chunk_len(self._chunk):
+            if self._done:
+                return False
+            self._before = self.child.get_state()
+            try:
+                self._chunk = self.child.next()
+            except StopIteration:
+                self._chunk, self._done = None, True
+                return False
+            self._offset = 0
+        return True
+
+    def take(self, n: int) -> Chunk | None:
+        """Up to ``n`` items from the current chunk (at least one), or None at the end."""
+        if not self._fill():
+            return None
+        assert self._chunk is not None
+        stop = min(chunk_len(self._chunk), self._offset + n)
+        out = chunk_slice(self._chunk, self._offset, stop)
+        self._offset = stop
+        return out
+
+    def take_with_state(self, n: int) -> tuple[State, Chunk] | None:
+        """Like :meth:`take`, also returning the state just before the items taken."""
+        if not self._fill():
+            return None
+        state = {BEFORE: self._before, OFFSET: self._offset}
+        out = self.take(n)
+        assert out is not None
+        return state, out
+
+    def peek_len(self) -> int:
+        """Unread items in the current chunk (loading the next one if needed; 0 at the end)."""
+        if not self._fill():
+            return 0
+        assert self._chunk is not None
+        return chunk_len(self._chunk) - self._offset
+
+    def buffered(self) -> int:
+        """Unread items in the current chunk, without reading the next one."""
+        return 0 if self._chunk is None else chunk_len(self._chunk) - self._offset
+
+    def take_chunk(self) -> Chunk | None:
+        """The rest of the current chunk, or None at the end."""
+        return self.take(1 << 62)
+
+    def skip(self, n: int) -> int:
+        """Advance ``n`` items (fewer only at the end); cheap when the child can skip."""
+        done = 0
+        if self._chunk is not None:
+            k = min(n, chunk_len(self._chunk) - self._offset)
+            self._offset += k
+            done += k
+        if done < n and self.child.cheap_skip and not self._done:
+            self._chunk = None
+            done += self.child.skip(n - done)
+        while done < n:
+            got = self.take(n - done)
+            if got is None:
+                break
+            done += chunk_len(got)
+        return done
+
+    def close(self) -> None:
+        self.child.close()

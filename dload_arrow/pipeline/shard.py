@@ -1,0 +1,105 @@
+"""Consumer sharding: one of ``count`` consumers keeps its share of a stream.
+
+``shard(index, count, block)`` keeps items whose ``(position // block) % count == index``,
+positions counted in its input. It is pushed down through 1:1 operators (map, select,
+map_batches with ``rows_preserved``) and ``batch`` (``block * size``) into dataset sources,
+which then plan only their own rows and read only the units holding them. Operators that
+change positions block the push-down (filter, flat_map, scan, unbatch, a buffered shuffle,
+mix/concat/zip/choice, a dataset view with a row predicate); then :class:`_ShardNode` reads its
+input and keeps its own items, skipping the others cheaply where its input can skip.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from dload_arrow.pipeline.base import Pipeline
+from dload_arrow.pipeline.chunks import Chunk, chunk_len, concat_chunks
+from dload_arrow.pipeline.node import CURSOR, POSITION, ItemCursor, Node, State
+from dload_arrow.plan.orders import own_count
+
+__all__ = ["ShardPipe", "shard"]
+
+_SHARD_CHUNK = 1024
+
+
+def shard(pipe: Pipeline, index: int, count: int, block: int = 1) -> Pipeline:
+    """``pipe.shard(index, count, block)``: pushed down where possible (see module doc)."""
+    for name, v in (("count", count), ("block", block)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"shard: {name} must be a positive int, got {v!r}")
+    if not 0 <= index < count:
+        raise ValueError(f"shard: index {index} is not in [0, {count})")
+    if count == 1:
+        return pipe
+    pushed = pipe._push_shard(index, count, block)
+    return pushed if pushed is not None else ShardPipe(pipe, index, count, block)
+
+
+class ShardPipe(Pipeline):
+    """The fallback: read the input and keep own items (skipping others cheaply if it can)."""
+
+    op = "shard"
+
+    def __init__(self, child: Pipeline, index: int, count: int, block: int) -> None:
+        super().__init__(child)
+        self.index, self.count, self.block = index, count, block
+
+    def _params(self) -> dict[str, Any]:
+        return {"index": self.index, "count": self.count, "block": self.block}
+
+    def _length(self) -> int | None:
+        n = self._children[0]._length()
+        return None if n is None else int(own_count(n, self.index, self.count, self.block))
+
+    def _schema(self) -> pa.Schema | None:
+        return self._children[0].schema
+
+    def _build(self, epoch: int) -> Node:
+        return _ShardNode(self._children[0]._build(epoch), self.index, self.count, self.block)
+
+
+class _ShardNode(Node):
+    def __init__(self, child: Node, index: int, count: int, block: int) -> None:
+        self.cursor = ItemCursor(child)
+        self.index, self.count, self.block = index, count, block
+        self.p = 0  # position in the input stream
+
+    def reset(self, state: State | None = None) -> None:
+        self.p = 0 if state is None else int(state[POSITION])
+        self.cursor.reset(None if state is None else state[CURSOR])
+
+    def get_state(self) -> State:
+        return {POSITION: self.p, CURSOR: self.cursor.get_state()}
+
+    def next(self) -> Chunk:
+        parts: list[Chunk] = []
+        have = 0
+        while have < _SHARD_CHUNK:
+            b, off = divmod(self.p, self.block)
+            owner = b % self.count
+            if owner != self.index:
+                ahead = (self.index - owner) % self.count
+                want = ahead * self.block - off
+                got = self.cursor.skip(want)
+                self.p += got
+                if got < want:
+                    break
+                continue
+            got_chunk = self.cursor.take(min(self.block - off, _SHARD_CHUNK - have))
+            if got_chunk is None:
+                break
+            n = chunk_len(got_chunk)
+            self.p += n
+            have += n
+            parts.append(got_chunk)
+            if self.cursor.buffered() == 0:
+                break  # do not read ahead into the next chunk of the input
+        if not parts:
+            raise StopIteration
+        return concat_chunks(parts)
+
+    def close(self) -> None:
+        self.cursor.close()

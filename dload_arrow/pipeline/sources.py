@@ -1,0 +1,239 @@
+"""Sources that are not datasets: ``from_iterable`` and ``random_stream``.
+
+``from_iterable`` lifts anything iterable: a sequence (indexed, so resuming jumps straight to
+the position), a re-iterable object, or a factory ``f()`` / ``f(epoch)`` that returns a fresh
+iterator (a generator function, a generative model's sampler). Resuming replays the factory's
+iterator up to the saved count, unless the iterator is itself stateful (``state_dict`` /
+``load_state_dict``), in which case its own state is saved instead.
+
+``random_stream(seed)`` is counter-based: the value at position ``p`` is drawn from block
+``p // 4096`` of a generator seeded by ``(seed, epoch, block)``, so any position is reachable
+without drawing the ones before it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from dload_arrow.pipeline.base import Pipeline
+from dload_arrow.pipeline.chunks import Chunk
+from dload_arrow.pipeline.node import POSITION, Node, State
+from dload_arrow.plan.seeds import rng
+
+__all__ = ["FromIterablePipe", "RandomStreamPipe", "from_iterable", "random_stream"]
+
+ITER_STATE = "iterable"
+_SEQ_CHUNK = 256
+_RANDOM_BLOCK = 4096
+
+
+def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None) -> Pipeline:
+    """A pipeline over any iterable, or a factory of iterators.
+
+    Args:
+        source: a sequence (list, range, numpy array: resumes by index), a re-iterable
+            object, or a callable returning a fresh iterator, called as ``source(epoch)`` if
+            it takes an argument, else ``source()``. A one-shot iterator (a generator object)
+            cannot start a second epoch or resume: pass the generator function instead.
+        chunk: items per chunk handed downstream (raise it for many small items).
+        name: a stable name used by ``fingerprint()`` for an object that is not a function.
+    """
+    return FromIterablePipe(source, chunk=chunk, name=name)
+
+
+def random_stream(seed: int, *, high: int | None = None, size: int | None = None) -> Pipeline:
+    """An endless stream of uniform floats in ``[0, 1)`` (or ints in ``[0, high)``).
+
+    ``size`` makes each item a numpy vector of that many values. Deterministic in
+    ``(seed, epoch, position)``; skips without drawing.
+    """
+    return RandomStreamPipe(seed, high, size)
+
+
+class FromIterablePipe(Pipeline):
+    op = "from_iterable"
+
+    def __init__(self, source: Any, *, chunk: int = 1, name: str | None = None) -> None:
+        super().__init__()
+        iterable = callable(source) or isinstance(source, Iterable)
+        if isinstance(source, (str, bytes)) or not iterable:
+            raise TypeError(
+                f"from_iterable needs an iterable or a factory of iterators, got "
+                f"{type(source).__name__}"
+            )
+        self.source, self.chunk, self.name = source, max(1, int(chunk)), name
+        self._used_once = False
+
+    def _params(self) -> dict[str, Any]:
+        src: Any = self.source
+        if self.name is not None:
+            src = self.name
+        elif isinstance(src, range):
+            src = {"range": [src.start, src.stop, src.step]}
+        elif isinstance(src, (list, tuple)):
+            src = {"items": repr(src)[:10_000], "len": len(src)}
+        elif isinstance(src, np.ndarray):
+            src = {"array": src.tobytes().hex()[:10_000], "shape": list(src.shape)}
+        return {"source": src, "chunk": self.chunk}
+
+    @property
+    def finite(self) -> bool:
+        return isinstance(self.source, Sequence | np.ndarray)
+
+    def _length(self) -> int | None:
+        return len(self.source) if self.finite else None
+
+    def _build(self, epoch: int) -> Node:
+        src = self.source
+        if isinstance(src, Sequence | np.ndarray) and not isinstance(src, (str, bytes)):
+            return _SequenceNode(src, max(self.chunk, _SEQ_CHUNK))
+        return _IteratorNode(self, epoch)
+
+    def _open(self, epoch: int) -> Iterator[Any]:
+        src = self.source
+        if callable(src) and not isinstance(src, Iterable):
+            return iter(src(epoch) if _takes_arg(src) else src())
+        if isinstance(src, Iterator):
+            if self._used_once:
+                raise RuntimeError(
+                    "from_iterable got a one-shot iterator (e.g. a generator object), which "
+                    "cannot be replayed for a second epoch or a restore; pass a function that "
+                    "returns a fresh iterator instead (from_iterable(lambda: gen()))"
+                )
+            self._used_once = True
+            return src
+        return iter(src)
+
+
+def _takes_arg(fn: Callable[..., Any]) -> bool:
+    try:
+        params = [
+            p for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
+        ]
+    except (TypeError, ValueError):
+        return False
+    return len(params) >= 1
+
+
+class _SequenceNode(Node):
+    cheap_skip = True
+
+    def __init__(self, seq: Any, chunk: int) -> None:
+        self.seq, self.chunk, self.p = seq, chunk, 0
+
+    def reset(self, state: State | None = None) -> None:
+        self.p = 0 if state is None else int(state[POSITION])
+
+    def get_state(self) -> State:
+        return {POSITION: self.p}
+
+    def next(self) -> Chunk:
+        n = len(self.seq)
+        if self.p >= n:
+            raise StopIteration
+        stop = min(n, self.p + self.chunk)
+        out = [self.seq[i] for i in range(self.p, stop)]
+        self.p = stop
+        return out
+
+    def skip(self, n: int) -> int:
+        k = max(0, min(n, len(self.seq) - self.p))
+        self.p += k
+        return k
+
+
+class _IteratorNode(Node):
+    def __init__(self, pipe: FromIterablePipe, epoch: int) -> None:
+        self.pipe, self.epoch = pipe, epoch
+        self.it: Iterator[Any] | None = None
+        self.count = 0
+
+    def reset(self, state: State | None = None) -> None:
+        self.it = self.pipe._open(self.epoch)
+        self.count = 0 if state is None else int(state[POSITION])
+        if state is None:
+            return
+        own = state.get(ITER_STATE)
+        if own is not None and hasattr(self.it, "load_state_dict"):
+            self.it.load_state_dict(own)
+            return
+        for _ in range(self.count):  # replay: deterministic factories give the same items
+            if next(self.it, _END) is _END:
+                break
+
+    def get_state(self) -> State:
+        state: State = {POSITION: self.count}
+        if self.it is not None and hasattr(self.it, "state_dict"):
+            state[ITER_STATE] = self.it.state_dict()
+        return state
+
+    def next(self) -> Chunk:
+        assert self.it is not None
+        out = []
+        for _ in range(self.pipe.chunk):
+            x = next(self.it, _END)
+            if x is _END:
+                break
+            out.append(x)
+        if not out:
+            raise StopIteration
+        self.count += len(out)
+        return out
+
+
+_END = object()
+
+
+class RandomStreamPipe(Pipeline):
+    op = "random_stream"
+
+    def __init__(self, seed: int, high: int | None, size: int | None) -> None:
+        super().__init__()
+        self.seed, self.high, self.size = seed, high, size
+
+    def _params(self) -> dict[str, Any]:
+        return {"seed": self.seed, "high": self.high, "size": self.size}
+
+    @property
+    def finite(self) -> bool:
+        return False
+
+    def _build(self, epoch: int) -> Node:
+        return _RandomNode(self.seed, epoch, self.high, self.size)
+
+
+class _RandomNode(Node):
+    cheap_skip = True
+
+    def __init__(self, seed: int, epoch: int, high: int | None, size: int | None) -> None:
+        self.seed, self.epoch, self.high, self.size = seed, epoch, high, size
+        self.p = 0
+
+    def reset(self, state: State | None = None) -> None:
+        self.p = 0 if state is None else int(state[POSITION])
+
+    def get_state(self) -> State:
+        return {POSITION: self.p}
+
+    def next(self) -> Chunk:
+        block, off = divmod(self.p, _RANDOM_BLOCK)
+        g = rng(self.seed, self.epoch, "random_stream", block)
+        width = self.size or 1
+        values: np.ndarray = (
+            g.integers(0, self.high, size=(_RANDOM_BLOCK, width)) if self.high is not None
+            else g.random((_RANDOM_BLOCK, width))
+        )
+        values = values[off:]
+        self.p += len(values)
+        if self.size is None:
+            return values[:, 0].tolist()
+        return list(values)
+
+    def skip(self, n: int) -> int:
+        self.p += n
+        return n

@@ -1,0 +1,238 @@
+"""Operators that turn each input chunk into one output chunk: map, map_batches, filter,
+flat_map, scan, select.
+
+Their node state is the child's state (plus the accumulator for ``scan``): a chunk out is a
+pure function of a chunk in, so a cursor on the child is a cursor on the output. ``map``,
+``select`` and ``map_batches(rows_preserved=True)`` keep positions, so ``shard``/``skip`` pass
+through them; ``filter``, ``flat_map`` and ``scan`` do not (positions change, or depend on the
+past).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dload_arrow.pipeline.base import Pipeline
+from dload_arrow.pipeline.chunks import Chunk, as_record_batch, chunk_items, chunk_len
+from dload_arrow.pipeline.node import CHILD, Node, State
+
+__all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe", "ScanPipe", "SelectPipe"]
+
+ACC = "acc"
+
+
+class _ChunkNode(Node):
+    """One chunk in, one chunk out; state = the child's."""
+
+    def __init__(self, child: Node, one_to_one: bool) -> None:
+        self.child = child
+        self.cheap_skip = one_to_one and child.cheap_skip
+
+    def reset(self, state: State | None = None) -> None:
+        self.child.reset(None if state is None else state[CHILD])
+
+    def get_state(self) -> State:
+        return {CHILD: self.child.get_state()}
+
+    def next(self) -> Chunk:
+        return self.apply(self.child.next())
+
+    def skip(self, n: int) -> int:
+        return self.child.skip(n)
+
+    def close(self) -> None:
+        self.child.close()
+
+    def apply(self, chunk: Chunk) -> Chunk:
+        raise NotImplementedError
+
+
+class _FnNode(_ChunkNode):
+    def __init__(self, child: Node, fn: Callable[[Chunk], Chunk], one_to_one: bool) -> None:
+        super().__init__(child, one_to_one)
+        self.fn = fn
+
+    def apply(self, chunk: Chunk) -> Chunk:
+        return self.fn(chunk)
+
+
+class _OnePipe(Pipeline):
+    """A pipeline with one child and a function parameter."""
+
+    def __init__(self, child: Pipeline, fn: Any) -> None:
+        super().__init__(child)
+        self.fn = fn
+
+    @property
+    def child(self) -> Pipeline:
+        return self._children[0]
+
+    def _params(self) -> dict[str, Any]:
+        return {"fn": self.fn}
+
+
+class MapPipe(_OnePipe):
+    op = "map"
+
+    def _length(self) -> int | None:
+        return self.child._length()
+
+    def _build(self, epoch: int) -> Node:
+        fn = self.fn
+        return _FnNode(self.child._build(epoch), lambda c: [fn(x) for x in chunk_items(c)], True)
+
+    def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
+        inner = self.child._push_shard(index, count, block)
+        return None if inner is None else MapPipe(inner, self.fn)
+
+
+class MapBatchesPipe(_OnePipe):
+    op = "map_batches"
+
+    def __init__(self, child: Pipeline, fn: Any, rows_preserved: bool) -> None:
+        super().__init__(child, fn)
+        self.rows_preserved = rows_preserved
+
+    def _params(self) -> dict[str, Any]:
+        return {"fn": self.fn, "rows_preserved": self.rows_preserved}
+
+    def _length(self) -> int | None:
+        return self.child._length() if self.rows_preserved else None
+
+    def _build(self, epoch: int) -> Node:
+        fn, keep = self.fn, self.rows_preserved
+
+        def apply(chunk: Chunk) -> Chunk:
+            batch = as_record_batch(chunk) if not isinstance(chunk, pa.RecordBatch) else chunk
+            out = as_record_batch(fn(batch))
+            if keep and out.num_rows != batch.num_rows:
+                raise ValueError(
+                    f"map_batches({_name(fn)}, rows_preserved=True) returned {out.num_rows} "
+                    f"rows for {batch.num_rows}; return one row per row or drop rows_preserved"
+                )
+            return out
+
+        return _FnNode(self.child._build(epoch), apply, keep)
+
+    def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
+        if not self.rows_preserved:
+            return None
+        inner = self.child._push_shard(index, count, block)
+        return None if inner is None else MapBatchesPipe(inner, self.fn, True)
+
+
+class SelectPipe(Pipeline):
+    op = "select_columns"
+
+    def __init__(self, child: Pipeline, columns: Sequence[str]) -> None:
+        super().__init__(child)
+        self.columns = list(columns)
+
+    def _params(self) -> dict[str, Any]:
+        return {"columns": self.columns}
+
+    def _length(self) -> int | None:
+        return self._children[0]._length()
+
+    def _schema(self) -> pa.Schema | None:
+        schema = self._children[0].schema
+        if schema is None or not all(c in schema.names for c in self.columns):
+            return None
+        return pa.schema([schema.field(c) for c in self.columns])
+
+    def _build(self, epoch: int) -> Node:
+        cols = self.columns
+
+        def apply(chunk: Chunk) -> Chunk:
+            if isinstance(chunk, pa.RecordBatch):
+                missing = [c for c in cols if c not in chunk.schema.names]
+                if missing:
+                    raise KeyError(
+                        f"select: no column(s) {missing}; rows have {chunk.schema.names}")
+                return chunk.select(cols)
+            return [{c: item[c] for c in cols} for item in chunk]
+
+        return _FnNode(self._children[0]._build(epoch), apply, True)
+
+    def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
+        inner = self._children[0]._push_shard(index, count, block)
+        return None if inner is None else SelectPipe(inner, self.columns)
+
+
+class FilterPipe(_OnePipe):
+    op = "filter"
+
+    def _build(self, epoch: int) -> Node:
+        pred = self.fn
+
+        def apply(chunk: Chunk) -> Chunk:
+            if isinstance(pred, pc.Expression):
+                batch = chunk if isinstance(chunk, pa.RecordBatch) else as_record_batch(chunk)
+                return batch.filter(pred)
+            if isinstance(chunk, pa.RecordBatch):
+                mask = np.fromiter((bool(pred(x)) for x in chunk_items(chunk)), bool,
+                                   chunk_len(chunk))
+                return chunk.filter(pa.array(mask))
+            return [x for x in chunk if pred(x)]
+
+        return _FnNode(self.child._build(epoch), apply, False)
+
+
+class FlatMapPipe(_OnePipe):
+    op = "flat_map"
+
+    def _build(self, epoch: int) -> Node:
+        fn = self.fn
+
+        def apply(chunk: Chunk) -> Chunk:
+            return [y for x in chunk_items(chunk) for y in fn(x)]
+
+        return _FnNode(self.child._build(epoch), apply, False)
+
+
+class ScanPipe(_OnePipe):
+    op = "scan"
+
+    def __init__(self, child: Pipeline, fn: Any, initial: Any) -> None:
+        super().__init__(child, fn)
+        self.initial = initial
+
+    def _params(self) -> dict[str, Any]:
+        return {"fn": self.fn, "initial": self.initial}
+
+    def _length(self) -> int | None:
+        return self.child._length()
+
+    def _build(self, epoch: int) -> Node:
+        return _ScanNode(self.child._build(epoch), self.fn, self.initial)
+
+
+class _ScanNode(_ChunkNode):
+    def __init__(self, child: Node, fn: Any, initial: Any) -> None:
+        super().__init__(child, False)
+        self.fn, self.initial = fn, initial
+        self.acc = initial
+
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        self.acc = self.initial if state is None else state[ACC]
+
+    def get_state(self) -> State:
+        return {CHILD: self.child.get_state(), ACC: copy.deepcopy(self.acc)}
+
+    def apply(self, chunk: Chunk) -> Chunk:
+        out = []
+        for x in chunk_items(chunk):
+            self.acc, y = self.fn(self.acc, x)
+            out.append(y)
+        return out
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", type(fn).__name__)
