@@ -1,0 +1,325 @@
+"""``as_iterable_dataset``: a pipeline as an exact, elastic, resumable torch IterableDataset.
+
+Each (rank, worker) consumer streams its share of the epoch's global output stream, dealt as
+:class:`dload_arrow.plan.partition.Deal` describes: rank-major, then round-robin over a rank's
+DataLoader workers, so ``DataLoader(ds, num_workers=W, batch_size=None)`` yields exactly the
+rank's stream whatever ``W`` is. The state is a cursor ``{"epoch", "position"}`` into the
+global stream, valid for any number of ranks and workers.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+import torch
+import torch.utils.data
+
+from dload_arrow.errors import ConfigError
+from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
+from dload_arrow.torch.control import Control, Plan
+from dload_arrow.torch.source import as_source, epoch_length, open_stream, source_schema
+from dload_arrow.torch.state import from_state, worker_state
+from dload_arrow.torch.tensors import to_torch
+
+__all__ = ["StreamDataset", "as_iterable_dataset", "resolve_rank"]
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise ConfigError(f"environment variable {name}={raw!r} is not an integer") from e
+
+
+def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tuple[int, int]:
+    """``(rank, world_size)``: the arguments, else torch.distributed, else RANK / WORLD_SIZE.
+
+    Without any of them: rank 0 of 1.
+    """
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        r, n = dist.get_rank(), dist.get_world_size()
+    else:
+        r, n = _env_int("RANK") or 0, _env_int("WORLD_SIZE") or 1
+    r = r if rank is None else rank
+    n = n if world_size is None else world_size
+    if n < 1 or not 0 <= r < n:
+        raise ConfigError(
+            f"rank={r}, world_size={n}: need world_size >= 1 and 0 <= rank < world_size "
+            "(check the RANK / WORLD_SIZE environment or the arguments)"
+        )
+    return r, n
+
+
+@dataclass
+class _Cursor:
+    """One iteration in one process: its deal, and how far it got."""
+
+    epoch: int
+    deal: Deal
+    rank: int
+    worker: int
+    yielded: int = 0  # items this consumer produced (from the deal's start)
+    consumed: int = 0  # items of the rank the trainer took (main process only)
+    done: bool = False
+
+
+class StreamDataset(torch.utils.data.IterableDataset):
+    """A pipeline dealt to this rank's DataLoader workers; see :func:`as_iterable_dataset`."""
+
+    def __init__(
+        self,
+        pipe: Any,
+        *,
+        rank: int | None = None,
+        world_size: int | None = None,
+        uneven: Uneven = "pad",
+        to_tensors: bool = True,
+        length: int | Callable[[int], int] | None = None,
+    ) -> None:
+        if uneven not in UNEVEN_MODES:
+            raise ConfigError(f"uneven={uneven!r}: choose one of {UNEVEN_MODES}")
+        self.pipe = as_source(pipe)
+        self.rank, self.world_size = resolve_rank(rank, world_size)
+        self.uneven: Uneven = uneven
+        self.to_tensors = to_tensors
+        self.length = length
+        self._schema = source_schema(self.pipe)
+        self._control = Control()
+        self._next = Plan(0, 0)  # main process: where its next iteration starts
+        self._loaded: Plan | None = None  # from load_state_dict, kept by a matching set_epoch
+        self._cursor: _Cursor | None = None
+        self._local: dict[str, Any] | None = None  # a worker's own restored state
+        self._shift: tuple[int, int] | None = None  # (generation, epoch shift) after a restore
+
+    def __repr__(self) -> str:
+        return (
+            f"StreamDataset(rank={self.rank}, world_size={self.world_size}, "
+            f"uneven={self.uneven!r}, next={self._next})"
+        )
+
+    # --- epochs and state ----------------------------------------------------------------
+
+    def set_epoch(self, epoch: int) -> None:
+        """Iterate epoch ``epoch`` next (in every worker, persistent ones included).
+
+        Right after :meth:`load_state_dict` of a state in the same epoch, the loaded position
+        is kept, so the usual ``for epoch in ...: ds.set_epoch(epoch)`` loop resumes exactly.
+        """
+        if epoch < 0:
+            raise ConfigError(f"set_epoch({epoch}): epochs are >= 0")
+        loaded, self._loaded = self._loaded, None
+        position = loaded.position if loaded is not None and loaded.epoch == epoch else 0
+        self._set_plan(Plan(epoch, position))
+
+    def _set_plan(self, plan: Plan) -> None:
+        self._next = plan
+        self._cursor = None
+        self._control.set(plan.epoch, plan.position)
+
+    def state_dict(self) -> dict[str, Any]:
+        """A small cursor: ``{"epoch", "position"}`` (plus the consumer, inside a worker).
+
+        In the main process it counts what the trainer consumed: when this process iterates
+        the dataset (``num_workers=0``) or a :class:`StatefulLoader` drives it.
+        """
+        cur = self._cursor
+        if torch.utils.data.get_worker_info() is not None:
+            if cur is None:
+                plan = self._control.plan
+                return worker_state(plan.epoch, plan.position)
+            d = cur.deal
+            return worker_state(
+                cur.epoch, d.start, world_size=d.world_size, rank=cur.rank,
+                num_workers=d.workers, worker=cur.worker, yielded=cur.yielded, done=cur.done,
+            )
+        if cur is None:
+            return worker_state(self._next.epoch, self._next.position)
+        position = cur.deal.position_after(cur.consumed)
+        end = cur.deal.end
+        if cur.done or (end is not None and position >= end):
+            return worker_state(cur.epoch + 1, 0)
+        return worker_state(cur.epoch, position)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Continue from ``state``: this dataset's, or a whole StatefulDataLoader's.
+
+        Any number of ranks and workers can resume a cursor. A worker's own state (what
+        StatefulDataLoader hands back to each worker when ``num_workers`` is unchanged)
+        resumes that worker exactly.
+        """
+        in_worker = torch.utils.data.get_worker_info() is not None
+        plan, consumer = from_state(state)
+        if in_worker:
+            if consumer is None and plan is not None:
+                consumer = {"epoch": plan.epoch, "position": plan.position}
+            self._local = consumer
+            return
+        if plan is None:
+            raise ConfigError(
+                "this is one worker's state of a multi-worker loader and says nothing about "
+                "the others; load the whole loader state (loader.state_dict()) instead"
+            )
+        self._loaded = plan
+        self._set_plan(plan)
+
+    def check(self, num_workers: int = 0) -> Any:
+        """The pipeline's feasibility report for this machine's readers, with no I/O.
+
+        Readers: ``num_workers`` (at least one) per rank, times ``LOCAL_WORLD_SIZE`` ranks on
+        this machine (set by torchrun; default 1). None when the pipeline cannot tell.
+        """
+        check = getattr(self.pipe, "check", None)
+        if check is None:
+            return None
+        local_ranks = _env_int("LOCAL_WORLD_SIZE") or 1
+        return check(consumers=max(num_workers, 1) * local_ranks)
+
+    # --- iteration -----------------------------------------------------------------------
+
+    def _begin(self, worker: int, workers: int) -> tuple[Plan, int]:
+        """This process's plan for the iteration starting now, and items already yielded."""
+        if workers == 0:
+            plan = self._next
+            self._next = Plan(plan.epoch + 1, 0)
+            return plan, 0
+        gen_plan, gen = self._control.begin(worker)
+        local, self._local = self._local, None
+        if local is not None:
+            self._shift = (gen, int(local["epoch"]) - gen_plan.epoch)
+            if "num_workers" in local:
+                # Ranks run in lockstep, so another rank's worker state (rank 0's checkpoint
+                # loaded everywhere) holds this rank's counts too: only the layout must match.
+                if (local["num_workers"], local["worker"], local["world_size"]) != (
+                    workers, worker, self.world_size,
+                ):
+                    raise ConfigError(
+                        "a worker state from another layout "
+                        f"(world_size={local['world_size']}, num_workers={local['num_workers']}) "
+                        f"cannot resume worker {worker} of {workers} at world_size="
+                        f"{self.world_size}; load the whole loader state into the dataset "
+                        "(ds.load_state_dict(loader.state_dict())) before building the loader"
+                    )
+                return Plan(int(local["epoch"]), int(local["position"])), int(local["yielded"])
+            return Plan(int(local["epoch"]), int(local["position"])), 0
+        if self._shift is not None and self._shift[0] == gen:
+            return Plan(gen_plan.epoch + self._shift[1], gen_plan.position), 0
+        return gen_plan, 0
+
+    def _begin_driven(self, workers: int) -> _Cursor:
+        """Start an iteration whose consumption a loader in this process counts."""
+        plan = self._next
+        self._set_plan(plan)
+        self._next = Plan(plan.epoch + 1, 0)
+        cursor = _Cursor(plan.epoch, self._deal(plan, workers), self.rank, 0)
+        self._cursor = cursor
+        return cursor
+
+    def _deal(self, plan: Plan, workers: int) -> Deal:
+        total = None
+        if self.world_size > 1 and self.uneven != "none":
+            total = epoch_length(self.pipe, plan.epoch, self.length)
+            if total is None:
+                raise ConfigError(
+                    f"uneven={self.uneven!r} over {self.world_size} ranks needs the epoch's "
+                    "length, and this pipeline's length is only known by reading it (a filter?)"
+                    "; pass length= (the epoch's item count), uneven='none' (ranks may then "
+                    "differ in length by one), or end the pipeline with .take(n)"
+                )
+        return Deal(self.world_size, workers, plan.position, total, self.uneven)
+
+    def __iter__(self) -> Iterator[Any]:
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (0, 0) if info is None else (info.id, info.num_workers)
+        plan, yielded = self._begin(worker, workers)
+        cursor = _Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)
+        self._cursor = cursor
+        return self._run(cursor, main=info is None)
+
+    def _convert(self, item: Any) -> Any:
+        return to_torch(item, self._schema) if self.to_tensors else item
+
+    def _run(self, cursor: _Cursor, *, main: bool) -> Iterator[Any]:
+        deal, pipe = cursor.deal, self.pipe
+        step = deal.consumers
+        real = deal.real_count(cursor.rank, cursor.worker)
+        todo = None if real is None else max(real - cursor.yielded, 0)
+        if todo != 0:
+            first = deal.start + deal.consumer(cursor.rank, cursor.worker) + cursor.yielded * step
+            stream = open_stream(pipe, cursor.epoch, first, step)
+            for item in stream if todo is None else islice(stream, todo):
+                cursor.yielded += 1
+                if main:
+                    cursor.consumed += 1
+                yield self._convert(item)
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        pad = deal.padding(cursor.rank, cursor.worker)
+        if real is not None and cursor.yielded > real:
+            pad = pad[cursor.yielded - real :]
+        if len(pad):
+            head = list(islice(open_stream(pipe, cursor.epoch, 0, 1), int(pad.max()) + 1))
+            for idx in pad:
+                cursor.yielded += 1
+                if main:
+                    cursor.consumed += 1
+                yield self._convert(head[int(idx)])
+        cursor.done = True
+
+    def __len__(self) -> int:
+        """Items this rank delivers in its next iteration (TypeError when unknown)."""
+        deal = self._deal(self._next, 0) if self.world_size > 1 else None
+        if deal is None or deal.rank_length is None:
+            total = epoch_length(self.pipe, self._next.epoch, self.length)
+            if total is None:
+                raise TypeError("this pipeline's length is only known by reading it")
+            deal = Deal(self.world_size, 0, self._next.position, total, self.uneven)
+        n = deal.rank_length
+        assert n is not None
+        if self.uneven == "none":
+            return len(deal.rank_positions(self.rank))
+        return n
+
+
+def as_iterable_dataset(
+    pipe: Any,
+    *,
+    rank: int | None = None,
+    world_size: int | None = None,
+    uneven: Uneven = "pad",
+    to_tensors: bool = True,
+    length: int | Callable[[int], int] | None = None,
+) -> StreamDataset:
+    """A torch IterableDataset that streams ``pipe`` exactly once per epoch across all consumers.
+
+    Use it with ``DataLoader(ds, batch_size=None, num_workers=N)`` (batch in the pipeline:
+    ``pipe.batch(n)``), or with :class:`StatefulLoader` / torchdata's StatefulDataLoader to
+    checkpoint mid-epoch.
+
+    Args:
+        pipe: a dload_arrow pipeline or Dataset.
+        rank: this process's rank; default torch.distributed, else ``RANK``, else 0.
+        world_size: number of ranks; default torch.distributed, else ``WORLD_SIZE``, else 1.
+        uneven: how ranks get equal lengths when they cannot split the epoch evenly:
+            ``"pad"`` repeats the epoch's first items, ``"drop"`` drops the last items,
+            ``"none"`` delivers every item once and lets rank lengths differ by one.
+        to_tensors: convert items (samples, record batches) to tensors; False yields the
+            pipeline's items unchanged.
+        length: the epoch's item count (an int or a function of the epoch) when the pipeline
+            cannot tell without reading (after a filter); needed by ``"pad"``/``"drop"``.
+
+    Returns:
+        The dataset; ``set_epoch``, ``state_dict`` and ``load_state_dict`` drive it.
+    """
+    return StreamDataset(
+        pipe, rank=rank, world_size=world_size, uneven=uneven, to_tensors=to_tensors,
+        length=length,
+    )

@@ -1,0 +1,165 @@
+"""``to_device``: move a loader's items onto an accelerator ahead of the training loop.
+
+A background thread pulls items from the loader, pins their tensors in page-locked host
+memory and starts non-blocking copies on a side CUDA stream; a bounded queue (``prefetch``
+items) holds what is in flight. The loop's stream waits on each item's copy event before
+using it, so compute overlaps the next transfers. Without CUDA (or for a CPU device) the same
+thread and queue run with plain ``.to(device)`` moves and no pinning.
+
+Checkpoints stay exact: the wrapper keeps the loader's state as it was when each item was
+pulled and reports the state of the last item the loop received, not of what was prefetched.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import torch
+
+from dload_arrow.errors import ConfigError
+
+__all__ = ["DeviceLoader", "move_to", "to_device"]
+
+_END = object()
+
+
+def move_to(item: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """Apply ``fn`` to every tensor in a nested dict / list / tuple; other values stay."""
+    if isinstance(item, torch.Tensor):
+        return fn(item)
+    if isinstance(item, Mapping):
+        return {k: move_to(v, fn) for k, v in item.items()}
+    if isinstance(item, tuple):
+        return tuple(move_to(v, fn) for v in item)
+    if isinstance(item, list):
+        return [move_to(v, fn) for v in item]
+    return item
+
+
+def _wait(moved: Any, event: Any, device: torch.device) -> None:
+    """Make the loop's stream wait for the copy, and tell the allocator who uses the memory."""
+    current = torch.cuda.current_stream(device)
+    current.wait_event(event)
+
+    def mark(t: torch.Tensor) -> torch.Tensor:
+        t.record_stream(current)
+        return t
+
+    move_to(moved, mark)
+
+
+class _Error:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+class DeviceLoader:
+    """Iterate ``loader`` with its items on ``device``; see :func:`to_device`."""
+
+    def __init__(self, loader: Any, device: torch.device, prefetch: int) -> None:
+        self.loader = loader
+        self.device = device
+        self.prefetch = prefetch
+        self.cuda = device.type == "cuda" and torch.cuda.is_available()
+        self._state: Any = None
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def _transfer(self, stream: Any) -> Callable[[Any], tuple[Any, Any]]:
+        if not self.cuda:
+            return lambda item: (move_to(item, lambda t: t.to(self.device)), None)
+
+        def cuda_copy(item: Any) -> tuple[Any, Any]:
+            def one(t: torch.Tensor) -> torch.Tensor:
+                host = t if t.is_pinned() else t.pin_memory()
+                return host.to(self.device, non_blocking=True)
+
+            with torch.cuda.stream(stream):
+                moved = move_to(item, one)
+                event = torch.cuda.Event()
+                event.record(stream)
+            return moved, event
+
+        return cuda_copy
+
+    def _produce(self, q: queue.Queue[Any], stop: threading.Event) -> None:
+        stream = torch.cuda.Stream(self.device) if self.cuda else None
+        transfer = self._transfer(stream)
+        stateful = hasattr(self.loader, "state_dict")
+        try:
+            for item in self.loader:
+                moved, event = transfer(item)
+                state = self.loader.state_dict() if stateful else None
+                while not stop.is_set():
+                    try:
+                        q.put((moved, event, state), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put((_END, None, self.loader.state_dict() if stateful else None))
+        except BaseException as e:  # hand the failure to the loop that reads the queue
+            q.put(_Error(e))
+
+    def __iter__(self) -> Iterator[Any]:
+        q: queue.Queue[Any] = queue.Queue(maxsize=self.prefetch)
+        stop = threading.Event()
+        if hasattr(self.loader, "state_dict"):
+            self._state = self.loader.state_dict()
+        thread = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
+        thread.start()
+        try:
+            while True:
+                got = q.get()
+                if isinstance(got, _Error):
+                    raise got.exc
+                moved, event, state = got
+                if moved is _END:
+                    self._state = state  # the loader's state after its last item
+                    return
+                if event is not None:
+                    _wait(moved, event, self.device)
+                self._state = state
+                yield moved
+        finally:
+            stop.set()
+            thread.join(timeout=5)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.loader.set_epoch(epoch)
+
+    def state_dict(self) -> Any:
+        """The loader's state as of the last item this loop received (not the prefetched)."""
+        if self._state is None:
+            return self.loader.state_dict()
+        return self._state
+
+    def load_state_dict(self, state: Any) -> None:
+        self._state = None
+        self.loader.load_state_dict(state)
+
+
+def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> DeviceLoader:
+    """Wrap ``loader`` so its items arrive on ``device``, copied ahead of use.
+
+    Args:
+        loader: any iterable of tensors / dicts / lists of tensors (a DataLoader,
+            :class:`StatefulLoader`, StatefulDataLoader).
+        device: e.g. ``"cuda"``, ``"cuda:1"``, ``"cpu"``. ``"cuda"`` without CUDA falls back
+            to the CPU.
+        prefetch: items in flight (the queue's bound), >= 1.
+
+    Returns:
+        An iterable with ``state_dict`` / ``load_state_dict`` / ``set_epoch`` passed through.
+    """
+    if prefetch < 1:
+        raise ConfigError(f"prefetch={prefetch}: at least one item must be in flight")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        dev = torch.device("cpu")
+    return DeviceLoader(loader, dev, prefetch)

@@ -1,0 +1,80 @@
+"""``StatefulLoader``: a plain torch DataLoader that checkpoints what the trainer consumed.
+
+DataLoader workers prefetch ahead of the training loop, so no worker knows what the trainer
+has taken. This wrapper counts items as the loop receives them, in the main process, and keeps
+the dataset's cursor there: ``loader.state_dict()`` (or ``ds.state_dict()``) is exact and small,
+and resumes with any number of workers or ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch.utils.data
+
+from dload_arrow.errors import ConfigError
+from dload_arrow.torch.dataset import StreamDataset
+
+__all__ = ["StatefulLoader"]
+
+
+class StatefulLoader:
+    """Iterate a :class:`StreamDataset` through ``torch.utils.data.DataLoader``, resumably.
+
+    Args:
+        dataset: from :func:`dload_arrow.torch.as_iterable_dataset`.
+        **loader_kwargs: passed to DataLoader (``num_workers``, ``persistent_workers``,
+            ``pin_memory``, ``prefetch_factor``, ...). ``batch_size`` must stay None: batch in
+            the pipeline (``pipe.batch(n)``) so batches are the same whatever the workers.
+
+    Each ``iter()`` is the next epoch unless ``set_epoch`` or ``load_state_dict`` said
+    otherwise.
+    """
+
+    def __init__(self, dataset: StreamDataset, **loader_kwargs: Any) -> None:
+        if not isinstance(dataset, StreamDataset):
+            raise ConfigError(
+                f"StatefulLoader needs a dataset from dload_arrow.torch.as_iterable_dataset, "
+                f"got {type(dataset).__name__}"
+            )
+        if loader_kwargs.get("batch_size") is not None:
+            raise ConfigError(
+                f"batch_size={loader_kwargs['batch_size']}: batch in the pipeline instead "
+                "(pipe.batch(n)), so each batch is the same whatever the number of workers"
+            )
+        loader_kwargs["batch_size"] = None
+        self.dataset = dataset
+        self.loader = torch.utils.data.DataLoader(dataset, **loader_kwargs)
+
+    @property
+    def num_workers(self) -> int:
+        return int(self.loader.num_workers)
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self.num_workers == 0:
+            # The dataset iterates in this process and counts what it hands out itself.
+            yield from self.loader
+            return
+        report = self.dataset.check(self.num_workers)  # fail here, not inside a worker
+        if report is not None:
+            report.raise_if_infeasible()
+        cursor = self.dataset._begin_driven(self.num_workers)
+        for item in self.loader:
+            cursor.consumed += 1
+            yield item
+        cursor.done = True
+
+    def set_epoch(self, epoch: int) -> None:
+        self.dataset.set_epoch(epoch)
+
+    def state_dict(self) -> dict[str, Any]:
+        """The dataset's cursor: epoch and global position of what the trainer consumed."""
+        return self.dataset.state_dict()
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from a state of this loader, the dataset or a StatefulDataLoader."""
+        self.dataset.load_state_dict(state)

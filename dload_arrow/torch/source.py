@@ -1,0 +1,75 @@
+"""The few things the torch adapter asks of a pipeline, in one place.
+
+A source is anything with the pipeline surface used here: ``set_epoch(e)``, ``skip(n)``
+(start at a global output position), ``shard(index, count)`` (keep every ``count``-th item),
+iteration, and optionally ``len()`` (the epoch's length, needed for equal-length ranks) and
+``schema`` (to shape tensor columns). :class:`dload_arrow.pipeline` pipelines and
+:class:`dload_arrow.Dataset` (through ``ds.pipeline()``) provide them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from dload_arrow.errors import ConfigError, SchemaError
+
+__all__ = ["as_source", "epoch_length", "open_stream", "source_schema"]
+
+_NEEDED = ("skip", "shard", "set_epoch", "__iter__")
+
+
+def as_source(obj: Any) -> Any:
+    """The pipeline to stream from: a pipeline as is, a Dataset through ``.pipeline()``."""
+    if all(hasattr(obj, m) for m in _NEEDED):
+        return obj
+    pipeline = getattr(obj, "pipeline", None)
+    if callable(pipeline):
+        pipe = pipeline()
+        if all(hasattr(pipe, m) for m in _NEEDED):
+            return pipe
+    raise SchemaError(
+        f"cannot stream a {type(obj).__name__} into torch: pass a dload_arrow pipeline "
+        f"(e.g. ds.shuffle(...).batch(...)) or a Dataset; it needs {', '.join(_NEEDED)}"
+    )
+
+
+def _epoch_view(pipe: Any, epoch: int, first: int) -> Any:
+    # skip() makes a new pipeline object, so setting its epoch leaves the user's untouched.
+    view = pipe.skip(first)
+    view.set_epoch(epoch)
+    return view
+
+
+def epoch_length(pipe: Any, epoch: int, length: Any = None) -> int | None:
+    """Items in epoch ``epoch`` of ``pipe``, or None when only reading would tell.
+
+    ``length`` (an int, or a function of the epoch) overrides what the pipeline knows.
+    """
+    if length is not None:
+        n = length(epoch) if callable(length) else length
+        if not isinstance(n, int) or n < 0:
+            raise ConfigError(f"length={n!r} for epoch {epoch}: need an int >= 0")
+        return n
+    view = pipe.skip(0)
+    view.set_epoch(epoch)
+    try:
+        return len(view)
+    except (TypeError, NotImplementedError):
+        return None
+
+
+def open_stream(pipe: Any, epoch: int, first: int, step: int) -> Iterator[Any]:
+    """Iterate global positions ``first, first + step, ...`` of epoch ``epoch``."""
+    # Shard first, so the shard is pushed down into dataset sources (they then read only
+    # their own units), then skip whole rounds of the sharded stream (cheap there too).
+    view = pipe.shard(first % step, step).skip(first // step) if step > 1 else pipe.skip(first)
+    view.set_epoch(epoch)
+    return iter(view)
+
+
+def source_schema(pipe: Any) -> pa.Schema | None:
+    schema = getattr(pipe, "schema", None)
+    return schema if isinstance(schema, pa.Schema) else None

@@ -1,0 +1,122 @@
+"""Checkpoint states of the torch adapter: build them, validate them, read loader states.
+
+A state is a handful of integers (bounded size, whatever the dataset or shuffle buffer):
+
+- ``{"format", "epoch", "position"}``: a cursor into the epoch's global stream; any number of
+  ranks and workers can resume it;
+- a worker's own state adds its consumer (``world_size``, ``rank``, ``num_workers``,
+  ``worker``, ``yielded``, ``done``): what torchdata's StatefulDataLoader collects per worker.
+
+:func:`from_state` also reads a whole StatefulDataLoader state and turns its worker states
+back into one global position, so a job saved with one layout resumes with another.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dload_arrow.errors import ConfigError
+from dload_arrow.torch.control import Plan
+
+__all__ = [
+    "CONSUMER_KEYS",
+    "EPOCH",
+    "FORMAT",
+    "POSITION",
+    "STATE_FORMAT",
+    "from_state",
+    "worker_state",
+]
+
+FORMAT = "format"
+EPOCH = "epoch"
+POSITION = "position"
+STATE_FORMAT = "dload.torch/1"
+CONSUMER_KEYS = ("world_size", "rank", "num_workers", "worker", "yielded", "done")
+
+# torchdata StatefulDataLoader's keys (stateful_dataloader.py / incremental_state.py).
+_SNAPSHOT = "_snapshot"
+_WORKER_SNAPSHOTS = "_worker_snapshots"
+_STEPS_SINCE_SNAPSHOT = "_steps_since_snapshot"
+_FINISHED = "_iterator_finished"
+_NUM_YIELDED = "_num_yielded"
+_DATASET_STATE = "dataset_state"
+
+
+def worker_state(epoch: int, position: int, **consumer: int | bool) -> dict[str, Any]:
+    """A state dict: the cursor, plus a worker's consumer fields when given."""
+    state: dict[str, Any] = {FORMAT: STATE_FORMAT, EPOCH: int(epoch), POSITION: int(position)}
+    for key in CONSUMER_KEYS:
+        if key in consumer:
+            state[key] = consumer[key]
+    return state
+
+
+def _bad(state: Any, why: str) -> ConfigError:
+    text = repr(state)
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return ConfigError(
+        f"not a dload_arrow torch state ({why}): {text}; pass what ds.state_dict() or the "
+        "loader's state_dict() returned"
+    )
+
+
+def _ours(state: Any) -> tuple[Plan | None, dict[str, Any] | None]:
+    if not isinstance(state, dict) or state.get(FORMAT) != STATE_FORMAT:
+        raise _bad(state, f"{FORMAT!r} is not {STATE_FORMAT!r}")
+    try:
+        epoch, position = int(state[EPOCH]), int(state[POSITION])
+    except (KeyError, TypeError, ValueError) as e:
+        raise _bad(state, "epoch/position missing or not integers") from e
+    if epoch < 0 or position < 0:
+        raise _bad(state, "epoch and position must be >= 0")
+    if "num_workers" not in state:
+        return Plan(epoch, position), None
+    if any(k not in state for k in CONSUMER_KEYS):
+        raise _bad(state, f"a worker state needs all of {CONSUMER_KEYS}")
+    consumer = dict(state)
+    if int(state["num_workers"]) == 1:  # the worker saw the whole rank stream
+        return Plan(epoch, position + int(state["yielded"]) * int(state["world_size"])), consumer
+    return None, consumer
+
+
+def _from_workers(state: dict[str, Any]) -> Plan:
+    snaps = state[_SNAPSHOT].get(_WORKER_SNAPSHOTS, {})
+    ours: list[dict[str, Any]] = [
+        s[_DATASET_STATE] for s in snaps.values()
+        if isinstance(s, dict) and isinstance(s.get(_DATASET_STATE), dict)
+    ]
+    if not ours:
+        raise _bad(state, "a StatefulDataLoader state without dataset states from its workers")
+    parsed: list[tuple[dict[str, Any] | None, dict[str, Any]]] = [
+        (_ours(s)[1], s) for s in ours
+    ]
+    epoch = max(int(s[EPOCH]) for _, s in parsed)
+    consumers = [s for c, s in parsed if c is not None and int(s[EPOCH]) == epoch]
+    if state.get(_FINISHED):
+        return Plan(epoch + 1, 0)
+    if not consumers:  # no worker began iterating: the plan they were given
+        first = parsed[0][1]
+        return Plan(int(first[EPOCH]), int(first[POSITION]))
+    start = {int(s[POSITION]) for s in consumers}
+    world = {int(s["world_size"]) for s in consumers}
+    if len(start) != 1 or len(world) != 1:
+        raise _bad(state, "its workers disagree on the start position or the world size")
+    consumed = sum(int(s["yielded"]) for s in consumers) + int(state.get(_STEPS_SINCE_SNAPSHOT, 0))
+    return Plan(epoch, start.pop() + consumed * world.pop())
+
+
+def from_state(state: Any) -> tuple[Plan | None, dict[str, Any] | None]:
+    """``(plan, consumer)`` from a state.
+
+    ``plan`` is the global cursor (None when only the saving worker can use the state);
+    ``consumer`` is the worker state itself when it is one.
+    """
+    if isinstance(state, dict) and _SNAPSHOT in state:
+        return _from_workers(state), None
+    if isinstance(state, dict) and _NUM_YIELDED in state:
+        inner = state.get(_DATASET_STATE)
+        if inner is None:
+            raise _bad(state, "a StatefulDataLoader state without the dataset's state")
+        return _ours(inner)
+    return _ours(state)

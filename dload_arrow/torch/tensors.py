@@ -1,0 +1,152 @@
+"""Arrow data and samples to torch tensors, without copies where Arrow's layout allows.
+
+- A numeric column without nulls becomes a tensor over the column's own buffer
+  (``torch.from_numpy`` of a zero-copy numpy view).
+- A fixed-size list of numbers (how dload stores numpy arrays) becomes one tensor of shape
+  ``(rows, *shape)``, the shape read from the field metadata ``dload.shape``, again over the
+  values buffer.
+- Booleans (bit-packed in Arrow) and columns with nulls need a copy; numeric columns with nulls
+  stay Python lists (``None`` kept) so a missing value is never silently a number.
+- Strings and binary blobs (JPEG, FLAC bytes, keys) stay Python ``str`` / ``bytes`` lists.
+
+Zero-copy tensors share memory with Arrow buffers: treat them as read-only (``.clone()`` before
+writing in place).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from dload_arrow.store.rows import field_shape
+
+__all__ = ["collate", "column_to_tensor", "sample_to_torch", "to_torch"]
+
+
+def _from_numpy(arr: np.ndarray) -> torch.Tensor:
+    # Arrow buffers are immutable, so numpy views over them are read-only; torch warns about
+    # that on every from_numpy. The tensor is documented as read-only, so silence only that.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(arr)
+
+
+def _numeric(typ: pa.DataType) -> bool:
+    return pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)
+
+
+def _flat_numpy(arr: pa.Array) -> np.ndarray:
+    if pa.types.is_boolean(arr.type):
+        return arr.to_numpy(zero_copy_only=False)  # bit-packed: one copy is unavoidable
+    if pa.types.is_float16(arr.type):
+        return arr.to_numpy(zero_copy_only=False)
+    return arr.to_numpy(zero_copy_only=True)
+
+
+def column_to_tensor(column: pa.Array | pa.ChunkedArray, field: pa.Field | None = None) -> Any:
+    """One Arrow column as a tensor when it is numeric, else a Python list.
+
+    Args:
+        column: the column (a chunked array is combined first, which copies if it has
+            several chunks).
+        field: its field, for the ``dload.shape`` metadata of tensor columns.
+
+    Returns:
+        A tensor of shape ``(rows,)`` or ``(rows, *shape)``, or a list of Python values.
+    """
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    typ = column.type
+    if column.null_count:
+        return column.to_pylist()
+    if _numeric(typ):
+        return _from_numpy(_flat_numpy(column))
+    if pa.types.is_fixed_size_list(typ) and _numeric(typ.value_type):
+        values = column.flatten()  # honours the array's offset, no copy
+        if values.null_count:
+            return column.to_pylist()
+        shape = field_shape(field) if field is not None else None
+        if shape is None:
+            shape = (typ.list_size,)
+        flat = _flat_numpy(values)
+        return _from_numpy(flat.reshape((len(column), *shape)))
+    return column.to_pylist()
+
+
+def to_torch(item: Any, schema: pa.Schema | None = None) -> Any:
+    """Convert what a pipeline yields into torch-friendly values.
+
+    Args:
+        item: a ``pyarrow.RecordBatch`` / ``Table`` (a batch: dict of column -> tensor or
+            list), a sample dict (see :func:`sample_to_torch`), or anything else (returned
+            unchanged, so custom collates keep working).
+        schema: the sample schema, to shape tensor columns of sample dicts.
+
+    Returns:
+        The converted item.
+    """
+    if isinstance(item, (pa.RecordBatch, pa.Table)):
+        return {f.name: column_to_tensor(item.column(i), f) for i, f in enumerate(item.schema)}
+    if isinstance(item, Mapping):
+        return sample_to_torch(item, schema)
+    return item
+
+
+def _value_to_torch(value: Any, shape: tuple[int, ...] | None) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biuf":
+            t = _from_numpy(value)
+            return t.reshape(shape) if shape is not None else t
+        return value
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        return torch.tensor(value)
+    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        return torch.tensor(value.item())
+    if isinstance(value, (list, tuple)) and value and all(
+        isinstance(v, (bool, int, float)) for v in value
+    ):
+        t = torch.tensor(value)
+        return t.reshape(shape) if shape is not None else t
+    return value
+
+
+def sample_to_torch(sample: Mapping[str, Any], schema: pa.Schema | None = None) -> dict[str, Any]:
+    """One sample dict: numbers and numeric arrays/lists become tensors, the rest stays.
+
+    Tensor columns come back in their recorded shape when ``schema`` carries ``dload.shape``.
+    ``str``, ``bytes``, ``None`` and nested lists are left as they are.
+    """
+    out: dict[str, Any] = {}
+    for name, value in sample.items():
+        shape = None
+        if schema is not None and name in schema.names:
+            shape = field_shape(schema.field(name))
+        out[name] = _value_to_torch(value, shape)
+    return out
+
+
+def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The default collate: a list of sample dicts -> dict of column -> batch.
+
+    Tensors of equal shape (and numbers) are stacked into one tensor with a leading batch
+    dimension; everything else (strings, bytes, ragged tensors, None) becomes a list.
+    """
+    if not samples:
+        return {}
+    out: dict[str, Any] = {}
+    for name in samples[0]:
+        values = [_value_to_torch(s[name], None) for s in samples]
+        if all(isinstance(v, torch.Tensor) for v in values) and all(
+            v.shape == values[0].shape and v.dtype == values[0].dtype for v in values
+        ):
+            out[name] = torch.stack(values)
+        else:
+            out[name] = values
+    return out
