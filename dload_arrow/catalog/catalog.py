@@ -1,0 +1,179 @@
+"""The catalog: an in-process DuckDB with views over a root's manifests, refs and log.
+
+Views (``sql/views``): ``datasets``, ``versions``, ``shards``, ``refs``, ``log``, ``parents``,
+``lineage``. Queries may also read samples with ``samples('<name>' [, '<version>'])``.
+This is the only module family that imports duckdb.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+
+from dload_arrow.catalog.files import ShardFiles
+from dload_arrow.catalog.manifests import ManifestCache
+from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
+from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
+from dload_arrow.catalog.tables import RAW_SCHEMAS, Snapshot, Snapshotter
+from dload_arrow.errors import NotFoundError, SqlError
+from dload_arrow.storage import Storage, redact_url
+from dload_arrow.store.manifest import Manifest
+
+__all__ = ["Catalog", "SqlError"]
+
+# (name, version or None) -> the manifest to read; the repository resolves tags and pins.
+Resolver = Callable[[str, "str | None"], Manifest]
+# manifest -> its shards as local Parquet files, held until released (feasibility checked).
+FileProvider = Callable[[Manifest], ShardFiles]
+
+
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError as e:  # a core dependency, but say what to do if it is missing
+        raise ImportError("the catalog needs duckdb: pip install 'duckdb>=1.1'") from e
+    return duckdb
+
+
+class Catalog:
+    """SQL over one root. Use through :meth:`Repository.sql`; one per repository."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        cache_dir: str | os.PathLike[str],
+        *,
+        resolve: Resolver,
+        shard_files: FileProvider,
+    ) -> None:
+        self.storage = storage
+        self.manifests = ManifestCache(storage, cache_dir)
+        self._snapshotter = Snapshotter(storage, self.manifests)
+        self._resolve = resolve
+        self._shard_files = shard_files
+        self._lock = threading.RLock()
+        self._con: Any = None
+        self._pid = os.getpid()
+        self._snapshot: Snapshot | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A DuckDB connection and a lock do not cross processes; the copy reconnects lazily.
+        state = self.__dict__.copy()
+        state.update(_con=None, _lock=None, _snapshot=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
+
+    @property
+    def connection(self) -> Any:
+        """The DuckDB connection (views created; call :meth:`refresh` for current data)."""
+        with self._lock:
+            if self._con is not None and self._pid != os.getpid():
+                self._con = None  # inherited through fork: DuckDB is not fork-safe, reconnect
+            if self._con is None:
+                duckdb = _duckdb()
+                con = duckdb.connect(":memory:")
+                tables = self._snapshot.tables if self._snapshot is not None else {}
+                for name, schema in RAW_SCHEMAS.items():
+                    con.register(name, tables.get(name, schema.empty_table()))
+                for view in VIEW_ORDER:
+                    con.execute(statement(view).text)
+                self._con, self._pid = con, os.getpid()
+            return self._con
+
+    def refresh(self) -> Snapshot:
+        """Re-list the root and re-register the raw tables (new manifests are fetched once)."""
+        with self._lock:
+            snap = self._snapshotter.snapshot()
+            con = self.connection
+            for name, table in snap.tables.items():
+                con.unregister(name)
+                con.register(name, table)
+            self._snapshot = snap
+            return snap
+
+    def sql(self, query: str, params: dict[str, Any] | None = None,
+            *, refresh: bool = True) -> pa.Table:
+        """Run ``query`` with ``$name`` parameters bound from ``params``; return a Table."""
+        params = dict(params or {})
+        with self._lock:
+            if refresh or self._snapshot is None:
+                self.refresh()
+            calls = find_samples_calls(query)
+            replacements: list[str] = []
+            held: list[ShardFiles] = []
+            try:
+                for i, call in enumerate(calls):
+                    manifest = self._resolve(call.name, call.version)
+                    self._check_stored(call.name, manifest.version)
+                    files = self._shard_files(manifest)
+                    held.append(files)
+                    key = f"__dload_samples_{i}"
+                    if files.paths:
+                        params[key] = files.paths
+                        replacements.append(f"read_parquet(${key})")
+                    else:  # a version without shards: an empty table of its schema
+                        self.connection.register(key, manifest.schema.empty_table())
+                        replacements.append(key)
+                return self._run(replace_calls(query, calls, replacements), params)
+            finally:
+                for files in held:
+                    files.release()
+
+    def _check_stored(self, name: str, version: str) -> None:
+        # A local copy may outlive the version in the root (rm): refuse it like the root does.
+        snap = self._snapshot
+        if snap is not None and (name, version) not in snap.manifests:
+            raise NotFoundError(
+                f"version {version[:12]} of {name!r} is not stored under "
+                f"{redact_url(self.storage.url)} (was it removed?); list them with "
+                f"`dload versions {name}`"
+            )
+
+    def query(self, name: str, params: dict[str, Any] | None = None,
+              *, refresh: bool = True) -> pa.Table:
+        """Run the named statement ``sql/queries/<name>.sql`` with ``params`` bound."""
+        params = params or {}
+        st = statement(name)
+        missing = [p for p in st.params if p not in params]
+        extra = [p for p in params if p not in st.params]
+        if missing or extra:
+            raise SqlError(
+                f"statement {name!r} takes parameters {list(st.params)}; "
+                f"missing {missing}, unexpected {extra}"
+            )
+        return self.sql(st.text, params, refresh=refresh)
+
+    def _run(self, query: str, params: dict[str, Any]) -> pa.Table:
+        duckdb = _duckdb()
+        try:
+            rel = self.connection.sql(query, params=params or None)
+            if rel is None:  # a statement without a result (CREATE, SET, ...)
+                return pa.table({})
+            return rel.to_arrow_table()
+        except duckdb.Error as e:
+            hint = ""
+            if "Parameter" in str(e) or "parameter" in str(e):
+                hint = f" (parameters given: {sorted(k for k in params if not k.startswith('__'))})"
+            raise SqlError(
+                f"{type(e).__name__}: {e}{hint}. Views: {', '.join(VIEW_ORDER)}; "
+                "samples('<name>' [, '<version>']) reads a dataset's rows"
+            ) from e
+
+    def statements(self) -> list[str]:
+        """Names of the named statements in ``sql/``."""
+        return sorted(all_statements())
+
+    def close(self) -> None:
+        with self._lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None

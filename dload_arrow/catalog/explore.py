@@ -1,0 +1,264 @@
+"""Exploration of one dataset version (or a ``where()`` view): Arrow, polars, pandas, stats.
+
+Everything here honours a view's ``units`` (the row groups left after pruning) and
+``predicate`` (the row filter). Arrow reads go through the read path's reader
+(:func:`dload_arrow.read.reader.iter_units`); polars scans the shards' Parquet files itself,
+in place for a local root or from the cache, so its optimiser pushes projections and
+predicates down into the files.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dload_arrow.catalog.files import ShardFiles, shard_files
+from dload_arrow.catalog.filtering import prune_units
+from dload_arrow.catalog.predicate import (
+    And,
+    Between,
+    Column,
+    Compare,
+    In,
+    IsNull,
+    Literal,
+    Node,
+    Not,
+    Or,
+)
+from dload_arrow.read.context import ReadContext
+from dload_arrow.read.reader import all_units, iter_units, projection
+from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.shard import is_scalar
+
+__all__ = ["describe", "head", "polars_expr", "scan_polars", "to_arrow"]
+
+
+def _batches(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
+             columns: Sequence[str] | None,
+             predicate: pc.Expression | None) -> Iterator[pa.RecordBatch]:
+    chosen = all_units(manifest) if units is None else list(units)
+    return iter_units(ctx, manifest, chosen, columns, predicate)
+
+
+def to_arrow(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
+             predicate: pc.Expression | None,
+             columns: Sequence[str] | None = None) -> pa.Table:
+    """Every (filtered) row of the view as one Table (``__key__`` first)."""
+    schema = projection(manifest.schema, columns)
+    return pa.Table.from_batches(list(_batches(ctx, manifest, units, columns, predicate)),
+                                 schema=schema)
+
+
+def head(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
+         predicate: pc.Expression | None, n: int = 5,
+         columns: Sequence[str] | None = None) -> pa.Table:
+    """The first ``n`` (filtered) rows, reading one shard's row groups at a time, no more.
+
+    Without a predicate only the row groups covering ``n`` rows are read; with one, shards
+    are read in order (no prefetch) until ``n`` rows pass.
+    """
+    schema = projection(manifest.schema, columns)
+    chosen = all_units(manifest) if units is None else list(units)
+    if predicate is None:
+        shards, rows, cut = manifest.shards, 0, 0
+        while cut < len(chosen) and rows < n:
+            rows += shards[chosen[cut][0]].rg_rows[chosen[cut][1]]
+            cut += 1
+        chosen = chosen[:cut]
+    runs: list[list[tuple[int, int]]] = []
+    for unit in chosen:
+        if runs and runs[-1][-1][0] == unit[0]:
+            runs[-1].append(unit)
+        else:
+            runs.append([unit])
+    got: list[pa.RecordBatch] = []
+    have = 0
+    for run in runs:
+        if have >= n:
+            break
+        for batch in iter_units(ctx, manifest, run, columns, predicate, prefetch=0):
+            if have < n:
+                got.append(batch.slice(0, n - have))
+                have += min(batch.num_rows, n - have)
+    return pa.Table.from_batches(got, schema=schema)
+
+
+def _stats_rows(manifest: Manifest, units: Sequence[tuple[int, int]] | None) -> list[dict]:
+    chosen = all_units(manifest) if units is None else list(units)
+    shards = manifest.shards
+    rows = sum(shards[s].rg_rows[r] for s, r in chosen)
+    t = manifest.table
+    out = []
+    for field in manifest.schema:
+        c = field.name
+        row: dict[str, Any] = {"column": c, "type": str(field.type), "count": None,
+                               "nulls": None, "min": None, "max": None, "mean": None}
+        if c == "__key__":
+            lo_col, hi_col, nulls_col = "rg_key_min", "rg_key_max", None
+        else:
+            lo_col, hi_col, nulls_col = f"rg_min.{c}", f"rg_max.{c}", f"rg_nulls.{c}"
+        if lo_col in t.column_names:
+            lo, hi = t.column(lo_col).to_pylist(), t.column(hi_col).to_pylist()
+            nulls_l = t.column(nulls_col).to_pylist() if nulls_col else None
+            mins = [lo[s][r] for s, r in chosen if lo[s][r] is not None]
+            maxs = [hi[s][r] for s, r in chosen if hi[s][r] is not None]
+            nulls = sum(nulls_l[s][r] for s, r in chosen) if nulls_l else 0
+            row.update(count=rows - nulls, nulls=nulls,
+                       min=None if not mins else str(min(mins)),
+                       max=None if not maxs else str(max(maxs)))
+        out.append(row)
+    return out
+
+
+def _data_rows(table: pa.Table) -> list[dict]:
+    out = []
+    for field, col in zip(table.schema, table.columns, strict=True):
+        row: dict[str, Any] = {"column": field.name, "type": str(field.type),
+                               "count": len(col) - col.null_count, "nulls": col.null_count,
+                               "min": None, "max": None, "mean": None}
+        if is_scalar(field.type) and len(col) - col.null_count:
+            mm = pc.min_max(col)
+            row["min"], row["max"] = str(mm["min"].as_py()), str(mm["max"].as_py())
+        if pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or (
+                pa.types.is_boolean(field.type)):
+            mean = pc.mean(col.cast(pa.float64()) if pa.types.is_boolean(field.type) else col)
+            row["mean"] = mean.as_py()
+        out.append(row)
+    return out
+
+
+_DESCRIBE = pa.schema([
+    ("column", pa.string()), ("type", pa.string()), ("count", pa.int64()),
+    ("nulls", pa.int64()), ("min", pa.string()), ("max", pa.string()),
+    ("mean", pa.float64()), ("source", pa.string()),
+])
+
+
+def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
+             predicate: pc.Expression | None, exact: bool | None = None) -> pa.Table:
+    """Per column: type, count, nulls, min, max (and mean when the data is read).
+
+    Without a predicate (and unless ``exact``) everything comes from the manifest's
+    statistics and no data is read; ``min``/``max`` are shown as text. With a predicate the
+    statistics would describe whole row groups, so the filtered rows are read and measured.
+    """
+    if exact is None:
+        exact = predicate is not None
+    if exact:
+        cols = [f.name for f in manifest.schema if is_scalar(f.type)]
+        table = to_arrow(ctx, manifest, units, predicate, cols)
+        full = {f.name for f in manifest.schema} - set(table.column_names)
+        rows = _data_rows(table)
+        rows += [r for r in _stats_rows(manifest, units) if r["column"] in full]
+        source = "data"
+    else:
+        rows, source = _stats_rows(manifest, units), "manifest"
+    order = {f.name: i for i, f in enumerate(manifest.schema)}
+    rows.sort(key=lambda r: order[r["column"]])
+    for r in rows:
+        r["source"] = source
+    return pa.Table.from_pylist(rows, schema=_DESCRIBE)
+
+
+# --- polars ---------------------------------------------------------------------------------
+
+def _pl() -> Any:
+    try:
+        import polars as pl
+    except ImportError as e:
+        raise ImportError("to_polars() needs polars: pip install 'polars>=1.0'") from e
+    return pl
+
+
+def polars_expr(node: Node) -> Any:
+    """The polars expression of a compiled filter tree (same NULL semantics as SQL)."""
+    pl = _pl()
+    ops = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+           ">": operator.gt, ">=": operator.ge}
+
+    def value(n: Node) -> Any:
+        if isinstance(n, Column):
+            return pl.col(n.name)
+        assert isinstance(n, Literal)
+        return pl.lit(n.value, dtype=pl.Boolean) if n.value is None else pl.lit(n.value)
+
+    def go(n: Node) -> Any:
+        if isinstance(n, Literal):
+            return value(n)
+        if isinstance(n, Compare):
+            if any(isinstance(s, Literal) and s.value is None for s in (n.left, n.right)):
+                return pl.lit(None, dtype=pl.Boolean)
+            return ops[n.op](value(n.left), value(n.right))
+        if isinstance(n, IsNull):
+            e = value(n.operand).is_null()
+            return ~e if n.negated else e
+        if isinstance(n, In):
+            e = functools.reduce(operator.or_, (go(Compare("=", n.operand, v))
+                                                for v in n.values))
+            return ~e if n.negated else e
+        if isinstance(n, Between):
+            e = go(And(Compare(">=", n.operand, n.low), Compare("<=", n.operand, n.high)))
+            return ~e if n.negated else e
+        if isinstance(n, And):
+            return go(n.left) & go(n.right)
+        if isinstance(n, Or):
+            return go(n.left) | go(n.right)
+        if isinstance(n, Not):
+            return ~go(n.operand)
+        raise TypeError(n)
+
+    return go(node)
+
+
+def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
+                node: Node | None, columns: Sequence[str] | None = None) -> tuple[Any, ShardFiles]:
+    """A polars LazyFrame over the view's shard files, and the files it holds in the cache.
+
+    Only shards with a unit left are scanned; when the view names a subset of row groups,
+    a row-index filter keeps exactly those (polars cannot select row groups by number).
+    """
+    pl = _pl()
+    schema = projection(manifest.schema, columns)
+    entries = manifest.shards
+    chosen = all_units(manifest) if units is None else list(units)
+    shard_ids = sorted({s for s, _ in chosen})
+    files = shard_files(ctx, manifest, shard_ids)
+    if not files.paths:
+        return pl.LazyFrame(schema=pl.from_arrow(schema.empty_table()).schema), files
+    lf = pl.scan_parquet(files.paths, glob=False)
+    everything = sum(len(entries[s].rg_rows) for s in shard_ids)
+    # Units that pruning left out cannot hold a passing row, so the filter alone is exact
+    # there; only units narrowed some other way need the row-index filter (which costs
+    # polars its own row-group statistics).
+    explained = node is not None and list(chosen) == prune_units(node, manifest)
+    if units is not None and not explained and len(set(chosen)) < everything:
+        ranges, base = [], 0
+        keep = set(chosen)
+        for s in shard_ids:
+            start = base
+            for r, n in enumerate(entries[s].rg_rows):
+                if (s, r) in keep:
+                    ranges.append((start, start + n))
+                start += n
+            base = start
+        merged: list[list[int]] = []
+        for a, b in ranges:
+            if merged and merged[-1][1] == a:
+                merged[-1][1] = b
+            else:
+                merged.append([a, b])
+        idx = pl.col("__row__")
+        cond = functools.reduce(operator.or_, ((idx >= a) & (idx < b) for a, b in merged))
+        lf = pl.scan_parquet(files.paths, glob=False, row_index_name="__row__").filter(cond)
+        lf = lf.drop("__row__")
+    if node is not None:
+        lf = lf.filter(polars_expr(node))
+    if columns is not None:
+        lf = lf.select(schema.names)
+    return lf, files

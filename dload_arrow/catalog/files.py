@@ -1,0 +1,88 @@
+"""Local Parquet files for a version's shards, for readers that want paths (DuckDB, polars).
+
+A local root is read in place. A remote root goes through the read path's cache: the plan is
+checked first as a full read (DuckDB and polars open every file of a query together, so all of
+them must be resident at once), then the shards are fetched into the cache and held: a held
+shard is never evicted. Release the holds when the files are no longer read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from dload_arrow.read.cache import Hold
+from dload_arrow.read.context import ReadContext
+from dload_arrow.read.planner import ReadPlan, plan_read
+from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.names import shard_path
+
+__all__ = ["ShardFiles", "shard_files"]
+
+_FETCH_THREADS = 8
+
+
+class ShardFiles:
+    """Local paths of some shards, in manifest order, held in the cache until released."""
+
+    def __init__(self, paths: list[str], holds: list[Hold], plan: ReadPlan) -> None:
+        self.paths = paths
+        self.plan = plan
+        self._holds = holds
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Holds belong to this process; a copy elsewhere holds nothing.
+        return (ShardFiles, (self.paths, [], self.plan))
+
+    def release(self) -> None:
+        """Let the cache evict the files again (a no-op for a local root)."""
+        for h in self._holds:
+            h.release()
+        self._holds = []
+
+    def __enter__(self) -> ShardFiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __del__(self) -> None:
+        # At interpreter shutdown this may fail; the kernel drops the locks anyway.
+        with contextlib.suppress(Exception):
+            self.release()
+
+
+def shard_files(
+    context: ReadContext, manifest: Manifest, shards: Sequence[int] | None = None
+) -> ShardFiles:
+    """Local files of ``shards`` (indices; default all) of ``manifest``, feasibility checked.
+
+    Raises:
+        InfeasiblePlanError: before any download, when the shards cannot all be resident.
+    """
+    entries = manifest.shards
+    chosen = [entries[i] for i in (range(len(entries)) if shards is None else shards)]
+    units = [(e.index, 0) for e in chosen if e.rg_rows]
+    plan = plan_read(context, manifest, units, full_shuffle=True).check()
+    if context.in_place:
+        local = [context.storage.local_path(shard_path(e.digest)) for e in chosen]
+        return ShardFiles([p for p in local if p is not None], [], plan)
+    cache = context.cache()
+    label = f"{manifest.name}@{manifest.version[:12]}"
+    holds: list[Hold] = []
+    with ThreadPoolExecutor(min(_FETCH_THREADS, max(1, len(chosen)))) as pool:
+        futures = [
+            pool.submit(cache.acquire, context.storage, e.digest, e.bytes, dataset=label)
+            for e in chosen
+        ]
+        try:
+            for f in futures:
+                holds.append(f.result())
+        except BaseException:
+            for f in futures:
+                if f.done() and f.exception() is None:
+                    f.result().release()
+            raise
+    return ShardFiles([h.path for h in holds], holds, plan)

@@ -1,0 +1,120 @@
+"""Lineage of a version: where it came from, what was made from it, how its refs moved."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from dload_arrow.sizes import format_bytes
+
+if TYPE_CHECKING:
+    from dload_arrow.catalog.catalog import Catalog
+
+__all__ = ["Lineage", "lineage_of"]
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """What the catalog knows about one version's history. ``print()`` it for a summary.
+
+    Attributes:
+        name: the dataset.
+        version: the version id the lineage is about.
+        ancestors: ``depth, relation, name, version, num_rows``; nearest first, recursive.
+        descendants: same columns: appends and derived datasets made from this version.
+        versions: every version of the dataset (``version, created, user, num_rows, ...``).
+        moves: every ref move of the dataset (``time, ref, action, previous, version, ...``).
+        shared: ``version, other_name, other_version, shared_shards, shared_bytes, shards``:
+            shards stored once but listed by several versions.
+    """
+
+    name: str
+    version: str
+    ancestors: pa.Table
+    descendants: pa.Table
+    versions: pa.Table
+    moves: pa.Table
+    shared: pa.Table
+
+    @property
+    def parents(self) -> list[dict[str, Any]]:
+        """Direct inputs (depth 1) as dicts."""
+        return [r for r in self.ancestors.to_pylist() if r["depth"] == 1]
+
+    @property
+    def children(self) -> list[dict[str, Any]]:
+        """Versions made directly from this one (depth 1) as dicts."""
+        return [r for r in self.descendants.to_pylist() if r["depth"] == 1]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (times as ISO strings), for ``dload log --json``."""
+        def rows(t: pa.Table) -> list[dict[str, Any]]:
+            return [
+                {k: v.isoformat() if isinstance(v, dt.datetime) else v for k, v in r.items()}
+                for r in t.to_pylist()
+            ]
+
+        return {
+            "name": self.name, "version": self.version,
+            "ancestors": rows(self.ancestors), "descendants": rows(self.descendants),
+            "versions": rows(self.versions), "moves": rows(self.moves),
+            "shared": rows(self.shared),
+        }
+
+    def __str__(self) -> str:
+        out = [f"{self.name} @ {self.version[:12]}"]
+
+        def chain(title: str, table: pa.Table, arrow: str) -> None:
+            out.append(f"{title} (steps away, relation, version):")
+            if not table.num_rows:
+                out.append("  (none)")
+            for r in table.to_pylist():
+                rows = "removed" if r["num_rows"] is None else f"{r['num_rows']} rows"
+                out.append(
+                    f"  {arrow} {r['depth']} {r['relation']:<7} "
+                    f"{r['name']} @ {r['version'][:12]} ({rows})"
+                )
+
+        chain("ancestors", self.ancestors, "<-")
+        chain("descendants", self.descendants, "->")
+        out.append("ref moves:")
+        for r in self.moves.to_pylist():
+            when = r["time"].strftime("%Y-%m-%d %H:%M:%S") if r["time"] else "?"
+            prev = (r["previous"] or "-")[:12]
+            new = (r["version"] or "-")[:12]
+            out.append(f"  {when}  {r['ref']:<10} {r['action']:<7} {prev} -> {new}  "
+                       f"by {r['user']}@{r['host']}")
+        if self.shared.num_rows:
+            out.append("shards shared with other versions:")
+            for r in self.shared.to_pylist():
+                out.append(
+                    f"  {r['version'][:12]} shares {r['shared_shards']}/{r['shards']} shards "
+                    f"({format_bytes(r['shared_bytes'])}) with "
+                    f"{r['other_name']} @ {r['other_version'][:12]}"
+                )
+        return "\n".join(out)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter
+        p.text(str(self))
+
+
+def lineage_of(catalog: Catalog, name: str, version: str) -> Lineage:
+    """Build the :class:`Lineage` of ``name`` at ``version`` (a resolved id)."""
+    catalog.refresh()
+    both = {"name": name, "version": version}
+
+    def q(statement: str, params: dict[str, Any]) -> pa.Table:
+        return catalog.query(statement, params, refresh=False)
+
+    return Lineage(
+        name=name,
+        version=version,
+        ancestors=q("ancestors", both),
+        descendants=q("descendants", both),
+        versions=q("dataset_versions", {"name": name}),
+        moves=q("ref_moves", {"name": name}),
+        shared=q("shared_shards", {"name": name}),
+    )

@@ -1,0 +1,79 @@
+"""A local copy of manifests: immutable, so each one is fetched from the root at most once.
+
+Files live at ``<cache_dir>/manifests/<vid>.arrow``. A copy is trusted only after its bytes
+hash to its name again (the version id), so a damaged copy is fetched anew, never used.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from dload_arrow.errors import IntegrityError, InvalidNameError, NotFoundError
+from dload_arrow.storage import Storage, redact_url
+from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.names import check_digest, manifest_path
+
+__all__ = ["ManifestCache"]
+
+
+class ManifestCache:
+    """Manifests by version id: memory, then ``<cache_dir>/manifests``, then the root."""
+
+    def __init__(self, storage: Storage, cache_dir: str | os.PathLike[str]) -> None:
+        self.storage = storage
+        self.folder = Path(cache_dir) / "manifests"
+        self._memory: dict[str, Manifest] = {}
+        self.fetched = 0  # manifests read from the root (tests count these)
+
+    def get(self, name: str, version: str) -> Manifest:
+        """The validated manifest ``version`` of dataset ``name``."""
+        check_digest(version, "version id")
+        got = self._memory.get(version)
+        if got is None:
+            got = self._from_disk(version) or self._from_root(name, version)
+            if got.name != name:
+                raise InvalidNameError(
+                    f"manifest {version[:12]} stored under {name!r} names dataset {got.name!r}"
+                )
+            self._memory[version] = got
+        return got
+
+    def _from_disk(self, version: str) -> Manifest | None:
+        path = self.folder / f"{version}.arrow"
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        try:
+            return Manifest.from_bytes(data, version)
+        except IntegrityError:
+            path.unlink(missing_ok=True)  # damaged copy: drop it and fetch again
+            return None
+
+    def _from_root(self, name: str, version: str) -> Manifest:
+        try:
+            data = self.storage.read(manifest_path(name, version))
+        except NotFoundError as e:
+            raise NotFoundError(
+                f"version {version[:12]} of {name!r} has no manifest under "
+                f"{redact_url(self.storage.url)} (was it removed?)"
+            ) from e
+        self.fetched += 1
+        manifest = Manifest.from_bytes(data, version)  # verifies the hash before we keep it
+        self._store(version, data)
+        return manifest
+
+    def _store(self, version: str, data: bytes) -> None:
+        tmp = None
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{version[:12]}.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, self.folder / f"{version}.arrow")
+        except OSError:
+            # A read-only or full cache only costs a re-fetch next time.
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,178 @@
+"""The raw Arrow tables the catalog views read: one snapshot of a root's manifests and refs.
+
+One listing of ``datasets/`` finds every manifest, ref and log entry. Manifests and log
+entries never change once written, so they are read once per :class:`Snapshotter` (manifests
+also once per machine, through :class:`ManifestCache`); refs move, so they are read each time.
+Paths that do not parse as valid names are ignored: nothing under the root is trusted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from dload_arrow.catalog.manifests import ManifestCache
+from dload_arrow.errors import DloadError, IntegrityError
+from dload_arrow.storage import Storage
+from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.names import KEY_COLUMN, check_digest, check_name, check_ref
+from dload_arrow.store.refs import read_ref
+
+__all__ = ["RAW_SCHEMAS", "Snapshot", "Snapshotter"]
+
+_TS = pa.timestamp("us", tz="UTC")
+
+RAW_SCHEMAS: dict[str, pa.Schema] = {
+    "dload_raw_versions": pa.schema([
+        ("name", pa.string()), ("version", pa.string()), ("num_rows", pa.int64()),
+        ("num_bytes", pa.int64()), ("num_shards", pa.int64()), ("num_row_groups", pa.int64()),
+        ("columns", pa.list_(pa.string())), ("keys_sorted", pa.bool_()),
+        ("meta", pa.string()), ("recipe", pa.string()),
+    ]),
+    "dload_raw_shards": pa.schema([
+        ("name", pa.string()), ("version", pa.string()), ("shard", pa.int32()),
+        ("digest", pa.string()), ("bytes", pa.int64()), ("rows", pa.int64()),
+        ("row_offset", pa.int64()), ("row_groups", pa.int32()), ("key_min", pa.string()),
+        ("key_max", pa.string()),
+    ]),
+    "dload_raw_parents": pa.schema([
+        ("name", pa.string()), ("version", pa.string()), ("parent_name", pa.string()),
+        ("parent_version", pa.string()), ("relation", pa.string()),
+        ("fingerprint", pa.string()),
+    ]),
+    "dload_raw_refs": pa.schema([
+        ("name", pa.string()), ("ref", pa.string()), ("version", pa.string()),
+        ("seq", pa.int64()),
+    ]),
+    "dload_raw_log": pa.schema([
+        ("name", pa.string()), ("ref", pa.string()), ("seq", pa.int64()), ("time", _TS),
+        ("action", pa.string()), ("version", pa.string()), ("previous", pa.string()),
+        ("user", pa.string()), ("host", pa.string()),
+    ]),
+}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The raw tables (by registered name) and the manifests they were built from."""
+
+    tables: dict[str, pa.Table]
+    manifests: dict[tuple[str, str], Manifest]
+
+
+def _valid(check: Any, value: str) -> bool:
+    try:
+        check(value)
+    except DloadError:
+        return False
+    return True
+
+
+class Snapshotter:
+    """Builds :class:`Snapshot` objects of one root, remembering immutable objects."""
+
+    def __init__(self, storage: Storage, manifests: ManifestCache) -> None:
+        self.storage = storage
+        self.manifests = manifests
+        self._log_entries: dict[str, dict[str, Any]] = {}
+
+    def snapshot(self) -> Snapshot:
+        """List the root once and build every raw table."""
+        found: dict[str, list[tuple[str, ...]]] = {"manifests": [], "refs": [], "log": []}
+        for obj in self.storage.list("datasets/"):
+            parts = obj.path.split("/")
+            if len(parts) < 4 or not _valid(check_name, parts[1]):
+                continue
+            name, kind = parts[1], parts[2]
+            if kind == "manifests" and len(parts) == 4 and parts[3].endswith(".arrow"):
+                vid = parts[3][: -len(".arrow")]
+                if _valid(check_digest, vid):
+                    found["manifests"].append((name, vid))
+            elif kind == "refs" and len(parts) == 4 and _valid(check_ref, parts[3]):
+                found["refs"].append((name, parts[3]))
+            elif kind == "log" and len(parts) == 5 and parts[4].endswith(".json"):
+                found["log"].append((name, obj.path))
+        manifests = {(n, v): self.manifests.get(n, v) for n, v in found["manifests"]}
+        tables = {
+            **self._manifest_tables(manifests),
+            "dload_raw_refs": self._refs(found["refs"]),
+            "dload_raw_log": self._log(found["log"]),
+        }
+        return Snapshot(tables=tables, manifests=manifests)
+
+    def _manifest_tables(self, manifests: dict[tuple[str, str], Manifest]) -> dict[str, pa.Table]:
+        versions: list[dict[str, Any]] = []
+        shards: list[dict[str, Any]] = []
+        parents: list[dict[str, Any]] = []
+        for (name, vid), m in sorted(manifests.items()):
+            entries = m.shards
+            versions.append({
+                "name": name, "version": vid, "num_rows": m.num_rows, "num_bytes": m.num_bytes,
+                "num_shards": len(entries),
+                "num_row_groups": sum(len(e.rg_rows) for e in entries),
+                "columns": [f.name for f in m.schema if f.name != KEY_COLUMN],
+                "keys_sorted": m.keys_sorted,
+                "meta": json.dumps(m.meta, sort_keys=True), "recipe": m.recipe,
+            })
+            for e in entries:
+                shards.append({
+                    "name": name, "version": vid, "shard": e.index, "digest": e.digest,
+                    "bytes": e.bytes, "rows": e.rows, "row_offset": e.row_offset,
+                    "row_groups": len(e.rg_rows), "key_min": e.key_min, "key_max": e.key_max,
+                })
+            for p in m.parents:
+                extra = {k: v for k, v in p.items() if k not in ("name", "version", "relation")}
+                fingerprint = extra.get("fingerprint")
+                parents.append({
+                    "name": name, "version": vid, "parent_name": p["name"],
+                    "parent_version": p["version"], "relation": p.get("relation") or "parent",
+                    "fingerprint": None if fingerprint is None else str(fingerprint),
+                })
+        return {
+            "dload_raw_versions": _table(versions, "dload_raw_versions"),
+            "dload_raw_shards": _table(shards, "dload_raw_shards"),
+            "dload_raw_parents": _table(parents, "dload_raw_parents"),
+        }
+
+    def _refs(self, refs: list[tuple[str, ...]]) -> pa.Table:
+        rows = []
+        for name, ref in refs:
+            value = read_ref(self.storage, name, ref)
+            if value is not None:
+                rows.append({"name": name, "ref": ref, "version": value.version,
+                             "seq": value.seq})
+        return _table(rows, "dload_raw_refs")
+
+    def _log(self, paths: list[tuple[str, ...]]) -> pa.Table:
+        rows = []
+        for name, path in paths:
+            entry = self._log_entries.get(path)
+            if entry is None:
+                entry = _parse_log(name, path, self.storage.read(path))
+                self._log_entries[path] = entry  # log entries are written once, never changed
+            rows.append(entry)
+        return _table(rows, "dload_raw_log")
+
+
+def _parse_log(name: str, path: str, data: bytes) -> dict[str, Any]:
+    try:
+        e = json.loads(data)
+        version, previous = e.get("version"), e.get("previous")
+        return {
+            "name": name, "ref": check_ref(str(e["ref"])), "seq": int(e["seq"]),
+            "time": int(float(e.get("time", 0.0)) * 1_000_000),
+            "action": str(e.get("action", "")),
+            "version": None if version is None else check_digest(version, "logged version"),
+            "previous": None if previous is None else check_digest(previous, "logged version"),
+            "user": str(e.get("user", "")), "host": str(e.get("host", "")),
+        }
+    except (ValueError, KeyError, TypeError, DloadError) as err:
+        raise IntegrityError(f"log entry {path} is malformed: {err}") from err
+
+
+def _table(rows: list[dict[str, Any]], name: str) -> pa.Table:
+    schema = RAW_SCHEMAS[name]
+    return pa.Table.from_pylist(rows, schema=schema)

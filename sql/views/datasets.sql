@@ -1,0 +1,29 @@
+-- name: datasets
+-- kind: view
+-- params: none
+-- returns: name VARCHAR, latest VARCHAR, num_versions BIGINT, num_rows BIGINT,
+--          num_bytes BIGINT, num_shards BIGINT, tags VARCHAR[], created TIMESTAMPTZ,
+--          updated TIMESTAMPTZ
+-- One row per dataset; sizes are those of the `latest` version.
+CREATE OR REPLACE VIEW datasets AS
+WITH counts AS (
+    SELECT name, count(*) AS num_versions FROM dload_raw_versions GROUP BY name
+), latest AS (
+    SELECT name, version FROM dload_raw_refs WHERE ref = 'latest'
+), tags AS (
+    SELECT name, list(ref ORDER BY ref) AS tags
+    FROM dload_raw_refs WHERE ref <> 'latest' GROUP BY name
+), times AS (
+    SELECT name, min(time) AS created, max(time) AS updated FROM dload_raw_log GROUP BY name
+)
+SELECT
+    c.name, l.version AS latest, c.num_versions,
+    v.num_rows, v.num_bytes, v.num_shards,
+    coalesce(t.tags, []::VARCHAR[]) AS tags,
+    ti.created, ti.updated
+FROM counts AS c
+LEFT JOIN latest AS l USING (name)
+LEFT JOIN dload_raw_versions AS v ON v.name = c.name AND v.version = l.version
+LEFT JOIN tags AS t ON t.name = c.name
+LEFT JOIN times AS ti ON ti.name = c.name
+ORDER BY c.name

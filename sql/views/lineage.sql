@@ -1,0 +1,32 @@
+-- name: lineage
+-- kind: view
+-- params: none
+-- returns: name VARCHAR, version VARCHAR, direction VARCHAR ('ancestor' | 'descendant'),
+--          related_name VARCHAR, related_version VARCHAR, relation VARCHAR, depth INTEGER
+-- The transitive closure of `parents` in both directions. For every version: each
+-- ancestor (its inputs, their inputs, ...) and each descendant, with the distance in
+-- steps and the relation (append, derive, ...) of the edge that reaches it.
+CREATE OR REPLACE VIEW lineage AS
+WITH RECURSIVE up(name, version, related_name, related_version, relation, first_relation,
+                  depth, seen) AS (
+    SELECT name, version, parent_name, parent_version, relation, relation, 1,
+           [version, parent_version]
+    FROM dload_raw_parents
+    UNION ALL
+    SELECT up.name, up.version, p.parent_name, p.parent_version, p.relation,
+           up.first_relation, up.depth + 1,
+           list_append(up.seen, p.parent_version)
+    FROM up
+    JOIN dload_raw_parents AS p
+      ON p.name = up.related_name AND p.version = up.related_version
+    WHERE NOT list_contains(up.seen, p.parent_version)
+)
+-- The relation shown is that of the edge next to the related version: the top edge of the
+-- chain for an ancestor, the bottom one for a descendant.
+SELECT name, version, 'ancestor' AS direction, related_name, related_version, relation,
+       min(depth)::INTEGER AS depth
+FROM up GROUP BY name, version, related_name, related_version, relation
+UNION ALL
+SELECT related_name, related_version, 'descendant', name, version, first_relation,
+       min(depth)::INTEGER
+FROM up GROUP BY related_name, related_version, name, version, first_relation
