@@ -1,1 +1,90 @@
-def main(): pass
+"""The ``dload`` command: the group, its commands, and the exit-code contract.
+
+Exit codes: 0 success; 1 a user error (bad argument, unknown dataset, corrupt archive,
+unreachable root...), printed as one line ``dload: error: ...`` without a traceback; 2 an
+internal error (a bug), printed with its traceback. Ctrl-C exits 130.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Sequence
+
+import click
+
+from dload_arrow import __version__
+from dload_arrow.cli import browse, commit, data, demo, refs, setup
+from dload_arrow.errors import DloadError
+
+__all__ = ["cli", "main"]
+
+# OSErrors about the user's own paths are user errors; any other exception is a bug.
+_USER_OS_ERRORS = (
+    FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError,
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dload")
+def cli() -> None:
+    """dload: versioned datasets in Parquet on a local directory or S3, streamed for training.
+
+    \b
+    Start with:  dload demo
+    Then:        dload commit NAME --from DIR|ARCHIVE|TABLE
+                 dload ls ; dload info NAME ; dload head NAME
+    """
+
+
+for module in (setup, commit, browse, refs, data, demo):
+    for command in module.COMMANDS:
+        cli.add_command(command)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns (and, as a console script, exits with) the exit code."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="dload",
+                 standalone_mode=False)
+        return 0
+    except click.exceptions.Exit as e:
+        return int(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("dload: aborted", err=True)
+        return 1
+    except click.ClickException as e:
+        hint = ""
+        if isinstance(e, click.UsageError) and e.ctx is not None:
+            hint = f" (see `{e.ctx.command_path} --help`)"
+        click.echo(f"dload: error: {_one_line(e.format_message())}{hint}", err=True)
+        return 1
+    except KeyboardInterrupt:
+        click.echo("dload: interrupted", err=True)
+        return 130
+    except (DloadError, *_USER_OS_ERRORS) as e:
+        click.echo(f"dload: error: {_one_line(str(e))}", err=True)
+        return 1
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        traceback.print_exc()
+        click.echo(
+            f"dload: internal error ({type(e).__name__}: {_one_line(str(e))}); this is a bug, "
+            "please report it with the traceback above",
+            err=True,
+        )
+        return 2
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

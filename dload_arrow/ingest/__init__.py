@@ -1,1 +1,32 @@
-"""ingest layer."""
+"""Ingestion: directories, archives (zip, tar, tar.gz, tar.zst) and tables into samples.
+
+``open_source`` groups the files of a directory or an archive into samples (key = path without
+extension, one column per extension); ``open_table`` reads Parquet, CSV and JSON Lines;
+``from_archive`` is a pipeline source over an archive's samples.
+"""
+
+from __future__ import annotations
+
+from dload_arrow.ingest.detect import archive_format, detect_kind, open_archive, open_source
+from dload_arrow.ingest.directory import DirectorySource
+from dload_arrow.ingest.grouping import Entry, IngestReport, check_entry_name, split_name
+from dload_arrow.ingest.source import SampleSource
+from dload_arrow.ingest.tables import open_table
+from dload_arrow.ingest.tarsource import TarSource
+from dload_arrow.ingest.zipsource import ZipSource
+
+__all__ = [
+    "DirectorySource",
+    "Entry",
+    "IngestReport",
+    "SampleSource",
+    "TarSource",
+    "ZipSource",
+    "archive_format",
+    "check_entry_name",
+    "detect_kind",
+    "open_archive",
+    "open_source",
+    "open_table",
+    "split_name",
+]

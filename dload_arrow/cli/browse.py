@@ -1,0 +1,249 @@
+"""Read-only commands: ls, info, versions, recipe, log, head, diff."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+import pyarrow as pa
+
+from dload_arrow.cli.output import (
+    emit,
+    json_option,
+    open_repo,
+    parse_spec,
+    print_table,
+    root_options,
+)
+from dload_arrow.errors import NotFoundError
+from dload_arrow.sizes import format_bytes
+from dload_arrow.store.names import KEY_COLUMN, shard_path
+from dload_arrow.store.rows import field_shape
+
+__all__ = ["COMMANDS", "diff", "head", "info", "log", "ls", "recipe", "versions"]
+
+
+def _when(t: float | None) -> str | None:
+    if not t:
+        return None
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(t))
+
+
+def _field(f: pa.Field) -> dict[str, Any]:
+    shape = field_shape(f)
+    typ = str(f.type.value_type) if shape is not None else str(f.type)
+    return {"name": f.name, "type": typ, "shape": list(shape) if shape is not None else None}
+
+
+@click.command()
+@root_options
+@json_option
+def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_json: bool) -> None:
+    """List the datasets under the root with their latest version.
+
+    \b
+    Example:
+      dload ls --root s3://my-bucket/datasets
+    """
+    repo = open_repo(root, cache_dir, cache_budget)
+    rows = []
+    for name in repo.datasets():
+        try:
+            m = repo.manifest(name)
+        except NotFoundError:  # manifests without a ref (a crashed first commit)
+            continue
+        rows.append({"name": name, "version": m.version, "rows": m.num_rows,
+                     "bytes": m.num_bytes, "shards": len(m.shards)})
+    emit(rows, as_json, lambda: print_table(
+        [{**r, "version": r["version"][:12], "bytes": format_bytes(r["bytes"])} for r in rows]))
+
+
+@click.command()
+@click.argument("spec", metavar="NAME[@VERSION]")
+@root_options
+@json_option
+def info(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
+         as_json: bool) -> None:
+    """Show a version: size, schema, metadata, parents and refs.
+
+    \b
+    Example:
+      dload info photos@v1
+    """
+    repo = open_repo(root, cache_dir, cache_budget)
+    name, version = parse_spec(spec)
+    m = repo.manifest(name, version)
+    refs = sorted(r for r, v in repo.refs(name).items() if v == m.version)
+    out = {
+        "name": name, "version": m.version, "rows": m.num_rows, "bytes": m.num_bytes,
+        "shards": len(m.shards), "refs": refs, "keys_sorted": m.keys_sorted,
+        "schema": [_field(f) for f in m.schema], "meta": m.meta, "parents": m.parents,
+        "has_recipe": m.recipe is not None,
+    }
+
+    def text() -> None:
+        click.echo(f"{name}@{m.version}")
+        click.echo(f"  {m.num_rows} rows, {len(m.shards)} shards, {format_bytes(m.num_bytes)}"
+                   f"; refs: {', '.join(refs) or '-'}")
+        click.echo("  columns:")
+        for f in out["schema"]:
+            click.echo(f"    {f['name']}: {f['type']}"
+                       + (f" shape {f['shape']}" if f["shape"] is not None else ""))
+        if m.meta:
+            click.echo(f"  meta: {m.meta}")
+        for p in m.parents:
+            click.echo(f"  parent: {p.get('name')}@{str(p.get('version'))[:12]} "
+                       f"({p.get('relation', 'derived')})")
+
+    emit(out, as_json, text)
+
+
+@click.command()
+@click.argument("name")
+@root_options
+@json_option
+def versions(name: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
+             as_json: bool) -> None:
+    """List every version of NAME, newest first.
+
+    \b
+    Example:
+      dload versions photos
+    """
+    repo = open_repo(root, cache_dir, cache_budget)
+    rows = [{"version": v.version, "time": _when(v.time), "user": v.user, "rows": v.num_rows,
+             "bytes": v.num_bytes, "shards": v.num_shards, "refs": list(v.refs),
+             "parents": list(v.parents)} for v in repo.versions(name)]
+    emit(rows, as_json, lambda: print_table([
+        {**r, "version": r["version"][:12], "bytes": format_bytes(r["bytes"]),
+         "refs": ",".join(r["refs"]), "parents": ",".join(p[:12] for p in r["parents"])}
+        for r in rows]))
+
+
+@click.command()
+@click.argument("spec", metavar="NAME[@VERSION]")
+@root_options
+@json_option
+def recipe(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
+           as_json: bool) -> None:
+    """Print the recipe (the script that produced a version), verbatim. Never executed.
+
+    \b
+    Example:
+      dload recipe photos > make_photos.py
+    """
+    repo = open_repo(root, cache_dir, cache_budget)
+    name, version = parse_spec(spec)
+    m = repo.manifest(name, version)
+    if m.recipe is None and not as_json:
+        raise NotFoundError(f"{name}@{m.version[:12]} has no recipe; commit with --recipe FILE")
+    emit({"name": name, "version": m.version, "recipe": m.recipe}, as_json,
+         lambda: click.echo(m.recipe, nl=not str(m.recipe).endswith("\n")))
+
+
+@click.command()
+@click.argument("spec", metavar="NAME[@VERSION]")
+@root_options
+@json_option
+def log(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
+        as_json: bool) -> None:
+    """Show the lineage of NAME[@VERSION]: parents, derived children, ref moves, shared shards.
+
+    \b
+    Examples:
+      dload log photos
+      dload log photos@v1 --json
+    """
+    name, _, version = spec.partition("@")
+    repo = open_repo(root, cache_dir, cache_budget)
+    lineage = repo.lineage(name, version or None)
+    emit(lineage.to_dict(), as_json, lambda: click.echo(str(lineage)))
+
+
+def _head_table(ds: Any, n: int) -> pa.Table:
+    got = ds.head(n)
+    if isinstance(got, pa.Table):
+        return got
+    return pa.Table.from_pylist(list(got))
+
+
+@click.command()
+@click.argument("spec", metavar="NAME[@VERSION]")
+@click.option("-n", "n", default=5, show_default=True, help="Number of samples.")
+@root_options
+@json_option
+def head(spec: str, n: int, root: str | None, cache_dir: str | None, cache_budget: str | None,
+         as_json: bool) -> None:
+    """Show the first samples (blobs as their size, tensors as dtype and shape).
+
+    \b
+    Example:
+      dload head photos -n 3 --json
+    """
+    repo = open_repo(root, cache_dir, cache_budget)
+    name, version = parse_spec(spec)
+    ds = repo.dataset(name, version)
+    rows = _head_table(ds, n).to_pylist()
+    emit(rows, as_json, lambda: print_table(rows))
+
+
+def _shard_keys(repo: Any, digest: str) -> set[str]:
+    import pyarrow.parquet as pq
+
+    path = shard_path(digest)
+    local = repo.storage.local_path(path)
+    src = local if local else pa.py_buffer(repo.storage.read(path))
+    return set(pq.read_table(src, columns=[KEY_COLUMN]).column(0).to_pylist())
+
+
+@click.command()
+@click.argument("old", metavar="NAME@V1")
+@click.argument("new", metavar="NAME@V2")
+@click.option("--keys", "show_keys", default=10, show_default=True,
+              help="How many added/removed keys to list (JSON lists them all).")
+@root_options
+@json_option
+def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | None,
+         cache_budget: str | None, as_json: bool) -> None:
+    """Compare two versions: keys added and removed, shards shared.
+
+    Only the key columns of shards that are not shared are read.
+
+    \b
+    Example:
+      dload diff photos@v1 photos@latest
+    """
+    repo = open_repo(root, cache_dir, cache_budget)
+    (n1, v1), (n2, v2) = parse_spec(old), parse_spec(new)
+    a, b = repo.manifest(n1, v1), repo.manifest(n2, v2)
+    da, db = set(a.digests()), set(b.digests())
+    idx = {d for m in (a, b) if m.key_index for d in [m.key_index["digest"]]}
+    shared = (da & db) - idx
+    only_a = [s.digest for s in a.shards if s.digest not in shared]
+    only_b = [s.digest for s in b.shards if s.digest not in shared]
+    keys_a = set().union(*(_shard_keys(repo, d) for d in only_a))
+    keys_b = set().union(*(_shard_keys(repo, d) for d in only_b))
+    added, removed = sorted(keys_b - keys_a), sorted(keys_a - keys_b)
+    out = {
+        "old": {"name": n1, "version": a.version, "rows": a.num_rows, "shards": len(a.shards)},
+        "new": {"name": n2, "version": b.version, "rows": b.num_rows, "shards": len(b.shards)},
+        "shards_shared": len(shared), "shards_only_old": len(only_a),
+        "shards_only_new": len(only_b), "added": added, "removed": removed,
+    }
+
+    def text() -> None:
+        click.echo(f"{n1}@{a.version[:12]} -> {n2}@{b.version[:12]}")
+        click.echo(f"  shards: {len(shared)} shared, {len(only_a)} only in old, "
+                   f"{len(only_b)} only in new")
+        for sign, keys in (("+", added), ("-", removed)):
+            click.echo(f"  {sign} {len(keys)} keys")
+            for k in keys[:show_keys]:
+                click.echo(f"    {sign} {k}")
+            if len(keys) > show_keys:
+                click.echo(f"    ... {len(keys) - show_keys} more (--json lists all)")
+
+    emit(out, as_json, text)
+
+
+COMMANDS = [ls, info, versions, recipe, log, head, diff]

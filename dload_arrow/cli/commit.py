@@ -1,0 +1,149 @@
+"""``dload commit`` and ``dload append``: directories, archives and tables into versions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from dload_arrow.cli.output import (
+    emit,
+    json_option,
+    open_repo,
+    parse_assignments,
+    progress_enabled,
+    root_options,
+)
+from dload_arrow.errors import ConfigError
+from dload_arrow.sizes import format_bytes, parse_size
+
+__all__ = ["COMMANDS", "append", "commit", "read_input"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _input_options(f: F) -> F:
+    for opt in reversed([
+        click.option("--from", "source", required=True,
+                     help="A directory, an archive (.zip .tar .tar.gz .tar.zst, local or "
+                          "s3://), or a table (.parquet .csv .jsonl, file or folder)."),
+        click.option("--as", "kind", type=click.Choice(["auto", "files", "archive", "table"]),
+                     default="auto", show_default=True, help="How to read --from."),
+        click.option("--include", multiple=True, help="Only files matching this glob."),
+        click.option("--exclude", multiple=True, help="Skip files matching this glob."),
+        click.option("--split", type=click.Choice(["last", "first"]), default="last",
+                     show_default=True,
+                     help="Extension starts at the last dot (x.v2.jpg -> x.v2 + jpg) or the "
+                          "first (webdataset: x.seg.png -> x + seg.png)."),
+        click.option("--key-column", default=None, help="Tables: the column holding keys "
+                     "(default: __key__ if present, else generated row numbers)."),
+        click.option("--recipe", type=click.Path(exists=True, dir_okay=False), default=None,
+                     help="The script that produced the data (stored verbatim)."),
+        click.option("--meta", multiple=True, help="Metadata K=V (repeatable; JSON values)."),
+        click.option("--shard-size", default=None, help="Target shard size, e.g. 128MiB."),
+        click.option("--row-group-size", default=None, help="Target row-group size, e.g. 2MiB."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence[str],
+               split: str, key_column: str | None, endpoint_url: str | None
+               ) -> tuple[Any, str | None, dict[str, Any]]:
+    """``(samples, key, report)`` for ``repo.commit`` from a ``--from`` location."""
+    from dload_arrow.ingest import detect_kind, open_source, open_table
+
+    if kind == "auto":
+        kind = detect_kind(source, endpoint_url=endpoint_url)
+    if kind == "table":
+        return open_table(source, endpoint_url=endpoint_url), key_column, {"kind": "table"}
+    if key_column:
+        raise ConfigError(
+            f"--key-column is for tables; {source!r} is read as {kind} whose keys are file paths"
+        )
+    src = open_source(source, kind=kind, include=include, exclude=exclude, split=split,
+                      endpoint_url=endpoint_url)
+    return src.reader(), None, {"kind": kind, **src.report.to_dict()}
+
+
+def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence[str],
+         exclude: Sequence[str], split: str, key_column: str | None, recipe: str | None,
+         meta: Sequence[str], shard_size: str | None, row_group_size: str | None,
+         root: str | None, cache_dir: str | None, cache_budget: str | None,
+         as_json: bool) -> None:
+    repo = open_repo(root, cache_dir, cache_budget)
+    samples, key, report = read_input(source, kind, include, exclude, split, key_column,
+                                      repo.settings.endpoint_url)
+    kwargs: dict[str, Any] = {"key": key, "progress": progress_enabled()}
+    if meta:
+        kwargs["meta"] = parse_assignments(meta, "--meta")
+    if recipe:
+        with open(recipe, encoding="utf-8") as f:
+            kwargs["recipe"] = f.read()
+    if shard_size:
+        kwargs["shard_size"] = parse_size(shard_size, "--shard-size")
+    if row_group_size:
+        kwargs["row_group_size"] = parse_size(row_group_size, "--row-group-size")
+    v = (repo.append if append_mode else repo.commit)(name, samples, **kwargs)
+    out = {
+        "name": v.name, "version": v.version, "rows": v.num_rows,
+        "shards": v.shards_total, "shards_uploaded": v.shards_uploaded,
+        "bytes": v.bytes_total, "bytes_uploaded": v.bytes_uploaded,
+        "seconds": round(v.seconds, 3), "source": report,
+    }
+
+    def text() -> None:
+        click.echo(f"{'appended to' if append_mode else 'committed'} {v.name}@{v.version[:12]}: "
+                   f"{v.num_rows} rows in {v.shards_total} shards ({format_bytes(v.bytes_total)}); "
+                   f"uploaded {v.shards_uploaded} shards, {format_bytes(v.bytes_uploaded)} "
+                   f"in {v.seconds:.1f}s")
+        if report.get("unmatched"):
+            shown = ", ".join(report["unmatched"][:5])
+            click.echo(f"not ingested: {len(report['unmatched'])} files without an extension "
+                       f"or hidden ({shown}{', ...' if len(report['unmatched']) > 5 else ''})",
+                       err=True)
+        for s in report.get("skipped", [])[:5]:
+            click.echo(f"skipped {s['name']}: {s['reason']}", err=True)
+        click.echo(v.version)
+
+    emit(out, as_json, text)
+
+
+@click.command()
+@click.argument("name")
+@_input_options
+@root_options
+@json_option
+def commit(name: str, **kwargs: Any) -> None:
+    """Commit a directory, archive or table as the new latest version of NAME.
+
+    Files are grouped by path without extension: a/x.jpg + a/x.json make sample a/x with
+    columns jpg and json. Archives are read in place, never extracted. The same input gives
+    the same version id, and shards already in the root are not uploaded again.
+
+    \b
+    Examples:
+      dload commit photos --from ./photos --exclude '*.tmp' --meta source=camera
+      dload commit speech --from s3://bucket/speech.tar.zst
+      dload commit events --from events/ --key-column id
+    """
+    _run(False, name, **kwargs)
+
+
+@click.command()
+@click.argument("name")
+@_input_options
+@root_options
+@json_option
+def append(name: str, **kwargs: Any) -> None:
+    """Add samples to NAME: a new version reusing every shard of the latest one.
+
+    \b
+    Example:
+      dload append photos --from ./more-photos
+    """
+    _run(True, name, **kwargs)
+
+
+COMMANDS = [commit, append]

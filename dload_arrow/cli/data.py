@@ -1,0 +1,243 @@
+"""Commands that read sample data: pull, export, verify, cache, sql."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from typing import Any
+
+import click
+
+from dload_arrow.cli.output import (
+    emit,
+    json_option,
+    open_repo,
+    parse_assignments,
+    parse_spec,
+    print_table,
+    progress_enabled,
+    root_options,
+)
+from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError
+from dload_arrow.sizes import format_bytes
+from dload_arrow.store.names import shard_path
+
+__all__ = ["COMMANDS", "cache", "cache_text", "export", "pull", "sql", "verify"]
+
+_CHUNK = 8 << 20
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return dataclasses.asdict(obj)
+    if isinstance(obj, dict):
+        return obj
+    return {"result": obj}
+
+
+def cache_text(d: dict[str, Any], residency: bool = True) -> None:
+    """Print a cache status dict (from ``repo.cache_status()``) for people."""
+    budget = d.get("budget_bytes")
+    shown = "unlimited" if isinstance(budget, int) and budget >= 2**62 else (
+        format_bytes(budget) if isinstance(budget, int) else "?")
+    used = d.get("used_bytes")
+    click.echo(f"cache: {d.get('cache_dir')}: {format_bytes(used or 0)} used of {shown}"
+               f" ({d.get('shards', '?')} shards, {d.get('held_shards', 0)} held); "
+               f"{format_bytes(d.get('free_disk_bytes') or 0)} free disk"
+               + (" (local root: shards read in place)" if d.get("in_place") else ""))
+    rows = d.get("datasets") or []
+    if residency and rows:
+        print_table([{"name": r["name"], "version": r["version"][:12],
+                      "cached": f"{format_bytes(r['cached_bytes'])} / "
+                                f"{format_bytes(r['total_bytes'])}",
+                      "shards": f"{r['cached_shards']} / {r['total_shards']}"} for r in rows])
+
+
+def _kv_text(d: dict[str, Any]) -> None:
+    for k, v in d.items():
+        shown = format_bytes(v) if "bytes" in k and isinstance(v, int) else v
+        click.echo(f"{k}: {shown}")
+
+
+@click.command()
+@click.argument("spec", metavar="NAME[@VERSION]")
+@root_options
+@json_option
+def pull(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
+         as_json: bool) -> None:
+    """Download a version's shards into the local cache (within its budget).
+
+    \b
+    Example:
+      dload pull photos@v1
+    """
+    name, version = parse_spec(spec)
+    repo = open_repo(root, cache_dir, cache_budget)
+    result = _as_dict(repo.pull(name, version, progress=progress_enabled()))
+    emit(result, as_json, lambda: _kv_text(result))
+
+
+@click.command()
+@click.argument("spec", metavar="NAME[@VERSION]")
+@click.argument("key", required=False)
+@click.option("--index", "index", type=int, default=None, help="Sample by position instead.")
+@click.option("--to", "dest", required=True, type=click.Path(file_okay=False),
+              help="Directory to write the sample's files into.")
+@root_options
+@json_option
+def export(spec: str, key: str | None, index: int | None, dest: str, root: str | None,
+           cache_dir: str | None, cache_budget: str | None, as_json: bool) -> None:
+    """Write one sample's fields as files DIR/<key>.<column> (never outside DIR).
+
+    \b
+    Examples:
+      dload export photos a/x --to out/
+      dload export photos --index 0 --to out/
+    """
+    from dload_arrow.ingest.export import write_sample_files
+
+    if (key is None) == (index is None):
+        raise click.UsageError("give either KEY or --index I")
+    name, version = parse_spec(spec)
+    ds = open_repo(root, cache_dir, cache_budget).dataset(name, version)
+    try:
+        sample = dict(ds.get(key) if key is not None else ds[index])
+    except IndexError as e:  # a position past the end is the user's mistake, not a bug
+        raise NotFoundError(f"{e}; use --index 0..{len(ds) - 1} or a KEY") from e
+    written = write_sample_files(sample, dest, ds.schema)
+    emit({"name": name, "version": ds.version, "files": written}, as_json,
+         lambda: click.echo("\n".join(written)))
+
+
+def _sha256(storage: Any, path: str, size: int, bar: Any) -> str:
+    h = hashlib.sha256()
+    local = storage.local_path(path)
+    if local:
+        with open(local, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                h.update(chunk)
+                if bar is not None:
+                    bar.update(len(chunk))
+        return h.hexdigest()
+    for start in range(0, size, _CHUNK):
+        chunk = storage.read_range(path, start, min(size, start + _CHUNK))
+        h.update(chunk)
+        if bar is not None:
+            bar.update(len(chunk))
+    return h.hexdigest()
+
+
+@click.command()
+@click.argument("spec", metavar="NAME[@VERSION]")
+@root_options
+@json_option
+def verify(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
+           as_json: bool) -> None:
+    """Re-hash every shard of a version in the root against its digest.
+
+    Exits 1 if any shard is missing or corrupt.
+
+    \b
+    Example:
+      dload verify photos
+    """
+    repo = open_repo(root, cache_dir, cache_budget)
+    name, version = parse_spec(spec)
+    m = repo.manifest(name, version)
+    objects = [(s.digest, s.bytes) for s in m.shards]
+    if m.key_index:
+        objects.append((m.key_index["digest"], int(m.key_index["bytes"])))
+    bar = None
+    if progress_enabled():
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=sum(b for _, b in objects), unit="B", unit_scale=True,
+                   desc=f"verify {name}", leave=False)
+    bad = []
+    for digest, size in objects:
+        try:
+            got = _sha256(repo.storage, shard_path(digest), size, bar)
+        except NotFoundError:
+            bad.append({"digest": digest, "problem": "missing"})
+            continue
+        if got != digest:
+            bad.append({"digest": digest, "problem": f"bytes hash to {got}"})
+    if bar is not None:
+        bar.close()
+    out = {"name": name, "version": m.version, "checked": len(objects), "bad": bad,
+           "ok": not bad}
+    emit(out, as_json, lambda: click.echo(
+        f"{name}@{m.version[:12]}: {len(objects)} objects checked, "
+        + ("all ok" if not bad else f"{len(bad)} BAD")))
+    if bad:
+        raise IntegrityError(
+            f"{len(bad)} of {len(objects)} objects of {name}@{m.version[:12]} are missing or "
+            f"corrupt (first: {bad[0]['digest'][:12]} {bad[0]['problem'][:40]}); recommit the "
+            "data to restore them"
+        )
+
+
+@click.group()
+def cache() -> None:
+    """The local cache: `dload cache status`, `dload cache clear`."""
+
+
+@cache.command("status")
+@root_options
+@json_option
+def cache_status(root: str | None, cache_dir: str | None, cache_budget: str | None,
+                 as_json: bool) -> None:
+    """Show the cache directory, its budget and its usage.
+
+    \b
+    Example:
+      dload cache status --json
+    """
+    result = _as_dict(open_repo(root, cache_dir, cache_budget).cache_status())
+    emit(result, as_json, lambda: cache_text(result))
+
+
+@cache.command("clear")
+@root_options
+@json_option
+def cache_clear(root: str | None, cache_dir: str | None, cache_budget: str | None,
+                as_json: bool) -> None:
+    """Remove every cached shard not held by a running reader.
+
+    \b
+    Example:
+      dload cache clear
+    """
+    result = open_repo(root, cache_dir, cache_budget).cache_clear()
+    out = _as_dict(result) if not isinstance(result, int) else {"bytes_freed": result}
+    emit(out, as_json, lambda: _kv_text(out))
+
+
+@click.command()
+@click.argument("query")
+@click.option("--param", "params", multiple=True, help="Bound parameter K=V (repeatable).")
+@click.option("--limit", default=50, show_default=True, help="Rows to print (text output).")
+@root_options
+@json_option
+def sql(query: str, params: tuple[str, ...], limit: int, root: str | None,
+        cache_dir: str | None, cache_budget: str | None, as_json: bool) -> None:
+    """Run DuckDB SQL over the catalog (datasets, versions, shards) and samples.
+
+    \b
+    Example:
+      dload sql "select name, num_rows from versions where name = \\$name" --param name=photos
+    """
+    bound = parse_assignments(params, "--param")
+    table = open_repo(root, cache_dir, cache_budget).sql(query, **bound)
+    rows = table.to_pylist()
+    if as_json:
+        emit(rows, True)
+        return
+    print_table(rows[:limit], table.column_names)
+    if len(rows) > limit:
+        click.echo(f"... {len(rows) - limit} more rows (--limit, --json)")
+    if not table.column_names:
+        raise ConfigError("the query returned no columns")
+
+
+COMMANDS = [pull, export, verify, cache, sql]

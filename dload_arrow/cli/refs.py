@@ -1,0 +1,123 @@
+"""Commands that move refs or remove data: pin, unpin, tag, rm, gc."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from dload_arrow.cli.output import emit, json_option, open_repo, parse_spec, root_options
+from dload_arrow.errors import ConfigError
+from dload_arrow.sizes import format_bytes
+
+__all__ = ["COMMANDS", "gc", "pin", "rm", "tag", "unpin"]
+
+
+@click.command()
+@click.argument("spec", metavar="NAME[@VERSION]")
+@root_options
+@json_option
+def pin(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
+        as_json: bool) -> None:
+    """Pin NAME to a version (default: latest) in ./dload.lock (or the nearest one up the tree).
+
+    Code that opens NAME without a version then reads the pinned one.
+
+    \b
+    Example:
+      dload pin photos@v1
+    """
+    name, version = parse_spec(spec)
+    vid = open_repo(root, cache_dir, cache_budget).pin(name, version)
+    emit({"name": name, "version": vid}, as_json, lambda: click.echo(f"pinned {name}@{vid}"))
+
+
+@click.command()
+@click.argument("name")
+@root_options
+@json_option
+def unpin(name: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
+          as_json: bool) -> None:
+    """Remove NAME's pin from dload.lock.
+
+    \b
+    Example:
+      dload unpin photos
+    """
+    removed = open_repo(root, cache_dir, cache_budget).unpin(name)
+    emit({"name": name, "unpinned": removed}, as_json,
+         lambda: click.echo(f"unpinned {name}" if removed else f"{name} was not pinned"))
+
+
+@click.command()
+@click.argument("spec", metavar="NAME[@VERSION]")
+@click.argument("tag_name", metavar="TAG")
+@root_options
+@json_option
+def tag(spec: str, tag_name: str, root: str | None, cache_dir: str | None,
+        cache_budget: str | None, as_json: bool) -> None:
+    """Point TAG of NAME at a version (default: latest); NAME@TAG then resolves to it.
+
+    \b
+    Example:
+      dload tag photos@3f2a9c v1
+    """
+    name, version = parse_spec(spec)
+    vid = open_repo(root, cache_dir, cache_budget).tag(name, version or "latest", tag_name)
+    emit({"name": name, "tag": tag_name, "version": vid}, as_json,
+         lambda: click.echo(f"tagged {name}@{vid[:12]} as {tag_name}"))
+
+
+@click.command()
+@click.argument("name")
+@click.option("--version", "version", default=None, help="Remove only this version.")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@root_options
+@json_option
+def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: str | None,
+       cache_budget: str | None, as_json: bool) -> None:
+    """Remove a dataset (or one version). Shards stay until `dload gc`.
+
+    \b
+    Examples:
+      dload rm photos --version 3f2a9c --yes
+      dload rm photos --yes
+    """
+    repo = open_repo(root, cache_dir, cache_budget)
+    what = f"version {version} of {name!r}" if version else f"dataset {name!r} (every version)"
+    repo.versions(name)  # unknown dataset: a clear error before asking anything
+    if not yes:
+        if not sys.stdin.isatty():
+            raise ConfigError(f"refusing to remove {what} without --yes (stdin is not a terminal)")
+        click.confirm(f"remove {what}?", abort=True)
+    removed = repo.rm(name, version)
+    emit({"name": name, "removed": removed}, as_json,
+         lambda: click.echo(f"removed {len(removed)} version(s) of {name}; run `dload gc` to "
+                            "reclaim shard space"))
+
+
+@click.command()
+@click.option("--grace", default="1h", show_default=True,
+              help="Keep unreferenced shards younger than this (commits in progress).")
+@click.option("--dry-run", is_flag=True, help="Report what would be deleted.")
+@root_options
+@json_option
+def gc(grace: str, dry_run: bool, root: str | None, cache_dir: str | None,
+       cache_budget: str | None, as_json: bool) -> None:
+    """Delete shards no version references (older than --grace).
+
+    \b
+    Example:
+      dload gc --dry-run
+    """
+    r = open_repo(root, cache_dir, cache_budget).gc(grace=grace, dry_run=dry_run)
+    out = {"deleted": len(r.deleted), "bytes_reclaimed": r.bytes_reclaimed,
+           "kept_referenced": r.kept_referenced, "kept_young": r.kept_young,
+           "dry_run": r.dry_run, "digests": r.deleted}
+    verb = "would delete" if dry_run else "deleted"
+    emit(out, as_json, lambda: click.echo(
+        f"{verb} {len(r.deleted)} shards ({format_bytes(r.bytes_reclaimed)}); kept "
+        f"{r.kept_referenced} referenced, {r.kept_young} younger than {grace}"))
+
+
+COMMANDS = [pin, unpin, tag, rm, gc]

@@ -1,0 +1,141 @@
+"""``dload init`` (write a config file) and ``dload status`` (settings, cache, root)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dload_arrow.cli.data import cache_text
+from dload_arrow.cli.output import emit, json_option, open_repo, print_table, root_options
+from dload_arrow.config import KEYS, resolve_settings, user_config_path
+from dload_arrow.errors import ConfigError, DloadError
+from dload_arrow.sizes import parse_size
+from dload_arrow.storage import redact_url
+
+__all__ = ["COMMANDS", "init", "status"]
+
+# Where S3 credentials can come from (the standard AWS chain); only presence is reported.
+_CREDENTIAL_ENV = (
+    "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+)
+
+
+def _check_budget(value: str) -> str:
+    if value not in ("auto", "unlimited"):
+        parse_size(value, "cache budget")
+    return value
+
+
+@click.command()
+@click.option("--user", "scope", flag_value="user", default=True,
+              help="Write ~/.config/dload/config.toml (default).")
+@click.option("--project", "scope", flag_value="project",
+              help="Write ./dload.toml (applies in this directory and below).")
+@click.option("--root", default=None, help="Storage root: a directory or s3://bucket/prefix.")
+@click.option("--cache-dir", default=None, help="Local cache directory.")
+@click.option("--cache-budget", default=None, help="Cache size limit: 50GB, auto or unlimited.")
+@click.option("--endpoint-url", default=None, help="S3 endpoint (R2, MinIO, ...).")
+@json_option
+def init(scope: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
+         endpoint_url: str | None, as_json: bool) -> None:
+    """Write settings to the user config or to ./dload.toml (keeps other keys).
+
+    \b
+    Example:
+      dload init --project --root s3://my-bucket/datasets --cache-budget 200GB
+    """
+    path = user_config_path() if scope == "user" else Path.cwd() / "dload.toml"
+    current: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            current = tomllib.loads(path.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise ConfigError(f"cannot read {path}: {e}; fix or delete it") from e
+    given = {"root": root, "cache_dir": cache_dir, "cache_budget": cache_budget,
+             "endpoint_url": endpoint_url}
+    if cache_budget is not None:
+        _check_budget(cache_budget)
+    current.update({k: v for k, v in given.items() if v is not None})
+    lines = [f"# dload settings ({scope}); keys: {', '.join(KEYS)}"]
+    lines += [f"{k} = {json.dumps(str(current[k]))}" for k in KEYS if k in current]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    shown = {k: redact_url(str(v)) for k, v in current.items()}
+    emit({"path": str(path), "settings": shown}, as_json,
+         lambda: click.echo(f"wrote {path}: " + ", ".join(f"{k}={v}" for k, v in shown.items())))
+
+
+def _credentials(root: str) -> dict[str, Any]:
+    if not root.startswith(("s3://", "s3a://")):
+        return {"needed": False, "present": None, "from": None}
+    found = [v for v in _CREDENTIAL_ENV if os.environ.get(v)]
+    aws = Path(os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or Path.home() / ".aws/credentials")
+    if aws.is_file():
+        found.append(str(aws))
+    return {"needed": True, "present": bool(found), "from": found or None}
+
+
+def _cache(repo: Any) -> dict[str, Any]:
+    try:
+        return dataclasses.asdict(repo.cache_status())
+    except (DloadError, OSError) as e:  # an unreachable root: report the cache dir alone
+        return {"cache_dir": repo.settings.cache_dir, "error": " ".join(str(e).split())}
+
+
+@click.command()
+@root_options
+@json_option
+def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
+           as_json: bool) -> None:
+    """Show each setting and where it came from, the cache, and whether the root is reachable.
+
+    Credentials are reported as present or absent, never shown.
+
+    \b
+    Example:
+      dload status --json
+    """
+    settings = resolve_settings(root=root, cache_dir=cache_dir, cache_budget=cache_budget)
+    repo = open_repo(root, cache_dir, cache_budget)
+    try:
+        names = repo.datasets()
+        reach: dict[str, Any] = {"reachable": True, "datasets": len(names), "error": None}
+    except (DloadError, OSError) as e:
+        reach = {"reachable": False, "datasets": None, "error": " ".join(str(e).split())}
+    out = {
+        "settings": {
+            k: {"value": redact_url(str(getattr(settings, k))) if getattr(settings, k) else None,
+                "source": settings.sources.get(k)}
+            for k in KEYS
+        },
+        "root": reach,
+        "cache": _cache(repo),
+        "credentials": _credentials(settings.root),
+    }
+
+    def text() -> None:
+        print_table([{"setting": k, "value": v["value"], "from": v["source"]}
+                     for k, v in out["settings"].items()])
+        state = (f"reachable, {reach['datasets']} datasets" if reach["reachable"]
+                 else f"NOT reachable: {reach['error']}")
+        click.echo(f"root: {state}")
+        if "error" in out["cache"]:
+            click.echo(f"cache: {out['cache']['cache_dir']} ({out['cache']['error']})")
+        else:
+            cache_text(out["cache"], residency=False)
+        cred = out["credentials"]
+        click.echo("credentials: " + ("not needed (local root)" if not cred["needed"] else
+                   ("present (" + ", ".join(cred["from"]) + ")") if cred["present"] else
+                   "NONE found: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE"))
+
+    emit(out, as_json, text)
+
+
+COMMANDS = [init, status]

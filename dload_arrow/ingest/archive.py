@@ -1,0 +1,112 @@
+"""``from_archive``: train straight from a zip or tar before deciding to commit it.
+
+The pipeline's items are sample dicts (``__key__`` plus one value per column, None where a
+sample lacks a file), grouped exactly as ``dload commit --from ARCHIVE`` groups them, because
+both read through the same :class:`~dload_arrow.ingest.source.SampleSource`.
+
+- zip: an indexed source. Sample ``i`` is read through the central directory (a few ranged
+  reads on S3), so resuming jumps straight to the saved position and ``.get(key)`` reads one
+  sample. RAM holds the central directory plus at most one chunk of samples (256).
+- tar, tar.gz, tar.zst: a stream, read once per epoch; resuming replays the stream up to the
+  saved position. RAM holds the entry list plus one sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, overload
+
+from dload_arrow.ingest.detect import open_archive
+from dload_arrow.ingest.source import SampleSource
+from dload_arrow.pipeline.sources import FromIterablePipe
+
+__all__ = ["ArchivePipeline", "ArchiveSamples", "from_archive"]
+
+
+class ArchiveSamples(Sequence[dict[str, Any]]):
+    """The samples of a random-access source as a lazy, indexable sequence."""
+
+    def __init__(self, source: SampleSource) -> None:
+        self.source = source
+        self._keys = source.keys()
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self.source.get(k) for k in self._keys[i]]
+        return self.source.get(self._keys[i])
+
+
+class ArchivePipeline(FromIterablePipe):
+    """A pipeline over an archive's samples, with the archive's keys and random access."""
+
+    def __init__(self, source: SampleSource, *, chunk: int = 1) -> None:
+        items: Any = ArchiveSamples(source) if source.random_access else source
+        super().__init__(items, chunk=chunk, name=f"archive:{source.location}")
+        self.archive = source
+
+    def __len__(self) -> int:
+        return len(self.archive)
+
+    def keys(self) -> list[str]:
+        """Sample keys in iteration order (sorted for zip, archive order for tar)."""
+        return self.archive.keys()
+
+    @property
+    def schema(self) -> Any:
+        """The Arrow schema ``dload commit`` would give these samples."""
+        return self.archive.schema
+
+    @property
+    def report(self) -> Any:
+        """Samples, per-column counts, files that did not fit, links skipped."""
+        return self.archive.report
+
+    @property
+    def finite(self) -> bool:
+        return True
+
+    def get(self, key: str) -> dict[str, Any]:
+        """One sample by key (zip: read through the central directory; tar: TypeError)."""
+        return self.archive.get(key)
+
+
+def from_archive(
+    path_or_url: str,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    split: str = "last",
+    endpoint_url: str | None = None,
+) -> ArchivePipeline:
+    """A pipeline source over the samples of a zip, tar, tar.gz or tar.zst archive.
+
+    Args:
+        path_or_url: a local path or a URL (``s3://bucket/data.zip``); never extracted.
+        include: globs of files to keep (matched against the path and the file name).
+        exclude: globs of files to drop.
+        split: where the extension starts in a file name: ``"last"`` dot or ``"first"``
+            (webdataset).
+        endpoint_url: S3 endpoint (R2, MinIO); default ``DLOAD_ENDPOINT_URL``.
+
+    Returns:
+        An :class:`ArchivePipeline`: iterate it, or chain ``.shuffle()``, ``.map()``,
+        ``.batch()`` like any pipeline; ``.get(key)`` for zip archives.
+
+    Example:
+        >>> pipe = from_archive("s3://bucket/photos.zip")       # doctest: +SKIP
+        >>> for sample in pipe.shuffle(seed=0).batch(32): ...    # doctest: +SKIP
+    """
+    source = open_archive(
+        path_or_url, include=include, exclude=exclude, split=split, endpoint_url=endpoint_url
+    )
+    source.keys()  # list and check the archive now: bad names and corruption fail here
+    return ArchivePipeline(source)

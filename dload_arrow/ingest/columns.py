@@ -1,0 +1,120 @@
+"""Column types chosen by file extension, and decoding of file bytes into column values.
+
+The rules (also in docs/DESIGN.md, "Ingestion and the CLI"):
+
+- text (``.txt``, ``.md``, ``.caption``, ``.html``, ...) -> ``string`` (UTF-8);
+- ``.json`` -> ``string`` holding the JSON text verbatim. Per-sample JSON usually varies in
+  structure, which one Arrow struct type could not hold; the text keeps every document intact
+  and DuckDB's ``json_extract`` or ``json.loads`` reads it back;
+- ``.cls``, ``.idx``, ``.index``, ``.label`` -> ``int64`` (the webdataset convention);
+- ``.npy`` -> a tensor: fixed-size list of the array's dtype with the shape in the field
+  metadata (every sample of the column must have the first sample's shape and dtype);
+- everything else (images, audio, video, ``.bin``, ...) -> ``binary``, the file's bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.errors import SchemaError
+from dload_arrow.store.rows import SHAPE_META
+
+__all__ = [
+    "INT_EXTENSIONS",
+    "TEXT_EXTENSIONS",
+    "column_kind",
+    "decode_value",
+    "field_for",
+    "npy_field",
+]
+
+TEXT_EXTENSIONS = frozenset({
+    "txt", "text", "md", "caption", "captions", "html", "htm", "xml", "yaml", "yml", "csv",
+    "tsv", "srt", "vtt", "json", "jsonl", "toml", "ini", "log",
+})
+INT_EXTENSIONS = frozenset({"cls", "idx", "index", "label"})
+
+
+def column_kind(column: str) -> str:
+    """``"text"``, ``"int"``, ``"npy"`` or ``"binary"`` for a column named by its extension."""
+    ext = column.rsplit(".", 1)[-1].lower()
+    if ext in TEXT_EXTENSIONS:
+        return "text"
+    if ext in INT_EXTENSIONS:
+        return "int"
+    if ext == "npy":
+        return "npy"
+    return "binary"
+
+
+def _load_npy(data: bytes, where: str) -> np.ndarray:
+    try:
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        raise SchemaError(f"{where}: not a readable .npy array ({e})") from e
+    if not isinstance(arr, np.ndarray) or arr.dtype.hasobject:
+        raise SchemaError(f"{where}: .npy holds an object array; save a numeric array instead")
+    return arr
+
+
+def npy_field(column: str, data: bytes, where: str) -> pa.Field:
+    """The tensor field for ``column`` from one sample's ``.npy`` bytes."""
+    arr = _load_npy(data, where)
+    size = int(np.prod(arr.shape)) if arr.ndim else 1
+    try:
+        typ = pa.list_(pa.from_numpy_dtype(arr.dtype), size)
+    except (pa.ArrowNotImplementedError, TypeError) as e:
+        raise SchemaError(f"{where}: dtype {arr.dtype} has no Arrow type ({e})") from e
+    return pa.field(column, typ, metadata={SHAPE_META: json.dumps(list(arr.shape)).encode()})
+
+
+def field_for(column: str, sample_bytes: bytes | None, where: str) -> pa.Field:
+    """The Arrow field of ``column``; ``sample_bytes`` (one value) is needed for ``.npy``."""
+    kind = column_kind(column)
+    if kind == "text":
+        return pa.field(column, pa.string())
+    if kind == "int":
+        return pa.field(column, pa.int64())
+    if kind == "npy":
+        if sample_bytes is None:
+            raise SchemaError(f"column {column!r}: no value to read the tensor shape from")
+        return npy_field(column, sample_bytes, where)
+    return pa.field(column, pa.binary())
+
+
+def decode_value(field: pa.Field, data: bytes, where: str) -> Any:
+    """The column value of one file's bytes (``where`` names the file in errors).
+
+    Text is ``str``, labels ``int``, ``.npy`` a numpy array (checked against the column's
+    shape and dtype), anything else the ``bytes`` themselves.
+    """
+    kind = column_kind(field.name)
+    if kind == "text":
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SchemaError(
+                f"{where}: not UTF-8 text ({e}); rename it to a binary extension such as .bin "
+                "to keep its bytes"
+            ) from e
+    if kind == "int":
+        try:
+            return int(data.decode("ascii").strip())
+        except (UnicodeDecodeError, ValueError) as e:
+            raise SchemaError(f"{where}: expected an integer label, got {data[:40]!r}") from e
+    if kind == "npy":
+        arr = _load_npy(data, where)
+        shape = json.loads((field.metadata or {})[SHAPE_META])
+        if list(arr.shape) != shape or pa.from_numpy_dtype(arr.dtype) != field.type.value_type:
+            raise SchemaError(
+                f"{where}: array of shape {list(arr.shape)} and dtype {arr.dtype} does not match "
+                f"the column's shape {shape} and type {field.type.value_type}; every sample of "
+                f"column {field.name!r} needs the same shape and dtype"
+            )
+        return arr
+    return data

@@ -1,0 +1,61 @@
+"""``DirectorySource``: a local folder of files, walked recursively, grouped into samples."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from dload_arrow.errors import NotFoundError
+from dload_arrow.ingest.grouping import Entry
+from dload_arrow.ingest.source import SampleSource
+
+__all__ = ["DirectorySource"]
+
+
+class DirectorySource(SampleSource):
+    """The files under ``path`` (recursive), in sorted key order.
+
+    Symbolic links are not followed (a link could point anywhere on the machine): they are
+    reported as skipped, like sockets and other special files.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        split: str = "last",
+    ) -> None:
+        self.root = os.path.abspath(os.fspath(path))
+        if not os.path.isdir(self.root):
+            raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")
+        super().__init__(os.fspath(path), include=include, exclude=exclude, split=split)
+
+    def _list(self) -> list[Entry]:
+        out: list[Entry] = []
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+            rel_dir = "" if rel_dir == "." else rel_dir + "/"
+            for d in list(dirnames):
+                if os.path.islink(os.path.join(dirpath, d)):
+                    self._skipped.append((rel_dir + d, "symbolic link (not followed)"))
+                    dirnames.remove(d)
+            for f in filenames:
+                full = os.path.join(dirpath, f)
+                name = rel_dir + f
+                if os.path.islink(full):
+                    self._skipped.append((name, "symbolic link (not followed)"))
+                    continue
+                st = os.stat(full)
+                if not os.path.isfile(full):
+                    self._skipped.append((name, "not a regular file"))
+                    continue
+                out.append(Entry(name, st.st_size, full))
+        out.sort(key=lambda e: e.name)
+        self._skipped.sort()
+        return out
+
+    def _read(self, entry: Entry) -> bytes:
+        with open(entry.ref, "rb") as f:
+            return f.read()

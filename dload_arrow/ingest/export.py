@@ -1,0 +1,88 @@
+"""The reverse of ingestion: write one sample's fields as files, never outside the target.
+
+Sample ``a/x`` with columns ``jpg`` and ``label`` becomes ``DIR/a/x.jpg`` and ``DIR/a/x.label``,
+so ingesting ``DIR`` again gives the same sample. Blobs are written as their bytes, text as
+UTF-8, tensors as ``.npy``, numbers as text, anything else (lists, structs) as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.errors import UnsafePathError
+from dload_arrow.ingest.grouping import check_entry_name
+from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.rows import field_shape
+
+__all__ = ["write_sample_files"]
+
+
+def _encode(value: Any, field: pa.Field | None) -> bytes:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    shape = field_shape(field) if field is not None else None
+    if isinstance(value, np.ndarray) or shape is not None:
+        arr = np.asarray(value)
+        if shape is not None:
+            dtype = field.type.value_type.to_pandas_dtype() if field is not None else None
+            arr = arr.astype(dtype, copy=False).reshape(shape)
+        import io
+
+        buf = io.BytesIO()
+        np.save(buf, arr, allow_pickle=False)
+        return buf.getvalue()
+    if isinstance(value, (bool, int, float, np.generic)):
+        return str(value).encode()
+    return json.dumps(value, default=str).encode()
+
+
+def _inside(path: str, root: str) -> bool:
+    return os.path.commonpath([path, root]) == root
+
+
+def write_sample_files(
+    sample: dict[str, Any], dest: str | os.PathLike[str], schema: pa.Schema | None = None
+) -> list[str]:
+    """Write each non-null column of ``sample`` as ``DEST/<key>.<column>``; return the paths.
+
+    Raises:
+        UnsafePathError: the key or a column name would place a file outside ``dest`` (an
+            absolute key, ``..``, a separator in a column name, or a symlink inside ``dest``
+            pointing out of it). Nothing is written in that case.
+    """
+    key = str(sample[KEY_COLUMN])
+    rel_key = check_entry_name(key, f"sample {key!r}")
+    if rel_key != key:
+        raise UnsafePathError(f"sample key {key!r} is not a plain relative path; cannot export it")
+    root = os.path.realpath(os.fspath(dest))
+    plan: list[tuple[str, bytes]] = []
+    for column, value in sample.items():
+        if column == KEY_COLUMN or value is None:
+            continue
+        if "/" in column or "\\" in column or column in (".", "..") or "\x00" in column:
+            raise UnsafePathError(f"column name {column!r} cannot be a file extension")
+        field = schema.field(column) if schema is not None and column in schema.names else None
+        path = os.path.join(root, *f"{key}.{column}".split("/"))
+        if not _inside(os.path.abspath(path), root):
+            raise UnsafePathError(f"sample {key!r} column {column!r} would be written outside "
+                                  f"{dest}")
+        plan.append((path, _encode(value, field)))
+    written = []
+    for path, data in plan:
+        parent = os.path.dirname(path)
+        os.makedirs(parent, exist_ok=True)
+        if not _inside(os.path.realpath(parent), root):
+            raise UnsafePathError(f"{parent} leads outside {dest} through a symbolic link")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        written.append(path)
+    return written

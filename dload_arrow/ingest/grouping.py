@@ -1,0 +1,124 @@
+"""How files become samples: safe entry names, keys, columns, and the ingestion report.
+
+A file's key is its path without the extension and its column is the extension, lowercased:
+``a/x.wav`` and ``a/x.json`` make one sample ``a/x`` with columns ``wav`` and ``json``. With
+``split="first"`` the extension starts at the first dot of the file name (the webdataset
+convention: ``x.seg.png`` -> key ``x``, column ``seg.png``). Files without an extension and
+hidden files do not fit and are reported, not ingested.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dload_arrow.errors import SchemaError, UnsafePathError
+
+__all__ = ["Entry", "IngestReport", "check_entry_name", "group_entries", "select", "split_name"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One regular file of a directory or an archive; ``ref`` locates it in its source."""
+
+    name: str
+    size: int
+    ref: Any = None
+
+
+@dataclass
+class IngestReport:
+    """What a source holds: samples, per-column counts, and the files that did not fit."""
+
+    samples: int = 0
+    columns: dict[str, int] = field(default_factory=dict)
+    unmatched: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "samples": self.samples,
+            "columns": dict(self.columns),
+            "unmatched": list(self.unmatched),
+            "skipped": [{"name": n, "reason": r} for n, r in self.skipped],
+        }
+
+
+def check_entry_name(name: str, where: str) -> str:
+    """The normalised relative name of an archive entry; UnsafePathError if it could escape.
+
+    Absolute paths, drive letters, ``..`` segments and NUL characters are refused (zip slip).
+    Backslashes count as separators, ``.`` and empty segments are dropped.
+    """
+    raw = name
+    name = name.replace("\\", "/")
+    if "\x00" in name or name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        raise UnsafePathError(
+            f"{where}: entry {raw!r} has an absolute path; refusing the archive (it could write "
+            "outside its target). Recreate it with relative names"
+        )
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UnsafePathError(
+            f"{where}: entry {raw!r} contains '..'; refusing the archive (it could write "
+            "outside its target). Recreate it with plain relative names"
+        )
+    return "/".join(parts)
+
+
+def split_name(name: str, split: str = "last") -> tuple[str, str] | None:
+    """``(key, column)`` of a relative file name, or None when it has no usable extension."""
+    directory, base = posixpath.split(name)
+    if not base or base.startswith("."):
+        return None
+    if split == "first":
+        stem, dot, ext = base.partition(".")
+    elif split == "last":
+        stem, dot, ext = base.rpartition(".")
+    else:
+        raise ValueError(f"split must be 'first' or 'last', not {split!r}")
+    if not dot or not stem or not ext:
+        return None
+    key = f"{directory}/{stem}" if directory else stem
+    return key, ext.lower()
+
+
+def select(name: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether ``name`` passes the globs (matched against the path and the file name)."""
+    base = posixpath.basename(name)
+
+    def hit(patterns: Sequence[str]) -> bool:
+        return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(base, p) for p in patterns)
+
+    return (not include or hit(include)) and not hit(exclude)
+
+
+def group_entries(
+    entries: Iterable[Entry], split: str, where: str, report: IngestReport
+) -> dict[str, dict[str, Entry]]:
+    """Samples ``key -> {column: entry}`` in first-seen order; misfits go to ``report``."""
+    groups: dict[str, dict[str, Entry]] = {}
+    for entry in entries:
+        parsed = split_name(entry.name, split)
+        if parsed is None:
+            report.unmatched.append(entry.name)
+            continue
+        key, column = parsed
+        sample = groups.setdefault(key, {})
+        if column in sample:
+            raise SchemaError(
+                f"{where}: {sample[column].name!r} and {entry.name!r} both give column "
+                f"{column!r} of sample {key!r} (extensions compare case-insensitively); "
+                "rename one or exclude it with --exclude"
+            )
+        sample[column] = entry
+    report.samples = len(groups)
+    counts: dict[str, int] = {}
+    for sample in groups.values():
+        for column in sample:
+            counts[column] = counts.get(column, 0) + 1
+    report.columns = dict(sorted(counts.items()))
+    return groups

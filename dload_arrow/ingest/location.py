@@ -1,0 +1,83 @@
+"""Open a local file or a remote object (``s3://...``) as a seekable binary file.
+
+Remote objects go through the storage layer (which alone knows endpoints and credentials):
+every read is one ranged GET of at least one block, so a zip's central directory or one
+member costs a few small requests, never a download of the whole archive.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import IO
+
+from dload_arrow.errors import NotFoundError
+from dload_arrow.storage import Storage, open_storage, redact_url
+
+__all__ = ["RangeReader", "is_remote", "open_binary"]
+
+
+def is_remote(location: str) -> bool:
+    """Whether ``location`` is a URL other than ``file://``."""
+    return "://" in location and not location.startswith("file://")
+
+
+class RangeReader(io.RawIOBase):
+    """A read-only, seekable raw file over one object of a :class:`Storage`."""
+
+    def __init__(self, storage: Storage, path: str, size: int) -> None:
+        super().__init__()
+        self.storage = storage
+        self.path = path
+        self.size = size
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
+        end = min(self._pos + len(buffer), self.size)
+        if end <= self._pos:
+            return 0
+        data = self.storage.read_range(self.path, self._pos, end)
+        n = len(data)
+        buffer[:n] = data
+        self._pos += n
+        return n
+
+
+def open_binary(
+    location: str, *, endpoint_url: str | None = None, block_size: int = 1 << 20
+) -> tuple[IO[bytes], int]:
+    """A buffered, seekable binary file over ``location`` and its size in bytes.
+
+    Args:
+        location: a local path, ``file://`` URL, or a URL of any storage scheme (``s3://``).
+        endpoint_url: S3 endpoint for R2/MinIO (default: the resolved setting or
+            ``DLOAD_ENDPOINT_URL``).
+        block_size: bytes fetched per remote read.
+    """
+    if not is_remote(location):
+        path = location[len("file://") :] if location.startswith("file://") else location
+        if not os.path.isfile(path):
+            raise NotFoundError(f"no file {location!r}; check the path")
+        return open(path, "rb"), os.path.getsize(path)
+    parent, _, name = location.rstrip("/").rpartition("/")
+    storage = open_storage(parent, endpoint_url=endpoint_url)
+    try:
+        size = storage.info(name).size
+    except NotFoundError as e:
+        raise NotFoundError(f"no object {redact_url(location)!r}; check the URL") from e
+    raw = RangeReader(storage, name, size)
+    return io.BufferedReader(raw, buffer_size=block_size), size

@@ -1,0 +1,221 @@
+"""``SampleSource``: the files of a directory or an archive, grouped into samples.
+
+Subclasses say how to list entries and read bytes; this class applies the grouping rules,
+builds the Arrow schema from the extensions, and yields samples or record batches holding one
+sample's bytes at a time (plus one batch being built), so the RAM used is bounded however big
+the source is.
+
+Random-access sources (directories, zip) yield samples in sorted key order. Streaming sources
+(tar, compressed or not) yield them in archive order, which needs every sample's files to be
+adjacent in the archive, as ``tar --sort=name`` and webdataset writers produce.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.ingest.columns import column_kind, decode_value, field_for
+from dload_arrow.ingest.grouping import Entry, IngestReport, group_entries, select, split_name
+from dload_arrow.store.names import KEY_COLUMN
+
+__all__ = ["BATCH_BYTES", "BATCH_ROWS", "SampleSource"]
+
+BATCH_BYTES = 16 * 2**20
+BATCH_ROWS = 1024
+
+
+class SampleSource:
+    """Samples grouped from the files of one location (see the module docstring)."""
+
+    random_access = True
+
+    def __init__(
+        self,
+        location: str,
+        *,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        split: str = "last",
+    ) -> None:
+        self.location = location
+        self.include = tuple(include)
+        self.exclude = tuple(exclude)
+        self.split = split
+        self._skipped: list[tuple[str, str]] = []
+
+    # --- what subclasses provide ------------------------------------------------------------
+
+    def _list(self) -> list[Entry]:
+        """Every regular file (safe, normalised names); links and others go to _skipped."""
+        raise NotImplementedError
+
+    def _read(self, entry: Entry) -> bytes:
+        """The bytes of one entry (random-access sources)."""
+        raise NotImplementedError
+
+    def _stream(self) -> Iterator[tuple[Entry, bytes]]:
+        """Every entry with its bytes in storage order (streaming sources)."""
+        raise NotImplementedError
+
+    def _first_bytes(self, entry: Entry) -> bytes:
+        """One value's bytes for schema inference (``.npy`` shapes)."""
+        return self._read(entry)
+
+    def close(self) -> None:
+        """Release open files (sources also close when garbage collected)."""
+
+    def __enter__(self) -> SampleSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the plan ---------------------------------------------------------------------------
+
+    @cached_property
+    def _plan(self) -> tuple[dict[str, dict[str, Entry]], IngestReport]:
+        report = IngestReport()
+        entries = [e for e in self._list() if select(e.name, self.include, self.exclude)]
+        report.skipped = list(self._skipped)
+        if not self.random_access:
+            self._check_adjacent(entries)
+        groups = group_entries(entries, self.split, self.location, report)
+        if self.random_access:
+            groups = dict(sorted(groups.items()))
+        if not groups:
+            raise NotFoundError(
+                f"{self.location}: no files to ingest ({len(report.unmatched)} without an "
+                "extension or hidden, "
+                f"{len(report.skipped)} skipped); check the path and the --include/--exclude "
+                "globs"
+            )
+        return groups, report
+
+    def _check_adjacent(self, entries: list[Entry]) -> None:
+        closed: set[str] = set()
+        current = None
+        for e in entries:
+            parsed = split_name(e.name, self.split)
+            if parsed is None or parsed[0] == current:
+                continue
+            if parsed[0] in closed:
+                raise SchemaError(
+                    f"{self.location}: entry {e.name!r} belongs to sample {parsed[0]!r} whose "
+                    "other files came earlier, separated by other samples; a tar is read as a "
+                    "stream, so a sample's files must be adjacent. Recreate it with "
+                    "`tar --sort=name`, or commit the extracted directory"
+                )
+            if current is not None:
+                closed.add(current)
+            current = parsed[0]
+
+    @property
+    def report(self) -> IngestReport:
+        """Sample count, per-column counts, and the files that did not fit the grouping."""
+        return self._plan[1]
+
+    def keys(self) -> list[str]:
+        """Sample keys in iteration order."""
+        return list(self._plan[0])
+
+    def __len__(self) -> int:
+        return len(self._plan[0])
+
+    @cached_property
+    def schema(self) -> pa.Schema:
+        """``__key__`` then one column per extension, sorted by name."""
+        groups, report = self._plan
+        fields = [pa.field(KEY_COLUMN, pa.string(), nullable=False)]
+        for column in report.columns:
+            data = None
+            if column_kind(column) == "npy":
+                entry = next(g[column] for g in groups.values() if column in g)
+                data = self._first_bytes(entry)
+                where = f"{self.location}: {entry.name}"
+            else:
+                where = self.location
+            fields.append(field_for(column, data, where))
+        return pa.schema(fields)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def _decode(self, key: str, files: dict[str, tuple[Entry, bytes]]) -> dict[str, Any]:
+        out: dict[str, Any] = {KEY_COLUMN: key}
+        for f in self.schema:
+            if f.name == KEY_COLUMN:
+                continue
+            got = files.get(f.name)
+            out[f.name] = None if got is None else decode_value(
+                f, got[1], f"{self.location}: {got[0].name}"
+            )
+        return out
+
+    def get(self, key: str) -> dict[str, Any]:
+        """One sample by key, read directly (directories and zip archives)."""
+        if not self.random_access:
+            raise TypeError(
+                f"{self.location} is a tar stream without random access; iterate it, or use a "
+                "zip or a directory for .get()"
+            )
+        group = self._plan[0].get(key)
+        if group is None:
+            raise NotFoundError(f"{self.location} has no sample {key!r}")
+        return self._decode(key, {c: (e, self._read(e)) for c, e in group.items()})
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """Samples as dicts (``__key__`` plus one value per column, None where absent)."""
+        groups = self._plan[0]
+        if self.random_access:
+            for key, group in groups.items():
+                yield self._decode(key, {c: (e, self._read(e)) for c, e in group.items()})
+            return
+        current: str | None = None
+        files: dict[str, tuple[Entry, bytes]] = {}
+        for entry, data in self._stream():
+            parsed = split_name(entry.name, self.split)
+            if parsed is None or groups.get(parsed[0], {}).get(parsed[1]) != entry:
+                continue
+            if parsed[0] != current:
+                if current is not None:
+                    yield self._decode(current, files)
+                current, files = parsed[0], {}
+            files[parsed[1]] = (entry, data)
+        if current is not None:
+            yield self._decode(current, files)
+
+    def batches(
+        self, max_rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES
+    ) -> Iterator[pa.RecordBatch]:
+        """Record batches of the samples (``__key__`` first), cut by rows and bytes."""
+        schema = self.schema
+        rows: list[dict[str, Any]] = []
+        size = 0
+        for sample in self:
+            rows.append(sample)
+            size += sum(len(v) if isinstance(v, (bytes, str)) else getattr(v, "nbytes", 8)
+                        for v in sample.values() if v is not None)
+            if len(rows) >= max_rows or size >= max_bytes:
+                yield _to_batch(rows, schema)
+                rows, size = [], 0
+        if rows:
+            yield _to_batch(rows, schema)
+
+    def reader(self) -> pa.RecordBatchReader:
+        """A RecordBatchReader over :meth:`batches`, what ``repo.commit`` accepts."""
+        return pa.RecordBatchReader.from_batches(self.schema, self.batches())
+
+
+def _to_batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = []
+    for f in schema:
+        values = [r.get(f.name) for r in rows]
+        if pa.types.is_fixed_size_list(f.type):
+            values = [None if v is None else np.asarray(v).reshape(-1) for v in values]
+        arrays.append(pa.array(values, type=f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -1,0 +1,169 @@
+"""``TarSource``: samples of a .tar, .tar.gz or .tar.zst archive, streamed, never extracted.
+
+A tar is a stream: the first pass reads the headers (checking names, links, adjacency and the
+integrity of the compressed stream before anything is committed), then each iteration streams
+the archive once more and yields one sample at a time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import tarfile
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import IO
+
+from dload_arrow.errors import IntegrityError
+from dload_arrow.ingest.columns import column_kind
+from dload_arrow.ingest.grouping import Entry, check_entry_name, select, split_name
+from dload_arrow.ingest.location import open_binary
+from dload_arrow.ingest.source import SampleSource
+
+__all__ = ["TarSource"]
+
+_BLOCK = 8 << 20
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    import zstandard
+
+    return (tarfile.TarError, zlib.error, EOFError, OSError, zstandard.ZstdError)
+
+
+class _Tail:
+    """A reader that remembers the last bytes it returned, to inspect the end-of-archive
+    block after tarfile has consumed it."""
+
+    _KEEP = 64 * 1024
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self.f = f
+        self.pos = 0
+        self.buf = b""
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.pos += len(data)
+        self.buf = (self.buf + data)[-self._KEEP :]
+        return data
+
+    def block(self, offset: int) -> bytes | None:
+        start = offset - (self.pos - len(self.buf))
+        if start < 0:
+            return None
+        return self.buf[start : start + tarfile.BLOCKSIZE]
+
+
+class TarSource(SampleSource):
+    """A tar archive (``compression``: ``None``, ``"gz"`` or ``"zst"``), in archive order."""
+
+    random_access = False
+
+    def __init__(
+        self,
+        location: str,
+        *,
+        compression: str | None = None,
+        include: Sequence[str] = (),
+        exclude: Sequence[str] = (),
+        split: str = "last",
+        endpoint_url: str | None = None,
+    ) -> None:
+        super().__init__(location, include=include, exclude=exclude, split=split)
+        if compression not in (None, "gz", "zst"):
+            raise ValueError(f"compression must be None, 'gz' or 'zst', not {compression!r}")
+        self.compression = compression
+        self.endpoint_url = endpoint_url
+        self._first: dict[str, bytes] = {}
+
+    @contextmanager
+    def _members(self) -> Iterator[Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]]:
+        raw, _ = open_binary(self.location, endpoint_url=self.endpoint_url, block_size=_BLOCK)
+        stream: IO[bytes] = raw
+        if self.compression == "zst":
+            import zstandard
+
+            stream = zstandard.ZstdDecompressor().stream_reader(raw, read_size=_BLOCK)
+        elif self.compression == "gz":  # GzipFile checks the CRC and length at the end
+            stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
+        tail = _Tail(stream)
+        last: list[str] = []
+
+        def members() -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
+            try:
+                with tarfile.open(fileobj=tail, mode="r|") as tf:  # type: ignore[call-overload]
+                    while (m := tf.next()) is not None:
+                        tf.members.clear()  # tarfile keeps every header; we need none
+                        last[:] = [m.name]
+                        yield m, tf
+                    # tarfile ends quietly on a truncated or garbled header: insist on the
+                    # end-of-archive block, then read to the end (gzip checks its CRC there).
+                    if tail.block(tf.offset) != bytes(tarfile.BLOCKSIZE):
+                        raise tarfile.ReadError("no end-of-archive marker: truncated or corrupt")
+                    while tail.read(_BLOCK):
+                        pass
+            except _errors() as e:
+                where = f"in or after entry {last[0]!r}" if last else "at its first entry"
+                raise IntegrityError(
+                    f"{self.location} is corrupt {where} ({type(e).__name__}: {e}); "
+                    "re-download or recreate the archive"
+                ) from e
+
+        try:
+            yield members()
+        finally:
+            stream.close()
+            raw.close()
+
+    def _list(self) -> list[Entry]:
+        out = []
+        with self._members() as members:
+            for i, (m, tf) in enumerate(members):
+                name = check_entry_name(m.name, self.location)
+                if m.isdir() or not name:
+                    continue
+                if m.issym() or m.islnk():
+                    self._skipped.append((name, "link (not followed)"))
+                    continue
+                if not m.isfile():
+                    self._skipped.append((name, "not a regular file"))
+                    continue
+                entry = Entry(name, m.size, i)
+                parsed = split_name(name, self.split)
+                if (
+                    parsed
+                    and column_kind(parsed[1]) == "npy"
+                    and parsed[1] not in self._first
+                    and select(name, self.include, self.exclude)
+                ):
+                    self._first[parsed[1]] = self._extract(tf, m, entry)
+                out.append(entry)
+        return out
+
+    def _extract(self, tf: tarfile.TarFile, m: tarfile.TarInfo, entry: Entry) -> bytes:
+        f = tf.extractfile(m)
+        if f is None:
+            raise IntegrityError(f"{self.location}: entry {entry.name!r} has no data")
+        data = f.read()
+        if len(data) != m.size:
+            raise IntegrityError(
+                f"{self.location}: entry {entry.name!r} is truncated ({len(data)} of {m.size} "
+                "bytes); re-download or recreate the archive"
+            )
+        return data
+
+    def _first_bytes(self, entry: Entry) -> bytes:
+        parsed = split_name(entry.name, self.split)
+        assert parsed is not None  # only grouped entries reach here
+        return self._first[parsed[1]]
+
+    def _stream(self) -> Iterator[tuple[Entry, bytes]]:
+        wanted = {e for group in self._plan[0].values() for e in group.values()}
+        with self._members() as members:
+            for i, (m, tf) in enumerate(members):
+                if not m.isfile() or m.issym() or m.islnk():
+                    continue
+                entry = Entry(check_entry_name(m.name, self.location), m.size, i)
+                if entry in wanted:  # others are skipped over without being read
+                    yield entry, self._extract(tf, m, entry)

@@ -1,0 +1,192 @@
+"""Archives read in place: formats agree with directories, hostile and corrupt ones refused,
+zip random access by byte range on S3, and from_archive as a pipeline source."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from dload_arrow import IntegrityError, Repository, SchemaError, UnsafePathError, from_archive
+from dload_arrow.ingest import DirectorySource, open_archive
+
+FILES = {
+    f"s/{i:03d}.{ext}": (f"caption {i}" if ext == "txt" else bytes([i]) * (50 + i))
+    for i in range(12) for ext in ("jpg", "txt")
+}
+
+
+def _bytes(v: bytes | str) -> bytes:
+    return v.encode() if isinstance(v, str) else v
+
+
+def write_zip(path: Path, files: dict[str, bytes | str], links: dict[str, str] | None = None,
+              compression: int = zipfile.ZIP_DEFLATED) -> Path:
+    with zipfile.ZipFile(path, "w", compression) as z:
+        for name, data in files.items():
+            z.writestr(name, _bytes(data))
+        for name, target in (links or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (0o120777 << 16)
+            z.writestr(info, target)
+    return path
+
+
+def _tar_bytes(files: dict[str, bytes | str], links: dict[str, str] | None = None,
+               hard: dict[str, str] | None = None) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(_bytes(data))
+            tf.addfile(info, io.BytesIO(_bytes(data)))
+        for kind, table in ((tarfile.SYMTYPE, links or {}), (tarfile.LNKTYPE, hard or {})):
+            for name, target in table.items():
+                info = tarfile.TarInfo(name)
+                info.type, info.linkname = kind, target
+                tf.addfile(info)
+    return raw.getvalue()
+
+
+def write_tar(path: Path, files: dict[str, bytes | str], **links: dict[str, str]) -> Path:
+    data = _tar_bytes(files, **links)
+    if path.name.endswith(".gz"):
+        import gzip
+
+        data = gzip.compress(data, mtime=0)
+    elif path.name.endswith(".zst"):
+        data = zstandard.ZstdCompressor().compress(data)
+    path.write_bytes(data)
+    return path
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    for name, data in FILES.items():
+        p = tmp_path / "folder" / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(_bytes(data))
+    return tmp_path / "folder"
+
+
+@pytest.mark.parametrize("suffix", [".zip", ".tar", ".tar.gz", ".tar.zst"])
+def test_every_format_gives_the_directory_samples(
+    suffix: str, folder: Path, tmp_path: Path, repo: Repository
+) -> None:
+    path = tmp_path / f"a{suffix}"
+    (write_zip if suffix == ".zip" else write_tar)(path, dict(sorted(FILES.items())))
+    expected = list(DirectorySource(folder))
+    src = open_archive(str(path))
+    assert list(src) == expected and src.schema.equals(DirectorySource(folder).schema)
+    v_dir = repo.commit("d", DirectorySource(folder).reader(), progress=False)
+    v_arc = repo.commit("d", open_archive(str(path)).reader(), progress=False)
+    assert v_arc.version == v_dir.version and v_arc.bytes_uploaded == 0
+
+
+def test_format_is_sniffed_when_the_extension_says_nothing(tmp_path: Path) -> None:
+    write_tar(tmp_path / "x.tar.zst", FILES)
+    os.rename(tmp_path / "x.tar.zst", tmp_path / "blob")
+    assert len(open_archive(str(tmp_path / "blob"))) == 12
+
+
+@pytest.mark.parametrize("name", ["../evil.txt", "/abs/evil.txt", "s/../../evil.txt",
+                                  "C:/evil.txt", "..\\evil.txt"])
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_hostile_entry_names_are_refused(
+    name: str, kind: str, tmp_path: Path, repo: Repository
+) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    files = {"ok.txt": "fine", name: "pwned"}
+    path = (write_zip if kind == "zip" else write_tar)(tmp_path / f"h.{kind}", files)
+    with pytest.raises(UnsafePathError, match="refusing the archive"):
+        repo.commit("h", open_archive(str(path)).reader(), progress=False)
+    with pytest.raises(UnsafePathError):
+        from_archive(str(path))
+    assert "h" not in repo.datasets()
+    leaked = [p for p in tmp_path.rglob("evil*")]
+    assert leaked == [] and list(target.iterdir()) == []
+
+
+def test_links_are_skipped_not_followed(tmp_path: Path) -> None:
+    z = open_archive(str(write_zip(tmp_path / "l.zip", {"a.txt": "A"}, {"b.txt": "/etc/passwd"})))
+    assert z.keys() == ["a"] and z.report.skipped == [("b.txt", "symbolic link (not followed)")]
+    t = open_archive(str(write_tar(tmp_path / "l.tar", {"a.txt": "A"},
+                                   links={"b.txt": "/etc/passwd"}, hard={"c.txt": "a.txt"})))
+    assert t.keys() == ["a"] and [n for n, _ in t.report.skipped] == ["b.txt", "c.txt"]
+
+
+def test_corrupt_archives_name_the_entry(tmp_path: Path) -> None:
+    path = write_zip(tmp_path / "c.zip", {"s/000.jpg": b"A" * 5000, "s/001.jpg": b"B" * 5000},
+                     compression=zipfile.ZIP_STORED)
+    data = bytearray(path.read_bytes())
+    at = data.index(b"B" * 100)
+    data[at + 10] ^= 0xFF
+    path.write_bytes(bytes(data))
+    src = open_archive(str(path))
+    assert src.get("s/000")["jpg"] == b"A" * 5000
+    with pytest.raises(IntegrityError, match=r"entry 's/001\.jpg' is corrupt"):
+        src.get("s/001")
+    noisy = {f"s/{i:03d}.bin": os.urandom(20_000) for i in range(10)}
+    for suffix in (".tar.gz", ".tar.zst", ".tar"):
+        t = write_tar(tmp_path / f"c{suffix}", noisy)
+        t.write_bytes(t.read_bytes()[: int(t.stat().st_size * 0.8)])
+        with pytest.raises(IntegrityError, match=r"is corrupt in or after entry 's/00"):
+            open_archive(str(t)).keys()
+    # cut exactly after a member's data: tarfile alone would end quietly there
+    t = write_tar(tmp_path / "cut.tar", {"a.bin": b"x" * 512, "b.bin": b"y" * 512})
+    t.write_bytes(t.read_bytes()[:2048])
+    with pytest.raises(IntegrityError, match="end-of-archive"):
+        open_archive(str(t)).keys()
+    (tmp_path / "junk.zip").write_bytes(b"this is not a zip at all" * 10)
+    with pytest.raises(IntegrityError, match="not a readable zip"):
+        open_archive(str(tmp_path / "junk.zip")).keys()
+
+
+def test_tar_with_scattered_sample_files_is_refused(tmp_path: Path) -> None:
+    path = write_tar(tmp_path / "s.tar", {"a.jpg": b"1", "b.jpg": b"2", "a.txt": "x"})
+    with pytest.raises(SchemaError, match=r"entry 'a\.txt'.*tar --sort=name"):
+        open_archive(str(path)).keys()
+
+
+def test_from_archive_is_a_resumable_pipeline_source(tmp_path: Path, folder: Path) -> None:
+    expected = list(DirectorySource(folder))
+    for suffix in (".zip", ".tar.zst"):
+        path = tmp_path / f"p{suffix}"
+        (write_zip if suffix == ".zip" else write_tar)(path, dict(sorted(FILES.items())))
+        pipe = from_archive(str(path))
+        assert len(pipe) == 12 and list(pipe) == expected
+        it = iter(pipe)
+        head = [next(it) for _ in range(5)]
+        state = pipe.state_dict()
+        pipe.load_state_dict(state)
+        assert head + list(pipe) == expected
+    zpipe = from_archive(str(tmp_path / "p.zip"))
+    assert zpipe.get("s/003")["txt"] == "caption 3"
+    with pytest.raises(TypeError, match="tar stream"):
+        from_archive(str(tmp_path / "p.tar.zst")).get("s/003")
+
+
+def test_zip_on_s3_reads_only_ranges(tmp_path: Path, s3_root: str, s3_server) -> None:
+    import s3fs
+
+    big = {f"s/{i:03d}.bin": os.urandom(30_000) for i in range(40)}
+    path = write_zip(tmp_path / "big.zip", big, compression=zipfile.ZIP_STORED)
+    url = s3_root + "/incoming/big.zip"
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_server.endpoint},
+                           skip_instance_cache=True)
+    fs.put(str(path), url)
+    s3_server.clear()
+    pipe = from_archive(url)
+    assert pipe.get("s/017")["bin"] == big["s/017.bin"]
+    assert s3_server.count("GET", contains="big.zip", ranged=False) == 0
+    assert s3_server.count("GET", contains="big.zip", ranged=True) >= 2
+    assert s3_server.bytes_sent("big.zip") < path.stat().st_size / 2
+    tar_url = s3_root + "/incoming/t.tar.zst"
+    fs.put(str(write_tar(tmp_path / "t.tar.zst", FILES)), tar_url)
+    assert [s["__key__"] for s in open_archive(tar_url)] == sorted({k[:5] for k in FILES})

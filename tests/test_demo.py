@@ -1,0 +1,32 @@
+"""`dload demo` on the embedded default root: everything it promises, in one run."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from test_cli import dload
+
+from dload_arrow import Repository
+
+
+def test_demo_on_the_embedded_default_root() -> None:
+    cwd = Path.cwd()
+    out = dload("demo", "--json", cwd=cwd).json
+    assert out["recommit"] == {"same_id": True, "bytes_uploaded": 0, "shards_uploaded": 0}
+    assert [r["name"] for r in out["sql"]["rows"]] == ["demo-extra", "demo-images"]
+    assert [r["num_rows"] for r in out["sql"]["rows"]] == [128, 256]
+    if importlib.util.find_spec("torch") is not None:
+        train = out["train"]
+        assert train["steps"] > 5 and train["last_loss"] < train["first_loss"]
+    else:
+        assert out["train"] is None
+    # the embedded default: a local root in the (test-isolated) user data dir
+    default_root = Path(os.environ["XDG_DATA_HOME"]) / "dload" / "root"
+    repo = Repository.open(default_root)
+    assert repo.datasets() == ["demo-extra", "demo-images"]
+    assert repo.dataset("demo-images").version == out["versions"]["demo-images"]
+    text = dload("demo", "--root", str(cwd / "r2"), cwd=cwd).out  # ids do not depend on root
+    assert out["versions"]["demo-images"][:12] in text and "same id" in text
+    assert ("trained a linear model" in text) or ("skipped training" in text)
