@@ -10,9 +10,22 @@ from dload_arrow.errors import (
     IntegrityError,
     InvalidNameError,
     NotFoundError,
+    PredicateError,
     SchemaError,
+    SqlError,
     StorageError,
     UnsafePathError,
+)
+from dload_arrow.ingest.archive import from_archive
+from dload_arrow.pipeline import (
+    Pipeline,
+    choice,
+    concat,
+    from_iterable,
+    mix,
+    random_stream,
+    select,
+    zip_with,
 )
 from dload_arrow.repository import Dataset, GcReport, Repository, VersionInfo
 from dload_arrow.store.commit import Version
@@ -29,11 +42,22 @@ __all__ = [
     "IntegrityError",
     "InvalidNameError",
     "NotFoundError",
+    "Pipeline",
+    "PredicateError",
     "Repository",
     "SchemaError",
+    "SqlError",
     "StorageError",
     "UnsafePathError",
     "Version",
     "VersionInfo",
     "__version__",
+    "choice",
+    "concat",
+    "from_archive",
+    "from_iterable",
+    "mix",
+    "random_stream",
+    "select",
+    "zip_with",
 ]

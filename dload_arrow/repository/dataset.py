@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -12,6 +14,11 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.store.manifest import Manifest
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from dload_arrow.pipeline.base import Pipeline
+    from dload_arrow.read.lookup import RandomAccess
+    from dload_arrow.read.planner import ReadPlan
     from dload_arrow.repository.repository import Repository
 
 __all__ = ["Dataset"]
@@ -79,7 +86,10 @@ class Dataset:
 
     @property
     def num_rows(self) -> int:
-        return self.manifest.num_rows
+        """Rows in this version, or in this filtered view (counted by one pass, once)."""
+        if self.units is None and self.predicate is None:
+            return self.manifest.num_rows
+        return len(self._random_access)
 
     @property
     def num_bytes(self) -> int:
@@ -91,6 +101,182 @@ class Dataset:
 
     # --- read path (issue: streaming) -------------------------------------------------------
 
+    def units_all(self) -> list[tuple[int, int]]:
+        """Every ``(shard, row_group)`` unit of the version, in storage order (ignores views)."""
+        from dload_arrow.read.reader import all_units
+
+        return all_units(self.manifest)
+
+    def read_units(self) -> list[tuple[int, int]]:
+        """The units this dataset (or filtered view) reads: ``units``, else all of them."""
+        return self.units_all() if self.units is None else list(self.units)
+
+    def plan(self, *, full_shuffle: bool = False, consumers: int = 1,
+             prefetch: int | None = None) -> ReadPlan:
+        """How reading this dataset would use the cache, and whether it fits (no network I/O)."""
+        from dload_arrow.read.planner import plan_read
+
+        return plan_read(self.context, self.manifest, self.read_units(),
+                         full_shuffle=full_shuffle, consumers=consumers, prefetch=prefetch)
+
+    def batches(self, columns: Sequence[str] | None = None, *,
+                prefetch: int | None = None) -> Iterator[pa.RecordBatch]:
+        """Record batches in storage order (one per row group with matching rows).
+
+        ``__key__`` is always the first column; ``columns`` picks the others (default all).
+        Raises InfeasiblePlanError before any I/O when the plan cannot fit the cache.
+        """
+        from dload_arrow.read.reader import iter_units
+
+        it = iter_units(self.context, self.manifest, self.read_units(), columns=columns,
+                        predicate=self.predicate, prefetch=prefetch)
+        return (b for b in it if b.num_rows)
+
+    def samples(self, columns: Sequence[str] | None = None, *,
+                prefetch: int | None = None) -> Iterator[dict[str, Any]]:
+        """Per-sample dicts with ``__key__``; tensors as shaped numpy arrays, blobs as bytes."""
+        from dload_arrow.read.samples import iter_samples
+
+        return iter_samples(self.batches(columns, prefetch=prefetch))
+
+    @cached_property
+    def _random_access(self) -> RandomAccess:
+        from dload_arrow.read.lookup import RandomAccess
+
+        return RandomAccess(self.context, self.manifest, self.units, self.predicate)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        """Sample number ``i`` (negative counts from the end); reads one row group by range."""
+        if not isinstance(i, (int, np.integer)) or isinstance(i, bool):
+            raise TypeError(f"index a Dataset with an int, got {i!r}; use get(key) for keys")
+        from dload_arrow.read.samples import row_to_sample
+
+        return row_to_sample(self._random_access.row(int(i)))
+
+    def get(self, key: str, columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """The sample with key ``key`` (NotFoundError if absent); never scans the dataset."""
+        from dload_arrow.read.samples import row_to_sample
+
+        return row_to_sample(self._random_access.get(key, columns))
+
+    def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows by position (ints) or key (strs), in the order given, as a pyarrow Table."""
+        return self._random_access.take(list(items), columns)
+
     # --- exploration (issue: catalog) -------------------------------------------------------
 
+    def where(self, condition: str) -> Dataset:
+        """A filtered view: rows where ``condition`` holds, e.g. ``"label = 3 and score > .5"``.
+
+        Comparisons (``= != <> < <= > >=``), ``IN (...)``, ``IS [NOT] NULL``, ``BETWEEN``,
+        ``AND``/``OR``/``NOT`` and parentheses over columns and literals, with SQL's NULL rules.
+        Row groups whose manifest statistics rule the condition out are skipped (see
+        :attr:`pruning`); the rest are filtered row by row. Chained calls AND together. The
+        view reads like the dataset everywhere: batches, samples, pipelines, torch, polars.
+        """
+        from dload_arrow.catalog.filtering import compile_filter, prune_units
+
+        compiled = compile_filter(condition, self.schema)
+        units = prune_units(compiled.node, self.manifest, self.units)
+        predicate = compiled.expression if self.predicate is None else (
+            self.predicate & compiled.expression)
+        view = Dataset(self.repo, self.manifest, predicate=predicate, units=units)
+        view._filters = (*getattr(self, "_filters", ()), compiled)  # type: ignore[attr-defined]
+        return view
+
+    @property
+    def pruning(self) -> dict[str, Any]:
+        """What the statistics saved: units (row groups) and shards read versus the total."""
+        shards = self.manifest.shards
+        total = sum(len(s.rg_rows) for s in shards)
+        units = self.read_units()
+        filters = getattr(self, "_filters", ())
+        return {
+            "filter": " AND ".join(f"({f.text})" for f in filters) or None,
+            "units_total": total,
+            "units_read": len(units),
+            "units_skipped": total - len(units),
+            "shards_total": len(shards),
+            "shards_read": len({s for s, _ in units}),
+            "rows_scanned": sum(shards[s].rg_rows[r] for s, r in units),
+        }
+
+    def to_arrow(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """Every row of the dataset or view as a pyarrow Table (``__key__`` first)."""
+        from dload_arrow.catalog.explore import to_arrow
+
+        return to_arrow(self.context, self.manifest, self.units, self.predicate, columns)
+
+    def to_pandas(self, columns: Sequence[str] | None = None) -> Any:
+        """Every row as a pandas DataFrame (tensor cells become numpy arrays)."""
+        return self.to_arrow(columns).to_pandas()
+
+    def to_polars(self, columns: Sequence[str] | None = None) -> Any:
+        """A polars LazyFrame over the shards, with projection and predicate pushdown.
+
+        The shard files are read in place (local root) or from the cache, checked for
+        feasibility and held (not evicted) while this dataset object lives.
+        """
+        from dload_arrow.catalog.explore import scan_polars
+        from dload_arrow.catalog.predicate import And
+
+        filters = getattr(self, "_filters", ())
+        if self.predicate is not None and not filters:
+            raise NotImplementedError(
+                "to_polars() of a view built without where(): use to_arrow() and pl.from_arrow"
+            )
+        node = None
+        for f in filters:
+            node = f.node if node is None else And(node, f.node)
+        lf, files = scan_polars(self.context, self.manifest, self.units, node, columns)
+        self._held_files = [*getattr(self, "_held_files", []), files]
+        return lf
+
+    def head(self, n: int = 5, columns: Sequence[str] | None = None) -> pa.Table:
+        """The first ``n`` rows, reading only the first row group(s)."""
+        from dload_arrow.catalog.explore import head
+
+        return head(self.context, self.manifest, self.units, self.predicate, n, columns)
+
+    def describe(self, exact: bool | None = None) -> pa.Table:
+        """Per column: type, count, nulls, min, max, mean.
+
+        From the manifest's statistics without reading data, unless the view has a filter or
+        ``exact=True`` (then the rows are read and measured, and ``mean`` is filled in).
+        """
+        from dload_arrow.catalog.explore import describe
+
+        return describe(self.context, self.manifest, self.units, self.predicate, exact)
+
     # --- pipelines (issue: pipelines) -------------------------------------------------------
+
+    def pipeline(self, columns: Sequence[str] | None = None) -> Pipeline:
+        """This version (or view) as a lazy, resumable pipeline, rows in storage order."""
+        from dload_arrow.pipeline.dataset import DatasetPipe
+
+        return DatasetPipe(self, columns)
+
+    def shuffle(
+        self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False
+    ) -> Pipeline:
+        """A shuffled pipeline: windowed (``buffer`` rows or bytes like ``"256MB"``; shard
+        and row-group order permuted, rows permuted within windows) or ``full=True`` (uniform;
+        the whole view must fit the cache budget)."""
+        return self.pipeline().shuffle(buffer, seed, full=full)
+
+    def map(self, fn: Callable[[Any], Any]) -> Pipeline:
+        """``self.pipeline().map(fn)``: ``fn`` gets each row as a dict."""
+        return self.pipeline().map(fn)
+
+    def map_batches(self, fn: Callable[[Any], Any], *, rows_preserved: bool = False) -> Pipeline:
+        """``self.pipeline().map_batches(fn)``: ``fn`` gets pyarrow RecordBatches."""
+        return self.pipeline().map_batches(fn, rows_preserved=rows_preserved)
+
+    def filter(self, predicate: Any) -> Pipeline:
+        """``self.pipeline().filter(predicate)`` (a function of a row dict, or an Expression)."""
+        return self.pipeline().filter(predicate)
+
+    def batch(self, size: int, drop_last: bool = False,
+              collate: Callable[[Any], Any] | None = None) -> Pipeline:
+        """``self.pipeline().batch(size)``: dicts of column -> numpy array or list."""
+        return self.pipeline().batch(size, drop_last, collate)

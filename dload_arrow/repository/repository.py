@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -22,6 +22,9 @@ from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN, check_name, check_ref, manifest_path
 from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
 from dload_arrow.store.shard import DEFAULT_ROW_GROUP_SIZE, DEFAULT_SHARD_SIZE
+
+if TYPE_CHECKING:
+    from dload_arrow.catalog import Catalog, Lineage
 
 __all__ = ["Repository", "VersionInfo"]
 
@@ -150,12 +153,18 @@ class Repository:
     def _keys(self, manifest: Manifest) -> pa.Array:
         import pyarrow.parquet as pq
 
+        from dload_arrow.read.random_access import RangeFile
         from dload_arrow.store.names import shard_path
 
         parts = []
         for entry in manifest.shards:
-            local = self.storage.local_path(shard_path(entry.digest))
-            src = local if local else pa.py_buffer(self.storage.read(shard_path(entry.digest)))
+            path = shard_path(entry.digest)
+            # Remote shards: ranged reads of the footer and the key column chunks only, not
+            # the whole shard (blobs can be most of the bytes).
+            src: Any = self.storage.local_path(path)
+            if src is None:
+                footer = self.storage.read_range(path, entry.footer_offset, entry.bytes)
+                src = RangeFile(self.storage, path, entry.bytes, {entry.footer_offset: footer})
             parts.extend(pq.read_table(src, columns=[KEY_COLUMN]).column(0).chunks)
         return pa.chunked_array(parts, pa.string()).combine_chunks()
 
@@ -316,6 +325,8 @@ class Repository:
         if version is None:
             for obj in self.storage.list(f"datasets/{name}/"):
                 self.storage.delete(obj.path)
+            for vid in ids:
+                self._manifests.pop(vid, None)
             self._clear_memos(name, None)
             return ids
         vid = self.resolve(name, version)
@@ -323,6 +334,7 @@ class Repository:
             raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
         remaining = [v for v in self.versions(name) if v.version != vid]
         self.storage.delete(manifest_path(name, vid))
+        self._manifests.pop(vid, None)
         for ref, value in list_refs(self.storage, name).items():
             if value.version != vid:
                 continue
@@ -344,6 +356,13 @@ class Repository:
             if memo.get("name") == name and version in (None, memo.get("version")):
                 self.storage.delete(obj.path)
 
+    def derive(self, name: str, pipe: Any, **kwargs: Any) -> Version:
+        """Run a finite deterministic pipeline once and commit it as ``name`` (memoized by the
+        pipeline's fingerprint under ``derived/``; see :mod:`dload_arrow.repository.derive`)."""
+        from dload_arrow.repository.derive import derive
+
+        return derive(self, name, pipe, **kwargs)
+
     def gc(self, grace: str | float = "1h", dry_run: bool = False) -> GcReport:
         """Delete shards no manifest references that are older than ``grace`` (default 1h)."""
         return collect_garbage(self.storage, parse_duration(grace, "grace"), dry_run=dry_run)
@@ -355,3 +374,59 @@ class Repository:
     def log(self, name: str) -> list[Any]:
         """Every recorded ref move of ``name``, oldest first."""
         return list(read_log(self.storage, name))
+
+    # --- cache (issue: streaming) -------------------------------------------------------------
+
+    def pull(self, name: str, version: str | None = None, progress: bool = True) -> Any:
+        """Download every shard of a version into this machine's cache (concurrent, resumable).
+
+        Returns a :class:`~dload_arrow.read.pull.PullReport`. Raises InfeasiblePlanError before
+        any download when the version cannot fit the cache budget or the free disk.
+        """
+        from dload_arrow.read.pull import pull
+
+        return pull(self.read_context, self.manifest(name, version), progress=progress)
+
+    def cache_status(self) -> Any:
+        """Budget, bytes used and residency of every dataset version in this machine's cache."""
+        from dload_arrow.read.pull import cache_status
+
+        manifests = [self.manifest(n, v) for n in self.datasets() for v in self._version_ids(n)]
+        return cache_status(self.read_context, manifests)
+
+    def cache_clear(self) -> int:
+        """Remove every cached shard no live reader holds; return the bytes freed."""
+        return self.read_context.cache().clear()
+
+    # --- catalog (issue: catalog) -------------------------------------------------------------
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        """The :class:`~dload_arrow.catalog.Catalog`: DuckDB views over this root's manifests."""
+        from dload_arrow.catalog import Catalog
+
+        return Catalog(self.storage, self.settings.cache_dir,
+                       resolve=self._catalog_manifest, shard_files=self._catalog_files)
+
+    def _catalog_manifest(self, name: str, version: str | None) -> Manifest:
+        # The catalog's manifest copies: fetched from the root once per machine.
+        return self.catalog.manifests.get(name, self.resolve(name, version))
+
+    def _catalog_files(self, manifest: Manifest) -> Any:
+        from dload_arrow.catalog import shard_files
+
+        return shard_files(self.read_context, manifest)
+
+    def sql(self, query: str, **params: Any) -> pa.Table:
+        """Run SQL over the catalog and samples; ``$name`` parameters are bound from ``params``.
+
+        Views: ``datasets``, ``versions``, ``shards``, ``refs``, ``log``, ``parents``,
+        ``lineage``; ``samples('<name>' [, '<version>'])`` reads a dataset's rows.
+        """
+        return self.catalog.sql(query, params)
+
+    def lineage(self, name: str, version: str | None = None) -> Lineage:
+        """Ancestors, descendants, ref moves and shared shards of a version (default latest)."""
+        from dload_arrow.catalog import lineage_of
+
+        return lineage_of(self.catalog, name, self.resolve(name, version))
