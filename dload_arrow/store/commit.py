@@ -25,6 +25,7 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest, build_manifest, shard_rows
 from dload_arrow.store.names import KEY_COLUMN, manifest_path, shard_path
+from dload_arrow.store.readahead import read_ahead
 from dload_arrow.store.refs import move_ref
 from dload_arrow.store.rows import to_batches
 from dload_arrow.store.shard import (
@@ -180,7 +181,7 @@ def commit_samples(
                 done.data = pa.py_buffer(b"")  # the bytes are stored; free the memory
 
         for shard in write_shards(
-            stream(), schema, shard_size=shard_size, row_group_size=row_group_size
+            read_ahead(stream()), schema, shard_size=shard_size, row_group_size=row_group_size
         ):
             shards.append(shard)
             pending.append((shard, pool.submit(_upload, storage, shard)))

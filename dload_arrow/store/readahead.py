@@ -1,0 +1,63 @@
+"""Run an iterator in a background thread, a bounded number of items ahead of its consumer.
+
+Commit uses it to overlap building Arrow batches from Python objects (which holds the GIL)
+with Parquet encoding, zstd and sha256 (which release it), so ingest uses two cores.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+__all__ = ["read_ahead"]
+
+T = TypeVar("T")
+_DONE = object()
+
+
+def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[T]:
+    """Yield ``items`` in order, produced by a background thread at most ``depth`` ahead.
+
+    An exception in the producer is re-raised in the consumer at the same point of the
+    stream; closing the consumer early stops the producer at its next item.
+    """
+    q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put((True, item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+        except BaseException as e:  # re-raised in the consumer
+            q.put((False, e))
+            return
+        q.put(_DONE)
+
+    thread = threading.Thread(target=produce, name="dload-read-ahead", daemon=True)
+    thread.start()
+    try:
+        while True:
+            got = q.get()
+            if got is _DONE:
+                return
+            assert isinstance(got, tuple)
+            ok, value = got
+            if not ok:
+                raise value
+            yield value
+    finally:
+        stop.set()
+        while thread.is_alive():
+            try:
+                q.get_nowait()
+            except queue.Empty:
+                thread.join(timeout=0.05)

@@ -1,0 +1,45 @@
+"""read_ahead keeps order, propagates errors in place, and stops its producer when closed."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dload_arrow.store.readahead import read_ahead
+
+
+@given(st.lists(st.integers()), st.integers(min_value=1, max_value=4))
+def test_read_ahead_yields_every_item_in_order(items: list[int], depth: int) -> None:
+    assert list(read_ahead(iter(items), depth)) == items
+
+
+def test_an_error_in_the_producer_is_raised_after_the_items_before_it() -> None:
+    def gen() -> Iterator[int]:
+        yield 1
+        yield 2
+        raise ValueError("bad sample 3")
+
+    got = []
+    with pytest.raises(ValueError, match="bad sample 3"):
+        for x in read_ahead(gen()):
+            got.append(x)
+    assert got == [1, 2]
+
+
+def test_closing_the_consumer_stops_the_producer() -> None:
+    produced = []
+
+    def gen() -> Iterator[int]:
+        for i in range(10_000):
+            produced.append(i)
+            yield i
+
+    it = read_ahead(gen(), depth=2)
+    assert next(it) == 0
+    it.close()
+    assert not any(t.name == "dload-read-ahead" and t.is_alive() for t in threading.enumerate())
+    assert len(produced) < 10
