@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -246,3 +247,17 @@ def test_a_dead_downloaders_reservation_is_reclaimed(memory_root: str, cache_dir
     with cache.acquire(repo.storage, entry.digest, entry.bytes):
         pass
     assert not os.path.exists(stale)
+
+
+def test_a_shard_bigger_than_the_s3_block_size_is_fetched_with_one_get(
+        s3_root: str, cache_dir: str, s3_server: Any) -> None:
+    # s3fs splits objects above its block size into several ranged GETs; the cache asks for
+    # one streaming GET per shard (the "one GET per shard per epoch per machine" target).
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited",
+                           storage_options={"default_block_size": 1024})
+    _commit(repo)
+    shards = repo.manifest("d").shards
+    assert min(e.bytes for e in shards) > 2 * 1024
+    s3_server.clear()
+    assert sum(b.num_rows for b in repo.dataset("d").batches()) == 600
+    assert [s3_server.count("GET", contains=e.digest) for e in shards] == [1] * len(shards)

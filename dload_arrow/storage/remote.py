@@ -222,8 +222,12 @@ class FsspecStorage:
 
     def download(self, path: str, dest: str) -> int:
         full = self._full(path)
+        # One streaming GET per object: s3fs would otherwise open a GET, drop it, and fetch
+        # big objects in several ranged parts. Parallelism comes from fetching several
+        # shards at once, and one request per shard keeps request costs predictable.
+        kwargs = {"max_concurrency": 1} if self.protocol in ("s3", "s3a") else {}
         try:
-            self.fs.get_file(full, dest)
+            self.fs.get_file(full, dest, **kwargs)
         except Exception as e:
             raise self._wrap(e, path, "downloading") from e
         return os.path.getsize(dest)
