@@ -137,3 +137,25 @@ def test_stopping_early_releases_every_hold(memory_root: str, cache_dir: str) ->
     while any(e.held for e in cache.entries()) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not any(e.held for e in cache.entries())
+
+
+def test_the_first_big_shard_is_read_by_range_while_it_downloads(
+        s3_root: str, cache_dir: str, s3_server: object,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Time to first batch: row groups of a still-downloading first shard come from ranged
+    # reads; every batch is the same as from the cached file, and the shard is still
+    # downloaded (and verified) once.
+    import dload_arrow.read.reader as reader
+
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    samples = [(f"k{i:05d}", {"x": i, "blob": bytes([i % 251]) * 300}) for i in range(2000)]
+    repo.commit("d", samples, shard_size=200_000, row_group_size=20_000, progress=False)
+    m = repo.manifest("d")
+    monkeypatch.setattr(reader, "_EARLY_MIN_BYTES", 0)
+    s3_server.clear()  # type: ignore[attr-defined]
+    got = pa.Table.from_batches(list(iter_units(repo.read_context, m, all_units(m))))
+    first = m.shards[0].digest
+    assert s3_server.count("GET", contains=first, ranged=True) >= 1  # type: ignore[attr-defined]
+    assert s3_server.count("GET", contains=first, ranged=False) == 1  # type: ignore[attr-defined]
+    assert got.column("x").to_pylist() == list(range(2000))
+    assert got.column("__key__").to_pylist() == [k for k, _ in samples]

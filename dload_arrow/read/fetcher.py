@@ -72,6 +72,18 @@ class ShardFetcher:
             path = self.ctx.storage.local_path(shard_path(digest))
             assert path is not None  # in_place roots always have one
             return path
+        self._submit_through(visit)
+        return self._futures[visit].result().path
+
+    def ready(self, visit: int) -> bool:
+        """Start fetching up to ``visit``'s window; True when its file is there (no waiting)."""
+        if self._pool is None:
+            return True
+        self._submit_through(visit)
+        return self._futures[visit].done()
+
+    def _submit_through(self, visit: int) -> None:
+        assert self._pool is not None
         for j in [j for j in self._futures if j < visit]:
             self._release(j)
         end = min(visit + self.window, len(self.visits))
@@ -79,7 +91,6 @@ class ShardFetcher:
         while self._submitted < end:
             self._futures[self._submitted] = self._pool.submit(self._fetch, self._submitted)
             self._submitted += 1
-        return self._futures[visit].result().path
 
     def _release(self, visit: int) -> None:
         fut = self._futures.pop(visit, None)

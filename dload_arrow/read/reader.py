@@ -12,7 +12,8 @@ projected: they are read, used for filtering, and dropped.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,12 +23,14 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.fetcher import ShardFetcher, visits_of
 from dload_arrow.read.planner import plan_read
+from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["all_units", "iter_units", "one_batch", "projection"]
 
 _FOOTERS = 64
+_EARLY_MIN_BYTES = 16 * 2**20
 
 
 def all_units(manifest: Manifest) -> list[tuple[int, int]]:
@@ -73,8 +76,11 @@ class _Decoder:
         self.read_all = False  # set once the predicate needs columns outside the projection
 
     def decode(self, pf: pq.ParquetFile, rg: int) -> pa.RecordBatch:
-        cols = None if self.read_all else self.schema.names
-        table = pf.read_row_group(rg, columns=cols)
+        return self.decode_with(lambda cols: pf.read_row_group(rg, columns=cols))
+
+    def decode_with(self, read: Callable[[list[str] | None], pa.Table]) -> pa.RecordBatch:
+        """Decode the table ``read(columns)`` returns (columns None: all of them)."""
+        table = read(None if self.read_all else self.schema.names)
         if self.predicate is not None:
             try:
                 table = table.filter(self.predicate)
@@ -82,7 +88,7 @@ class _Decoder:
                 if self.read_all:
                     raise
                 self.read_all = True
-                return self.decode(pf, rg)
+                return self.decode_with(read)
         return one_batch(table, self.schema)
 
 
@@ -126,6 +132,12 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
               window: int) -> Iterator[pa.RecordBatch]:
     decoder = _Decoder(schema, predicate)
     fetcher = ShardFetcher(ctx, manifest, visits_of(units), window)
+    # Time to first batch: while the first shard of a remote root is still downloading, its
+    # row groups are read by byte range (footer + row group, two small GETs) instead of
+    # waiting for the whole shard; the rest of the stream reads the verified cached file.
+    # Small shards arrive fast enough: they are not worth the extra requests.
+    big = bool(units) and manifest.shards[units[0][0]].bytes >= _EARLY_MIN_BYTES
+    early = RowGroupReader(ctx) if big and not ctx.in_place else None
     # Parsed footers by shard: schedules that interleave shards revisit them often.
     footers: OrderedDict[int, pq.FileMetaData] = OrderedDict()
     pf: pq.ParquetFile | None = None
@@ -133,6 +145,15 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
         visit = -1
         current = -1
         for shard, rg in units:
+            if early is not None and (visit <= 0 and shard == units[0][0]):
+                if not fetcher.ready(0):
+                    yield decoder.decode_with(
+                        partial(early.read, ShardRef.of(manifest.shards[shard]), rg)
+                    )
+                    visit, current = 0, shard
+                    continue
+                early = None
+                visit, current = -1, -1
             if shard != current or pf is None:
                 visit += 1
                 current = shard
