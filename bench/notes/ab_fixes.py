@@ -1,0 +1,61 @@
+"""A/B of a proposed fix, monkeypatched into this process only (the package is not edited).
+
+    bench/.venv-peers/bin/python bench/notes/ab_fixes.py bench/data/image-100000/dload_arrow \
+        windowed
+
+Alternates epochs with and without the fix in one process, so both see the same load:
+``dicts``: pipeline rows built by ``read.samples.batch_to_samples`` instead of
+``pipeline.chunks.row_dicts``.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import pyarrow as pa
+
+import dload_arrow.pipeline.base as pbase
+import dload_arrow.pipeline.chunks as chunks
+from dload_arrow import Repository
+from dload_arrow.read.samples import batch_to_samples
+
+ORIGINAL = chunks.row_dicts
+
+
+def use(fix: bool) -> None:
+    conv = batch_to_samples if fix else ORIGINAL
+
+    def chunk_items(chunk: Any) -> list[Any]:
+        return conv(chunk) if isinstance(chunk, pa.RecordBatch) else chunk
+
+    pbase.chunk_items = chunk_items  # type: ignore[assignment]
+
+
+def epoch(ds: Any, mode: str) -> tuple[float, list[str]]:
+    pipe = ds.shuffle(10_000, seed=1) if mode == "windowed" else ds.shuffle(full=True, seed=1)
+    t = time.perf_counter()
+    n, first = 0, []
+    for s in pipe:
+        n += 1
+        if n <= 3:
+            first.append(s["__key__"])
+    return n / (time.perf_counter() - t), first
+
+
+def main() -> None:
+    root, mode = sys.argv[1], sys.argv[2]
+    ds = Repository.open(root, cache_dir="/tmp/ab-fixes-cache").dataset("data")
+    for _ in range(2):
+        for fix in (False, True):
+            use(fix)
+            rate, first = epoch(ds, mode)
+            print(f"{mode} fix={fix}: {rate:,.0f} samples/s, first keys {first}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

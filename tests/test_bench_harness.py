@@ -1,0 +1,39 @@
+"""The benchmark harness's quick path runs end to end (no peers needed, no timing asserts)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytest.importorskip("torch")
+
+
+def test_quick_run_writes_results_and_tables(tmp_path: Path) -> None:
+    env = {"BENCH_DATA": str(tmp_path / "data"), "BENCH_RESULTS": str(tmp_path / "results"),
+           "BENCH_OUT": str(tmp_path / "BENCHMARKS.md"), "PATH": "/usr/bin:/bin",
+           "HOME": str(tmp_path)}
+    run = [sys.executable, str(ROOT / "bench" / "run.py")]
+    subprocess.run(
+        [*run, "--workload", "image", "--rows", "300", "--repeats", "1", "--no-cold",
+         "--systems", "dload_arrow,pyarrow", "--cells", "workers=0,mode=sequential,unit=sample"],
+        check=True, env=env, cwd=ROOT, timeout=180,
+    )
+    doc = json.loads((tmp_path / "results" / "image.json").read_text())
+    assert doc["rows"] == 300
+    assert doc["ingest"]["dload_arrow"]["rate"]["median"] > 0
+    cells = {(r["system"], r["cell"]["unit"]) for r in doc["results"]}
+    assert cells == {("dload_arrow", "sample"), ("pyarrow", "sample")}
+    for r in doc["results"]:
+        run0 = r["runs"][0]
+        assert "error" not in run0, run0
+        assert run0["samples"] == 300 and run0["complete"]
+        assert run0["in_order"] is True
+    subprocess.run([*run, "--render"], check=True, env=env, cwd=ROOT, timeout=60)
+    md = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "## Workload: image" in md and "dload / limit" in md
