@@ -8,11 +8,13 @@ Python ``list`` of items. These helpers measure, slice, join and convert chunks.
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
+
+from dload_arrow.read.samples import batch_to_samples
+from dload_arrow.store.rows import field_shape
 
 __all__ = [
     "Chunk",
@@ -27,7 +29,6 @@ __all__ = [
 
 Chunk: TypeAlias = pa.RecordBatch | list[Any]
 
-_SHAPE_META = b"dload.shape"  # as written by store.rows (tensors as fixed-size lists)
 
 
 def chunk_len(chunk: Chunk) -> int:
@@ -46,19 +47,12 @@ def chunk_take(chunk: Chunk, indices: np.ndarray) -> Chunk:
     return [chunk[int(i)] for i in indices]
 
 
-def _tensor_shape(field: pa.Field) -> tuple[int, ...] | None:
-    meta = field.metadata or {}
-    if _SHAPE_META in meta and pa.types.is_fixed_size_list(field.type):
-        return tuple(json.loads(meta[_SHAPE_META]))
-    return None
-
-
 def column_values(batch: pa.RecordBatch, i: int) -> Any:
     """A column as numpy when it is numeric or a tensor column, else as a Python list."""
     field = batch.schema.field(i)
     col = batch.column(i)
-    shape = _tensor_shape(field)
-    if shape is not None and col.null_count == 0:
+    shape = field_shape(field)
+    if shape is not None and pa.types.is_fixed_size_list(col.type) and col.null_count == 0:
         flat = col.flatten().to_numpy(zero_copy_only=False)
         return flat.reshape((len(col), *shape))
     t = field.type
@@ -70,13 +64,12 @@ def column_values(batch: pa.RecordBatch, i: int) -> Any:
 
 
 def row_dicts(batch: pa.RecordBatch) -> list[dict[str, Any]]:
-    """Rows as dicts; tensor columns become numpy arrays of their recorded shape."""
-    cols = [(f.name, column_values(batch, i)) for i, f in enumerate(batch.schema)]
-    out: list[dict[str, Any]] = [{} for _ in range(batch.num_rows)]
-    for name, values in cols:
-        for d, v in zip(out, values, strict=True):
-            d[name] = v.item() if isinstance(v, np.generic) else v
-    return out
+    """Rows as dicts; tensor columns become numpy arrays of their recorded shape.
+
+    The read path's column-wise converter: about 3x faster than filling dicts cell by cell
+    (measured by bench/notes/ab_fixes.py on shuffled tabular data).
+    """
+    return batch_to_samples(batch)
 
 
 def chunk_items(chunk: Chunk) -> list[Any]:
