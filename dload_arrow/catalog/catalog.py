@@ -15,13 +15,13 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.catalog.files import ShardFiles
-from dload_arrow.catalog.manifests import ManifestCache
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
 from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
 from dload_arrow.catalog.tables import RAW_SCHEMAS, Snapshot, Snapshotter
 from dload_arrow.errors import NotFoundError, SqlError
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.manifest_cache import ManifestCache
 
 __all__ = ["Catalog", "SqlError"]
 
@@ -51,9 +51,10 @@ class Catalog:
         *,
         resolve: Resolver,
         shard_files: FileProvider,
+        manifests: ManifestCache | None = None,
     ) -> None:
         self.storage = storage
-        self.manifests = ManifestCache(storage, cache_dir)
+        self.manifests = manifests or ManifestCache(storage, cache_dir)
         self._snapshotter = Snapshotter(storage, self.manifests)
         self._resolve = resolve
         self._shard_files = shard_files

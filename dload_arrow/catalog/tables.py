@@ -14,10 +14,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from dload_arrow.catalog.manifests import ManifestCache
 from dload_arrow.errors import DloadError, IntegrityError
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import KEY_COLUMN, check_digest, check_name, check_ref
 from dload_arrow.store.refs import read_ref
 

@@ -19,6 +19,7 @@ from dload_arrow.sizes import parse_duration
 from dload_arrow.storage import Storage, open_storage, redact_url
 from dload_arrow.store.commit import Version, commit_samples
 from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import KEY_COLUMN, check_name, check_ref, manifest_path
 from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
 from dload_arrow.store.shard import DEFAULT_ROW_GROUP_SIZE, DEFAULT_SHARD_SIZE
@@ -50,7 +51,8 @@ class Repository:
     def __init__(self, storage: Storage, settings: Settings) -> None:
         self.storage = storage
         self.settings = settings
-        self._manifests: dict[str, Manifest] = {}
+        # Manifests are immutable: each is fetched from the root once per machine.
+        self.manifests = ManifestCache(storage, settings.cache_dir)
 
     @classmethod
     def open(
@@ -190,22 +192,7 @@ class Repository:
     def manifest(self, name: str, version: str | None = None) -> Manifest:
         """The validated manifest of a version (resolved like :meth:`dataset`)."""
         vid = self.resolve(name, version)
-        cached = self._manifests.get(vid)
-        if cached is None:
-            try:
-                data = self.storage.read(manifest_path(name, vid))
-            except NotFoundError as e:
-                raise NotFoundError(
-                    f"version {vid[:12]} of {name!r} has no manifest under "
-                    f"{redact_url(self.storage.url)} (was it removed?)"
-                ) from e
-            cached = Manifest.from_bytes(data, vid)
-            if cached.name != name:
-                raise InvalidNameError(
-                    f"manifest {vid[:12]} stored under {name!r} names dataset {cached.name!r}"
-                )
-            self._manifests[vid] = cached
-        return cached
+        return self.manifests.get(name, vid)
 
     def resolve(self, name: str, version: str | None = None) -> str:
         """A version id from an id, a unique id prefix, a tag, the lock file, or ``latest``."""
@@ -326,7 +313,7 @@ class Repository:
             for obj in self.storage.list(f"datasets/{name}/"):
                 self.storage.delete(obj.path)
             for vid in ids:
-                self._manifests.pop(vid, None)
+                self.manifests.forget(vid)
             self._clear_memos(name, None)
             return ids
         vid = self.resolve(name, version)
@@ -334,7 +321,7 @@ class Repository:
             raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
         remaining = [v for v in self.versions(name) if v.version != vid]
         self.storage.delete(manifest_path(name, vid))
-        self._manifests.pop(vid, None)
+        self.manifests.forget(vid)
         for ref, value in list_refs(self.storage, name).items():
             if value.version != vid:
                 continue
@@ -406,11 +393,11 @@ class Repository:
         from dload_arrow.catalog import Catalog
 
         return Catalog(self.storage, self.settings.cache_dir,
-                       resolve=self._catalog_manifest, shard_files=self._catalog_files)
+                       resolve=self._catalog_manifest, shard_files=self._catalog_files,
+                       manifests=self.manifests)
 
     def _catalog_manifest(self, name: str, version: str | None) -> Manifest:
-        # The catalog's manifest copies: fetched from the root once per machine.
-        return self.catalog.manifests.get(name, self.resolve(name, version))
+        return self.manifest(name, version)
 
     def _catalog_files(self, manifest: Manifest) -> Any:
         from dload_arrow.catalog import shard_files

@@ -40,6 +40,11 @@ class ManifestCache:
             self._memory[version] = got
         return got
 
+    def forget(self, version: str) -> None:
+        """Drop a removed version's copies (memory and disk) on this machine."""
+        self._memory.pop(version, None)
+        (self.folder / f"{check_digest(version, 'version id')}.arrow").unlink(missing_ok=True)
+
     def _from_disk(self, version: str) -> Manifest | None:
         path = self.folder / f"{version}.arrow"
         try:
