@@ -192,7 +192,7 @@ class Cache:
                 if not self._usable(final, digest, nbytes):
                     self._download(storage, digest, nbytes, dataset)
             finally:
-                dl.release(unlink=True)
+                dl.release()  # no unlink: a waiter on the old inode would hold a hidden lock
             return Hold(final, digest, hold)
         except BaseException:
             hold.release()
@@ -334,7 +334,7 @@ class Cache:
             return False
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        lock.release(unlink=True)
+        lock.release()
         return True
 
     def _evict(self, digest: str) -> bool:
