@@ -25,7 +25,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dload_arrow.errors import ConfigError, InfeasiblePlanError, IntegrityError, NotFoundError
+from dload_arrow.errors import (
+    ConfigError,
+    InfeasiblePlanError,
+    IntegrityError,
+    InvalidNameError,
+    NotFoundError,
+)
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.locks import FileLock, try_exclusive
 from dload_arrow.sizes import format_bytes, parse_size
@@ -300,23 +306,27 @@ class Cache:
     def _scan(self, cleanup: bool) -> tuple[int, list[tuple[float, str, int]]]:
         """Bytes used (files plus reservations) and the cached shards, least recently used first."""
         used = 0
-        entries: list[tuple[float, str, int]] = []
+        shards: dict[str, int] = {}
         root = os.path.join(self.dir, "shards")
         for sub in _scandir(root):
             if not sub.is_dir():
                 continue
             for e in _scandir(sub.path):
-                try:
-                    size = e.stat().st_size
-                except FileNotFoundError:
-                    continue
                 name = e.name
                 if name.endswith(".parquet"):
-                    digest = name[: -len(".parquet")]
-                    used += size
-                    entries.append((_mtime(self._hold_file(digest)), digest, size))
+                    with contextlib.suppress(FileNotFoundError):
+                        shards[name[: -len(".parquet")]] = e.stat().st_size
                 elif ".parquet.tmp-" in name:
                     digest, rest = name.split(".parquet.tmp-", 1)
+                    try:
+                        size = e.stat().st_size
+                    except FileNotFoundError:
+                        # Renamed to its final name after the listing was taken (downloads
+                        # finish outside cache.lock): count the shard it became, once.
+                        if digest not in shards:
+                            with contextlib.suppress(FileNotFoundError, InvalidNameError):
+                                shards[digest] = os.stat(self.shard_file(digest)).st_size
+                        continue
                     if cleanup and self._stale_tmp(e.path, digest):
                         continue
                     try:
@@ -324,7 +334,8 @@ class Cache:
                     except ValueError:
                         reserved = size
                     used += max(size, reserved)
-        entries.sort()
+        used += sum(shards.values())
+        entries = sorted((_mtime(self._hold_file(d)), d, n) for d, n in shards.items())
         return used, entries
 
     def _stale_tmp(self, path: str, digest: str) -> bool:
