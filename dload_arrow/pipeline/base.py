@@ -304,6 +304,8 @@ class PipelineIterator(Iterator[Any]):
         self.epoch = epoch
         self.chunks = chunks
         self.node = pipe._build(epoch)
+        if not chunks:
+            self.node.prefer_items()
         self.cursor = ItemCursor(self.node)
         self.cursor.reset(cursor)
         self._items: list[Any] = []

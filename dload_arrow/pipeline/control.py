@@ -159,6 +159,9 @@ class _TakeNode(Node):
         self.k += got
         return got
 
+    def prefer_items(self) -> None:
+        self.cursor.child.prefer_items()
+
     def close(self) -> None:
         self.cursor.close()
 
@@ -213,6 +216,9 @@ class _SkipNode(Node):
     def skip(self, n: int) -> int:
         self._skip_head()
         return self.cursor.skip(n)
+
+    def prefer_items(self) -> None:
+        self.cursor.child.prefer_items()
 
     def close(self) -> None:
         self.cursor.close()
@@ -275,6 +281,9 @@ class _BufferShuffleNode(Node):
         perm = rng(self.seed, self.epoch, "buffer", self.w).permutation(have)
         self.w += 1
         return chunk_take(window, perm)
+
+    def prefer_items(self) -> None:
+        self.cursor.child.prefer_items()
 
     def close(self) -> None:
         self.cursor.close()

@@ -21,18 +21,17 @@ cheap ``skip`` stay above it (correct, but every consumer decodes every unit).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from dload_arrow.pipeline.base import Pipeline
-from dload_arrow.pipeline.chunks import Chunk
-from dload_arrow.pipeline.node import POSITION, Node, State
-from dload_arrow.plan.orders import SamplePlan, own_count, own_position
+from dload_arrow.pipeline.node import Node
+from dload_arrow.pipeline.window_node import DatasetNode, schema_of
+from dload_arrow.plan.orders import SamplePlan, own_count
 from dload_arrow.sizes import parse_size
-from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["DEFAULT_BUFFER", "DEFAULT_CHUNK_ROWS", "DatasetPipe"]
 
@@ -111,7 +110,7 @@ class DatasetPipe(Pipeline):
         return int(own_count(int(self.unit_rows.sum()), index, count, block))
 
     def _schema(self) -> pa.Schema | None:
-        return _schema_of(self)
+        return schema_of(self)
 
     @property
     def finite(self) -> bool:
@@ -162,168 +161,4 @@ class DatasetPipe(Pipeline):
         return np.repeat(self.unit_shards, self.unit_rows)
 
     def _build(self, epoch: int) -> Node:
-        return _DatasetNode(self, epoch)
-
-
-class _DatasetNode(Node):
-    def __init__(self, pipe: DatasetPipe, epoch: int) -> None:
-        self.pipe = pipe
-        self.plan = pipe.plan(epoch)
-        self.n = self.plan.num_rows
-        self.index, self.count, self.block = pipe.shard_spec
-        self.cheap_skip = pipe.predicate is None
-        self.p = 0
-        self._reader: Iterator[pa.RecordBatch] | None = None
-        self._needed = np.zeros(0, np.int64)
-        self._ni = 0
-        self._w = -1
-        self._wb: pa.RecordBatch | None = None
-        self._wunits = np.zeros(0, np.int64)  # decoded units of the window, ascending
-        self._woffs = np.zeros(0, np.int64)  # their first row in self._wb
-
-    def _own(self, p: Any) -> Any:
-        return own_count(p, self.index, self.count, self.block)
-
-    def _pos(self, k: Any) -> Any:
-        return own_position(k, self.index, self.count, self.block)
-
-    # --- contract ---------------------------------------------------------------------------
-
-    def reset(self, state: State | None = None) -> None:
-        self._stop_reader()
-        self.p = 0 if state is None else int(state[POSITION])
-
-    def get_state(self) -> State:
-        return {POSITION: self.p}
-
-    def next(self) -> Chunk:
-        while True:
-            k0 = int(self._own(self.p))
-            p = int(self._pos(k0))
-            if p >= self.n:
-                self.p = self.n
-                self._stop_reader()
-                raise StopIteration
-            w = self.plan.window_of(p)
-            wend = int(self.plan.window_starts[w + 1])
-            k1 = min(int(self._own(wend)), k0 + self.pipe.chunk_rows)
-            positions = self._pos(np.arange(k0, k1, dtype=np.int64))
-            self._enter(w)
-            u, r = self.plan.locate(positions)
-            offs = self._woffs[np.searchsorted(self._wunits, u)] + r
-            assert self._wb is not None
-            if int(offs[-1]) - int(offs[0]) == len(offs) - 1 and np.all(np.diff(offs) == 1):
-                out = self._wb.slice(int(offs[0]), len(offs))  # in order: no copy
-            else:
-                out = self._wb.take(pa.array(offs))
-            self.p = int(positions[-1]) + 1
-            pred = self.pipe.predicate
-            if pred is not None:
-                out = out.filter(pred)
-                if self.pipe.columns is not None:
-                    out = out.select(_projected(self.pipe.columns))
-                if out.num_rows == 0:
-                    continue
-            return out
-
-    def skip(self, n: int) -> int:
-        k = int(self._own(self.p))
-        total = int(self._own(self.n))
-        target = k + n
-        if target >= total:
-            self.p = self.n
-            return total - k
-        self.p = int(self._pos(target))
-        if self._w >= 0 and self.plan.window_of(self.p) > self._w + 1:
-            self._stop_reader()  # a long jump: restart the read-ahead where we land
-        return n
-
-    def close(self) -> None:
-        self._stop_reader()
-
-    # --- reading ----------------------------------------------------------------------------
-
-    def _stop_reader(self) -> None:
-        if self._reader is not None:
-            close = getattr(self._reader, "close", None)
-            if close is not None:
-                close()
-        self._reader = None
-        self._w, self._wb = -1, None
-
-    def _needed_from(self, w0: int) -> np.ndarray:
-        """Epoch-order unit positions holding own positions, windows ``w0`` onwards."""
-        plan = self.plan
-        first = int(plan.window_bounds[w0])
-        if self.count == 1:
-            return np.arange(first, len(plan.order), dtype=np.int64)
-        starts = plan.window_starts
-        has = self._own(starts[w0 + 1:]) > self._own(starts[w0:-1])
-        out = []
-        for w in (np.flatnonzero(has) + w0).tolist():
-            if plan.mode == "sequential":
-                out.append(np.asarray([plan.window_bounds[w]], np.int64))
-                continue
-            a, b = int(starts[w]), int(starts[w + 1])
-            pos = self._pos(np.arange(self._own(a), self._own(b), dtype=np.int64))
-            out.append(np.unique(plan.locate(pos)[0]))
-        return np.concatenate(out) if out else np.zeros(0, np.int64)
-
-    def _enter(self, w: int) -> None:
-        """Decode the needed units of window ``w`` (once) into one batch."""
-        if w == self._w:
-            return
-        lo, hi = int(self.plan.window_bounds[w]), int(self.plan.window_bounds[w + 1])
-        if self._reader is None or self._ni >= len(self._needed) or self._needed[self._ni] >= hi:
-            self._start_reader(w)
-        assert self._reader is not None
-        batches: list[pa.RecordBatch] = []
-        units: list[int] = []
-        offsets: list[int] = []
-        at = 0
-        while self._ni < len(self._needed) and self._needed[self._ni] < hi:
-            u = int(self._needed[self._ni])
-            batch = next(self._reader)
-            self._ni += 1
-            if u < lo:
-                continue  # a skipped window's unit, already on its way
-            units.append(u)
-            offsets.append(at)
-            at += batch.num_rows
-            batches.append(batch)
-        schema = _schema_of(self.pipe, decoded=True)
-        if len(batches) == 1:
-            self._wb = batches[0]
-        elif batches:
-            self._wb = pa.concat_batches(batches)
-        else:
-            self._wb = pa.RecordBatch.from_pylist([], schema=schema)
-        self._w = w
-        self._wunits = np.asarray(units, np.int64)
-        self._woffs = np.asarray(offsets, np.int64)
-
-    def _start_reader(self, w: int) -> None:
-        from dload_arrow.read.reader import iter_units
-
-        self._stop_reader()
-        pipe = self.pipe
-        self._needed = self._needed_from(w)
-        self._ni = 0
-        units = [pipe.units[int(self.plan.order[u])] for u in self._needed.tolist()]
-        columns = pipe.columns if pipe.predicate is None else None
-        self._reader = iter_units(
-            pipe.ds.context, pipe.ds.manifest, units, columns=columns,
-            full_shuffle=self.plan.mode == "full",
-        )
-
-
-def _projected(columns: Sequence[str]) -> list[str]:
-    return [KEY_COLUMN] + [c for c in dict.fromkeys(columns) if c != KEY_COLUMN]
-
-
-def _schema_of(pipe: DatasetPipe, decoded: bool = False) -> pa.Schema:
-    """The rows' schema (``decoded``: as read, before a predicate's projection)."""
-    schema = pipe.ds.manifest.schema
-    if pipe.columns is None or (decoded and pipe.predicate is not None):
-        return schema
-    return pa.schema([schema.field(c) for c in _projected(pipe.columns)])
+        return DatasetNode(self, epoch)

@@ -73,6 +73,14 @@ class Node:
     def close(self) -> None:
         """Release background resources (prefetch threads). Idempotent."""
 
+    def prefer_items(self) -> None:
+        """Told by the consumer: it turns every chunk of this node into Python items.
+
+        A source may then hand out lists of items instead of Arrow batches (cheaper when it
+        would otherwise gather rows in Arrow only to have them converted). Nodes whose items
+        pass through unchanged tell their children; the default ignores the hint.
+        """
+
 
 class ItemCursor:
     """Item-level access over a child node, with a state that is a cursor.

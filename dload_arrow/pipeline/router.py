@@ -274,6 +274,10 @@ class _RouterNode(Node):
             k += 1
         return k
 
+    def prefer_items(self) -> None:
+        for c in self.cursors:  # items are picked one at a time: they become Python anyway
+            c.child.prefer_items()
+
     def close(self) -> None:
         for c in self.cursors:
             c.close()

@@ -101,5 +101,8 @@ class _ShardNode(Node):
             raise StopIteration
         return concat_chunks(parts)
 
+    def prefer_items(self) -> None:
+        self.cursor.child.prefer_items()
+
     def close(self) -> None:
         self.cursor.close()

@@ -30,9 +30,16 @@ ACC = "acc"
 class _ChunkNode(Node):
     """One chunk in, one chunk out; state = the child's."""
 
+    #: True when apply() turns its input into Python items anyway (map).
+    items_in = False
+
     def __init__(self, child: Node, one_to_one: bool) -> None:
         self.child = child
         self.cheap_skip = one_to_one and child.cheap_skip
+
+    def prefer_items(self) -> None:
+        if self.items_in:
+            self.child.prefer_items()
 
     def reset(self, state: State | None = None) -> None:
         self.child.reset(None if state is None else state[CHILD])
@@ -85,7 +92,9 @@ class MapPipe(_OnePipe):
 
     def _build(self, epoch: int) -> Node:
         fn = self.fn
-        return _FnNode(self.child._build(epoch), lambda c: [fn(x) for x in chunk_items(c)], True)
+        node = _FnNode(self.child._build(epoch), lambda c: [fn(x) for x in chunk_items(c)], True)
+        node.items_in = True
+        return node
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         inner = self.child._push_shard(index, count, block)

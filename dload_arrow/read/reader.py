@@ -26,9 +26,11 @@ from dload_arrow.read.planner import plan_read
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.readahead import read_ahead
 
-__all__ = ["all_units", "iter_units", "one_batch", "projection"]
+__all__ = ["DECODE_AHEAD", "all_units", "iter_units", "one_batch", "projection"]
 
+DECODE_AHEAD = 3  # row groups decoded ahead of the consumer, in a background thread
 _FOOTERS = 64
 _EARLY_MIN_BYTES = 16 * 2**20
 
@@ -106,8 +108,9 @@ def iter_units(
     """Yield one RecordBatch per unit of ``units``, in order (units may repeat).
 
     The plan is checked first (InfeasiblePlanError before any request). Shards are fetched
-    ahead by background threads into the cache and released as soon as the consumer moves past
-    them; local roots are read in place.
+    ahead by background threads into the cache and released as soon as the reading moves past
+    them; local roots are read in place. Row groups are decoded ``DECODE_AHEAD`` units ahead of
+    the consumer in a background thread; closing the iterator stops it and releases every hold.
 
     Args:
         ctx: root and cache.
@@ -124,7 +127,10 @@ def iter_units(
     schema = projection(manifest.schema, columns)
     plan = plan_read(ctx, manifest, units, full_shuffle=full_shuffle, consumers=consumers,
                      prefetch=prefetch).check()
-    return _generate(ctx, manifest, units, schema, predicate, plan.window_shards)
+    stream = _generate(ctx, manifest, units, schema, predicate, plan.window_shards)
+    # Decode ahead: read_row_group releases the GIL, so the next units decode on another core
+    # while the consumer turns this one into samples, tensors or a training step.
+    return read_ahead(stream, DECODE_AHEAD) if len(units) > 1 else stream
 
 
 def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]],

@@ -21,14 +21,17 @@ def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[T]:
     """Yield ``items`` in order, produced by a background thread at most ``depth`` ahead.
 
     An exception in the producer is re-raised in the consumer at the same point of the
-    stream; closing the consumer early stops the producer at its next item.
+    stream; closing the consumer early stops the producer at its next item and closes
+    ``items`` (a generator's ``finally`` runs) before the close returns.
     """
     q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()
 
+    source = iter(items)
+
     def produce() -> None:
         try:
-            for item in items:
+            for item in source:
                 while not stop.is_set():
                     try:
                         q.put((True, item), timeout=0.1)
@@ -40,6 +43,10 @@ def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[T]:
         except BaseException as e:  # re-raised in the consumer
             q.put((False, e))
             return
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:  # a generator's own cleanup runs here, in its thread
+                close()
         q.put(_DONE)
 
     thread = threading.Thread(target=produce, name="dload-read-ahead", daemon=True)
@@ -56,7 +63,9 @@ def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[T]:
             yield value
     finally:
         stop.set()
-        while thread.is_alive():
+        # A garbage-collected consumer may be finalized on the producer's own thread: it
+        # stops at its next item by itself and must not wait for itself.
+        while thread.is_alive() and thread is not threading.current_thread():
             try:
                 q.get_nowait()
             except queue.Empty:

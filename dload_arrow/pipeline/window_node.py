@@ -1,0 +1,283 @@
+"""The dataset source's node: an epoch read window by window, the next window made ahead.
+
+A window (one unit when sequential, about ``buffer`` rows when windowed, everything when full)
+is *made* from the decoded batches of its units: for sequential and windowed orders, into one
+batch of this consumer's rows already in epoch order, so that every chunk handed out is a
+zero-copy slice of it; for the full shuffle, into one batch that each chunk takes its rows
+from (a whole permuted copy of the dataset would double the memory).
+
+While the consumer works through window ``w``, a background thread makes the next window this
+consumer needs: decoding (in the reader's own thread), concatenating and gathering run in C++
+without the GIL, so they overlap the consumer's Python work. Memory: about three windows (the
+current one, the next one and its decoded units) instead of two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.pipeline.chunks import Chunk, row_dicts
+from dload_arrow.pipeline.node import POSITION, Node, State
+from dload_arrow.plan.orders import own_count, own_position
+from dload_arrow.store.names import KEY_COLUMN
+
+__all__ = ["DatasetNode", "projected", "schema_of"]
+
+
+@dataclass
+class _Window:
+    """A made window: ``batch`` holds own rows ``first, first+1, ...`` when ``ordered``."""
+
+    w: int
+    batch: pa.RecordBatch | None
+    ordered: bool
+    first: int = 0
+    units: np.ndarray | None = None  # unordered: decoded units (ascending) and first rows
+    offs: np.ndarray | None = None
+    items: list[Any] | None = None  # item mode: the rows as Python items (ordered: own order)
+
+
+class DatasetNode(Node):
+    """Positions of a :class:`~dload_arrow.pipeline.dataset.DatasetPipe`'s epoch, as chunks."""
+
+    def __init__(self, pipe: Any, epoch: int) -> None:
+        self.pipe = pipe
+        self.plan = pipe.plan(epoch)
+        self.n = self.plan.num_rows
+        self.index, self.count, self.block = pipe.shard_spec
+        self.p = 0
+        self._reader: Iterator[pa.RecordBatch] | None = None
+        self._needed = np.zeros(0, np.int64)
+        self._ni = 0
+        self._win: _Window | None = None
+        self._ahead: tuple[int, Future[_Window]] | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._items = False  # see prefer_items
+
+    def prefer_items(self) -> None:
+        """Shuffled rows go out as lists of items, gathered in Python (no Arrow copy).
+
+        Each row is converted once either way; converting each decoded unit in storage order
+        and permuting the Python objects replaces the Arrow gather (a copy of every row).
+        """
+        self._items = self.plan.mode != "sequential" and self.pipe.predicate is None
+
+    def _own(self, p: Any) -> Any:
+        return own_count(p, self.index, self.count, self.block)
+
+    def _pos(self, k: Any) -> Any:
+        return own_position(k, self.index, self.count, self.block)
+
+    # --- contract ---------------------------------------------------------------------------
+
+    def reset(self, state: State | None = None) -> None:
+        self._stop_reader()
+        self.p = 0 if state is None else int(state[POSITION])
+
+    def get_state(self) -> State:
+        return {POSITION: self.p}
+
+    def next(self) -> Chunk:
+        while True:
+            k0 = int(self._own(self.p))
+            p = int(self._pos(k0))
+            if p >= self.n:
+                self.p = self.n
+                self._stop_reader()
+                raise StopIteration
+            w = self.plan.window_of(p)
+            wend = int(self.plan.window_starts[w + 1])
+            k1 = min(int(self._own(wend)), k0 + self.pipe.chunk_rows)
+            win = self._enter(w)
+            self.p = int(self._pos(k1 - 1)) + 1
+            if win.ordered:
+                if win.items is not None:
+                    return win.items[k0 - win.first:k1 - win.first]
+                assert win.batch is not None
+                out = win.batch.slice(k0 - win.first, k1 - k0)
+            else:
+                assert win.units is not None and win.offs is not None
+                u, r = self.plan.locate(self._pos(np.arange(k0, k1, dtype=np.int64)))
+                offs = win.offs[np.searchsorted(win.units, u)] + r
+                if win.items is not None:
+                    return [win.items[i] for i in offs.tolist()]
+                assert win.batch is not None
+                out = _gather(win.batch, offs)
+            pred = self.pipe.predicate
+            if pred is not None:
+                out = out.filter(pred)
+                if self.pipe.columns is not None:
+                    out = out.select(projected(self.pipe.columns))
+                if out.num_rows == 0:
+                    continue
+            return out
+
+    def skip(self, n: int) -> int:
+        k = int(self._own(self.p))
+        total = int(self._own(self.n))
+        target = k + n
+        if target >= total:
+            self.p = self.n
+            return total - k
+        self.p = int(self._pos(target))
+        current = self._win.w if self._win is not None else -1
+        if current >= 0 and self.plan.window_of(self.p) > current + 1:
+            self._stop_reader()  # a long jump: restart the read-ahead where we land
+        return n
+
+    def close(self) -> None:
+        self._stop_reader()
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def _stop_reader(self) -> None:
+        if self._ahead is not None:
+            fut = self._ahead[1]
+            fut.cancel()
+            if not fut.cancelled():
+                fut.exception()  # wait: the reader is in use by the window being made
+            self._ahead = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if self._reader is not None:
+            close = getattr(self._reader, "close", None)
+            if close is not None:
+                close()
+        self._reader = None
+        self._win = None
+
+    def _enter(self, w: int) -> _Window:
+        """Window ``w``, made ahead when it was the next one; then start making the next."""
+        if self._win is not None and self._win.w == w:
+            return self._win
+        hi = int(self.plan.window_bounds[w + 1])
+        if self._ahead is not None and self._ahead[0] == w:
+            win = self._ahead[1].result()
+            self._ahead = None
+        else:
+            if (self._ahead is not None or self._reader is None or self._ni >= len(self._needed)
+                    or self._needed[self._ni] >= hi):
+                self._start_reader(w)
+            win = self._make(w)
+        self._win = win
+        if self._ni < len(self._needed) and self.plan.mode != "full":
+            nxt = self.plan.window_of(int(self.plan.unit_starts[self._needed[self._ni]]))
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="dload-window")
+            self._ahead = (nxt, self._pool.submit(self._make, nxt))
+        return win
+
+    def _make(self, w: int) -> _Window:
+        """Decode the needed units of window ``w`` (once) and lay its rows out."""
+        assert self._reader is not None
+        plan = self.plan
+        lo, hi = int(plan.window_bounds[w]), int(plan.window_bounds[w + 1])
+        batches: list[pa.RecordBatch] = []
+        rows: list[Any] = []  # item mode: converted as the units arrive (decode runs ahead)
+        units: list[int] = []
+        offsets: list[int] = []
+        at = 0
+        while self._ni < len(self._needed) and self._needed[self._ni] < hi:
+            u = int(self._needed[self._ni])
+            batch = next(self._reader)
+            self._ni += 1
+            if u < lo:
+                continue  # a skipped window's unit, already on its way
+            units.append(u)
+            offsets.append(at)
+            at += batch.num_rows
+            if self._items:
+                rows.extend(row_dicts(batch))
+            else:
+                batches.append(batch)
+        wunits, woffs = np.asarray(units, np.int64), np.asarray(offsets, np.int64)
+        if self._items:
+            if plan.mode == "full":
+                return _Window(w, None, False, units=wunits, offs=woffs, items=rows)
+            first = int(self._own(int(plan.window_starts[w])))
+            end = int(self._own(int(plan.window_starts[w + 1])))
+            u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
+            sel = (woffs[np.searchsorted(wunits, u)] + r).tolist()
+            return _Window(w, None, True, first, items=[rows[i] for i in sel])
+        if plan.mode == "full" or len(batches) <= 1:
+            if len(batches) == 1:
+                wb = batches[0]
+            elif batches:
+                wb = pa.concat_batches(batches)
+            else:
+                wb = pa.RecordBatch.from_pylist([], schema=schema_of(self.pipe, decoded=True))
+            if plan.mode == "full":
+                return _Window(w, wb, False, units=wunits, offs=woffs)
+            table = pa.Table.from_batches([wb])
+        else:
+            table = pa.Table.from_batches(batches)  # no concatenated copy: take gathers once
+        first = int(self._own(int(plan.window_starts[w])))
+        end = int(self._own(int(plan.window_starts[w + 1])))
+        u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
+        return _Window(w, _gather(table, woffs[np.searchsorted(wunits, u)] + r), True, first)
+
+    def _needed_from(self, w0: int) -> np.ndarray:
+        """Epoch-order unit positions holding own positions, windows ``w0`` onwards."""
+        plan = self.plan
+        first = int(plan.window_bounds[w0])
+        if self.count == 1:
+            return np.arange(first, len(plan.order), dtype=np.int64)
+        starts = plan.window_starts
+        has = self._own(starts[w0 + 1:]) > self._own(starts[w0:-1])
+        out = []
+        for w in (np.flatnonzero(has) + w0).tolist():
+            if plan.mode == "sequential":
+                out.append(np.asarray([plan.window_bounds[w]], np.int64))
+                continue
+            a, b = int(starts[w]), int(starts[w + 1])
+            pos = self._pos(np.arange(self._own(a), self._own(b), dtype=np.int64))
+            out.append(np.unique(plan.locate(pos)[0]))
+        return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+    def _start_reader(self, w: int) -> None:
+        from dload_arrow.read.reader import iter_units
+
+        self._stop_reader()
+        pipe = self.pipe
+        self._needed = self._needed_from(w)
+        self._ni = 0
+        units = [pipe.units[int(self.plan.order[u])] for u in self._needed.tolist()]
+        columns = pipe.columns if pipe.predicate is None else None
+        self._reader = iter_units(
+            pipe.ds.context, pipe.ds.manifest, units, columns=columns,
+            full_shuffle=self.plan.mode == "full",
+        )
+
+
+def _gather(data: pa.RecordBatch | pa.Table, offs: np.ndarray) -> pa.RecordBatch:
+    """Rows ``offs`` of ``data`` as one batch: a zero-copy slice when they are consecutive."""
+    if len(offs) and int(offs[-1]) - int(offs[0]) == len(offs) - 1 and (
+            np.all(np.diff(offs) == 1)):
+        out = data.slice(int(offs[0]), len(offs))
+    else:
+        out = data.take(pa.array(offs, pa.int64()))
+    if isinstance(out, pa.RecordBatch):
+        return out
+    out = out.combine_chunks()  # one chunk already unless it spans units: then one copy
+    batches = out.to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=out.schema)
+
+
+def projected(columns: Sequence[str]) -> list[str]:
+    """``__key__`` first, then ``columns`` (each once)."""
+    return [KEY_COLUMN] + [c for c in dict.fromkeys(columns) if c != KEY_COLUMN]
+
+
+def schema_of(pipe: Any, decoded: bool = False) -> pa.Schema:
+    """The rows' schema (``decoded``: as read, before a predicate's projection)."""
+    schema = pipe.ds.manifest.schema
+    if pipe.columns is None or (decoded and pipe.predicate is not None):
+        return schema
+    return pa.schema([schema.field(c) for c in projected(pipe.columns)])
