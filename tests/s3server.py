@@ -7,6 +7,7 @@ AWS, R2 or MinIO. The request log lets tests count PUTs, GETs and ranged reads a
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,12 @@ class S3Server:
     requests: list[Request] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: Any = None
+    #: Whole-object GETs of paths containing this text trickle out (see :meth:`throttle`).
+    slow: tuple[str, float] | None = None
+
+    def throttle(self, contains: str, seconds: float) -> None:
+        """Serve whole-object GETs of matching paths in 16 KiB pieces over about ``seconds``."""
+        self.slow = (contains, seconds)
 
     def clear(self) -> None:
         with self._lock:
@@ -59,6 +66,14 @@ class S3Server:
         self._server.shutdown()
 
 
+def _trickle(body: Any, seconds: float) -> Any:
+    data = b"".join(body)
+    pieces = [data[i:i + 16384] for i in range(0, len(data), 16384)] or [b""]
+    for piece in pieces:
+        time.sleep(seconds / len(pieces))
+        yield piece
+
+
 def start_s3_server() -> S3Server:
     """Start moto's S3 server on a free loopback port, recording requests."""
     app = DomainDispatcherApplication(create_backend_app)
@@ -80,7 +95,11 @@ def start_s3_server() -> S3Server:
         server = holder["s"]
         with server._lock:
             server.requests.append(req)
-        return app(environ, sr)
+        body = app(environ, sr)
+        slow = server.slow
+        if slow is None or req.method != "GET" or req.range or slow[0] not in req.path:
+            return body
+        return _trickle(body, slow[1])
 
     httpd = make_server("127.0.0.1", 0, recording, True, request_handler=MotoRequestHandler)
     host, port = httpd.server_address[:2]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from dload_arrow import Dataset, Repository, SchemaError
+from dload_arrow import Dataset, IntegrityError, Repository, SchemaError
 from dload_arrow.read.cache import Cache
 from dload_arrow.read.reader import all_units, iter_units
 from dload_arrow.read.samples import batch_to_samples
@@ -139,23 +140,65 @@ def test_stopping_early_releases_every_hold(memory_root: str, cache_dir: str) ->
     assert not any(e.held for e in cache.entries())
 
 
-def test_the_first_big_shard_is_read_by_range_while_it_downloads(
-        s3_root: str, cache_dir: str, s3_server: object,
+def test_the_first_big_shard_is_read_while_its_one_get_is_still_writing_it(
+        s3_root: str, cache_dir: str, s3_server: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # Time to first batch: row groups of a still-downloading first shard come from ranged
-    # reads; every batch is the same as from the cached file, and the shard is still
-    # downloaded (and verified) once.
+    # Time to first batch: row groups of a still-downloading first shard are decoded from the
+    # download's temp file as their bytes arrive (the footer costs one small ranged GET);
+    # every batch is the same as from the cached file, and the shard is still fetched (and
+    # verified) with exactly one GET.
     import dload_arrow.read.reader as reader
 
     repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
-    samples = [(f"k{i:05d}", {"x": i, "blob": bytes([i % 251]) * 300}) for i in range(2000)]
+    rng = np.random.default_rng(5)
+    samples = [(f"k{i:05d}", {"x": i, "blob": rng.bytes(300)}) for i in range(2000)]
     repo.commit("d", samples, shard_size=200_000, row_group_size=20_000, progress=False)
     m = repo.manifest("d")
-    monkeypatch.setattr(reader, "_EARLY_MIN_BYTES", 0)
-    s3_server.clear()  # type: ignore[attr-defined]
-    got = pa.Table.from_batches(list(iter_units(repo.read_context, m, all_units(m))))
+    assert len(m.shards) > 1
     first = m.shards[0].digest
-    assert s3_server.count("GET", contains=first, ranged=True) >= 1  # type: ignore[attr-defined]
-    assert s3_server.count("GET", contains=first, ranged=False) == 1  # type: ignore[attr-defined]
+    monkeypatch.setattr(reader, "_EARLY_MIN_BYTES", 0)
+    s3_server.clear()
+    s3_server.throttle(first, 1.5)  # the first shard trickles in over 1.5 s
+    try:
+        it = iter_units(repo.read_context, m, all_units(m))
+        head = next(it)
+        cache = repo.read_context.cache()
+        assert cache.partial_file(first) is not None  # decoded while the GET still runs
+        assert not cache.is_cached(first, m.shards[0].bytes)
+        got = pa.Table.from_batches([head, *it])
+    finally:
+        s3_server.slow = None
+    assert s3_server.count("GET", contains=first, ranged=True) == 1  # the footer
+    assert s3_server.count("GET", contains=first, ranged=False) == 1
+    for s in m.shards[1:]:
+        assert s3_server.count("GET", contains=s.digest) == 1
     assert got.column("x").to_pylist() == list(range(2000))
     assert got.column("__key__").to_pylist() == [k for k, _ in samples]
+    assert cache.is_cached(first, m.shards[0].bytes)
+
+
+def test_a_corrupt_first_shard_read_while_downloading_still_fails_its_check(
+        s3_root: str, cache_dir: str, s3_server: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Rows decoded from the download's temp file are not verified yet: the stream must not
+    # end (or move past the shard) before the shard's sha256 has passed.
+    import dload_arrow.read.reader as reader
+    from dload_arrow.store.names import shard_path
+
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    rng = np.random.default_rng(6)
+    repo.commit("d", [(f"k{i:05d}", {"x": i, "blob": rng.bytes(300)}) for i in range(1500)],
+                shard_size=10_000_000, row_group_size=20_000, progress=False)
+    m = repo.manifest("d")
+    entry = m.shards[0]
+    data = bytearray(repo.storage.read(shard_path(entry.digest)))
+    data[entry.rg_offsets[0] + entry.rg_bytes[0] // 2] ^= 0x01  # inside a blob's bytes
+    repo.storage.write(shard_path(entry.digest), bytes(data))
+    monkeypatch.setattr(reader, "_EARLY_MIN_BYTES", 0)
+    s3_server.throttle(entry.digest, 1.0)
+    try:
+        with pytest.raises(IntegrityError):
+            for _ in iter_units(repo.read_context, m, all_units(m)):
+                pass
+    finally:
+        s3_server.slow = None

@@ -216,6 +216,15 @@ class Cache:
         hold.release()
         return None
 
+    def partial_file(self, digest: str) -> str | None:
+        """The temp file of a download of ``digest`` in progress (any process's), if any."""
+        final = self.shard_file(digest)
+        prefix = os.path.basename(final) + ".tmp-"
+        for e in _scandir(os.path.dirname(final)):
+            if e.name.startswith(prefix):
+                return e.path
+        return None
+
     def _trusted(self, final: str, nbytes: int) -> bool:
         try:
             st = os.stat(final)

@@ -9,6 +9,7 @@ visit resolves to the file in the root.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -44,7 +45,7 @@ class ShardFetcher:
         manifest: the version whose shards are read.
         visits: shard indices in the order they will be read (repeats allowed).
         window: visits held or in flight at once (at least 1).
-        threads: download threads (default: the window, at most 8).
+        threads: download threads (default: the window, at most 8 and at most the cores).
     """
 
     def __init__(self, ctx: ReadContext, manifest: Manifest, visits: Sequence[int], window: int,
@@ -57,7 +58,10 @@ class ShardFetcher:
         self._submitted = 0
         self._pool: ThreadPoolExecutor | None = None
         if not ctx.in_place:
-            n = threads or min(self.window, MAX_FETCH_THREADS)
+            # Downloads cost CPU here too (receiving, sha256): more streams than cores slow
+            # the first shard down without adding throughput on a small machine.
+            cores = max(2, os.cpu_count() or 2)
+            n = threads or min(self.window, MAX_FETCH_THREADS, cores)
             self._pool = ThreadPoolExecutor(max(1, n), thread_name_prefix="dload-fetch")
 
     def _fetch(self, visit: int) -> Hold:

@@ -23,7 +23,7 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.fetcher import ShardFetcher, visits_of
 from dload_arrow.read.planner import plan_read
-from dload_arrow.read.random_access import RowGroupReader, ShardRef
+from dload_arrow.read.progressive import PartialShard
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.readahead import read_ahead
@@ -78,11 +78,17 @@ class _Decoder:
         self.read_all = False  # set once the predicate needs columns outside the projection
 
     def decode(self, pf: pq.ParquetFile, rg: int) -> pa.RecordBatch:
-        return self.decode_with(lambda cols: pf.read_row_group(rg, columns=cols))
+        got = self.decode_with(lambda cols: pf.read_row_group(rg, columns=cols))
+        assert got is not None
+        return got
 
-    def decode_with(self, read: Callable[[list[str] | None], pa.Table]) -> pa.RecordBatch:
-        """Decode the table ``read(columns)`` returns (columns None: all of them)."""
+    def decode_with(
+        self, read: Callable[[list[str] | None], pa.Table | None]
+    ) -> pa.RecordBatch | None:
+        """Decode the table ``read(columns)`` returns (columns None: all; None passes through)."""
         table = read(None if self.read_all else self.schema.names)
+        if table is None:
+            return None
         if self.predicate is not None:
             try:
                 table = table.filter(self.predicate)
@@ -139,11 +145,12 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
     decoder = _Decoder(schema, predicate)
     fetcher = ShardFetcher(ctx, manifest, visits_of(units), window)
     # Time to first batch: while the first shard of a remote root is still downloading, its
-    # row groups are read by byte range (footer + row group, two small GETs) instead of
-    # waiting for the whole shard; the rest of the stream reads the verified cached file.
-    # Small shards arrive fast enough: they are not worth the extra requests.
+    # row groups are decoded from the download's temp file as their bytes arrive (the footer
+    # costs one small ranged GET) instead of waiting for the whole shard; the rest of the
+    # stream reads the verified cached file. Small shards arrive fast enough.
     big = bool(units) and manifest.shards[units[0][0]].bytes >= _EARLY_MIN_BYTES
-    early = RowGroupReader(ctx) if big and not ctx.in_place else None
+    early = (PartialShard(ctx, manifest.shards[units[0][0]], fetcher)
+             if big and not ctx.in_place else None)
     # Parsed footers by shard: schedules that interleave shards revisit them often.
     footers: OrderedDict[int, pq.FileMetaData] = OrderedDict()
     pf: pq.ParquetFile | None = None
@@ -151,15 +158,18 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
         visit = -1
         current = -1
         for shard, rg in units:
-            if early is not None and (visit <= 0 and shard == units[0][0]):
-                if not fetcher.ready(0):
-                    yield decoder.decode_with(
-                        partial(early.read, ShardRef.of(manifest.shards[shard]), rg)
-                    )
-                    visit, current = 0, shard
-                    continue
+            if early is not None:
+                if visit <= 0 and shard == units[0][0]:
+                    got = decoder.decode_with(partial(early.read, rg))
+                    if got is not None:
+                        yield got
+                        visit, current = 0, shard
+                        continue
+                    visit, current = -1, -1  # the verified file is there: read it from here
+                else:
+                    fetcher.get(0)  # leaving the partly read shard: its sha256 must pass
+                early.close()
                 early = None
-                visit, current = -1, -1
             if shard != current or pf is None:
                 visit += 1
                 current = shard
@@ -172,7 +182,11 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 if len(footers) > _FOOTERS:
                     footers.popitem(last=False)
             yield decoder.decode(pf, rg)
+        if early is not None:
+            fetcher.get(0)  # the stream ends inside the first shard: its sha256 must pass
     finally:
+        if early is not None:
+            early.close()
         if pf is not None:
             pf.close()
         fetcher.close()
