@@ -97,6 +97,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         import torch.utils.data  # noqa: F401
 
     adapter.version()
+    adapter.preload(spec)
     if hasattr(adapter, "restore"):
         adapter.restore(ctx.local)  # type: ignore[attr-defined]
         if ctx.local_b:

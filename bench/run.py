@@ -337,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                 results.append({"cell": cell, "system": system, "runs": runs,
                                 **{k: summarize(runs, k) for k in (
                                     "rate", "first_batch_s", "rss_mb", "worker_rss_mb",
-                                    "gets", "get_bytes", "cache_peak_bytes")}})
+                                    "gets", "gets_ranged", "get_bytes",
+                                    "cache_peak_bytes")}})
     finally:
         if s3 is not None:
             s3.stop()

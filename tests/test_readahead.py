@@ -43,3 +43,20 @@ def test_closing_the_consumer_stops_the_producer() -> None:
     it.close()
     assert not any(t.name == "dload-read-ahead" and t.is_alive() for t in threading.enumerate())
     assert len(produced) < 10
+
+
+def test_closing_the_consumer_runs_the_sources_cleanup_before_returning() -> None:
+    # iter_units relies on this: the decoding generator's finally releases the cache holds,
+    # and it must have run (on the producer's thread) by the time close() returns.
+    cleaned: list[str] = []
+
+    def source() -> Iterator[int]:
+        try:
+            yield from range(1000)
+        finally:
+            cleaned.append(threading.current_thread().name)
+
+    it = read_ahead(source(), depth=2)
+    assert next(it) == 0
+    it.close()
+    assert cleaned == ["dload-read-ahead"]

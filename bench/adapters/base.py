@@ -76,6 +76,9 @@ class Adapter:
     def version(self) -> str:
         return ""
 
+    def preload(self, spec: IterSpec) -> None:
+        """Import what this system needs for ``spec`` and imports lazily (before the clock)."""
+
     def ingest(self, table: pa.Table, out: Path) -> dict[str, Any]:
         """Write ``table``'s rows in this system's format under ``out``; return extra stats."""
         raise NotImplementedError

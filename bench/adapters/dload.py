@@ -36,6 +36,12 @@ class DloadAdapter(Adapter):
         v = repo.commit(self.dataset_name, table, progress=False, **kw)
         return {"shards": v.shards_total, "version": v.version[:12]}
 
+    def preload(self, spec: IterSpec) -> None:
+        # dload_arrow imports its S3 client (s3fs, ~0.5 s here) when it first talks to S3;
+        # LitData imports boto3 with itself. Imports are outside every figure.
+        if spec.cache == "cold":
+            import s3fs  # noqa: F401
+
     dataset_name = "data"
 
     def _repo(self, ctx: Ctx, spec: IterSpec, which: str = "a") -> Any:
