@@ -27,6 +27,7 @@ class Request:
     range: str | None
     status: int = 0
     sent: int = 0
+    copy: bool = False  # a server-side copy (PUT with x-amz-copy-source): no bytes uploaded
 
 
 @dataclass
@@ -48,7 +49,8 @@ class S3Server:
         with self._lock:
             self.requests.clear()
 
-    def count(self, method: str, contains: str = "", ranged: bool | None = None) -> int:
+    def count(self, method: str, contains: str = "", ranged: bool | None = None,
+              copy: bool | None = None) -> int:
         with self._lock:
             return sum(
                 1
@@ -56,6 +58,7 @@ class S3Server:
                 if r.method == method
                 and contains in r.path
                 and (ranged is None or (r.range is not None) == ranged)
+                and (copy is None or r.copy == copy)
             )
 
     def bytes_sent(self, contains: str = "") -> int:
@@ -83,6 +86,7 @@ def start_s3_server() -> S3Server:
         req = Request(
             environ["REQUEST_METHOD"], environ.get("PATH_INFO", ""),
             environ.get("QUERY_STRING", ""), environ.get("HTTP_RANGE"),
+            copy="HTTP_X_AMZ_COPY_SOURCE" in environ,
         )
 
         def sr(status: str, headers: list[tuple[str, str]], *a: Any) -> Any:

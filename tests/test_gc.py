@@ -176,3 +176,93 @@ def test_gc_removes_stale_temp_files_of_crashed_writes_on_local_roots(repo: Repo
     assert report.temp_files_removed == 1 and report.temp_bytes_reclaimed == 13
     assert report.deleted == []  # temp files are not shards
     assert not stale.exists() and fresh.exists()
+
+
+def _age(repo: Repository, path: str, seconds: float) -> None:
+    """Make a local shard look ``seconds`` old (what a removed version's shards are)."""
+    import os
+    import time
+
+    full = repo.storage.local_path(path)
+    assert full is not None
+    t = time.time() - seconds
+    os.utime(full, (t, t))
+
+
+def test_a_commit_reusing_an_old_unreferenced_shard_restarts_its_grace(
+        repo: Repository) -> None:
+    # rm leaves the shards of a removed version old and unreferenced; a commit of the same
+    # bytes reuses them without uploading. It must touch them, or a gc run next to it (grace
+    # 1h) would delete shards the new version references.
+    v1 = repo.commit("d", rows("a"), **SMALL)
+    paths = shard_paths(repo, "d", v1.version)
+    repo.rm("d")
+    for p in paths:
+        _age(repo, p, 7200)
+    v2 = repo.commit("e", rows("a"), **SMALL)
+    assert v2.shards_uploaded == 0  # reused, not uploaded
+    report = repo.gc(grace="1h")
+    assert report.deleted == []
+    assert all(repo.storage.exists(p) for p in paths)
+    assert [r["x"] for r in repo.dataset("e").samples()] == list(range(60))
+
+
+class _TouchAfterListing:
+    """The real local storage; a commit touches ``path`` right after gc's listing."""
+
+    def __init__(self, storage: Any, path: str) -> None:
+        self._s, self._path = storage, path
+
+    def list(self, prefix: str) -> Any:
+        out = self._s.list(prefix)
+        self._s.touch(self._path)  # a commit reusing it runs now, between listing and delete
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._s, name)
+
+
+def test_gc_stats_a_shard_again_before_deleting_it(repo: Repository) -> None:
+    from dload_arrow.repository.gc import collect_garbage
+
+    v1 = repo.commit("d", rows("a"), **SMALL)
+    paths = shard_paths(repo, "d", v1.version)
+    repo.rm("d")
+    for p in paths:
+        _age(repo, p, 7200)
+    report = collect_garbage(_TouchAfterListing(repo.storage, paths[0]), grace=3600)
+    assert repo.storage.exists(paths[0])  # young again by the time gc came to delete it
+    assert report.kept_young == 1
+    assert sorted(shard_path(d) for d in report.deleted) == sorted(paths[1:])
+
+
+class _GcDuringManifest:
+    """The real local storage; a gc deletes ``path`` while the commit stores its manifest."""
+
+    def __init__(self, storage: Any, path: str) -> None:
+        self._s, self._path = storage, path
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        if "/manifests/" in path:
+            self._s.delete(self._path)
+        return bool(self._s.put_if_absent(path, data))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._s, name)
+
+
+def test_a_commit_whose_reused_shard_is_deleted_meanwhile_publishes_nothing(
+        repo: Repository) -> None:
+    from dload_arrow import ConflictError
+    from dload_arrow.store.commit import commit_samples
+
+    v1 = repo.commit("d", rows("a"), **SMALL)
+    paths = shard_paths(repo, "d", v1.version)
+    storage = _GcDuringManifest(repo.storage, paths[0])
+    with pytest.raises(ConflictError, match="deleted while it ran"):
+        commit_samples(storage, "e", rows("a"), **SMALL)  # type: ignore[arg-type]
+    with pytest.raises(NotFoundError):
+        repo.dataset("e")  # the ref never moved: no version of "e" was published
+    again = repo.commit("e", rows("a"), **SMALL)  # retrying uploads the missing shard
+    assert again.shards_uploaded == 1
+    assert [r["x"] for r in repo.dataset("e").samples()] == list(range(60))

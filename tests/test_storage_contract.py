@@ -242,3 +242,17 @@ def test_s3_token_is_the_etag_the_server_reports(storage: Storage) -> None:
     assert got is not None and got[0] == b"content"
     fs = storage.fs  # type: ignore[attr-defined]
     assert got[1] == fs.info(storage._full("etag/ref"))["ETag"]  # type: ignore[attr-defined]
+
+
+def test_touch_moves_the_modification_time_and_keeps_the_bytes(storage: Storage) -> None:
+    import time
+
+    storage.write("shards/ab/t.bin", b"payload")
+    before = storage.info("shards/ab/t.bin").mtime
+    time.sleep(1.1)  # S3 LastModified has one-second resolution
+    assert storage.touch("shards/ab/t.bin") is True
+    after = storage.info("shards/ab/t.bin")
+    assert after.mtime > before
+    assert storage.read("shards/ab/t.bin") == b"payload" and after.size == 7
+    assert storage.touch("shards/ab/absent.bin") is False
+    assert not storage.exists("shards/ab/absent.bin")

@@ -65,6 +65,15 @@ def collect_garbage(storage: Storage, grace: float, dry_run: bool = False) -> Gc
             young += 1
             continue
         if not dry_run:
+            # Stat again right before deleting: a commit reusing this shard touches it (and
+            # its manifest may be newer than the ones read above), which makes it young.
+            try:
+                fresh = storage.info(obj.path)
+            except NotFoundError:
+                continue
+            if fresh.mtime and time.time() - fresh.mtime < grace:
+                young += 1
+                continue
             storage.delete(obj.path)
         deleted.append(digest)
         reclaimed += obj.size

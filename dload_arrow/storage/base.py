@@ -79,6 +79,13 @@ class Storage(Protocol):
 
     def exists(self, path: str) -> bool: ...
 
+    def touch(self, path: str) -> bool:
+        """Set the object's modification time to now, bytes unchanged; False when it is absent.
+
+        A commit that reuses a stored shard touches it, so gc's grace period protects it.
+        """
+        ...
+
     def info(self, path: str) -> ObjectInfo: ...
 
     def list(self, prefix: str) -> list[ObjectInfo]:

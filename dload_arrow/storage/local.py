@@ -106,6 +106,13 @@ class LocalStorage:
     def exists(self, path: str) -> bool:
         return os.path.exists(self._full(path))
 
+    def touch(self, path: str) -> bool:
+        try:
+            os.utime(self._full(path))
+            return True
+        except FileNotFoundError:
+            return False
+
     def info(self, path: str) -> ObjectInfo:
         try:
             st = os.stat(self._full(path))

@@ -10,6 +10,7 @@ import errno
 import hashlib
 import os
 import threading
+from datetime import UTC, datetime
 from typing import Any
 
 from dload_arrow.errors import NotFoundError, StorageError
@@ -177,13 +178,40 @@ class FsspecStorage:
     def exists(self, path: str) -> bool:
         full = self._full(path)
         try:
+            self.fs.invalidate_cache(full)  # a listing's cache must not answer for now
             return bool(self.fs.exists(full))
         except Exception as e:
             raise self._wrap(e, path, "checking") from e
 
+    def touch(self, path: str) -> bool:
+        full = self._full(path)
+        try:
+            if self.protocol in ("s3", "s3a"):
+                # S3 has no "touch": a copy onto itself (metadata replaced, required for a
+                # self-copy) is server-side and sets LastModified to now.
+                bucket, key, _ = self.fs.split_path(full)
+                self.fs.call_s3("copy_object", Bucket=bucket, Key=key,
+                                CopySource={"Bucket": bucket, "Key": key},
+                                MetadataDirective="REPLACE")
+            elif self.protocol == "memory":
+                with _MEMORY_LOCK:
+                    stored = self.fs.store.get(self.fs._strip_protocol(full))
+                    if stored is None:
+                        return False
+                    stored.created = datetime.now(tz=UTC)
+            else:
+                self.fs.touch(full, truncate=False)
+            self.fs.invalidate_cache(full)
+            return True
+        except FileNotFoundError:
+            return False
+        except Exception as e:
+            raise self._wrap(e, path, "touching") from e
+
     def info(self, path: str) -> ObjectInfo:
         full = self._full(path)
         try:
+            self.fs.invalidate_cache(full)
             return self._to_info(self.fs.info(full))
         except Exception as e:
             raise self._wrap(e, path, "stat of") from e

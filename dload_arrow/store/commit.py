@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.errors import SchemaError
+from dload_arrow.errors import ConflictError, SchemaError
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest, build_manifest, shard_rows
 from dload_arrow.store.names import KEY_COLUMN, manifest_path, shard_path
@@ -64,10 +64,28 @@ def _crash_point(step: str) -> None:
 
 
 def _upload(storage: Storage, shard: ShardData) -> int:
+    """Store ``shard`` unless it is there; bytes uploaded (0: reused, and touched)."""
     path = shard_path(shard.digest)
-    if storage.exists(path):
+    # A reused shard may be old and unreferenced (left by a removed version): touching it
+    # restarts gc's grace period, which then protects it like a freshly uploaded one.
+    if storage.exists(path) and storage.touch(path):
         return 0
-    return shard.nbytes if storage.put_if_absent(path, memoryview(shard.data).tobytes()) else 0
+    if storage.put_if_absent(path, memoryview(shard.data).tobytes()):
+        return shard.nbytes
+    storage.touch(path)  # stored meanwhile by a concurrent commit of the same bytes
+    return 0
+
+
+def _check_reused(storage: Storage, name: str, reused: list[str]) -> None:
+    """Every reused shard must still exist before the ref moves (gc may have raced us)."""
+    missing = [d for d in reused if not storage.exists(shard_path(d))]
+    if missing:
+        raise ConflictError(
+            f"commit to {name!r}: {len(missing)} stored shard(s) it reuses (first "
+            f"{missing[0][:12]}) were deleted while it ran, by a gc running at the same time; "
+            "nothing was published (the ref did not move). Commit again: the missing shards "
+            "will be uploaded"
+        )
 
 
 class _Progress:
@@ -165,6 +183,7 @@ def commit_samples(
             yield b
 
     shards: list[ShardData] = []
+    reused: list[str] = []  # digests of shards already stored (touched, not uploaded)
     uploaded = [0, 0]
     bar = _Progress(progress, name)
     with ThreadPoolExecutor(_UPLOAD_THREADS) as pool:
@@ -176,6 +195,8 @@ def commit_samples(
                 n = fut.result()
                 uploaded[0] += 1 if n else 0
                 uploaded[1] += n
+                if not n:
+                    reused.append(done.digest)
                 bar.update(done.rows, done.nbytes)
                 _crash_point(f"shard{len(shards) - len(pending)}")
                 done.data = pa.py_buffer(b"")  # the bytes are stored; free the memory
@@ -204,7 +225,10 @@ def commit_samples(
     index_info = None
     if not sorted_new and rows.num_rows:
         index = _key_index(keys, known_keys)
-        uploaded[1] += _upload(storage, index)  # bytes count; shards_uploaded is data shards
+        wrote_index = _upload(storage, index)
+        uploaded[1] += wrote_index  # bytes count; shards_uploaded is data shards
+        if not wrote_index:
+            reused.append(index.digest)
         index_info = {
             "digest": index.digest, "bytes": index.nbytes, "rows": index.rows,
             "footer_offset": index.footer_offset, "rg_rows": index.rg_rows,
@@ -219,6 +243,7 @@ def commit_samples(
     wrote = store_manifest(storage, manifest)
     uploaded[1] += wrote
     _crash_point("manifest")
+    _check_reused(storage, name, reused)
     if move:
         move_ref(storage, name, "latest", manifest.version,
                  action="append" if parent is not None else "commit")
