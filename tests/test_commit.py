@@ -162,6 +162,9 @@ def test_same_commit_twice_same_id_and_zero_shard_puts(
     # Each reused shard is touched (a server-side self-copy) so gc's grace protects it.
     assert s3_server.count("PUT", "shards/", copy=True) == v1.shards_total
     assert s3_server.count("PUT", "manifests/") == 0
+    # latest already points there: no ref write, no log entry (a no-op commit)
+    assert s3_server.count("PUT", "refs/") == 0 and s3_server.count("PUT", "/log/") == 0
+    assert len(s3_repo.log("twice")) == 1
 
 
 def test_same_samples_give_the_same_id_on_different_roots(

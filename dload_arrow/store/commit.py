@@ -246,7 +246,7 @@ def commit_samples(
     _check_reused(storage, name, reused)
     if move:
         move_ref(storage, name, "latest", manifest.version,
-                 action="append" if parent is not None else "commit")
+                 action="append" if parent is not None else "commit", unless_there=True)
     return Version(
         name=name, version=manifest.version, num_rows=manifest.num_rows,
         shards_total=len(manifest.shards), shards_uploaded=uploaded[0],

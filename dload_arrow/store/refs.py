@@ -85,17 +85,22 @@ def move_ref(
     *,
     action: str = "commit",
     only_if: str | None = None,
+    unless_there: bool = False,
 ) -> RefValue:
     """Point ``ref`` at ``version`` by compare-and-swap, retrying on contention.
 
     ``only_if``: move only while the ref still points there (used by rm to step back);
-    a mismatch raises ConflictError instead of retrying.
+    a mismatch raises ConflictError instead of retrying. ``unless_there``: when the ref
+    already points at ``version``, leave it (and the log) alone: a commit of identical
+    samples is a no-op.
     """
     path = _ref_path(name, ref)
     check_digest(version, "version id")
     for attempt in range(_MAX_TRIES):
         got = storage.read_with_token(path)
         old = None if got is None else _parse(got[0], path)
+        if unless_there and old is not None and old.version == version:
+            return old
         if only_if is not None and (old is None or old.version != only_if):
             raise ConflictError(f"ref {name}:{ref} moved concurrently; retry the operation")
         new = RefValue(version, (old.seq if old else _last_seq(storage, name, ref)) + 1)
