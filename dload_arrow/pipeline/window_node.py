@@ -10,6 +10,11 @@ While the consumer works through window ``w``, a background thread makes the nex
 consumer needs: decoding (in the reader's own thread), concatenating and gathering run in C++
 without the GIL, so they overlap the consumer's Python work. Memory: about three windows (the
 current one, the next one and its decoded units) instead of two.
+
+When the consumer turns every chunk into Python items anyway (:meth:`Node.prefer_items`), a
+shuffled window is made of items instead: each decoded unit is converted once, in storage
+order, and the Python objects are permuted, which saves the Arrow gather (a copy of every
+row). Both ways give the same rows in the same order (tests/test_pipeline_shard.py).
 """
 
 from __future__ import annotations
