@@ -16,7 +16,6 @@ docs/DESIGN.md, "Reading and the cache".
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 import time
@@ -33,6 +32,7 @@ from dload_arrow.errors import (
     NotFoundError,
 )
 from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.hashing import FollowingHash, sha256_file
 from dload_arrow.read.locks import FileLock, try_exclusive
 from dload_arrow.sizes import format_bytes, parse_size
 from dload_arrow.storage import Storage, redact_url
@@ -45,7 +45,6 @@ __all__ = ["Cache", "CacheEntry", "Hold", "free_disk", "resolve_budget"]
 # re-hashed before use (and fetched again if it does not match).
 _VERIFIED_NS = 946_684_800 * 10**9
 _POLL = 0.05
-_HASH_CHUNK = 4 * 2**20
 
 
 def free_disk(path: str) -> int:
@@ -68,14 +67,6 @@ def resolve_budget(budget: str | int, cache_dir: str, used: int = 0) -> int:
         return parse_size(budget, "cache budget")
     except ConfigError as e:
         raise ConfigError(f"{e}; or use 'auto' (half the free disk) or 'unlimited'") from e
-
-
-def _sha256_file(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_HASH_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -239,7 +230,7 @@ class Cache:
         except FileNotFoundError:
             return False
         if st.st_size == nbytes and (
-            st.st_mtime_ns == _VERIFIED_NS or _sha256_file(final) == digest
+            st.st_mtime_ns == _VERIFIED_NS or sha256_file(final) == digest
         ):
             os.utime(final, ns=(_VERIFIED_NS, _VERIFIED_NS))
             return True
@@ -250,16 +241,22 @@ class Cache:
         tmp = self._reserve(digest, nbytes)
         try:
             got = ""
-            for _attempt in range(2):  # one retry: a torn transfer is not a corrupt root
-                try:
-                    size = storage.download(shard_path(digest), tmp)
-                except NotFoundError as e:
-                    raise NotFoundError(
-                        f"shard {digest} of dataset {dataset or '?'} is missing from "
-                        f"{redact_url(storage.url)}; the version is incomplete (was it removed "
-                        "by gc, or is the commit unfinished?)"
-                    ) from e
-                got = _sha256_file(tmp) if size == nbytes else f"<{size} bytes, expected {nbytes}>"
+            for attempt in range(2):  # one retry: a torn transfer is not a corrupt root
+                if attempt:
+                    open(tmp, "wb").close()  # the follower must not see the first try's bytes
+                # The sha256 follows the download (a thread hashing the temp file as it
+                # grows), so a shard is usable as soon as its last byte has arrived.
+                with FollowingHash(tmp) as follower:
+                    try:
+                        size = storage.download(shard_path(digest), tmp)
+                    except NotFoundError as e:
+                        raise NotFoundError(
+                            f"shard {digest} of dataset {dataset or '?'} is missing from "
+                            f"{redact_url(storage.url)}; the version is incomplete (was it "
+                            "removed by gc, or is the commit unfinished?)"
+                        ) from e
+                    got = (follower.finish() if size == nbytes
+                           else f"<{size} bytes, expected {nbytes}>")
                 if got == digest:
                     break
             else:
