@@ -285,7 +285,7 @@ def test_a_download_renamed_while_the_cache_is_listed_is_still_counted(
     # Downloads rename temp -> final outside cache.lock. An admission whose directory listing
     # was taken just before such a rename sees a temp name that no longer exists and no final
     # name: the shard must still count against the budget (invariant 4), exactly once.
-    import dload_arrow.read.cache as cache_mod
+    import dload_arrow.read.cache_space as cache_mod
 
     cache = Cache(cache_dir, 10_000)
     digest = "cd" * 32
@@ -293,7 +293,7 @@ def test_a_download_renamed_while_the_cache_is_listed_is_still_counted(
     os.makedirs(os.path.dirname(final), exist_ok=True)
     tmp = f"{final}.tmp-3000-race"
     Path(tmp).write_bytes(b"x" * 3000)
-    real = cache_mod._scandir
+    real = cache_mod.list_dir
 
     def listing_then_rename(path: str) -> list[os.DirEntry[str]]:
         entries = real(path)
@@ -301,9 +301,9 @@ def test_a_download_renamed_while_the_cache_is_listed_is_still_counted(
             os.replace(tmp, final)  # the downloader finishes between readdir and stat
         return entries
 
-    monkeypatch.setattr(cache_mod, "_scandir", listing_then_rename)
+    monkeypatch.setattr(cache_mod, "list_dir", listing_then_rename)
     used, entries = cache._scan(cleanup=True)
     assert used == 3000
     assert [(d, n) for _, d, n in entries] == [(digest, 3000)]
-    monkeypatch.setattr(cache_mod, "_scandir", real)
+    monkeypatch.setattr(cache_mod, "list_dir", real)
     assert cache.used_bytes() == 3000  # and once, when the listing sees the final name

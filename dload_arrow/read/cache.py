@@ -21,62 +21,27 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import ClassVar
 
-from dload_arrow.errors import (
-    ConfigError,
-    InfeasiblePlanError,
-    IntegrityError,
-    InvalidNameError,
-    NotFoundError,
-)
+from dload_arrow.errors import InfeasiblePlanError, IntegrityError, NotFoundError
 from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.cache_space import (
+    VERIFIED_NS,
+    CacheEntry,
+    CacheSpace,
+    free_disk,
+    list_dir,
+    resolve_budget,
+)
 from dload_arrow.read.hashing import FollowingHash, sha256_file
-from dload_arrow.read.locks import FileLock, try_exclusive
-from dload_arrow.sizes import format_bytes, parse_size
+from dload_arrow.read.locks import FileLock
+from dload_arrow.sizes import format_bytes
 from dload_arrow.storage import Storage, redact_url
-from dload_arrow.store.names import check_digest, shard_path
+from dload_arrow.store.names import shard_path
 
 __all__ = ["Cache", "CacheEntry", "Hold", "free_disk", "resolve_budget"]
 
-# A verified shard's mtime. Any write to the file moves its mtime, so a cached file whose
-# size and stamp match was not modified since its sha256 was checked; anything else is
-# re-hashed before use (and fetched again if it does not match).
-_VERIFIED_NS = 946_684_800 * 10**9
 _POLL = 0.05
-
-
-def free_disk(path: str) -> int:
-    """Bytes available to this user on the filesystem holding ``path`` (or its parent)."""
-    p = os.path.abspath(path)
-    while not os.path.exists(p):
-        p = os.path.dirname(p)
-    st = os.statvfs(p)
-    return int(st.f_bavail * st.f_frsize)
-
-
-def resolve_budget(budget: str | int, cache_dir: str, used: int = 0) -> int:
-    """Bytes from ``auto`` (half of free disk plus what the cache holds), ``unlimited``, a size."""
-    text = str(budget).strip().lower()
-    if text == "unlimited":
-        return UNLIMITED
-    if text == "auto":
-        return (free_disk(cache_dir) + used) // 2
-    try:
-        return parse_size(budget, "cache budget")
-    except ConfigError as e:
-        raise ConfigError(f"{e}; or use 'auto' (half the free disk) or 'unlimited'") from e
-
-
-@dataclass(frozen=True)
-class CacheEntry:
-    """A shard in the cache."""
-
-    digest: str
-    bytes: int
-    last_used: float
-    held: bool
 
 
 class Hold:
@@ -102,7 +67,7 @@ class Hold:
         return f"Hold({self.digest[:12]}, held={self._lock is not None})"
 
 
-class Cache:
+class Cache(CacheSpace):
     """Shards of any root, stored once per machine under ``cache_dir`` within ``budget``.
 
     Args:
@@ -118,7 +83,7 @@ class Cache:
 
     def __init__(self, cache_dir: str, budget: str | int = "auto", *,
                  wait_timeout: float = 600.0) -> None:
-        self.dir = os.path.abspath(os.path.expanduser(cache_dir))
+        super().__init__(cache_dir)
         os.makedirs(os.path.join(self.dir, "shards"), exist_ok=True)
         self.wait_timeout = wait_timeout
         self.budget_text = str(budget)
@@ -139,22 +104,6 @@ class Cache:
     def __repr__(self) -> str:
         budget = "unlimited" if self.budget_bytes >= UNLIMITED else format_bytes(self.budget_bytes)
         return f"Cache({self.dir!r}, budget={budget})"
-
-    # --- paths ------------------------------------------------------------------------------
-
-    def shard_file(self, digest: str) -> str:
-        """Where the verified shard ``digest`` lives when cached."""
-        check_digest(digest, "shard digest")
-        return os.path.join(self.dir, "shards", digest[:2], f"{digest}.parquet")
-
-    def _hold_file(self, digest: str) -> str:
-        return os.path.join(self.dir, "holds", digest[:2], digest)
-
-    def _lock_file(self, digest: str) -> str:
-        return os.path.join(self.dir, "locks", digest[:2], digest)
-
-    def free_disk(self) -> int:
-        return free_disk(self.dir)
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -211,7 +160,7 @@ class Cache:
         """The temp file of a download of ``digest`` in progress (any process's), if any."""
         final = self.shard_file(digest)
         prefix = os.path.basename(final) + ".tmp-"
-        for e in _scandir(os.path.dirname(final)):
+        for e in list_dir(os.path.dirname(final)):
             if e.name.startswith(prefix):
                 return e.path
         return None
@@ -221,7 +170,7 @@ class Cache:
             st = os.stat(final)
         except FileNotFoundError:
             return False
-        return st.st_size == nbytes and st.st_mtime_ns == _VERIFIED_NS
+        return st.st_size == nbytes and st.st_mtime_ns == VERIFIED_NS
 
     def _usable(self, final: str, digest: str, nbytes: int) -> bool:
         # Called with the download lock held: nobody else is replacing the file.
@@ -230,9 +179,9 @@ class Cache:
         except FileNotFoundError:
             return False
         if st.st_size == nbytes and (
-            st.st_mtime_ns == _VERIFIED_NS or sha256_file(final) == digest
+            st.st_mtime_ns == VERIFIED_NS or sha256_file(final) == digest
         ):
-            os.utime(final, ns=(_VERIFIED_NS, _VERIFIED_NS))
+            os.utime(final, ns=(VERIFIED_NS, VERIFIED_NS))
             return True
         os.unlink(final)  # modified or truncated since verified: fetch it again
         return False
@@ -265,7 +214,7 @@ class Cache:
                     f"is corrupt: its bytes hash to {got}. Restore the object from a copy or "
                     "commit the dataset again"
                 )
-            os.utime(tmp, ns=(_VERIFIED_NS, _VERIFIED_NS))
+            os.utime(tmp, ns=(VERIFIED_NS, VERIFIED_NS))
             os.replace(tmp, self.shard_file(digest))
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
@@ -309,81 +258,6 @@ class Cache:
                 )
             time.sleep(_POLL)
 
-    def _scan(self, cleanup: bool) -> tuple[int, list[tuple[float, str, int]]]:
-        """Bytes used (files plus reservations) and the cached shards, least recently used first."""
-        used = 0
-        shards: dict[str, int] = {}
-        root = os.path.join(self.dir, "shards")
-        for sub in _scandir(root):
-            if not sub.is_dir():
-                continue
-            for e in _scandir(sub.path):
-                name = e.name
-                if name.endswith(".parquet"):
-                    with contextlib.suppress(FileNotFoundError):
-                        shards[name[: -len(".parquet")]] = e.stat().st_size
-                elif ".parquet.tmp-" in name:
-                    digest, rest = name.split(".parquet.tmp-", 1)
-                    try:
-                        size = e.stat().st_size
-                    except FileNotFoundError:
-                        # Renamed to its final name after the listing was taken (downloads
-                        # finish outside cache.lock): count the shard it became, once.
-                        if digest not in shards:
-                            with contextlib.suppress(FileNotFoundError, InvalidNameError):
-                                shards[digest] = os.stat(self.shard_file(digest)).st_size
-                        continue
-                    if cleanup and self._stale_tmp(e.path, digest):
-                        continue
-                    try:
-                        reserved = int(rest.split("-", 1)[0])
-                    except ValueError:
-                        reserved = size
-                    used += max(size, reserved)
-        used += sum(shards.values())
-        entries = sorted((_mtime(self._hold_file(d)), d, n) for d, n in shards.items())
-        return used, entries
-
-    def _stale_tmp(self, path: str, digest: str) -> bool:
-        # A temp file whose download lock nobody holds belongs to a dead downloader.
-        lock = try_exclusive(self._lock_file(digest))
-        if lock is None:
-            return False
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        lock.release()
-        return True
-
-    def _evict(self, digest: str) -> bool:
-        lock = try_exclusive(self._hold_file(digest))
-        if lock is None:
-            return False  # a live reader holds it
-        try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.shard_file(digest))
-        finally:
-            lock.release(unlink=True)
-        return True
-
-    # --- status and maintenance -------------------------------------------------------------
-
-    def used_bytes(self) -> int:
-        """Bytes of cached shards plus downloads in progress."""
-        return self._scan(cleanup=False)[0]
-
-    def entries(self) -> list[CacheEntry]:
-        """Every cached shard, least recently used first."""
-        out = []
-        for stamp, digest, size in self._scan(cleanup=False)[1]:
-            held = False
-            if os.path.exists(self._hold_file(digest)):
-                lock = try_exclusive(self._hold_file(digest))
-                held = lock is None
-                if lock is not None:
-                    lock.release()
-            out.append(CacheEntry(digest, size, stamp, held))
-        return out
-
     def clear(self) -> int:
         """Remove every shard no live reader holds; return the bytes freed."""
         freed = 0
@@ -393,17 +267,3 @@ class Cache:
                     freed += size
         return freed
 
-
-def _scandir(path: str) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(path) as it:
-            return [e for e in it]
-    except FileNotFoundError:
-        return []
-
-
-def _mtime(path: str) -> float:
-    try:
-        return os.stat(path).st_mtime
-    except FileNotFoundError:
-        return 0.0

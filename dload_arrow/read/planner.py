@@ -20,7 +20,7 @@ from dload_arrow.plan.window import (
     full_resident_bytes,
     window_resident_bytes,
 )
-from dload_arrow.read.cache import free_disk
+from dload_arrow.read.cache_space import free_disk
 from dload_arrow.read.context import ReadContext
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.manifest import Manifest
