@@ -25,7 +25,7 @@ _counter = itertools.count()
 def _isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test sees the developer's config, lock file, root or cache."""
     for var in ("DLOAD_ROOT", "DLOAD_CACHE_DIR", "DLOAD_CACHE_BUDGET", "DLOAD_ENDPOINT_URL",
-                "R2_ACCOUNT_ID"):
+                "DLOAD_MEMORY_LIMIT", "R2_ACCOUNT_ID"):
         monkeypatch.delenv(var, raising=False)
     home = tmp_path / "home"
     home.mkdir()

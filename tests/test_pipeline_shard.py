@@ -136,19 +136,40 @@ def test_shard_rejects_bad_arguments() -> None:
         p.shard(0, 2, block=0)
 
 
+@pytest.fixture(scope="module")
+def blobs(root: str) -> dl.Dataset:
+    """Rows whose data outweighs their Python objects: shuffled per item, they go as items."""
+    repo = pipeline_cases.open_repo(root)
+    repo.commit("blobs", [(f"b{i:04d}", {"x": i, "b": bytes([i % 251]) * 700})
+                          for i in range(300)],
+                row_group_size=40, shard_size=60_000, progress=False)
+    return repo.dataset("blobs")
+
+
+def test_large_rows_are_shuffled_as_items_and_small_rows_in_arrow(
+        root: str, blobs: dl.Dataset) -> None:
+    from dload_arrow.pipeline.window_layout import items_pay_off
+
+    small = pipeline_cases.ds(root).batches()
+    assert not items_pay_off(next(iter(small)))  # a dict per row costs more than the row
+    assert items_pay_off(next(iter(blobs.batches())))
+
+
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(count=st.integers(1, 4), block=st.integers(1, 7), start=st.integers(0, 60),
-       order=st.sampled_from(["windowed", "full"]), seed=st.integers(0, 3))
+       order=st.sampled_from(["windowed", "full"]), seed=st.integers(0, 3),
+       data=st.sampled_from(["nums", "blobs"]))
 def test_item_and_arrow_reads_of_a_shuffle_agree(
-    root: str, count: int, block: int, start: int, order: str, seed: int
+    root: str, blobs: dl.Dataset, count: int, block: int, start: int, order: str, seed: int,
+    data: str,
 ) -> None:
-    # Iterated per item, a shuffled source gathers rows as Python objects; iterated in chunks
-    # it gathers them in Arrow. Both must be the same rows in the same order, for every
-    # shard and every start position.
+    # Iterated per item, a shuffled source of large rows gathers them as Python objects;
+    # iterated in chunks it gathers them in Arrow. Both must be the same rows in the same
+    # order, for every shard and every start position.
     from dload_arrow.read.samples import batch_to_samples
 
-    ds = pipeline_cases.ds(root)
+    ds = pipeline_cases.ds(root) if data == "nums" else blobs
     base = ds.shuffle(40, seed=seed) if order == "windowed" else ds.shuffle(full=True, seed=seed)
     index = start % count
     view = base.shard(index, count, block).skip(start)

@@ -11,10 +11,13 @@ consumer needs: decoding (in the reader's own thread), concatenating and gatheri
 without the GIL, so they overlap the consumer's Python work. Memory: about three windows (the
 current one, the next one and its decoded units) instead of two.
 
-When the consumer turns every chunk into Python items anyway (:meth:`Node.prefer_items`), a
-shuffled window is made of items instead: each decoded unit is converted once, in storage
-order, and the Python objects are permuted, which saves the Arrow gather (a copy of every
-row). Both ways give the same rows in the same order (tests/test_pipeline_shard.py).
+When the consumer turns every chunk into Python items anyway (:meth:`Node.prefer_items`) and
+the rows' data outweighs their Python objects (``window_layout.items_pay_off``: images, token
+tensors), a shuffled window is made of items instead: each decoded unit is converted once, in
+storage order, and the Python objects are permuted, which saves the Arrow gather (a copy of
+every row). Both ways give the same rows in the same order (tests/test_pipeline_shard.py).
+A sharded full shuffle keeps only its own rows (``window_layout.OwnRows``) and checks them
+against the available memory first.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import pyarrow as pa
 
 from dload_arrow.pipeline.chunks import Chunk, row_dicts
 from dload_arrow.pipeline.node import POSITION, Node, State
+from dload_arrow.pipeline.window_layout import OwnRows, check_memory, items_pay_off
 from dload_arrow.plan.orders import own_count, own_position
 from dload_arrow.store.names import KEY_COLUMN
 
@@ -46,6 +50,7 @@ class _Window:
     units: np.ndarray | None = None  # unordered: decoded units (ascending) and first rows
     offs: np.ndarray | None = None
     items: list[Any] | None = None  # item mode: the rows as Python items (ordered: own order)
+    index: np.ndarray | None = None  # full, sharded: where each unit row is kept (own rows only)
 
 
 class DatasetNode(Node):
@@ -110,6 +115,8 @@ class DatasetNode(Node):
                 assert win.units is not None and win.offs is not None
                 u, r = self.plan.locate(self._pos(np.arange(k0, k1, dtype=np.int64)))
                 offs = win.offs[np.searchsorted(win.units, u)] + r
+                if win.index is not None:
+                    offs = win.index[offs]
                 if win.items is not None:
                     return [win.items[i] for i in offs.tolist()]
                 assert win.batch is not None
@@ -189,6 +196,9 @@ class DatasetNode(Node):
         units: list[int] = []
         offsets: list[int] = []
         at = 0
+        own = self._own_rows() if plan.mode == "full" and self.count > 1 else None
+        items: bool | None = None if self._items else False  # decided on the first rows
+        unchecked = plan.mode == "full"
         while self._ni < len(self._needed) and self._needed[self._ni] < hi:
             u = int(self._needed[self._ni])
             batch = next(self._reader)
@@ -197,15 +207,28 @@ class DatasetNode(Node):
                 continue  # a skipped window's unit, already on its way
             units.append(u)
             offsets.append(at)
-            at += batch.num_rows
-            if self._items:
+            if batch.num_rows and (items is None or unchecked):
+                if items is None:
+                    items = items_pay_off(batch)
+                if unchecked:  # a full shuffle holds every row it keeps: will they fit?
+                    unchecked = False
+                    held = own.count if own is not None else int(
+                        np.diff(plan.unit_starts)[self._needed].sum())
+                    check_memory(self.pipe.ds.name, batch, held, items)
+            n = batch.num_rows
+            if own is not None:
+                batch = own.keep(u, at, batch)
+            at += n
+            if items:
                 rows.extend(row_dicts(batch))
             else:
                 batches.append(batch)
         wunits, woffs = np.asarray(units, np.int64), np.asarray(offsets, np.int64)
-        if self._items:
+        index = None if own is None else own.index
+        if items:
             if plan.mode == "full":
-                return _Window(w, None, False, units=wunits, offs=woffs, items=rows)
+                return _Window(w, None, False, units=wunits, offs=woffs, items=rows,
+                               index=index)
             first = int(self._own(int(plan.window_starts[w])))
             end = int(self._own(int(plan.window_starts[w + 1])))
             u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
@@ -219,7 +242,7 @@ class DatasetNode(Node):
             else:
                 wb = pa.RecordBatch.from_pylist([], schema=schema_of(self.pipe, decoded=True))
             if plan.mode == "full":
-                return _Window(w, wb, False, units=wunits, offs=woffs)
+                return _Window(w, wb, False, units=wunits, offs=woffs, index=index)
             table = pa.Table.from_batches([wb])
         else:
             table = pa.Table.from_batches(batches)  # no concatenated copy: take gathers once
@@ -227,6 +250,12 @@ class DatasetNode(Node):
         end = int(self._own(int(plan.window_starts[w + 1])))
         u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
         return _Window(w, _gather(table, woffs[np.searchsorted(wunits, u)] + r), True, first)
+
+    def _own_rows(self) -> OwnRows:
+        """This consumer's rows of the full shuffle, by unit (the rest is not kept)."""
+        pos = self._pos(np.arange(int(self._own(self.n)), dtype=np.int64))
+        u, r = self.plan.locate(pos)
+        return OwnRows(u, r, np.diff(self.plan.unit_starts), self._needed)
 
     def _needed_from(self, w0: int) -> np.ndarray:
         """Epoch-order unit positions holding own positions, windows ``w0`` onwards."""

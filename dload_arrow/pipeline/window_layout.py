@@ -1,0 +1,86 @@
+"""How a shuffled window holds its rows: as items or Arrow, own rows only, within memory.
+
+**Items or Arrow.** A consumer that wants Python items can get a shuffled window as items
+(each decoded unit converted once, the dicts permuted) or as Arrow (one ``take`` per chunk,
+converted chunk by chunk). Items win when a row's data outweighs the Python objects made for
+it (images, token tensors: the ``take`` would copy every large value once more), Arrow wins
+for small rows of many columns (tabular data: a dict per row costs more than the row, and
+converting the whole window up front delays the first item). :func:`items_pay_off` decides
+from the first decoded unit; the measurements behind it are in bench/notes/speed-work.md.
+
+**Own rows.** A full shuffle permutes the whole view, so each consumer (a DataLoader worker, a
+rank) reads every row group that holds one of its rows, which is nearly all of them. Keeping
+every decoded row would make each of N consumers on a machine hold the whole view.
+``OwnRows`` keeps only the consumer's own rows of each unit and maps a unit-relative row to
+where it is kept, so a consumer holds about 1/N of the view.
+
+**Memory.** Before the full shuffle's window is filled, :func:`check_memory` measures the first
+decoded unit and asks :mod:`dload_arrow.read.memory` whether the rows the consumer keeps will
+fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.read.memory import check_full_shuffle_memory
+
+__all__ = ["OwnRows", "check_memory", "items_pay_off"]
+
+# A row as a dict of Python objects, beyond its data (sys.getsizeof, CPython 3.11): a dict of
+# 4 columns is 184 bytes and of 11 columns 464; bytes, str and int headers are 28-49 bytes.
+_DICT_BYTES = 64
+_VALUE_BYTES = 96  # the dict's slot and the value's header
+
+
+def _object_bytes(batch: pa.RecordBatch) -> int:
+    return _DICT_BYTES + _VALUE_BYTES * batch.num_columns
+
+
+def items_pay_off(batch: pa.RecordBatch) -> bool:
+    """Whether rows like ``batch``'s carry more data than the Python objects made for them."""
+    return bool(batch.num_rows) and batch.nbytes / batch.num_rows >= _object_bytes(batch)
+
+
+def check_memory(dataset: str, first: pa.RecordBatch, rows: int, items: bool) -> None:
+    """Raise InfeasiblePlanError when ``rows`` rows like ``first`` cannot fit in memory."""
+    if not first.num_rows:
+        return
+    per_row = first.nbytes / first.num_rows
+    if items:  # units become dicts of Python objects (the batches are dropped)
+        overhead = _object_bytes(first)
+    else:  # the units and their concatenation are alive together for a moment
+        per_row, overhead = 2 * per_row, 0
+    check_full_shuffle_memory(dataset, per_row, rows, overhead)
+
+
+class OwnRows:
+    """A consumer's rows of a full shuffle, grouped by the unit that holds them.
+
+    Args:
+        units: the unit (epoch position) of each own row.
+        rows: the row within its unit of each own row.
+        unit_rows: rows of every unit, by epoch position.
+        needed: the units read, ascending.
+    """
+
+    def __init__(self, units: np.ndarray, rows: np.ndarray, unit_rows: np.ndarray,
+                 needed: np.ndarray) -> None:
+        order = np.lexsort((rows, units))
+        self._units = units[order]
+        self._rows = rows[order]
+        self.count = len(order)
+        # ``index[o + r]``: where row ``r`` of the unit laid out at ``o`` is kept (-1: not own)
+        self.index = np.full(int(unit_rows[needed].sum()), -1, np.int64)
+        self._kept = 0
+
+    def keep(self, u: int, at: int, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The own rows of unit ``u``, laid out from ``at``, as a batch (in row order)."""
+        lo, hi = np.searchsorted(self._units, [u, u + 1])
+        mine = self._rows[lo:hi]
+        self.index[at + mine] = np.arange(self._kept, self._kept + len(mine))
+        self._kept += len(mine)
+        if len(mine) == batch.num_rows:
+            return batch
+        return batch.take(pa.array(mine, pa.int64()))

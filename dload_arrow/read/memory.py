@@ -1,0 +1,116 @@
+"""How much memory this process may still use, and the check a full shuffle makes against it.
+
+A full shuffle holds every row it will hand out in memory at once. The read planner checks the
+disk before any download, but a manifest does not record decoded sizes. So the check runs once
+the first row group has been decoded. Its bytes per row, times the rows the shuffle will hold,
+are compared with what the machine has left. Running out of memory would otherwise kill the
+process minutes into an epoch, often with no message at all (a slurm job's cgroup, a
+notebook's kernel).
+
+Available memory is the smaller of ``MemAvailable`` in ``/proc/meminfo`` and the cgroup's
+limit minus its usage (cgroup v2 ``memory.max``, or v1 ``memory.limit_in_bytes``). Where
+neither can be read (not Linux), no check is made. ``DLOAD_MEMORY_LIMIT`` overrides the
+detection: a size such as ``"8GB"`` is taken as the available memory, ``unlimited`` turns the
+check off.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dload_arrow.errors import ConfigError, InfeasiblePlanError
+from dload_arrow.sizes import format_bytes, parse_size
+
+__all__ = ["MEMORY_LIMIT_ENV", "available_memory", "check_full_shuffle_memory"]
+
+MEMORY_LIMIT_ENV = "DLOAD_MEMORY_LIMIT"
+_NO_LIMIT = 1 << 60  # cgroup v1 reports "no limit" as a huge number
+
+
+def _meminfo_available(proc: Path) -> int | None:
+    try:
+        for line in (proc / "meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    if not text or text == "max":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value < _NO_LIMIT else None
+
+
+def _cgroup_available(cgroup: Path) -> int | None:
+    for limit_name, usage_name in (("memory.max", "memory.current"),
+                                   ("memory/memory.limit_in_bytes",
+                                    "memory/memory.usage_in_bytes")):
+        limit = _read_int(cgroup / limit_name)
+        if limit is not None:
+            usage = _read_int(cgroup / usage_name) or 0
+            return max(0, limit - usage)
+    return None
+
+
+def available_memory(proc: str = "/proc", cgroup: str = "/sys/fs/cgroup") -> int | None:
+    """Bytes this process may still allocate, or None where that cannot be told (or the
+    check is turned off with ``DLOAD_MEMORY_LIMIT=unlimited``).
+
+    Args:
+        proc: the proc filesystem (a parameter so tests can point it at a fixture).
+        cgroup: the cgroup filesystem mount.
+
+    Raises:
+        ConfigError: ``DLOAD_MEMORY_LIMIT`` is set but is not a size.
+    """
+    env = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if env.lower() == "unlimited":
+        return None
+    if env:
+        try:
+            return parse_size(env, MEMORY_LIMIT_ENV)
+        except ConfigError as e:
+            raise ConfigError(
+                f"{e}; or 'unlimited', or unset {MEMORY_LIMIT_ENV} to use the machine's memory"
+            ) from e
+    found = [v for v in (_meminfo_available(Path(proc)), _cgroup_available(Path(cgroup)))
+             if v is not None]
+    return min(found) if found else None
+
+
+def check_full_shuffle_memory(dataset: str, bytes_per_row: float, rows: int,
+                              overhead_per_row: int = 0) -> None:
+    """Raise InfeasiblePlanError when ``rows`` decoded rows cannot fit in memory.
+
+    Args:
+        dataset: named in the message.
+        bytes_per_row: decoded bytes per row, measured on the first row group.
+        rows: rows the shuffle holds at once.
+        overhead_per_row: extra bytes per row (Python objects when rows become dicts).
+    """
+    free = available_memory()
+    if free is None or rows <= 0:
+        return
+    need = int(rows * (bytes_per_row + overhead_per_row))
+    if need <= free:
+        return
+    raise InfeasiblePlanError(
+        f"a full shuffle of {dataset} holds {rows:,} decoded rows in memory, about "
+        f"{format_bytes(need)} (measured on its first row group), but this process has "
+        f"{format_bytes(free)} available. Fixes: use a windowed shuffle "
+        "(shuffle(buffer=...): its memory is about three windows), shuffle a filtered view "
+        "(where=) or fewer columns (pipeline(columns=...)), shard the epoch over more "
+        f"machines, or set {MEMORY_LIMIT_ENV} (a size, or 'unlimited') if the available "
+        "memory is misjudged"
+    )

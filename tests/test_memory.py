@@ -1,0 +1,116 @@
+"""Available memory (meminfo, cgroups, DLOAD_MEMORY_LIMIT) and the full shuffle's check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dload_arrow import ConfigError, InfeasiblePlanError, Pipeline, Repository
+from dload_arrow.read.memory import available_memory
+
+GB = 10**9
+
+
+def fake_proc(tmp_path: Path, available_kb: int | None) -> str:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    lines = ["MemTotal:       24684092 kB", "MemFree:         8554780 kB"]
+    if available_kb is not None:
+        lines.append(f"MemAvailable:   {available_kb} kB")
+    (proc / "meminfo").write_text("\n".join(lines) + "\n")
+    return str(proc)
+
+
+def fake_cgroup(tmp_path: Path, files: dict[str, str]) -> str:
+    cg = tmp_path / "cgroup"
+    for name, text in files.items():
+        (cg / name).parent.mkdir(parents=True, exist_ok=True)
+        (cg / name).write_text(text + "\n")
+    cg.mkdir(exist_ok=True)
+    return str(cg)
+
+
+def test_available_memory_is_the_smaller_of_meminfo_and_the_cgroup_v2_room(
+        tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path, 8_000_000)  # 8.19 GB
+    cg = fake_cgroup(tmp_path, {"memory.max": str(4 * GB), "memory.current": str(GB)})
+    assert available_memory(proc, cg) == 3 * GB
+    roomy = fake_cgroup(tmp_path / "b", {"memory.max": str(64 * GB), "memory.current": "0"})
+    assert available_memory(proc, roomy) == 8_000_000 * 1024
+
+
+def test_an_unlimited_cgroup_leaves_meminfo(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path, 1_000_000)
+    v2 = fake_cgroup(tmp_path / "v2", {"memory.max": "max", "memory.current": str(GB)})
+    v1 = fake_cgroup(tmp_path / "v1", {"memory/memory.limit_in_bytes": str(2**63 - 4096),
+                                        "memory/memory.usage_in_bytes": str(GB)})
+    assert available_memory(proc, v2) == available_memory(proc, v1) == 1_000_000 * 1024
+
+
+def test_a_cgroup_v1_limit_counts(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path, 50_000_000)
+    v1 = fake_cgroup(tmp_path, {"memory/memory.limit_in_bytes": str(2 * GB),
+                                "memory/memory.usage_in_bytes": str(3 * GB)})
+    assert available_memory(proc, v1) == 0  # over its limit already: no room at all
+
+
+def test_nothing_readable_means_no_check(tmp_path: Path) -> None:
+    assert available_memory(str(tmp_path / "none"), str(tmp_path / "none")) is None
+    assert available_memory(fake_proc(tmp_path, None), str(tmp_path / "none")) is None
+
+
+def test_this_machine_reports_some_memory() -> None:
+    got = available_memory()
+    assert got is not None and 0 < got <= 1 << 50
+
+
+def test_the_environment_overrides_detection(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    proc = fake_proc(tmp_path, 1_000)
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "64GB")
+    assert available_memory(proc) == 64 * GB  # above what meminfo says: the user knows better
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "unlimited")
+    assert available_memory(proc) is None
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "lots")
+    with pytest.raises(ConfigError, match="DLOAD_MEMORY_LIMIT 'lots' is not a size"):
+        available_memory(proc)
+
+
+@pytest.fixture
+def images(repo: Repository) -> Repository:
+    rows = [(f"k{i:04d}", {"img": bytes([i % 251]) * 4000, "label": i}) for i in range(300)]
+    repo.commit("images", rows, shard_size=200_000, progress=False)
+    return repo
+
+
+@pytest.mark.parametrize("items", [True, False], ids=["items", "batches"])
+def test_a_full_shuffle_that_cannot_fit_in_memory_stops_with_the_fixes(
+        images: Repository, monkeypatch: pytest.MonkeyPatch, items: bool) -> None:
+    pipe = images.dataset("images").shuffle(full=True, seed=3)
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "1MB")  # the 300 rows decode to 1.2 MB
+    with pytest.raises(InfeasiblePlanError) as e:
+        next(iter(pipe) if items else pipe.iter_chunks())
+    msg = str(e.value)
+    assert "full shuffle of images" in msg and "300 decoded rows" in msg
+    assert "1.0 MB available" in msg
+    assert "windowed shuffle" in msg and "DLOAD_MEMORY_LIMIT" in msg
+    # the same epoch fits once there is room, and a windowed shuffle never needs it all
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "10MB")
+    assert sorted(r["label"] for r in pipe) == list(range(300))
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "1MB")
+    windowed = images.dataset("images").shuffle(50, seed=3)
+    assert sorted(r["label"] for r in windowed) == list(range(300))
+
+
+def test_a_sharded_full_shuffle_holds_only_its_own_rows(
+        images: Repository, monkeypatch: pytest.MonkeyPatch) -> None:
+    def part() -> Pipeline:
+        return images.dataset("images").shuffle(full=True, seed=3).shard(1, 3)
+
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "1KB")
+    with pytest.raises(InfeasiblePlanError, match="holds 100 decoded rows"):
+        next(iter(part()))
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "unlimited")
+    whole = [r["label"] for r in images.dataset("images").shuffle(full=True, seed=3)]
+    assert [r["label"] for r in part()] == whole[1::3]
