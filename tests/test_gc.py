@@ -263,6 +263,8 @@ def test_a_commit_whose_reused_shard_is_deleted_meanwhile_publishes_nothing(
         commit_samples(storage, "e", rows("a"), **SMALL)  # type: ignore[arg-type]
     with pytest.raises(NotFoundError):
         repo.dataset("e")  # the ref never moved: no version of "e" was published
+    assert repo.datasets() == ["d"]  # its stored manifest does not make "e" a dataset
     again = repo.commit("e", rows("a"), **SMALL)  # retrying uploads the missing shard
     assert again.shards_uploaded == 1
     assert [r["x"] for r in repo.dataset("e").samples()] == list(range(60))
+    assert repo.datasets() == ["d", "e"]

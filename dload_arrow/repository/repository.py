@@ -173,11 +173,16 @@ class Repository:
     # --- listing and resolving ---------------------------------------------------------------
 
     def datasets(self) -> list[str]:
-        """Names of every dataset under the root, sorted."""
+        """Names of every dataset under the root with a published version, sorted.
+
+        A name counts once its ``latest`` ref exists: a manifest that no ref points at (a commit
+        that crashed or failed before publishing) does not make a dataset. ``rm(name)`` still
+        removes such leftovers.
+        """
         names = set()
         for obj in self.storage.list("datasets/"):
             parts = obj.path.split("/")
-            if len(parts) >= 4 and parts[2] == "manifests":
+            if len(parts) == 4 and parts[2] == "refs" and parts[3] == "latest":
                 names.add(parts[1])
         return sorted(names)
 
