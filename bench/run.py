@@ -119,7 +119,9 @@ def child(job: dict[str, Any], timeout: int = TIMEOUT) -> dict[str, Any]:
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout} s (stalled?)"}
+        n = int(job.get("n") or 0)
+        return {"error": f"no epoch within {timeout} s: under {n / timeout:,.0f} samples/s "
+                         "(slow or stalled; the run was stopped)"}
     for line in reversed(p.stdout.splitlines()):
         if line.startswith("RESULT "):
             out = json.loads(line[7:])
