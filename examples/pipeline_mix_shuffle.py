@@ -1,4 +1,5 @@
-"""Pipelines: shuffle two datasets, mix them 70/30, batch, checkpoint and resume, derive.
+"""Pipelines: shuffle two datasets, mix them 70/30, batch, checkpoint and resume, derive;
+a full shuffle that cannot fit in memory.
 
 Runs in seconds on a temporary root (or DLOAD_ROOT / DLOAD_CACHE_DIR when set).
 """
@@ -61,6 +62,22 @@ def main() -> None:
     parts = [list(images.pipeline().map(lambda r: r["label"]).shard(i, 2, block=8))
              for i in range(2)]
     assert sum(len(p) for p in parts) == 3000
+
+    # A full shuffle holds its rows decoded: it measures the first row group and stops with
+    # the numbers and the fixes when they cannot fit in memory (DLOAD_MEMORY_LIMIT overrides
+    # what the machine or its cgroup reports; here it stands in for a small machine).
+    before = os.environ.get("DLOAD_MEMORY_LIMIT")
+    os.environ["DLOAD_MEMORY_LIMIT"] = "100KB"
+    try:
+        next(iter(images.shuffle(full=True, seed=3)))
+        raise AssertionError("3,000 rows cannot fit in 100 KB")
+    except dl.InfeasiblePlanError as e:
+        print("full shuffle refused:", str(e).split(". Fixes")[0])
+    finally:
+        if before is None:
+            del os.environ["DLOAD_MEMORY_LIMIT"]
+        else:
+            os.environ["DLOAD_MEMORY_LIMIT"] = before
 
     # Derive: run once, commit, memoized by the pipeline's fingerprint.
     v1 = repo.derive("evens", images.filter(lambda r: r["label"] % 2 == 0))
