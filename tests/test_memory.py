@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,7 +94,7 @@ def test_a_full_shuffle_that_cannot_fit_in_memory_stops_with_the_fixes(
         next(iter(pipe) if items else pipe.iter_chunks())
     msg = str(e.value)
     assert "full shuffle of images" in msg and "300 decoded rows" in msg
-    assert "1.0 MB available" in msg
+    assert "1.0 MB are available" in msg and "this process needs" in msg
     assert "windowed shuffle" in msg and "DLOAD_MEMORY_LIMIT" in msg
     # the same epoch fits once there is room, and a windowed shuffle never needs it all
     monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "10MB")
@@ -114,3 +115,35 @@ def test_a_sharded_full_shuffle_holds_only_its_own_rows(
     monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "unlimited")
     whole = [r["label"] for r in images.dataset("images").shuffle(full=True, seed=3)]
     assert [r["label"] for r in part()] == whole[1::3]
+
+
+def test_the_check_counts_every_consumer_of_the_machine(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from dload_arrow.read.memory import check_full_shuffle_memory, set_local_consumers
+
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "1MB")
+    check_full_shuffle_memory("d", 1000.0, 400)  # 400 KB: fits
+    try:
+        set_local_consumers(3)
+        with pytest.raises(InfeasiblePlanError, match="the 3 consumers on this machine need"):
+            check_full_shuffle_memory("d", 1000.0, 400)  # 1.2 MB together
+    finally:
+        set_local_consumers(1)
+
+
+def test_dataloader_workers_check_what_they_hold_together(
+        images: Repository, monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    from dload_arrow.torch import as_iterable_dataset
+
+    def loader() -> Any:
+        pipe = images.dataset("images").shuffle(full=True, seed=3)
+        return torch.utils.data.DataLoader(as_iterable_dataset(pipe, to_tensors=False),
+                                           batch_size=None, num_workers=2)
+
+    # Each worker keeps 150 rows (~0.66 MB): one fits in 1 MB, the two together do not.
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "1MB")
+    with pytest.raises(InfeasiblePlanError, match="the 2 consumers on this machine need"):
+        list(loader())
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "2MB")
+    assert sorted(r["label"] for r in loader()) == list(range(300))

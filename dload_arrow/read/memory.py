@@ -22,10 +22,26 @@ from pathlib import Path
 from dload_arrow.errors import ConfigError, InfeasiblePlanError
 from dload_arrow.sizes import format_bytes, parse_size
 
-__all__ = ["MEMORY_LIMIT_ENV", "available_memory", "check_full_shuffle_memory"]
+__all__ = [
+    "MEMORY_LIMIT_ENV",
+    "available_memory",
+    "check_full_shuffle_memory",
+    "set_local_consumers",
+]
 
 MEMORY_LIMIT_ENV = "DLOAD_MEMORY_LIMIT"
 _NO_LIMIT = 1 << 60  # cgroup v1 reports "no limit" as a huge number
+_local_consumers = 1
+
+
+def set_local_consumers(n: int) -> None:
+    """Declare how many consumers (processes) share this machine's memory, this one included.
+
+    The torch adapter sets it in each DataLoader worker (workers x ``LOCAL_WORLD_SIZE``), so a
+    full shuffle's check counts what all of them hold together, not one process's share.
+    """
+    global _local_consumers
+    _local_consumers = max(1, int(n))
 
 
 def _meminfo_available(proc: Path) -> int | None:
@@ -96,21 +112,25 @@ def check_full_shuffle_memory(dataset: str, bytes_per_row: float, rows: int,
     Args:
         dataset: named in the message.
         bytes_per_row: decoded bytes per row, measured on the first row group.
-        rows: rows the shuffle holds at once.
+        rows: rows this consumer holds at once (times the local consumers, see
+            :func:`set_local_consumers`).
         overhead_per_row: extra bytes per row (Python objects when rows become dicts).
     """
     free = available_memory()
     if free is None or rows <= 0:
         return
-    need = int(rows * (bytes_per_row + overhead_per_row))
+    sharers = _local_consumers
+    need = int(rows * (bytes_per_row + overhead_per_row)) * sharers
     if need <= free:
         return
+    who = ("this process needs" if sharers == 1
+           else f"the {sharers} consumers on this machine need")
     raise InfeasiblePlanError(
-        f"a full shuffle of {dataset} holds {rows:,} decoded rows in memory, about "
-        f"{format_bytes(need)} (measured on its first row group), but this process has "
-        f"{format_bytes(free)} available. Fixes: use a windowed shuffle "
+        f"a full shuffle of {dataset} holds {rows:,} decoded rows in memory per consumer; "
+        f"{who} about {format_bytes(need)} (measured on its first row group), but "
+        f"{format_bytes(free)} are available. Fixes: use a windowed shuffle "
         "(shuffle(buffer=...): its memory is about three windows), shuffle a filtered view "
-        "(where=) or fewer columns (pipeline(columns=...)), shard the epoch over more "
-        f"machines, or set {MEMORY_LIMIT_ENV} (a size, or 'unlimited') if the available "
-        "memory is misjudged"
+        "(where=) or fewer columns (pipeline(columns=...)), use fewer DataLoader workers or "
+        f"more machines, or set {MEMORY_LIMIT_ENV} (a size, or 'unlimited') if the "
+        "available memory is misjudged"
     )

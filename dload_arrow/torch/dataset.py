@@ -20,6 +20,7 @@ import torch.utils.data
 
 from dload_arrow.errors import ConfigError
 from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
+from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
 from dload_arrow.torch.source import as_source, epoch_length, open_stream, source_schema
 from dload_arrow.torch.state import from_state, worker_state
@@ -238,6 +239,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
         worker, workers = (0, 0) if info is None else (info.id, info.num_workers)
+        # What a full shuffle holds is checked for every consumer of this machine's memory.
+        set_local_consumers(max(workers, 1) * (_env_int("LOCAL_WORLD_SIZE") or 1))
         plan, yielded = self._begin(worker, workers)
         cursor = _Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)
         self._cursor = cursor
