@@ -147,3 +147,26 @@ def test_dataloader_workers_check_what_they_hold_together(
         list(loader())
     monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "2MB")
     assert sorted(r["label"] for r in loader()) == list(range(300))
+
+
+def test_the_cgroup_of_this_process_and_those_above_it_count(tmp_path: Path) -> None:
+    # A slurm step (no limit of its own) inside a job limited to 4 GB, cgroup v2 unshared: the
+    # mount root has no memory.max, /proc/self/cgroup says where the process lives.
+    proc = Path(fake_proc(tmp_path, 50_000_000))
+    (proc / "self").mkdir()
+    (proc / "self" / "cgroup").write_text("0::/system.slice/job_7/step_0\n")
+    cg = fake_cgroup(tmp_path, {
+        "system.slice/job_7/memory.max": str(4 * GB),
+        "system.slice/job_7/memory.current": str(GB),
+        "system.slice/job_7/step_0/memory.max": "max",
+        "system.slice/job_7/step_0/memory.current": str(GB // 2),
+    })
+    assert available_memory(str(proc), cg) == 3 * GB
+    # cgroup v1: the memory controller's own hierarchy
+    (proc / "self" / "cgroup").write_text("5:cpu:/\n4:memory:/batch/task_1\n0::/\n")
+    v1 = fake_cgroup(tmp_path / "v1", {
+        "memory/batch/task_1/memory.limit_in_bytes": str(2 * GB),
+        "memory/batch/task_1/memory.usage_in_bytes": str(GB // 2),
+        "memory/memory.limit_in_bytes": str(2**63 - 4096),
+    })
+    assert available_memory(str(proc), v1) == 2 * GB - GB // 2

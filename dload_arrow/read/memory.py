@@ -7,11 +7,12 @@ are compared with what the machine has left. Running out of memory would otherwi
 process minutes into an epoch, often with no message at all (a slurm job's cgroup, a
 notebook's kernel).
 
-Available memory is the smaller of ``MemAvailable`` in ``/proc/meminfo`` and the cgroup's
-limit minus its usage (cgroup v2 ``memory.max``, or v1 ``memory.limit_in_bytes``). Where
-neither can be read (not Linux), no check is made. ``DLOAD_MEMORY_LIMIT`` overrides the
-detection: a size such as ``"8GB"`` is taken as the available memory, ``unlimited`` turns the
-check off.
+Available memory is the smallest of ``MemAvailable`` in ``/proc/meminfo`` and, for this
+process's memory cgroup and each cgroup above it (``/proc/self/cgroup``: a slurm step inside
+its job, a container), the limit minus the usage (v2 ``memory.max``, v1
+``memory.limit_in_bytes``). Where none can be read (not Linux), no check is made.
+``DLOAD_MEMORY_LIMIT`` overrides the detection: a size such as ``"8GB"`` is taken as the
+available memory, ``unlimited`` turns the check off.
 """
 
 from __future__ import annotations
@@ -68,15 +69,45 @@ def _read_int(path: Path) -> int | None:
     return value if value < _NO_LIMIT else None
 
 
-def _cgroup_available(cgroup: Path) -> int | None:
-    for limit_name, usage_name in (("memory.max", "memory.current"),
-                                   ("memory/memory.limit_in_bytes",
-                                    "memory/memory.usage_in_bytes")):
-        limit = _read_int(cgroup / limit_name)
+def _own_cgroups(proc: Path, root: Path) -> list[tuple[Path, str, str]]:
+    """The memory cgroup directories of this process, innermost first, with the names of
+    their limit and usage files (from ``/proc/self/cgroup``; the mount root when unknown)."""
+    v2 = ("memory.max", "memory.current")
+    v1 = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    try:
+        lines = (proc / "self" / "cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    found: list[tuple[Path, str, str]] = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        hierarchy, controllers, rel = parts
+        if hierarchy == "0" and not controllers:
+            base, names = root, v2
+        elif "memory" in controllers.split(","):
+            base, names = root / "memory", v1
+        else:
+            continue
+        d = base / rel.strip("/")
+        while True:  # a parent's limit binds too (a slurm job above its step)
+            found.append((d, *names))
+            if d == base or base not in d.parents:
+                break
+            d = d.parent
+    # no /proc/self/cgroup, or it names no memory cgroup: the mount's own files
+    found += [(root, *v2), (root / "memory", *v1)]
+    return list(dict.fromkeys(found))
+
+
+def _cgroup_available(proc: Path, cgroup: Path) -> int | None:
+    rooms = []
+    for d, limit_name, usage_name in _own_cgroups(proc, cgroup):
+        limit = _read_int(d / limit_name)
         if limit is not None:
-            usage = _read_int(cgroup / usage_name) or 0
-            return max(0, limit - usage)
-    return None
+            rooms.append(max(0, limit - (_read_int(d / usage_name) or 0)))
+    return min(rooms) if rooms else None
 
 
 def available_memory(proc: str = "/proc", cgroup: str = "/sys/fs/cgroup") -> int | None:
@@ -100,7 +131,8 @@ def available_memory(proc: str = "/proc", cgroup: str = "/sys/fs/cgroup") -> int
             raise ConfigError(
                 f"{e}; or 'unlimited', or unset {MEMORY_LIMIT_ENV} to use the machine's memory"
             ) from e
-    found = [v for v in (_meminfo_available(Path(proc)), _cgroup_available(Path(cgroup)))
+    found = [v for v in (_meminfo_available(Path(proc)),
+                         _cgroup_available(Path(proc), Path(cgroup)))
              if v is not None]
     return min(found) if found else None
 
