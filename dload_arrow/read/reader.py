@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from functools import partial
 
 import pyarrow as pa
@@ -24,9 +25,10 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.fetcher import ShardFetcher, visits_of
 from dload_arrow.read.planner import plan_read
 from dload_arrow.read.progressive import PartialShard
+from dload_arrow.read.second_decoder import SecondDecoder
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
-from dload_arrow.store.readahead import read_ahead
+from dload_arrow.store.readahead import Starving, read_ahead
 
 __all__ = ["DECODE_AHEAD", "all_units", "iter_units", "one_batch", "projection"]
 
@@ -133,16 +135,24 @@ def iter_units(
     schema = projection(manifest.schema, columns)
     plan = plan_read(ctx, manifest, units, full_shuffle=full_shuffle, consumers=consumers,
                      prefetch=prefetch).check()
-    stream = _generate(ctx, manifest, units, schema, predicate, plan.window_shards)
+    if len(units) <= 1:
+        return _generate(ctx, manifest, units, schema, predicate, plan.window_shards, None)
     # Decode ahead: read_row_group releases the GIL, so the next units decode on another core
-    # while the consumer turns this one into samples, tensors or a training step.
-    return read_ahead(stream, DECODE_AHEAD) if len(units) > 1 else stream
+    # while the consumer turns this one into samples, tensors or a training step; while the
+    # consumer still waits, a second decoder joins in (read/second_decoder.py).
+    starving = Starving()
+    stream = _generate(ctx, manifest, units, schema, predicate, plan.window_shards, starving)
+    return read_ahead(stream, DECODE_AHEAD, starving)
 
 
 def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]],
               schema: pa.Schema, predicate: pc.Expression | None,
-              window: int) -> Iterator[pa.RecordBatch]:
+              window: int, starving: Starving | None) -> Iterator[pa.RecordBatch]:
     decoder = _Decoder(schema, predicate)
+    # A predicate may switch the decoder to reading every column: keep that on one thread.
+    second = SecondDecoder(decoder.decode) if starving is not None and predicate is None \
+        else None
+    pending: tuple[int, Future[pa.RecordBatch]] | None = None  # the second decoder's unit
     fetcher = ShardFetcher(ctx, manifest, visits_of(units), window)
     # Time to first batch: while the first shard of a remote root is still downloading, its
     # row groups are decoded from the download's temp file as their bytes arrive (the footer
@@ -157,7 +167,8 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
     try:
         visit = -1
         current = -1
-        for shard, rg in units:
+        path = ""
+        for j, (shard, rg) in enumerate(units):
             if early is not None:
                 if visit <= 0 and shard == units[0][0]:
                     got = decoder.decode_with(partial(early.read, rg))
@@ -175,16 +186,28 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 current = shard
                 if pf is not None:
                     pf.close()
-                pf = pq.ParquetFile(fetcher.get(visit), memory_map=True,
-                                    metadata=footers.get(shard))
+                if second is not None:
+                    second.end_visit()  # before the hold moves on (no unit of it is pending)
+                path = fetcher.get(visit)
+                pf = pq.ParquetFile(path, memory_map=True, metadata=footers.get(shard))
                 footers[shard] = pf.metadata
                 footers.move_to_end(shard)
                 if len(footers) > _FOOTERS:
                     footers.popitem(last=False)
-            yield decoder.decode(pf, rg)
+            if pending is not None and pending[0] == j:
+                batch = pending[1].result()
+                pending = None
+            else:
+                if (second is not None and starving and j + 1 < len(units)
+                        and units[j + 1][0] == shard):  # the same visit: decode both at once
+                    pending = (j + 1, second.submit(path, footers[shard], units[j + 1][1]))
+                batch = decoder.decode(pf, rg)
+            yield batch
         if early is not None:
             fetcher.get(0)  # the stream ends inside the first shard: its sha256 must pass
     finally:
+        if second is not None:
+            second.close()  # waits for a pending unit: nothing reads the files after this
         if early is not None:
             early.close()
         if pf is not None:

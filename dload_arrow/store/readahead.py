@@ -8,21 +8,48 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["read_ahead"]
+__all__ = ["Starving", "read_ahead"]
 
 T = TypeVar("T")
 _DONE = object()
 
 
-def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[T]:
+class Starving:
+    """Whether a read-ahead's consumer spends most of its time waiting for the producer.
+
+    The share of wall time between the consumer's recent takes that it spent blocked (a
+    moving average over about 8 takes). Above ``threshold`` a core sits idle while the
+    producer works, so a helper for the producer costs the consumer nothing.
+    """
+
+    def __init__(self, threshold: float = 0.5) -> None:
+        self.threshold = threshold
+        self._share = 0.0
+        self._last: float | None = None
+
+    def took(self, waited: float) -> None:
+        """Record one take that blocked for ``waited`` seconds (0: the item was ready)."""
+        now = time.perf_counter()
+        if self._last is not None and now > self._last:
+            self._share += (min(1.0, waited / (now - self._last)) - self._share) / 8
+        self._last = now
+
+    def __bool__(self) -> bool:
+        return self._share > self.threshold
+
+
+def read_ahead(items: Iterable[T], depth: int = 2,
+               starving: Starving | None = None) -> Iterator[T]:
     """Yield ``items`` in order, produced by a background thread at most ``depth`` ahead.
 
     An exception in the producer is re-raised in the consumer at the same point of the
     stream; closing the consumer early stops the producer at its next item and closes
-    ``items`` (a generator's ``finally`` runs) before the close returns.
+    ``items`` (a generator's ``finally`` runs) before the close returns. ``starving``, when
+    given, records for the producer whether the consumer had to wait for each item.
     """
     q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()
@@ -53,7 +80,16 @@ def read_ahead(items: Iterable[T], depth: int = 2) -> Iterator[T]:
     thread.start()
     try:
         while True:
-            got = q.get()
+            if starving is None:
+                got = q.get()
+            else:
+                try:
+                    got = q.get_nowait()
+                    starving.took(0.0)
+                except queue.Empty:
+                    t0 = time.perf_counter()
+                    got = q.get()
+                    starving.took(time.perf_counter() - t0)
             if got is _DONE:
                 return
             assert isinstance(got, tuple)

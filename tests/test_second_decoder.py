@@ -1,0 +1,84 @@
+"""The second decoder: joins only while the consumer starves, keeps order, stops with the read."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from dload_arrow import Repository
+from dload_arrow.read.reader import all_units, iter_units
+from dload_arrow.store.readahead import Starving
+
+
+def test_starving_is_the_recent_share_of_time_spent_waiting() -> None:
+    s = Starving()
+    assert not s
+    s.took(0.0)
+    for _ in range(10):  # each take waited for almost all of the time since the last one
+        t0 = time.perf_counter()
+        time.sleep(0.01)
+        s.took(time.perf_counter() - t0)
+    assert s
+    for _ in range(20):  # the item was ready every time: the consumer was the slow one
+        time.sleep(0.002)
+        s.took(0.0)
+    assert not s
+
+
+@pytest.fixture
+def tokens(repo: Repository) -> Any:
+    """Sequences in row groups of about 20 rows, 4 shards: decoding them is the slow part."""
+    rng = np.random.default_rng(0)
+    rows = [(f"k{i:05d}", {"tokens": rng.integers(0, 50_000, 512, dtype=np.int32)})
+            for i in range(800)]
+    repo.commit("tok", rows, shard_size=400_000, row_group_size=40_000, progress=False)
+    return repo.dataset("tok")
+
+
+@pytest.fixture
+def decoded_on(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The thread that decoded each row group (pyarrow's reader, wrapped: no I/O is faked)."""
+    names: list[str] = []
+    real = pq.ParquetFile.read_row_group
+
+    def read_row_group(self: pq.ParquetFile, i: int, *args: Any, **kwargs: Any) -> Any:
+        names.append(threading.current_thread().name)
+        time.sleep(0.002)  # a slow column: the consumer below keeps finding nothing ready
+        return real(self, i, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", read_row_group)
+    return names
+
+
+def test_a_starving_consumer_gets_a_second_decoder_and_the_same_stream(
+        tokens: Any, decoded_on: list[str]) -> None:
+    units = all_units(tokens.manifest)
+    assert 30 <= len(units) <= 60 and len(tokens.manifest.shards) >= 3
+    got = [b.column("__key__").to_pylist() for b in iter_units(tokens.context, tokens.manifest,
+                                                                  units)]
+    assert [k for b in got for k in b] == [f"k{i:05d}" for i in range(800)]
+    assert len(got) == len(units) == len(decoded_on)
+    assert any(n.startswith("dload-decode") for n in decoded_on)  # it joined in
+    assert not any(t.name.startswith("dload-decode") for t in threading.enumerate())
+
+
+def test_a_busy_consumer_keeps_one_decoder(tokens: Any, decoded_on: list[str]) -> None:
+    it: Iterator[Any] = iter_units(tokens.context, tokens.manifest, all_units(tokens.manifest))
+    for _ in it:
+        time.sleep(0.02)  # the consumer is the bottleneck: the queue is always full
+    assert decoded_on and not any(n.startswith("dload-decode") for n in decoded_on[4:])
+
+
+def test_closing_mid_visit_waits_for_the_second_decoder(
+        tokens: Any, decoded_on: list[str]) -> None:
+    it = iter_units(tokens.context, tokens.manifest, all_units(tokens.manifest))
+    for _ in range(7):
+        next(it)
+    it.close()  # type: ignore[attr-defined]
+    assert not any(t.name.startswith("dload-decode") for t in threading.enumerate())
