@@ -80,16 +80,10 @@ def read_ahead(items: Iterable[T], depth: int = 2,
     thread.start()
     try:
         while True:
-            if starving is None:
-                got = q.get()
-            else:
-                try:
-                    got = q.get_nowait()
-                    starving.took(0.0)
-                except queue.Empty:
-                    t0 = time.perf_counter()
-                    got = q.get()
-                    starving.took(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            got = q.get()
+            if starving is not None:
+                starving.took(time.perf_counter() - t0)
             if got is _DONE:
                 return
             assert isinstance(got, tuple)
