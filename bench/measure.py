@@ -13,7 +13,6 @@ import resource
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np  # noqa: E402
 from bench.adapters import ADAPTERS  # noqa: E402
 from bench.adapters.base import Ctx, IterSpec, Unsupported  # noqa: E402
 from bench.quality import quality  # noqa: E402
+from bench.s3srv import read_counts  # noqa: E402
 
 
 def _dir_bytes(path: Path) -> int:
@@ -46,13 +46,6 @@ class _DiskWatch(threading.Thread):
     def run(self) -> None:
         while not self.stop.wait(0.25):
             self.peak = max(self.peak, _dir_bytes(self.path))
-
-
-def _s3(endpoint: str, what: str) -> dict[str, int]:
-    method = "POST" if what == "clear" else "GET"
-    req = urllib.request.Request(f"{endpoint}/__bench__/{what}", method=method)
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.loads(r.read())
 
 
 def ingest(job: dict[str, Any]) -> dict[str, Any]:
@@ -105,8 +98,8 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     if ctx.cache_dir:
         ctx.cache_dir.mkdir(parents=True, exist_ok=True)
     watch = _DiskWatch(ctx.cache_dir) if (spec.cache_budget and ctx.cache_dir) else None
-    if spec.cache == "cold" and ctx.endpoint:
-        _s3(ctx.endpoint, "clear")
+    counts_url = c.get("counts_url")
+    before = read_counts(counts_url) if spec.cache == "cold" and counts_url else None
     order: list[Any] = []
     count = 0
     limit = spec.limit
@@ -146,9 +139,11 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
         "samples": count, "seconds": seconds, "rate": count / seconds if seconds else 0.0,
         "first_batch_s": first, "rss_mb": self_rss, "worker_rss_mb": child_rss,
     }
-    if spec.cache == "cold" and ctx.endpoint:
-        got = _s3(ctx.endpoint, "counts")
-        out.update(gets=got["get"], gets_ranged=got["get_ranged"], get_bytes=got["bytes"])
+    if before is not None:
+        got = read_counts(counts_url)  # type: ignore[arg-type]
+        out.update(gets=got["get"] - before["get"],
+                   gets_ranged=got["get_ranged"] - before["get_ranged"],
+                   get_bytes=got["bytes"] - before["bytes"])
     if watch:
         out["cache_peak_bytes"] = max(watch.peak, _dir_bytes(ctx.cache_dir))  # type: ignore[arg-type]
     n = job.get("n")

@@ -235,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="only the core cells (full-size runs on a small machine)")
     ap.add_argument("--rest", action="store_true", help="only the cells --core leaves out")
     ap.add_argument("--no-cold", action="store_true", help="skip cells that need the S3 server")
+    ap.add_argument("--s3", choices=("moto", "seaweedfs"), default="moto",
+                    help="the loopback S3 server of the cold cells")
     ap.add_argument("--fresh", action="store_true", help="re-ingest even if outputs exist")
     ap.add_argument("--tag", default="", help="suffix of the results file")
     ap.add_argument("--merge", default="", help="replace these cells in an existing results "
@@ -287,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     if any(c["cache"] == "cold" for c in want):
         from bench import s3srv
 
-        s3 = s3srv.start(DATA)
-        log(f"S3 server at {s3.endpoint}; uploading")
+        s3 = s3srv.start(DATA, args.s3)
+        log(f"S3 server ({s3.name}) at {s3.endpoint}; uploading")
         for system in ingest_systems:
             s3.upload_dir(base / system, "bench", f"{_key(base)}/{system}",
                           public=ADAPTERS[system].public_objects)
@@ -320,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "dataset": "data", "shards": shards},
                     }
                     if s3 is not None:
-                        ctx.update(endpoint=s3.endpoint,
+                        ctx.update(endpoint=s3.endpoint, counts_url=s3.counts_url,
                                    s3_url=f"s3://bench/{_key(base)}/{local_sys}")
                     if extra_b:
                         ctx["local_b"] = str(extra_b["base"] / local_sys)
@@ -347,11 +349,12 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.merge:
-        return _merge(RESULTS / args.merge, results, argv, log)
+        return _merge(RESULTS / args.merge, results, argv, log, args.s3)
     name = f"{args.workload}{'-quick' if args.quick else ''}{args.tag}.json"
     cmd = "bench/.venv-peers/bin/python bench/run.py " + " ".join(argv or sys.argv[1:])
     doc = {"workload": args.workload, "data": w.name, "rows": n, "rows_b": n_b,
-           "raw_bytes": raw, "quick": args.quick, "command": cmd, "cache_budget": budget,
+           "raw_bytes": raw, "quick": args.quick, "command": cmd, "s3": args.s3,
+           "cache_budget": budget,
            "repeats": args.repeats, "machine": machine(), "ingest": ingest, "results": results,
            "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (RESULTS / name).write_text(json.dumps(doc, indent=1))
@@ -360,9 +363,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _merge(target: Path, results: list[dict[str, Any]], argv: list[str] | None,
-           log: Any) -> int:
+           log: Any, server: str = "moto") -> int:
     """Replace (cell, system) entries of ``target`` by new measurements; record the command."""
     doc = json.loads(target.read_text())
+    if doc.get("s3", "moto") != server and any(r["cell"]["cache"] == "cold" for r in results):
+        raise SystemExit(f"{target.name} holds cold figures on {doc.get('s3', 'moto')}, "
+                         f"not {server}: write a new file (--tag) instead of --merge")
     for new in results:
         doc["results"] = [r for r in doc["results"]
                           if (r["cell"], r["system"]) != (new["cell"], new["system"])]

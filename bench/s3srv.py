@@ -1,9 +1,18 @@
-"""A loopback S3 server (moto) in its own process, counting the requests it serves.
+"""Loopback S3 servers in their own processes, counting the GET requests they serve.
 
-The server runs outside the benchmark process so that serving bytes does not compete with the
-reader for the GIL. Two control paths answer without touching moto:
-``GET /__bench__/counts`` (JSON: GET requests and bytes sent since the last clear) and
-``POST /__bench__/clear``. Run directly: ``python bench/s3srv.py PORT_FILE``.
+Two servers, chosen with ``run.py --s3``:
+
+- ``moto`` (the default): moto's server, started from this file. It runs outside the
+  benchmark process so that serving bytes does not compete with the reader for the GIL. A
+  control path answers without touching moto: ``GET /__bench__/counts`` (JSON: GET requests,
+  ranged GETs and bytes sent since the server started). Run directly:
+  ``python bench/s3srv.py PORT_FILE``.
+- ``seaweedfs``: ``weed mini`` (master, volume, filer and S3 gateway in one Go process, the
+  launcher of the integration tests). The counts come from its Prometheus metrics
+  (``SeaweedFS_s3_request_total`` by status, ``SeaweedFS_s3_bucket_traffic_sent_bytes_total``).
+
+Either way ``read_counts(counts_url)`` returns cumulative counts; a figure is the difference
+over one epoch.
 """
 
 from __future__ import annotations
@@ -11,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -19,7 +29,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-__all__ = ["S3Proc", "start"]
+__all__ = ["S3Proc", "read_counts", "start"]
+
+SERVERS = ("moto", "seaweedfs")
 
 
 def _serve(port_file: str) -> None:
@@ -37,10 +49,6 @@ def _serve(port_file: str) -> None:
     def recording(environ: dict[str, Any], start_response: Any) -> Any:
         path = environ.get("PATH_INFO", "")
         if path.startswith("/__bench__/"):
-            if path.endswith("/clear"):
-                with lock:
-                    for k in counts:
-                        counts[k] = 0
             with lock:
                 body = json.dumps(counts).encode()
             start_response("200 OK", [("Content-Type", "application/json"),
@@ -70,23 +78,49 @@ def _serve(port_file: str) -> None:
     httpd.serve_forever()
 
 
-class S3Proc:
-    """Handle on the server process."""
+def _prometheus(text: str) -> dict[str, int]:
+    """GET counts of the ``bench`` bucket from SeaweedFS's metrics page.
 
-    def __init__(self, proc: subprocess.Popen[bytes], endpoint: str) -> None:
+    ``SeaweedFS_s3_request_total`` files HEAD requests under ``type="GET"``, so the GET count is
+    the time-to-first-byte histogram's count instead (observed only when a body is streamed);
+    ranged GETs are the 206 answers.
+    """
+    counts = {"get": 0, "get_ranged": 0, "bytes": 0}
+    for line in text.splitlines():
+        if 'bucket="bench"' not in line:
+            continue
+        value = int(float(line.rsplit(" ", 1)[1]))
+        if line.startswith("SeaweedFS_s3_time_to_first_byte_millisecond_count{") \
+                and 'type="GET"' in line:
+            counts["get"] += value
+        elif line.startswith("SeaweedFS_s3_request_total{") and 'type="GET"' in line \
+                and 'code="206"' in line:
+            counts["get_ranged"] += value
+        elif line.startswith("SeaweedFS_s3_bucket_traffic_sent_bytes_total{"):
+            counts["bytes"] += value
+    return counts
+
+
+def read_counts(counts_url: str) -> dict[str, int]:
+    """Cumulative GETs, ranged GETs and bytes sent, from either server's counts URL."""
+    with urllib.request.urlopen(counts_url, timeout=30) as r:
+        body = r.read()
+    if counts_url.endswith("/metrics"):
+        return _prometheus(body.decode())
+    return json.loads(body)
+
+
+class S3Proc:
+    """Handle on the server process: ``endpoint``, ``counts_url`` and ``stop()``."""
+
+    def __init__(self, proc: Any, endpoint: str, counts_url: str, name: str = "moto") -> None:
         self.proc = proc
         self.endpoint = endpoint
-
-    def _call(self, what: str, method: str = "GET") -> dict[str, int]:
-        req = urllib.request.Request(f"{self.endpoint}/__bench__/{what}", method=method)
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return json.loads(r.read())
+        self.counts_url = counts_url
+        self.name = name
 
     def counts(self) -> dict[str, int]:
-        return self._call("counts")
-
-    def clear(self) -> None:
-        self._call("clear", "POST")
+        return read_counts(self.counts_url)
 
     def client(self) -> Any:
         import boto3
@@ -113,12 +147,41 @@ class S3Proc:
             return sum(pool.map(put, files))
 
     def stop(self) -> None:
+        if hasattr(self.proc, "stop"):  # tests/seaweed.Seaweed
+            self.proc.stop()
+            return
         self.proc.terminate()
         self.proc.wait(10)
 
 
-def start(workdir: Path) -> S3Proc:
-    """Start the server process; its endpoint is ``http://127.0.0.1:<port>``."""
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_seaweed(workdir: Path) -> S3Proc:
+    """``weed mini`` with the adapters' credentials and anonymous reads (for WebDataset)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    import seaweed  # the integration tests' launcher
+
+    run_dir = workdir / "seaweedfs"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    metrics = _free_port()
+    weed = seaweed.start_seaweed(
+        run_dir, identities=[seaweed.identity("bench", "bench", "bench"),
+                             {"name": "anonymous", "actions": ["Read"]}],
+        extra_args=[f"-metricsPort={metrics}", "-metricsIp=127.0.0.1",
+                    "-master.volumeSizeLimitMB=1024"])
+    return S3Proc(weed, weed.endpoint, f"http://127.0.0.1:{metrics}/metrics", "seaweedfs")
+
+
+def start(workdir: Path, server: str = "moto") -> S3Proc:
+    """Start a server process (``moto`` or ``seaweedfs``) on ``http://127.0.0.1:<port>``."""
+    if server == "seaweedfs":
+        return _start_seaweed(workdir)
     port_file = workdir / "s3.port"
     port_file.unlink(missing_ok=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -129,7 +192,8 @@ def start(workdir: Path) -> S3Proc:
         if proc.poll() is not None or time.time() > deadline:
             raise RuntimeError("the loopback S3 server did not start")
         time.sleep(0.1)
-    return S3Proc(proc, f"http://127.0.0.1:{port_file.read_text()}")
+    endpoint = f"http://127.0.0.1:{port_file.read_text()}"
+    return S3Proc(proc, endpoint, f"{endpoint}/__bench__/counts")
 
 
 if __name__ == "__main__":

