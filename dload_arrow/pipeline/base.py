@@ -10,11 +10,11 @@ exactly there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.pipeline.chunks import Chunk, chunk_items
-from dload_arrow.pipeline.node import BEFORE, CURSOR, EPOCH, OFFSET, ItemCursor, Node, State
+from dload_arrow.pipeline.iterator import FINGERPRINT, PipelineIterator
+from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from dload_arrow.pipeline.check import CheckReport
 
 __all__ = ["Pipeline", "PipelineIterator"]
-
-FINGERPRINT = "pipeline"
 
 
 class Pipeline:
@@ -294,60 +292,3 @@ class Pipeline:
                 "(an int); byte sizes are for dataset sources"
             )
         return BufferShufflePipe(self, buffer, seed)
-
-
-class PipelineIterator(Iterator[Any]):
-    """One epoch of a pipeline; its state is a cursor."""
-
-    def __init__(self, pipe: Pipeline, epoch: int, cursor: State | None, chunks: bool) -> None:
-        self.pipe = pipe
-        self.epoch = epoch
-        self.chunks = chunks
-        self.node = pipe._build(epoch)
-        if not chunks:
-            self.node.prefer_items()
-        self.cursor = ItemCursor(self.node)
-        self.cursor.reset(cursor)
-        self._items: list[Any] = []
-        self._k = 0
-        self._base: State | None = None
-        self._finished = False
-
-    def __iter__(self) -> PipelineIterator:
-        return self
-
-    def __next__(self) -> Any:
-        if self.chunks:
-            self._items, self._k = [], 0
-            return self._pull()
-        if self._k >= len(self._items):
-            self._items = chunk_items(self._pull())
-            self._k = 0
-        item = self._items[self._k]
-        self._k += 1
-        return item
-
-    def _pull(self) -> Chunk:
-        if self._finished:
-            raise StopIteration
-        got = self.cursor.take_with_state(1 << 62)
-        if got is None:
-            self._finished = True
-            self._base = None
-            self.close()
-            raise StopIteration
-        self._base, chunk = got
-        return chunk
-
-    def state_dict(self) -> State:
-        fp = self.pipe._short_fp()
-        if self._finished:
-            return {EPOCH: self.epoch + 1, CURSOR: None, FINGERPRINT: fp}
-        if self._base is not None and self._k < len(self._items):
-            cur = {BEFORE: self._base[BEFORE], OFFSET: self._base[OFFSET] + self._k}
-        else:
-            cur = self.cursor.get_state()
-        return {EPOCH: self.epoch, CURSOR: cur, FINGERPRINT: fp}
-
-    def close(self) -> None:
-        self.cursor.close()

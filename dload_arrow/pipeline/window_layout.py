@@ -1,4 +1,6 @@
-"""How a shuffled window holds its rows: as items or Arrow, own rows only, within memory.
+"""How a made window holds its rows: as items or Arrow, own rows only, within memory.
+
+:class:`Window` is a made window; :func:`gather` picks rows of decoded units in epoch order.
 
 **Items or Arrow.** A consumer that wants Python items can get a shuffled window as items
 (each decoded unit converted once, the dicts permuted) or as Arrow (one ``take`` per chunk,
@@ -21,12 +23,15 @@ fit.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
 from dload_arrow.read.memory import check_full_shuffle_memory
 
-__all__ = ["OwnRows", "check_memory", "items_pay_off"]
+__all__ = ["OwnRows", "Window", "check_memory", "gather", "items_pay_off"]
 
 # A row as a dict of Python objects, beyond its data (sys.getsizeof, CPython 3.11): a dict of
 # 4 columns is 184 bytes and of 11 columns 464; bytes, str and int headers are 28-49 bytes.
@@ -84,3 +89,31 @@ class OwnRows:
         if len(mine) == batch.num_rows:
             return batch
         return batch.take(pa.array(mine, pa.int64()))
+
+
+@dataclass
+class Window:
+    """A made window: ``batch`` holds own rows ``first, first+1, ...`` when ``ordered``."""
+
+    w: int
+    batch: pa.RecordBatch | None
+    ordered: bool
+    first: int = 0
+    units: np.ndarray | None = None  # unordered: decoded units (ascending) and first rows
+    offs: np.ndarray | None = None
+    items: list[Any] | None = None  # item mode: the rows as Python items (ordered: own order)
+    index: np.ndarray | None = None  # full, sharded: where each unit row is kept (own rows only)
+
+
+def gather(data: pa.RecordBatch | pa.Table, offs: np.ndarray) -> pa.RecordBatch:
+    """Rows ``offs`` of ``data`` as one batch: a zero-copy slice when they are consecutive."""
+    if len(offs) and int(offs[-1]) - int(offs[0]) == len(offs) - 1 and (
+            np.all(np.diff(offs) == 1)):
+        out = data.slice(int(offs[0]), len(offs))
+    else:
+        out = data.take(pa.array(offs, pa.int64()))
+    if isinstance(out, pa.RecordBatch):
+        return out
+    out = out.combine_chunks()  # one chunk already unless it spans units: then one copy
+    batches = out.to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=out.schema)

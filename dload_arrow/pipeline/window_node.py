@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,25 +31,17 @@ import pyarrow as pa
 
 from dload_arrow.pipeline.chunks import Chunk, row_dicts
 from dload_arrow.pipeline.node import POSITION, Node, State
-from dload_arrow.pipeline.window_layout import OwnRows, check_memory, items_pay_off
+from dload_arrow.pipeline.window_layout import (
+    OwnRows,
+    Window,
+    check_memory,
+    gather,
+    items_pay_off,
+)
 from dload_arrow.plan.orders import own_count, own_position
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["DatasetNode", "projected", "schema_of"]
-
-
-@dataclass
-class _Window:
-    """A made window: ``batch`` holds own rows ``first, first+1, ...`` when ``ordered``."""
-
-    w: int
-    batch: pa.RecordBatch | None
-    ordered: bool
-    first: int = 0
-    units: np.ndarray | None = None  # unordered: decoded units (ascending) and first rows
-    offs: np.ndarray | None = None
-    items: list[Any] | None = None  # item mode: the rows as Python items (ordered: own order)
-    index: np.ndarray | None = None  # full, sharded: where each unit row is kept (own rows only)
 
 
 class DatasetNode(Node):
@@ -65,8 +56,8 @@ class DatasetNode(Node):
         self._reader: Iterator[pa.RecordBatch] | None = None
         self._needed = np.zeros(0, np.int64)
         self._ni = 0
-        self._win: _Window | None = None
-        self._ahead: tuple[int, Future[_Window]] | None = None
+        self._win: Window | None = None
+        self._ahead: tuple[int, Future[Window]] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._items = False  # see prefer_items
 
@@ -120,7 +111,7 @@ class DatasetNode(Node):
                 if win.items is not None:
                     return [win.items[i] for i in offs.tolist()]
                 assert win.batch is not None
-                out = _gather(win.batch, offs)
+                out = gather(win.batch, offs)
             pred = self.pipe.predicate
             if pred is not None:
                 out = out.filter(pred)
@@ -165,7 +156,7 @@ class DatasetNode(Node):
         self._reader = None
         self._win = None
 
-    def _enter(self, w: int) -> _Window:
+    def _enter(self, w: int) -> Window:
         """Window ``w``, made ahead when it was the next one; then start making the next."""
         if self._win is not None and self._win.w == w:
             return self._win
@@ -186,7 +177,7 @@ class DatasetNode(Node):
             self._ahead = (nxt, self._pool.submit(self._make, nxt))
         return win
 
-    def _make(self, w: int) -> _Window:
+    def _make(self, w: int) -> Window:
         """Decode the needed units of window ``w`` (once) and lay its rows out."""
         assert self._reader is not None
         plan = self.plan
@@ -227,13 +218,13 @@ class DatasetNode(Node):
         index = None if own is None else own.index
         if items:
             if plan.mode == "full":
-                return _Window(w, None, False, units=wunits, offs=woffs, items=rows,
+                return Window(w, None, False, units=wunits, offs=woffs, items=rows,
                                index=index)
             first = int(self._own(int(plan.window_starts[w])))
             end = int(self._own(int(plan.window_starts[w + 1])))
             u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
             sel = (woffs[np.searchsorted(wunits, u)] + r).tolist()
-            return _Window(w, None, True, first, items=[rows[i] for i in sel])
+            return Window(w, None, True, first, items=[rows[i] for i in sel])
         if plan.mode == "full" or len(batches) <= 1:
             if len(batches) == 1:
                 wb = batches[0]
@@ -242,14 +233,14 @@ class DatasetNode(Node):
             else:
                 wb = pa.RecordBatch.from_pylist([], schema=schema_of(self.pipe, decoded=True))
             if plan.mode == "full":
-                return _Window(w, wb, False, units=wunits, offs=woffs, index=index)
+                return Window(w, wb, False, units=wunits, offs=woffs, index=index)
             table = pa.Table.from_batches([wb])
         else:
             table = pa.Table.from_batches(batches)  # no concatenated copy: take gathers once
         first = int(self._own(int(plan.window_starts[w])))
         end = int(self._own(int(plan.window_starts[w + 1])))
         u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
-        return _Window(w, _gather(table, woffs[np.searchsorted(wunits, u)] + r), True, first)
+        return Window(w, gather(table, woffs[np.searchsorted(wunits, u)] + r), True, first)
 
     def _own_rows(self) -> OwnRows:
         """This consumer's rows of the full shuffle, by unit (the rest is not kept)."""
@@ -288,20 +279,6 @@ class DatasetNode(Node):
             pipe.ds.context, pipe.ds.manifest, units, columns=columns,
             full_shuffle=self.plan.mode == "full",
         )
-
-
-def _gather(data: pa.RecordBatch | pa.Table, offs: np.ndarray) -> pa.RecordBatch:
-    """Rows ``offs`` of ``data`` as one batch: a zero-copy slice when they are consecutive."""
-    if len(offs) and int(offs[-1]) - int(offs[0]) == len(offs) - 1 and (
-            np.all(np.diff(offs) == 1)):
-        out = data.slice(int(offs[0]), len(offs))
-    else:
-        out = data.take(pa.array(offs, pa.int64()))
-    if isinstance(out, pa.RecordBatch):
-        return out
-    out = out.combine_chunks()  # one chunk already unless it spans units: then one copy
-    batches = out.to_batches()
-    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=out.schema)
 
 
 def projected(columns: Sequence[str]) -> list[str]:

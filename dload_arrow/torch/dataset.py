@@ -9,7 +9,6 @@ global stream, valid for any number of ranks and workers.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -22,41 +21,18 @@ from dload_arrow.errors import ConfigError
 from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
-from dload_arrow.torch.source import as_source, epoch_length, open_stream, source_schema
+from dload_arrow.torch.ranks import env_int, resolve_rank
+from dload_arrow.torch.source import (
+    as_source,
+    compact,
+    epoch_length,
+    open_stream,
+    source_schema,
+)
 from dload_arrow.torch.state import from_state, worker_state
 from dload_arrow.torch.tensors import to_torch
 
 __all__ = ["StreamDataset", "as_iterable_dataset", "resolve_rank"]
-
-
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return int(raw)
-    except ValueError as e:
-        raise ConfigError(f"environment variable {name}={raw!r} is not an integer") from e
-
-
-def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tuple[int, int]:
-    """``(rank, world_size)``: the arguments, else torch.distributed, else RANK / WORLD_SIZE.
-
-    Without any of them: rank 0 of 1.
-    """
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        r, n = dist.get_rank(), dist.get_world_size()
-    else:
-        r, n = _env_int("RANK") or 0, _env_int("WORLD_SIZE") or 1
-    r = r if rank is None else rank
-    n = n if world_size is None else world_size
-    if n < 1 or not 0 <= r < n:
-        raise ConfigError(
-            f"rank={r}, world_size={n}: need world_size >= 1 and 0 <= rank < world_size "
-            "(check the RANK / WORLD_SIZE environment or the arguments)"
-        )
-    return r, n
 
 
 @dataclass
@@ -180,7 +156,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         check = getattr(self.pipe, "check", None)
         if check is None:
             return None
-        local_ranks = _env_int("LOCAL_WORLD_SIZE") or 1
+        local_ranks = env_int("LOCAL_WORLD_SIZE") or 1
         return check(consumers=max(num_workers, 1) * local_ranks)
 
     # --- iteration -----------------------------------------------------------------------
@@ -240,14 +216,16 @@ class StreamDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         worker, workers = (0, 0) if info is None else (info.id, info.num_workers)
         # What a full shuffle holds is checked for every consumer of this machine's memory.
-        set_local_consumers(max(workers, 1) * (_env_int("LOCAL_WORLD_SIZE") or 1))
+        set_local_consumers(max(workers, 1) * (env_int("LOCAL_WORLD_SIZE") or 1))
         plan, yielded = self._begin(worker, workers)
         cursor = _Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)
         self._cursor = cursor
         return self._run(cursor, main=info is None)
 
-    def _convert(self, item: Any) -> Any:
-        return to_torch(item, self._schema) if self.to_tensors else item
+    def _convert(self, item: Any, main: bool) -> Any:
+        if self.to_tensors:
+            return to_torch(item, self._schema)
+        return item if main else compact(item)  # a worker pickles it to the main process
 
     def _run(self, cursor: _Cursor, *, main: bool) -> Iterator[Any]:
         deal, pipe = cursor.deal, self.pipe
@@ -261,7 +239,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 cursor.yielded += 1
                 if main:
                     cursor.consumed += 1
-                yield self._convert(item)
+                yield self._convert(item, main)
             close = getattr(stream, "close", None)
             if close is not None:
                 close()
@@ -274,7 +252,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 cursor.yielded += 1
                 if main:
                     cursor.consumed += 1
-                yield self._convert(head[int(idx)])
+                yield self._convert(head[int(idx)], main)
         cursor.done = True
 
     def __len__(self) -> int:

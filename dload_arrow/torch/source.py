@@ -16,9 +16,10 @@ import pyarrow as pa
 
 from dload_arrow.errors import ConfigError, SchemaError
 
-__all__ = ["as_source", "epoch_length", "open_stream", "source_schema"]
+__all__ = ["as_source", "compact", "epoch_length", "open_stream", "source_schema"]
 
 _NEEDED = ("skip", "shard", "set_epoch", "__iter__")
+_SLACK = 1 << 16  # bytes of overhead not worth a copy
 
 
 def as_source(obj: Any) -> Any:
@@ -73,3 +74,21 @@ def open_stream(pipe: Any, epoch: int, first: int, step: int) -> Iterator[Any]:
 def source_schema(pipe: Any) -> pa.Schema | None:
     schema = getattr(pipe, "schema", None)
     return schema if isinstance(schema, pa.Schema) else None
+
+
+def compact(item: Any) -> Any:
+    """``item`` ready to be pickled to the main process: an Arrow slice copied out.
+
+    Pickling a sliced ``pyarrow.RecordBatch`` or ``Table`` writes its parent's whole buffers
+    (a 100-row slice of a 1 M-row batch pickles about 50 MB). A worker's Arrow item whose
+    buffers are more than twice its own bytes is copied into fresh buffers first; other items
+    pass unchanged.
+    """
+    if isinstance(item, (pa.RecordBatch, pa.Table)) and (
+        item.get_total_buffer_size() > 2 * item.nbytes + _SLACK
+    ):
+        if isinstance(item, pa.RecordBatch):
+            return pa.concat_batches([item])
+        batches = [pa.concat_batches([b]) for b in item.to_batches()]
+        return pa.Table.from_batches(batches, schema=item.schema)
+    return item

@@ -1,0 +1,79 @@
+"""``PipelineIterator``: one running epoch of a pipeline, whose state is a cursor.
+
+It builds the epoch's nodes, hands out items (or whole chunks), and saves its position as
+``{"epoch", "cursor", "pipeline"}``: the cursor points into the planned order (never buffered
+samples), and the fingerprint lets :meth:`Pipeline.load_state_dict` refuse a state saved by a
+different pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from dload_arrow.pipeline.chunks import Chunk, chunk_items
+from dload_arrow.pipeline.node import BEFORE, CURSOR, EPOCH, OFFSET, ItemCursor, State
+
+if TYPE_CHECKING:
+    from dload_arrow.pipeline.base import Pipeline
+
+__all__ = ["FINGERPRINT", "PipelineIterator"]
+
+FINGERPRINT = "pipeline"
+
+
+class PipelineIterator(Iterator[Any]):
+    """One epoch of a pipeline; its state is a cursor."""
+
+    def __init__(self, pipe: Pipeline, epoch: int, cursor: State | None, chunks: bool) -> None:
+        self.pipe = pipe
+        self.epoch = epoch
+        self.chunks = chunks
+        self.node = pipe._build(epoch)
+        if not chunks:
+            self.node.prefer_items()
+        self.cursor = ItemCursor(self.node)
+        self.cursor.reset(cursor)
+        self._items: list[Any] = []
+        self._k = 0
+        self._base: State | None = None
+        self._finished = False
+
+    def __iter__(self) -> PipelineIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self.chunks:
+            self._items, self._k = [], 0
+            return self._pull()
+        if self._k >= len(self._items):
+            self._items = chunk_items(self._pull())
+            self._k = 0
+        item = self._items[self._k]
+        self._k += 1
+        return item
+
+    def _pull(self) -> Chunk:
+        if self._finished:
+            raise StopIteration
+        got = self.cursor.take_with_state(1 << 62)
+        if got is None:
+            self._finished = True
+            self._base = None
+            self.close()
+            raise StopIteration
+        self._base, chunk = got
+        return chunk
+
+    def state_dict(self) -> State:
+        fp = self.pipe._short_fp()
+        if self._finished:
+            return {EPOCH: self.epoch + 1, CURSOR: None, FINGERPRINT: fp}
+        if self._base is not None and self._k < len(self._items):
+            cur = {BEFORE: self._base[BEFORE], OFFSET: self._base[OFFSET] + self._k}
+        else:
+            cur = self.cursor.get_state()
+        return {EPOCH: self.epoch, CURSOR: cur, FINGERPRINT: fp}
+
+    def close(self) -> None:
+        self.cursor.close()

@@ -1,0 +1,48 @@
+"""Where this process stands among the training job's processes: its rank and world size.
+
+The arguments win, then an initialised ``torch.distributed`` process group, then the
+``RANK`` / ``WORLD_SIZE`` variables that torchrun, slurm wrappers and most launchers set;
+without any of them a process is rank 0 of 1.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed
+
+from dload_arrow.errors import ConfigError
+
+__all__ = ["env_int", "resolve_rank"]
+
+
+def env_int(name: str) -> int | None:
+    """The integer value of environment variable ``name``; None when unset or empty."""
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError as e:
+        raise ConfigError(f"environment variable {name}={raw!r} is not an integer") from e
+
+
+def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tuple[int, int]:
+    """``(rank, world_size)``: the arguments, else torch.distributed, else RANK / WORLD_SIZE.
+
+    Without any of them: rank 0 of 1.
+    """
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        r, n = dist.get_rank(), dist.get_world_size()
+    else:
+        r, n = env_int("RANK") or 0, env_int("WORLD_SIZE") or 1
+    r = r if rank is None else rank
+    n = n if world_size is None else world_size
+    if n < 1 or not 0 <= r < n:
+        raise ConfigError(
+            f"rank={r}, world_size={n}: need world_size >= 1 and 0 <= rank < world_size "
+            "(check the RANK / WORLD_SIZE environment or the arguments)"
+        )
+    return r, n
