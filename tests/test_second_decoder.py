@@ -82,3 +82,22 @@ def test_closing_mid_visit_waits_for_the_second_decoder(
         next(it)
     it.close()  # type: ignore[attr-defined]
     assert not any(t.name.startswith("dload-decode") for t in threading.enumerate())
+
+
+def test_a_predicate_outside_the_projection_keeps_both_decoders_exact(
+        repo: Repository, decoded_on: list[str]) -> None:
+    """The predicate's column is not projected: the decoders switch to reading every column
+    (the switch may race between them) and the filtered stream stays exact and in order."""
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(1)
+    rows = [(f"k{i:05d}", {"tokens": rng.integers(0, 50_000, 512, dtype=np.int32), "n": i})
+            for i in range(800)]
+    repo.commit("tokn", rows, shard_size=400_000, row_group_size=40_000, progress=False)
+    ds = repo.dataset("tokn")
+    units = all_units(ds.manifest)
+    it = iter_units(ds.context, ds.manifest, units, columns=["tokens"],
+                    predicate=pc.equal(pc.bit_wise_and(pc.field("n"), 3), 0))
+    got = [k for b in it for k in b.column("__key__").to_pylist()]
+    assert got == [f"k{i:05d}" for i in range(0, 800, 4)]
+    assert any(n.startswith("dload-decode") for n in decoded_on)

@@ -87,15 +87,20 @@ class _Decoder:
     def decode_with(
         self, read: Callable[[list[str] | None], pa.Table | None]
     ) -> pa.RecordBatch | None:
-        """Decode the table ``read(columns)`` returns (columns None: all; None passes through)."""
-        table = read(None if self.read_all else self.schema.names)
+        """Decode the table ``read(columns)`` returns (columns None: all; None passes through).
+
+        Thread-safe (the second decoder shares it): ``read_all`` only ever turns on, and each
+        call decides on the value it read, so a call racing the switch retries once.
+        """
+        read_all = self.read_all
+        table = read(None if read_all else self.schema.names)
         if table is None:
             return None
         if self.predicate is not None:
             try:
                 table = table.filter(self.predicate)
             except pa.ArrowInvalid:
-                if self.read_all:
+                if read_all:
                     raise
                 self.read_all = True
                 return self.decode_with(read)
@@ -149,9 +154,7 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
               schema: pa.Schema, predicate: pc.Expression | None,
               window: int, starving: Starving | None) -> Iterator[pa.RecordBatch]:
     decoder = _Decoder(schema, predicate)
-    # A predicate may switch the decoder to reading every column: keep that on one thread.
-    second = SecondDecoder(decoder.decode) if starving is not None and predicate is None \
-        else None
+    second = SecondDecoder(decoder.decode) if starving is not None else None
     pending: tuple[int, Future[pa.RecordBatch]] | None = None  # the second decoder's unit
     fetcher = ShardFetcher(ctx, manifest, visits_of(units), window)
     # Time to first batch: while the first shard of a remote root is still downloading, its
