@@ -29,7 +29,8 @@ import pyarrow as pa
 
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.node import Node
-from dload_arrow.pipeline.window_node import DatasetNode, schema_of
+from dload_arrow.pipeline.window_layout import schema_of
+from dload_arrow.pipeline.window_node import DatasetNode
 from dload_arrow.plan.orders import SamplePlan, own_count
 from dload_arrow.sizes import parse_size
 

@@ -23,6 +23,7 @@ fit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +31,9 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.read.memory import check_full_shuffle_memory
+from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["OwnRows", "Window", "check_memory", "gather", "items_pay_off"]
+__all__ = ["OwnRows", "Window", "check_memory", "gather", "items_pay_off", "projected", "schema_of"]
 
 # A row as a dict of Python objects, beyond its data (sys.getsizeof, CPython 3.11): a dict of
 # 4 columns is 184 bytes and of 11 columns 464; bytes, str and int headers are 28-49 bytes.
@@ -103,6 +105,9 @@ class Window:
     offs: np.ndarray | None = None
     items: list[Any] | None = None  # item mode: the rows as Python items (ordered: own order)
     index: np.ndarray | None = None  # full, sharded: where each unit row is kept (own rows only)
+    # item mode: the same rows in storage order, released after ``items``: freeing them in the
+    # order they were allocated is 2.5x faster than in shuffled order (1.7 vs 4.2 ms a window)
+    storage: list[Any] | None = None
 
 
 def gather(data: pa.RecordBatch | pa.Table, offs: np.ndarray) -> pa.RecordBatch:
@@ -117,3 +122,16 @@ def gather(data: pa.RecordBatch | pa.Table, offs: np.ndarray) -> pa.RecordBatch:
     out = out.combine_chunks()  # one chunk already unless it spans units: then one copy
     batches = out.to_batches()
     return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=out.schema)
+
+
+def projected(columns: Sequence[str]) -> list[str]:
+    """``__key__`` first, then ``columns`` (each once)."""
+    return [KEY_COLUMN] + [c for c in dict.fromkeys(columns) if c != KEY_COLUMN]
+
+
+def schema_of(pipe: Any, decoded: bool = False) -> pa.Schema:
+    """The rows' schema (``decoded``: as read, before a predicate's projection)."""
+    schema = pipe.ds.manifest.schema
+    if pipe.columns is None or (decoded and pipe.predicate is not None):
+        return schema
+    return pa.schema([schema.field(c) for c in projected(pipe.columns)])

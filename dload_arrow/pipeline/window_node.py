@@ -8,21 +8,20 @@ from (a whole permuted copy of the dataset would double the memory).
 
 While the consumer works through window ``w``, a background thread makes the next window this
 consumer needs: decoding (in the reader's own thread), concatenating and gathering run in C++
-without the GIL, so they overlap the consumer's Python work. Memory: about three windows (the
-current one, the next one and its decoded units) instead of two.
+without the GIL, so they overlap the consumer's Python work. The consumer releases ``w`` when
+it asks for the next window, so at most two windows are alive (plus the decoded units).
 
 When the consumer turns every chunk into Python items anyway (:meth:`Node.prefer_items`) and
-the rows' data outweighs their Python objects (``window_layout.items_pay_off``: images, token
-tensors), a shuffled window is made of items instead: each decoded unit is converted once, in
-storage order, and the Python objects are permuted, which saves the Arrow gather (a copy of
-every row). Both ways give the same rows in the same order (tests/test_pipeline_shard.py).
-A sharded full shuffle keeps only its own rows (``window_layout.OwnRows``) and checks them
-against the available memory first.
+a row's data outweighs its Python objects (``items_pay_off``: images, token tensors), a
+shuffled window is made of items: each decoded unit is converted once, in storage order, and
+the objects are permuted (no Arrow gather, a copy of every row). Both ways give the same rows
+in the same order (tests/test_pipeline_shard.py). A sharded full shuffle keeps only its own
+rows (``OwnRows``) and checks them against the available memory first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -37,11 +36,12 @@ from dload_arrow.pipeline.window_layout import (
     check_memory,
     gather,
     items_pay_off,
+    projected,
+    schema_of,
 )
 from dload_arrow.plan.orders import own_count, own_position
-from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["DatasetNode", "projected", "schema_of"]
+__all__ = ["DatasetNode"]
 
 
 class DatasetNode(Node):
@@ -157,25 +157,43 @@ class DatasetNode(Node):
         self._win = None
 
     def _enter(self, w: int) -> Window:
-        """Window ``w``, made ahead when it was the next one; then start making the next."""
+        """Window ``w``; the next one is queued behind it on the window thread.
+
+        Queued before waiting for ``w``, the next window starts as soon as ``w`` is made,
+        instead of after the consumer picks ``w`` up (7-14 ms of GIL hand-offs a window).
+        """
         if self._win is not None and self._win.w == w:
             return self._win
+        self._win = None  # the consumer is past it: its memory can go to the window being made
         hi = int(self.plan.window_bounds[w + 1])
         if self._ahead is not None and self._ahead[0] == w:
-            win = self._ahead[1].result()
-            self._ahead = None
+            fut = self._ahead[1]
         else:
             if (self._ahead is not None or self._reader is None or self._ni >= len(self._needed)
                     or self._needed[self._ni] >= hi):
                 self._start_reader(w)
-            win = self._make(w)
+            fut = self._window_pool().submit(self._make, w)
+        self._ahead = None
+        nxt = self._after(w)
+        if nxt is not None:
+            self._ahead = (nxt, self._window_pool().submit(self._make, nxt))
+        win = fut.result()
         self._win = win
-        if self._ni < len(self._needed) and self.plan.mode != "full":
-            nxt = self.plan.window_of(int(self.plan.unit_starts[self._needed[self._ni]]))
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="dload-window")
-            self._ahead = (nxt, self._pool.submit(self._make, nxt))
         return win
+
+    def _after(self, w: int) -> int | None:
+        """The window made after ``w``: the next one holding a needed unit (None: none)."""
+        if self.plan.mode == "full":
+            return None
+        i = int(np.searchsorted(self._needed, self.plan.window_bounds[w + 1]))
+        if i >= len(self._needed):
+            return None
+        return int(self.plan.window_of(int(self.plan.unit_starts[self._needed[i]])))
+
+    def _window_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="dload-window")
+        return self._pool
 
     def _make(self, w: int) -> Window:
         """Decode the needed units of window ``w`` (once) and lay its rows out."""
@@ -224,7 +242,8 @@ class DatasetNode(Node):
             end = int(self._own(int(plan.window_starts[w + 1])))
             u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
             sel = (woffs[np.searchsorted(wunits, u)] + r).tolist()
-            return Window(w, None, True, first, items=[rows[i] for i in sel])
+            storage = rows if len(sel) == len(rows) else None  # else: free the others now
+            return Window(w, None, True, first, items=[rows[i] for i in sel], storage=storage)
         if plan.mode == "full" or len(batches) <= 1:
             if len(batches) == 1:
                 wb = batches[0]
@@ -280,15 +299,3 @@ class DatasetNode(Node):
             full_shuffle=self.plan.mode == "full",
         )
 
-
-def projected(columns: Sequence[str]) -> list[str]:
-    """``__key__`` first, then ``columns`` (each once)."""
-    return [KEY_COLUMN] + [c for c in dict.fromkeys(columns) if c != KEY_COLUMN]
-
-
-def schema_of(pipe: Any, decoded: bool = False) -> pa.Schema:
-    """The rows' schema (``decoded``: as read, before a predicate's projection)."""
-    schema = pipe.ds.manifest.schema
-    if pipe.columns is None or (decoded and pipe.predicate is not None):
-        return schema
-    return pa.schema([schema.field(c) for c in projected(pipe.columns)])
