@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -123,3 +124,100 @@ def test_mix_rejects_bad_weights() -> None:
         dl.mix([labelled("a"), labelled("b")], [1.0])
     with pytest.raises(ValueError, match="stop"):
         dl.mix([labelled("a")], [1.0], stop="never")
+
+
+def reference_mix(inputs: list[list[int]], weights: list[int], seed: int, stop: str,
+                  window: int | None) -> list[int]:
+    """mix's rules slot by slot, written out: the specification the router's runs must meet."""
+    from dload_arrow.plan.orders import MIX_BLOCK, apportion, exact_pattern, mix_uniforms
+
+    w = np.asarray(weights, np.float64) / sum(weights)
+    at, done, out, slot = [0] * len(inputs), [False] * len(inputs), [], 0
+    patterns: dict[int, np.ndarray] = {}
+    uniforms: dict[int, np.ndarray] = {}
+    drawable = (w if window is None else apportion(w, window)) > 0
+    while not all(d or not k for d, k in zip(done, drawable, strict=True)):
+        if window is not None:
+            win = slot // window
+            if win not in patterns:
+                patterns[win] = exact_pattern(w, window, seed, 0, win)
+            k = int(patterns[win][slot % window])
+        else:
+            ww = np.where(done, 0.0, w) if stop == "all" and any(done) else w
+            if ww.sum() <= 0:
+                break
+            block = slot // MIX_BLOCK
+            if block not in uniforms:
+                uniforms[block] = mix_uniforms(seed, 0, block)
+            u = uniforms[block][slot % MIX_BLOCK]
+            k = min(int(np.searchsorted(np.cumsum(ww / ww.sum()), u, side="right")), len(w) - 1)
+        slot += 1
+        if not done[k] and at[k] < len(inputs[k]):
+            out.append(inputs[k][at[k]])
+            at[k] += 1
+            continue
+        done[k] = True
+        if stop == "first":
+            break
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 300), min_size=2, max_size=4),
+    chunks=st.lists(st.integers(1, 60), min_size=4, max_size=4),
+    weights=st.lists(st.integers(1, 9), min_size=4, max_size=4),
+    seed=st.integers(0, 10_000),
+    stop=st.sampled_from(["first", "all"]),
+    window=st.sampled_from([None, None, 1, 7, 20]),
+    skip=st.integers(0, 200),
+)
+def test_mix_in_runs_gives_the_slot_by_slot_output(
+    sizes: list[int], chunks: list[int], weights: list[int], seed: int, stop: str,
+    window: int | None, skip: int,
+) -> None:
+    """The router decides runs of slots at once (pipeline/routes.py); whatever the inputs'
+    chunking, its output, its skips and its shards are those of the rules applied slot by slot."""
+    inputs = [list(range(i * 1000, i * 1000 + n)) for i, n in enumerate(sizes)]
+    w = weights[: len(sizes)]
+
+    def make() -> dl.Pipeline:
+        pipes = [dl.from_iterable(x, chunk=c) for x, c in zip(inputs, chunks, strict=False)]
+        return dl.mix(pipes, w, seed=seed, stop=stop, exact=window is not None, window=window)
+
+    want = reference_mix(inputs, w, seed, stop, window)
+    assert list(make()) == want
+    assert list(make().skip(skip)) == want[skip:]
+    blocks = [want[i:i + 16] for i in range(0, len(want), 16)]
+    assert list(make().shard(1, 2, block=16)) == [x for b in blocks[1::2] for x in b]
+
+
+def test_mix_of_datasets_interleaves_record_batches_in_runs(tmp_path: Path) -> None:
+    """Chunks of Arrow rows from two datasets come out as one record batch per chunk, in the
+    slot-by-slot order, row for row."""
+    import pyarrow as pa
+
+    repo = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    for name, n, base in (("a", 700, 0), ("b", 500, 10_000)):
+        repo.commit(name, [(f"{name}{i:05d}", {"x": base + i}) for i in range(n)],
+                    row_group_size=600, progress=False)  # row groups of a few dozen rows
+    a, b = repo.dataset("a"), repo.dataset("b")
+    want = reference_mix([list(range(700)), list(range(10_000, 10_500))], [3, 1], 5, "all", None)
+
+    def make() -> dl.Pipeline:  # a pipeline iterated again starts its next epoch
+        return dl.mix([a.pipeline(), b.pipeline()], [3, 1], seed=5, stop="all")
+
+    chunks = list(make().iter_chunks())
+    assert all(isinstance(c, pa.RecordBatch) for c in chunks)
+    assert [x for c in chunks for x in c.column("x").to_pylist()] == want
+    assert [s["x"] for s in make()] == want
+
+
+def test_exact_mix_stop_all_ends_when_the_inputs_its_windows_name_are_exhausted() -> None:
+    """A window of 2 slots at weights 5:1 is all "a": "b" can never be drawn, so the mix
+    ends with "a" instead of looking for a slot for "b" forever."""
+    a = dl.from_iterable(list(range(7)))
+    b = dl.from_iterable(list(range(100, 110)))
+    pipe = dl.mix([a, b], [5, 1], seed=3, exact=True, window=2, stop="all")
+    assert len(pipe) == 7
+    assert list(pipe) == list(range(7))
