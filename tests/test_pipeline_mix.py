@@ -221,3 +221,25 @@ def test_exact_mix_stop_all_ends_when_the_inputs_its_windows_name_are_exhausted(
     pipe = dl.mix([a, b], [5, 1], seed=3, exact=True, window=2, stop="all")
     assert len(pipe) == 7
     assert list(pipe) == list(range(7))
+
+
+def test_mix_starts_every_drawable_input_before_routing_its_first_slot(tmp_path: Path) -> None:
+    """Each shuffled input begins making its first window as the mix starts, so their first
+    reads overlap; an input no slot can name (weight 0) is never read."""
+    from dload_arrow.pipeline.chunks import chunk_items
+    from dload_arrow.pipeline.window_node import DatasetNode
+
+    repo = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    for name in "abc":
+        repo.commit(name, [(f"{name}{i:04d}", {"x": i}) for i in range(300)],
+                    row_group_size=600, progress=False)
+    pipes = [repo.dataset(x).shuffle(100, seed=1) for x in "abc"]
+    node = dl.mix(pipes, [1.0, 1e-6, 0.0], seed=2)._build(0)
+    node.reset(None)
+    first = chunk_items(node.next())
+    kids = [c.child for c in node.cursors]  # type: ignore[attr-defined]
+    assert all(isinstance(k, DatasetNode) for k in kids)
+    assert all(s["__key__"].startswith("a") for s in first)  # "b" was not picked yet...
+    assert kids[1]._ahead is not None or kids[1]._win is not None  # ...but started
+    assert kids[2]._ahead is None and kids[2]._reader is None  # "c" cannot be drawn
+    node.close()

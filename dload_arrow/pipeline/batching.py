@@ -88,6 +88,9 @@ class _BatchNode(Node):
     def get_state(self) -> State:
         return {CURSOR: self.cursor.get_state()}
 
+    def start_ahead(self) -> None:
+        self.cursor.child.start_ahead()
+
     def next(self) -> Chunk:
         parts: list[Chunk] = []
         have = 0

@@ -136,8 +136,10 @@ class _ZipNode(Node):
     def __init__(self, children: list[Node], fn: Any) -> None:
         self.cursors = [ItemCursor(c) for c in children]
         self.fn = fn
+        self._started = False
 
     def reset(self, state: State | None = None) -> None:
+        self._started = False
         for i, c in enumerate(self.cursors):
             c.reset(None if state is None else state[CHILDREN][i])
 
@@ -145,6 +147,10 @@ class _ZipNode(Node):
         return {CHILDREN: [c.get_state() for c in self.cursors]}
 
     def next(self) -> Chunk:
+        if not self._started:  # the inputs' first reads overlap
+            self._started = True
+            for c in self.cursors:
+                c.child.start_ahead()
         n = min(c.peek_len() for c in self.cursors)
         if n == 0:
             raise StopIteration

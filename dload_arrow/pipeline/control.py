@@ -162,6 +162,9 @@ class _TakeNode(Node):
     def prefer_items(self) -> None:
         self.cursor.child.prefer_items()
 
+    def start_ahead(self) -> None:
+        self.cursor.child.start_ahead()
+
     def close(self) -> None:
         self.cursor.close()
 
@@ -219,6 +222,9 @@ class _SkipNode(Node):
 
     def prefer_items(self) -> None:
         self.cursor.child.prefer_items()
+
+    def start_ahead(self) -> None:
+        self.cursor.child.start_ahead()
 
     def close(self) -> None:
         self.cursor.close()
@@ -284,6 +290,9 @@ class _BufferShuffleNode(Node):
 
     def prefer_items(self) -> None:
         self.cursor.child.prefer_items()
+
+    def start_ahead(self) -> None:
+        self.cursor.child.start_ahead()
 
     def close(self) -> None:
         self.cursor.close()

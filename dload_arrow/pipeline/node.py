@@ -81,6 +81,13 @@ class Node:
         pass through unchanged tell their children; the default ignores the hint.
         """
 
+    def start_ahead(self) -> None:
+        """Told by a parent that reads several inputs (``mix``, ``zip``): begin the work behind
+        the next chunk now, in the background, so that the inputs' first reads overlap instead
+        of running one after the other. Pass-through nodes tell their child; the default
+        ignores the hint.
+        """
+
 
 class ItemCursor:
     """Item-level access over a child node, with a state that is a cursor.

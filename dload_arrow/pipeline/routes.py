@@ -100,10 +100,12 @@ class RouterNode(Node):
         self._win = -1
         self._pattern = np.zeros(0, dtype=np.int64)
         self._drawable = pipe.drawable()
+        self._started = False
         self.cheap_skip = all(k.cheap_skip for k in kids) and (
             control is None or control.cheap_skip)
 
     def reset(self, state: State | None = None) -> None:
+        self._started = False
         self.slot = 0 if state is None else int(state[POSITION])
         self.done = [False] * len(self.cursors) if state is None else list(state[DONE])
         for i, c in enumerate(self.cursors):
@@ -227,7 +229,16 @@ class RouterNode(Node):
             if self.pipe.stop == "first":
                 return None
 
+    def _start(self) -> None:
+        """Have every input start its first read now: they overlap instead of queuing."""
+        if not self._started:
+            self._started = True
+            for c, drawable in zip(self.cursors, self._drawable, strict=True):
+                if drawable:
+                    c.child.start_ahead()
+
     def next(self) -> Chunk:
+        self._start()
         parts: list[Chunk] = []
         have = 0
         while have < _OUT_CHUNK:

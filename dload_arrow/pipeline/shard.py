@@ -104,5 +104,8 @@ class _ShardNode(Node):
     def prefer_items(self) -> None:
         self.cursor.child.prefer_items()
 
+    def start_ahead(self) -> None:
+        self.cursor.child.start_ahead()
+
     def close(self) -> None:
         self.cursor.close()

@@ -41,6 +41,9 @@ class _ChunkNode(Node):
         if self.items_in:
             self.child.prefer_items()
 
+    def start_ahead(self) -> None:
+        self.child.start_ahead()
+
     def reset(self, state: State | None = None) -> None:
         self.child.reset(None if state is None else state[CHILD])
 

@@ -30,10 +30,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.plan.orders import own_count, own_position
 from dload_arrow.read.memory import check_full_shuffle_memory
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["OwnRows", "Window", "check_memory", "gather", "items_pay_off", "projected", "schema_of"]
+__all__ = ["OwnRows", "Window", "check_memory", "gather", "items_pay_off", "needed_units",
+           "projected", "schema_of"]
 
 # A row as a dict of Python objects, beyond its data (sys.getsizeof, CPython 3.11): a dict of
 # 4 columns is 184 bytes and of 11 columns 464; bytes, str and int headers are 28-49 bytes.
@@ -122,6 +124,24 @@ def gather(data: pa.RecordBatch | pa.Table, offs: np.ndarray) -> pa.RecordBatch:
     out = out.combine_chunks()  # one chunk already unless it spans units: then one copy
     batches = out.to_batches()
     return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=out.schema)
+
+
+def needed_units(plan: Any, w0: int, index: int, count: int, block: int) -> np.ndarray:
+    """Epoch-order units holding positions of shard ``index`` of ``count`` (blocks of
+    ``block``), windows ``w0`` onwards: the units this consumer's reader decodes."""
+    first = int(plan.window_bounds[w0])
+    if count == 1:
+        return np.arange(first, len(plan.order), dtype=np.int64)
+    starts = plan.window_starts
+    own = own_count(starts, index, count, block)
+    out = []
+    for w in (np.flatnonzero(own[w0 + 1:] > own[w0:-1]) + w0).tolist():
+        if plan.mode == "sequential":
+            out.append(np.asarray([plan.window_bounds[w]], np.int64))
+            continue
+        k = np.arange(own[w], own[w + 1], dtype=np.int64)
+        out.append(np.unique(plan.locate(own_position(k, index, count, block))[0]))
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
 def projected(columns: Sequence[str]) -> list[str]:

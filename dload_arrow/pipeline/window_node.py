@@ -36,6 +36,7 @@ from dload_arrow.pipeline.window_layout import (
     check_memory,
     gather,
     items_pay_off,
+    needed_units,
     projected,
     schema_of,
 )
@@ -68,6 +69,14 @@ class DatasetNode(Node):
         and permuting the Python objects replaces the Arrow gather (a copy of every row).
         """
         self._items = self.plan.mode != "sequential" and self.pipe.predicate is None
+
+    def start_ahead(self) -> None:
+        """Start making the window of the next position in the background."""
+        p = int(self._pos(int(self._own(self.p))))
+        if self._win is None and self._ahead is None and p < self.n:
+            w = self.plan.window_of(p)
+            self._start_reader(w)
+            self._ahead = (w, self._window_pool().submit(self._make, w))
 
     def _own(self, p: Any) -> Any:
         return own_count(p, self.index, self.count, self.block)
@@ -267,30 +276,12 @@ class DatasetNode(Node):
         u, r = self.plan.locate(pos)
         return OwnRows(u, r, np.diff(self.plan.unit_starts), self._needed)
 
-    def _needed_from(self, w0: int) -> np.ndarray:
-        """Epoch-order unit positions holding own positions, windows ``w0`` onwards."""
-        plan = self.plan
-        first = int(plan.window_bounds[w0])
-        if self.count == 1:
-            return np.arange(first, len(plan.order), dtype=np.int64)
-        starts = plan.window_starts
-        has = self._own(starts[w0 + 1:]) > self._own(starts[w0:-1])
-        out = []
-        for w in (np.flatnonzero(has) + w0).tolist():
-            if plan.mode == "sequential":
-                out.append(np.asarray([plan.window_bounds[w]], np.int64))
-                continue
-            a, b = int(starts[w]), int(starts[w + 1])
-            pos = self._pos(np.arange(self._own(a), self._own(b), dtype=np.int64))
-            out.append(np.unique(plan.locate(pos)[0]))
-        return np.concatenate(out) if out else np.zeros(0, np.int64)
-
     def _start_reader(self, w: int) -> None:
         from dload_arrow.read.reader import iter_units
 
         self._stop_reader()
         pipe = self.pipe
-        self._needed = self._needed_from(w)
+        self._needed = needed_units(self.plan, w, self.index, self.count, self.block)
         self._ni = 0
         units = [pipe.units[int(self.plan.order[u])] for u in self._needed.tolist()]
         columns = pipe.columns if pipe.predicate is None else None
