@@ -218,7 +218,7 @@ def test_repr_names_the_operators(root: str) -> None:
 def test_schema_passes_through_row_preserving_operators(root: str) -> None:
     base = pipeline_cases.ds(root, "vecs")
     assert base.pipeline().schema == base.schema
-    assert base.shuffle(10).shard(0, 2).skip(1).take(5).schema == base.schema
+    assert base.shuffle(40).shard(0, 2).skip(1).take(5).schema == base.schema
     assert base.batch(4).schema is None  # items are batches, not rows
     assert base.pipeline().select(["x"]).schema.names == ["x"]
     assert base.map(pipeline_cases.xs).schema is None

@@ -59,3 +59,29 @@ def test_random_permutations_are_judged_uniform() -> None:
 def test_shuffle_quality_rejects_tiny_input() -> None:
     with pytest.raises(ValueError, match="at least 2"):
         shuffle_quality(np.asarray([0]))
+
+
+@pytest.fixture(scope="module")
+def big_groups(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """Small rows in row groups larger than the default buffer of 16,384 rows."""
+    root = tmp_path_factory.mktemp("big_groups")
+    repo = Repository.open(str(root / "root"), cache_dir=str(root / "cache"))
+    repo.commit("t", [(f"k{i:06d}", {"x": i}) for i in range(200_000)],
+                row_group_size=400_000, progress=False)
+    return repo.dataset("t")
+
+
+def test_default_buffer_spans_several_row_groups_of_small_rows(big_groups) -> None:  # type: ignore[no-untyped-def]
+    rows = np.asarray(big_groups.pipeline().unit_rows)
+    assert len(rows) >= 6 and np.median(rows) > 16_384, rows  # one group > the old default
+    starts = np.concatenate([[0], np.cumsum(rows)])
+    first = big_groups.shuffle(seed=3).order_array(0)[:5000]  # rows numbered in storage order
+    groups = np.unique(np.searchsorted(starts, first, side="right") - 1)
+    assert len(groups) >= 4, groups  # the first window mixes several row groups, not one
+
+
+def test_a_buffer_smaller_than_a_row_group_warns(big_groups) -> None:  # type: ignore[no-untyped-def]
+    with pytest.warns(UserWarning, match=r"smaller than the row groups of 't'.*shuffle\(\d+\)"):
+        pipe = big_groups.shuffle(1000, seed=3)
+    first = pipe.order_array(0)[:5000]
+    assert np.ptp(first) < int(np.median(pipe.unit_rows))  # one row group at a time

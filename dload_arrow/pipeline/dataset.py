@@ -21,6 +21,9 @@ cheap ``skip`` stay above it (correct, but every consumer decodes every unit).
 from __future__ import annotations
 
 import math
+import os
+import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +40,9 @@ from dload_arrow.sizes import parse_size
 __all__ = ["DEFAULT_BUFFER", "DEFAULT_CHUNK_ROWS", "DatasetPipe"]
 
 DEFAULT_BUFFER = 16_384
+# The default window spans at least this many row groups: small rows come in row groups of
+# tens of thousands of rows, and a window of one row group mixes rows only within it.
+MIN_WINDOW_UNITS = 8
 DEFAULT_CHUNK_ROWS = 1024
 
 
@@ -122,7 +128,11 @@ class DatasetPipe(Pipeline):
     def shuffle(
         self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False
     ) -> Pipeline:
-        """Windowed (``buffer`` rows, or bytes as ``"256MB"``) or full (``full=True``)."""
+        """Windowed (``buffer`` rows, or bytes as ``"256MB"``) or full (``full=True``).
+
+        The default buffer is 16,384 rows or 8 row groups, whichever is more. A buffer smaller
+        than a row group warns: each window would be one row group.
+        """
         if self.shard_spec[1] > 1:
             return super().shuffle(buffer if isinstance(buffer, int) else DEFAULT_BUFFER, seed,
                                    full=full)
@@ -131,15 +141,25 @@ class DatasetPipe(Pipeline):
         return self._replace(order="windowed", seed=seed, buffer=self._buffer_rows(buffer))
 
     def _buffer_rows(self, buffer: int | str | None) -> int:
+        typical = int(np.median(self.unit_rows)) if len(self.unit_rows) else 0
         if buffer is None:
-            return DEFAULT_BUFFER
+            return max(DEFAULT_BUFFER, MIN_WINDOW_UNITS * typical)
         if isinstance(buffer, str):
             m = self.ds.manifest
             per_row = m.num_bytes / max(1, m.num_rows)
-            return max(1, math.ceil(parse_size(buffer, "shuffle buffer") / max(per_row, 1e-9)))
-        if buffer < 1:
+            rows = max(1, math.ceil(parse_size(buffer, "shuffle buffer") / max(per_row, 1e-9)))
+        elif buffer < 1:
             raise ValueError(f"shuffle buffer must be >= 1 row, got {buffer}")
-        return int(buffer)
+        else:
+            rows = int(buffer)
+        if rows < typical and len(self.unit_rows) > 1:
+            warnings.warn(
+                f"shuffle buffer of {rows:,} rows is smaller than the row groups of "
+                f"{self.name!r} (about {typical:,} rows each): every window is one row group, "
+                f"so rows mix only within their row group. Pass a buffer of several row groups "
+                f"(e.g. shuffle({MIN_WINDOW_UNITS * typical})), or none for the default.",
+                UserWarning, stacklevel=_caller_level())
+        return rows
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         if self.predicate is not None or self.shard_spec[1] > 1:
@@ -163,3 +183,12 @@ class DatasetPipe(Pipeline):
 
     def _build(self, epoch: int) -> Node:
         return DatasetNode(self, epoch)
+
+
+def _caller_level() -> int:
+    """``warnings.warn``'s stacklevel of the first frame outside this package (the user's)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -9,7 +9,8 @@ from (a whole permuted copy of the dataset would double the memory).
 While the consumer works through window ``w``, a background thread makes the next window this
 consumer needs: decoding (in the reader's own thread), concatenating and gathering run in C++
 without the GIL, so they overlap the consumer's Python work. The consumer releases ``w`` when
-it asks for the next window, so at most two windows are alive (plus the decoded units).
+it asks for the next window, so at most two windows are alive (the one being made includes
+its decoded units).
 
 When the consumer turns every chunk into Python items anyway (:meth:`Node.prefer_items`) and
 a row's data outweighs its Python objects (``items_pay_off``: images, token tensors), a
