@@ -190,3 +190,20 @@ def test_zip_on_s3_reads_only_ranges(tmp_path: Path, s3_root: str, s3_server) ->
     tar_url = s3_root + "/incoming/t.tar.zst"
     fs.put(str(write_tar(tmp_path / "t.tar.zst", FILES)), tar_url)
     assert [s["__key__"] for s in open_archive(tar_url)] == sorted({k[:5] for k in FILES})
+
+
+def test_a_zip_source_dropped_without_close_closes_its_file(tmp_path: Path, folder: Path) -> None:
+    """Random access keeps the archive open; a pipeline never closed must not leak it."""
+    import gc
+    import warnings
+
+    path = tmp_path / "d.zip"
+    write_zip(path, {p.relative_to(folder).as_posix(): p.read_bytes()
+                     for p in sorted(folder.rglob("*")) if p.is_file()})
+    pipe = from_archive(str(path))
+    assert pipe.get("s/003") is not None  # opens the archive
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        del pipe
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], caught

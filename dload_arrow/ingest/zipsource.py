@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+import weakref
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -45,10 +46,11 @@ class ZipSource(SampleSource):
         self._zip: zipfile.ZipFile | None = None
         self._file: IO[bytes] | None = None
         self._pid = -1
+        self._closer: weakref.finalize[Any, Any] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state.update(_zip=None, _file=None, _pid=-1)
+        state.update(_zip=None, _file=None, _pid=-1, _closer=None)
         return state
 
     @property
@@ -66,14 +68,14 @@ class ZipSource(SampleSource):
                     "recreate it"
                 ) from e
             self._pid = os.getpid()
+            # A source dropped without close() still closes its file when collected.
+            self._closer = weakref.finalize(self, _close, self._zip, self._file)
         return self._zip
 
     def close(self) -> None:
-        if self._zip is not None and self._pid == os.getpid():
-            self._zip.close()
-            if self._file is not None:
-                self._file.close()
-        self._zip = self._file = None
+        if self._closer is not None and self._pid == os.getpid():
+            self._closer()
+        self._zip = self._file = self._closer = None
 
     def _list(self) -> list[Entry]:
         out = []
@@ -101,3 +103,8 @@ class ZipSource(SampleSource):
                 f"{self.location}: entry {entry.name!r} is corrupt or unreadable ({e}); "
                 "re-download or recreate the archive"
             ) from e
+
+
+def _close(archive: zipfile.ZipFile, file: IO[bytes]) -> None:
+    archive.close()
+    file.close()
