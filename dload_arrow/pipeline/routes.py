@@ -127,10 +127,6 @@ class RouterNode(Node):
             self._u, self._block = mix_uniforms(self.pipe.seed, self.epoch, block), block
         return self._u, off
 
-    def _uniform(self, slot: int) -> float:
-        u, off = self._uniforms(slot)
-        return float(u[off])
-
     def _exact(self, slot: int) -> tuple[np.ndarray, int]:
         """The exact pattern of ``slot``'s window and the slot's offset in it."""
         pipe = self.pipe
@@ -198,9 +194,8 @@ class RouterNode(Node):
             w = np.where(self.done, 0.0, w)
             if w.sum() <= 0:
                 return None
-        cdf = np.cumsum(w / w.sum())
-        k = int(np.searchsorted(cdf, self._uniform(self.slot), side="right"))
-        return min(k, len(w) - 1)
+        u, off = self._uniforms(self.slot)
+        return int(slot_sources(w, u[off:off + 1])[0])
 
     def _route(self, take: bool) -> Chunk | int | None:
         """Advance one slot: the item (or 1 when not taking), or None at the end."""
