@@ -187,7 +187,7 @@ class DatasetPipe(Pipeline):
 
 def _caller_level() -> int:
     """``warnings.warn``'s stacklevel of the first frame outside this package (the user's)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
