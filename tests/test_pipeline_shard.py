@@ -138,21 +138,26 @@ def test_shard_rejects_bad_arguments() -> None:
 
 @pytest.fixture(scope="module")
 def blobs(root: str) -> dl.Dataset:
-    """Rows whose data outweighs their Python objects: shuffled per item, they go as items."""
+    """Rows whose data outweighs their Python objects: shuffled per item, they go as items;
+    shuffled in Arrow, each chunk takes its rows from the window (rows of over 1 KiB)."""
     repo = pipeline_cases.open_repo(root)
-    repo.commit("blobs", [(f"b{i:04d}", {"x": i, "b": bytes([i % 251]) * 700})
+    repo.commit("blobs", [(f"b{i:04d}", {"x": i, "b": bytes([i % 251]) * 1100})
                           for i in range(300)],
-                row_group_size=40, shard_size=60_000, progress=False)
+                row_group_size=40, shard_size=90_000, progress=False)
     return repo.dataset("blobs")
 
 
 def test_large_rows_are_shuffled_as_items_and_small_rows_in_arrow(
         root: str, blobs: dl.Dataset) -> None:
-    from dload_arrow.pipeline.window_layout import items_pay_off
+    from dload_arrow.pipeline.window_layout import items_pay_off, takes_per_chunk
 
-    small = pipeline_cases.ds(root).batches()
-    assert not items_pay_off(next(iter(small)))  # a dict per row costs more than the row
-    assert items_pay_off(next(iter(blobs.batches())))
+    small = list(pipeline_cases.ds(root).batches())
+    assert not items_pay_off(small[0])  # a dict per row costs more than the row
+    large = list(blobs.batches())
+    assert items_pay_off(large[0])
+    # in Arrow, a window of small rows is gathered whole, one of large rows chunk by chunk
+    assert not takes_per_chunk(small[:3])
+    assert takes_per_chunk(large[:3])
 
 
 @settings(max_examples=25, deadline=None,

@@ -34,13 +34,15 @@ from dload_arrow.plan.orders import own_count, own_position
 from dload_arrow.read.memory import check_full_shuffle_memory
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["OwnRows", "Window", "check_memory", "gather", "items_pay_off", "needed_units",
-           "projected", "schema_of"]
+__all__ = ["LARGE_ROW_BYTES", "OwnRows", "Window", "check_memory", "gather", "items_pay_off",
+           "needed_units", "projected", "schema_of", "takes_per_chunk"]
 
 # A row as a dict of Python objects, beyond its data (sys.getsizeof, CPython 3.11): a dict of
 # 4 columns is 184 bytes and of 11 columns 464; bytes, str and int headers are 28-49 bytes.
 _DICT_BYTES = 64
 _VALUE_BYTES = 96  # the dict's slot and the value's header
+# Rows this large (on average, decoded) make a shuffled Arrow window take per chunk.
+LARGE_ROW_BYTES = 1024
 
 
 def _object_bytes(batch: pa.RecordBatch) -> int:
@@ -50,6 +52,20 @@ def _object_bytes(batch: pa.RecordBatch) -> int:
 def items_pay_off(batch: pa.RecordBatch) -> bool:
     """Whether rows like ``batch``'s carry more data than the Python objects made for them."""
     return bool(batch.num_rows) and batch.nbytes / batch.num_rows >= _object_bytes(batch)
+
+
+def takes_per_chunk(batches: Sequence[pa.RecordBatch]) -> bool:
+    """Whether a shuffled window of ``batches`` is better taken from chunk by chunk.
+
+    Gathering a whole window into epoch order copies it into one fresh allocation, and the
+    window thread stops taking decoded units until the copy is done. For large rows (a
+    100 MB window of 10 KB images: about 30 ms a window, much of it zeroing new pages) that
+    stalls the reading; each chunk taking its rows from the concatenated units instead reuses
+    its memory chunk after chunk. For small rows the whole gather is cheaper than a take per
+    chunk (bench/notes/speed-work.md has both measurements).
+    """
+    rows = sum(b.num_rows for b in batches)
+    return bool(rows) and sum(b.nbytes for b in batches) / rows >= LARGE_ROW_BYTES
 
 
 def check_memory(dataset: str, first: pa.RecordBatch, rows: int, items: bool) -> None:
