@@ -309,40 +309,42 @@ def main(argv: list[str] | None = None) -> int:
             if "dload_arrow" in ingest else raw // 10
     results: list[dict[str, Any]] = []
     scratch = DATA / "scratch"
+    # Repeats are interleaved (every cell's first repeat, then every cell's second...), so
+    # that a machine whose speed drifts over minutes biases no cell against another.
+    pairs = [(cell, system) for cell in want for system in systems]
+    runs: list[list[dict[str, Any]]] = [[] for _ in pairs]
     try:
-        for cell in want:
-            for system in systems:
-                runs = []
-                for r in range(args.repeats):
-                    shutil.rmtree(scratch, ignore_errors=True)
-                    local_sys = "dload_arrow" if system == "pyarrow" else system
-                    ctx: dict[str, Any] = {
-                        "local": str(base / local_sys), "cache_dir": str(scratch / "cache"),
-                        "extra": {"kinds": kinds,
-                                  "dataset": "data", "shards": shards},
-                    }
+        for r in range(args.repeats):
+            for i, (cell, system) in enumerate(pairs):
+                if runs[i] and ("unsupported" in runs[i][-1] or "error" in runs[i][-1]):
+                    continue
+                shutil.rmtree(scratch, ignore_errors=True)
+                local_sys = "dload_arrow" if system == "pyarrow" else system
+                ctx: dict[str, Any] = {
+                    "local": str(base / local_sys), "cache_dir": str(scratch / "cache"),
+                    "extra": {"kinds": kinds,
+                              "dataset": "data", "shards": shards},
+                }
+                if s3 is not None:
+                    ctx.update(endpoint=s3.endpoint, counts_url=s3.counts_url,
+                               s3_url=f"s3://bench/{_key(base)}/{local_sys}")
+                if extra_b:
+                    ctx["local_b"] = str(extra_b["base"] / local_sys)
                     if s3 is not None:
-                        ctx.update(endpoint=s3.endpoint, counts_url=s3.counts_url,
-                                   s3_url=f"s3://bench/{_key(base)}/{local_sys}")
-                    if extra_b:
-                        ctx["local_b"] = str(extra_b["base"] / local_sys)
-                        if s3 is not None:
-                            ctx["s3_url_b"] = f"s3://bench/{extra_b['base'].name}/{local_sys}"
-                    spec = dict(cell, seed=17 + r, cache_budget=budget)
-                    if args.workload == "mix":
-                        spec.update(mix=[0.7, 0.3], limit=n)
-                    job = {"system": system, "spec": spec, "ctx": ctx, "n": n,
-                           "n_a": W.MIX_B_BASE, "quality": args.workload == "mix"}
-                    res = child(job)
-                    runs.append(res)
-                    log(f"{args.workload} {_cell(cell)} {system} #{r}: {_fmt(res, 'rate')}")
-                    if "unsupported" in res or "error" in res:
-                        break
-                results.append({"cell": cell, "system": system, "runs": runs,
-                                **{k: summarize(runs, k) for k in (
-                                    "rate", "first_batch_s", "rss_mb", "worker_rss_mb",
-                                    "gets", "gets_ranged", "get_bytes",
-                                    "cache_peak_bytes")}})
+                        ctx["s3_url_b"] = f"s3://bench/{extra_b['base'].name}/{local_sys}"
+                spec = dict(cell, seed=17 + r, cache_budget=budget)
+                if args.workload == "mix":
+                    spec.update(mix=[0.7, 0.3], limit=n)
+                job = {"system": system, "spec": spec, "ctx": ctx, "n": n,
+                       "n_a": W.MIX_B_BASE, "quality": args.workload == "mix"}
+                res = child(job)
+                runs[i].append(res)
+                log(f"{args.workload} {_cell(cell)} {system} #{r}: {_fmt(res, 'rate')}")
+        for (cell, system), got in zip(pairs, runs, strict=True):
+            results.append({"cell": cell, "system": system, "runs": got,
+                            **{k: summarize(got, k) for k in (
+                                "rate", "first_batch_s", "rss_mb", "worker_rss_mb",
+                                "gets", "gets_ranged", "get_bytes", "cache_peak_bytes")}})
     finally:
         if s3 is not None:
             s3.stop()

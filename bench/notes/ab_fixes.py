@@ -4,8 +4,9 @@
         windowed
 
 Alternates epochs with and without the fix in one process, so both see the same load:
-``dicts``: pipeline rows built by ``read.samples.batch_to_samples`` instead of
-``pipeline.chunks.row_dicts``.
+``dicts``: pipeline rows built column by column (``read.samples.batch_to_samples``, what
+``pipeline.chunks.row_dicts`` has used since) instead of row by row (``to_pylist``, what it
+used before).
 """
 
 from __future__ import annotations
@@ -19,21 +20,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import pyarrow as pa
 
-import dload_arrow.pipeline.base as pbase
 import dload_arrow.pipeline.chunks as chunks
+import dload_arrow.pipeline.window_node as window_node
 from dload_arrow import Repository
 from dload_arrow.read.samples import batch_to_samples
 
-ORIGINAL = chunks.row_dicts
+
+def row_by_row(batch: pa.RecordBatch) -> list[dict[str, Any]]:
+    """The converter before the fix: one dict per row, cell by cell."""
+    return batch.to_pylist()
 
 
 def use(fix: bool) -> None:
-    conv = batch_to_samples if fix else ORIGINAL
-
-    def chunk_items(chunk: Any) -> list[Any]:
-        return conv(chunk) if isinstance(chunk, pa.RecordBatch) else chunk
-
-    pbase.chunk_items = chunk_items  # type: ignore[assignment]
+    conv = batch_to_samples if fix else row_by_row
+    chunks.row_dicts = conv  # chunk_items looks it up at each call
+    window_node.row_dicts = conv  # item windows imported it by name
 
 
 def epoch(ds: Any, mode: str) -> tuple[float, list[str]]:
