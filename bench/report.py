@@ -59,6 +59,20 @@ def _spread(s: dict[str, Any] | None) -> str:
     return f" ±{(s['max'] - s['min']) / 2 / s['median'] * 100:.0f}%"
 
 
+def _current_remeasures(doc: dict[str, Any]) -> list[tuple[dict[str, Any], list[Any]]]:
+    """Each re-measure with the cells whose figures it still holds (a later one replaced the
+    rest); re-measures whose cells were all replaced are left out."""
+    later: set[str] = set()
+    kept = []
+    for m in reversed(doc.get("remeasured", [])):
+        keys = [json.dumps(pair, sort_keys=True) for pair in m["cells"]]
+        own = [pair for pair, k in zip(m["cells"], keys, strict=True) if k not in later]
+        later.update(keys)
+        if own:
+            kept.append((m, own))
+    return kept[::-1]
+
+
 def _cell_name(c: dict[str, Any]) -> str:
     return f"{c['mode']} · {c['cache']} · w{c['workers']} · {c['unit']}"
 
@@ -211,8 +225,8 @@ def _workload(doc: dict[str, Any]) -> list[str]:
                   if doc.get("cache_budget") else "")
                + f". Measured {doc['when']}, {doc['repeats']} repeats.")
     out += ["", f"Reproduce: `{doc['command']}`", ""]
-    for m in doc.get("remeasured", []):
-        cells = "; ".join(f"{SHORT[sy]} {_cell_name(c)}" for c, sy in m["cells"])
+    for m, own in _current_remeasures(doc):
+        cells = "; ".join(f"{SHORT[sy]} {_cell_name(c)}" for c, sy in own)
         out += [f"Re-measured {m['when']} ({cells}): `{m['command']}`", ""]
     if doc.get("ingest") and w not in ("mix", "big"):
         out += ["### Ingest", "", *_ingest_table(doc), ""]
