@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,29 @@ def test_quick_run_writes_results_and_tables(tmp_path: Path) -> None:
     subprocess.run([*run, "--render"], check=True, env=env, cwd=ROOT, timeout=60)
     md = (tmp_path / "BENCHMARKS.md").read_text()
     assert "## Workload: image" in md and "dload / limit" in md
+
+
+def test_repeats_interleave_and_a_replaced_remeasure_is_not_listed(tmp_path: Path) -> None:
+    env = {"BENCH_DATA": str(tmp_path / "data"), "BENCH_RESULTS": str(tmp_path / "results"),
+           "BENCH_OUT": str(tmp_path / "BENCHMARKS.md"), "PATH": "/usr/bin:/bin",
+           "HOME": str(tmp_path)}
+    run = [sys.executable, str(ROOT / "bench" / "run.py"), "--workload", "image", "--rows",
+           "200", "--no-cold", "--systems", "dload_arrow"]
+    cells = ["--cells", "workers=0,mode=sequential"]  # three cells: sample, batch, map
+    out = subprocess.run([*run, "--repeats", "2", *cells], check=True, env=env, cwd=ROOT,
+                         timeout=180, capture_output=True, text=True).stdout
+    order = re.findall(r"sequential/warm/w0/(\w+) dload_arrow #(\d)", out)
+    assert order == [("sample", "0"), ("batch", "0"), ("map", "0"),
+                     ("sample", "1"), ("batch", "1"), ("map", "1")], out
+    one = ["--repeats", "1", "--cells", "workers=0,mode=sequential,unit=batch",
+           "--merge", "image.json"]
+    for _ in range(2):  # the second re-measure of the same cell replaces the first
+        subprocess.run([*run, *one], check=True, env=env, cwd=ROOT, timeout=180)
+    doc = json.loads((tmp_path / "results" / "image.json").read_text())
+    assert len(doc["remeasured"]) == 2
+    subprocess.run([*run[:2], "--render"], check=True, env=env, cwd=ROOT, timeout=60)
+    md = (tmp_path / "BENCHMARKS.md").read_text()
+    assert md.count("Re-measured 20") == 1, md
 
 
 @pytest.mark.integration
