@@ -186,3 +186,25 @@ def test_item_and_arrow_reads_of_a_shuffle_agree(
     arrow = [row for c in chunks for row in batch_to_samples(c)]
     assert normalize(items) == normalize(arrow)
     assert len(items) == max(0, own_count(base._length(), index, count, block) - start)
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_predicate_view_of_large_rows_keeps_the_shuffle_order(
+        blobs: dl.Dataset, count: int) -> None:
+    # Large rows in Arrow: each chunk takes its rows from the window, then the predicate
+    # filters them. The view's order is the unfiltered order with the other rows left out.
+    import pyarrow.compute as pc
+
+    from dload_arrow.read.samples import batch_to_samples
+    from dload_arrow.repository.dataset import Dataset
+
+    units = [(s.index, rg) for s in blobs.manifest.shards for rg in range(len(s.rg_rows))]
+    view = Dataset(blobs.repo, blobs.manifest, units=units,
+                   predicate=(pc.field("x") >= 50) & (pc.field("x") < 250))
+    kept = [r["x"] for r in blobs.shuffle(40, seed=3) if 50 <= r["x"] < 250]
+    assert kept != sorted(kept)
+    for i in range(count):  # a view is sharded after its filter (by filtered position)
+        got = [r["x"] for c in view.shuffle(40, seed=3).shard(i, count, 4).iter_chunks()
+               for r in batch_to_samples(c)]
+        assert got == own(kept, i, count, 4)
+
