@@ -208,3 +208,26 @@ def test_a_predicate_view_of_large_rows_keeps_the_shuffle_order(
                for r in batch_to_samples(c)]
         assert got == own(kept, i, count, 4)
 
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_sharded_consumer_holds_only_its_own_rows_of_a_window(
+        blobs: dl.Dataset, count: int) -> None:
+    # Windows of large rows: one consumer keeps the window and takes per chunk; each of
+    # several consumers (DataLoader workers) keeps only its own rows, not the whole window.
+    from dload_arrow.pipeline.window_node import DatasetNode
+
+    node = blobs.shuffle(120, seed=1).shard(0, count, 4)._build(0)
+    assert isinstance(node, DatasetNode)
+    node.reset(None)
+    node.next()
+    win = node._win
+    assert win is not None and win.batch is not None
+    starts = node.plan.window_starts
+    rows = int(starts[1] - starts[0])  # the first window, cut on whole row groups
+    own = int(own_count(starts[1], 0, count, 4) - own_count(starts[0], 0, count, 4))
+    if count == 1:
+        assert not win.ordered and win.batch.num_rows == rows  # taken from per chunk
+    else:
+        assert win.ordered and win.batch.num_rows == own < rows
+    node.close()
+

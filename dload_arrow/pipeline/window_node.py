@@ -3,10 +3,10 @@
 A window (one unit when sequential, about ``buffer`` rows when windowed, everything when full)
 is *made* from the decoded batches of its units: for sequential and windowed orders, into one
 batch of this consumer's rows already in epoch order, so that every chunk handed out is a
-zero-copy slice of it; for the full shuffle, and for windows of large rows
-(:func:`~dload_arrow.pipeline.window_layout.takes_per_chunk`), into one batch that each chunk
-takes its rows from (a whole permuted copy of the dataset would double the memory; a whole
-permuted copy of a window of images costs more than the chunks' takes).
+zero-copy slice of it; for the full shuffle, and for an unsharded consumer's windows of
+large rows (:func:`~dload_arrow.pipeline.window_layout.takes_per_chunk`), into one batch that
+each chunk takes its rows from (a whole permuted copy of the dataset would double the memory;
+a whole permuted copy of a window of images costs more than the chunks' takes).
 
 While the consumer works through window ``w``, a background thread makes the next window this
 consumer needs: decoding (in the reader's own thread), concatenating and gathering run in C++
@@ -257,7 +257,10 @@ class DatasetNode(Node):
             sel = (woffs[np.searchsorted(wunits, u)] + r).tolist()
             storage = rows if len(sel) == len(rows) else None  # else: free the others now
             return Window(w, None, True, first, items=[rows[i] for i in sel], storage=storage)
-        per_chunk = plan.mode == "full" or (len(batches) > 1 and takes_per_chunk(batches))
+        # A sharded consumer's whole gather keeps only its own rows (1/count of the window);
+        # taking per chunk would keep every row of the window in each consumer.
+        per_chunk = plan.mode == "full" or (
+            self.count == 1 and len(batches) > 1 and takes_per_chunk(batches))
         if per_chunk or len(batches) <= 1:
             if len(batches) == 1:
                 wb = batches[0]
