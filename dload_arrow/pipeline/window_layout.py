@@ -1,6 +1,7 @@
 """How a made window holds its rows: as items or Arrow, own rows only, within memory.
 
-:class:`Window` is a made window; :func:`gather` picks rows of decoded units in epoch order.
+:class:`Window` is a made window (its rows gathered from decoded units by
+:class:`~dload_arrow.pipeline.unit_rows.UnitRows`).
 
 **Items or Arrow.** A consumer that wants Python items can get a shuffled window as items
 (each decoded unit converted once, the dicts permuted) or as Arrow (one ``take`` per chunk,
@@ -30,11 +31,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.pipeline.unit_rows import LARGE_VALUE_BYTES, UnitRows
 from dload_arrow.plan.orders import own_count, own_position
 from dload_arrow.read.memory import check_full_shuffle_memory
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["LARGE_ROW_BYTES", "OwnRows", "Window", "check_memory", "gather", "items_pay_off",
+__all__ = ["LARGE_ROW_BYTES", "OwnRows", "Window", "check_memory", "items_pay_off",
            "needed_units", "projected", "schema_of", "takes_per_chunk"]
 
 # A row as a dict of Python objects, beyond its data (sys.getsizeof, CPython 3.11): a dict of
@@ -60,7 +62,7 @@ def takes_per_chunk(batches: Sequence[pa.RecordBatch]) -> bool:
     Gathering a whole window into epoch order copies it into one fresh allocation, and the
     window thread stops taking decoded units until the copy is done. For large rows (a
     100 MB window of 10 KB images: about 30 ms a window, much of it zeroing new pages) that
-    stalls the reading; each chunk taking its rows from the concatenated units instead reuses
+    stalls the reading; each chunk taking its rows from the units (``UnitRows``) instead reuses
     its memory chunk after chunk. For small rows the whole gather is cheaper than a take per
     chunk (bench/notes/speed-work.md has both measurements).
     """
@@ -75,8 +77,8 @@ def check_memory(dataset: str, first: pa.RecordBatch, rows: int, items: bool) ->
     per_row = first.nbytes / first.num_rows
     if items:  # units become dicts of Python objects (the batches are dropped)
         overhead = _object_bytes(first)
-    else:  # the units and their concatenation are alive together for a moment
-        per_row, overhead = 2 * per_row, 0
+    else:  # the units, and the concatenation of columns of small values (UnitRows)
+        per_row, overhead = (per_row if per_row >= LARGE_VALUE_BYTES else 2 * per_row), 0
     check_full_shuffle_memory(dataset, per_row, rows, overhead)
 
 
@@ -116,7 +118,7 @@ class Window:
     """A made window: ``batch`` holds own rows ``first, first+1, ...`` when ``ordered``."""
 
     w: int
-    batch: pa.RecordBatch | None
+    batch: pa.RecordBatch | UnitRows | None  # UnitRows: unordered, each chunk takes its rows
     ordered: bool
     first: int = 0
     units: np.ndarray | None = None  # unordered: decoded units (ascending) and first rows
@@ -126,20 +128,6 @@ class Window:
     # item mode: the same rows in storage order, released after ``items``: freeing them in the
     # order they were allocated is 2.5x faster than in shuffled order (1.7 vs 4.2 ms a window)
     storage: list[Any] | None = None
-
-
-def gather(data: pa.RecordBatch | pa.Table, offs: np.ndarray) -> pa.RecordBatch:
-    """Rows ``offs`` of ``data`` as one batch: a zero-copy slice when they are consecutive."""
-    if len(offs) and int(offs[-1]) - int(offs[0]) == len(offs) - 1 and (
-            np.all(np.diff(offs) == 1)):
-        out = data.slice(int(offs[0]), len(offs))
-    else:
-        out = data.take(pa.array(offs, pa.int64()))
-    if isinstance(out, pa.RecordBatch):
-        return out
-    out = out.combine_chunks()  # one chunk already unless it spans units: then one copy
-    batches = out.to_batches()
-    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=out.schema)
 
 
 def needed_units(plan: Any, w0: int, index: int, count: int, block: int) -> np.ndarray:

@@ -9,7 +9,7 @@ each chunk takes its rows from (a whole permuted copy of the dataset would doubl
 a whole permuted copy of a window of images costs more than the chunks' takes).
 
 While the consumer works through window ``w``, a background thread makes the next window this
-consumer needs: decoding (in the reader's own thread), concatenating and gathering run in C++
+consumer needs: decoding (in the reader's own thread) and gathering (``UnitRows``) run in C++
 without the GIL, so they overlap the consumer's Python work. The consumer releases ``w`` when
 it asks for the next window, so at most two windows are alive (the one being made includes
 its decoded units).
@@ -33,11 +33,11 @@ import pyarrow as pa
 
 from dload_arrow.pipeline.chunks import Chunk, row_dicts
 from dload_arrow.pipeline.node import POSITION, Node, State
+from dload_arrow.pipeline.unit_rows import UnitRows
 from dload_arrow.pipeline.window_layout import (
     OwnRows,
     Window,
     check_memory,
-    gather,
     items_pay_off,
     needed_units,
     projected,
@@ -113,7 +113,7 @@ class DatasetNode(Node):
             if win.ordered:
                 if win.items is not None:
                     return win.items[k0 - win.first:k1 - win.first]
-                assert win.batch is not None
+                assert isinstance(win.batch, pa.RecordBatch)
                 out = win.batch.slice(k0 - win.first, k1 - k0)
             else:
                 assert win.units is not None and win.offs is not None
@@ -123,8 +123,8 @@ class DatasetNode(Node):
                     offs = win.index[offs]
                 if win.items is not None:
                     return [win.items[i] for i in offs.tolist()]
-                assert win.batch is not None
-                out = gather(win.batch, offs)
+                assert isinstance(win.batch, UnitRows)
+                out = win.batch.take(offs)
             pred = self.pipe.predicate
             if pred is not None:
                 out = out.filter(pred)
@@ -261,22 +261,17 @@ class DatasetNode(Node):
         # taking per chunk would keep every row of the window in each consumer.
         per_chunk = plan.mode == "full" or (
             self.count == 1 and len(batches) > 1 and takes_per_chunk(batches))
-        if per_chunk or len(batches) <= 1:
-            if len(batches) == 1:
-                wb = batches[0]
-            elif batches:
-                wb = pa.concat_batches(batches)
-            else:
-                wb = pa.RecordBatch.from_pylist([], schema=schema_of(self.pipe, decoded=True))
-            if per_chunk:  # each chunk takes its rows (next)
-                return Window(w, wb, False, units=wunits, offs=woffs, index=index)
-            table = pa.Table.from_batches([wb])
-        else:
-            table = pa.Table.from_batches(batches)  # no concatenated copy: take gathers once
+        if not batches:
+            empty = pa.RecordBatch.from_pylist([], schema=schema_of(self.pipe, decoded=True))
+            return Window(w, empty, True, int(self._own(int(plan.window_starts[w]))))
+        # large values are copied once, straight from their units
+        unit_rows = UnitRows(batches, once=not per_chunk)
+        if per_chunk:  # each chunk takes its rows (next)
+            return Window(w, unit_rows, False, units=wunits, offs=woffs, index=index)
         first = int(self._own(int(plan.window_starts[w])))
         end = int(self._own(int(plan.window_starts[w + 1])))
         u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
-        return Window(w, gather(table, woffs[np.searchsorted(wunits, u)] + r), True, first)
+        return Window(w, unit_rows.take(woffs[np.searchsorted(wunits, u)] + r), True, first)
 
     def _own_rows(self) -> OwnRows:
         """This consumer's rows of the full shuffle, by unit (the rest is not kept)."""

@@ -1,0 +1,199 @@
+"""Rows of several decoded units, taken in any order with one copy of each value.
+
+A shuffled window's rows sit in the record batches its units were decoded into. Arrow's
+``take`` over several batches (a chunked array) concatenates them first, so every row is
+copied twice: once into the concatenation, once into the output. For columns of large values
+(images, token sequences: :data:`LARGE_VALUE_BYTES` or more a row on average)
+:class:`UnitRows` copies each taken value once, straight from the unit that holds it: each
+unit's column is viewed as binary views of its own buffers (zero-copy), a take gathers the
+16-byte views, and Arrow's cast of the views to binary copies the bytes, in C++. Small columns
+(labels, short strings) are concatenated once and taken by Arrow.
+
+Large values are supported for binary and string columns (32- and 64-bit offsets),
+fixed-size binary, and lists, large lists and fixed-size lists of a fixed-width number type
+without nulls inside; a column of any other type is concatenated. Measurements are in
+docs/DESIGN.md (Fetcher) and bench/notes/speed-work.md ("Sixth session").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["LARGE_VALUE_BYTES", "UnitRows"]
+
+# A column whose values average this many bytes is copied value by value from its units.
+LARGE_VALUE_BYTES = 1024
+
+
+class UnitRows:
+    """The rows of ``batches`` (one schema) as if concatenated, without concatenating.
+
+    Args:
+        batches: the decoded units, in the order their rows are numbered.
+        once: the rows will be taken once (a whole window gathered): small columns stay
+            chunked, for Arrow's take over chunks, instead of being concatenated first.
+    """
+
+    def __init__(self, batches: Sequence[pa.RecordBatch], once: bool = False) -> None:
+        if not batches:
+            raise ValueError("UnitRows needs at least one batch (the schema comes from it)")
+        self.batches = list(batches)
+        self.schema = batches[0].schema
+        counts = np.fromiter((b.num_rows for b in batches), np.int64, len(batches))
+        self.starts = np.concatenate([[0], np.cumsum(counts)])
+        self.num_rows = int(self.starts[-1])
+        self._unit = np.repeat(np.arange(len(batches), dtype=np.int64), counts)
+        self._columns: list[pa.Array | pa.ChunkedArray | _Values] = []
+        for i, field in enumerate(self.schema):
+            arrays = [b.column(i) for b in batches]
+            large = self.num_rows and sum(a.nbytes for a in arrays) >= (
+                LARGE_VALUE_BYTES * self.num_rows)
+            values = _Values.of(field.type, arrays) if large else None
+            if values is not None:
+                self._columns.append(values)
+            elif once and len(arrays) > 1:
+                self._columns.append(pa.chunked_array(arrays, field.type))
+            else:
+                self._columns.append(arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays))
+
+    @property
+    def copied_columns(self) -> list[str]:
+        """The columns whose values are copied from their units (the rest are concatenated)."""
+        cols = zip(self.schema, self._columns, strict=True)
+        return [f.name for f, c in cols if isinstance(c, _Values)]
+
+    def take(self, offs: np.ndarray) -> pa.RecordBatch:
+        """Rows ``offs`` (numbered across the units) as one batch.
+
+        Consecutive rows of one unit are a zero-copy slice of it.
+        """
+        offs = np.asarray(offs, np.int64)
+        n = len(offs)
+        if n and int(offs[-1]) - int(offs[0]) == n - 1 and np.all(np.diff(offs) == 1):
+            u = int(np.searchsorted(self.starts, offs[0], "right")) - 1
+            if int(offs[-1]) < int(self.starts[u + 1]):
+                return self.batches[u].slice(int(offs[0] - self.starts[u]), n)
+        indices: pa.Array | None = None
+        arrays = []
+        for col in self._columns:
+            if isinstance(col, _Values):
+                arrays.append(col.take(offs))
+            else:
+                if indices is None:
+                    indices = pa.array(offs, pa.int64())
+                taken = col.take(indices)
+                arrays.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray)
+                              else taken)
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _offsets(arr: pa.Array, kind: type) -> np.ndarray:
+    """The ``len(arr) + 1`` value offsets of a binary or list array (its slice applied)."""
+    raw: np.ndarray = np.frombuffer(arr.buffers()[1], kind)
+    return raw[arr.offset:arr.offset + len(arr) + 1].astype(np.int64)
+
+
+def _primitive(t: pa.DataType) -> bool:
+    return (pa.types.is_integer(t) or pa.types.is_floating(t)) and t.bit_width % 8 == 0
+
+
+def _binary(t: pa.DataType) -> bool:
+    return (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)
+            or pa.types.is_large_string(t))
+
+
+def _wide(t: pa.DataType) -> bool:
+    return pa.types.is_large_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_list(t)
+
+
+def _as_views(t: pa.DataType, a: pa.Array) -> pa.Array | None:
+    """Array ``a`` as binary views of its values' bytes, sharing its data (None: unsupported).
+
+    Binary and string values view their own bytes; a list's, fixed-size list's or fixed-size
+    binary's value views the bytes of its elements (without validity: kept apart).
+    """
+    if _binary(t):
+        return a.view(pa.large_binary() if _wide(t) else pa.binary()).cast(pa.binary_view())
+    if pa.types.is_fixed_size_binary(t):
+        width, offsets = t.byte_width, np.arange(len(a) + 1, dtype=np.int64) + a.offset
+        data = a.buffers()[1]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        child = a.values  # the whole child: the offsets below apply the slice
+        if not _primitive(t.value_type) or child.null_count:
+            return None
+        width = t.value_type.bit_width // 8
+        if pa.types.is_fixed_size_list(t):
+            offsets = (np.arange(len(a) + 1, dtype=np.int64) + a.offset) * t.list_size
+        else:
+            offsets = _offsets(a, np.int64 if _wide(t) else np.int32)
+        offsets = offsets + child.offset
+        data = child.buffers()[1]
+    else:
+        return None
+    return pa.Array.from_buffers(pa.large_binary(), len(a), [
+        None, pa.py_buffer(offsets * width), data]).cast(pa.binary_view())
+
+
+class _Values:
+    """A column of large values kept in its units; :meth:`take` copies each value once.
+
+    Each row is a binary view (16 bytes: length, and where its bytes are) into its unit's
+    data buffer. A take gathers the views, and Arrow's cast to binary copies the bytes they
+    point at into one buffer, which becomes the output column's data.
+    """
+
+    def __init__(self, t: pa.DataType, views: pa.Array, valid: np.ndarray | None) -> None:
+        self.type = t
+        bufs = views.buffers()
+        self._views = pa.Array.from_buffers(pa.binary(16), len(views), [None, bufs[1]],
+                                            offset=views.offset)
+        self._data = bufs[2:]
+        self._valid = valid
+
+    @classmethod
+    def of(cls, t: pa.DataType, arrays: Sequence[pa.Array]) -> _Values | None:
+        """The column ``arrays`` as values, or None when its type is not supported."""
+        parts = []
+        for a in arrays:
+            try:
+                v = _as_views(t, a)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # e.g. a buffer over 2 GB
+                return None
+            if v is None:
+                return None
+            parts.append(v)
+        valid = None
+        if any(a.null_count for a in arrays):
+            valid = np.concatenate([a.is_valid().to_numpy(zero_copy_only=False)
+                                    for a in arrays])
+        return cls(t, parts[0] if len(parts) == 1 else pa.concat_arrays(parts), valid)
+
+    def take(self, offs: np.ndarray) -> pa.Array:
+        """Rows ``offs`` as one array, each value copied once."""
+        n = len(offs)
+        views = self._views.take(pa.array(offs, pa.int64())).buffers()[1]
+        t = self.type
+        large = _wide(t)
+        out = pa.Array.from_buffers(pa.binary_view(), n, [None, views, *self._data]).cast(
+            pa.large_binary() if large else pa.binary())
+        validity, nulls = None, 0
+        if self._valid is not None:
+            valid = self._valid[offs]
+            nulls = n - int(np.count_nonzero(valid))
+            if nulls:
+                validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        _, offsets, data = out.buffers()
+        if _binary(t):
+            return pa.Array.from_buffers(t, n, [validity, offsets, data], null_count=nulls)
+        if pa.types.is_fixed_size_binary(t):
+            return pa.Array.from_buffers(t, n, [validity, data], null_count=nulls)
+        width = t.value_type.bit_width // 8
+        child = pa.Array.from_buffers(t.value_type, len(data) // width, [None, data])
+        if pa.types.is_fixed_size_list(t):
+            return pa.Array.from_buffers(t, n, [validity], null_count=nulls, children=[child])
+        elements = np.frombuffer(offsets, np.int64 if large else np.int32)[:n + 1] // width
+        return pa.Array.from_buffers(t, n, [validity, pa.py_buffer(elements)],
+                                     null_count=nulls, children=[child])

@@ -1,0 +1,112 @@
+"""UnitRows takes rows from several decoded units as Arrow's take of their concatenation would,
+copying each large value once (never concatenating the units' large columns)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dload_arrow.pipeline.unit_rows import LARGE_VALUE_BYTES, UnitRows
+
+# Types whose large values are copied straight from their units.
+COPIED = [pa.binary(), pa.string(), pa.large_binary(), pa.large_string(), pa.binary(1500),
+          pa.list_(pa.int32()), pa.large_list(pa.float64()), pa.list_(pa.int16(), 700)]
+
+
+def column(t: pa.DataType, n: int, rng: np.random.Generator, nulls: bool) -> pa.Array:
+    """``n`` values of type ``t``, about 1.5 KB each (some null when ``nulls``)."""
+    def value(i: int) -> object:
+        if nulls and i % 4 == 1:
+            return None
+        size = int(rng.integers(LARGE_VALUE_BYTES, 2 * LARGE_VALUE_BYTES))
+        if pa.types.is_fixed_size_binary(t):
+            return rng.bytes(t.byte_width)
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            return rng.bytes(size)
+        if pa.types.is_string(t) or pa.types.is_large_string(t):
+            return "é" * (size // 2)
+        if pa.types.is_fixed_size_list(t):
+            return rng.integers(-100, 100, t.list_size).tolist()
+        return rng.integers(0, 1000, size // (t.value_type.bit_width // 8)).tolist()
+
+    return pa.array([value(i) for i in range(n)], t)
+
+
+def units(t: pa.DataType, sizes: list[int], seed: int, nulls: bool) -> list[pa.RecordBatch]:
+    """Batches of a large column ``t`` and small ones, each sliced (offsets not zero)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for j, n in enumerate(sizes):
+        batch = pa.record_batch({
+            "__key__": pa.array([f"{j}-{i}" for i in range(n + 3)]),
+            "big": column(t, n + 3, rng, nulls),
+            "label": pa.array(rng.integers(0, 9, n + 3)),
+        })
+        out.append(batch.slice(2, n))
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(which=st.integers(0, len(COPIED) - 1),
+       sizes=st.lists(st.integers(0, 12), min_size=1, max_size=6),
+       nulls=st.booleans(), once=st.booleans(), seed=st.integers(0, 2**16), data=st.data())
+def test_take_matches_arrow_take_of_the_concatenation(which: int, sizes: list[int],
+                                                       nulls: bool, once: bool, seed: int,
+                                                       data: st.DataObject) -> None:
+    batches = units(COPIED[which], sizes, seed, nulls)
+    rows = UnitRows(batches, once=once)
+    whole = pa.Table.from_batches(batches).combine_chunks()
+    assert rows.num_rows == whole.num_rows == sum(sizes)
+    # a null fixed-size list has null elements: such a column is concatenated instead
+    if rows.num_rows and not (nulls and pa.types.is_fixed_size_list(COPIED[which])):
+        assert rows.copied_columns == ["big"]
+    offs = data.draw(st.lists(st.integers(0, max(rows.num_rows - 1, 0)),
+                              max_size=3 * rows.num_rows if rows.num_rows else 0))
+    got = rows.take(np.asarray(offs, np.int64))
+    got.validate(full=True)
+    assert got.schema == whole.schema
+    assert pa.Table.from_batches([got]).equals(whole.take(pa.array(offs, pa.int64())))
+
+
+def test_large_columns_are_not_concatenated() -> None:
+    batches = units(pa.binary(), [200] * 8, seed=3, nulls=False)
+    big = sum(b.column("big").nbytes for b in batches)
+    before = pa.total_allocated_bytes()
+    rows = UnitRows(batches)
+    assert pa.total_allocated_bytes() - before < big / 10  # views and small columns only
+    got = rows.take(np.random.default_rng(1).permutation(rows.num_rows))
+    assert got.column("big").nbytes >= big  # the take is the one copy
+
+
+def test_consecutive_rows_of_one_unit_are_a_zero_copy_slice() -> None:
+    batches = units(pa.large_binary(), [5, 7], seed=4, nulls=True)
+    got = UnitRows(batches).take(np.arange(6, 11))
+    want = batches[1].slice(1, 5)
+    assert got.equals(want)
+    assert got.column("big").buffers()[2].address == want.column("big").buffers()[2].address
+
+
+@pytest.mark.parametrize("t", [pa.list_(pa.string()), pa.dictionary(pa.int8(), pa.string()),
+                               pa.struct([("a", pa.binary())]), pa.list_(pa.bool_())])
+def test_other_types_are_concatenated_and_taken_by_arrow(t: pa.DataType) -> None:
+    rng = np.random.default_rng(5)
+    def value(i: int) -> object:
+        s = "x" * int(rng.integers(1000, 3000))
+        if pa.types.is_list(t):
+            return [s] if pa.types.is_string(t.value_type) else [True] * len(s)
+        return {"a": s.encode()} if pa.types.is_struct(t) else s
+    batches = [pa.record_batch({"big": pa.array([value(i) for i in range(n)], t)})
+               for n in (4, 6)]
+    rows = UnitRows(batches, once=True)
+    assert rows.copied_columns == []
+    offs = rng.permutation(10)
+    assert pa.Table.from_batches([rows.take(offs)]).equals(
+        pa.Table.from_batches(batches).take(pa.array(offs)))
+
+
+def test_needs_a_batch() -> None:
+    with pytest.raises(ValueError, match="at least one batch"):
+        UnitRows([])
