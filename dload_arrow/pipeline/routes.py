@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, concat_chunks
 from dload_arrow.pipeline.node import CHILDREN, CURSOR, DONE, POSITION, ItemCursor, Node, State
+from dload_arrow.pipeline.unit_rows import UnitRows
 from dload_arrow.plan.orders import MIX_BLOCK, exact_pattern, mix_uniforms
 
 __all__ = ["RouterNode", "interleave", "normalized", "run_length", "slot_sources"]
@@ -78,9 +79,8 @@ def interleave(parts: Sequence[Chunk | None], picks: np.ndarray) -> Chunk:
         for i in given:
             where = np.flatnonzero(picks == i)
             order[where] = starts[i] + np.arange(len(where))
-        joined = batches[0][1] if len(batches) == 1 else pa.concat_batches(
-            [b for _, b in batches])
-        return joined.take(pa.array(order))
+        # one copy of each large value (no concatenation of the parts first)
+        return UnitRows([b for _, b in batches], once=True).take(order)
     its = [iter(chunk_items(p)) if p is not None else iter(()) for p in parts]
     return [next(its[i]) for i in picks.tolist()]
 
