@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import measure  # noqa: E402
-from bench.run import DATA, RESULTS, _schema  # noqa: E402
+from bench.results_io import DATA, RESULTS, _schema  # noqa: E402
 
 
 def main() -> int:

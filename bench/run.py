@@ -11,10 +11,8 @@ Every figure is one epoch measured in a fresh process, repeated ``--repeats`` ti
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -28,87 +26,11 @@ sys.path.insert(0, str(ROOT))
 
 from bench import workloads as W  # noqa: E402
 from bench.adapters import ADAPTERS, SYSTEMS  # noqa: E402
+from bench.cells import CORE, _cell, _match, cells  # noqa: E402
+from bench.results_io import DATA, RESULTS, _key, _merge, _schema, machine  # noqa: E402
 
-DATA = Path(os.environ.get("BENCH_DATA", ROOT / "bench" / "data"))
-RESULTS = Path(os.environ.get("BENCH_RESULTS", ROOT / "bench" / "results"))
 TIMEOUT = 600
 WORKLOADS = ["image", "tabular", "tokens", "mix", "big"]
-
-
-CORE = [  # the cells of a full-size run on a small machine (--core)
-    {"mode": "sequential", "cache": "warm", "workers": 0, "unit": "sample"},
-    {"mode": "sequential", "cache": "warm", "workers": 0, "unit": "batch"},
-    {"mode": "sequential", "cache": "cold", "workers": 0, "unit": "sample"},
-    {"mode": "sequential", "cache": "cold", "workers": 0, "unit": "batch"},
-    {"mode": "windowed", "cache": "warm", "workers": 0, "unit": "sample"},
-    {"mode": "full", "cache": "warm", "workers": 0, "unit": "sample"},
-    {"mode": "sequential", "cache": "warm", "workers": 2, "unit": "batch"},
-    {"mode": "sequential", "cache": "warm", "workers": 0, "unit": "map"},
-    {"mode": "sequential", "cache": "warm", "workers": 2, "unit": "map"},
-]
-
-
-def cells(workload: str) -> list[dict[str, Any]]:
-    """The (mode, cache, workers, unit) cells measured for a workload."""
-    c = []
-    if workload == "image":
-        for cache, workers, unit in itertools.product(("warm", "cold"), (0, 2),
-                                                      ("sample", "batch")):
-            c.append({"mode": "sequential", "cache": cache, "workers": workers, "unit": unit})
-        for workers, unit in itertools.product((0, 2), ("sample", "batch")):
-            c.append({"mode": "windowed", "cache": "warm", "workers": workers, "unit": unit})
-        c.append({"mode": "windowed", "cache": "cold", "workers": 0, "unit": "sample"})
-        for unit in ("sample", "batch"):
-            c.append({"mode": "full", "cache": "warm", "workers": 0, "unit": unit})
-        c.append({"mode": "full", "cache": "cold", "workers": 0, "unit": "sample"})
-        for workers in (0, 2):  # a CPU-bound per-sample map: do workers help?
-            c.append({"mode": "sequential", "cache": "warm", "workers": workers, "unit": "map"})
-    elif workload in ("tabular", "tokens"):
-        for cache, unit in itertools.product(("warm", "cold"), ("sample", "batch")):
-            c.append({"mode": "sequential", "cache": cache, "workers": 0, "unit": unit})
-        c.append({"mode": "sequential", "cache": "warm", "workers": 2, "unit": "batch"})
-        c.append({"mode": "windowed", "cache": "warm", "workers": 0, "unit": "sample"})
-        c.append({"mode": "full", "cache": "warm", "workers": 0, "unit": "sample"})
-    elif workload == "mix":
-        for cache in ("warm", "cold"):
-            c.append({"mode": "windowed", "cache": cache, "workers": 0, "unit": "sample"})
-    elif workload == "big":
-        for mode in ("sequential", "windowed"):
-            c.append({"mode": mode, "cache": "cold", "workers": 0, "unit": "sample"})
-    return c
-
-
-def _sh(cmd: str) -> str:
-    try:
-        return subprocess.run(cmd, shell=True, capture_output=True, text=True,
-                              timeout=20).stdout.strip()
-    except Exception:
-        return ""
-
-
-def machine() -> dict[str, Any]:
-    cpu = _sh("lscpu | grep 'Model name' | sed 's/.*: *//'") or platform.processor()
-    mem = _sh("free -g | awk '/Mem:/{print $2}'")
-    disk = _sh(f"df -h {DATA} | tail -1 | awk '{{print $1\" \"$2}}'")
-    versions = {}
-    for s in SYSTEMS:
-        try:
-            versions[s] = ADAPTERS[s]().version()
-        except Exception as e:
-            versions[s] = f"unavailable ({type(e).__name__})"
-    import numpy
-    import pyarrow
-
-    versions.update(python=platform.python_version(), numpy=numpy.__version__,
-                    pyarrow=pyarrow.__version__)
-    try:
-        import torch
-
-        versions["torch"] = torch.__version__
-    except ImportError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gb": mem, "disk": disk,
-            "kernel": platform.release(), "versions": versions}
 
 
 def child(job: dict[str, Any], timeout: int = TIMEOUT) -> dict[str, Any]:
@@ -362,50 +284,6 @@ def main(argv: list[str] | None = None) -> int:
     (RESULTS / name).write_text(json.dumps(doc, indent=1))
     log(f"wrote {RESULTS / name}")
     return 0
-
-
-def _merge(target: Path, results: list[dict[str, Any]], argv: list[str] | None,
-           log: Any, server: str = "moto") -> int:
-    """Replace (cell, system) entries of ``target`` by new measurements; record the command."""
-    doc = json.loads(target.read_text())
-    if doc.get("s3", "moto") != server and any(r["cell"]["cache"] == "cold" for r in results):
-        raise SystemExit(f"{target.name} holds cold figures on {doc.get('s3', 'moto')}, "
-                         f"not {server}: write a new file (--tag) instead of --merge")
-    for new in results:
-        doc["results"] = [r for r in doc["results"]
-                          if (r["cell"], r["system"]) != (new["cell"], new["system"])]
-        doc["results"].append(new | {"remeasured": True})
-    cmd = "bench/.venv-peers/bin/python bench/run.py " + " ".join(argv or sys.argv[1:])
-    doc.setdefault("remeasured", []).append(
-        {"command": cmd, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-         "cells": [[r["cell"], r["system"]] for r in results]})
-    target.write_text(json.dumps(doc, indent=1))
-    log(f"merged {len(results)} entries into {target}")
-    return 0
-
-
-def _key(base: Path) -> str:
-    return base.relative_to(DATA).as_posix()
-
-
-def _schema(base: Path) -> dict[str, Any]:
-    import pyarrow as pa
-
-    with pa.memory_map(str(base / "source.arrow")) as m:
-        sch = pa.ipc.open_file(m).schema
-    return {f.name: f.type for f in sch}
-
-
-def _match(cell: dict[str, Any], spec: str) -> bool:
-    for part in filter(None, spec.split(",")):
-        k, _, v = part.partition("=")
-        if str(cell.get(k)) != v:
-            return False
-    return True
-
-
-def _cell(c: dict[str, Any]) -> str:
-    return f"{c['mode']}/{c['cache']}/w{c['workers']}/{c['unit']}"
 
 
 if __name__ == "__main__":
