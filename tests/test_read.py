@@ -177,6 +177,53 @@ def test_the_first_big_shard_is_read_while_its_one_get_is_still_writing_it(
     assert cache.is_cached(first, m.shards[0].bytes)
 
 
+@pytest.mark.parametrize("shuffled", [True, False])
+def test_a_shuffled_first_shard_downloads_before_the_shards_ahead(
+        s3_root: str, cache_dir: str, s3_server: Any, shuffled: bool) -> None:
+    # A shuffled window draws row groups from all over its first shard, so it waits for nearly
+    # the whole shard: the shards ahead start downloading only when that one is there, instead
+    # of sharing its bandwidth. Read in storage order (the first rows come early), they start
+    # at once.
+    import threading
+
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    rng = np.random.default_rng(7)
+    samples = [(f"k{i:05d}", {"x": i, "blob": rng.bytes(300)}) for i in range(2000)]
+    repo.commit("d", samples, shard_size=200_000, row_group_size=20_000, progress=False)
+    m = repo.manifest("d")
+    first, second = m.shards[0].digest, m.shards[1].digest
+    units = all_units(m)
+    head = [u for u in units if u[0] == 0]
+    assert len(head) > 2
+    if shuffled:
+        units = head[::-1] + units[len(head):]
+    s3_server.clear()
+    s3_server.throttle(first, 1.5)
+    got: list[pa.RecordBatch] = []
+    try:
+        reading = threading.Thread(target=lambda: got.extend(
+            iter_units(repo.read_context, m, units)))
+        reading.start()
+        deadline = time.monotonic() + 10
+        while not s3_server.count("GET", contains=first, ranged=False):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.5)  # the first shard is still trickling in
+        assert not repo.read_context.cache().is_cached(first, m.shards[0].bytes)
+        assert s3_server.count("GET", contains=second) == (0 if shuffled else 1)
+        reading.join(30)
+    finally:
+        s3_server.slow = None
+    assert not reading.is_alive()
+    for s in m.shards:
+        assert s3_server.count("GET", contains=s.digest, ranged=False) == 1
+    want = {k: r["x"] for k, r in samples}
+    rows = pa.Table.from_batches(got)
+    assert sorted(rows.column("__key__").to_pylist()) == sorted(want)
+    assert all(want[k] == x for k, x in zip(rows.column("__key__").to_pylist(),
+                                            rows.column("x").to_pylist(), strict=True))
+
+
 def test_a_corrupt_first_shard_read_while_downloading_still_fails_its_check(
         s3_root: str, cache_dir: str, s3_server: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:

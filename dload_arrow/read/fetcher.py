@@ -3,13 +3,15 @@
 A schedule is a sequence of *visits* (runs of units from one shard). The fetcher keeps at most
 ``window`` visits in flight or held: the one being read plus ``window - 1`` ahead. When the
 consumer moves to the next visit, the previous visit's hold is released (so that shard becomes
-evictable) and the next visit beyond the window is submitted. Local roots need no fetching: a
-visit resolves to the file in the root.
+evictable) and the next visit beyond the window is submitted. With ``head_first`` the first
+visit downloads alone before the others start (a shuffled first window waits for nearly all of
+its shard). Local roots need no fetching: a visit resolves to the file in the root.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -46,10 +48,15 @@ class ShardFetcher:
         visits: shard indices in the order they will be read (repeats allowed).
         window: visits held or in flight at once (at least 1).
         threads: download threads (default: the window, at most 8 and at most the cores).
+        head_first: the first visit downloads alone, the visits ahead of it start when it is
+            there. For a reader that needs nearly all of its first shard before it can yield
+            (a shuffled window draws its row groups from the whole shard), downloads ahead
+            would only share the bandwidth with the one it waits for: two mixed inputs with
+            two streams each had their first shards after 1.3-1.9 s, alone after 0.6-0.8 s.
     """
 
     def __init__(self, ctx: ReadContext, manifest: Manifest, visits: Sequence[int], window: int,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, head_first: bool = False) -> None:
         self.ctx = ctx
         self.manifest = manifest
         self.visits = list(visits)
@@ -57,6 +64,11 @@ class ShardFetcher:
         self._futures: dict[int, Future[Hold]] = {}
         self._submitted = 0
         self._pool: ThreadPoolExecutor | None = None
+        # The head's download submits the rest from its thread (or from this one, re-entered,
+        # when it is already done).
+        self._lock = threading.RLock()
+        self._head_first = head_first
+        self._head: Future[Hold] | None = None
         if not ctx.in_place:
             # Downloads cost CPU here too (receiving, sha256): more streams than cores slow
             # the first shard down without adding throughput on a small machine.
@@ -87,14 +99,24 @@ class ShardFetcher:
         return self._futures[visit].done()
 
     def _submit_through(self, visit: int) -> None:
-        assert self._pool is not None
-        for j in [j for j in self._futures if j < visit]:
-            self._release(j)
-        end = min(visit + self.window, len(self.visits))
-        self._submitted = max(self._submitted, visit)
-        while self._submitted < end:
-            self._futures[self._submitted] = self._pool.submit(self._fetch, self._submitted)
-            self._submitted += 1
+        with self._lock:
+            if self._pool is None:
+                return  # closed (a head's callback after close)
+            for j in [j for j in self._futures if j < visit]:
+                self._release(j)
+            end = min(visit + self.window, len(self.visits))
+            self._submitted = max(self._submitted, visit)
+            if self._head_first:  # the head alone; the rest when it is there
+                if self._head is None and self._submitted < end:
+                    self._head = self._pool.submit(self._fetch, self._submitted)
+                    self._futures[self._submitted] = self._head
+                    self._submitted += 1
+                    self._head.add_done_callback(lambda _: self._submit_through(visit))
+                if self._head is not None and not self._head.done():
+                    return
+            while self._submitted < end:
+                self._futures[self._submitted] = self._pool.submit(self._fetch, self._submitted)
+                self._submitted += 1
 
     def _release(self, visit: int) -> None:
         fut = self._futures.pop(visit, None)
@@ -105,11 +127,12 @@ class ShardFetcher:
 
     def close(self) -> None:
         """Release every hold and stop fetching (downloads in flight finish in the background)."""
-        for j in list(self._futures):
-            self._release(j)
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        with self._lock:
+            for j in list(self._futures):
+                self._release(j)
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
 
     def __enter__(self) -> ShardFetcher:
         return self

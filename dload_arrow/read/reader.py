@@ -11,6 +11,7 @@ projected: they are read, used for filtering, and dropped.
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
@@ -146,17 +147,29 @@ def iter_units(
     # while the consumer turns this one into samples, tensors or a training step; while the
     # consumer still waits, a second decoder joins in (read/second_decoder.py).
     starving = Starving()
-    stream = _generate(ctx, manifest, units, schema, predicate, plan.window_shards, starving)
+    # A shuffled window waits for most of its first shard: that download goes first (a full
+    # shuffle needs every shard before its first row, so none does).
+    head_first = not full_shuffle and _shuffled_head(units)
+    stream = _generate(ctx, manifest, units, schema, predicate, plan.window_shards, starving,
+                       head_first)
     return read_ahead(stream, DECODE_AHEAD, starving)
+
+
+def _shuffled_head(units: list[tuple[int, int]]) -> bool:
+    """Whether the first visit reads its row groups out of storage order (a shuffled window:
+    it needs nearly all of its shard before its last unit, so that download goes first)."""
+    rgs = [rg for _, rg in itertools.takewhile(lambda u: u[0] == units[0][0], units)]
+    return any(b < a for a, b in itertools.pairwise(rgs))
 
 
 def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]],
               schema: pa.Schema, predicate: pc.Expression | None,
-              window: int, starving: Starving | None) -> Iterator[pa.RecordBatch]:
+              window: int, starving: Starving | None,
+              head_first: bool = False) -> Iterator[pa.RecordBatch]:
     decoder = _Decoder(schema, predicate)
     second = SecondDecoder(decoder.decode) if starving is not None else None
     pending: tuple[int, Future[pa.RecordBatch]] | None = None  # the second decoder's unit
-    fetcher = ShardFetcher(ctx, manifest, visits_of(units), window)
+    fetcher = ShardFetcher(ctx, manifest, visits_of(units), window, head_first=head_first)
     # Time to first batch: while the first shard of a remote root is still downloading, its
     # row groups are decoded from the download's temp file as their bytes arrive (the footer
     # costs one small ranged GET) instead of waiting for the whole shard; the rest of the
