@@ -59,12 +59,24 @@ def projection(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
 
 
 def one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
-    """Exactly one RecordBatch with ``schema`` holding the rows of ``table`` (maybe none)."""
-    table = table.select(schema.names)
+    """Exactly one RecordBatch with ``schema`` holding the rows of ``table`` (maybe none).
+
+    A decoded row group (one chunk per column, the projection's columns in order) becomes a
+    batch with a single call into Arrow. Every call that releases the GIL must take it back,
+    and while another thread runs Python (the consumer turning rows into samples) that wait
+    lasts up to the interpreter's switch interval, 5 ms: the extra calls of the general path
+    (select, combine_chunks, to_batches) cost a contended decoder 2-3 ms a row group
+    (bench/notes/speed-work.md, "Sixth session").
+    """
+    if table.schema.names != schema.names:
+        table = table.select(schema.names)
     if table.num_rows == 0:
         return pa.RecordBatch.from_arrays(
             [pa.array([], type=f.type) for f in schema], schema=schema
         )
+    if table.schema.equals(schema, check_metadata=True) and all(
+            c.num_chunks == 1 for c in table.columns):
+        return table.to_batches()[0]
     batches = table.combine_chunks().to_batches()
     batch = batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).to_batches()[0]
     if batch.schema != schema:
