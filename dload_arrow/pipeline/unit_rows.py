@@ -11,13 +11,15 @@ unit's column is viewed as binary views of its own buffers (zero-copy), a take g
 
 Large values are supported for binary and string columns (32- and 64-bit offsets),
 fixed-size binary, and lists, large lists and fixed-size lists of a fixed-width number type
-without nulls inside; a column of any other type is concatenated. Measurements are in
+without nulls inside; a column of any other type is concatenated, and so is every column
+with pyarrow 16-18 (they lack a step of the view path). Measurements are in
 docs/DESIGN.md (Fetcher) and bench/notes/speed-work.md ("Sixth session").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -100,6 +102,25 @@ def _primitive(t: pa.DataType) -> bool:
     return (pa.types.is_integer(t) or pa.types.is_floating(t)) and t.bit_width % 8 == 0
 
 
+@cache
+def _views_work() -> bool:
+    """Whether this pyarrow makes, concatenates, rebuilds and casts back binary views.
+
+    pyarrow 16-17 cannot cast binary to views, and 18 cannot rebuild a view array over
+    several data buffers (``Array.from_buffers``); there every column is concatenated.
+    """
+    a = pa.array([b"a" * 20, b"", b"b" * 13])
+    try:
+        views = pa.concat_arrays([a.cast(pa.binary_view()), a.cast(pa.binary_view())])
+        bufs = views.buffers()
+        taken = pa.Array.from_buffers(pa.binary(16), len(views), [None, bufs[1]]).take(
+            pa.array([5, 0]))
+        out = pa.Array.from_buffers(pa.binary_view(), 2, [None, taken.buffers()[1], *bufs[2:]])
+        return bool(out.cast(pa.binary()).equals(pa.array([b"b" * 13, b"a" * 20])))
+    except (pa.ArrowException, ValueError, TypeError):
+        return False
+
+
 def _binary(t: pa.DataType) -> bool:
     return (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)
             or pa.types.is_large_string(t))
@@ -156,6 +177,8 @@ class _Values:
     @classmethod
     def of(cls, t: pa.DataType, arrays: Sequence[pa.Array]) -> _Values | None:
         """The column ``arrays`` as values, or None when its type is not supported."""
+        if not _views_work():
+            return None
         parts = []
         for a in arrays:
             try:
