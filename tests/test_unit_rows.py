@@ -126,3 +126,22 @@ def test_mixed_batches_interleave_with_one_copy() -> None:
     assert isinstance(got, pa.RecordBatch)
     want = pa.Table.from_batches([b.slice(0, 1), a.slice(0, 2), b.slice(1, 1), a.slice(2, 1)])
     assert pa.Table.from_batches([got]).equals(want.combine_chunks())
+
+
+def test_taken_tensor_rows_become_tensors_without_another_copy() -> None:
+    torch = pytest.importorskip("torch")
+    from dload_arrow.store.rows import to_batches
+    from dload_arrow.torch import to_torch
+
+    rng = np.random.default_rng(8)
+    images = rng.random((30, 20, 20), dtype=np.float32)  # 1,600 bytes a row
+    whole = next(to_batches([(f"k{i}", {"img": images[i]}) for i in range(30)]))
+    rows = UnitRows([whole.slice(0, 12), whole.slice(12, 18)])
+    assert rows.copied_columns == ["img"]
+    order = rng.permutation(30)
+    got = rows.take(order)
+    out = to_torch(got)
+    assert out["img"].shape == (30, 20, 20)
+    assert torch.equal(out["img"], torch.from_numpy(images[order]))
+    column = got.column(got.schema.get_field_index("img"))
+    assert out["img"].data_ptr() == column.flatten().buffers()[1].address
