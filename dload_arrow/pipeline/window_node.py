@@ -4,9 +4,11 @@ A window (one unit when sequential, about ``buffer`` rows when windowed, everyth
 is *made* from the decoded batches of its units: for sequential and windowed orders, into one
 batch of this consumer's rows already in epoch order, so that every chunk handed out is a
 zero-copy slice of it; for the full shuffle, and for an unsharded consumer's windows of
-large rows (:func:`~dload_arrow.pipeline.window_layout.takes_per_chunk`), into one batch that
-each chunk takes its rows from (a whole permuted copy of the dataset would double the memory;
-a whole permuted copy of a window of images costs more than the chunks' takes).
+large rows (:func:`~dload_arrow.pipeline.window_layout.takes_per_chunk`), into a
+:class:`~dload_arrow.pipeline.unit_rows.UnitRows` over its units that each chunk takes its
+rows from (a whole permuted copy of the dataset would double the memory; a whole permuted copy
+of a window of images costs more than the chunks' takes). Either way a large value is copied
+once, from its unit into the output.
 
 While the consumer works through window ``w``, a background thread makes the next window this
 consumer needs: decoding (in the reader's own thread) and gathering (``UnitRows``) run in C++
