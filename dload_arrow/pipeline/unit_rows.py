@@ -47,7 +47,6 @@ class UnitRows:
         counts = np.fromiter((b.num_rows for b in batches), np.int64, len(batches))
         self.starts = np.concatenate([[0], np.cumsum(counts)])
         self.num_rows = int(self.starts[-1])
-        self._unit = np.repeat(np.arange(len(batches), dtype=np.int64), counts)
         self._columns: list[pa.Array | pa.ChunkedArray | _Values] = []
         for i, field in enumerate(self.schema):
             arrays = [b.column(i) for b in batches]
