@@ -1,18 +1,14 @@
 """Filters on a dataset: a parsed predicate becomes an Arrow expression and a pruned unit list.
 
-Pruning uses the manifest's per-row-group statistics (``rg_min.<c>``, ``rg_max.<c>``,
-``rg_nulls.<c>``, and ``rg_key_min``/``rg_key_max`` for ``__key__``). Each unit gets a
-three-valued verdict (could a row be true / false / unknown?); a unit is kept when some row
-could pass. The verdicts only ever over-approximate, so a pruned read returns exactly the rows
-of a full scan filtered by the same expression.
+:func:`compile_filter` checks a predicate against the schema and builds the Arrow expression;
+:func:`~dload_arrow.catalog.pruning.prune_units` (re-exported here) keeps the row groups where
+a row may pass, from the manifest's per-row-group statistics.
 """
 
 from __future__ import annotations
 
 import functools
-import math
 import operator
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +30,7 @@ from dload_arrow.catalog.predicate import (
     flip,
     parse_predicate,
 )
-from dload_arrow.store.manifest import Manifest
-from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.catalog.pruning import prune_units
 
 __all__ = ["CompiledFilter", "compile_filter", "prune_units"]
 
@@ -209,123 +204,3 @@ def compile_filter(text: str, schema: pa.Schema) -> CompiledFilter:
     """Parse ``text`` and check it against ``schema``; raise PredicateError if it is wrong."""
     node = _Compiler(schema, text).node(parse_predicate(text))
     return CompiledFilter(text=text, node=node, expression=_expr(node))
-
-
-# --- pruning ------------------------------------------------------------------------------
-
-_Verdict = tuple[bool, bool, bool]  # (some row may be true, ... false, ... unknown)
-_ANY: _Verdict = (True, True, True)
-
-
-class _Stats:
-    """Per-row-group statistics of the manifest, read lazily per column."""
-
-    def __init__(self, manifest: Manifest) -> None:
-        self.manifest = manifest
-        self.table = manifest.table
-        self.rows = [list(e.rg_rows) for e in manifest.shards]
-        self._cols: dict[str, tuple[list[Any], list[Any], list[Any], bool] | None] = {}
-
-    def column(self, name: str) -> tuple[list[Any], list[Any], list[Any], bool] | None:
-        if name not in self._cols:
-            names = self.table.column_names
-            if name == KEY_COLUMN:
-                lo, hi = "rg_key_min", "rg_key_max"
-            else:
-                lo, hi = f"rg_min.{name}", f"rg_max.{name}"
-            if lo not in names or hi not in names:
-                self._cols[name] = None
-            else:
-                nulls_col = f"rg_nulls.{name}"
-                nulls = (self.table.column(nulls_col).to_pylist() if nulls_col in names
-                         else [[0] * len(r) for r in self.rows])
-                typ = self.manifest.schema.field(name).type
-                self._cols[name] = (self.table.column(lo).to_pylist(),
-                                    self.table.column(hi).to_pylist(), nulls,
-                                    pa.types.is_floating(typ))
-        return self._cols[name]
-
-
-def _compare(op: str, lo: Any, hi: Any, v: Any) -> tuple[bool, bool]:
-    if op == "=":
-        return lo <= v <= hi, not (lo == hi == v)
-    if op == "!=":
-        return not (lo == hi == v), lo <= v <= hi
-    if op == "<":
-        return lo < v, hi >= v
-    if op == "<=":
-        return lo <= v, hi > v
-    if op == ">":
-        return hi > v, lo <= v
-    return hi >= v, lo < v  # ">="
-
-
-def _leaf(node: Compare, stats: _Stats, s: int, r: int) -> _Verdict:
-    if not isinstance(node.left, Column) or not isinstance(node.right, Literal):
-        return _ANY
-    v = node.right.value
-    if v is None:
-        return (False, False, True)
-    col = stats.column(node.left.name)
-    if col is None:
-        return _ANY
-    lo, hi, nulls, floating = col[0][s][r], col[1][s][r], col[2][s][r], col[3]
-    rows = stats.rows[s][r]
-    may_null = nulls > 0
-    if rows - nulls <= 0:
-        return (False, False, may_null)
-    if lo is None or hi is None or (floating and (math.isnan(lo) or math.isnan(hi))):
-        return _ANY
-    try:
-        may_true, may_false = _compare(node.op, lo, hi, v)
-    except TypeError:
-        return _ANY
-    if floating:  # NaN is not in [lo, hi]: it compares false, and unequal to everything
-        may_false = True
-        may_true = may_true or node.op == "!="
-    return (may_true, may_false, may_null)
-
-
-def _verdict(node: Node, stats: _Stats, s: int, r: int) -> _Verdict:
-    if isinstance(node, Compare):
-        return _leaf(node, stats, s, r)
-    if isinstance(node, Literal):
-        v = node.value
-        return (v is True, v is False, v is None)
-    if isinstance(node, IsNull):
-        col = stats.column(node.operand.name)  # type: ignore[union-attr]
-        if col is None:
-            return _ANY
-        nulls, rows = col[2][s][r], stats.rows[s][r]
-        t, f = nulls > 0, rows - nulls > 0
-        return (f, t, False) if node.negated else (t, f, False)
-    if isinstance(node, In):
-        parts = [_leaf(Compare("=", node.operand, v), stats, s, r) for v in node.values]
-        t = any(p[0] for p in parts)
-        f = all(p[1] for p in parts)
-        n = any(p[2] for p in parts)
-        return (f, t, n) if node.negated else (t, f, n)
-    if isinstance(node, Between):
-        inner = _verdict(And(Compare(">=", node.operand, node.low),
-                             Compare("<=", node.operand, node.high)), stats, s, r)
-        return (inner[1], inner[0], inner[2]) if node.negated else inner
-    if isinstance(node, And):
-        a, b = _verdict(node.left, stats, s, r), _verdict(node.right, stats, s, r)
-        return (a[0] and b[0], a[1] or b[1], a[2] or b[2])
-    if isinstance(node, Or):
-        a, b = _verdict(node.left, stats, s, r), _verdict(node.right, stats, s, r)
-        return (a[0] or b[0], a[1] and b[1], a[2] or b[2])
-    if isinstance(node, Not):
-        a = _verdict(node.operand, stats, s, r)
-        return (a[1], a[0], a[2])
-    return _ANY
-
-
-def prune_units(
-    node: Node, manifest: Manifest, units: Sequence[tuple[int, int]] | None = None
-) -> list[tuple[int, int]]:
-    """The ``(shard, row group)`` units (of ``units``, default all) where a row may pass."""
-    stats = _Stats(manifest)
-    if units is None:
-        units = [(s, r) for s, rows in enumerate(stats.rows) for r in range(len(rows))]
-    return [(s, r) for s, r in units if _verdict(node, stats, s, r)[0]]

@@ -10,8 +10,6 @@ global stream, valid for any number of ranks and workers.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from itertools import islice
 from typing import Any
 
 import torch
@@ -21,31 +19,18 @@ from dload_arrow.errors import ConfigError
 from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
+from dload_arrow.torch.cursor import Cursor, stream_share
 from dload_arrow.torch.ranks import env_int, resolve_rank
 from dload_arrow.torch.source import (
     as_source,
     compact,
     epoch_length,
-    open_stream,
     source_schema,
 )
 from dload_arrow.torch.state import from_state, worker_state
 from dload_arrow.torch.tensors import to_torch
 
 __all__ = ["StreamDataset", "as_iterable_dataset", "resolve_rank"]
-
-
-@dataclass
-class _Cursor:
-    """One iteration in one process: its deal, and how far it got."""
-
-    epoch: int
-    deal: Deal
-    rank: int
-    worker: int
-    yielded: int = 0  # items this consumer produced (from the deal's start)
-    consumed: int = 0  # items of the rank the trainer took (main process only)
-    done: bool = False
 
 
 class StreamDataset(torch.utils.data.IterableDataset):
@@ -72,7 +57,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._control = Control()
         self._next = Plan(0, 0)  # main process: where its next iteration starts
         self._loaded: Plan | None = None  # from load_state_dict, kept by a matching set_epoch
-        self._cursor: _Cursor | None = None
+        self._cursor: Cursor | None = None
         self._local: dict[str, Any] | None = None  # a worker's own restored state
         self._shift: tuple[int, int] | None = None  # (generation, epoch shift) after a restore
 
@@ -190,12 +175,12 @@ class StreamDataset(torch.utils.data.IterableDataset):
             return Plan(gen_plan.epoch + self._shift[1], gen_plan.position), 0
         return gen_plan, 0
 
-    def _begin_driven(self, workers: int) -> _Cursor:
+    def _begin_driven(self, workers: int) -> Cursor:
         """Start an iteration whose consumption a loader in this process counts."""
         plan = self._next
         self._set_plan(plan)
         self._next = Plan(plan.epoch + 1, 0)
-        cursor = _Cursor(plan.epoch, self._deal(plan, workers), self.rank, 0)
+        cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, 0)
         self._cursor = cursor
         return cursor
 
@@ -218,42 +203,14 @@ class StreamDataset(torch.utils.data.IterableDataset):
         # What a full shuffle holds is checked for every consumer of this machine's memory.
         set_local_consumers(max(workers, 1) * (env_int("LOCAL_WORLD_SIZE") or 1))
         plan, yielded = self._begin(worker, workers)
-        cursor = _Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)
+        cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)
         self._cursor = cursor
-        return self._run(cursor, main=info is None)
+        return stream_share(cursor, self.pipe, self._convert, main=info is None)
 
     def _convert(self, item: Any, main: bool) -> Any:
         if self.to_tensors:
             return to_torch(item, self._schema)
         return item if main else compact(item)  # a worker pickles it to the main process
-
-    def _run(self, cursor: _Cursor, *, main: bool) -> Iterator[Any]:
-        deal, pipe = cursor.deal, self.pipe
-        step = deal.consumers
-        real = deal.real_count(cursor.rank, cursor.worker)
-        todo = None if real is None else max(real - cursor.yielded, 0)
-        if todo != 0:
-            first = deal.start + deal.consumer(cursor.rank, cursor.worker) + cursor.yielded * step
-            stream = open_stream(pipe, cursor.epoch, first, step)
-            for item in stream if todo is None else islice(stream, todo):
-                cursor.yielded += 1
-                if main:
-                    cursor.consumed += 1
-                yield self._convert(item, main)
-            close = getattr(stream, "close", None)
-            if close is not None:
-                close()
-        pad = deal.padding(cursor.rank, cursor.worker)
-        if real is not None and cursor.yielded > real:
-            pad = pad[cursor.yielded - real :]
-        if len(pad):
-            head = list(islice(open_stream(pipe, cursor.epoch, 0, 1), int(pad.max()) + 1))
-            for idx in pad:
-                cursor.yielded += 1
-                if main:
-                    cursor.consumed += 1
-                yield self._convert(head[int(idx)], main)
-        cursor.done = True
 
     def __len__(self) -> int:
         """Items this rank delivers in its next iteration (TypeError when unknown)."""

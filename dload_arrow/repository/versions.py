@@ -1,0 +1,169 @@
+"""Versions, refs, pins and removal of a dataset: the version half of ``Repository``.
+
+:class:`VersionsMixin` holds the methods that list a dataset's stored versions, move its tags,
+pin it in ``dload.lock`` and remove versions; :class:`~dload_arrow.repository.Repository`
+inherits them. They reach the root through the facade's ``storage``, ``manifests`` and its
+resolving methods, declared here for the type checker only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dload_arrow.errors import InvalidNameError, NotFoundError
+from dload_arrow.repository.lock import lock_path, read_lock, write_lock
+from dload_arrow.store.names import check_name, check_ref, manifest_path
+from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
+
+if TYPE_CHECKING:
+    from dload_arrow.storage import Storage
+    from dload_arrow.store.manifest import Manifest
+    from dload_arrow.store.manifest_cache import ManifestCache
+
+__all__ = ["VersionInfo", "VersionsMixin"]
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One stored version of a dataset, as listed by :meth:`Repository.versions`."""
+
+    name: str
+    version: str
+    num_rows: int
+    num_bytes: int
+    num_shards: int
+    time: float | None
+    user: str | None
+    refs: tuple[str, ...]
+    parents: tuple[str, ...]
+
+
+class VersionsMixin:
+    """Versions, refs, pins and removal; mixed into :class:`Repository`."""
+
+    storage: Storage
+    manifests: ManifestCache
+
+    if TYPE_CHECKING:  # provided by Repository
+
+        def manifest(self, name: str, version: str | None = None) -> Manifest: ...
+
+        def resolve(self, name: str, version: str | None = None) -> str: ...
+
+        def _version_ids(self, name: str) -> list[str]: ...
+
+        def _missing(self, name: str) -> str: ...
+
+    def versions(self, name: str) -> list[VersionInfo]:
+        """Every stored version of ``name``, newest first (times from the ref log)."""
+        ids = self._version_ids(name)
+        if not ids:
+            raise NotFoundError(self._missing(name))
+        first_seen: dict[str, tuple[float, str]] = {}
+        for e in read_log(self.storage, name):
+            if e.version and e.version not in first_seen:
+                first_seen[e.version] = (e.time, e.user)
+        refs: dict[str, list[str]] = {}
+        for ref, value in list_refs(self.storage, name).items():
+            refs.setdefault(value.version, []).append(ref)
+        out = []
+        for vid in ids:
+            m = self.manifest(name, vid)
+            t, user = first_seen.get(vid, (None, None))
+            out.append(VersionInfo(
+                name=name, version=vid, num_rows=m.num_rows, num_bytes=m.num_bytes,
+                num_shards=len(m.shards), time=t, user=user,
+                refs=tuple(sorted(refs.get(vid, []))),
+                parents=tuple(p["version"] for p in m.parents),
+            ))
+        return sorted(out, key=lambda v: (v.time or 0.0, v.version), reverse=True)
+
+    # --- refs, pins, removal --------------------------------------------------------------
+
+    def tag(self, name: str, version: str, tag: str) -> str:
+        """Point tag ``tag`` of ``name`` at ``version``; return the version id."""
+        if check_ref(tag) == "latest":
+            raise InvalidNameError("'latest' is managed by commits; choose another tag name")
+        vid = self.manifest(name, version).version
+        move_ref(self.storage, name, tag, vid, action="tag")
+        return vid
+
+    def pin(self, name: str, version: str | None = None) -> str:
+        """Pin ``name`` to a version (default: latest) in dload.lock; return the id."""
+        vid = self.resolve(name, version) if version else self._latest(name)
+        self.manifest(name, vid)
+        path = lock_path(create=True)
+        assert path is not None
+        pins = read_lock(path)
+        pins[name] = vid
+        write_lock(pins, path)
+        return vid
+
+    def unpin(self, name: str) -> bool:
+        """Remove ``name`` from dload.lock; False when it was not pinned."""
+        path = lock_path()
+        if path is None:
+            return False
+        pins = read_lock(path)
+        if pins.pop(check_name(name), None) is None:
+            return False
+        write_lock(pins, path)
+        return True
+
+    def _latest(self, name: str) -> str:
+        ref = read_ref(self.storage, name, "latest")
+        if ref is None:
+            raise NotFoundError(self._missing(name))
+        return ref.version
+
+    def rm(self, name: str, version: str | None = None) -> list[str]:
+        """Remove a version, or the whole dataset; return the removed version ids.
+
+        Shards stay until :meth:`gc`. Refs that pointed at a removed version move back to the
+        newest remaining version or are deleted; derived memos of the dataset are cleared.
+        """
+        ids = self._version_ids(name)
+        if not ids:
+            raise NotFoundError(self._missing(name))
+        if version is None:
+            for obj in self.storage.list(f"datasets/{name}/"):
+                self.storage.delete(obj.path)
+            for vid in ids:
+                self.manifests.forget(vid)
+            self._clear_memos(name, None)
+            return ids
+        vid = self.resolve(name, version)
+        if vid not in ids:
+            raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
+        remaining = [v for v in self.versions(name) if v.version != vid]
+        self.storage.delete(manifest_path(name, vid))
+        self.manifests.forget(vid)
+        for ref, value in list_refs(self.storage, name).items():
+            if value.version != vid:
+                continue
+            if ref == "latest" and remaining:
+                move_ref(self.storage, name, ref, remaining[0].version, action="rm", only_if=vid)
+            else:
+                delete_ref(self.storage, name, ref)
+        self._clear_memos(name, vid)
+        return [vid]
+
+    def _clear_memos(self, name: str, version: str | None) -> None:
+        import json
+
+        for obj in self.storage.list("derived/"):
+            try:
+                memo = json.loads(self.storage.read(obj.path))
+            except (ValueError, NotFoundError):
+                continue
+            if memo.get("name") == name and version in (None, memo.get("version")):
+                self.storage.delete(obj.path)
+
+    def refs(self, name: str) -> dict[str, str]:
+        """Ref and tag names of ``name`` -> version ids."""
+        return {r: v.version for r, v in list_refs(self.storage, name).items()}
+
+    def log(self, name: str) -> list[Any]:
+        """Every recorded ref move of ``name``, oldest first."""
+        return list(read_log(self.storage, name))
