@@ -77,17 +77,12 @@ class UnitRows:
             u = int(np.searchsorted(self.starts, offs[0], "right")) - 1
             if int(offs[-1]) < int(self.starts[u + 1]):
                 return self.batches[u].slice(int(offs[0] - self.starts[u]), n)
-        indices: pa.Array | None = None
+        indices = pa.array(offs, pa.int64())
         arrays = []
         for col in self._columns:
-            if isinstance(col, _Values):
-                arrays.append(col.take(offs))
-            else:
-                if indices is None:
-                    indices = pa.array(offs, pa.int64())
-                taken = col.take(indices)
-                arrays.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray)
-                              else taken)
+            taken = col.take(offs, indices) if isinstance(col, _Values) else col.take(indices)
+            arrays.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray)
+                          else taken)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
@@ -193,10 +188,11 @@ class _Values:
                                     for a in arrays])
         return cls(t, parts[0] if len(parts) == 1 else pa.concat_arrays(parts), valid)
 
-    def take(self, offs: np.ndarray) -> pa.Array:
-        """Rows ``offs`` as one array, each value copied once."""
+    def take(self, offs: np.ndarray, indices: pa.Array) -> pa.Array:
+        """Rows ``offs`` (``indices``: the same as an Arrow array) as one array, each value
+        copied once."""
         n = len(offs)
-        views = self._views.take(pa.array(offs, pa.int64())).buffers()[1]
+        views = self._views.take(indices).buffers()[1]
         t = self.type
         large = _wide(t)
         out = pa.Array.from_buffers(pa.binary_view(), n, [None, views, *self._data]).cast(
