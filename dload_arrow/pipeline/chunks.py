@@ -13,6 +13,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.arrays import int64_array, numpy_values
 from dload_arrow.read.samples import batch_to_samples
 from dload_arrow.store.rows import field_shape
 
@@ -43,7 +44,7 @@ def chunk_slice(chunk: Chunk, start: int, stop: int) -> Chunk:
 
 def chunk_take(chunk: Chunk, indices: np.ndarray) -> Chunk:
     if isinstance(chunk, pa.RecordBatch):
-        return chunk.take(pa.array(np.asarray(indices, dtype=np.int64)))
+        return chunk.take(int64_array(indices))
     return [chunk[int(i)] for i in indices]
 
 
@@ -53,13 +54,13 @@ def column_values(batch: pa.RecordBatch, i: int) -> Any:
     col = batch.column(i)
     shape = field_shape(field)
     if shape is not None and pa.types.is_fixed_size_list(col.type) and col.null_count == 0:
-        flat = col.flatten().to_numpy(zero_copy_only=False)
+        flat = numpy_values(col.flatten())
         return flat.reshape((len(col), *shape))
     t = field.type
     if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)) and (
         col.null_count == 0
     ):
-        return col.to_numpy(zero_copy_only=False)
+        return numpy_values(col)
     return col.to_pylist()
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.arrays import bool_array
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, as_record_batch, chunk_items, chunk_len
 from dload_arrow.pipeline.node import CHILD, Node, State
@@ -190,7 +191,7 @@ class FilterPipe(_OnePipe):
             if isinstance(chunk, pa.RecordBatch):
                 mask = np.fromiter((bool(pred(x)) for x in chunk_items(chunk)), bool,
                                    chunk_len(chunk))
-                return chunk.filter(pa.array(mask))
+                return chunk.filter(bool_array(mask))
             return [x for x in chunk if pred(x)]
 
         return _FnNode(self.child._build(epoch), apply, False)

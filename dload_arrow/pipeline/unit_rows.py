@@ -24,6 +24,8 @@ from functools import cache
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.arrays import binary_array, int64_array, numpy_values
+
 __all__ = ["LARGE_VALUE_BYTES", "UnitRows"]
 
 # A column whose values average this many bytes is copied value by value from its units.
@@ -77,7 +79,7 @@ class UnitRows:
             u = int(np.searchsorted(self.starts, offs[0], "right")) - 1
             if int(offs[-1]) < int(self.starts[u + 1]):
                 return self.batches[u].slice(int(offs[0] - self.starts[u]), n)
-        indices = pa.array(offs, pa.int64())
+        indices = int64_array(offs)
         arrays = []
         for col in self._columns:
             taken = col.take(offs, indices) if isinstance(col, _Values) else col.take(indices)
@@ -103,14 +105,14 @@ def _views_work() -> bool:
     pyarrow 16-17 cannot cast binary to views, and 18 cannot rebuild a view array over
     several data buffers (``Array.from_buffers``); there every column is concatenated.
     """
-    a = pa.array([b"a" * 20, b"", b"b" * 13])
+    a = binary_array([b"a" * 20, b"", b"b" * 13])
     try:
         views = pa.concat_arrays([a.cast(pa.binary_view()), a.cast(pa.binary_view())])
         bufs = views.buffers()
         taken = pa.Array.from_buffers(pa.binary(16), len(views), [None, bufs[1]]).take(
-            pa.array([5, 0]))
+            int64_array([5, 0]))
         out = pa.Array.from_buffers(pa.binary_view(), 2, [None, taken.buffers()[1], *bufs[2:]])
-        return bool(out.cast(pa.binary()).equals(pa.array([b"b" * 13, b"a" * 20])))
+        return bool(out.cast(pa.binary()).equals(binary_array([b"b" * 13, b"a" * 20])))
     except (pa.ArrowException, ValueError, TypeError):
         return False
 
@@ -184,7 +186,7 @@ class _Values:
             parts.append(v)
         valid = None
         if any(a.null_count for a in arrays):
-            valid = np.concatenate([a.is_valid().to_numpy(zero_copy_only=False)
+            valid = np.concatenate([numpy_values(a.is_valid())
                                     for a in arrays])
         return cls(t, parts[0] if len(parts) == 1 else pa.concat_arrays(parts), valid)
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.arrays import int64_array
 from dload_arrow.pipeline.unit_rows import LARGE_VALUE_BYTES, UnitRows
 from dload_arrow.plan.orders import own_count, own_position
 from dload_arrow.read.memory import check_full_shuffle_memory
@@ -110,7 +111,7 @@ class OwnRows:
         self._kept += len(mine)
         if len(mine) == batch.num_rows:
             return batch
-        return batch.take(pa.array(mine, pa.int64()))
+        return batch.take(int64_array(mine))
 
 
 @dataclass

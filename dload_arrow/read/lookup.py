@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.arrays import int64_array
 from dload_arrow.errors import NotFoundError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
@@ -175,14 +176,14 @@ class RandomAccess:
                 table = table.filter(self.predicate)
             else:
                 keep = self._offsets(table, positions, targets)
-            pieces.append(table.select(schema.names).take(pa.array(keep, pa.int64())))
+            pieces.append(table.select(schema.names).take(int64_array(keep)))
             order.extend(positions)
         if not pieces:
             return schema.empty_table()
         combined = pa.concat_tables(pieces).combine_chunks()
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
-        return combined.take(pa.array(inverse)).cast(schema)
+        return combined.take(int64_array(inverse)).cast(schema)
 
     def _offsets(self, table: pa.Table, positions: list[int], targets: list[_Target]) -> list[int]:
         out = []

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.arrays import numpy_values
 from dload_arrow.store.rows import field_shape
 
 __all__ = ["batch_to_samples", "column_values", "iter_samples", "row_to_sample"]
@@ -29,7 +30,7 @@ def column_values(field: pa.Field, arr: pa.Array | pa.ChunkedArray) -> list[Any]
     n = len(arr)
     if arr.null_count == 0:
         flat = arr.flatten()  # honours the array's offset
-        block = np.array(flat.to_numpy(zero_copy_only=False)).reshape((n, *shape))
+        block = np.array(numpy_values(flat)).reshape((n, *shape))
         return list(block)  # writeable views into one fresh array per batch
     return [
         None if v is None else np.asarray(v, dtype=arr.type.value_type.to_pandas_dtype())

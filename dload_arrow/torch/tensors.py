@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from dload_arrow.arrays import numpy_values
 from dload_arrow.store.rows import field_shape
 
 __all__ = ["collate", "column_to_tensor", "sample_to_torch", "to_torch"]
@@ -41,11 +42,7 @@ def _numeric(typ: pa.DataType) -> bool:
 
 
 def _flat_numpy(arr: pa.Array) -> np.ndarray:
-    if pa.types.is_boolean(arr.type):
-        return arr.to_numpy(zero_copy_only=False)  # bit-packed: one copy is unavoidable
-    if pa.types.is_float16(arr.type):
-        return arr.to_numpy(zero_copy_only=False)
-    return arr.to_numpy(zero_copy_only=True)
+    return numpy_values(arr)  # zero-copy for numbers; booleans are bit-packed: one copy
 
 
 def column_to_tensor(column: pa.Array | pa.ChunkedArray, field: pa.Field | None = None) -> Any:
