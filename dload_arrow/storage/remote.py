@@ -15,6 +15,7 @@ from typing import Any
 
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import ObjectInfo, check_relpath, redact_url
+from dload_arrow.storage.shared_fs import shared_filesystem
 
 __all__ = ["FsspecStorage"]
 
@@ -59,13 +60,15 @@ class FsspecStorage:
             import fsspec
 
             opts = dict(self._options)
-            if self.protocol in ("s3", "s3a"):
-                opts.setdefault("skip_instance_cache", True)
-                # No listing cache: other processes create and delete objects (commits, gc),
-                # and a stale cached listing would make exists() lie about a deleted shard.
-                opts.setdefault("use_listings_cache", False)
             try:
-                self._fs = fsspec.filesystem(self.protocol, **opts)
+                if self.protocol in ("s3", "s3a"):
+                    # No listing cache: other processes create and delete objects (commits,
+                    # gc), and a stale cached listing would make exists() lie about a deleted
+                    # shard. Without one, roots with the same options share one instance.
+                    opts.setdefault("use_listings_cache", False)
+                    self._fs = shared_filesystem(self.protocol, opts)
+                else:
+                    self._fs = fsspec.filesystem(self.protocol, **opts)
             except ImportError as e:
                 raise StorageError(
                     f"the {self.protocol}:// root needs an extra package: {e}. "
