@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pipeline_cases
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -89,6 +90,14 @@ def test_own_position_arithmetic_inverts(index: int, count: int, block: int, p: 
     assert k == sum(1 for q in range(p) if (q // block) % count == index)
     q = own_position(k, index, count, block)
     assert q >= p and (q // block) % count == index
+    # scalars (plain arithmetic), numpy scalars and arrays (numpy) agree
+    ps, ks = np.arange(p + 1), np.arange(k + 1)
+    assert own_count(ps, index, count, block).tolist() == [
+        own_count(int(x), index, count, block) for x in ps]
+    assert own_position(ks, index, count, block).tolist() == [
+        own_position(int(x), index, count, block) for x in ks]
+    assert own_count(np.int64(p), index, count, block) == k
+    assert own_position(np.int64(k), index, count, block) == q
 
 
 @settings(max_examples=20, deadline=None,

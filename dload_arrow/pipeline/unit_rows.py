@@ -49,18 +49,37 @@ class UnitRows:
         counts = np.fromiter((b.num_rows for b in batches), np.int64, len(batches))
         self.starts = np.concatenate([[0], np.cumsum(counts)])
         self.num_rows = int(self.starts[-1])
-        self._columns: list[pa.Array | pa.ChunkedArray | _Values] = []
+        self._once = once
+        self._built: list[pa.Array | pa.ChunkedArray | _Values] | None = None
+
+    @property
+    def _columns(self) -> list[pa.Array | pa.ChunkedArray | _Values]:
+        """The columns as taken from: built on the first take that is not a slice (a
+        sequential window, one unit read in order, never needs them)."""
+        if self._built is None:
+            self._built = self._build(self.batches, self._once)
+        return self._built
+
+    def prepare(self) -> UnitRows:
+        """Build the columns now (on the window thread, instead of in the first take)."""
+        _ = self._columns
+        return self
+
+    def _build(self, batches: Sequence[pa.RecordBatch],
+               once: bool) -> list[pa.Array | pa.ChunkedArray | _Values]:
+        columns: list[pa.Array | pa.ChunkedArray | _Values] = []
         for i, field in enumerate(self.schema):
             arrays = [b.column(i) for b in batches]
             large = self.num_rows and sum(a.nbytes for a in arrays) >= (
                 LARGE_VALUE_BYTES * self.num_rows)
             values = _Values.of(field.type, arrays) if large else None
             if values is not None:
-                self._columns.append(values)
+                columns.append(values)
             elif once and len(arrays) > 1:
-                self._columns.append(pa.chunked_array(arrays, field.type))
+                columns.append(pa.chunked_array(arrays, field.type))
             else:
-                self._columns.append(arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays))
+                columns.append(arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays))
+        return columns
 
     @property
     def copied_columns(self) -> list[str]:

@@ -192,12 +192,22 @@ def own_count(p: Any, index: int, count: int, block: int) -> Any:
 
     Shard ``index`` owns positions ``q`` with ``(q // block) % count == index``.
     """
+    if count == 1:
+        return p
+    if isinstance(p, (int, np.integer)):  # a scalar: plain arithmetic, 10x faster than numpy's
+        full_, rem_ = divmod(int(p), count * block)
+        return full_ * block + min(max(rem_ - index * block, 0), block)
     full, rem = np.divmod(p, count * block)
     return full * block + np.clip(rem - index * block, 0, block)
 
 
 def own_position(k: Any, index: int, count: int, block: int) -> Any:
     """The position of the ``k``-th item of shard ``index`` (inverse of :func:`own_count`)."""
+    if count == 1:
+        return k
+    if isinstance(k, (int, np.integer)):
+        b_, off_ = divmod(int(k), block)
+        return b_ * count * block + index * block + off_
     b, off = np.divmod(k, block)
     return b * count * block + index * block + off
 
