@@ -43,15 +43,18 @@ class PipelineIterator(Iterator[Any]):
         return self
 
     def __next__(self) -> Any:
+        k = self._k  # the per-item path: as few attribute loads as possible
+        items = self._items
+        if k < len(items):
+            self._k = k + 1
+            return items[k]
         if self.chunks:
-            self._items, self._k = [], 0
             return self._pull()
-        if self._k >= len(self._items):
-            self._items = chunk_items(self._pull())
-            self._k = 0
-        item = self._items[self._k]
-        self._k += 1
-        return item
+        while True:  # an empty chunk (a filter kept nothing) is skipped
+            self._items = items = chunk_items(self._pull())
+            if items:
+                self._k = 1
+                return items[0]
 
     def _pull(self) -> Chunk:
         if self._finished:
