@@ -75,7 +75,7 @@ def test_large_columns_are_not_concatenated() -> None:
     batches = units(pa.binary(), [200] * 8, seed=3, nulls=False)
     big = sum(b.column("big").nbytes for b in batches)
     before = pa.total_allocated_bytes()
-    rows = UnitRows(batches)
+    rows = UnitRows(batches).prepare()
     assert pa.total_allocated_bytes() - before < big / 10  # views and small columns only
     got = rows.take(np.random.default_rng(1).permutation(rows.num_rows))
     assert got.column("big").nbytes >= big  # the take is the one copy
@@ -83,10 +83,16 @@ def test_large_columns_are_not_concatenated() -> None:
 
 def test_consecutive_rows_of_one_unit_are_a_zero_copy_slice() -> None:
     batches = units(pa.large_binary(), [5, 7], seed=4, nulls=True)
-    got = UnitRows(batches).take(np.arange(6, 11))
+    before = pa.total_allocated_bytes()
+    rows = UnitRows(batches)
+    got = rows.take(np.arange(6, 11))
+    # nothing allocated: no views or concatenations are built for a slice (a sequential window)
+    assert pa.total_allocated_bytes() == before
     want = batches[1].slice(1, 5)
     assert got.equals(want)
     assert got.column("big").buffers()[2].address == want.column("big").buffers()[2].address
+    assert rows.take(np.array([7, 0])).equals(pa.Table.from_batches(batches).take(
+        pa.array([7, 0])).to_batches()[0])  # a real take builds them then
 
 
 @pytest.mark.parametrize("t", [pa.list_(pa.string()), pa.dictionary(pa.int8(), pa.string()),
