@@ -57,7 +57,7 @@ class UnitRows:
         """The columns as taken from: built on the first take that is not a slice (a
         sequential window, one unit read in order, never needs them)."""
         if self._built is None:
-            self._built = self._build(self.batches, self._once)
+            self._built = self._build()
         return self._built
 
     def prepare(self) -> UnitRows:
@@ -65,8 +65,8 @@ class UnitRows:
         _ = self._columns
         return self
 
-    def _build(self, batches: Sequence[pa.RecordBatch],
-               once: bool) -> list[pa.Array | pa.ChunkedArray | _Values]:
+    def _build(self) -> list[pa.Array | pa.ChunkedArray | _Values]:
+        batches, once = self.batches, self._once
         columns: list[pa.Array | pa.ChunkedArray | _Values] = []
         for i, field in enumerate(self.schema):
             arrays = [b.column(i) for b in batches]

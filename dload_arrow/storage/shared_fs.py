@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Any
 
-__all__ = ["clear", "shared_filesystem"]
+__all__ = ["shared_filesystem"]
 
 _LOCK = threading.Lock()
 _CACHE: dict[str, Any] = {}
@@ -52,8 +52,3 @@ def shared_filesystem(protocol: str, options: dict[str, Any]) -> Any:
             _CACHE[key] = fs
         return fs
 
-
-def clear() -> None:
-    """Forget the shared filesystems (the next root builds new ones)."""
-    with _LOCK:
-        _CACHE.clear()
