@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["binary_array", "bool_array", "int64_array", "numpy_values"]
+__all__ = ["binary_array", "bool_array", "int64_array", "numpy_values", "string_array"]
 
 
 def int64_array(values: Any) -> pa.Array:
@@ -39,6 +39,11 @@ def binary_array(values: Sequence[bytes]) -> pa.Array:
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
     data = pa.py_buffer(b"".join(values))
     return pa.Array.from_buffers(pa.binary(), len(values), [None, pa.py_buffer(offsets), data])
+
+
+def string_array(values: Sequence[str]) -> pa.Array:
+    """A string Arrow array (no nulls) of ``values`` (UTF-8 encoded here, so always valid)."""
+    return binary_array([v.encode() for v in values]).view(pa.string())
 
 
 def numpy_values(arr: pa.Array) -> np.ndarray:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from dload_arrow import Repository
-from dload_arrow.arrays import binary_array, bool_array, int64_array, numpy_values
+from dload_arrow.arrays import binary_array, bool_array, int64_array, numpy_values, string_array
 
 READS = """
 import sys
@@ -37,6 +37,8 @@ paths = {
     "shard": lambda: ds.shuffle(40, seed=1).shard(1, 2).iter_chunks(),
     "tensor samples": lambda: vecs.shuffle(30, seed=1),
     "random access": lambda: [ds[3], ds.take([5, 1, 7])],
+    "lookup by key": lambda: [ds.get("i007"), ds.take(["i100", "i002"])],
+    "lookup by key, key index": lambda: [vecs.get("v007"), vecs.take(["v080", "v002"])],
 }
 if len(sys.argv) > 3:
     from torch.utils.data import DataLoader
@@ -61,7 +63,8 @@ def stored(tmp_path: Path) -> tuple[str, str]:
                                         "ok": i % 3 == 0})
                          for i in range(120)], row_group_size=16, shard_size=60, progress=False)
     repo.commit("vecs", [(f"v{i:03d}", {"v": np.full((2, 3), i, np.float32), "x": i})
-                         for i in range(90)], row_group_size=20, progress=False)
+                         for i in reversed(range(90))], row_group_size=20, progress=False)
+    assert repo.dataset("vecs").manifest.key_index is not None  # unsorted keys: indexed
     return root, cache
 
 
@@ -83,6 +86,8 @@ def test_built_arrays_equal_what_pa_array_builds() -> None:
     assert bool_array(mask).equals(pa.array(mask))
     values = [b"a" * 20, b"", b"\x00\xff"]
     assert binary_array(values).equals(pa.array(values, pa.binary()))
+    keys = ["img/001", "", "\u00e9t\u00e9/\U0001f600"]
+    assert string_array(keys).equals(pa.array(keys, pa.string()))
 
 
 @pytest.mark.parametrize("t", [pa.int8(), pa.uint16(), pa.int32(), pa.int64(), pa.float16(),

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.arrays import int64_array
+from dload_arrow.arrays import int64_array, string_array
 from dload_arrow.errors import NotFoundError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
@@ -122,7 +122,7 @@ class RandomAccess:
                 groups.setdefault(j, []).append(pos)
         for j, positions in groups.items():
             t = self.reader.read(ref, j)
-            wanted = pa.array([keys[p] for p in positions], pa.string())
+            wanted = string_array([keys[p] for p in positions])
             found = pc.index_in(wanted, value_set=t.column(KEY_COLUMN)).to_pylist()
             rows = t.column("row").to_pylist()
             for p, f in zip(positions, found, strict=False):
@@ -192,7 +192,9 @@ class RandomAccess:
             _s, _rg, i, key = targets[p]
             if i is None:
                 keycol = keycol if keycol is not None else table.column(KEY_COLUMN)
-                found = pc.index(keycol, key).as_py()
+                # a scalar built from buffers: pa.scalar() would import pandas
+                wanted = string_array([str(key)]).cast(keycol.type)[0]
+                found = pc.index(keycol, wanted).as_py()
                 if found < 0:
                     raise NotFoundError(self._missing(str(key)))
                 i = found
