@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["binary_array", "bool_array", "int64_array", "numpy_values", "string_array"]
+__all__ = ["binary_array", "bool_array", "int64_array", "numpy_values", "scalar",
+           "string_array"]
 
 
 def int64_array(values: Any) -> pa.Array:
@@ -44,6 +45,25 @@ def binary_array(values: Sequence[bytes]) -> pa.Array:
 def string_array(values: Sequence[str]) -> pa.Array:
     """A string Arrow array (no nulls) of ``values`` (UTF-8 encoded here, so always valid)."""
     return binary_array([v.encode() for v in values]).view(pa.string())
+
+
+def scalar(value: Any) -> pa.Scalar:
+    """``value`` (None, bool, int, float, str or bytes) as an Arrow scalar of the type
+    ``pa.scalar`` infers (None: a null boolean); other values go through ``pa.scalar``."""
+    if value is None:
+        return pa.nulls(1, pa.bool_())[0]
+    if isinstance(value, bool):
+        return bool_array([value])[0]
+    if isinstance(value, int) and -(2**63) <= value < 2**63:
+        return int64_array([value])[0]
+    if isinstance(value, float):
+        data = np.asarray([value], np.float64)
+        return pa.Array.from_buffers(pa.float64(), 1, [None, pa.py_buffer(data)])[0]
+    if isinstance(value, str):
+        return string_array([value])[0]
+    if isinstance(value, bytes):
+        return binary_array([value])[0]
+    return pa.scalar(value)
 
 
 def numpy_values(arr: pa.Array) -> np.ndarray:

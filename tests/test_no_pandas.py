@@ -13,7 +13,14 @@ import pyarrow as pa
 import pytest
 
 from dload_arrow import Repository
-from dload_arrow.arrays import binary_array, bool_array, int64_array, numpy_values, string_array
+from dload_arrow.arrays import (
+    binary_array,
+    bool_array,
+    int64_array,
+    numpy_values,
+    scalar,
+    string_array,
+)
 
 READS = """
 import sys
@@ -37,6 +44,9 @@ paths = {
     "shard": lambda: ds.shuffle(40, seed=1).shard(1, 2).iter_chunks(),
     "tensor samples": lambda: vecs.shuffle(30, seed=1),
     "random access": lambda: [ds[3], ds.take([5, 1, 7])],
+    "where": lambda: ds.where("label IN (1, 3) and ok = true and image IS NOT NULL "
+                              "and __key__ >= 'i010' and label < 4.5").shuffle(40, seed=1),
+    "where, null literal": lambda: [len(ds.where("label = 1 or label = NULL").to_arrow())],
     "lookup by key": lambda: [ds.get("i007"), ds.take(["i100", "i002"])],
     "lookup by key, key index": lambda: [vecs.get("v007"), vecs.take(["v080", "v002"])],
 }
@@ -88,6 +98,9 @@ def test_built_arrays_equal_what_pa_array_builds() -> None:
     assert binary_array(values).equals(pa.array(values, pa.binary()))
     keys = ["img/001", "", "\u00e9t\u00e9/\U0001f600"]
     assert string_array(keys).equals(pa.array(keys, pa.string()))
+    for value in [None, True, False, 0, -5, 2**62, 1.5, "x", "", b"ab"]:
+        want = pa.scalar(None, pa.bool_()) if value is None else pa.scalar(value)
+        assert scalar(value).equals(want), value
 
 
 @pytest.mark.parametrize("t", [pa.int8(), pa.uint16(), pa.int32(), pa.int64(), pa.float16(),

@@ -9,7 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dload_arrow import Dataset, Repository
+from dload_arrow.catalog.filtering import compile_filter
 from dload_arrow.catalog.predicate import PredicateError, parse_predicate
+from dload_arrow.rowfilter import filter_rows
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +86,30 @@ def test_chained_where_is_and(shared_repo: Repository, first: str, second: str) 
     both = shared_repo.dataset("a").where(f"({first}) AND ({second})")
     assert keys(chained.to_arrow()) == keys(both.to_arrow())
     assert set(chained.units or []) <= set(shared_repo.dataset("a").where(first).units or [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(condition=_expr, chained=_expr)
+def test_compute_masks_keep_the_rows_of_arrow_expressions(condition: str, chained: str) -> None:
+    # where() filters with compute kernels (dload_arrow/catalog/masks.py), not Arrow's
+    # expression filter: both must keep the same rows, nulls and NULL literals included.
+    table = make_table(300)
+    first = compile_filter(condition, table.schema)
+    both = first.row_filter & compile_filter(chained, table.schema).row_filter
+    for f in (first.row_filter, both):
+        want = table.filter(f.expression)
+        assert filter_rows(table, f).equals(want)
+        for batch in table.to_batches(max_chunksize=70):
+            assert filter_rows(batch, f).equals(batch.filter(f.expression))
+
+
+def test_a_filter_on_a_missing_column_raises_like_arrow() -> None:
+    # the reader then decodes every column of the row group (a filter on an unread column)
+    table = make_table(10)
+    f = compile_filter("label > 3", table.schema).row_filter
+    with pytest.raises(pa.ArrowInvalid):
+        filter_rows(table.drop_columns(["label"]), f)
+    assert str(f) == str(f.expression)
 
 
 # --- pruning ----------------------------------------------------------------------------------

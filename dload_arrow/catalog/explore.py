@@ -33,6 +33,7 @@ from dload_arrow.catalog.predicate import (
 )
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.reader import all_units, iter_units, projection
+from dload_arrow.rowfilter import Predicate
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.shard import is_scalar
 
@@ -41,13 +42,13 @@ __all__ = ["describe", "head", "polars_expr", "scan_polars", "to_arrow"]
 
 def _batches(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
              columns: Sequence[str] | None,
-             predicate: pc.Expression | None) -> Iterator[pa.RecordBatch]:
+             predicate: Predicate | None) -> Iterator[pa.RecordBatch]:
     chosen = all_units(manifest) if units is None else list(units)
     return iter_units(ctx, manifest, chosen, columns, predicate)
 
 
 def to_arrow(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
-             predicate: pc.Expression | None,
+             predicate: Predicate | None,
              columns: Sequence[str] | None = None) -> pa.Table:
     """Every (filtered) row of the view as one Table (``__key__`` first)."""
     schema = projection(manifest.schema, columns)
@@ -56,7 +57,7 @@ def to_arrow(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
 
 
 def head(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
-         predicate: pc.Expression | None, n: int = 5,
+         predicate: Predicate | None, n: int = 5,
          columns: Sequence[str] | None = None) -> pa.Table:
     """The first ``n`` (filtered) rows, reading one shard's row groups at a time, no more.
 
@@ -141,7 +142,7 @@ _DESCRIBE = pa.schema([
 
 
 def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
-             predicate: pc.Expression | None, exact: bool | None = None) -> pa.Table:
+             predicate: Predicate | None, exact: bool | None = None) -> pa.Table:
     """Per column: type, count, nulls, min, max (and mean when the data is read).
 
     Without a predicate (and unless ``exact``) everything comes from the manifest's

@@ -15,6 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.arrays import scalar, string_array
+from dload_arrow.catalog.masks import row_mask
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -31,12 +33,13 @@ from dload_arrow.catalog.predicate import (
     parse_predicate,
 )
 from dload_arrow.catalog.pruning import prune_units
+from dload_arrow.rowfilter import RowFilter
 
 __all__ = ["CompiledFilter", "compile_filter", "prune_units"]
 
 _OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
         ">": operator.gt, ">=": operator.ge}
-_NULL_BOOL = pa.scalar(None, pa.bool_())
+_NULL_BOOL = scalar(None)  # built from buffers: pa.scalar() imports pandas
 
 
 def _kind(typ: pa.DataType) -> str:
@@ -63,11 +66,16 @@ def _literal_kind(value: Any) -> str:
 
 @dataclass(frozen=True)
 class CompiledFilter:
-    """A validated filter: its text, tree (literals typed) and Arrow expression."""
+    """A validated filter: its text, tree (literals typed), Arrow expression and row filter
+    (the same test as compute kernels: :mod:`dload_arrow.catalog.masks`)."""
 
     text: str
     node: Node
     expression: pc.Expression
+
+    @property
+    def row_filter(self) -> RowFilter:
+        return RowFilter(self.expression, row_mask(self.node))
 
 
 class _Compiler:
@@ -95,7 +103,7 @@ class _Compiler:
             return node
         if kind == "temporal" and lit == "string":
             try:
-                return Literal(pa.scalar(node.value).cast(field.type).as_py())
+                return Literal(string_array([node.value]).cast(field.type)[0].as_py())
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 raise self.error(f"{node.value!r} is not a {field.type} value: {e}") from e
         raise self.error(
@@ -170,12 +178,12 @@ def _value(node: Node) -> Any:
     if isinstance(node, Column):
         return pc.field(node.name)
     assert isinstance(node, Literal)
-    return _NULL_BOOL if node.value is None else pa.scalar(node.value)
+    return scalar(node.value)
 
 
 def _expr(node: Node) -> Any:
     if isinstance(node, Literal):
-        return pc.scalar(node.value if node.value is not None else _NULL_BOOL)
+        return pc.scalar(scalar(node.value))
     if isinstance(node, Compare):
         if any(isinstance(s, Literal) and s.value is None for s in (node.left, node.right)):
             return pc.scalar(_NULL_BOOL)  # x = NULL is unknown for every row, as in SQL

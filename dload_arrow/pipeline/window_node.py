@@ -48,6 +48,7 @@ from dload_arrow.pipeline.window_layout import (
     takes_per_chunk,
 )
 from dload_arrow.plan.orders import own_count, own_position
+from dload_arrow.rowfilter import filter_rows
 
 __all__ = ["DatasetNode"]
 
@@ -128,7 +129,7 @@ class DatasetNode(Node):
                 out = win.batch.take(offs)
             pred = self.pipe.predicate
             if pred is not None:
-                out = out.filter(pred)
+                out = filter_rows(out, pred)
                 if self.pipe.columns is not None:
                     out = out.select(projected(self.pipe.columns))
                 if out.num_rows == 0:

@@ -23,6 +23,7 @@ from dload_arrow.errors import NotFoundError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.read.reader import iter_units, projection
+from dload_arrow.rowfilter import Predicate, filter_rows
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
 
@@ -36,7 +37,7 @@ class RandomAccess:
 
     def __init__(self, ctx: ReadContext, manifest: Manifest,
                  units: Sequence[tuple[int, int]] | None = None,
-                 predicate: pc.Expression | None = None) -> None:
+                 predicate: Predicate | None = None) -> None:
         self.ctx = ctx
         self.manifest = manifest
         self.units = None if units is None else [(int(s), int(r)) for s, r in units]
@@ -173,7 +174,7 @@ class RandomAccess:
             table = self.reader.read(ShardRef.of(self.manifest.shards[s]), rg, names)
             if self.predicate is not None:
                 keep = self._filtered_offsets(table, positions, targets)
-                table = table.filter(self.predicate)
+                table = filter_rows(table, self.predicate)
             else:
                 keep = self._offsets(table, positions, targets)
             pieces.append(table.select(schema.names).take(int64_array(keep)))
@@ -205,7 +206,7 @@ class RandomAccess:
                           targets: list[_Target]) -> list[int]:
         # Key targets address the unfiltered row group; positions address the filtered one.
         assert self.predicate is not None
-        match_keys = table.filter(self.predicate).column(KEY_COLUMN).to_pylist()
+        match_keys = filter_rows(table, self.predicate).column(KEY_COLUMN).to_pylist()
         index_of = {k: n for n, k in enumerate(match_keys)}
         out = []
         for p in positions:

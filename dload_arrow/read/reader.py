@@ -18,7 +18,6 @@ from concurrent.futures import Future
 from functools import partial
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dload_arrow.errors import SchemaError
@@ -27,6 +26,7 @@ from dload_arrow.read.fetcher import ShardFetcher, visits_of
 from dload_arrow.read.planner import plan_read
 from dload_arrow.read.progressive import PartialShard
 from dload_arrow.read.second_decoder import SecondDecoder
+from dload_arrow.rowfilter import Predicate, filter_rows
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.readahead import Starving, read_ahead
@@ -87,7 +87,7 @@ def one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
 class _Decoder:
     """Decodes row groups of one file at a time, with projection and predicate."""
 
-    def __init__(self, schema: pa.Schema, predicate: pc.Expression | None) -> None:
+    def __init__(self, schema: pa.Schema, predicate: Predicate | None) -> None:
         self.schema = schema
         self.predicate = predicate
         self.read_all = False  # set once the predicate needs columns outside the projection
@@ -111,7 +111,7 @@ class _Decoder:
             return None
         if self.predicate is not None:
             try:
-                table = table.filter(self.predicate)
+                table = filter_rows(table, self.predicate)
             except pa.ArrowInvalid:
                 if read_all:
                     raise
@@ -125,7 +125,7 @@ def iter_units(
     manifest: Manifest,
     units: Sequence[tuple[int, int]],
     columns: Sequence[str] | None = None,
-    predicate: pc.Expression | None = None,
+    predicate: Predicate | None = None,
     prefetch: int | None = None,
     *,
     consumers: int = 1,
@@ -175,7 +175,7 @@ def _shuffled_head(units: list[tuple[int, int]]) -> bool:
 
 
 def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]],
-              schema: pa.Schema, predicate: pc.Expression | None,
+              schema: pa.Schema, predicate: Predicate | None,
               window: int, starving: Starving | None,
               head_first: bool = False) -> Iterator[pa.RecordBatch]:
     decoder = _Decoder(schema, predicate)

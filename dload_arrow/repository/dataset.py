@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dload_arrow.read.context import ReadContext
 from dload_arrow.store.manifest import Manifest
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from dload_arrow.read.lookup import RandomAccess
     from dload_arrow.read.planner import ReadPlan
     from dload_arrow.repository.repository import Repository
+    from dload_arrow.rowfilter import RowFilter
 
 __all__ = ["Dataset"]
 
@@ -36,7 +36,7 @@ class Dataset:
         repo: Repository,
         manifest: Manifest,
         *,
-        predicate: pc.Expression | None = None,
+        predicate: RowFilter | None = None,
         units: Sequence[tuple[int, int]] | None = None,
     ) -> None:
         self.repo = repo
@@ -178,8 +178,8 @@ class Dataset:
 
         compiled = compile_filter(condition, self.schema)
         units = prune_units(compiled.node, self.manifest, self.units)
-        predicate = compiled.expression if self.predicate is None else (
-            self.predicate & compiled.expression)
+        predicate = compiled.row_filter if self.predicate is None else (
+            self.predicate & compiled.row_filter)
         view = Dataset(self.repo, self.manifest, predicate=predicate, units=units)
         view._filters = (*getattr(self, "_filters", ()), compiled)  # type: ignore[attr-defined]
         return view
