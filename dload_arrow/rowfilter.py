@@ -43,15 +43,25 @@ class RowFilter:
 
     def __and__(self, other: RowFilter) -> RowFilter:
         """Rows passing both filters (SQL's AND: false wins over null)."""
-        first, second = self.mask, other.mask
-        return RowFilter(self.expression & other.expression,
-                         lambda data: pc.and_kleene(first(data), second(data)))
+        return RowFilter(self.expression & other.expression, _Both(self.mask, other.mask))
 
     def __str__(self) -> str:
         return str(self.expression)
 
     def __repr__(self) -> str:
         return f"RowFilter({self.expression})"
+
+
+class _Both:
+    """The mask of two filters ANDed (an object, so that filters pickle)."""
+
+    __slots__ = ("first", "second")
+
+    def __init__(self, first: Mask, second: Mask) -> None:
+        self.first, self.second = first, second
+
+    def __call__(self, data: pa.RecordBatch | pa.Table) -> pa.Array | pa.ChunkedArray:
+        return pc.and_kleene(self.first(data), self.second(data))
 
 
 Predicate: TypeAlias = RowFilter | pc.Expression

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pyarrow as pa
 import pytest
 from catalog_data import make_history, make_table
@@ -96,7 +98,7 @@ def test_compute_masks_keep_the_rows_of_arrow_expressions(condition: str, chaine
     table = make_table(300)
     first = compile_filter(condition, table.schema)
     both = first.row_filter & compile_filter(chained, table.schema).row_filter
-    for f in (first.row_filter, both):
+    for f in (first.row_filter, both, pickle.loads(pickle.dumps(both))):
         want = table.filter(f.expression)
         assert filter_rows(table, f).equals(want)
         for batch in table.to_batches(max_chunksize=70):

@@ -39,12 +39,21 @@ _KERNELS = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal
 
 def row_mask(node: Node) -> Mask:
     """The mask function of a checked filter tree (see the module docstring)."""
+    return _TreeMask(node)
 
-    def mask(data: pa.RecordBatch | pa.Table) -> pa.Array | pa.ChunkedArray:
-        out = _eval(node, data)
+
+class _TreeMask:
+    """A filter tree's mask function; an object, so that a filtered view pickles (spawned
+    DataLoader workers receive it)."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    def __call__(self, data: pa.RecordBatch | pa.Table) -> pa.Array | pa.ChunkedArray:
+        out = _eval(self.node, data)
         return pa.repeat(out, data.num_rows) if isinstance(out, pa.Scalar) else out
-
-    return mask
 
 
 def _column(name: str, data: pa.RecordBatch | pa.Table) -> Any:
