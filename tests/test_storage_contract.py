@@ -287,3 +287,16 @@ def test_s3_roots_with_the_same_options_share_one_client_and_a_fork_builds_its_o
     fresh, data = q.get(timeout=60)
     p.join(timeout=60)
     assert p.exitcode == 0 and fresh and data == b"from the parent"
+
+
+def test_options_that_are_not_plain_data_get_an_unshared_filesystem() -> None:
+    """An option that cannot be a cache key (a session object, say) builds a new instance
+    each time, as before sharing; plain options share one."""
+    from dload_arrow.storage.shared_fs import shared_filesystem
+
+    session = object()
+    first = shared_filesystem("memory", {"session_like": session})
+    assert shared_filesystem("memory", {"session_like": session}) is not first
+    plain = shared_filesystem("memory", {"marker": "shared-fs-test"})
+    assert shared_filesystem("memory", {"marker": "shared-fs-test"}) is plain
+    assert shared_filesystem("memory", {"marker": "other"}) is not plain
