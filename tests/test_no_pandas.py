@@ -1,25 +1,32 @@
-"""Reading never imports pandas: ``pa.array`` and ``Array.to_numpy`` would, on their first call
-in a process (0.3-0.45 s and about 50 MB before the first shuffled batch of every process and
-DataLoader worker). See dload_arrow/arrays.py."""
+"""Reading and committing never import pandas: ``pa.array``, ``pa.scalar`` and
+``Array.to_numpy`` would, on their first call in a process (0.3-0.45 s and about 50 MB before
+the first shuffled batch of every process and DataLoader worker, and in every ``dload commit``).
+See dload_arrow/arrays.py."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dload_arrow import Repository
 from dload_arrow.arrays import (
+    _from_buffers,  # the path typed_array prefers
     binary_array,
     bool_array,
+    inferred_type,
     int64_array,
     numpy_values,
     scalar,
     string_array,
+    typed_array,
 )
 
 READS = """
@@ -62,6 +69,44 @@ for name, make in paths.items():
         sys.exit(f"reading {name} imported pandas")
 print("ok", len(paths))
 """
+
+
+WRITES = """
+import sys
+import numpy as np
+from dload_arrow import Repository
+from dload_arrow.cli.main import main
+root, cache, src = sys.argv[1:4]
+repo = Repository.open(root, cache_dir=cache)
+rows = [(f"k{i:03d}", {"image": bytes([i % 256]) * 300, "label": i % 7, "name": f"n{i}",
+                       "score": i / 3, "ok": i % 2 == 0, "vec": np.full((2, 3), i, np.float32)})
+        for i in range(200)]
+repo.commit("w", rows, row_group_size=4000, progress=False)
+more = [(f"a{i:03d}", dict(r, label=None, name=None)) for i, (_, r) in enumerate(rows[:30])]
+repo.append("w", more, progress=False)  # keys now unsorted: a key index is written
+assert repo.dataset("w").manifest.key_index is not None
+sys.argv = ["dload", "commit", "files", "--from", src, "--root", root, "--cache-dir", cache]
+try:
+    main()
+except SystemExit as e:
+    assert not e.code, e.code
+if "pandas" in sys.modules:
+    sys.exit("committing imported pandas")
+print("ok", repo.dataset("w").num_rows, repo.dataset("files").num_rows)
+"""
+
+
+def test_committing_in_a_fresh_process_never_imports_pandas(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(12):
+        (src / f"f{i:02d}.bin").write_bytes(bytes([i]) * (100 + i))
+        (src / f"f{i:02d}.txt").write_text(f"caption {i}")
+    args = [sys.executable, "-c", WRITES, str(tmp_path / "root"), str(tmp_path / "cache"),
+            str(src)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-3:] == ["ok", "230", "12"]
 
 
 @pytest.fixture
@@ -115,6 +160,51 @@ def test_numpy_values_of_sliced_arrays_equal_to_numpy(t: pa.DataType) -> None:
     np.testing.assert_array_equal(got, want)
     if not pa.types.is_boolean(t):  # numbers are views of the Arrow buffer
         assert np.shares_memory(got, np.frombuffer(arr.buffers()[1], np.uint8))
+
+
+_PY_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+                       st.floats(allow_nan=False), st.text(max_size=5), st.binary(max_size=5))
+_TYPES = [pa.int64(), pa.int32(), pa.uint8(), pa.float64(), pa.float32(), pa.bool_(),
+          pa.string(), pa.binary(), pa.list_(pa.int64()), pa.list_(pa.string())]
+
+
+def _arrow_or_error(make: Any) -> Any:
+    try:
+        return make()
+    except Exception as e:  # the same failure as pa.array is what matters
+        return type(e)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.one_of(_PY_VALUES, st.lists(_PY_VALUES, max_size=3)), max_size=6),
+       t=st.sampled_from(_TYPES))
+def test_typed_arrays_equal_what_pa_array_builds(values: list[Any], t: pa.DataType) -> None:
+    # pandas is imported in this process, so typed_array itself would call pa.array: the
+    # buffer path is called directly (None: it leaves these values to pa.array)
+    want = _arrow_or_error(lambda: pa.array(values, type=t))
+    built = _arrow_or_error(lambda: _from_buffers(values, t))
+    for got in (built, _arrow_or_error(lambda: typed_array(values, t))):
+        if got is None:
+            continue
+        if isinstance(want, pa.Array):
+            assert isinstance(got, pa.Array) and got.type == want.type and got.equals(want)
+        else:
+            assert got is want
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(_PY_VALUES, min_size=1, max_size=6))
+def test_inferred_types_equal_what_pa_array_infers(values: list[Any]) -> None:
+    want = _arrow_or_error(lambda: pa.array(values).type)
+    assert _arrow_or_error(lambda: inferred_type(values)) == want
+
+
+def test_tensor_columns_from_numpy_equal_pa_array() -> None:
+    t = pa.list_(pa.float32(), 6)
+    same = [np.full(6, i, np.float32) for i in range(3)]
+    other = [np.full(6, i, np.float64) for i in range(3)]  # another dtype: pa.array casts
+    assert _from_buffers(same, t).equals(pa.array(same, t))
+    assert _from_buffers(other, t) is None and typed_array(other, t).equals(pa.array(other, t))
 
 
 def test_numpy_values_with_nulls_fall_back_to_arrow() -> None:

@@ -194,7 +194,8 @@ def _shard_keys(repo: Any, digest: str) -> set[str]:
     path = shard_path(digest)
     local = repo.storage.local_path(path)
     src = local if local else pa.py_buffer(repo.storage.read(path))
-    return set(pq.read_table(src, columns=[KEY_COLUMN]).column(0).to_pylist())
+    with pq.ParquetFile(src) as pf:  # read_table would import pyarrow.dataset and pandas
+        return set(pf.read(columns=[KEY_COLUMN]).column(0).to_pylist())
 
 
 @click.command()

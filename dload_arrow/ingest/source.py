@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.arrays import typed_array
 from dload_arrow.errors import NotFoundError, SchemaError
 from dload_arrow.ingest.columns import column_kind, decode_value, field_for
 from dload_arrow.ingest.grouping import Entry, IngestReport, group_entries, select, split_name
@@ -217,5 +218,5 @@ def _to_batch(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
         values = [r.get(f.name) for r in rows]
         if pa.types.is_fixed_size_list(f.type):
             values = [None if v is None else np.asarray(v).reshape(-1) for v in values]
-        arrays.append(pa.array(values, type=f.type))
+        arrays.append(typed_array(values, f.type))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

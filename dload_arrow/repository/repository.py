@@ -152,7 +152,9 @@ class Repository(VersionsMixin):
             if src is None:
                 footer = self.storage.read_range(path, entry.footer_offset, entry.bytes)
                 src = RangeFile(self.storage, path, entry.bytes, {entry.footer_offset: footer})
-            parts.extend(pq.read_table(src, columns=[KEY_COLUMN]).column(0).chunks)
+            # ParquetFile, not read_table: that imports pyarrow.dataset, and with it pandas
+            with pq.ParquetFile(src, pre_buffer=True) as pf:
+                parts.extend(pf.read(columns=[KEY_COLUMN]).column(0).chunks)
         return pa.chunked_array(parts, pa.string()).combine_chunks()
 
     # --- listing and resolving ---------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.arrays import int64_array, numpy_values, scalar
 from dload_arrow.errors import ConflictError, SchemaError
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest, build_manifest, shard_rows
@@ -114,7 +115,7 @@ def _check_unique(keys: list[pa.Array], known: pa.Array | None) -> None:
         return
     allkeys = pa.chunked_array(parts, pa.string())
     counts = pc.value_counts(allkeys)
-    dup = counts.filter(pc.greater(counts.field("counts"), 1))
+    dup = counts.filter(pc.greater(counts.field("counts"), scalar(1)))
     if len(dup):
         shown = ", ".join(repr(k) for k in dup.field("values")[:5].to_pylist())
         raise SchemaError(
@@ -128,7 +129,7 @@ def _key_index(keys: list[pa.Array], known: pa.Array | None) -> ShardData:
     allkeys = pa.chunked_array(parts, pa.string()).combine_chunks()
     order = pc.sort_indices(allkeys)
     table = pa.table(
-        {KEY_COLUMN: allkeys.take(order), "row": pa.array(order.to_numpy().astype("int64"))}
+        {KEY_COLUMN: allkeys.take(order), "row": int64_array(numpy_values(order))}
     )
     schema = table.schema
     return next(iter(write_shards(

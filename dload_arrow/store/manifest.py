@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.arrays import int64_array, numpy_values, typed_array
 from dload_arrow.errors import IntegrityError, InvalidNameError
 from dload_arrow.store.names import check_digest, check_name
 from dload_arrow.store.shard import ShardData, is_scalar
@@ -58,29 +59,31 @@ def _schema_from_b64(text: str) -> pa.Schema:
 def shard_rows(shards: Sequence[ShardData], schema: pa.Schema) -> pa.Table:
     """Manifest rows for freshly written shards (``row_offset`` is filled in later)."""
     cols: dict[str, pa.Array] = {
-        "digest": pa.array([s.digest for s in shards], pa.string()),
-        "bytes": pa.array([s.nbytes for s in shards], pa.int64()),
-        "rows": pa.array([s.rows for s in shards], pa.int64()),
-        "row_offset": pa.array([0] * len(shards), pa.int64()),
-        "footer_offset": pa.array([s.footer_offset for s in shards], pa.int64()),
-        "rg_rows": pa.array([s.rg_rows for s in shards], pa.list_(pa.int64())),
-        "rg_offsets": pa.array([s.rg_offsets for s in shards], pa.list_(pa.int64())),
-        "rg_bytes": pa.array([s.rg_bytes for s in shards], pa.list_(pa.int64())),
-        "key_min": pa.array([s.key_min for s in shards], pa.string()),
-        "key_max": pa.array([s.key_max for s in shards], pa.string()),
-        "rg_key_min": pa.array([s.rg_key_min for s in shards], pa.list_(pa.string())),
-        "rg_key_max": pa.array([s.rg_key_max for s in shards], pa.list_(pa.string())),
+        "digest": typed_array([s.digest for s in shards], pa.string()),
+        "bytes": typed_array([s.nbytes for s in shards], pa.int64()),
+        "rows": typed_array([s.rows for s in shards], pa.int64()),
+        "row_offset": typed_array([0] * len(shards), pa.int64()),
+        "footer_offset": typed_array([s.footer_offset for s in shards], pa.int64()),
+        "rg_rows": typed_array([s.rg_rows for s in shards], pa.list_(pa.int64())),
+        "rg_offsets": typed_array([s.rg_offsets for s in shards], pa.list_(pa.int64())),
+        "rg_bytes": typed_array([s.rg_bytes for s in shards], pa.list_(pa.int64())),
+        "key_min": typed_array([s.key_min for s in shards], pa.string()),
+        "key_max": typed_array([s.key_max for s in shards], pa.string()),
+        "rg_key_min": typed_array([s.rg_key_min for s in shards], pa.list_(pa.string())),
+        "rg_key_max": typed_array([s.rg_key_max for s in shards], pa.list_(pa.string())),
     }
     for f in schema:
         if f.name == "__key__" or not is_scalar(f.type):
             continue
         c, t = f.name, f.type
-        cols[f"min.{c}"] = pa.array([s.stats[c][0] for s in shards], t)
-        cols[f"max.{c}"] = pa.array([s.stats[c][1] for s in shards], t)
-        cols[f"nulls.{c}"] = pa.array([s.stats[c][2] for s in shards], pa.int64())
-        cols[f"rg_min.{c}"] = pa.array([[x[0] for x in s.rg_stats[c]] for s in shards], pa.list_(t))
-        cols[f"rg_max.{c}"] = pa.array([[x[1] for x in s.rg_stats[c]] for s in shards], pa.list_(t))
-        cols[f"rg_nulls.{c}"] = pa.array(
+        cols[f"min.{c}"] = typed_array([s.stats[c][0] for s in shards], t)
+        cols[f"max.{c}"] = typed_array([s.stats[c][1] for s in shards], t)
+        cols[f"nulls.{c}"] = typed_array([s.stats[c][2] for s in shards], pa.int64())
+        cols[f"rg_min.{c}"] = typed_array([[x[0] for x in s.rg_stats[c]] for s in shards],
+                                          pa.list_(t))
+        cols[f"rg_max.{c}"] = typed_array([[x[1] for x in s.rg_stats[c]] for s in shards],
+                                          pa.list_(t))
+        cols[f"rg_nulls.{c}"] = typed_array(
             [[x[2] for x in s.rg_stats[c]] for s in shards], pa.list_(pa.int64())
         )
     return pa.table(cols)
@@ -115,8 +118,8 @@ def build_manifest(
         text = json.dumps(info, sort_keys=True, separators=(",", ":"))
     except TypeError as e:
         raise InvalidNameError(f"meta must be JSON-serialisable: {e}") from e
-    counts = np.asarray(rows.column("rows").to_numpy(), dtype=np.int64)
-    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)])[:-1], pa.int64())
+    counts = numpy_values(rows.column("rows").combine_chunks()).astype(np.int64)
+    offsets = int64_array(np.concatenate([[0], np.cumsum(counts)])[:-1])
     rows = rows.set_column(rows.schema.get_field_index("row_offset"), "row_offset", offsets)
     rows = rows.combine_chunks().replace_schema_metadata({_META_KEY: text.encode()})
     return Manifest(rows)

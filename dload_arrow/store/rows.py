@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.arrays import inferred_type, string_array, typed_array
 from dload_arrow.errors import SchemaError
 from dload_arrow.store.names import KEY_COLUMN
 
@@ -50,7 +51,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
             fields.append(pa.field(col, pa.null()))
         else:
             try:
-                typ = pa.array([r.get(col) for _, r in rows]).type
+                typ = inferred_type([r.get(col) for _, r in rows])
             except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
                 raise SchemaError(
                     f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "
@@ -76,7 +77,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
     if field_shape(field) is not None:
         values = [None if v is None else np.asarray(v).reshape(-1) for v in values]
     try:
-        return pa.array(values, type=field.type)
+        return typed_array(values, field.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError) as e:
         for (key, _), v in zip(rows, values, strict=False):
             try:
@@ -128,7 +129,7 @@ def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema) -
                 f"sample {key!r} has columns {sorted(extra)} that the schema lacks "
                 f"(schema columns: {schema.names[1:]})"
             )
-    keys = pa.array([k for k, _ in rows], pa.string())
+    keys = typed_array([k for k, _ in rows], pa.string())
     arrays = [keys, *[_column(rows, f) for f in schema][1:]]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -153,7 +154,7 @@ def _table_batches(
             continue
         if key is None:
             # Generated keys: zero-padded row numbers, so they sort in commit order.
-            keys = pa.array([f"{i:012d}" for i in range(offset, offset + batch.num_rows)])
+            keys = string_array([f"{i:012d}" for i in range(offset, offset + batch.num_rows)])
         else:
             col = batch.column(key)
             keys = col.cast(pa.string()) if col.type != pa.string() else col
