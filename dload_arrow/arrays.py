@@ -167,7 +167,8 @@ def _from_buffers(values: Sequence[Any], t: pa.DataType) -> pa.Array | None:
         np.cumsum([len(v) for v in values], out=offsets[1:])
         return pa.Array.from_buffers(t, n, [None, pa.py_buffer(offsets.astype(np.int32))],
                                      children=[child])
-    want = int if pa.types.is_integer(t) else _EXACT.get(t)
+    ticks = pa.types.is_timestamp(t) or pa.types.is_duration(t)  # int64 ticks of a unit
+    want = int if pa.types.is_integer(t) or ticks else _EXACT.get(t)
     if want is None or any(type(v) is not want for v in present):
         return None
     bits, nulls, valid = _validity(values)
@@ -181,7 +182,7 @@ def _from_buffers(values: Sequence[Any], t: pa.DataType) -> pa.Array | None:
         packed = pa.py_buffer(np.packbits(np.fromiter((bool(v) for v in values), bool, n),
                                           bitorder="little"))
         return pa.Array.from_buffers(t, n, [bits, packed], null_count=nulls)
-    dtype = np.dtype(t.to_pandas_dtype())
+    dtype = np.dtype(np.int64 if ticks else t.to_pandas_dtype())
     try:
         data = np.fromiter((0 if v is None else v for v in values), dtype, n)
     except OverflowError:  # out of the type's range: pa.array raises the proper error

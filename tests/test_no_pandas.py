@@ -54,6 +54,8 @@ paths = {
     "where": lambda: ds.where("label IN (1, 3) and ok = true and image IS NOT NULL "
                               "and __key__ >= 'i010' and label < 4.5").shuffle(40, seed=1),
     "where, null literal": lambda: [len(ds.where("label = 1 or label = NULL").to_arrow())],
+    "catalog SQL": lambda: [repo.sql("SELECT name, num_rows FROM versions"),
+                            repo.sql("SELECT count(*) AS n FROM samples('imgs') WHERE label = 1")],
     "lookup by key": lambda: [ds.get("i007"), ds.take(["i100", "i002"])],
     "lookup by key, key index": lambda: [vecs.get("v007"), vecs.take(["v080", "v002"])],
 }
@@ -165,7 +167,8 @@ def test_numpy_values_of_sliced_arrays_equal_to_numpy(t: pa.DataType) -> None:
 _PY_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
                        st.floats(allow_nan=False), st.text(max_size=5), st.binary(max_size=5))
 _TYPES = [pa.int64(), pa.int32(), pa.uint8(), pa.float64(), pa.float32(), pa.bool_(),
-          pa.string(), pa.binary(), pa.list_(pa.int64()), pa.list_(pa.string())]
+          pa.string(), pa.binary(), pa.list_(pa.int64()), pa.list_(pa.string()),
+          pa.timestamp("us"), pa.duration("s")]
 
 
 def _arrow_or_error(make: Any) -> Any:

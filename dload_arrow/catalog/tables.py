@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dload_arrow.arrays import typed_array
 from dload_arrow.errors import DloadError, IntegrityError
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
@@ -174,5 +175,6 @@ def _parse_log(name: str, path: str, data: bytes) -> dict[str, Any]:
 
 
 def _table(rows: list[dict[str, Any]], name: str) -> pa.Table:
-    schema = RAW_SCHEMAS[name]
-    return pa.Table.from_pylist(rows, schema=schema)
+    schema = RAW_SCHEMAS[name]  # column by column: from_pylist would import pandas
+    return pa.Table.from_arrays([typed_array([r.get(f.name) for r in rows], f.type)
+                                 for f in schema], schema=schema)

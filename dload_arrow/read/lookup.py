@@ -180,7 +180,7 @@ class RandomAccess:
             pieces.append(table.select(schema.names).take(int64_array(keep)))
             order.extend(positions)
         if not pieces:
-            return schema.empty_table()
+            return pa.Table.from_batches([], schema=schema)  # empty_table() imports pandas
         combined = pa.concat_tables(pieces).combine_chunks()
         inverse = np.empty(len(order), dtype=np.int64)
         inverse[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
