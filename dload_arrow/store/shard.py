@@ -175,7 +175,7 @@ class _Open:
             )
             offsets.append(int(start))
             lengths.append(int(end - start))
-        footer_len = struct.unpack("<I", buf.to_pybytes()[-8:-4])[0]
+        footer_len = struct.unpack("<I", buf.slice(buf.size - 8, 4).to_pybytes())[0]
         stats = {}
         for c, per in self.rg_stats.items():
             mins = [m for m, _, _ in per if m is not None]
