@@ -71,6 +71,9 @@ def test_put_if_absent_creates_once_and_never_overwrites(storage: Storage) -> No
     assert storage.put_if_absent("once/x", b"first") is True
     assert storage.put_if_absent("once/x", b"second") is False
     assert storage.read("once/x") == b"first"
+    # a shard's encoded buffer arrives as a memoryview
+    assert storage.put_if_absent("once/view", memoryview(b"0123456789")[2:7]) is True
+    assert storage.read("once/view") == b"23456"
 
 
 def test_compare_and_swap_follows_the_token(storage: Storage) -> None:

@@ -65,8 +65,11 @@ class Storage(Protocol):
         """Atomically replace the object: readers see the old or the new bytes, never a mix."""
         ...
 
-    def put_if_absent(self, path: str, data: bytes) -> bool:
-        """Create the object only if it does not exist; return False (writing nothing) if it did."""
+    def put_if_absent(self, path: str, data: bytes | memoryview) -> bool:
+        """Create the object only if it does not exist; return False (writing nothing) if it did.
+
+        ``data`` may be a memoryview (a shard's encoded buffer): a local root writes it without
+        copying it into ``bytes`` first."""
         ...
 
     def read_with_token(self, path: str) -> tuple[bytes, str] | None:

@@ -63,7 +63,7 @@ class LocalStorage:
             f.write(data)
         os.replace(tmp, full)
 
-    def put_if_absent(self, path: str, data: bytes) -> bool:
+    def put_if_absent(self, path: str, data: bytes | memoryview) -> bool:
         full = self._full(path)
         tmp = self._tmp(full)
         with open(tmp, "wb") as f:

@@ -106,8 +106,9 @@ class FsspecStorage:
         except Exception as e:
             raise self._wrap(e, path, "writing") from e
 
-    def put_if_absent(self, path: str, data: bytes) -> bool:
+    def put_if_absent(self, path: str, data: bytes | memoryview) -> bool:
         full = self._full(path)
+        data = data if isinstance(data, bytes) else bytes(data)  # the clients want bytes
         if self.protocol in ("s3", "s3a"):
             try:
                 self.fs.pipe_file(full, data, mode="create")

@@ -71,7 +71,7 @@ def _upload(storage: Storage, shard: ShardData) -> int:
     # restarts gc's grace period, which then protects it like a freshly uploaded one.
     if storage.exists(path) and storage.touch(path):
         return 0
-    if storage.put_if_absent(path, memoryview(shard.data).tobytes()):
+    if storage.put_if_absent(path, memoryview(shard.data)):  # no copy to a local root
         return shard.nbytes
     storage.touch(path)  # stored meanwhile by a concurrent commit of the same bytes
     return 0
