@@ -33,6 +33,7 @@ from dload_arrow.store.shard import (
     DEFAULT_ROW_GROUP_SIZE,
     DEFAULT_SHARD_SIZE,
     ShardData,
+    digest_of,
     write_shards,
 )
 
@@ -65,7 +66,11 @@ def _crash_point(step: str) -> None:
 
 
 def _upload(storage: Storage, shard: ShardData) -> int:
-    """Store ``shard`` unless it is there; bytes uploaded (0: reused, and touched)."""
+    """Store ``shard`` unless it is there; bytes uploaded (0: reused, and touched).
+
+    Hashes it first when ``write_shards`` left that to this (upload) thread."""
+    if not shard.digest:
+        shard.digest = digest_of(shard.data)
     path = shard_path(shard.digest)
     # A reused shard may be old and unreferenced (left by a removed version): touching it
     # restarts gc's grace period, which then protects it like a freshly uploaded one.
@@ -203,7 +208,8 @@ def commit_samples(
                 done.data = pa.py_buffer(b"")  # the bytes are stored; free the memory
 
         for shard in write_shards(
-            read_ahead(stream()), schema, shard_size=shard_size, row_group_size=row_group_size
+            read_ahead(stream()), schema, shard_size=shard_size, row_group_size=row_group_size,
+            digest=False,
         ):
             shards.append(shard)
             pending.append((shard, pool.submit(_upload, storage, shard)))

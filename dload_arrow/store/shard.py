@@ -20,7 +20,8 @@ import pyarrow.parquet as pq
 
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["DEFAULT_ROW_GROUP_SIZE", "DEFAULT_SHARD_SIZE", "ShardData", "is_scalar", "write_shards"]
+__all__ = ["DEFAULT_ROW_GROUP_SIZE", "DEFAULT_SHARD_SIZE", "ShardData", "digest_of", "is_scalar",
+           "write_shards"]
 
 DEFAULT_SHARD_SIZE = 128 * 2**20
 DEFAULT_ROW_GROUP_SIZE = 2 * 2**20
@@ -157,7 +158,7 @@ class _Open:
         for c in self.scalar:
             self.rg_stats[c].append(_col_stats(table.column(c)))
 
-    def finish(self, keys_sorted: bool) -> ShardData:
+    def finish(self, keys_sorted: bool, digest: bool = True) -> ShardData:
         self.writer.close()
         buf = self.sink.getvalue()
         meta = pq.read_metadata(pa.BufferReader(buf))
@@ -184,7 +185,7 @@ class _Open:
                         sum(n for _, _, n in per))
         return ShardData(
             data=buf,
-            digest=hashlib.sha256(memoryview(buf)).hexdigest(),
+            digest=digest_of(buf) if digest else "",
             nbytes=buf.size,
             rows=sum(self.rg_rows),
             rg_rows=self.rg_rows,
@@ -201,6 +202,11 @@ class _Open:
         )
 
 
+def digest_of(data: pa.Buffer) -> str:
+    """A shard's content address: the sha256 of its bytes, in hex."""
+    return hashlib.sha256(memoryview(data)).hexdigest()
+
+
 def _sorted(keys: pa.ChunkedArray | pa.Array) -> bool:
     arr = keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
     if len(arr) < 2:
@@ -214,8 +220,13 @@ def write_shards(
     *,
     shard_size: int = DEFAULT_SHARD_SIZE,
     row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    digest: bool = True,
 ) -> Iterator[ShardData]:
-    """Encode ``batches`` (``__key__`` first) into shards of about ``shard_size`` bytes."""
+    """Encode ``batches`` (``__key__`` first) into shards of about ``shard_size`` bytes.
+
+    ``digest=False`` leaves each shard's ``digest`` empty, for the caller to fill with
+    :func:`digest_of` on another thread (hashing runs without the GIL, beside the next
+    shard's encoding)."""
     current: _Open | None = None
     in_order = True
     for table in _row_groups(batches, row_group_size):
@@ -227,7 +238,7 @@ def write_shards(
         in_order = in_order and _sorted(table.column(KEY_COLUMN))
         current.add(table)
         if current.sink.tell() >= shard_size:
-            yield current.finish(in_order)
+            yield current.finish(in_order, digest)
             current = None
     if current is not None and current.rg_rows:
-        yield current.finish(in_order)
+        yield current.finish(in_order, digest)
