@@ -50,6 +50,8 @@ def _current_remeasures(doc: dict[str, Any]) -> list[tuple[dict[str, Any], list[
 
 
 def _cell_name(c: dict[str, Any]) -> str:
+    if c["mode"] == "ingest":  # an ingest figure re-measured with --fresh --merge
+        return "ingest"
     return f"{c['mode']} · {c['cache']} · w{c['workers']} · {c['unit']}"
 
 

@@ -56,9 +56,14 @@ def machine() -> dict[str, Any]:
             "kernel": platform.release(), "versions": versions}
 
 
+INGEST_CELL = {"mode": "ingest", "cache": "-", "workers": 0, "unit": "-"}
+
+
 def _merge(target: Path, results: list[dict[str, Any]], argv: list[str] | None,
-           log: Any, server: str = "moto") -> int:
-    """Replace (cell, system) entries of ``target`` by new measurements; record the command."""
+           log: Any, server: str = "moto", ingest: dict[str, Any] | None = None) -> int:
+    """Replace (cell, system) entries of ``target`` by new measurements; record the command.
+
+    ``ingest``: fresh ingest figures (``--fresh``) replacing those systems' ingest entries."""
     doc = json.loads(target.read_text())
     if doc.get("s3", "moto") != server and any(r["cell"]["cache"] == "cold" for r in results):
         raise SystemExit(f"{target.name} holds cold figures on {doc.get('s3', 'moto')}, "
@@ -67,12 +72,16 @@ def _merge(target: Path, results: list[dict[str, Any]], argv: list[str] | None,
         doc["results"] = [r for r in doc["results"]
                           if (r["cell"], r["system"]) != (new["cell"], new["system"])]
         doc["results"].append(new | {"remeasured": True})
+    pairs = [[r["cell"], r["system"]] for r in results]
+    for system, summary in (ingest or {}).items():
+        doc.setdefault("ingest", {})[system] = summary
+        pairs.append([INGEST_CELL, system])
     cmd = "bench/.venv-peers/bin/python bench/run.py " + " ".join(argv or sys.argv[1:])
     doc.setdefault("remeasured", []).append(
         {"command": cmd, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-         "cells": [[r["cell"], r["system"]] for r in results]})
+         "cells": pairs})
     target.write_text(json.dumps(doc, indent=1))
-    log(f"merged {len(results)} entries into {target}")
+    log(f"merged {len(pairs)} entries into {target}")
     return 0
 
 

@@ -273,7 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
     RESULTS.mkdir(parents=True, exist_ok=True)
     if args.merge:
-        return _merge(RESULTS / args.merge, results, argv, log, args.s3)
+        return _merge(RESULTS / args.merge, results, argv, log, args.s3,
+                      {k: v for k, v in ingest.items() if k in ingest_systems}
+                      if args.fresh else None)
     name = f"{args.workload}{'-quick' if args.quick else ''}{args.tag}.json"
     cmd = "bench/.venv-peers/bin/python bench/run.py " + " ".join(argv or sys.argv[1:])
     doc = {"workload": args.workload, "data": w.name, "rows": n, "rows_b": n_b,

@@ -61,6 +61,16 @@ def test_repeats_interleave_and_a_replaced_remeasure_is_not_listed(tmp_path: Pat
     subprocess.run([*run[:2], "--render"], check=True, env=env, cwd=ROOT, timeout=60)
     md = (tmp_path / "BENCHMARKS.md").read_text()
     assert md.count("Re-measured 20") == 1, md
+    # --fresh with --merge re-ingests and replaces the ingest figures (no cells: none match)
+    assert len(doc["ingest"]["dload_arrow"]["runs"]) == 2
+    subprocess.run([*run, "--repeats", "1", "--fresh", "--cells", "mode=none", "--merge",
+                    "image.json"], check=True, env=env, cwd=ROOT, timeout=180)
+    doc = json.loads((tmp_path / "results" / "image.json").read_text())
+    assert len(doc["ingest"]["dload_arrow"]["runs"]) == 1
+    assert doc["remeasured"][-1]["cells"] == [[{"mode": "ingest", "cache": "-", "workers": 0,
+                                                "unit": "-"}, "dload_arrow"]]
+    subprocess.run([*run[:2], "--render"], check=True, env=env, cwd=ROOT, timeout=60)
+    assert "(dload_arrow ingest)" in (tmp_path / "BENCHMARKS.md").read_text()
 
 
 @pytest.mark.integration
