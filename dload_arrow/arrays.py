@@ -19,9 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["binary_array", "bool_array", "int64_array", "numpy_values", "scalar",
-           "string_array", "typed_array",
-           "inferred_type"]
+__all__ = ["binary_array", "bool_array", "inferred_type", "int64_array", "numpy_values",
+           "scalar", "string_array", "typed_array"]
 
 
 def int64_array(values: Any) -> pa.Array:
@@ -165,6 +164,8 @@ def _from_buffers(values: Sequence[Any], t: pa.DataType) -> pa.Array | None:
             return None
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum([len(v) for v in values], out=offsets[1:])
+        if offsets[-1] >= 2**31:  # beyond 32-bit list offsets: pa.array decides
+            return None
         return pa.Array.from_buffers(t, n, [None, pa.py_buffer(offsets.astype(np.int32))],
                                      children=[child])
     ticks = pa.types.is_timestamp(t) or pa.types.is_duration(t)  # int64 ticks of a unit
