@@ -185,7 +185,8 @@ def _from_buffers(values: Sequence[Any], t: pa.DataType) -> pa.Array | None:
         return pa.Array.from_buffers(t, n, [bits, packed], null_count=nulls)
     dtype = np.dtype(np.int64 if ticks else t.to_pandas_dtype())
     try:
-        data = np.fromiter((0 if v is None else v for v in values), dtype, n)
+        with np.errstate(over="ignore"):  # a float beyond float32 becomes inf, as in pa.array
+            data = np.fromiter((0 if v is None else v for v in values), dtype, n)
     except OverflowError:  # out of the type's range: pa.array raises the proper error
         return None
     if want is int and valid.any() and not _fits(values, data):
