@@ -217,6 +217,27 @@ def test_filters_that_do_not_fit_the_schema_are_refused(
         shared_repo.dataset("a").where(text)
 
 
+def test_integer_literals_take_the_column_type(repo: Repository) -> None:
+    # an int64 literal against uint64 values above 2**63 - 1 made Arrow cast the column to
+    # int64 and fail; the literal now takes the column's type when it fits
+    big = pa.table({"__key__": ["a", "b", "c", "d"],
+                    "n": pa.array([1, 2**63, 2**64 - 1, None], pa.uint64())})
+    repo.commit("big", big, progress=False)
+    ds = repo.dataset("big")
+    assert keys(ds.where("n > 5").to_arrow()) == ["b", "c"]
+    assert keys(ds.where("n IN (1, 3)").to_arrow()) == ["a"]
+    assert keys(ds.where("n <= 1 OR n IS NULL").to_arrow()) == ["a", "d"]
+    # Arrow's expression filter refused an integer literal against a decimal column
+    import decimal
+
+    dec = pa.table({"__key__": ["x", "y"], "d": pa.array([decimal.Decimal("3.00"),
+                                                        decimal.Decimal("1.50")],
+                                                       pa.decimal128(5, 2))})
+    repo.commit("dec", dec, progress=False)
+    assert keys(repo.dataset("dec").where("d = 3").to_arrow()) == ["x"]
+    assert keys(repo.dataset("dec").where("d < 2").to_arrow()) == ["y"]
+
+
 def test_string_literals_compare_with_time_columns(repo: Repository) -> None:
     import datetime as dt
 

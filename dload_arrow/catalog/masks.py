@@ -70,13 +70,28 @@ def _value(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
     return scalar(node.value)
 
 
+def _like(value: pa.Scalar, t: pa.DataType) -> pa.Scalar:
+    """An integer literal as the integer column's type when it fits: an int64 literal
+    against a uint64 column would make Arrow cast the column to int64 (and fail above
+    2**63 - 1); otherwise the literal as it is (the kernels then find a common type)."""
+    if pa.types.is_integer(t) and pa.types.is_integer(value.type):
+        try:
+            return value.cast(t)
+        except (pa.ArrowInvalid, OverflowError):
+            return value
+    return value
+
+
 def _eval(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
     if isinstance(node, Literal):
         return scalar(node.value)
     if isinstance(node, Compare):
         if any(isinstance(s, Literal) and s.value is None for s in (node.left, node.right)):
             return scalar(None)  # x = NULL is unknown for every row, as in SQL
-        return _KERNELS[node.op](_value(node.left, data), _value(node.right, data))
+        left, right = _value(node.left, data), _value(node.right, data)
+        if isinstance(right, pa.Scalar) and not isinstance(left, pa.Scalar):
+            right = _like(right, left.type)
+        return _KERNELS[node.op](left, right)
     if isinstance(node, IsNull):
         assert isinstance(node.operand, Column)
         nulls = pc.is_null(_column(node.operand.name, data))
