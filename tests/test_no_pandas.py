@@ -210,6 +210,39 @@ def test_tensor_columns_from_numpy_equal_pa_array() -> None:
     assert _from_buffers(other, t) is None and typed_array(other, t).equals(pa.array(other, t))
 
 
+def test_a_float_beyond_float32_becomes_inf_without_a_warning() -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = _from_buffers([1e300, None, -1e300], pa.float32())
+    assert got is not None and got.equals(pa.array([1e300, None, -1e300], pa.float32()))
+
+
+BUDGET = """
+import sys
+from dload_arrow.arrays import BUFFER_VALUES, typed_array
+import pyarrow as pa
+small = typed_array(list(range(1000)), pa.int64())
+assert "pandas" not in sys.modules, "a small column went through pa.array"
+big = list(range(BUFFER_VALUES))
+typed_array(big, pa.int64())  # spends the budget
+last = typed_array(list(range(10)), pa.int64())
+assert last.equals(small.slice(0, 10))
+print("pandas" in sys.modules)
+"""
+
+
+def test_typed_arrays_leave_large_volumes_to_pa_array() -> None:
+    # building from buffers is slower per value: after BUFFER_VALUES values in a process,
+    # pa.array (which imports pandas, once) builds the columns
+    pytest.importorskip("pandas")
+    done = subprocess.run([sys.executable, "-c", BUDGET], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"
+
+
 def test_numpy_values_with_nulls_fall_back_to_arrow() -> None:
     arr = pa.array([1.5, None, 3.0])
     np.testing.assert_array_equal(numpy_values(arr), [1.5, np.nan, 3.0])
