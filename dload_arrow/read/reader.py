@@ -31,7 +31,8 @@ from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.readahead import Starving, read_ahead
 
-__all__ = ["DECODE_AHEAD", "all_units", "iter_units", "one_batch", "projection"]
+__all__ = ["DECODE_AHEAD", "all_units", "iter_units", "one_batch", "projection",
+           "threads_pay_off"]
 
 DECODE_AHEAD = 3  # row groups decoded ahead of the consumer, in a background thread
 _FOOTERS = 64
@@ -84,6 +85,28 @@ def one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
     return batch
 
 
+def threads_pay_off(row_group: pq.RowGroupMetaData, names: Sequence[str]) -> bool:
+    """Whether decoding the columns ``names`` of row groups like ``row_group`` gains from
+    Arrow's threads (one task per column).
+
+    Only when the columns besides the largest hold at least half its bytes: there is then
+    work to run beside it (tabular rows decode 17% faster with threads). When one column
+    holds nearly all the bytes (images, token sequences) nothing runs beside it, and the
+    tasks' hand-offs cost CPU: 25-30% more for the image workload's row groups, whose
+    sequential batches went 270k -> 330k rows/s without them (bench/notes/speed-work.md,
+    "Ninth session"). The reader's own threads already decode units in parallel.
+    """
+    sizes = dict.fromkeys(names, 0)
+    for i in range(row_group.num_columns):
+        column = row_group.column(i)
+        path = column.path_in_schema  # a list's values are "name.list.element"
+        for name in sizes:
+            if path == name or path.startswith(name + "."):
+                sizes[name] += column.total_uncompressed_size
+    largest = max(sizes.values(), default=0)
+    return sum(sizes.values()) - largest >= largest / 2
+
+
 class _Decoder:
     """Decodes row groups of one file at a time, with projection and predicate."""
 
@@ -91,9 +114,14 @@ class _Decoder:
         self.schema = schema
         self.predicate = predicate
         self.read_all = False  # set once the predicate needs columns outside the projection
+        self.threads: bool | None = None  # threads_pay_off, decided on the first row group
 
     def decode(self, pf: pq.ParquetFile, rg: int) -> pa.RecordBatch:
-        got = self.decode_with(lambda cols: pf.read_row_group(rg, columns=cols))
+        if self.threads is None:
+            self.threads = threads_pay_off(pf.metadata.row_group(rg), self.schema.names)
+        threads = self.threads
+        got = self.decode_with(
+            lambda cols: pf.read_row_group(rg, columns=cols, use_threads=threads))
         assert got is not None
         return got
 
