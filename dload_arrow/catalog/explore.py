@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.arrays import pylist
 from dload_arrow.catalog.files import ShardFiles, shard_files
 from dload_arrow.catalog.filtering import prune_units
 from dload_arrow.catalog.predicate import (
@@ -105,8 +106,8 @@ def _stats_rows(manifest: Manifest, units: Sequence[tuple[int, int]] | None) -> 
         else:
             lo_col, hi_col, nulls_col = f"rg_min.{c}", f"rg_max.{c}", f"rg_nulls.{c}"
         if lo_col in t.column_names:
-            lo, hi = t.column(lo_col).to_pylist(), t.column(hi_col).to_pylist()
-            nulls_l = t.column(nulls_col).to_pylist() if nulls_col else None
+            lo, hi = pylist(t.column(lo_col)), pylist(t.column(hi_col))
+            nulls_l = pylist(t.column(nulls_col)) if nulls_col else None
             mins = [lo[s][r] for s, r in chosen if lo[s][r] is not None]
             maxs = [hi[s][r] for s, r in chosen if hi[s][r] is not None]
             nulls = sum(nulls_l[s][r] for s, r in chosen) if nulls_l else 0

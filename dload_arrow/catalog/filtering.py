@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.arrays import scalar, string_array
+from dload_arrow.arrays import pylist, scalar, string_array
 from dload_arrow.catalog.masks import row_mask
 from dload_arrow.catalog.predicate import (
     And,
@@ -103,7 +103,7 @@ class _Compiler:
             return node
         if kind == "temporal" and lit == "string":
             try:
-                return Literal(string_array([node.value]).cast(field.type)[0].as_py())
+                return Literal(pylist(string_array([node.value]).cast(field.type))[0])
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 raise self.error(f"{node.value!r} is not a {field.type} value: {e}") from e
         raise self.error(

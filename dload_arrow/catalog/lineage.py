@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from dload_arrow.arrays import table_rows
 from dload_arrow.sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -42,19 +43,19 @@ class Lineage:
     @property
     def parents(self) -> list[dict[str, Any]]:
         """Direct inputs (depth 1) as dicts."""
-        return [r for r in self.ancestors.to_pylist() if r["depth"] == 1]
+        return [r for r in table_rows(self.ancestors) if r["depth"] == 1]
 
     @property
     def children(self) -> list[dict[str, Any]]:
         """Versions made directly from this one (depth 1) as dicts."""
-        return [r for r in self.descendants.to_pylist() if r["depth"] == 1]
+        return [r for r in table_rows(self.descendants) if r["depth"] == 1]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (times as ISO strings), for ``dload log --json``."""
         def rows(t: pa.Table) -> list[dict[str, Any]]:
             return [
                 {k: v.isoformat() if isinstance(v, dt.datetime) else v for k, v in r.items()}
-                for r in t.to_pylist()
+                for r in table_rows(t)
             ]
 
         return {
@@ -71,7 +72,7 @@ class Lineage:
             out.append(f"{title} (steps away, relation, version):")
             if not table.num_rows:
                 out.append("  (none)")
-            for r in table.to_pylist():
+            for r in table_rows(table):
                 rows = "removed" if r["num_rows"] is None else f"{r['num_rows']} rows"
                 out.append(
                     f"  {arrow} {r['depth']} {r['relation']:<7} "
@@ -81,7 +82,7 @@ class Lineage:
         chain("ancestors", self.ancestors, "<-")
         chain("descendants", self.descendants, "->")
         out.append("ref moves:")
-        for r in self.moves.to_pylist():
+        for r in table_rows(self.moves):
             when = r["time"].strftime("%Y-%m-%d %H:%M:%S") if r["time"] else "?"
             prev = (r["previous"] or "-")[:12]
             new = (r["version"] or "-")[:12]
@@ -89,7 +90,7 @@ class Lineage:
                        f"by {r['user']}@{r['host']}")
         if self.shared.num_rows:
             out.append("shards shared with other versions:")
-            for r in self.shared.to_pylist():
+            for r in table_rows(self.shared):
                 out.append(
                     f"  {r['version'][:12]} shares {r['shared_shards']}/{r['shards']} shards "
                     f"({format_bytes(r['shared_bytes'])}) with "

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dload_arrow.arrays import pylist
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -56,11 +57,11 @@ class _Stats:
                 self._cols[name] = None
             else:
                 nulls_col = f"rg_nulls.{name}"
-                nulls = (self.table.column(nulls_col).to_pylist() if nulls_col in names
+                nulls = (pylist(self.table.column(nulls_col)) if nulls_col in names
                          else [[0] * len(r) for r in self.rows])
                 typ = self.manifest.schema.field(name).type
-                self._cols[name] = (self.table.column(lo).to_pylist(),
-                                    self.table.column(hi).to_pylist(), nulls,
+                self._cols[name] = (pylist(self.table.column(lo)),
+                                    pylist(self.table.column(hi)), nulls,
                                     pa.types.is_floating(typ))
         return self._cols[name]
 

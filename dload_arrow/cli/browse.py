@@ -8,6 +8,7 @@ from typing import Any
 import click
 import pyarrow as pa
 
+from dload_arrow.arrays import table_rows
 from dload_arrow.cli.output import (
     emit,
     json_option,
@@ -184,7 +185,7 @@ def head(spec: str, n: int, root: str | None, cache_dir: str | None, cache_budge
     repo = open_repo(root, cache_dir, cache_budget)
     name, version = parse_spec(spec)
     ds = repo.dataset(name, version)
-    rows = _head_table(ds, n).to_pylist()
+    rows = table_rows(_head_table(ds, n))
     emit(rows, as_json, lambda: print_table(rows))
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from dload_arrow.arrays import table_rows
 from dload_arrow.cli.output import (
     emit,
     json_option,
@@ -229,7 +230,7 @@ def sql(query: str, params: tuple[str, ...], limit: int, root: str | None,
     """
     bound = parse_assignments(params, "--param")
     table = open_repo(root, cache_dir, cache_budget).sql(query, **bound)
-    rows = table.to_pylist()
+    rows = table_rows(table)
     if as_json:
         emit(rows, True)
         return

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from dload_arrow.arrays import table_rows
 from dload_arrow.cli.demo_data import CLASSES, write_archive, write_folder
 from dload_arrow.cli.output import emit, json_option, open_repo, print_table
 from dload_arrow.sizes import format_bytes
@@ -96,7 +97,7 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
     query = ("select name, num_versions, num_rows, num_bytes, num_shards from datasets "
              "where name like 'demo-%' order by name")
     table = step("sql", lambda: repo.sql(query))
-    rows = table.to_pylist()
+    rows = table_rows(table)
     out["sql"] = {"query": query, "rows": rows}
     _say(quiet, f"4. SQL over the catalog: {query}")
     if not quiet:

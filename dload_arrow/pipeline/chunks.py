@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.arrays import int64_array, numpy_values
+from dload_arrow.arrays import int64_array, numpy_values, pylist
 from dload_arrow.read.samples import batch_to_samples
 from dload_arrow.store.rows import field_shape
 
@@ -61,7 +61,7 @@ def column_values(batch: pa.RecordBatch, i: int) -> Any:
         col.null_count == 0
     ):
         return numpy_values(col)
-    return col.to_pylist()
+    return pylist(col)
 
 
 def row_dicts(batch: pa.RecordBatch) -> list[dict[str, Any]]:

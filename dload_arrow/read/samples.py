@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.arrays import numpy_values
+from dload_arrow.arrays import numpy_values, pylist
 from dload_arrow.store.rows import field_shape
 
 __all__ = ["batch_to_samples", "column_values", "iter_samples", "row_to_sample"]
@@ -26,7 +26,7 @@ def column_values(field: pa.Field, arr: pa.Array | pa.ChunkedArray) -> list[Any]
         arr = arr.combine_chunks()
     shape = field_shape(field)
     if shape is None or not pa.types.is_fixed_size_list(arr.type):
-        return arr.to_pylist()
+        return pylist(arr)
     n = len(arr)
     if arr.null_count == 0:
         flat = arr.flatten()  # honours the array's offset

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from dload_arrow.arrays import numpy_values
+from dload_arrow.arrays import numpy_values, pylist
 from dload_arrow.store.rows import field_shape
 
 __all__ = ["collate", "column_to_tensor", "sample_to_torch", "to_torch"]
@@ -60,19 +60,19 @@ def column_to_tensor(column: pa.Array | pa.ChunkedArray, field: pa.Field | None 
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     typ = column.type
     if column.null_count:
-        return column.to_pylist()
+        return pylist(column)
     if _numeric(typ):
         return _from_numpy(_flat_numpy(column))
     if pa.types.is_fixed_size_list(typ) and _numeric(typ.value_type):
         values = column.flatten()  # honours the array's offset, no copy
         if values.null_count:
-            return column.to_pylist()
+            return pylist(column)
         shape = field_shape(field) if field is not None else None
         if shape is None:
             shape = (typ.list_size,)
         flat = _flat_numpy(values)
         return _from_numpy(flat.reshape((len(column), *shape)))
-    return column.to_pylist()
+    return pylist(column)
 
 
 def to_torch(item: Any, schema: pa.Schema | None = None) -> Any:
