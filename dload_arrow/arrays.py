@@ -52,14 +52,18 @@ def string_array(values: Sequence[str]) -> pa.Array:
 
 
 def scalar(value: Any) -> pa.Scalar:
-    """``value`` (None, bool, int, float, str or bytes) as an Arrow scalar of the type
-    ``pa.scalar`` infers (None: a null boolean); other values go through ``pa.scalar``."""
+    """``value`` (None, bool, int, float, str, bytes or datetime) as an Arrow scalar of the
+    type ``pa.scalar`` infers (None: a null boolean; an int from 2**63 to 2**64 - 1: uint64,
+    where ``pa.scalar`` fails); other values go through ``pa.scalar``."""
     if value is None:
         return pa.nulls(1, pa.bool_())[0]
     if isinstance(value, bool):
         return bool_array([value])[0]
     if isinstance(value, int) and -(2**63) <= value < 2**63:
         return int64_array([value])[0]
+    if isinstance(value, int) and 2**63 <= value < 2**64:  # pa.scalar fails: not an int64
+        data = np.asarray([value], np.uint64)
+        return pa.Array.from_buffers(pa.uint64(), 1, [None, pa.py_buffer(data)])[0]
     if isinstance(value, float):
         data = np.asarray([value], np.float64)
         return pa.Array.from_buffers(pa.float64(), 1, [None, pa.py_buffer(data)])[0]

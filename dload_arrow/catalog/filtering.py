@@ -98,7 +98,12 @@ class _Compiler:
         if not isinstance(node, Literal) or not isinstance(other, Column):
             return node
         field = self.column(other.name)
-        kind, lit = _kind(field.type), _literal_kind(node.value)
+        value = node.value
+        if isinstance(value, int) and not isinstance(value, bool) and not (
+                -(2**63) <= value < 2**64):
+            raise self.error(f"{value} does not fit in 64 bits (no column holds it); use a "
+                             f"float literal ({float(value):g}) to compare by magnitude")
+        kind, lit = _kind(field.type), _literal_kind(value)
         if lit == "null" or kind == lit:
             return node
         if kind == "temporal" and lit == "string":

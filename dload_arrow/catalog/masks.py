@@ -11,6 +11,7 @@ tests/test_where.py checks that both give the same rows.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import pyarrow as pa
@@ -70,16 +71,43 @@ def _value(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
     return scalar(node.value)
 
 
-def _like(value: pa.Scalar, t: pa.DataType) -> pa.Scalar:
-    """An integer literal as the integer column's type when it fits: an int64 literal
-    against a uint64 column would make Arrow cast the column to int64 (and fail above
-    2**63 - 1); otherwise the literal as it is (the kernels then find a common type)."""
-    if pa.types.is_integer(t) and pa.types.is_integer(value.type):
-        try:
-            return value.cast(t)
-        except (pa.ArrowInvalid, OverflowError):
-            return value
-    return value
+_FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_BEYOND = 2**200  # an integer outside every integer column's range
+
+
+def _compare(op: str, column: Any, v: Any) -> Any:
+    """``column <op> value`` for a column and a literal.
+
+    An integer column compared with a literal of another type would make Arrow cast the
+    column to a common type: a uint64 column to int64 for ``u > -1`` (failing above
+    2**63 - 1), an integer column to float64 for ``n > 1.5`` (failing above 2**53). Here the
+    literal becomes an integer of the column's type instead (``n > 1.5`` is ``n > 1``), and
+    a literal beyond the type's range gives every non-null row the same answer.
+    """
+    t = column.type
+    if pa.types.is_integer(t) and isinstance(v, float) and not math.isnan(v):
+        op, v = _integral(op, v)
+    if not pa.types.is_integer(t) or not isinstance(v, int) or isinstance(v, bool):
+        return _KERNELS[op](column, scalar(v))
+    bits = t.bit_width
+    lo, hi = (0, 2**bits - 1) if pa.types.is_unsigned_integer(t) else (
+        -(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if lo <= v <= hi:
+        return _KERNELS[op](column, scalar(v).cast(t))
+    holds = op in (("<", "<=", "!=") if v > hi else (">", ">=", "!="))
+    # true (or false) for every row, null where the column is null, as SQL says
+    return pc.equal(column, column) if holds else pc.not_equal(column, column)
+
+
+def _integral(op: str, v: float) -> tuple[str, int]:
+    """``x <op> v`` for a float ``v`` as ``x <op'> n`` for an integer ``n`` (x an integer)."""
+    if math.isinf(v):
+        return op, _BEYOND if v > 0 else -_BEYOND
+    if v == int(v):
+        return op, int(v)
+    if op in ("=", "!="):
+        return op, _BEYOND  # never equal
+    return op, math.floor(v) if op in (">", "<=") else math.ceil(v)
 
 
 def _eval(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
@@ -88,10 +116,11 @@ def _eval(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
     if isinstance(node, Compare):
         if any(isinstance(s, Literal) and s.value is None for s in (node.left, node.right)):
             return scalar(None)  # x = NULL is unknown for every row, as in SQL
-        left, right = _value(node.left, data), _value(node.right, data)
-        if isinstance(right, pa.Scalar) and not isinstance(left, pa.Scalar):
-            right = _like(right, left.type)
-        return _KERNELS[node.op](left, right)
+        if isinstance(node.left, Column) and isinstance(node.right, Literal):
+            return _compare(node.op, _column(node.left.name, data), node.right.value)
+        if isinstance(node.left, Literal) and isinstance(node.right, Column):
+            return _compare(_FLIPPED[node.op], _column(node.right.name, data), node.left.value)
+        return _KERNELS[node.op](_value(node.left, data), _value(node.right, data))
     if isinstance(node, IsNull):
         assert isinstance(node.operand, Column)
         nulls = pc.is_null(_column(node.operand.name, data))
