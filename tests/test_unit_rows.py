@@ -151,3 +151,27 @@ def test_taken_tensor_rows_become_tensors_without_another_copy() -> None:
     assert torch.equal(out["img"], torch.from_numpy(images[order]))
     column = got.column(got.schema.get_field_index("img"))
     assert out["img"].data_ptr() == column.flatten().buffers()[1].address
+
+
+@settings(max_examples=60, deadline=None)
+@given(which=st.integers(0, len(COPIED) - 1),
+       sizes=st.lists(st.integers(0, 10), min_size=2, max_size=7),
+       cut=st.integers(1, 6), nulls=st.booleans(), seed=st.integers(0, 2**16),
+       data=st.data())
+def test_extended_rows_take_as_if_built_at_once(which: int, sizes: list[int], cut: int,
+                                                nulls: bool, seed: int,
+                                                data: st.DataObject) -> None:
+    """A full shuffle's window grows: ``extended`` reuses the columns built for the first
+    units and must take exactly what a UnitRows over all of them takes."""
+    batches = units(COPIED[which], sizes, seed, nulls)
+    cut = min(cut, len(batches) - 1)
+    grown = UnitRows(batches[:cut]).prepare().extended(batches[cut:]).prepare()
+    whole = UnitRows(batches)
+    assert grown.num_rows == whole.num_rows
+    if not whole.num_rows:
+        return
+    offs = np.asarray(data.draw(st.lists(st.integers(0, whole.num_rows - 1), max_size=40)),
+                      np.int64)
+    got = grown.take(offs)
+    got.validate(full=True)
+    assert got.equals(whole.take(offs))

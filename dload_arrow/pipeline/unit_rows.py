@@ -81,6 +81,28 @@ class UnitRows:
                 columns.append(arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays))
         return columns
 
+    def extended(self, more: Sequence[pa.RecordBatch]) -> UnitRows:
+        """These rows, then the rows of ``more``; the columns built for these are reused
+        (views and concatenations of the new units only: a full shuffle's window grows)."""
+        out = UnitRows(self.batches + list(more), once=self._once)
+        if self._built is None or not more or not self.num_rows:  # (no rows: undecided)
+            return out
+        added = UnitRows(list(more), once=self._once)
+        joined: list[pa.Array | pa.ChunkedArray | _Values] = []
+        for i, (field, old) in enumerate(zip(self.schema, self._built, strict=True)):
+            arrays = [b.column(i) for b in added.batches]
+            if isinstance(old, _Values):
+                new = _Values.of(field.type, arrays)
+                if new is None:  # e.g. a buffer over 2 GB: build everything again
+                    return out
+                joined.append(old.joined(new))
+            elif isinstance(old, pa.ChunkedArray):
+                joined.append(pa.chunked_array(old.chunks + arrays, field.type))
+            else:
+                joined.append(pa.concat_arrays([old, *arrays]))
+        out._built = joined
+        return out
+
     @property
     def copied_columns(self) -> list[str]:
         """The columns whose values are copied from their units (the rest are concatenated)."""
@@ -208,6 +230,20 @@ class _Values:
             valid = np.concatenate([numpy_values(a.is_valid())
                                     for a in arrays])
         return cls(t, parts[0] if len(parts) == 1 else pa.concat_arrays(parts), valid)
+
+    def joined(self, other: _Values) -> _Values:
+        """These values, then ``other``'s (views concatenated, bytes shared)."""
+        def views(v: _Values) -> pa.Array:
+            return pa.Array.from_buffers(pa.binary_view(), len(v._views),
+                                         [None, v._views.buffers()[1], *v._data],
+                                         offset=v._views.offset)
+
+        valid = None
+        if self._valid is not None or other._valid is not None:
+            valid = np.concatenate([
+                v._valid if v._valid is not None else np.ones(len(v._views), bool)
+                for v in (self, other)])
+        return _Values(self.type, pa.concat_arrays([views(self), views(other)]), valid)
 
     def take(self, offs: np.ndarray, indices: pa.Array) -> pa.Array:
         """Rows ``offs`` (``indices``: the same as an Arrow array) as one array, each value

@@ -129,6 +129,7 @@ class Window:
     # item mode: the same rows in storage order, released after ``items``: freeing them in the
     # order they were allocated is 2.5x faster than in shuffled order (1.7 vs 4.2 ms a window)
     storage: list[Any] | None = None
+    full: Any = None  # the full shuffle's window: a FullRows, filled while in use
 
 
 def needed_units(plan: Any, w0: int, index: int, count: int, block: int) -> np.ndarray:

@@ -2,27 +2,23 @@
 
 A window (one unit when sequential, about ``buffer`` rows when windowed, everything when full)
 is *made* from the decoded batches of its units: for sequential and windowed orders, into one
-batch of this consumer's rows already in epoch order, so that every chunk handed out is a
-zero-copy slice of it; for the full shuffle, and for an unsharded consumer's windows of
-large rows (:func:`~dload_arrow.pipeline.window_layout.takes_per_chunk`), into a
-:class:`~dload_arrow.pipeline.unit_rows.UnitRows` over its units that each chunk takes its
-rows from (a whole permuted copy of the dataset would double the memory; a whole permuted copy
-of a window of images costs more than the chunks' takes). Either way a large value is copied
-once, from its unit into the output.
+batch of this consumer's rows in epoch order, every chunk a zero-copy slice of it; for an
+unsharded consumer's windows of large rows (:func:`~dload_arrow.pipeline.window_layout.
+takes_per_chunk`), into a :class:`~dload_arrow.pipeline.unit_rows.UnitRows` that each chunk
+takes its rows from. Either way a large value is copied once, from its unit into the output.
+The full shuffle's one window is filled while in use, in the order the epoch first needs its
+units (:mod:`~dload_arrow.pipeline.full_window`): its first chunk goes out after a few units.
 
 While the consumer works through window ``w``, a background thread makes the next shuffled
-window this consumer needs: decoding (in the reader's own thread) and gathering (``UnitRows``)
-run in C++ without the GIL, so they overlap the consumer's Python work. The consumer releases
-``w`` when it asks for the next window, so at most two windows are alive (the one being made
-includes its decoded units). A sequential window, just the next decoded unit, is made on the
-consumer's thread: a hand-off per unit made sequential items 1.5x slower.
+window: decoding (in the reader's own thread) and gathering run in C++ without the GIL, so
+they overlap the consumer's Python work. The consumer releases ``w`` when it asks for the next
+window, so at most two windows are alive. A sequential window, just the next decoded unit, is
+made on the consumer's thread: a hand-off per unit made sequential items 1.5x slower.
 
 When the consumer turns every chunk into Python items anyway (:meth:`Node.prefer_items`) and
 a row's data outweighs its Python objects (``items_pay_off``: images, token tensors), a
-shuffled window is made of items: each decoded unit is converted once, in storage order, and
-the objects are permuted (no Arrow gather, a copy of every row). Both ways give the same rows
-in the same order (tests/test_pipeline_shard.py). A sharded full shuffle keeps only its own
-rows (``OwnRows``) and checks them against the available memory first.
+shuffled window is made of items: each decoded unit converted once, the objects permuted (no
+Arrow gather). Both ways give the same rows in the same order (tests/test_pipeline_shard.py).
 """
 
 from __future__ import annotations
@@ -35,12 +31,11 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.pipeline.chunks import Chunk, row_dicts
+from dload_arrow.pipeline.full_window import chunk_cap, first_need_order, start_full
 from dload_arrow.pipeline.node import POSITION, Node, State
 from dload_arrow.pipeline.unit_rows import UnitRows
 from dload_arrow.pipeline.window_layout import (
-    OwnRows,
     Window,
-    check_memory,
     items_pay_off,
     needed_units,
     projected,
@@ -83,6 +78,9 @@ class DatasetNode(Node):
         p = int(self._pos(int(self._own(self.p))))
         if self._win is None and self._ahead is None and p < self.n:
             w = self.plan.window_of(p)
+            if self.plan.mode == "full":
+                self._win = self._begin_full(w)
+                return
             self._start_reader(w)
             self._ahead = (w, self._window_pool().submit(self._make, w))
 
@@ -108,9 +106,12 @@ class DatasetNode(Node):
                 self._stop_reader()
                 raise StopIteration
             w = self.plan.window_of(p)
-            wend = int(self.plan.window_starts[w + 1])
-            k1 = min(int(self._own(wend)), k0 + self.pipe.chunk_rows)
             win = self._enter(w)
+            wend = int(self.plan.window_starts[w + 1])
+            cap = self.pipe.chunk_rows
+            if win.full is not None:  # small first chunks (a function of the position)
+                cap = chunk_cap(k0, cap)
+            k1 = min(int(self._own(wend)), k0 + cap)
             self.p = int(self._pos(k1 - 1)) + 1
             if win.ordered:
                 if win.items is not None:
@@ -118,15 +119,20 @@ class DatasetNode(Node):
                 assert isinstance(win.batch, pa.RecordBatch)
                 out = win.batch.slice(k0 - win.first, k1 - k0)
             else:
-                assert win.units is not None and win.offs is not None
                 u, r = self.plan.locate(self._pos(np.arange(k0, k1, dtype=np.int64)))
-                offs = win.offs[np.searchsorted(win.units, u)] + r
+                if win.full is not None:  # waits for the units of these rows
+                    held: Any = win.full.rows(u)
+                    offs = win.full.offset[u] + r
+                else:
+                    assert win.units is not None and win.offs is not None
+                    held = win.items if win.items is not None else win.batch
+                    offs = win.offs[np.searchsorted(win.units, u)] + r
                 if win.index is not None:
                     offs = win.index[offs]
-                if win.items is not None:
-                    return [win.items[i] for i in offs.tolist()]
-                assert isinstance(win.batch, UnitRows)
-                out = win.batch.take(offs)
+                if isinstance(held, list):
+                    return [held[i] for i in offs.tolist()]
+                assert isinstance(held, UnitRows)
+                out = held.take(offs)
             pred = self.pipe.predicate
             if pred is not None:
                 out = filter_rows(out, pred)
@@ -153,6 +159,8 @@ class DatasetNode(Node):
         self._stop_reader()
 
     def _stop_reader(self) -> None:
+        if self._win is not None and self._win.full is not None:
+            self._win.full.stop = True  # the window thread stops at its next unit
         if self._ahead is not None:
             fut = self._ahead[1]
             fut.cancel()
@@ -179,6 +187,9 @@ class DatasetNode(Node):
         if self._win is not None and self._win.w == w:
             return self._win
         self._win = None  # the consumer is past it: its memory can go to the window being made
+        if self.plan.mode == "full":
+            self._win = self._begin_full(w)
+            return self._win
         hi = int(self.plan.window_bounds[w + 1])
         sync = self.plan.mode == "sequential"  # see the docstring
         if self._ahead is not None and self._ahead[0] == w:
@@ -224,9 +235,7 @@ class DatasetNode(Node):
         units: list[int] = []
         offsets: list[int] = []
         at = 0
-        own = self._own_rows() if plan.mode == "full" and self.count > 1 else None
         items: bool | None = None if self._items else False  # decided on the first rows
-        unchecked = plan.mode == "full"
         while self._ni < len(self._needed) and self._needed[self._ni] < hi:
             u = int(self._needed[self._ni])
             batch = next(self._reader)
@@ -235,29 +244,16 @@ class DatasetNode(Node):
                 continue  # a skipped window's unit, already on its way
             units.append(u)
             offsets.append(at)
-            if batch.num_rows and (items is None or unchecked):
-                if items is None:
-                    items = items_pay_off(batch)
-                if unchecked:  # a full shuffle holds every row it keeps: will they fit?
-                    unchecked = False
-                    held = own.count if own is not None else int(
-                        np.diff(plan.unit_starts)[self._needed].sum())
-                    check_memory(self.pipe.ds.name, batch, held, items)
-            n = batch.num_rows
-            if own is not None:
-                batch = own.keep(u, at, batch)
-            at += n
+            if batch.num_rows and items is None:
+                items = items_pay_off(batch)
+            at += batch.num_rows
             if items:
                 rows.extend(row_dicts(batch))
             else:
                 batches.append(batch)
         wunits, woffs = np.asarray(units, np.int64), np.asarray(offsets, np.int64)
-        index = None if own is None else own.index
+        first = int(self._own(int(plan.window_starts[w])))
         if items:
-            if plan.mode == "full":
-                return Window(w, None, False, units=wunits, offs=woffs, items=rows,
-                               index=index)
-            first = int(self._own(int(plan.window_starts[w])))
             end = int(self._own(int(plan.window_starts[w + 1])))
             u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
             sel = (woffs[np.searchsorted(wunits, u)] + r).tolist()
@@ -265,25 +261,23 @@ class DatasetNode(Node):
             return Window(w, None, True, first, items=[rows[i] for i in sel], storage=storage)
         # A sharded consumer's whole gather keeps only its own rows (1/count of the window);
         # taking per chunk would keep every row of the window in each consumer.
-        per_chunk = plan.mode == "full" or (
-            self.count == 1 and len(batches) > 1 and takes_per_chunk(batches))
+        per_chunk = self.count == 1 and len(batches) > 1 and takes_per_chunk(batches)
         if not batches:
             empty = pa.RecordBatch.from_pylist([], schema=schema_of(self.pipe, decoded=True))
-            return Window(w, empty, True, int(self._own(int(plan.window_starts[w]))))
+            return Window(w, empty, True, first)
         # large values are copied once, straight from their units
         unit_rows = UnitRows(batches, once=not per_chunk)
         if per_chunk:  # each chunk takes its rows (next)
-            return Window(w, unit_rows.prepare(), False, units=wunits, offs=woffs, index=index)
-        first = int(self._own(int(plan.window_starts[w])))
+            return Window(w, unit_rows.prepare(), False, units=wunits, offs=woffs)
         end = int(self._own(int(plan.window_starts[w + 1])))
         u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
         return Window(w, unit_rows.take(woffs[np.searchsorted(wunits, u)] + r), True, first)
 
-    def _own_rows(self) -> OwnRows:
-        """This consumer's rows of the full shuffle, by unit (the rest is not kept)."""
-        pos = self._pos(np.arange(int(self._own(self.n)), dtype=np.int64))
-        u, r = self.plan.locate(pos)
-        return OwnRows(u, r, np.diff(self.plan.unit_starts), self._needed)
+    def _begin_full(self, w: int) -> Window:
+        """The full shuffle's window, being filled (full_window.py)."""
+        self._start_reader(w)
+        assert self._reader is not None
+        return start_full(self, w, self._reader, self._needed, self._window_pool())
 
     def _start_reader(self, w: int) -> None:
         from dload_arrow.read.reader import iter_units
@@ -292,6 +286,11 @@ class DatasetNode(Node):
         pipe = self.pipe
         self._needed = needed_units(self.plan, w, self.index, self.count, self.block)
         self._ni = 0
+        if self.plan.mode == "full":  # decoded in the order the rows are read from here
+            k0 = int(self._own(self.p))
+            self._needed = first_need_order(
+                self.plan, lambda a, b: self._pos(np.arange(k0 + a, k0 + b, dtype=np.int64)),
+                int(self._own(self.n)) - k0, self._needed)
         units = [pipe.units[int(self.plan.order[u])] for u in self._needed.tolist()]
         columns = pipe.columns if pipe.predicate is None else None
         self._reader = iter_units(
