@@ -130,3 +130,19 @@ def test_first_chunk_of_a_full_shuffle_is_small_and_rows_are_exact(tmp_path: obj
     assert sorted(xs) == list(range(600)) and xs != list(range(600))
     items = [s["x"] for s in ds.shuffle(full=True, seed=3)]
     assert items == xs
+
+
+def test_full_shuffle_from_s3_gets_each_shard_once(s3_repo: Repository, s3_server: object
+                                                   ) -> None:
+    """Units read in rounds revisit shards; each is downloaded once an epoch all the same."""
+    rng = np.random.default_rng(0)
+    s3_repo.commit("d", [(f"k{i:04d}", {"x": i, "blob": rng.bytes(900)}) for i in range(400)],
+                   row_group_size=8_000, shard_size=60_000, progress=False)
+    ds = s3_repo.dataset("d")
+    shards = len(ds.manifest.shards)
+    assert shards >= 4
+    s3_server.clear()  # type: ignore[attr-defined]
+    xs = [s["x"] for s in ds.shuffle(full=True, seed=5)]
+    assert sorted(xs) == list(range(400))
+    gets = s3_server.count("GET", "shards/", ranged=False)  # type: ignore[attr-defined]
+    assert gets == shards
