@@ -94,7 +94,7 @@ def _timestamp(value: dt.datetime) -> pa.Scalar | None:
         name = zone.key
     elif zone is dt.UTC:
         name = "UTC"
-    elif isinstance(zone, dt.timezone) and not zone.utcoffset(None) % dt.timedelta(minutes=1):
+    elif isinstance(zone, dt.timezone) and not zone.utcoffset(None) % _MINUTE:
         offset = zone.utcoffset(None)
         sign, minutes = ("-" if offset < dt.timedelta(0) else "+"), abs(offset) // _MINUTE
         name = f"{sign}{minutes // 60:02d}:{minutes % 60:02d}"

@@ -76,7 +76,7 @@ _BEYOND = 2**200  # an integer outside every integer column's range
 
 
 def _compare(op: str, column: Any, v: Any) -> Any:
-    """``column <op> value`` for a column and a literal.
+    """``column <op> v`` for a column and a literal's value ``v`` (not None).
 
     An integer column compared with a literal of another type would make Arrow cast the
     column to a common type: a uint64 column to int64 for ``u > -1`` (failing above
