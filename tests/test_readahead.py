@@ -62,3 +62,33 @@ def test_closing_the_consumer_runs_the_sources_cleanup_before_returning() -> Non
     assert next(it) == 0
     it.close()
     assert cleaned == ["dload-read-ahead"]
+
+
+def test_a_stream_finalized_on_a_worker_thread_does_not_wait_for_its_producer() -> None:
+    """An abandoned reader may be garbage-collected on the second decoder's thread, which
+    the producer's cleanup (SecondDecoder.close) waits for: waiting there would deadlock (a
+    hang seen at the suite's exit). On dload's worker threads the close returns at once and
+    the producer still closes its source by itself."""
+    release, closed = threading.Event(), threading.Event()
+
+    def source() -> Iterator[int]:
+        try:
+            yield from range(10)
+        finally:
+            release.wait(10)  # like SecondDecoder.close waiting for its worker thread
+            closed.set()
+
+    stream = read_ahead(source(), depth=1)
+    assert next(stream) == 0
+    returned = threading.Event()
+
+    def finalize() -> None:
+        stream.close()
+        returned.set()
+
+    worker = threading.Thread(target=finalize, name="dload-decode_0")
+    worker.start()
+    assert returned.wait(3)  # it waited for the producer before
+    worker.join()
+    release.set()
+    assert closed.wait(5)  # the producer still ran the source's cleanup

@@ -297,3 +297,9 @@ def test_integer_columns_compare_with_any_number_literal(
     want = [k for k, x in zip(table.column("__key__").to_pylist(), values, strict=True)
             if x is not None and _OPS[op](x, v) != negated]  # exact: Python compares int/float
     assert keys(filter_rows(table, f.row_filter)) == want
+    # the literal on the left: the same comparison, mirrored
+    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}.get(op, op)
+    mirrored = compile_filter(f"{literal} {flipped} n", table.schema).row_filter
+    plain = [k for k, x in zip(table.column("__key__").to_pylist(), values, strict=True)
+             if x is not None and _OPS[op](x, v)]
+    assert keys(filter_rows(table, mirrored)) == plain

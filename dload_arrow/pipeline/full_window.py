@@ -103,7 +103,6 @@ class FullRows:
         self._built: UnitRows | None = None
         self._built_units = 0
         self._items_mode = False
-        self.checked = False  # fill: the memory check is done
         self.stop = False  # set by the consumer: the window thread stops at the next unit
 
     def add(self, u: int, at: int, kept: pa.RecordBatch | None, items: list[Any] | None,
@@ -177,7 +176,7 @@ def fill(rows: FullRows, reader: Iterator[pa.RecordBatch], needed: np.ndarray,
     is called with the first unit that has rows (does the whole window fit in memory?).
     """
     as_items: bool | None = None if items else False
-    at = 0
+    at, checked = 0, False
     try:
         for u in needed.tolist():
             if rows.stop:
@@ -186,8 +185,8 @@ def fill(rows: FullRows, reader: Iterator[pa.RecordBatch], needed: np.ndarray,
             n = batch.num_rows
             if n and as_items is None:
                 as_items = items_pay_off(batch)
-            if n and not rows.checked:
-                rows.checked = True
+            if n and not checked:
+                checked = True
                 check(batch, bool(as_items))
             if own is not None:
                 batch = own.keep(u, at, batch)

@@ -87,10 +87,9 @@ class UnitRows:
         out = UnitRows(self.batches + list(more), once=self._once)
         if self._built is None or not more or not self.num_rows:  # (no rows: undecided)
             return out
-        added = UnitRows(list(more), once=self._once)
         joined: list[pa.Array | pa.ChunkedArray | _Values] = []
         for i, (field, old) in enumerate(zip(self.schema, self._built, strict=True)):
-            arrays = [b.column(i) for b in added.batches]
+            arrays = [b.column(i) for b in more]
             if isinstance(old, _Values):
                 new = _Values.of(field.type, arrays)
                 if new is None:  # e.g. a buffer over 2 GB: build everything again

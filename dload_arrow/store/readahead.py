@@ -93,10 +93,18 @@ def read_ahead(items: Iterable[T], depth: int = 2,
             yield value
     finally:
         stop.set()
-        # A garbage-collected consumer may be finalized on the producer's own thread: it
-        # stops at its next item by itself and must not wait for itself.
-        while thread.is_alive() and thread is not threading.current_thread():
+        # A garbage-collected consumer may be finalized on any thread: the producer's own, or
+        # a worker the producer's cleanup waits for (the second decoder's pool). There it must
+        # not wait: the producer stops at its next item by itself and closes its source.
+        here = threading.current_thread()
+        while thread.is_alive() and thread is not here and not _worker(here):
             try:
                 q.get_nowait()
             except queue.Empty:
                 thread.join(timeout=0.05)
+
+
+def _worker(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is one of dload's own worker threads (read-ahead, decode, fetch,
+    window): they close a stream only by finalizing an abandoned one, never explicitly."""
+    return thread.name.startswith("dload-")
