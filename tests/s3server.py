@@ -41,6 +41,14 @@ class S3Server:
     #: Whole-object GETs of paths containing this text trickle out (see :meth:`throttle`).
     slow: tuple[str, float] | None = None
 
+    #: The next whole-object GET of a path containing this text breaks off after so many bytes.
+    torn: tuple[str, int] | None = None
+
+    def tear(self, contains: str, after: int) -> None:
+        """Break the connection of the next whole-object GET of a matching path after
+        ``after`` bytes of its body (a transfer torn mid-way); later GETs are served whole."""
+        self.torn = (contains, after)
+
     def throttle(self, contains: str, seconds: float) -> None:
         """Serve whole-object GETs of matching paths in 16 KiB pieces over about ``seconds``."""
         self.slow = (contains, seconds)
@@ -77,6 +85,14 @@ def _trickle(body: Any, seconds: float) -> Any:
         yield piece
 
 
+def _torn(body: Any, after: int) -> Any:
+    data = b"".join(body)
+    yield data[:after]
+    # Raising after the headers and some of the body makes werkzeug drop the connection: the
+    # client sees a response shorter than its Content-Length.
+    raise ConnectionAbortedError("test: transfer torn on purpose")
+
+
 def start_s3_server() -> S3Server:
     """Start moto's S3 server on a free loopback port, recording requests."""
     app = DomainDispatcherApplication(create_backend_app)
@@ -100,6 +116,10 @@ def start_s3_server() -> S3Server:
         with server._lock:
             server.requests.append(req)
         body = app(environ, sr)
+        torn = server.torn
+        if torn is not None and req.method == "GET" and not req.range and torn[0] in req.path:
+            server.torn = None
+            return _torn(body, torn[1])
         slow = server.slow
         if slow is None or req.method != "GET" or req.range or slow[0] not in req.path:
             return body

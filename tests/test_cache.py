@@ -17,6 +17,7 @@ import pytest
 from dload_arrow import ConfigError, InfeasiblePlanError, IntegrityError, Repository
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.cache import Cache, resolve_budget
+from dload_arrow.read.cache_space import VERIFIED_NS
 from dload_arrow.read.locks import FileLock
 from dload_arrow.store.names import shard_path
 
@@ -230,6 +231,25 @@ def test_a_truncated_cached_shard_is_fetched_again(memory_root: str, cache_dir: 
     os.truncate(path, entry.bytes - 10)
     assert sum(b.num_rows for b in repo.dataset("d").batches()) == 600
     assert os.path.getsize(path) == entry.bytes
+
+
+def test_a_cached_shard_touched_since_verified_is_hashed_again(memory_root: str,
+                                                               cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    entry = repo.manifest("d").shards[1]
+    repo.pull("d", progress=False)
+    cache = repo.read_context.cache()
+    path = cache.shard_file(entry.digest)
+    good = Path(path).read_bytes()
+    os.utime(path)  # same bytes, mtime moved: hashed again, kept
+    assert sum(b.num_rows for b in repo.dataset("d").batches()) == 600
+    assert Path(path).read_bytes() == good and os.stat(path).st_mtime_ns == VERIFIED_NS
+    flipped = bytearray(good)
+    flipped[len(flipped) // 2] ^= 0x01
+    Path(path).write_bytes(bytes(flipped))  # same size, other bytes: fetched again
+    assert sum(b.num_rows for b in repo.dataset("d").batches()) == 600
+    assert Path(path).read_bytes() == good and os.stat(path).st_mtime_ns == VERIFIED_NS
 
 
 def test_a_corrupt_shard_in_the_root_raises_integrity_error(memory_root: str,

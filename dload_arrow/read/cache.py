@@ -16,6 +16,7 @@ docs/DESIGN.md, "Reading and the cache".
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import threading
 import time
@@ -33,7 +34,6 @@ from dload_arrow.read.cache_space import (
     list_dir,
     resolve_budget,
 )
-from dload_arrow.read.hashing import FollowingHash, sha256_file
 from dload_arrow.read.locks import FileLock
 from dload_arrow.sizes import format_bytes
 from dload_arrow.storage import Storage, redact_url
@@ -179,7 +179,7 @@ class Cache(CacheSpace):
         except FileNotFoundError:
             return False
         if st.st_size == nbytes and (
-            st.st_mtime_ns == VERIFIED_NS or sha256_file(final) == digest
+            st.st_mtime_ns == VERIFIED_NS or _sha256_file(final) == digest
         ):
             os.utime(final, ns=(VERIFIED_NS, VERIFIED_NS))
             return True
@@ -190,22 +190,20 @@ class Cache(CacheSpace):
         tmp = self._reserve(digest, nbytes)
         try:
             got = ""
-            for attempt in range(2):  # one retry: a torn transfer is not a corrupt root
-                if attempt:
-                    open(tmp, "wb").close()  # the follower must not see the first try's bytes
-                # The sha256 follows the download (a thread hashing the temp file as it
-                # grows), so a shard is usable as soon as its last byte has arrived.
-                with FollowingHash(tmp) as follower:
-                    try:
-                        size = storage.download(shard_path(digest), tmp)
-                    except NotFoundError as e:
-                        raise NotFoundError(
-                            f"shard {digest} of dataset {dataset or '?'} is missing from "
-                            f"{redact_url(storage.url)}; the version is incomplete (was it "
-                            "removed by gc, or is the commit unfinished?)"
-                        ) from e
-                    got = (follower.finish() if size == nbytes
-                           else f"<{size} bytes, expected {nbytes}>")
+            for _attempt in range(2):  # one retry: a torn transfer is not a corrupt root
+                # The sha256 is fed as the bytes are written (no second read of the file), so
+                # a shard is usable as soon as its last byte has arrived.
+                hasher = hashlib.sha256()
+                try:
+                    size = storage.download(shard_path(digest), tmp, hasher)
+                except NotFoundError as e:
+                    raise NotFoundError(
+                        f"shard {digest} of dataset {dataset or '?'} is missing from "
+                        f"{redact_url(storage.url)}; the version is incomplete (was it "
+                        "removed by gc, or is the commit unfinished?)"
+                    ) from e
+                got = (hasher.hexdigest() if size == nbytes
+                       else f"<{size} bytes, expected {nbytes}>")
                 if got == digest:
                     break
             else:
@@ -267,3 +265,11 @@ class Cache(CacheSpace):
                     freed += size
         return freed
 
+
+def _sha256_file(path: str) -> str:
+    """The hex sha256 of a complete file (a cached shard checked again)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(4 * 2**20):
+            h.update(chunk)
+    return h.hexdigest()

@@ -13,9 +13,15 @@ from typing import Protocol, runtime_checkable
 
 from dload_arrow.errors import InvalidNameError
 
-__all__ = ["ObjectInfo", "Storage", "check_relpath", "redact_url"]
+__all__ = ["Digest", "ObjectInfo", "Storage", "check_relpath", "redact_url"]
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9._@=+,-]+$")
+
+
+class Digest(Protocol):
+    """What a download feeds its bytes to (``hashlib.sha256()``)."""
+
+    def update(self, data: bytes | memoryview, /) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -99,8 +105,12 @@ class Storage(Protocol):
         """Remove the object; absent objects are not an error."""
         ...
 
-    def download(self, path: str, dest: str) -> int:
-        """Stream the object into the local file ``dest``; return the byte count."""
+    def download(self, path: str, dest: str, digest: Digest | None = None) -> int:
+        """Stream the object into the local file ``dest``; return the byte count.
+
+        ``digest`` (a :mod:`hashlib` object) is fed every byte written, in order, as it is
+        written: the caller verifies a shard without reading the file a second time.
+        """
         ...
 
     def local_path(self, path: str) -> str | None:

@@ -11,9 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
 from dload_arrow.errors import NotFoundError, StorageError
-from dload_arrow.storage.base import ObjectInfo, check_relpath
+from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath
 
 __all__ = ["LocalStorage"]
+
+_COPY_CHUNK = 4 * 2**20
 
 
 class LocalStorage:
@@ -140,9 +142,15 @@ class LocalStorage:
         with suppress(FileNotFoundError):
             os.unlink(self._full(path))
 
-    def download(self, path: str, dest: str) -> int:
+    def download(self, path: str, dest: str, digest: Digest | None = None) -> int:
         try:
-            shutil.copyfile(self._full(path), dest)
+            if digest is None:
+                shutil.copyfile(self._full(path), dest)
+            else:
+                with open(self._full(path), "rb") as src, open(dest, "wb") as out:
+                    while chunk := src.read(_COPY_CHUNK):
+                        out.write(chunk)
+                        digest.update(chunk)
         except FileNotFoundError as e:
             raise NotFoundError(f"no object {path!r} under {self.url}") from e
         except OSError as e:

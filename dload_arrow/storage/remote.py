@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dload_arrow.errors import NotFoundError, StorageError
-from dload_arrow.storage.base import ObjectInfo, check_relpath, redact_url
+from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_url
+from dload_arrow.storage.s3_get import s3_download
 from dload_arrow.storage.shared_fs import shared_filesystem
 
 __all__ = ["FsspecStorage"]
@@ -252,16 +253,21 @@ class FsspecStorage:
         except Exception as e:
             raise self._wrap(e, path, "deleting") from e
 
-    def download(self, path: str, dest: str) -> int:
+    def download(self, path: str, dest: str, digest: Digest | None = None) -> int:
         full = self._full(path)
-        # One streaming GET per object: s3fs would otherwise open a GET, drop it, and fetch
-        # big objects in several ranged parts. Parallelism comes from fetching several
-        # shards at once, and one request per shard keeps request costs predictable.
-        kwargs = {"max_concurrency": 1} if self.protocol in ("s3", "s3a") else {}
         try:
-            self.fs.get_file(full, dest, **kwargs)
+            if self.protocol in ("s3", "s3a"):
+                # One streaming GET per object, hashed as written (storage/s3_get.py).
+                # Parallelism comes from fetching several shards at once, and one request
+                # per shard keeps request costs predictable.
+                return s3_download(self.fs, full, dest, digest)
+            self.fs.get_file(full, dest)
         except Exception as e:
             raise self._wrap(e, path, "downloading") from e
+        if digest is not None:
+            with open(dest, "rb") as f:
+                while chunk := f.read(4 * 2**20):
+                    digest.update(chunk)
         return os.path.getsize(dest)
 
     def local_path(self, path: str) -> str | None:

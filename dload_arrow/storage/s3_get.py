@@ -1,0 +1,77 @@
+"""One streaming GET of an S3 object into a local file, hashed as it is written.
+
+s3fs's ``get_file`` reads the response 64 KiB at a time, and the caller then had to read the
+file back to hash it: on a cold epoch that re-read and the small reads were a quarter of the
+client's CPU (bench/notes/speed-work.md, "Tenth session"). Here each read takes whatever the
+connection has buffered (up to :data:`READ_SIZE`) and feeds it to the file and the digest at
+once, on fsspec's event-loop thread (``hashlib`` releases the GIL).
+
+A transfer torn mid-way resumes with a ranged GET from the first missing byte, as s3fs does,
+up to the filesystem's ``retries``; the digest has seen every byte once, in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from dload_arrow.storage.base import Digest
+
+__all__ = ["READ_SIZE", "s3_download"]
+
+READ_SIZE = 8 * 2**20
+
+
+def _retryable() -> tuple[type[BaseException], ...]:
+    from s3fs.core import S3_RETRYABLE_ERRORS
+
+    return tuple(S3_RETRYABLE_ERRORS)
+
+
+def s3_download(fs: Any, full: str, dest: str, digest: Digest | None) -> int:
+    """Write object ``full`` (``bucket/key``) of s3fs filesystem ``fs`` to ``dest``; its size.
+
+    Raises what s3fs raises (``FileNotFoundError`` for a missing object).
+    """
+    from fsspec.asyn import sync
+
+    bucket, key, version = fs.split_path(full)
+    retryable = _retryable()
+    retries = max(1, int(getattr(fs, "retries", 5)))
+
+    async def get(start: int) -> Any:
+        kw: dict[str, Any] = dict(getattr(fs, "req_kw", {}))
+        if version:
+            kw["VersionId"] = version
+        if start:
+            kw["Range"] = f"bytes={start}-"
+        resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, **kw)
+        return resp["Body"]
+
+    async def run() -> int:
+        written, failures = 0, 0
+        body = await get(0)
+        try:
+            with open(dest, "wb") as f:
+                while True:
+                    try:
+                        chunk = await body.read(READ_SIZE)
+                    except retryable:
+                        failures += 1
+                        if failures >= retries:
+                            raise
+                        body.close()
+                        await asyncio.sleep(min(1.7**failures * 0.1, 15))
+                        body = await get(written)
+                        continue
+                    if not chunk:
+                        return written
+                    f.write(chunk)
+                    if digest is not None:
+                        digest.update(chunk)
+                    written += len(chunk)
+        finally:
+            body.close()
+
+    result: int = sync(fs.loop, run)
+    return result
