@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
 from dload_arrow.errors import (
     ConfigError,
     ConflictError,
@@ -16,19 +20,48 @@ from dload_arrow.errors import (
     StorageError,
     UnsafePathError,
 )
-from dload_arrow.ingest.archive import from_archive
-from dload_arrow.pipeline import (
-    Pipeline,
-    choice,
-    concat,
-    from_iterable,
-    mix,
-    random_stream,
-    select,
-    zip_with,
-)
-from dload_arrow.repository import Dataset, GcReport, Repository, VersionInfo
-from dload_arrow.store.commit import Version
+
+if TYPE_CHECKING:
+    from dload_arrow.ingest.archive import from_archive
+    from dload_arrow.pipeline import (
+        Pipeline,
+        choice,
+        concat,
+        from_iterable,
+        mix,
+        random_stream,
+        select,
+        zip_with,
+    )
+    from dload_arrow.repository import Dataset, GcReport, Repository, VersionInfo
+    from dload_arrow.store.commit import Version
+
+# Loaded on first use (PEP 562): pyarrow, numpy and the rest take 0.5 s to import, which a
+# ``dload --help`` or an ``import dload_arrow`` for the error classes need not pay.
+_LAZY = {
+    "from_archive": "dload_arrow.ingest.archive",
+    **dict.fromkeys(("Pipeline", "choice", "concat", "from_iterable", "mix", "random_stream",
+                     "select", "zip_with"), "dload_arrow.pipeline"),
+    **dict.fromkeys(("Dataset", "GcReport", "Repository", "VersionInfo"),
+                    "dload_arrow.repository"),
+    "Version": "dload_arrow.store.commit",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+            return importlib.import_module(f"{__name__}.{name}")  # a subpackage, as before
+        raise AttributeError(f"module 'dload_arrow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pyarrow as pa
 
-from dload_arrow.arrays import table_rows
 from dload_arrow.cli.output import (
     emit,
     json_option,
@@ -20,7 +18,9 @@ from dload_arrow.cli.output import (
 from dload_arrow.errors import NotFoundError
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.names import KEY_COLUMN, shard_path
-from dload_arrow.store.rows import field_shape
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["COMMANDS", "diff", "head", "info", "log", "ls", "recipe", "versions"]
 
@@ -32,6 +32,8 @@ def _when(t: float | None) -> str | None:
 
 
 def _field(f: pa.Field) -> dict[str, Any]:
+    from dload_arrow.store.rows import field_shape
+
     shape = field_shape(f)
     typ = str(f.type.value_type) if shape is not None else str(f.type)
     return {"name": f.name, "type": typ, "shape": list(shape) if shape is not None else None}
@@ -163,6 +165,8 @@ def log(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | 
 
 
 def _head_table(ds: Any, n: int) -> pa.Table:
+    import pyarrow as pa
+
     got = ds.head(n)
     if isinstance(got, pa.Table):
         return got
@@ -185,11 +189,14 @@ def head(spec: str, n: int, root: str | None, cache_dir: str | None, cache_budge
     repo = open_repo(root, cache_dir, cache_budget)
     name, version = parse_spec(spec)
     ds = repo.dataset(name, version)
+    from dload_arrow.arrays import table_rows
+
     rows = table_rows(_head_table(ds, n))
     emit(rows, as_json, lambda: print_table(rows))
 
 
 def _shard_keys(repo: Any, digest: str) -> set[str]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = shard_path(digest)

@@ -8,7 +8,6 @@ from typing import Any
 
 import click
 
-from dload_arrow.arrays import table_rows
 from dload_arrow.cli.output import (
     emit,
     json_option,
@@ -230,6 +229,8 @@ def sql(query: str, params: tuple[str, ...], limit: int, root: str | None,
     """
     bound = parse_assignments(params, "--param")
     table = open_repo(root, cache_dir, cache_budget).sql(query, **bound)
+    from dload_arrow.arrays import table_rows
+
     rows = table_rows(table)
     if as_json:
         emit(rows, True)

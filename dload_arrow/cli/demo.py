@@ -16,7 +16,6 @@ from typing import Any
 
 import click
 
-from dload_arrow.arrays import table_rows
 from dload_arrow.cli.demo_data import CLASSES, write_archive, write_folder
 from dload_arrow.cli.output import emit, json_option, open_repo, print_table
 from dload_arrow.sizes import format_bytes
@@ -53,6 +52,7 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
       dload demo
     """
     import dload_arrow as dl
+    from dload_arrow.arrays import table_rows
     from dload_arrow.ingest import open_source
 
     quiet = as_json

@@ -11,8 +11,10 @@ from __future__ import annotations
 import io
 import os
 import tarfile
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["CLASSES", "write_archive", "write_folder"]
 
@@ -21,6 +23,8 @@ SIZE = 16
 
 
 def _image(rng: np.random.Generator, label: int) -> np.ndarray:
+    import numpy as np
+
     y, x = np.mgrid[0:SIZE, 0:SIZE]
     pattern = [(x // 2) % 2, ((x // 4) + (y // 4)) % 2, ((x % 4 == 0) & (y % 4 == 0)), x / SIZE]
     base = np.asarray(pattern[label], dtype=np.float32) * 200
@@ -29,6 +33,8 @@ def _image(rng: np.random.Generator, label: int) -> np.ndarray:
 
 
 def _files(seed: int, n: int, prefix: str) -> list[tuple[str, bytes]]:
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):

@@ -12,7 +12,6 @@ up to the filesystem's ``retries``; the digest has seen every byte once, in orde
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from dload_arrow.storage.base import Digest
@@ -33,6 +32,8 @@ def s3_download(fs: Any, full: str, dest: str, digest: Digest | None) -> int:
 
     Raises what s3fs raises (``FileNotFoundError`` for a missing object).
     """
+    import asyncio
+
     from fsspec.asyn import sync
 
     bucket, key, version = fs.split_path(full)
