@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pyarrow.compute as pc
 import pytest
+from s3server import S3Server
 
 from dload_arrow import Dataset, NotFoundError, Repository
 
@@ -125,3 +126,28 @@ def _unit_keys(ds: Dataset, unit: tuple[int, int]) -> list[int]:
     s = ds.manifest.shards[unit[0]]
     start = s.row_offset + sum(s.rg_rows[: unit[1]])
     return list(range(start, start + s.rg_rows[unit[1]]))
+
+
+def test_iterating_a_dataset_streams_its_samples_and_in_looks_up_keys(
+        s3_server: S3Server, s3_root: str, cache_dir: str) -> None:
+    repo = Repository.open(s3_root, cache_dir=cache_dir)
+    repo.commit("d", [(f"k{i:04d}", {"x": i}) for i in range(3000)], progress=False,
+                row_group_size=500)
+    ds = repo.dataset("d")
+    s3_server.clear()
+    assert [s["x"] for s in ds] == list(range(3000))  # for s in ds: one streaming read
+    assert s3_server.count("GET", "shards/", ranged=True) <= 1  # not a lookup per row
+    assert "k0001" in ds and "k2999" in ds and "nope" not in ds
+    view = ds.where("x > 10")
+    assert "k0020" in view and "k0001" not in view
+    assert [s["x"] for s in view] == list(range(11, 3000))
+    with pytest.raises(TypeError, match="sample keys"):
+        _ = ds[1] in ds
+
+
+def test_head_refuses_a_negative_count(repo: Repository) -> None:
+    repo.commit("d", [(f"k{i}", {"x": i}) for i in range(10)], progress=False)
+    ds = repo.dataset("d")
+    assert ds.head(0).num_rows == 0 and ds.head(3).num_rows == 3
+    with pytest.raises(ValueError, match="0 or more"):
+        ds.head(-1)

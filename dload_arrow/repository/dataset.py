@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.errors import NotFoundError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.store.manifest import Manifest
 
@@ -153,6 +154,22 @@ class Dataset:
 
         return row_to_sample(self._random_access.row(int(i)))
 
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """The samples in storage order: ``samples()`` (one streaming read, not a lookup per
+        row, which is what Python's fallback to ``__getitem__`` would do)."""
+        return self.samples()
+
+    def __contains__(self, key: object) -> bool:
+        """Whether a sample has key ``key``: a lookup like :meth:`get`, never a scan."""
+        if not isinstance(key, str):
+            raise TypeError(f"`in` tests sample keys (strings), got {type(key).__name__}; "
+                            "compare samples yourself, e.g. `s['__key__'] in ds`")
+        try:
+            self._random_access.get(key, [])
+        except NotFoundError:
+            return False
+        return True
+
     def get(self, key: str, columns: Sequence[str] | None = None) -> dict[str, Any]:
         """The sample with key ``key`` (NotFoundError if absent); never scans the dataset."""
         from dload_arrow.read.samples import row_to_sample
@@ -236,6 +253,8 @@ class Dataset:
         """The first ``n`` rows, reading only the first row group(s)."""
         from dload_arrow.catalog.explore import head
 
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"head(n) takes a row count of 0 or more, got {n!r}")
         return head(self.context, self.manifest, self.units, self.predicate, n, columns)
 
     def describe(self, exact: bool | None = None) -> pa.Table:

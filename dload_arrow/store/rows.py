@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import inferred_type, string_array, typed_array
 from dload_arrow.errors import SchemaError
+from dload_arrow.store.lossless import check_whole_numbers
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["SHAPE_META", "field_shape", "to_batches"]
@@ -32,8 +33,20 @@ def field_shape(field: pa.Field) -> tuple[int, ...] | None:
     return None
 
 
-def _tensor_field(name: str, arr: np.ndarray) -> pa.Field:
+def _tensor_field(key: str, name: str, arr: np.ndarray) -> pa.Field:
     size = int(np.prod(arr.shape)) if arr.ndim else 1
+    if arr.dtype.kind not in "biuf":
+        raise SchemaError(
+            f"sample {key!r}, column {name!r}: a numpy array of dtype {arr.dtype} is not a "
+            "tensor dload can store (numbers and booleans only); pass strings or bytes as a "
+            "list, or one value per sample"
+        )
+    if size == 0:
+        raise SchemaError(
+            f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no "
+            "element, and a fixed-size column of zero-size tensors cannot be stored; give "
+            "the column a non-empty shape, or use None for a missing value"
+        )
     typ = pa.list_(pa.from_numpy_dtype(arr.dtype), size)
     return pa.field(name, typ, metadata={SHAPE_META: json.dumps(list(arr.shape)).encode()})
 
@@ -44,14 +57,24 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
     for col in first:
         if col == KEY_COLUMN:
             raise SchemaError(f"sample {first_key!r}: column name {KEY_COLUMN!r} is reserved")
-        value = next((r[col] for _, r in rows if r.get(col) is not None), None)
+        found = next(((k, r[col]) for k, r in rows if r.get(col) is not None), None)
+        value = None if found is None else found[1]
         if isinstance(value, np.ndarray):
-            fields.append(_tensor_field(col, value))
+            assert found is not None
+            fields.append(_tensor_field(found[0], col, value))
         elif value is None:
             fields.append(pa.field(col, pa.null()))
         else:
             try:
                 typ = inferred_type([r.get(col) for _, r in rows])
+            except OverflowError as e:
+                big = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
+                            and not -(2**63) <= v < 2**63), (rows[0][0], value))
+                raise SchemaError(
+                    f"sample {big[0]!r}, column {col!r}: integer {_short(big[1])} is outside "
+                    "the range of a 64-bit integer column (other values are signed); store it "
+                    "as a string or a float"
+                ) from e
             except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
                 raise SchemaError(
                     f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "
@@ -76,6 +99,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
     values = [r.get(field.name) for _, r in rows]
     if field_shape(field) is not None:
         values = [None if v is None else np.asarray(v).reshape(-1) for v in values]
+    check_whole_numbers(rows, field, values)
     try:
         return typed_array(values, field.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError) as e:
