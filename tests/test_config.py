@@ -153,6 +153,20 @@ def test_pin_is_used_by_dataset_until_unpinned(repo: Repository, tmp_path: Path)
     assert repo.dataset("d").version != v2.version
 
 
+def test_a_pin_to_a_version_the_root_lacks_names_the_lock_file(repo: Repository,
+                                                               tmp_path: Path) -> None:
+    repo.commit("d", [("a", {"x": 1})], progress=False)
+    repo.pin("d")
+    other = Repository.open(tmp_path / "other-root", cache_dir=tmp_path / "other-cache")
+    other.commit("d", [("a", {"x": 2})], progress=False)
+    with pytest.raises(NotFoundError) as err:
+        other.dataset("d")
+    msg = str(err.value)
+    assert "pinned" in msg and str(Path.cwd() / "dload.lock") in msg
+    assert "dload unpin d" in msg and "d@latest" in msg
+    assert other.dataset("d", "latest").num_rows == 1  # explicit versions ignore the pin
+
+
 def test_pin_keeps_other_pins_and_refuses_unknown_datasets(repo: Repository) -> None:
     a = repo.commit("a", [("k", {"x": 1})], progress=False)
     b = repo.commit("b", [("k", {"x": 2})], progress=False)

@@ -21,10 +21,10 @@ import pyarrow.parquet as pq
 
 from dload_arrow.read.context import ReadContext
 from dload_arrow.storage import Storage
-from dload_arrow.store.manifest import ShardEntry
-from dload_arrow.store.names import check_digest, shard_path
+from dload_arrow.store.manifest import Manifest, ShardEntry
+from dload_arrow.store.names import KEY_COLUMN, check_digest, shard_path
 
-__all__ = ["RangeFile", "RowGroupReader", "ShardRef"]
+__all__ = ["RangeFile", "RowGroupReader", "ShardRef", "stored_keys"]
 
 _META_CACHE = 512
 
@@ -173,3 +173,22 @@ class RowGroupReader:
             fh.write(data)
         os.replace(tmp, path)
         return data
+
+
+def stored_keys(storage: Storage, manifest: Manifest) -> pa.Array:
+    """Every key of ``manifest``'s shards, in storage order (``append`` checks new keys).
+
+    Remote shards are read by ranges: the footer and the key column chunks only, not the whole
+    shard (blobs can be most of the bytes).
+    """
+    parts = []
+    for entry in manifest.shards:
+        path = shard_path(entry.digest)
+        src: Any = storage.local_path(path)
+        if src is None:
+            footer = storage.read_range(path, entry.footer_offset, entry.bytes)
+            src = RangeFile(storage, path, entry.bytes, {entry.footer_offset: footer})
+        # ParquetFile, not read_table: that imports pyarrow.dataset, and with it pandas
+        with pq.ParquetFile(src, pre_buffer=True) as pf:
+            parts.extend(pf.read(columns=[KEY_COLUMN]).column(0).chunks)
+    return pa.chunked_array(parts, pa.string()).combine_chunks()

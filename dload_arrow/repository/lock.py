@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 
 from dload_arrow.config import find_up
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.store.names import check_digest, check_name
 
 __all__ = ["LOCK_FILE", "lock_path", "read_lock", "write_lock"]
@@ -47,3 +47,16 @@ def write_lock(pins: dict[str, str], path: Path) -> None:
     tmp = path.with_suffix(".lock.tmp")
     tmp.write_text("\n".join(lines) + "\n")
     os.replace(tmp, path)
+
+
+def stale_pin(name: str, vid: str, error: NotFoundError) -> NotFoundError:
+    """``error`` (no manifest for ``vid``) told as a pin to a version this root lacks, when
+    ``name`` is pinned to ``vid`` by the lock file; else ``error`` itself."""
+    path = lock_path()
+    if path is None or read_lock(path).get(name) != vid:
+        return error
+    return NotFoundError(
+        f"{name!r} is pinned to version {vid[:12]} by {path}, and this root has no such "
+        f"version ({error}). Run `dload unpin {name}` to follow latest, ask for "
+        f"{name}@latest, or open the root the pin was made in"
+    )

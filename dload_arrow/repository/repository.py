@@ -11,16 +11,17 @@ import pyarrow as pa
 from dload_arrow.config import Settings, resolve_settings
 from dload_arrow.errors import InvalidNameError, NotFoundError
 from dload_arrow.read.context import ReadContext
+from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
-from dload_arrow.repository.lock import read_lock
+from dload_arrow.repository.lock import read_lock, stale_pin
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
 from dload_arrow.storage import Storage, open_storage, redact_url
 from dload_arrow.store.commit import Version, commit_samples
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
-from dload_arrow.store.names import KEY_COLUMN, check_name, check_ref
+from dload_arrow.store.names import check_name, check_ref
 from dload_arrow.store.refs import read_ref
 from dload_arrow.store.shard import DEFAULT_ROW_GROUP_SIZE, DEFAULT_SHARD_SIZE
 
@@ -125,7 +126,7 @@ class Repository(VersionsMixin):
         """A new version of ``name``: the latest version's shards plus ``samples``."""
         parent = self.manifest(name)
         settings = parent.info.get("settings", {})
-        known = self._keys(parent)
+        known = stored_keys(self.storage, parent)
         return commit_samples(
             self.storage, name, samples, key=key,
             meta=parent.meta if meta is None else meta,
@@ -136,26 +137,6 @@ class Repository(VersionsMixin):
             parent=parent, known_keys=known, progress=progress,
             parents=[{"name": name, "version": parent.version, "relation": "append"}],
         )
-
-    def _keys(self, manifest: Manifest) -> pa.Array:
-        import pyarrow.parquet as pq
-
-        from dload_arrow.read.random_access import RangeFile
-        from dload_arrow.store.names import shard_path
-
-        parts = []
-        for entry in manifest.shards:
-            path = shard_path(entry.digest)
-            # Remote shards: ranged reads of the footer and the key column chunks only, not
-            # the whole shard (blobs can be most of the bytes).
-            src: Any = self.storage.local_path(path)
-            if src is None:
-                footer = self.storage.read_range(path, entry.footer_offset, entry.bytes)
-                src = RangeFile(self.storage, path, entry.bytes, {entry.footer_offset: footer})
-            # ParquetFile, not read_table: that imports pyarrow.dataset, and with it pandas
-            with pq.ParquetFile(src, pre_buffer=True) as pf:
-                parts.extend(pf.read(columns=[KEY_COLUMN]).column(0).chunks)
-        return pa.chunked_array(parts, pa.string()).combine_chunks()
 
     # --- listing and resolving ---------------------------------------------------------------
 
@@ -184,7 +165,13 @@ class Repository(VersionsMixin):
     def manifest(self, name: str, version: str | None = None) -> Manifest:
         """The validated manifest of a version (resolved like :meth:`dataset`)."""
         vid = self.resolve(name, version)
-        return self.manifests.get(name, vid)
+        try:
+            return self.manifests.get(name, vid)
+        except NotFoundError as e:
+            better = stale_pin(name, vid, e) if version is None else e
+            if better is e:
+                raise
+            raise better from e
 
     def resolve(self, name: str, version: str | None = None) -> str:
         """A version id from an id, a unique id prefix, a tag, the lock file, or ``latest``."""
