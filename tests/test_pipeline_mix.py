@@ -243,3 +243,21 @@ def test_mix_starts_every_drawable_input_before_routing_its_first_slot(tmp_path:
     assert kids[1]._ahead is not None or kids[1]._win is not None  # ...but started
     assert kids[2]._ahead is None and kids[2]._reader is None  # "c" cannot be drawn
     node.close()
+
+
+def test_batching_a_mix_of_inputs_with_other_columns_names_them(tmp_path: Path) -> None:
+    repo = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("a", [(f"a{i}", {"x": i}) for i in range(40)], progress=False)
+    repo.commit("b", [(f"b{i}", {"y": i}) for i in range(40)], progress=False)
+    mixed = dl.mix([repo.dataset("a").pipeline(), repo.dataset("b").pipeline()], [0.5, 0.5],
+                   seed=0)
+    with pytest.raises(dl.SchemaError, match=r"columns \['__key__', '[xy]'\] but item 0 has"):
+        list(mixed.batch(8))
+    same = dl.mix([repo.dataset("a").pipeline().map(lambda s: {"v": s["x"]}),
+                   repo.dataset("b").pipeline().map(lambda s: {"v": s["y"]})], [0.5, 0.5],
+                  seed=0, stop="all")
+    assert sum(len(b["v"]) for b in same.batch(8)) == 80  # mapped to one set: batches fine
+    from dload_arrow.torch.tensors import collate
+
+    with pytest.raises(dl.SchemaError, match="item 1 has columns"):
+        collate([{"x": 1}, {"y": 2}])

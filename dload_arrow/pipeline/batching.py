@@ -7,17 +7,18 @@ that cursor, so a checkpoint between batches restores exactly. ``shard``/``skip`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.errors import SchemaError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
 from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State
 
-__all__ = ["BatchPipe", "UnbatchPipe", "default_collate"]
+__all__ = ["BatchPipe", "UnbatchPipe", "check_same_columns", "default_collate"]
 
 
 def default_collate(items: Chunk) -> Any:
@@ -30,8 +31,21 @@ def default_collate(items: Chunk) -> Any:
     if isinstance(items, pa.RecordBatch):
         return {f.name: column_values(items, i) for i, f in enumerate(items.schema)}
     if items and all(isinstance(x, Mapping) for x in items):
+        check_same_columns(items)
         return {k: _stack([x[k] for x in items]) for k in items[0]}
     return list(items)
+
+
+def check_same_columns(items: Sequence[Mapping[str, Any]]) -> None:
+    """Raise SchemaError naming the first item whose columns differ from the first item's."""
+    keys = items[0].keys()
+    for i, x in enumerate(items):
+        if x.keys() != keys:
+            raise SchemaError(
+                f"batch: item {i} has columns {sorted(x)} but item 0 has {sorted(keys)}; "
+                "items of one batch need the same columns: select() or map() the inputs of "
+                "a mix/concat/choice to the same columns, or pass collate="
+            )
 
 
 def _stack(values: list[Any]) -> Any:

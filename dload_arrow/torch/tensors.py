@@ -24,6 +24,7 @@ import pyarrow as pa
 import torch
 
 from dload_arrow.arrays import numpy_values, pylist
+from dload_arrow.pipeline.batching import check_same_columns
 from dload_arrow.store.rows import field_shape
 
 __all__ = ["collate", "column_to_tensor", "sample_to_torch", "to_torch"]
@@ -137,6 +138,7 @@ def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """
     if not samples:
         return {}
+    check_same_columns(samples)
     out: dict[str, Any] = {}
     for name in samples[0]:
         values = [_value_to_torch(s[name], None) for s in samples]
