@@ -266,3 +266,29 @@ def test_a_view_with_a_projection_filters_on_columns_it_does_not_return(root: st
     rows = list(pipe)
     assert rows and all(set(r) == {"__key__", "x"} and r["x"] % 7 == 2 for r in rows)
     assert pipe.schema.names == ["__key__", "x"]
+
+
+@pytest.mark.parametrize(("build", "error", "match"), [
+    (lambda ds: ds.pipeline().filter("x = 3"), TypeError, r"filter\(\).*ds.where"),
+    (lambda ds: ds.pipeline().map(5), TypeError, r"map\(\) takes a function"),
+    (lambda ds: ds.pipeline().map_batches("f"), TypeError, r"map_batches\(\) takes"),
+    (lambda ds: ds.shuffle(seed=None), TypeError, "seed must be an int"),
+    (lambda ds: ds.shuffle(full=True, seed="a"), TypeError, "seed must be an int"),
+    (lambda ds: ds.pipeline().shuffle(10, seed=1.5), TypeError, "seed must be an int"),
+    (lambda ds: ds.shuffle(buffer=2.5), TypeError, "row count"),
+    (lambda ds: ds.pipeline().map(len).shuffle(2.5), TypeError, "number of items"),
+    (lambda ds: dl.mix([ds.pipeline(), ds.pipeline()], [1, 1], seed=None), TypeError, "seed"),
+    (lambda ds: dl.mix([ds.pipeline(), ds.pipeline()], [1, 1], exact=True, window=0),
+     ValueError, "window must be >= 1"),
+    (lambda ds: dl.random_stream(None), TypeError, "seed must be an int"),
+])
+def test_bad_arguments_are_refused_when_the_pipeline_is_built(
+        root: str, build: object, error: type[Exception], match: str) -> None:
+    ds = pipeline_cases.ds(root)
+    with pytest.raises(error, match=match):
+        build(ds)  # type: ignore[operator]
+
+
+def test_a_pyarrow_expression_still_filters(root: str) -> None:
+    got = [r["x"] for r in pipeline_cases.ds(root).pipeline().filter(pc.field("x") >= 290)]
+    assert got == list(range(290, 300))

@@ -19,7 +19,7 @@ from dload_arrow.pipeline.node import (
     Node,
     State,
 )
-from dload_arrow.plan.seeds import rng
+from dload_arrow.plan.seeds import check_seed, rng
 
 __all__ = ["BufferShufflePipe", "RepeatPipe", "SkipPipe", "TakePipe"]
 
@@ -241,6 +241,9 @@ class BufferShufflePipe(Pipeline):
     op = "shuffle_buffer"
 
     def __init__(self, child: Pipeline, buffer: int, seed: int) -> None:
+        seed = check_seed(seed)
+        if isinstance(buffer, bool) or not isinstance(buffer, int):
+            raise TypeError(f"shuffle buffer is a number of items (an int), got {buffer!r}")
         if buffer < 1:
             raise ValueError(f"shuffle buffer must be >= 1 item, got {buffer}")
         super().__init__(child)

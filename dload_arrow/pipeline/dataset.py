@@ -35,6 +35,7 @@ from dload_arrow.pipeline.node import Node
 from dload_arrow.pipeline.window_layout import schema_of
 from dload_arrow.pipeline.window_node import DatasetNode
 from dload_arrow.plan.orders import SamplePlan, own_count
+from dload_arrow.plan.seeds import check_seed
 from dload_arrow.sizes import parse_size
 
 __all__ = ["DEFAULT_BUFFER", "DEFAULT_CHUNK_ROWS", "DatasetPipe"]
@@ -66,7 +67,7 @@ class DatasetPipe(Pipeline):
         self.ds = ds
         self.columns = None if columns is None else (
             [columns] if isinstance(columns, str) else list(columns))
-        self.order, self.seed, self.buffer = order, int(seed), int(buffer)
+        self.order, self.seed, self.buffer = order, check_seed(seed), int(buffer)
         self.shard_spec = tuple(int(x) for x in shard)
         self.chunk_rows = chunk_rows
         units = ds.units
@@ -148,6 +149,9 @@ class DatasetPipe(Pipeline):
             m = self.ds.manifest
             per_row = m.num_bytes / max(1, m.num_rows)
             rows = max(1, math.ceil(parse_size(buffer, "shuffle buffer") / max(per_row, 1e-9)))
+        elif isinstance(buffer, bool) or not isinstance(buffer, int | np.integer):
+            raise TypeError(f"shuffle buffer is a row count (an int) or a size such as "
+                            f"'256MB', got {buffer!r}")
         elif buffer < 1:
             raise ValueError(f"shuffle buffer must be >= 1 row, got {buffer}")
         else:

@@ -28,6 +28,7 @@ from dload_arrow.pipeline.combine import _check_pipes, _common_schema
 from dload_arrow.pipeline.node import Node
 from dload_arrow.pipeline.routes import RouterNode, normalized
 from dload_arrow.plan.orders import apportion
+from dload_arrow.plan.seeds import check_seed
 
 __all__ = ["STOPS", "RouterPipe", "choice", "mix", "select"]
 
@@ -58,7 +59,7 @@ def mix(
     w = normalized(weights, len(pipes))
     if stop not in STOPS:
         raise ValueError(f"mix(stop={stop!r}): choose one of {STOPS}")
-    win = (window or _exact_window(w)) if exact else None
+    win = (_exact_window(w) if window is None else window) if exact else None
     if win is not None and win < 1:
         raise ValueError(f"mix window must be >= 1, got {win}")
     return RouterPipe(pipes, "mix", seed=seed, weights=w, stop=stop, window=win)
@@ -103,6 +104,7 @@ class RouterPipe(Pipeline):
                  window: int | None = None, control: Pipeline | None = None) -> None:
         if stop not in STOPS:
             raise ValueError(f"{kind}(stop={stop!r}): choose one of {STOPS}")
+        seed = check_seed(seed)
         kids = [*pipes, control] if control is not None else list(pipes)
         super().__init__(*kids)
         self.op = kind

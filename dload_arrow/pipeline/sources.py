@@ -22,7 +22,7 @@ import numpy as np
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk
 from dload_arrow.pipeline.node import POSITION, Node, State
-from dload_arrow.plan.seeds import rng
+from dload_arrow.plan.seeds import check_seed, rng
 
 __all__ = ["FromIterablePipe", "RandomStreamPipe", "from_iterable", "random_stream"]
 
@@ -194,7 +194,7 @@ class RandomStreamPipe(Pipeline):
 
     def __init__(self, seed: int, high: int | None, size: int | None) -> None:
         super().__init__()
-        self.seed, self.high, self.size = seed, high, size
+        self.seed, self.high, self.size = check_seed(seed), high, size
 
     def _params(self) -> dict[str, Any]:
         return {"seed": self.seed, "high": self.high, "size": self.size}

@@ -77,6 +77,12 @@ class _OnePipe(Pipeline):
     """A pipeline with one child and a function parameter."""
 
     def __init__(self, child: Pipeline, fn: Any) -> None:
+        allowed = pc.Expression if self.op == "filter" else ()
+        if not callable(fn) and not isinstance(fn, allowed):
+            hint = (" (a condition as text? use ds.where(...) on the dataset, or a function "
+                    "such as lambda s: s['label'] == 3)" if isinstance(fn, str) else "")
+            raise TypeError(f"{self.op}() takes a function of an item, got "
+                            f"{type(fn).__name__} {fn!r}{hint}")
         super().__init__(child)
         self.fn = fn
 

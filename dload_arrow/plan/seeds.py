@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from typing import Any
 
 import numpy as np
 
-__all__ = ["derive_seed", "rng"]
+__all__ = ["check_seed", "derive_seed", "rng"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -48,6 +49,14 @@ def derive_seed(*parts: int | str | bytes) -> int:
     for p in parts:
         h.update(_encode(p))
     return int.from_bytes(h.digest(), "little")
+
+
+def check_seed(seed: Any) -> int:
+    """``seed`` as an int; TypeError for anything else (None, a str, a bool, a float)."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise TypeError(f"seed must be an int (any value; the same seed gives the same order), "
+                        f"got {seed!r}")
+    return int(seed)
 
 
 def rng(*parts: int | str | bytes) -> np.random.Generator:
