@@ -11,6 +11,7 @@ settings: S3 takes them from the standard AWS chain.
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,8 @@ from typing import Any
 
 from dload_arrow.errors import ConfigError
 
-__all__ = ["KEYS", "Settings", "find_up", "resolve_settings", "user_config_path"]
+__all__ = ["KEYS", "Settings", "find_up", "progress_wanted", "resolve_settings",
+           "user_config_path"]
 
 KEYS = ("root", "cache_dir", "cache_budget", "endpoint_url")
 _ENV = {
@@ -122,6 +124,14 @@ def resolve_settings(**explicit: Any) -> Settings:
                 break
     if values["root"] in ("", None):
         raise ConfigError("root is empty; set DLOAD_ROOT or 'root' in dload.toml")
+    budget = str(values["cache_budget"]).strip()
+    if budget.lower() not in ("auto", "unlimited"):
+        from dload_arrow.sizes import parse_size
+
+        try:
+            parse_size(budget, f"cache budget (from {sources.get('cache_budget', 'default')})")
+        except ConfigError as e:
+            raise ConfigError(f"{e}; or use 'auto' (half the free disk) or 'unlimited'") from e
     return Settings(
         root=str(values["root"]),
         cache_dir=os.path.expanduser(str(values["cache_dir"])),
@@ -129,3 +139,12 @@ def resolve_settings(**explicit: Any) -> Settings:
         endpoint_url=values["endpoint_url"],
         sources=sources,
     )
+
+
+def progress_wanted(progress: bool | None) -> bool:
+    """Whether to draw a progress bar: the caller's choice, else (None) only where someone
+    watches: stderr is a terminal, or the code runs in a notebook kernel (never in logs)."""
+    if progress is not None:
+        return bool(progress)
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty()) or "ipykernel" in sys.modules

@@ -7,6 +7,7 @@ by the version appended to); a zero-size tensor committed but made the dataset u
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -80,3 +81,46 @@ def test_values_no_column_can_hold_are_refused_naming_the_sample(
                           ("b", {"x": value})] if isinstance(value, int) else [("b", {"x": value})],
                     progress=False)
     assert "sample 'b', column 'x'" in str(err.value)
+
+
+def test_a_polars_lazyframe_is_collected_and_committed(repo: Repository) -> None:
+    import polars as pl
+
+    lazy = pl.DataFrame({"id": ["a", "b"], "x": [1, 2]}).lazy().filter(pl.col("x") > 1)
+    v = repo.commit("d", lazy, key="id", progress=False)
+    assert v.num_rows == 1 and repo.dataset("d").get("b")["x"] == 2
+
+
+def test_a_table_with_a_key_column_and_another_key_is_ambiguous(repo: Repository) -> None:
+    table = pa.table({"__key__": ["a", "b"], "id": ["x", "y"], "v": [1, 2]})
+    with pytest.raises(SchemaError, match="which is the key"):
+        repo.commit("d", table, key="id", progress=False)
+    assert repo.commit("d", table, progress=False).num_rows == 2  # __key__ is the key
+
+
+def test_meta_that_json_cannot_hold_is_a_config_error(repo: Repository) -> None:
+    from dload_arrow import ConfigError
+
+    with pytest.raises(ConfigError, match="JSON-serialisable"):
+        repo.commit("d", [("a", {"x": 1})], meta={"o": object()}, progress=False)
+
+
+def test_no_progress_bar_by_default_when_stderr_is_not_a_terminal(
+        repo: Repository, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("d", [(f"k{i}", {"x": i}) for i in range(100)])
+    repo.pull("d")
+    assert capsys.readouterr().err == ""
+    repo.commit("e", [(f"k{i}", {"x": i}) for i in range(100)], progress=True)
+    assert "commit e" in capsys.readouterr().err  # asked for: drawn anyway
+
+
+def test_a_bad_root_or_budget_is_refused_at_open(tmp_path: Path) -> None:
+    from dload_arrow import ConfigError, StorageError
+
+    f = tmp_path / "file.txt"
+    f.write_text("not a root")
+    with pytest.raises(StorageError, match="is a file, not a directory"):
+        Repository.open(f, cache_dir=tmp_path / "c")
+    for bad in ("lots", "-1"):
+        with pytest.raises(ConfigError, match="cache budget"):
+            Repository.open(tmp_path / "r", cache_dir=tmp_path / "c", cache_budget=bad)

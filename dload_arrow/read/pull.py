@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from dload_arrow.config import progress_wanted
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.planner import plan_read
@@ -43,7 +44,7 @@ class PullReport:
                 f"({format_bytes(self.bytes_fetched)}) in {self.seconds:.1f}s")
 
 
-def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool = True,
+def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool | None = None,
          threads: int = PULL_THREADS) -> PullReport:
     """Download every shard of ``manifest`` into the cache, concurrently.
 
@@ -61,7 +62,7 @@ def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool = True,
     cache = ctx.cache()
     todo = {d: n for d, n in unique.items() if not cache.is_cached(d, n)}
     bar: Any = None
-    if progress and todo:
+    if progress_wanted(progress) and todo:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=sum(todo.values()), desc=f"pull {manifest.name}", unit="B",

@@ -83,7 +83,7 @@ class Repository(VersionsMixin):
         shard_size: int = DEFAULT_SHARD_SIZE,
         row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
         schema: pa.Schema | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
         parents: list[dict[str, Any]] | None = None,
     ) -> Version:
         """Commit ``samples`` as the new ``latest`` version of ``name``.
@@ -98,7 +98,8 @@ class Repository(VersionsMixin):
             shard_size: target shard size in bytes (default 128 MiB).
             row_group_size: target row-group size in bytes (default 2 MiB).
             schema: the sample schema; inferred from the first batch when omitted.
-            progress: show a progress bar.
+            progress: show a progress bar (default: only when stderr is a terminal or in a
+                notebook, never in logs).
             parents: lineage records (``{"name", "version", ...}``) of the inputs.
 
         Returns:
@@ -121,7 +122,7 @@ class Repository(VersionsMixin):
         recipe: str | None = None,
         shard_size: int | None = None,
         row_group_size: int | None = None,
-        progress: bool = True,
+        progress: bool | None = None,
     ) -> Version:
         """A new version of ``name``: the latest version's shards plus ``samples``."""
         parent = self.manifest(name)
@@ -232,7 +233,8 @@ class Repository(VersionsMixin):
 
     # --- cache (issue: streaming) -------------------------------------------------------------
 
-    def pull(self, name: str, version: str | None = None, progress: bool = True) -> Any:
+    def pull(self, name: str, version: str | None = None,
+             progress: bool | None = None) -> Any:
         """Download every shard of a version into this machine's cache (concurrent, resumable).
 
         Returns a :class:`~dload_arrow.read.pull.PullReport`. Raises InfeasiblePlanError before

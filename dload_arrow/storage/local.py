@@ -32,6 +32,9 @@ class LocalStorage:
     def __init__(self, directory: str) -> None:
         self.root = os.path.abspath(os.path.expanduser(directory))
         self.url = "file://" + self.root
+        if os.path.exists(self.root) and not os.path.isdir(self.root):
+            raise StorageError(f"root {self.root} is a file, not a directory; point the root at "
+                               "a directory (a new one is created on the first commit)")
 
     def __repr__(self) -> str:
         return f"LocalStorage({self.root!r})"

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import int64_array, numpy_values, scalar
+from dload_arrow.config import progress_wanted
 from dload_arrow.errors import ConflictError, SchemaError
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest, build_manifest, shard_rows
@@ -156,7 +157,7 @@ def commit_samples(
     parent: Manifest | None = None,
     parents: list[dict[str, Any]] | None = None,
     known_keys: pa.Array | None = None,
-    progress: bool = True,
+    progress: bool | None = None,
     move: bool = True,
 ) -> Version:
     """Encode, upload and publish ``samples`` as a new version of ``name``.
@@ -191,7 +192,7 @@ def commit_samples(
     shards: list[ShardData] = []
     reused: list[str] = []  # digests of shards already stored (touched, not uploaded)
     uploaded = [0, 0]
-    bar = _Progress(progress, name)
+    bar = _Progress(progress_wanted(progress), name)
     with ThreadPoolExecutor(_UPLOAD_THREADS) as pool:
         pending: deque[tuple[ShardData, Future[int]]] = deque()
 

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import int64_array, numpy_values, typed_array
-from dload_arrow.errors import IntegrityError, InvalidNameError
+from dload_arrow.errors import ConfigError, IntegrityError
 from dload_arrow.store.names import check_digest, check_name
 from dload_arrow.store.shard import ShardData, is_scalar
 
@@ -117,7 +117,10 @@ def build_manifest(
     try:
         text = json.dumps(info, sort_keys=True, separators=(",", ":"))
     except TypeError as e:
-        raise InvalidNameError(f"meta must be JSON-serialisable: {e}") from e
+        raise ConfigError(
+            f"meta must be JSON-serialisable (str, numbers, bools, None, lists and dicts of "
+            f"them): {e}"
+        ) from e
     counts = numpy_values(rows.column("rows").combine_chunks()).astype(np.int64)
     offsets = int64_array(np.concatenate([[0], np.cumsum(counts)])[:-1])
     rows = rows.set_column(rows.schema.get_field_index("row_offset"), "row_offset", offsets)

@@ -165,6 +165,11 @@ def _with_key(schema: pa.Schema | None, key: str | None, table_schema: pa.Schema
         )
     if key is None and KEY_COLUMN in table_schema.names:
         return KEY_COLUMN
+    if key is not None and key != KEY_COLUMN and KEY_COLUMN in table_schema.names:
+        raise SchemaError(
+            f"the table has a {KEY_COLUMN!r} column and key={key!r} names another: which is "
+            f"the key? Drop key= to use {KEY_COLUMN!r}, or drop the {KEY_COLUMN!r} column"
+        )
     return key
 
 
@@ -215,6 +220,8 @@ def to_batches(
         schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False), *list(schema)])
     mod = type(samples).__module__
     if mod.startswith("polars"):
+        if not hasattr(samples, "to_arrow") and hasattr(samples, "collect"):
+            samples = samples.collect()  # a LazyFrame: run the query first
         samples = samples.to_arrow()
     elif mod.startswith("pandas"):
         samples = pa.Table.from_pandas(samples, preserve_index=False)
