@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 import tarfile
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -207,3 +210,26 @@ def test_a_zip_source_dropped_without_close_closes_its_file(tmp_path: Path, fold
         del pipe
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)], caught
+
+
+def test_an_abandoned_tar_iterator_exits_quietly(tmp_path: Path) -> None:
+    script = textwrap.dedent(f"""
+        import io, tarfile
+        import dload_arrow as dl
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+            for i in range(5):
+                data = b"x%d" % i
+                info = tarfile.TarInfo(f"s{{i}}.txt")
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+        path = {str(tmp_path / "a.tar.gz")!r}
+        open(path, "wb").write(buf.getvalue())
+        it = iter(dl.from_archive(path))
+        print(next(it)["__key__"])
+        KEEP = it  # still open when the interpreter shuts down
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "s0"
+    assert "Exception ignored" not in out.stderr, out.stderr

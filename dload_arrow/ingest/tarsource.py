@@ -103,6 +103,8 @@ class TarSource(SampleSource):
                         raise tarfile.ReadError("no end-of-archive marker: truncated or corrupt")
                     while tail.read(_BLOCK):
                         pass
+            except GeneratorExit:  # abandoned (maybe at exit): _errors() would import
+                raise
             except _errors() as e:
                 where = f"in or after entry {last[0]!r}" if last else "at its first entry"
                 raise IntegrityError(

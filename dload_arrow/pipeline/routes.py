@@ -37,7 +37,7 @@ def normalized(weights: Sequence[float] | None, n: int) -> np.ndarray:
     w = np.ones(n) if weights is None else np.asarray(list(weights), dtype=np.float64)
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
         raise ValueError(
-            f"weights {list(np.atleast_1d(w))} must be {n} finite non-negative numbers with a "
+            f"weights {np.atleast_1d(w).tolist()} must be {n} finite non-negative numbers with a "
             "positive sum (one per input)"
         )
     return w / w.sum()
