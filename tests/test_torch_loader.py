@@ -378,3 +378,42 @@ def test_a_worker_sends_arrow_slices_without_their_parents_buffers() -> None:
     small = compact(table)
     assert small.equals(table) and small.get_total_buffer_size() < 4096
     assert compact(big) is big  # a whole batch is sent as is
+
+
+_AFTER_A_FAILED_EPOCH = """
+import sys
+import dload_arrow as dl
+from dload_arrow.torch import StatefulLoader, as_iterable_dataset
+
+def bad(r):
+    if r["x"] == 700:
+        raise ValueError("bad row 700")
+    return r
+
+if __name__ == "__main__":
+    repo = dl.Repository.open(sys.argv[1] + "/root", cache_dir=sys.argv[1] + "/cache")
+    repo.commit("d", [(f"k{i:05d}", {"x": i}) for i in range(2000)], progress=False,
+                row_group_size=4000)
+    ds = repo.dataset("d")
+    try:
+        list(StatefulLoader(as_iterable_dataset(ds.pipeline().map(bad).batch(32)),
+                            num_workers=2))
+    except ValueError as e:
+        print("raised:", "bad row 700" in str(e))
+    loader = StatefulLoader(as_iterable_dataset(ds.pipeline().batch(32)), num_workers=2)
+    print(next(iter(loader))["x"].shape[0])  # an epoch left early
+    print(sum(len(b["x"]) for b in loader))
+"""
+
+
+def test_a_failed_or_abandoned_epoch_stops_its_workers_cleanly(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "run.py"
+    script.write_text(_AFTER_A_FAILED_EPOCH)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["raised: True", "32", "2000"], out.stdout
+    assert "Exception ignored" not in out.stderr, out.stderr

@@ -63,10 +63,21 @@ class StatefulLoader:
         if report is not None:
             report.raise_if_infeasible()
         cursor = self.dataset._begin_driven(self.num_workers)
-        for item in self.loader:
-            cursor.consumed += 1
-            yield item
-        cursor.done = True
+        it = iter(self.loader)
+        try:
+            for item in it:
+                cursor.consumed += 1
+                yield item
+            cursor.done = True
+        finally:
+            # Stop the workers now, whether the epoch ended, failed or was left early. An
+            # iterator left to the garbage collector can outlive its epoch (an exception's
+            # traceback holds it) and be collected in a worker the next loader forks, where
+            # its __del__ fails ("can only test a child process").
+            shutdown = getattr(it, "_shutdown_workers", None)
+            if shutdown is not None:
+                shutdown()
+            del it
 
     def set_epoch(self, epoch: int) -> None:
         self.dataset.set_epoch(epoch)
