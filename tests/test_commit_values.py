@@ -124,3 +124,18 @@ def test_a_bad_root_or_budget_is_refused_at_open(tmp_path: Path) -> None:
     for bad in ("lots", "-1"):
         with pytest.raises(ConfigError, match="cache budget"):
             Repository.open(tmp_path / "r", cache_dir=tmp_path / "c", cache_budget=bad)
+
+
+def test_a_pandas_index_with_data_is_not_dropped_silently(repo: Repository) -> None:
+    import pandas as pd
+
+    with pytest.warns(UserWarning, match=r"index \(Index\) is not stored.*reset_index"):
+        repo.commit("d", pd.DataFrame({"x": [1, 2]}, index=["a", "b"]), progress=False)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        repo.commit("e", pd.DataFrame({"x": [1, 2]}), progress=False)  # 0..n-1: nothing lost
+        frame = pd.DataFrame({"k": ["a", "b"], "x": [1, 2]}).set_index("k").reset_index()
+        repo.commit("f", frame, key="k", progress=False)
+    assert repo.dataset("f").get("b")["x"] == 2

@@ -8,6 +8,7 @@ metadata (``dload.shape``), so tensors round-trip without opaque bytes.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -224,6 +225,7 @@ def to_batches(
             samples = samples.collect()  # a LazyFrame: run the query first
         samples = samples.to_arrow()
     elif mod.startswith("pandas"):
+        _warn_dropped_index(samples)
         samples = pa.Table.from_pandas(samples, preserve_index=False)
     if isinstance(samples, pa.RecordBatch):
         samples = pa.Table.from_batches([samples])
@@ -239,3 +241,19 @@ def to_batches(
             "Table/RecordBatchReader, or a polars/pandas DataFrame"
         )
     return _pairs_to_batches(samples, schema)
+
+
+def _warn_dropped_index(df: Any) -> None:
+    """Warn when a pandas DataFrame's index carries data (not 0..n-1): it is not stored."""
+    import pandas as pd
+
+    index = df.index
+    plain = isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1
+    if not plain or index.name is not None:
+        warnings.warn(
+            f"the DataFrame's index ({type(index).__name__}"
+            f"{f' {index.name!r}' if index.name is not None else ''}) is not stored: keys come "
+            "from key= or a __key__ column, else row numbers. To keep it, pass "
+            "df.reset_index() (and key='<its name>' to make it the keys)",
+            stacklevel=5,  # the caller of Repository.commit / append
+        )
