@@ -74,8 +74,8 @@ def info(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
     Example:
       dload info photos@v1
     """
-    repo = open_repo(root, cache_dir, cache_budget)
     name, version = parse_spec(spec)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     m = repo.manifest(name, version)
     refs = sorted(r for r, v in repo.refs(name).items() if v == m.version)
     out = {
@@ -114,7 +114,7 @@ def versions(name: str, root: str | None, cache_dir: str | None, cache_budget: s
     Example:
       dload versions photos
     """
-    repo = open_repo(root, cache_dir, cache_budget)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     rows = [{"version": v.version, "time": _when(v.time), "user": v.user, "rows": v.num_rows,
              "bytes": v.num_bytes, "shards": v.num_shards, "refs": list(v.refs),
              "parents": list(v.parents)} for v in repo.versions(name)]
@@ -136,8 +136,8 @@ def recipe(spec: str, root: str | None, cache_dir: str | None, cache_budget: str
     Example:
       dload recipe photos > make_photos.py
     """
-    repo = open_repo(root, cache_dir, cache_budget)
     name, version = parse_spec(spec)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     m = repo.manifest(name, version)
     if m.recipe is None and not as_json:
         raise NotFoundError(f"{name}@{m.version[:12]} has no recipe; commit with --recipe FILE")
@@ -159,7 +159,7 @@ def log(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | 
       dload log photos@v1 --json
     """
     name, _, version = spec.partition("@")
-    repo = open_repo(root, cache_dir, cache_budget)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     lineage = repo.lineage(name, version or None)
     emit(lineage.to_dict(), as_json, lambda: click.echo(str(lineage)))
 
@@ -175,24 +175,43 @@ def _head_table(ds: Any, n: int) -> pa.Table:
 
 @click.command()
 @click.argument("spec", metavar="NAME[@VERSION]")
-@click.option("-n", "n", default=5, show_default=True, help="Number of samples.")
+@click.option("-n", "n", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Number of samples (1 or more).")
 @root_options
 @json_option
 def head(spec: str, n: int, root: str | None, cache_dir: str | None, cache_budget: str | None,
          as_json: bool) -> None:
     """Show the first samples (blobs as their size, tensors as dtype and shape).
 
+    With --json, blobs are "<N bytes>" and tensors their values as one flat list in row-major
+    order (`dload info` gives the shape to reshape them with).
+
     \b
     Example:
       dload head photos -n 3 --json
     """
-    repo = open_repo(root, cache_dir, cache_budget)
     name, version = parse_spec(spec)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     ds = repo.dataset(name, version)
     from dload_arrow.arrays import table_rows
 
     rows = table_rows(_head_table(ds, n))
-    emit(rows, as_json, lambda: print_table(rows))
+    emit(rows, as_json, lambda: print_table(_tensors_as_shapes(rows, ds.schema)))
+
+
+def _tensors_as_shapes(rows: list[dict[str, Any]], schema: pa.Schema) -> list[dict[str, Any]]:
+    """Rows with each non-null tensor value replaced by its dtype and shape, e.g. uint8[8, 8]."""
+    from dload_arrow.store.rows import field_shape
+
+    shown = {}  # Arrow's type names, as `dload info` prints them
+    for f in schema:
+        shape = field_shape(f)
+        if shape is not None:
+            shown[f.name] = f"{f.type.value_type}{list(shape)}"
+    if not shown:
+        return rows
+    return [{k: (shown[k] if k in shown and v is not None else v) for k, v in r.items()}
+            for r in rows]
 
 
 def _shard_keys(repo: Any, digest: str) -> set[str]:
@@ -209,7 +228,7 @@ def _shard_keys(repo: Any, digest: str) -> set[str]:
 @click.command()
 @click.argument("old", metavar="NAME@V1")
 @click.argument("new", metavar="NAME@V2")
-@click.option("--keys", "show_keys", default=10, show_default=True,
+@click.option("--keys", "show_keys", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many added/removed keys to list (JSON lists them all).")
 @root_options
 @json_option
@@ -223,8 +242,8 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
     Example:
       dload diff photos@v1 photos@latest
     """
-    repo = open_repo(root, cache_dir, cache_budget)
     (n1, v1), (n2, v2) = parse_spec(old), parse_spec(new)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=n1)
     a, b = repo.manifest(n1, v1), repo.manifest(n2, v2)
     da, db = set(a.digests()), set(b.digests())
     idx = {d for m in (a, b) if m.key_index for d in [m.key_index["digest"]]}

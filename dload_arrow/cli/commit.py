@@ -23,6 +23,20 @@ __all__ = ["COMMANDS", "append", "commit", "read_input"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A size option as bytes; zero or negative sizes are refused here, before any reading."""
+    if value is None:
+        return None
+    try:
+        n = parse_size(value)
+    except ConfigError as e:
+        raise click.BadParameter(f"{value!r} is not a size; use a number with an optional "
+                                 "unit, e.g. 128MiB or 2MB") from e
+    if n <= 0:
+        raise click.BadParameter(f"{value!r} is {n} bytes; give a size above 0, e.g. 128MiB")
+    return n
+
+
 def _input_options(f: F) -> F:
     for opt in reversed([
         click.option("--from", "source", required=True,
@@ -41,8 +55,10 @@ def _input_options(f: F) -> F:
         click.option("--recipe", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="The script that produced the data (stored verbatim)."),
         click.option("--meta", multiple=True, help="Metadata K=V (repeatable; JSON values)."),
-        click.option("--shard-size", default=None, help="Target shard size, e.g. 128MiB."),
-        click.option("--row-group-size", default=None, help="Target row-group size, e.g. 2MiB."),
+        click.option("--shard-size", default=None, callback=_size,
+                     help="Target shard size, e.g. 128MiB."),
+        click.option("--row-group-size", default=None, callback=_size,
+                     help="Target row-group size, e.g. 2MiB."),
     ]):
         f = opt(f)
     return f
@@ -69,10 +85,10 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
 
 def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence[str],
          exclude: Sequence[str], split: str, key_column: str | None, recipe: str | None,
-         meta: Sequence[str], shard_size: str | None, row_group_size: str | None,
+         meta: Sequence[str], shard_size: int | None, row_group_size: int | None,
          root: str | None, cache_dir: str | None, cache_budget: str | None,
          as_json: bool) -> None:
-    repo = open_repo(root, cache_dir, cache_budget)
+    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
                                       repo.settings.endpoint_url)
     kwargs: dict[str, Any] = {"key": key, "progress": progress_enabled()}
@@ -82,22 +98,23 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         with open(recipe, encoding="utf-8") as f:
             kwargs["recipe"] = f.read()
     if shard_size:
-        kwargs["shard_size"] = parse_size(shard_size, "--shard-size")
+        kwargs["shard_size"] = shard_size
     if row_group_size:
-        kwargs["row_group_size"] = parse_size(row_group_size, "--row-group-size")
+        kwargs["row_group_size"] = row_group_size
     v = (repo.append if append_mode else repo.commit)(name, samples, **kwargs)
+    shard_bytes, manifest_bytes = _uploaded_split(v)
     out = {
         "name": v.name, "version": v.version, "rows": v.num_rows,
         "shards": v.shards_total, "shards_uploaded": v.shards_uploaded,
         "bytes": v.bytes_total, "bytes_uploaded": v.bytes_uploaded,
+        "shard_bytes_uploaded": shard_bytes, "manifest_bytes_uploaded": manifest_bytes,
         "seconds": round(v.seconds, 3), "source": report,
     }
 
     def text() -> None:
         click.echo(f"{'appended to' if append_mode else 'committed'} {v.name}@{v.version[:12]}: "
                    f"{v.num_rows} rows in {v.shards_total} shards ({format_bytes(v.bytes_total)}); "
-                   f"uploaded {v.shards_uploaded} shards, {format_bytes(v.bytes_uploaded)} "
-                   f"in {v.seconds:.1f}s")
+                   f"{_upload_text(v, shard_bytes, manifest_bytes)} in {v.seconds:.1f}s")
         if report.get("unmatched"):
             shown = ", ".join(report["unmatched"][:5])
             click.echo(f"not ingested: {len(report['unmatched'])} files without an extension "
@@ -108,6 +125,26 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         click.echo(v.version)
 
     emit(out, as_json, text)
+
+
+def _uploaded_split(v: Any) -> tuple[int, int]:
+    """``(shard bytes, manifest bytes)`` of a commit's ``bytes_uploaded``.
+
+    ``bytes_uploaded`` counts shards (and the key index, stored as a shard) plus the manifest,
+    which is written once per new version id; a recommit of a stored id writes nothing.
+    """
+    manifest = min(len(v.manifest.to_bytes()), v.bytes_uploaded) if v.bytes_uploaded else 0
+    return v.bytes_uploaded - manifest, manifest
+
+
+def _upload_text(v: Any, shard_bytes: int, manifest_bytes: int) -> str:
+    if not v.bytes_uploaded:
+        return "uploaded 0 shards and 0 bytes (this version was already stored)"
+    shards = f"uploaded {v.shards_uploaded} shards ({format_bytes(shard_bytes)})"
+    if v.shards_uploaded == 0:
+        shards = f"uploaded 0 shards (all {v.shards_total} already stored)" + (
+            f", a {format_bytes(shard_bytes)} key index" if shard_bytes else "")
+    return shards + (f" and the {format_bytes(manifest_bytes)} manifest" if manifest_bytes else "")
 
 
 @click.command()

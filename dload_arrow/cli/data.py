@@ -10,6 +10,7 @@ import click
 
 from dload_arrow.cli.output import (
     emit,
+    emit_csv,
     json_option,
     open_repo,
     parse_assignments,
@@ -18,9 +19,9 @@ from dload_arrow.cli.output import (
     progress_enabled,
     root_options,
 )
-from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError
+from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError, UnsafePathError
 from dload_arrow.sizes import format_bytes
-from dload_arrow.store.names import shard_path
+from dload_arrow.store.names import KEY_COLUMN, shard_path
 
 __all__ = ["COMMANDS", "cache", "cache_text", "export", "pull", "sql", "verify"]
 
@@ -72,9 +73,29 @@ def pull(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
       dload pull photos@v1
     """
     name, version = parse_spec(spec)
-    repo = open_repo(root, cache_dir, cache_budget)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     result = _as_dict(repo.pull(name, version, progress=progress_enabled()))
     emit(result, as_json, lambda: _kv_text(result))
+
+
+def _check_export_key(key: str, where: str) -> None:
+    """Refuse a key that is not a plain relative path before anything is written.
+
+    The library's check speaks of archives (it is shared with ingestion); here the key of a
+    stored sample is the problem, and the sample itself is fine to read.
+    """
+    from dload_arrow.ingest.grouping import check_entry_name
+
+    try:
+        plain = check_entry_name(key, "export") == key
+    except UnsafePathError:
+        plain = False
+    if not plain:
+        raise UnsafePathError(
+            f"sample key {key!r} of {where} is not a plain relative path (absolute, '..', '.', "
+            "a backslash or an empty part), so it cannot be written as DIR/<key>.<column>; "
+            f"read the sample in Python instead: repo.dataset(...).get({key!r})"
+        )
 
 
 @click.command()
@@ -99,11 +120,12 @@ def export(spec: str, key: str | None, index: int | None, dest: str, root: str |
     if (key is None) == (index is None):
         raise click.UsageError("give either KEY or --index I")
     name, version = parse_spec(spec)
-    ds = open_repo(root, cache_dir, cache_budget).dataset(name, version)
+    ds = open_repo(root, cache_dir, cache_budget, dataset=name).dataset(name, version)
     try:
         sample = dict(ds.get(key) if key is not None else ds[index])
     except IndexError as e:  # a position past the end is the user's mistake, not a bug
         raise NotFoundError(f"{e}; use --index 0..{len(ds) - 1} or a KEY") from e
+    _check_export_key(str(sample[KEY_COLUMN]), f"{name}@{ds.version[:12]}")
     written = write_sample_files(sample, dest, ds.schema)
     emit({"name": name, "version": ds.version, "files": written}, as_json,
          lambda: click.echo("\n".join(written)))
@@ -141,8 +163,8 @@ def verify(spec: str, root: str | None, cache_dir: str | None, cache_budget: str
     Example:
       dload verify photos
     """
-    repo = open_repo(root, cache_dir, cache_budget)
     name, version = parse_spec(spec)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     m = repo.manifest(name, version)
     objects = [(s.digest, s.bytes) for s in m.shards]
     if m.key_index:
@@ -208,7 +230,7 @@ def cache_clear(root: str | None, cache_dir: str | None, cache_budget: str | Non
     Example:
       dload cache clear
     """
-    result = open_repo(root, cache_dir, cache_budget).cache_clear()
+    result = open_repo(root, cache_dir, cache_budget, must_exist=False).cache_clear()
     out = _as_dict(result) if not isinstance(result, int) else {"bytes_freed": result}
     emit(out, as_json, lambda: _kv_text(out))
 
@@ -216,17 +238,22 @@ def cache_clear(root: str | None, cache_dir: str | None, cache_budget: str | Non
 @click.command()
 @click.argument("query")
 @click.option("--param", "params", multiple=True, help="Bound parameter K=V (repeatable).")
-@click.option("--limit", default=50, show_default=True, help="Rows to print (text output).")
+@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Rows to print as a table; 0 prints every row (--json and --csv always do).")
+@click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header row.")
 @root_options
 @json_option
-def sql(query: str, params: tuple[str, ...], limit: int, root: str | None,
+def sql(query: str, params: tuple[str, ...], limit: int, as_csv: bool, root: str | None,
         cache_dir: str | None, cache_budget: str | None, as_json: bool) -> None:
     """Run DuckDB SQL over the catalog (datasets, versions, shards) and samples.
 
     \b
-    Example:
+    Examples:
       dload sql "select name, num_rows from versions where name = \\$name" --param name=photos
+      dload sql "select * from samples('photos')" --csv > photos.csv
     """
+    if as_json and as_csv:
+        raise click.UsageError("choose one of --json and --csv")
     bound = parse_assignments(params, "--param")
     table = open_repo(root, cache_dir, cache_budget).sql(query, **bound)
     from dload_arrow.arrays import table_rows
@@ -235,9 +262,13 @@ def sql(query: str, params: tuple[str, ...], limit: int, root: str | None,
     if as_json:
         emit(rows, True)
         return
-    print_table(rows[:limit], table.column_names)
-    if len(rows) > limit:
-        click.echo(f"... {len(rows) - limit} more rows (--limit, --json)")
+    if as_csv:
+        emit_csv(rows, table.column_names)
+        return
+    shown = rows[:limit] if limit else rows
+    print_table(shown, table.column_names)
+    if len(rows) > len(shown):
+        click.echo(f"... {len(rows) - len(shown)} more rows (--limit 0 prints all; --json, --csv)")
     if not table.column_names:
         raise ConfigError("the query returned no columns")
 

@@ -39,8 +39,10 @@ def _train(pipe: Any, steps: int) -> dict[str, Any]:
 @click.command()
 @click.option("--root", default=None,
               help="Root to use (default: the embedded default, a local directory).")
-@click.option("--samples", default=256, show_default=True, help="Samples in the folder dataset.")
-@click.option("--steps", default=20, show_default=True, help="Training steps.")
+@click.option("--samples", type=click.IntRange(min=1), default=256, show_default=True,
+              help="Samples in the folder dataset.")
+@click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Training steps (batches of 32; the mix repeats, new shuffle each pass).")
 @json_option
 def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
     """Tour dload: ingest a folder and an archive, recommit, SQL, train on a shuffled mix.
@@ -66,7 +68,7 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
         timings[name] = round(time.perf_counter() - t, 3)
         return result
 
-    repo = open_repo(root)
+    repo = open_repo(root, must_exist=False)
     _say(quiet, f"root: {repo.settings.root} ({repo.settings.sources.get('root')})")
     with tempfile.TemporaryDirectory(prefix="dload-demo-") as tmp:
         folder, archive = f"{tmp}/images", f"{tmp}/extra.tar.zst"
@@ -104,8 +106,9 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
         print_table(rows)
 
     images, extra = repo.dataset("demo-images"), repo.dataset("demo-extra")
+    # The mix ends with its first exhausted input; repeat it so --steps is always reached.
     pipe = dl.mix([images.shuffle(seed=0), extra.shuffle(seed=0)], weights=[0.8, 0.2],
-                  seed=0).batch(32)
+                  seed=0).repeat().batch(32)
     if importlib.util.find_spec("torch") is None:
         out["train"] = None
         _say(quiet, "5. skipped training: torch is not installed "
@@ -114,8 +117,8 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
         res = step("train", lambda: _train(pipe, steps))
         out["train"] = res
         _say(quiet, f"5. trained a linear model for {res['steps']} steps on a shuffled 80/20 "
-                    f"mix ({res['samples']} samples): loss {res['first_loss']:.3f} -> "
-                    f"{res['last_loss']:.3f}")
+                    f"mix, repeated as needed ({res['samples']} samples): loss "
+                    f"{res['first_loss']:.3f} -> {res['last_loss']:.3f}")
     total = time.perf_counter() - t_start
     out["timings"] = {**timings, "total": round(total, 3)}
     _say(quiet, "timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in timings.items())

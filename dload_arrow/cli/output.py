@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
 
+from dload_arrow.errors import NotFoundError
 from dload_arrow.sizes import format_bytes
 
 __all__ = [
     "cell",
     "emit",
+    "emit_csv",
     "json_option",
     "open_repo",
     "parse_assignments",
@@ -21,6 +25,7 @@ __all__ = [
     "print_table",
     "progress_enabled",
     "root_options",
+    "root_problem",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -43,12 +48,46 @@ def json_option(f: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON.")(f)
 
 
-def open_repo(root: str | None, cache_dir: str | None = None, cache_budget: str | None = None
-              ) -> Any:
-    """The Repository for the command's root options."""
+# Where a root setting came from, in the words a user would fix it with.
+_ROOT_SOURCES = {"argument": "--root", "env": "DLOAD_ROOT", "default": "the default root"}
+
+
+def root_problem(repo: Any, dataset: str | None = None) -> NotFoundError | None:
+    """The error for a local root directory that does not exist, else None.
+
+    Listing a missing directory gives nothing, so without this a mistyped root looks like an
+    empty one. Remote roots (S3...) are not checked: an empty prefix is an empty root there.
+    (A file as the root is refused when the storage is opened.)
+    """
+    from dload_arrow.storage import LocalStorage
+
+    if not isinstance(repo.storage, LocalStorage) or os.path.exists(repo.storage.root):
+        return None
+    source = repo.settings.sources.get("root", "")
+    what = f"no dataset {dataset!r}: root" if dataset else "root"
+    return NotFoundError(
+        f"{what} {repo.storage.root} (from {_ROOT_SOURCES.get(source, source)}) does not exist; "
+        "`dload commit NAME --from PATH` or `dload demo` creates it; if you expected data "
+        "there, check --root, DLOAD_ROOT and dload.toml (`dload status` shows which is used)"
+    )
+
+
+def open_repo(root: str | None, cache_dir: str | None = None, cache_budget: str | None = None,
+              *, must_exist: bool = True, dataset: str | None = None) -> Any:
+    """The Repository for the command's root options.
+
+    Args:
+        must_exist: a missing local root is an error; False for commands that may create it
+            (commit, append, demo) or never read it (unpin, cache clear, status).
+        dataset: the dataset the command is about, named in that error.
+    """
     from dload_arrow.repository import Repository
 
-    return Repository.open(root, cache_dir=cache_dir, cache_budget=cache_budget)
+    repo = Repository.open(root, cache_dir=cache_dir, cache_budget=cache_budget)
+    problem = root_problem(repo, dataset) if must_exist else None
+    if problem is not None:
+        raise problem
+    return repo
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -92,6 +131,26 @@ def emit(data: Any, as_json: bool, text: Callable[[], None] | None = None) -> No
         text()
     else:
         click.echo(data)
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, str)):
+        return value
+    if isinstance(value, bytes):
+        return _default(value)
+    return json.dumps(value, default=_default) if isinstance(value, (list, dict)) else str(value)
+
+
+def emit_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
+    """Print rows as CSV with a header row (nulls empty; lists and structs as JSON)."""
+    out = csv.writer(sys.stdout, lineterminator="\n")
+    out.writerow(columns)
+    for r in rows:
+        out.writerow([_csv_value(r.get(c)) for c in columns])
 
 
 def cell(value: Any, width: int = 40) -> str:

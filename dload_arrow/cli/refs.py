@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from dload_arrow.cli.output import emit, json_option, open_repo, parse_spec, root_options
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.sizes import format_bytes
+from dload_arrow.storage import redact_url
 
 __all__ = ["COMMANDS", "gc", "pin", "rm", "tag", "unpin"]
+
+
+def _resolving(repo: Any, name: str, fn: Callable[[], str]) -> str:
+    """``fn()``; when it finds no version, say so about the dataset if NAME is unknown.
+
+    Resolving ``nope@latest`` fails with "no version or tag 'latest'", which hides the
+    real mistake: the dataset name.
+    """
+    try:
+        return fn()
+    except NotFoundError as e:
+        if name in repo.datasets():
+            raise
+        raise NotFoundError(f"no dataset {name!r} under {redact_url(repo.storage.url)}; "
+                            "`dload ls` lists the datasets there") from e
 
 
 @click.command()
@@ -28,7 +46,8 @@ def pin(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | 
       dload pin photos@v1
     """
     name, version = parse_spec(spec)
-    vid = open_repo(root, cache_dir, cache_budget).pin(name, version)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
+    vid = _resolving(repo, name, lambda: repo.pin(name, version))
     emit({"name": name, "version": vid}, as_json, lambda: click.echo(f"pinned {name}@{vid}"))
 
 
@@ -44,7 +63,8 @@ def unpin(name: str, root: str | None, cache_dir: str | None, cache_budget: str 
     Example:
       dload unpin photos
     """
-    removed = open_repo(root, cache_dir, cache_budget).unpin(name)
+    # only dload.lock changes: a root that is gone must not keep a stale pin in place
+    removed = open_repo(root, cache_dir, cache_budget, must_exist=False).unpin(name)
     emit({"name": name, "unpinned": removed}, as_json,
          lambda: click.echo(f"unpinned {name}" if removed else f"{name} was not pinned"))
 
@@ -63,7 +83,8 @@ def tag(spec: str, tag_name: str, root: str | None, cache_dir: str | None,
       dload tag photos@3f2a9c v1
     """
     name, version = parse_spec(spec)
-    vid = open_repo(root, cache_dir, cache_budget).tag(name, version or "latest", tag_name)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
+    vid = _resolving(repo, name, lambda: repo.tag(name, version or "latest", tag_name))
     emit({"name": name, "tag": tag_name, "version": vid}, as_json,
          lambda: click.echo(f"tagged {name}@{vid[:12]} as {tag_name}"))
 
@@ -83,7 +104,7 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
       dload rm photos --version 3f2a9c --yes
       dload rm photos --yes
     """
-    repo = open_repo(root, cache_dir, cache_budget)
+    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     what = f"version {version} of {name!r}" if version else f"dataset {name!r} (every version)"
     repo.versions(name)  # unknown dataset: a clear error before asking anything
     if not yes:

@@ -12,11 +12,18 @@ from typing import Any
 import click
 
 from dload_arrow.cli.data import cache_text
-from dload_arrow.cli.output import emit, json_option, open_repo, print_table, root_options
+from dload_arrow.cli.output import (
+    emit,
+    json_option,
+    open_repo,
+    print_table,
+    root_options,
+    root_problem,
+)
 from dload_arrow.config import KEYS, resolve_settings, user_config_path
 from dload_arrow.errors import ConfigError, DloadError
 from dload_arrow.sizes import parse_size
-from dload_arrow.storage import redact_url
+from dload_arrow.storage import LocalStorage, redact_url
 
 __all__ = ["COMMANDS", "init", "status"]
 
@@ -89,6 +96,18 @@ def _cache(repo: Any) -> dict[str, Any]:
         return {"cache_dir": repo.settings.cache_dir, "error": " ".join(str(e).split())}
 
 
+def _reach(repo: Any) -> dict[str, Any]:
+    """Whether the root can be listed; ``exists`` is False for a local root not created yet."""
+    # only a local directory can be told apart from an empty root; elsewhere None
+    exists = (root_problem(repo) is None) if isinstance(repo.storage, LocalStorage) else None
+    try:
+        names = repo.datasets()
+    except (DloadError, OSError) as e:
+        return {"reachable": False, "exists": exists, "datasets": None,
+                "error": " ".join(str(e).split())}
+    return {"reachable": True, "exists": exists, "datasets": len(names), "error": None}
+
+
 @click.command()
 @root_options
 @json_option
@@ -103,12 +122,8 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
       dload status --json
     """
     settings = resolve_settings(root=root, cache_dir=cache_dir, cache_budget=cache_budget)
-    repo = open_repo(root, cache_dir, cache_budget)
-    try:
-        names = repo.datasets()
-        reach: dict[str, Any] = {"reachable": True, "datasets": len(names), "error": None}
-    except (DloadError, OSError) as e:
-        reach = {"reachable": False, "datasets": None, "error": " ".join(str(e).split())}
+    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    reach = _reach(repo)
     out = {
         "settings": {
             k: {"value": redact_url(str(getattr(settings, k))) if getattr(settings, k) else None,
@@ -123,8 +138,13 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     def text() -> None:
         print_table([{"setting": k, "value": v["value"], "from": v["source"]}
                      for k, v in out["settings"].items()])
-        state = (f"reachable, {reach['datasets']} datasets" if reach["reachable"]
-                 else f"NOT reachable: {reach['error']}")
+        if not reach["reachable"]:
+            state = f"NOT reachable: {reach['error']}"
+        elif reach["exists"] is False:
+            state = ("does not exist yet (`dload commit` creates it; if you expected data, the "
+                     "root setting above is wrong)")
+        else:
+            state = f"reachable, {reach['datasets']} datasets"
         click.echo(f"root: {state}")
         if "error" in out["cache"]:
             click.echo(f"cache: {out['cache']['cache_dir']} ({out['cache']['error']})")
