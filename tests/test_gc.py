@@ -138,6 +138,12 @@ def test_rm_of_the_whole_dataset_and_of_unknown_names(repo: Repository) -> None:
     removed = repo.rm("d")
     assert len(removed) == 1
     assert repo.datasets() == ["keep"]
+    gone = [e for e in repo.log("d") if e.ref == "latest"]  # the removal stays on record
+    assert [e.action for e in gone] == ["commit", "delete"] and gone[-1].version is None
+    again = repo.commit("d", rows("c", 10), progress=False)  # the name can be used again
+    assert repo.dataset("d").version == again.version
+    assert [e.seq for e in repo.log("d") if e.ref == "latest"] == [1, 2, 3]
+    repo.rm("d")
     with pytest.raises(NotFoundError, match="'d'"):
         repo.rm("d")
     with pytest.raises(NotFoundError):

@@ -122,13 +122,19 @@ class VersionsMixin:
 
         Shards stay until :meth:`gc`. Refs that pointed at a removed version move back to the
         newest remaining version or are deleted; derived memos of the dataset are cleared.
+        Removing the whole dataset deletes its refs (each deletion logged) and manifests but
+        keeps its log: who removed it, and when, stays on record (``log(name)``).
         """
         ids = self._version_ids(name)
         if not ids:
             raise NotFoundError(self._missing(name))
         if version is None:
+            for ref in list_refs(self.storage, name):
+                delete_ref(self.storage, name, ref)
+            log = f"datasets/{name}/log/"
             for obj in self.storage.list(f"datasets/{name}/"):
-                self.storage.delete(obj.path)
+                if not obj.path.startswith(log):
+                    self.storage.delete(obj.path)
             for vid in ids:
                 self.manifests.forget(vid)
             self._clear_memos(name, None)
