@@ -151,3 +151,15 @@ def test_head_refuses_a_negative_count(repo: Repository) -> None:
     assert ds.head(0).num_rows == 0 and ds.head(3).num_rows == 3
     with pytest.raises(ValueError, match="0 or more"):
         ds.head(-1)
+
+
+def test_get_returns_a_default_for_an_absent_key_only_when_asked(repo: Repository) -> None:
+    repo.commit("d", [(f"k{i}", {"x": i, "y": -i}) for i in range(10)], progress=False)
+    ds = repo.dataset("d")
+    assert ds.get("nope", default=None) is None
+    assert ds.get("k3", default=None) == {"__key__": "k3", "x": 3, "y": -3}
+    assert ds.get("k3", ["x"]) == ds.get("k3", "x") == {"__key__": "k3", "x": 3}
+    with pytest.raises(NotFoundError):
+        ds.get("nope", None)  # the second positional argument is columns
+    with pytest.raises(TypeError, match="default="):
+        ds.get("nope", {})

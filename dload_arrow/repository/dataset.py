@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 __all__ = ["Dataset"]
 
 
+_RAISE: Any = object()  # get()'s default: raise NotFoundError
+
+
 class Dataset:
     """A dataset version: metadata from its manifest, and the read methods.
 
@@ -170,11 +173,26 @@ class Dataset:
             return False
         return True
 
-    def get(self, key: str, columns: Sequence[str] | None = None) -> dict[str, Any]:
-        """The sample with key ``key`` (NotFoundError if absent); never scans the dataset."""
+    def get(self, key: str, columns: Sequence[str] | None = None, *,
+            default: Any = _RAISE) -> Any:
+        """The sample with key ``key``; never scans the dataset.
+
+        An absent key raises NotFoundError, or returns ``default`` when one is given
+        (``ds.get(k, default=None)``: the second positional argument is ``columns``).
+        """
         from dload_arrow.read.samples import row_to_sample
 
-        return row_to_sample(self._random_access.get(key, columns))
+        if isinstance(columns, str):
+            columns = [columns]
+        elif columns is not None and not isinstance(columns, Sequence):
+            raise TypeError(f"get(key, columns): columns is a list of column names, got "
+                            f"{columns!r}; for a value when the key is absent use default=")
+        try:
+            return row_to_sample(self._random_access.get(key, columns))
+        except NotFoundError:
+            if default is _RAISE:
+                raise
+            return default
 
     def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None) -> pa.Table:
         """Rows by position (ints) or key (strs), in the order given, as a pyarrow Table."""
