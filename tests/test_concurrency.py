@@ -105,3 +105,86 @@ def test_racing_ref_moves_from_threads_form_one_chain(
         t.join()
     moved = assert_unbroken_chain(repo, "refs-race")
     assert sorted(moved) == sorted(targets)
+
+
+APPEND_SCRIPT = r"""
+import sys, time
+from pathlib import Path
+from dload_arrow import Repository
+
+root, who, sync = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+repo = Repository.open(root)
+(sync / f"ready-{who}").touch()
+while not (sync / "go").exists():
+    time.sleep(0.005)
+for n in range(4):
+    rows = [(f"{who}-{n}-{i:03d}", {"x": i, "who": who}) for i in range(50)]
+    print(repo.append("shared", rows, progress=False).version)
+"""
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_concurrent_appends_keep_every_row(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path, cache_dir: str
+) -> None:
+    root = str(request.getfixturevalue(f"{backend}_root"))
+    repo = Repository.open(root, cache_dir=cache_dir)
+    repo.commit("shared", [(f"base-{i:03d}", {"x": i, "who": "base"}) for i in range(50)],
+                progress=False)
+    sync = tmp_path / "sync"
+    sync.mkdir()
+    writers = ["a", "b"]
+    procs = [subprocess.Popen([sys.executable, "-c", APPEND_SCRIPT, root, w, str(sync)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for w in writers]
+    deadline = time.monotonic() + 120
+    while not all((sync / f"ready-{w}").exists() for w in writers):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.01)
+    (sync / "go").touch()
+    for p in procs:
+        _out, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+    keys = [s["__key__"] for s in repo.dataset("shared").samples()]
+    expected = {f"base-{i:03d}" for i in range(50)} | {
+        f"{w}-{n}-{i:03d}" for w in writers for n in range(4) for i in range(50)}
+    assert len(keys) == len(expected) == 450 and set(keys) == expected
+    assert_unbroken_chain(repo, "shared")
+    appends = [e for e in repo.log("shared") if e.action == "append"]
+    assert len(appends) == 8  # every append published, on top of the one before
+
+
+def test_an_append_whose_parent_is_removed_and_collected_publishes_nothing(
+        local_root: str, cache_dir: str) -> None:
+    import glob
+
+    from dload_arrow import ConflictError
+
+    repo = Repository.open(local_root, cache_dir=cache_dir)
+    v1 = repo.commit("d", [(f"a{i:03d}", {"x": i}) for i in range(100)], progress=False)
+    old = time.time() - 7200  # committed two hours ago: past gc's grace
+    for f in glob.glob(f"{local_root}/shards/**/*.parquet", recursive=True):
+        os.utime(f, (old, old))
+    other = Repository.open(local_root, cache_dir=cache_dir)
+
+    def more():  # another process removes the parent and collects while this encodes
+        other.rm("d", v1.version)
+        assert len(other.gc(grace="1h").deleted) == 1
+        for i in range(10):
+            yield f"b{i:03d}", {"x": 1000 + i}
+
+    with pytest.raises(ConflictError, match="was removed while it ran"):
+        repo.append("d", more(), progress=False)
+    assert repo.datasets() == []
+    assert list((Path(local_root) / "datasets" / "d" / "manifests").glob("*.arrow")) == []
+
+
+def test_shard_sizes_may_be_given_as_text(repo: Repository) -> None:
+    from dload_arrow import ConfigError
+
+    v = repo.commit("d", [(f"k{i:04d}", {"x": i}) for i in range(3000)], shard_size="8KiB",
+                    row_group_size="2KiB", progress=False)
+    assert v.shards_total > 1
+    for bad in ("0", "lots", 0, -5):
+        with pytest.raises(ConfigError, match="shard_size"):
+            repo.commit("e", [("a", {"x": 1})], shard_size=bad, progress=False)

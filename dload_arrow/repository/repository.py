@@ -80,8 +80,8 @@ class Repository(VersionsMixin):
         key: str | None = None,
         meta: dict[str, Any] | None = None,
         recipe: str | None = None,
-        shard_size: int = DEFAULT_SHARD_SIZE,
-        row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+        shard_size: int | str = DEFAULT_SHARD_SIZE,
+        row_group_size: int | str = DEFAULT_ROW_GROUP_SIZE,
         schema: pa.Schema | None = None,
         progress: bool | None = None,
         parents: list[dict[str, Any]] | None = None,
@@ -95,8 +95,8 @@ class Repository(VersionsMixin):
             key: the key column of a table input (default ``__key__``, else generated keys).
             meta: JSON-serialisable user metadata stored in the manifest.
             recipe: the script that produced the data, stored verbatim, never executed.
-            shard_size: target shard size in bytes (default 128 MiB).
-            row_group_size: target row-group size in bytes (default 2 MiB).
+            shard_size: target shard size, bytes or text such as "64MiB" (default 128 MiB).
+            row_group_size: target row-group size, likewise (default 2 MiB).
             schema: the sample schema; inferred from the first batch when omitted.
             progress: show a progress bar (default: only when stderr is a terminal or in a
                 notebook, never in logs).
@@ -120,14 +120,23 @@ class Repository(VersionsMixin):
         key: str | None = None,
         meta: dict[str, Any] | None = None,
         recipe: str | None = None,
-        shard_size: int | None = None,
-        row_group_size: int | None = None,
+        shard_size: int | str | None = None,
+        row_group_size: int | str | None = None,
         progress: bool | None = None,
     ) -> Version:
-        """A new version of ``name``: the latest version's shards plus ``samples``."""
-        parent = self.manifest(name)
+        """A new version of ``name``: the latest version's shards plus ``samples``.
+
+        Appends may run at once from several processes: each is published on top of whatever
+        ``latest`` is when it finishes (its shards uploaded once), none is lost.
+        """
+        parent = self.manifest(name, "latest")  # not a pin: an append extends latest
         settings = parent.info.get("settings", {})
         known = stored_keys(self.storage, parent)
+
+        def rebase() -> tuple[Manifest, pa.Array]:
+            now = self.manifest(name, "latest")
+            return now, stored_keys(self.storage, now)
+
         return commit_samples(
             self.storage, name, samples, key=key,
             meta=parent.meta if meta is None else meta,
@@ -135,8 +144,7 @@ class Repository(VersionsMixin):
             shard_size=shard_size or settings.get("shard_size", DEFAULT_SHARD_SIZE),
             row_group_size=row_group_size
             or settings.get("row_group_size", DEFAULT_ROW_GROUP_SIZE),
-            parent=parent, known_keys=known, progress=progress,
-            parents=[{"name": name, "version": parent.version, "relation": "append"}],
+            parent=parent, known_keys=known, progress=progress, rebase=rebase,
         )
 
     # --- listing and resolving ---------------------------------------------------------------

@@ -1,0 +1,214 @@
+"""The last steps of a commit: the manifest over the uploaded shards, then the ref.
+
+A commit's shards are uploaded first (``commit.py``); this builds the manifest that lists them
+(after the parent's shards, for an append), stores it, and moves ``latest``.
+
+**Appends race.** An append is built on the ``latest`` it read. Moving ``latest`` to it
+unconditionally would drop whatever another writer published meanwhile (two processes
+appending at once each kept only their own rows). So an append moves ``latest`` only while it
+still points at its parent (``move_ref(only_if=parent)``). When it has moved, the append is
+*rebased*: its shards are already stored (content addressed), so only a new manifest is built
+over the new ``latest``'s shards, its keys checked again for duplicates, and the move retried.
+Nothing is encoded or uploaded twice.
+
+**The parent may be removed while the append runs** (``rm`` of that version, then ``gc``
+deleting shards no manifest lists). The new manifest is stored before the parent is checked:
+from then on a gc sees the parent's shards listed by one manifest or the other, so if the
+parent manifest still exists at the check, none of its shards can have been deleted; if it is
+gone, the append publishes nothing and says so.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dload_arrow.arrays import int64_array, numpy_values, scalar
+from dload_arrow.errors import ConflictError, NotFoundError, SchemaError
+from dload_arrow.storage import Storage
+from dload_arrow.store.manifest import Manifest, build_manifest, shard_rows
+from dload_arrow.store.names import KEY_COLUMN, manifest_path, shard_path
+from dload_arrow.store.refs import move_ref
+from dload_arrow.store.shard import ShardData, digest_of, write_shards
+
+__all__ = ["REBASES", "Uploaded", "crash_point", "publish", "store_manifest", "upload_shard"]
+
+REBASES = 20
+"""Times an append is rebased onto a moved ``latest`` before it gives up (ConflictError)."""
+
+_INDEX_ROW_GROUP = 256 * 1024
+
+Rebase = Callable[[], tuple[Manifest, pa.Array | None]]
+
+
+@dataclass
+class Uploaded:
+    """What the upload step of a commit produced."""
+
+    name: str
+    schema: pa.Schema
+    shards: list[ShardData]
+    keys: list[pa.Array]  # the new samples' keys, by batch
+    settings: dict[str, Any]
+    uploaded: list[int] = field(default_factory=lambda: [0, 0])  # shards, bytes
+    reused: list[str] = field(default_factory=list)  # digests already stored (touched)
+
+
+def crash_point(step: str) -> None:
+    """Test hook for invariant 1: SIGKILL this process at a named step of the protocol."""
+    if os.environ.get("DLOAD_CRASH_AT") == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def upload_shard(storage: Storage, shard: ShardData) -> int:
+    """Store ``shard`` unless it is there; bytes uploaded (0: reused, and touched).
+
+    Hashes it first when ``write_shards`` left that to this (upload) thread."""
+    if not shard.digest:
+        shard.digest = digest_of(shard.data)
+    path = shard_path(shard.digest)
+    # A reused shard may be old and unreferenced (left by a removed version): touching it
+    # restarts gc's grace period, which then protects it like a freshly uploaded one.
+    if storage.exists(path) and storage.touch(path):
+        return 0
+    if storage.put_if_absent(path, memoryview(shard.data)):  # no copy to a local root
+        return shard.nbytes
+    storage.touch(path)  # stored meanwhile by a concurrent commit of the same bytes
+    return 0
+
+
+def store_manifest(storage: Storage, manifest: Manifest) -> int:
+    """Write the manifest if absent; return the bytes written (0 when it was already there)."""
+    data = manifest.to_bytes()
+    path = manifest_path(manifest.name, manifest.version)
+    if storage.exists(path):
+        return 0
+    return len(data) if storage.put_if_absent(path, data) else 0
+
+
+def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
+            known_keys: pa.Array | None, rebase: Rebase | None, meta: dict[str, Any] | None,
+            recipe: str | None, parents: list[dict[str, Any]], move: bool) -> Manifest:
+    """Build and store the manifest of ``up`` (after ``parent``'s shards) and move ``latest``;
+    an append whose parent is no longer ``latest`` is rebased (module docstring)."""
+    for attempt in itertools.count():
+        _check_unique(up.keys, known_keys)
+        wrote, manifest = _manifest(storage, up, parent, known_keys, meta, recipe, parents)
+        _check_reused(storage, up.name, up.reused)
+        if parent is not None and not storage.exists(manifest_path(up.name, parent.version)):
+            if wrote:  # it lists shards gc may have deleted: no version may remain of it
+                storage.delete(manifest_path(up.name, manifest.version))
+            raise ConflictError(
+                f"append to {up.name!r}: the version it extends ({parent.version[:12]}) was "
+                "removed while it ran; nothing was published. Append again"
+            )
+        crash_point("manifest")  # stored, the ref not moved yet
+        if not move:
+            return manifest
+        try:
+            move_ref(storage, up.name, "latest", manifest.version, unless_there=True,
+                     action="append" if parent is not None else "commit",
+                     only_if=None if parent is None else parent.version)
+            return manifest
+        except ConflictError as e:
+            if rebase is None or attempt >= REBASES:
+                raise ConflictError(
+                    f"append to {up.name!r}: latest kept moving while it ran ({attempt + 1} "
+                    "tries); nothing was published. Append again"
+                ) from e
+        try:
+            parent, known_keys = rebase()
+        except NotFoundError as e:
+            raise ConflictError(f"append to {up.name!r}: the dataset was removed while it "
+                                "ran; nothing was published") from e
+        if not up.schema.equals(parent.schema):
+            raise ConflictError(
+                f"append to {up.name!r}: latest moved to a version with another schema "
+                f"({parent.schema}) while it ran; nothing was published"
+            )
+        parents = [dict(p, version=parent.version) if p.get("relation") == "append" else p
+                   for p in parents]
+    raise AssertionError("unreachable")
+
+
+def _manifest(storage: Storage, up: Uploaded, parent: Manifest | None,
+              known_keys: pa.Array | None, meta: dict[str, Any] | None, recipe: str | None,
+              parents: list[dict[str, Any]]) -> tuple[int, Manifest]:
+    """The manifest built and stored, and the bytes written (0: it was there already)."""
+    shards, schema = up.shards, up.schema
+    rows = shard_rows(shards, schema)
+    sorted_new = all(s.keys_sorted for s in shards) and all(
+        a.key_max < b.key_min for a, b in itertools.pairwise(shards)
+    )
+    if parent is not None:
+        rows = pa.concat_tables([parent.table.replace_schema_metadata(None), rows])
+        tail = parent.shards[-1].key_max if parent.shards else None
+        sorted_new = sorted_new and parent.keys_sorted and (
+            tail is None or not shards or tail < shards[0].key_min
+        )
+    index_info = None
+    if not sorted_new and rows.num_rows:
+        index = _key_index(up.keys, known_keys)
+        wrote_index = upload_shard(storage, index)
+        up.uploaded[1] += wrote_index  # bytes count; shards_uploaded is data shards
+        if not wrote_index:
+            up.reused.append(index.digest)
+        index_info = {
+            "digest": index.digest, "bytes": index.nbytes, "rows": index.rows,
+            "footer_offset": index.footer_offset, "rg_rows": index.rg_rows,
+            "rg_offsets": index.rg_offsets, "rg_bytes": index.rg_bytes,
+            "rg_key_min": index.rg_key_min, "rg_key_max": index.rg_key_max,
+        }
+    manifest = build_manifest(
+        up.name, schema, rows, keys_sorted=sorted_new, meta=meta, recipe=recipe,
+        parents=parents, key_index=index_info, settings=up.settings,
+    )
+    wrote = store_manifest(storage, manifest)
+    up.uploaded[1] += wrote
+    return wrote, manifest
+
+
+def _check_reused(storage: Storage, name: str, reused: list[str]) -> None:
+    """Every reused shard must still exist before the ref moves (gc may have raced us)."""
+    missing = [d for d in reused if not storage.exists(shard_path(d))]
+    if missing:
+        raise ConflictError(
+            f"commit to {name!r}: {len(missing)} stored shard(s) it reuses (first "
+            f"{missing[0][:12]}) were deleted while it ran, by a gc running at the same time; "
+            "nothing was published (the ref did not move). Commit again: the missing shards "
+            "will be uploaded"
+        )
+
+
+def _check_unique(keys: list[pa.Array], known: pa.Array | None) -> None:
+    parts = ([known] if known is not None else []) + keys
+    if not parts:
+        return
+    allkeys = pa.chunked_array(parts, pa.string())
+    counts = pc.value_counts(allkeys)
+    dup = counts.filter(pc.greater(counts.field("counts"), scalar(1)))
+    if len(dup):
+        shown = ", ".join(repr(k) for k in dup.field("values")[:5].to_pylist())
+        raise SchemaError(
+            f"{len(dup)} duplicate keys in one version (e.g. {shown}); keys must be unique: "
+            "rename the samples or drop the duplicates before committing"
+        )
+
+
+def _key_index(keys: list[pa.Array], known: pa.Array | None) -> ShardData:
+    parts = ([known] if known is not None else []) + keys
+    allkeys = pa.chunked_array(parts, pa.string()).combine_chunks()
+    order = pc.sort_indices(allkeys)
+    table = pa.table(
+        {KEY_COLUMN: allkeys.take(order), "row": int64_array(numpy_values(order))}
+    )
+    return next(iter(write_shards(
+        table.to_batches(), table.schema, shard_size=2**62, row_group_size=_INDEX_ROW_GROUP
+    )))
