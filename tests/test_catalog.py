@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from catalog_data import make_history, make_table
 
-from dload_arrow import Repository
+from dload_arrow import NotFoundError, Repository
 from dload_arrow.store.names import manifest_path
 
 
@@ -95,7 +95,7 @@ def test_manifests_are_fetched_once_per_machine(local_root: str, cache_dir: str)
     again = Repository.open(local_root, cache_dir=cache_dir)  # a new process would do this
     again.sql("SELECT * FROM versions")
     assert again.catalog.manifests.fetched == 0
-    copies = sorted(Path(cache_dir, "manifests").glob("*.arrow"))
+    copies = sorted(Path(cache_dir, "manifests").glob("*/*.arrow"))
     assert len(copies) == 4
 
 
@@ -103,7 +103,7 @@ def test_a_damaged_manifest_copy_is_fetched_again(local_root: str, cache_dir: st
     repo = Repository.open(local_root, cache_dir=cache_dir)
     v = repo.commit("x", make_table(20), progress=False).version
     repo.sql("SELECT * FROM versions")
-    copy = Path(cache_dir, "manifests", f"{v}.arrow")
+    copy = next(Path(cache_dir, "manifests").glob(f"*/{v}.arrow"))
     copy.write_bytes(b"garbage" + copy.read_bytes())
     fresh = Repository.open(local_root, cache_dir=cache_dir)
     got = fresh.sql("SELECT num_rows FROM versions").column("num_rows").to_pylist()
@@ -177,3 +177,15 @@ def test_samples_of_a_removed_version_is_refused(repo: Repository) -> None:
     repo.rm("a", h.a1)
     with pytest.raises(NotFoundError, match="removed"):
         repo.sql(f"SELECT count(*) FROM samples('a', '{h.a1}')")
+
+
+def test_a_version_of_another_root_does_not_open_through_a_shared_cache(
+        tmp_path: Path, cache_dir: str) -> None:
+    a = Repository.open(tmp_path / "a", cache_dir=cache_dir)
+    b = Repository.open(tmp_path / "b", cache_dir=cache_dir)
+    va = a.commit("ds", make_table(50), progress=False).version
+    b.commit("ds", make_table(5), progress=False)
+    assert a.dataset("ds", va).num_rows == 50  # A's manifest is now in the shared cache
+    with pytest.raises(NotFoundError, match="no manifest under"):
+        b.dataset("ds", va)
+    assert Repository.open(tmp_path / "a", cache_dir=cache_dir).dataset("ds", va).num_rows == 50

@@ -1,11 +1,15 @@
 """A local copy of manifests: immutable, so each one is fetched from the root at most once.
 
-Files live at ``<cache_dir>/manifests/<vid>.arrow``. A copy is trusted only after its bytes
-hash to its name again (the version id), so a damaged copy is fetched anew, never used.
+Files live at ``<cache_dir>/manifests/<root>/<vid>.arrow``, ``<root>`` a hash of the root's URL
+(and S3 endpoint). A copy is trusted only after its bytes hash to its name again (the version
+id), so a damaged copy is fetched anew, never used. The folder is per root because a copy also
+says "this root has that version": several roots share a cache directory, and a version of one
+(a pin made there, say) must not open on another that lacks its manifest and shards.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -15,7 +19,14 @@ from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, manifest_path
 
-__all__ = ["ManifestCache"]
+__all__ = ["ManifestCache", "root_id"]
+
+
+def root_id(storage: Storage) -> str:
+    """A short stable name for a root: a hash of its URL and (S3) endpoint."""
+    options = getattr(storage, "_options", None) or {}
+    ident = f"{storage.url}\n{options.get('endpoint_url') or ''}"
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
 class ManifestCache:
@@ -23,7 +34,7 @@ class ManifestCache:
 
     def __init__(self, storage: Storage, cache_dir: str | os.PathLike[str]) -> None:
         self.storage = storage
-        self.folder = Path(cache_dir) / "manifests"
+        self.folder = Path(cache_dir) / "manifests" / root_id(storage)
         self._memory: dict[str, Manifest] = {}
         self.fetched = 0  # manifests read from the root (tests count these)
 
