@@ -16,6 +16,7 @@ from typing import Any
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_url
 from dload_arrow.storage.s3_get import s3_download
+from dload_arrow.storage.s3_root import check_s3_url, missing_bucket
 from dload_arrow.storage.shared_fs import shared_filesystem
 
 __all__ = ["FsspecStorage"]
@@ -45,6 +46,9 @@ class FsspecStorage:
         self.conditional_writes = self.protocol in ("s3", "s3a", "memory")
         self._fs: Any = None
         self._pid = -1
+        self._bucket_seen = False  # an S3 listing found objects, or the bucket was checked
+        if self.protocol in ("s3", "s3a"):
+            check_s3_url(redact_url(self.url), self._base)
 
     def __repr__(self) -> str:
         return f"FsspecStorage({redact_url(self.url)!r})"
@@ -67,6 +71,10 @@ class FsspecStorage:
                     # gc), and a stale cached listing would make exists() lie about a deleted
                     # shard. Without one, roots with the same options share one instance.
                     opts.setdefault("use_listings_cache", False)
+                    # A refused or unreachable endpoint fails in about a second, not after
+                    # botocore's and s3fs's retries stacked (7-20 s for one `dload ls`).
+                    opts.setdefault("config_kwargs", {"connect_timeout": 10, "retries": {
+                        "max_attempts": 3, "mode": "standard"}})
                     self._fs = shared_filesystem(self.protocol, opts)
                 else:
                     self._fs = fsspec.filesystem(self.protocol, **opts)
@@ -82,6 +90,9 @@ class FsspecStorage:
         return f"{self._base}/{check_relpath(path)}"
 
     def _wrap(self, e: Exception, path: str, what: str) -> Exception:
+        if isinstance(e, FileNotFoundError) and "bucket" in str(e).lower():
+            return missing_bucket(self.fs, redact_url(self.url), self._base.split("/", 1)[0]) or (
+                StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {e}"))
         if isinstance(e, FileNotFoundError):
             return NotFoundError(f"no object {path!r} under {redact_url(self.url)}")
         return StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {e}")
@@ -238,10 +249,16 @@ class FsspecStorage:
         try:
             found = self.fs.find(full, detail=True)
         except FileNotFoundError:
-            return []
+            found = {}
         except Exception as e:
             raise self._wrap(e, prefix, "listing") from e
         infos = [self._to_info(d) for d in found.values() if d.get("type", "file") == "file"]
+        if self.protocol in ("s3", "s3a") and not self._bucket_seen:
+            problem = None if infos else missing_bucket(
+                self.fs, redact_url(self.url), self._base.split("/", 1)[0])
+            if problem is not None:
+                raise problem
+            self._bucket_seen = True
         return sorted(infos, key=lambda o: o.path)
 
     def delete(self, path: str) -> None:

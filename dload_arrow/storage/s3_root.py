@@ -1,0 +1,53 @@
+"""Checks of an S3 root that turn "looks empty" into "is not there".
+
+Listing a bucket that does not exist, or a prefix at an endpoint that answers 404 to
+everything, gives no objects, so a mistyped bucket looked like an empty root (``dload ls``:
+"(none)", exit 0) and a commit there failed on "no object shards/...". A root URL is checked
+when opened (bucket name rules, no empty or ``..`` segments), and an empty listing checks once
+that the bucket exists.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dload_arrow.errors import ConfigError, StorageError
+
+__all__ = ["check_s3_url", "missing_bucket"]
+
+# S3's rules for bucket names (the strict ones that AWS, R2, MinIO and SeaweedFS share).
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+
+def check_s3_url(url: str, base: str) -> None:
+    """Raise ConfigError when ``base`` (``bucket/prefix`` of ``url``) is not a usable root."""
+    bucket, _, prefix = base.partition("/")
+    if not _BUCKET.match(bucket) or ".." in bucket:
+        raise ConfigError(
+            f"root {url!r}: {bucket!r} is not a valid bucket name (3-63 lowercase letters, "
+            "digits, dots and hyphens, starting and ending with a letter or digit)"
+        )
+    segments = prefix.split("/") if prefix else []
+    if any(s in ("", ".", "..") for s in segments):
+        raise ConfigError(
+            f"root {url!r}: the prefix {prefix!r} has an empty, '.' or '..' segment; write it "
+            "as s3://bucket/a/b"
+        )
+
+
+def missing_bucket(fs: Any, url: str, bucket: str) -> StorageError | None:
+    """The error for a bucket that does not exist at the endpoint, else None."""
+    try:
+        if fs.exists(bucket):
+            return None
+    except PermissionError:
+        return None  # it exists; listing will say what these credentials may not do
+    endpoint = getattr(fs, "client_kwargs", {}).get("endpoint_url") or getattr(
+        fs, "endpoint_url", None)
+    where = f" at {endpoint}" if endpoint else ""
+    return StorageError(
+        f"root {url}: bucket {bucket!r} does not exist{where} (or these credentials cannot "
+        "see it); check the root URL and DLOAD_ENDPOINT_URL / endpoint_url, or create the "
+        "bucket"
+    )

@@ -1,0 +1,46 @@
+"""A mistyped S3 root is an error, never an empty root (found by QA: a missing bucket listed as
+"(none)" with exit 0, and a commit there failed on "no object shards/...")."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dload_arrow import ConfigError, Repository, StorageError
+
+
+def _missing(s3_root: str) -> str:
+    return s3_root.replace("s3://test-", "s3://gone-", 1)
+
+
+def test_a_missing_bucket_is_named_when_listing_and_when_committing(
+        s3_root: str, cache_dir: str) -> None:
+    assert Repository.open(s3_root, cache_dir=cache_dir).datasets() == []  # empty, exists
+    with pytest.raises(StorageError, match=r"bucket 'gone-[^']+' does not exist at http"):
+        Repository.open(_missing(s3_root), cache_dir=cache_dir).datasets()
+    with pytest.raises(StorageError, match="does not exist"):
+        Repository.open(_missing(s3_root), cache_dir=cache_dir).commit(
+            "d", [("a", {"x": 1})], progress=False)
+
+
+@pytest.mark.parametrize(("url", "match"), [
+    ("s3://Bucket/root", "not a valid bucket name"),
+    ("s3://ab/root", "not a valid bucket name"),
+    ("s3://bucket//root", "empty, '.' or '..' segment"),
+    ("s3://bucket/a/../b", "empty, '.' or '..' segment"),
+])
+def test_a_malformed_s3_root_is_refused_when_opened(url: str, match: str,
+                                                    cache_dir: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        Repository.open(url, cache_dir=cache_dir)
+
+
+def test_dload_ls_on_a_missing_bucket_exits_1(s3_root: str, tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "dload_arrow.cli", "ls", "--root",
+                          _missing(s3_root), "--cache-dir", str(tmp_path / "c")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert "does not exist" in out.stderr and "Traceback" not in out.stderr
