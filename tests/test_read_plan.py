@@ -152,3 +152,25 @@ def test_a_local_root_is_read_in_place_and_needs_no_cache(local_root: str,
     assert plan.in_place and plan.feasible and plan.resident_bytes == 0
     assert sum(b.num_rows for b in repo.dataset("d").batches()) == 600
     assert _cached_files(cache_dir) == []
+
+
+def test_a_budget_too_small_for_whole_version_reads_names_what_needs_it(
+        memory_root: str, cache_dir: str) -> None:
+    from dload_arrow import InfeasiblePlanError
+
+    big = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    big.commit("d", [(f"k{i:05d}", {"b": os.urandom(200), "x": i}) for i in range(4000)],
+               shard_size=200_000, row_group_size=50_000, progress=False)
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="300KB")
+    ds = repo.dataset("d")
+    for run, purpose, alternative in [
+        (lambda: repo.pull("d", progress=False), "for pull", "read it without pulling"),
+        (lambda: ds.where("x > 5").to_polars(), "for to_polars", "to_arrow(), to_pandas()"),
+        (lambda: repo.sql("select count(*) from samples('d')"), "for sql", "ds.where(...)"),
+    ]:
+        with pytest.raises(InfeasiblePlanError) as err:
+            run()
+        msg = str(err.value)
+        assert f"every shard at once, {purpose}" in msg and alternative in msg
+        assert "windowed shuffle" not in msg and "full shuffle" not in msg
+    assert sum(b.num_rows for b in ds.where("x > 5").batches()) == 3994  # streams within it

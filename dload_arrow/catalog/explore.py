@@ -230,7 +230,7 @@ def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int,
     entries = manifest.shards
     chosen = all_units(manifest) if units is None else list(units)
     shard_ids = sorted({s for s, _ in chosen})
-    files = shard_files(ctx, manifest, shard_ids)
+    files = shard_files(ctx, manifest, shard_ids, purpose="to_polars")
     if not files.paths:
         return pl.LazyFrame(schema=pl.from_arrow(schema.empty_table()).schema), files
     lf = pl.scan_parquet(files.paths, glob=False)

@@ -55,7 +55,8 @@ class ShardFiles:
 
 
 def shard_files(
-    context: ReadContext, manifest: Manifest, shards: Sequence[int] | None = None
+    context: ReadContext, manifest: Manifest, shards: Sequence[int] | None = None,
+    purpose: str = "sql",
 ) -> ShardFiles:
     """Local files of ``shards`` (indices; default all) of ``manifest``, feasibility checked.
 
@@ -65,7 +66,7 @@ def shard_files(
     entries = manifest.shards
     chosen = [entries[i] for i in (range(len(entries)) if shards is None else shards)]
     units = [(e.index, 0) for e in chosen if e.rg_rows]
-    plan = plan_read(context, manifest, units, full_shuffle=True).check()
+    plan = plan_read(context, manifest, units, full_shuffle=True, purpose=purpose).check()
     if context.in_place:
         local = [context.storage.local_path(shard_path(e.digest)) for e in chosen]
         return ShardFiles([p for p in local if p is not None], [], plan)

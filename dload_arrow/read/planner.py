@@ -57,6 +57,8 @@ class ReadPlan:
     free_disk_bytes: int
     cache_dir: str
     reasons: tuple[str, ...] = field(default=())
+    # what needs every shard at once, when it is not a full shuffle ("to_polars", "pull")
+    purpose: str = ""
 
     @property
     def prefetch(self) -> int:
@@ -80,7 +82,10 @@ class ReadPlan:
     def _fixes(self) -> list[str]:
         fixes = [f"raise the cache budget to at least {_fmt(self.resident_bytes)} "
                  "(cache_budget= or DLOAD_CACHE_BUDGET, or 'unlimited')"]
-        if self.full_shuffle:
+        if self.full_shuffle and self.purpose:
+            fixes.append(_ALTERNATIVES.get(self.purpose, "read it in a stream (batches(), "
+                                                         "samples(), to_arrow())"))
+        elif self.full_shuffle:
             fixes.append("use a windowed shuffle, which keeps only a window of shards resident")
         elif self.window_shards > 1:
             least = self.consumers * self.max_shard_bytes
@@ -113,6 +118,7 @@ def plan_read(
     full_shuffle: bool = False,
     consumers: int = 1,
     prefetch: int | None = None,
+    purpose: str = "",
 ) -> ReadPlan:
     """Plan reading ``units`` of ``manifest`` through ``ctx``'s cache (no network I/O).
 
@@ -124,6 +130,8 @@ def plan_read(
             consumers, so counted once).
         consumers: readers on this machine sharing the cache, each with its own window.
         prefetch: shards fetched ahead per consumer; None sizes it from the budget.
+        purpose: what needs every shard resident when it is not a full shuffle (``pull``,
+            ``to_polars``, ``sql``): named in the error, with the alternatives that stream.
 
     Returns:
         The :class:`ReadPlan`; call ``.check()`` to raise when it does not fit.
@@ -146,13 +154,14 @@ def plan_read(
         cache = ctx.cache()
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
-        reasons = _reasons(resident, cached, budget, free, full_shuffle, consumers, window)
+        reasons = _reasons(resident, cached, budget, free, full_shuffle, consumers, window,
+                           purpose)
     return ReadPlan(
         dataset=manifest.name, version=manifest.version, units=len(units), shards=len(order),
         total_bytes=sum(sizes), max_shard_bytes=max(sizes, default=0), window_shards=window,
         consumers=consumers, full_shuffle=full_shuffle, in_place=ctx.in_place,
         resident_bytes=resident, cached_bytes=cached, budget_bytes=budget,
-        free_disk_bytes=free, cache_dir=ctx.cache_dir, reasons=tuple(reasons),
+        free_disk_bytes=free, cache_dir=ctx.cache_dir, reasons=tuple(reasons), purpose=purpose,
     )
 
 
@@ -160,9 +169,19 @@ def _budget(ctx: ReadContext) -> int:
     return UNLIMITED if ctx.in_place else ctx.cache().budget_bytes
 
 
+_ALTERNATIVES = {
+    "pull": "or read it without pulling: reading streams through the cache window",
+    "to_polars": "or use to_arrow(), to_pandas() or batches(), which stream through the "
+                 "cache window",
+    "sql": "or filter with ds.where(...) and read with to_arrow() or batches(), which stream "
+           "through the cache window",
+}
+
+
 def _reasons(resident: int, cached: int, budget: int, free: int, full_shuffle: bool,
-             consumers: int, window: int) -> list[str]:
-    what = ("the whole schedule for a full shuffle" if full_shuffle
+             consumers: int, window: int, purpose: str = "") -> list[str]:
+    what = (f"every shard at once, for {purpose}" if full_shuffle and purpose
+            else "the whole schedule for a full shuffle" if full_shuffle
             else f"{consumers} consumer(s) x a window of {window} shard(s)")
     out = []
     if resident > budget:

@@ -53,7 +53,7 @@ def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool | None = None,
     the budget or the free disk. Local roots are read in place: nothing is copied.
     """
     start = time.perf_counter()
-    plan = plan_read(ctx, manifest, all_units(manifest), full_shuffle=True).check()
+    plan = plan_read(ctx, manifest, all_units(manifest), full_shuffle=True, purpose="pull").check()
     unique = {s.digest: s.bytes for s in manifest.shards}
     total = sum(unique.values())
     if plan.in_place:
