@@ -80,15 +80,20 @@ def test_head_returns_the_first_rows(shared_repo: Repository) -> None:
     assert ds.head(10_000).num_rows == ds.num_rows
 
 
-def test_head_reads_only_the_first_shard(
+def test_head_reads_only_the_first_row_groups_by_range(
     s3_repo: Repository, s3_server,  # type: ignore[no-untyped-def]
 ) -> None:
     make_history(s3_repo)
     ds = s3_repo.dataset("a")
     assert len(ds.manifest.shards) > 1
     s3_server.clear()
-    assert ds.head(5).num_rows == 5
-    assert s3_server.count("GET", contains="shards/") == 1
+    got = as_rows(ds.head(5))
+    first = ds.manifest.shards[0].digest
+    assert s3_server.count("GET", contains="shards/", ranged=False) == 0  # no whole shard
+    assert s3_server.count("GET", contains=first, ranged=True) == 2  # footer + row group
+    assert s3_server.count("GET", contains="shards/") == 2
+    assert got == as_rows(ds.to_arrow().slice(0, 5))
+    assert ds.head(5, columns=["tag"]).column_names == ["__key__", "tag"]
 
 
 def test_describe_from_statistics_matches_the_data(

@@ -33,6 +33,7 @@ from dload_arrow.catalog.predicate import (
     Or,
 )
 from dload_arrow.read.context import ReadContext
+from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.read.reader import all_units, iter_units, projection
 from dload_arrow.rowfilter import Predicate
 from dload_arrow.store.manifest import Manifest
@@ -62,8 +63,10 @@ def head(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] 
          columns: Sequence[str] | None = None) -> pa.Table:
     """The first ``n`` (filtered) rows, reading one shard's row groups at a time, no more.
 
-    Without a predicate only the row groups covering ``n`` rows are read; with one, shards
-    are read in order (no prefetch) until ``n`` rows pass.
+    Without a predicate only the row groups covering ``n`` rows are read; from a remote root
+    they are read by range (like ``ds[i]``), not by downloading their whole shards: a ``dload
+    head`` on S3 fetches a few MB, and fits any cache budget. With a predicate, shards are read
+    in order (no prefetch) until ``n`` rows pass.
     """
     schema = projection(manifest.schema, columns)
     chosen = all_units(manifest) if units is None else list(units)
@@ -73,6 +76,12 @@ def head(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] 
             rows += shards[chosen[cut][0]].rg_rows[chosen[cut][1]]
             cut += 1
         chosen = chosen[:cut]
+        if not ctx.in_place and chosen:
+            reader = RowGroupReader(ctx)
+            names = None if columns is None else schema.names
+            parts = [reader.read(ShardRef.of(shards[s]), rg, names) for s, rg in chosen]
+            table = pa.concat_tables(parts).slice(0, n)
+            return table.select(schema.names).cast(schema)
     runs: list[list[tuple[int, int]]] = []
     for unit in chosen:
         if runs and runs[-1][-1][0] == unit[0]:
