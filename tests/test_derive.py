@@ -69,7 +69,7 @@ def test_derive_runs_once_and_records_lineage(src: Repository) -> None:
     assert ds.parents == [{"name": "src", "version": src.dataset("src").version,
                            "relation": "derive", "fingerprint": fp}]
     assert ds.meta["derived"]["fingerprint"] == fp
-    memo = json.loads(src.storage.read(f"derived/{fp}"))
+    memo = json.loads(src.storage.read(f"derived/{fp}.dbl"))
     assert memo["name"] == "dbl" and memo["version"] == v1.version
 
     v2 = src.derive("dbl", pipeline(src))  # a fresh but identical pipeline
@@ -138,3 +138,71 @@ def test_derive_without_dataset_sources_generates_keys(src: Repository) -> None:
     ds = src.dataset("gen")
     assert ds.parents == [] and v.num_rows == 5
     assert [r["__key__"] for r in ds.pipeline()] == [f"{i:012d}" for i in range(5)]
+
+
+def test_deriving_under_another_name_creates_it_from_the_same_shards(src: Repository) -> None:
+    v1 = src.derive("dbl", pipeline(src))
+    v2 = src.derive("dbl-copy", pipeline(src))
+    assert calls() == 100, "the map function ran again"
+    assert v2.name == "dbl-copy" and v2.shards_uploaded == 0
+    assert src.datasets() == ["dbl", "dbl-copy", "src"]
+    copy = src.dataset("dbl-copy")
+    assert copy.version == v2.version != v1.version
+    assert copy.manifest.digests() == v1.manifest.digests()
+    assert copy.parents == src.dataset("dbl").parents
+    assert src.dataset("dbl").version == v1.version
+    src.rm("dbl")  # the copy keeps its memo and its data; deriving "dbl" again reuses it
+    assert sorted(r["y"] for r in copy.pipeline()) == sorted(2 * x for x in range(100) if x % 5)
+    v3 = src.derive("dbl", pipeline(src))
+    assert v3.version == v1.version and calls() == 100
+
+
+def test_a_new_meta_or_recipe_is_a_new_version_over_the_same_shards(src: Repository) -> None:
+    v1 = src.derive("dbl", pipeline(src), meta={"note": "a"})
+    v2 = src.derive("dbl", pipeline(src), meta={"note": "b"}, recipe="make.py")
+    assert calls() == 100 and v2.version != v1.version
+    ds = src.dataset("dbl")
+    assert ds.version == v2.version and ds.meta["note"] == "b" and ds.recipe == "make.py"
+    assert ds.meta["derived"]["fingerprint"] == pipeline(src).fingerprint()
+    assert ds.manifest.digests() == v1.manifest.digests()
+    v3 = src.derive("dbl", pipeline(src), meta={"note": "a"})  # recipe omitted: kept
+    assert v3.version not in (v1.version, v2.version) and calls() == 100
+    assert src.dataset("dbl").recipe == "make.py" and src.dataset("dbl").meta["note"] == "a"
+    assert src.derive("dbl", pipeline(src)).version == v3.version  # both omitted: the memo
+    assert src.dataset("dbl").version == v3.version and calls() == 100
+
+
+def test_derive_points_latest_back_at_the_derived_version(src: Repository) -> None:
+    v1 = src.derive("dbl", pipeline(src))
+    src.commit("dbl", [("other", {"x": 1, "y": 1})], progress=False)
+    assert src.dataset("dbl").version != v1.version
+    v2 = src.derive("dbl", pipeline(src))
+    assert v2.version == v1.version and calls() == 100
+    assert src.dataset("dbl").version == v1.version
+    assert src.log("dbl")[-1].action == "derive"
+
+
+def test_other_commit_options_are_another_derivation(src: Repository) -> None:
+    v1 = src.derive("dbl", pipeline(src))
+    v2 = src.derive("dbl", pipeline(src), row_group_size=400)
+    assert calls() == 200 and v2.version != v1.version
+    assert src.dataset("dbl").manifest.info["settings"]["row_group_size"] == 400
+    assert src.derive("dbl", pipeline(src), row_group_size=400).version == v2.version
+    assert calls() == 200
+
+
+def test_force_runs_a_memoized_pipeline_again(src: Repository) -> None:
+    v1 = src.derive("dbl", pipeline(src))
+    v2 = src.derive("dbl", pipeline(src), force=True)
+    assert calls() == 200 and v2.version == v1.version
+
+
+def test_derive_refuses_a_batched_pipeline(src: Repository) -> None:
+    with pytest.raises(dl.SchemaError, match="do not batch"):
+        src.derive("bat", src.dataset("src").pipeline().batch(10))
+    batches = src.dataset("src").pipeline().batch(10).map(lambda b: dict(b))
+    with pytest.raises(dl.SchemaError, match="do not batch"):
+        src.derive("bat", batches)
+    assert "bat" not in src.datasets()
+    v = src.derive("unbat", src.dataset("src").pipeline().batch(10).unbatch())
+    assert v.num_rows == 100 and src.dataset("unbat")[0]["__key__"] == "k000"

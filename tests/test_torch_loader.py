@@ -212,7 +212,8 @@ def test_state_reflects_what_the_trainer_consumed_not_prefetched(toy):
     assert loader.state_dict()["position"] == 5 == ds.state_dict()["position"]
     rest = _keys(it)
     assert first + rest == _reference(pipe, 0)
-    assert loader.state_dict() == {"format": "dload.torch/1", "epoch": 1, "position": 0}
+    assert loader.state_dict() == {"format": "dload.torch/1", "epoch": 1, "position": 0,
+                                   "pipeline": pipe.state_dict()["pipeline"]}
 
 
 def test_main_process_loader_state_and_set_epoch_after_load(toy):

@@ -2,7 +2,8 @@
 
 Views (``sql/views``): ``datasets``, ``versions``, ``shards``, ``refs``, ``log``, ``parents``,
 ``lineage``. Queries may also read samples with ``samples('<name>' [, '<version>'])``.
-This is the only module family that imports duckdb.
+The views and the raw tables under them are read-only: a query that drops, replaces or shadows
+one is refused and the connection is rebuilt. This is the only module family that imports duckdb.
 """
 
 from __future__ import annotations
@@ -30,7 +31,20 @@ Resolver = Callable[[str, "str | None"], Manifest]
 # manifest -> its shards as local Parquet files, held until released (feasibility checked).
 FileProvider = Callable[[Manifest], ShardFiles]
 
-
+_BUILTIN = sorted({*VIEW_ORDER, *RAW_SCHEMAS})
+# What the names of the built-in views resolve to: the objects holding them in any database
+# or schema (a temp view shadows main's), and the settings that choose among those. Inline
+# rather than in sql/: it reads DuckDB's own catalog, not the root's.
+_RESOLUTION = """
+SELECT database_name, schema_name, view_name, 'view', sql FROM duckdb_views()
+WHERE NOT internal AND lower(view_name) IN (SELECT unnest($names))
+UNION ALL
+SELECT database_name, schema_name, table_name, 'table', sql FROM duckdb_tables()
+WHERE lower(table_name) IN (SELECT unnest($names))
+UNION ALL
+SELECT current_database(), current_schema(), current_setting('search_path'), 'setting', ''
+ORDER BY ALL
+"""
 
 
 def _duckdb() -> Any:
@@ -155,10 +169,22 @@ class Catalog:
     def _run(self, query: str, params: dict[str, Any]) -> pa.Table:
         duckdb = _duckdb()
         try:
-            rel = self.connection.sql(query, params=params or None)
-            if rel is None:  # a statement without a result (CREATE, SET, ...)
-                return pa.table({})
-            return rel.to_arrow_table()
+            kinds = {s.type for s in duckdb.extract_statements(query)}
+            if not kinds:
+                raise SqlError(
+                    f"empty query {query!r}: give a SQL statement, e.g. "
+                    "'SELECT name, num_rows FROM datasets'"
+                )
+            # Only a statement other than SELECT can change what the built-in names mean.
+            before = None if kinds == {duckdb.StatementType.SELECT} else self._resolution()
+            try:
+                rel = self.connection.sql(query, params=params or None)
+                # None: a statement without a result (CREATE, SET, ...)
+                result = pa.table({}) if rel is None else rel.to_arrow_table()
+            finally:
+                if before is not None:
+                    self._keep_builtins(before)
+            return result
         except duckdb.Error as e:
             hint = ""
             if "Parameter" in str(e) or "parameter" in str(e):
@@ -167,6 +193,29 @@ class Catalog:
                 f"{type(e).__name__}: {e}{hint}. Views: {', '.join(VIEW_ORDER)}; "
                 "samples('<name>' [, '<version>']) reads a dataset's rows"
             ) from e
+
+    def _resolution(self) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = self.connection.execute(
+            _RESOLUTION, {"names": _BUILTIN}).fetchall()
+        return rows
+
+    def _keep_builtins(self, before: list[tuple[Any, ...]]) -> None:
+        """Refuse a query that changed what a built-in view's name resolves to; reconnect.
+
+        A fresh connection rebuilds every view from the snapshot: simpler and surer than
+        undoing a DROP, a CREATE OR REPLACE, a shadowing temp view or a changed search_path.
+        """
+        after = self._resolution()
+        if after == before:
+            return
+        changed = sorted({str(r[2]) for r in set(before) ^ set(after) if r[3] != "setting"})
+        self.close()
+        what = f"view(s) {', '.join(changed)}" if changed else "views' search path"
+        raise SqlError(
+            f"the query changed the catalog's built-in {what}; they are read-only, so the "
+            "catalog was reset to them (tables and views this session created are gone): "
+            "give your own views and tables other names"
+        )
 
     def statements(self) -> list[str]:
         """Names of the named statements in ``sql/``."""

@@ -23,7 +23,7 @@ from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError, Unsaf
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.names import KEY_COLUMN, shard_path
 
-__all__ = ["COMMANDS", "cache", "cache_text", "export", "pull", "sql", "verify"]
+__all__ = ["COMMANDS", "cache", "cache_text", "export", "pull", "pull_text", "sql", "verify"]
 
 _CHUNK = 8 << 20
 
@@ -75,7 +75,24 @@ def pull(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     result = _as_dict(repo.pull(name, version, progress=progress_enabled()))
-    emit(result, as_json, lambda: _kv_text(result))
+    emit(result, as_json, lambda: click.echo(pull_text(result)))
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def pull_text(r: dict[str, Any]) -> str:
+    """One line for people from a pull report's dict (``--json`` prints the dict itself)."""
+    label = f"{r['name']}@{r['version'][:12]}"
+    whole = f"{_count(r['shards_total'], 'shard')}, {format_bytes(r['bytes_total'])}"
+    if r["in_place"]:
+        return f"{label}: a local root, read in place ({whole}); nothing to pull"
+    if not r["shards_fetched"]:
+        return f"{label}: already in the cache ({whole}); nothing downloaded"
+    return (f"{label}: in the cache ({whole}); downloaded "
+            f"{_count(r['shards_fetched'], 'shard')} ({format_bytes(r['bytes_fetched'])}) "
+            f"in {r['seconds']:.2f}s")
 
 
 def _check_export_key(key: str, where: str) -> None:

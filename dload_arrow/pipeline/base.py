@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dload_arrow.pipeline.iterator import FINGERPRINT, PipelineIterator
-from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State
+from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State, check_count
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -112,6 +112,7 @@ class Pipeline:
 
     def _start(self, chunks: bool) -> PipelineIterator:
         self.check().raise_if_infeasible()
+        self.fingerprint()  # now, before a map's captured list or dict can change
         state, self._pending = self._pending, None
         epoch = self._next_epoch if state is None else int(state[EPOCH])
         self._next_epoch = epoch + 1
@@ -122,10 +123,15 @@ class Pipeline:
         return it
 
     def set_epoch(self, epoch: int) -> None:
-        """Make the next ``iter()`` run ``epoch`` (the following ones continue from there)."""
-        if epoch < 0:
-            raise ValueError(f"epoch must be >= 0, got {epoch}")
-        self._next_epoch = int(epoch)
+        """Make the next ``iter()`` run ``epoch`` (the following ones continue from there).
+
+        A loaded state's own epoch keeps its position (``for e in range(state["epoch"], n):
+        p.set_epoch(e)`` resumes exactly); another epoch discards the loaded state.
+        """
+        epoch = check_count("set_epoch", "epoch", epoch)
+        if self._pending is not None and int(self._pending[EPOCH]) == epoch:
+            return
+        self._next_epoch = epoch
         self._pending = None
 
     def state_dict(self) -> State:

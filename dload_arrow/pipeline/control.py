@@ -18,6 +18,7 @@ from dload_arrow.pipeline.node import (
     ItemCursor,
     Node,
     State,
+    check_count,
 )
 from dload_arrow.plan.seeds import check_seed, rng
 
@@ -31,8 +32,7 @@ class RepeatPipe(Pipeline):
     op = "repeat"
 
     def __init__(self, child: Pipeline, times: int | None) -> None:
-        if times is not None and times < 0:
-            raise ValueError(f"repeat(times={times}): times must be >= 0 or None (forever)")
+        times = None if times is None else check_count("repeat", "times", times)  # None: forever
         super().__init__(child)
         self.times = times
 
@@ -107,8 +107,7 @@ class TakePipe(Pipeline):
     op = "take"
 
     def __init__(self, child: Pipeline, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"take({n}): n must be >= 0")
+        n = check_count("take", "n", n)
         super().__init__(child)
         self.n = n
 
@@ -173,8 +172,7 @@ class SkipPipe(Pipeline):
     op = "skip"
 
     def __init__(self, child: Pipeline, n: int) -> None:
-        if n < 0:
-            raise ValueError(f"skip({n}): n must be >= 0")
+        n = check_count("skip", "n", n)
         super().__init__(child)
         self.n = n
 

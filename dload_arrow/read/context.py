@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from dload_arrow.errors import ConfigError, DloadError
 from dload_arrow.storage import Storage
 
 if TYPE_CHECKING:
     from dload_arrow.read.cache import Cache
 
-__all__ = ["ReadContext"]
+__all__ = ["ReadContext", "cache_dir_error"]
 
 
 @dataclass(frozen=True)
 class ReadContext:
-    """A root plus the local cache it streams through. Picklable (DataLoader workers)."""
+    """A root plus the local cache it streams through. Picklable (DataLoader workers).
+
+    ``cache_dir_source`` says where the cache dir setting came from (``Settings.sources``),
+    for error messages only.
+    """
 
     storage: Storage
     cache_dir: str
     cache_budget: str = "auto"
+    cache_dir_source: str | None = field(default=None, compare=False)
 
     @property
     def in_place(self) -> bool:
@@ -27,7 +34,46 @@ class ReadContext:
         return bool(getattr(self.storage, "is_local", False))
 
     def cache(self) -> Cache:
-        """This process's handle on the machine-wide cache (one per process and directory)."""
+        """This process's handle on the machine-wide cache (one per process and directory).
+
+        Raises:
+            ConfigError: the cache dir cannot be created or written (a path under a file, no
+                permission, a read-only filesystem), naming it and how to choose another.
+        """
         from dload_arrow.read.cache import Cache
 
-        return Cache.shared(self.cache_dir, self.cache_budget)
+        try:
+            return Cache.shared(self.cache_dir, self.cache_budget)
+        except OSError as e:
+            if isinstance(e, DloadError):  # already says what failed (a lock timeout, ...)
+                raise
+            raise cache_dir_error(self.cache_dir, e, self.cache_dir_source) from e
+
+
+def _blocking_file(path: str) -> str | None:
+    """The regular file standing where ``path`` or one of its parents should be a directory."""
+    p = os.path.abspath(os.path.expanduser(path))
+    while True:
+        if os.path.lexists(p):
+            return p if not os.path.isdir(p) else None
+        parent = os.path.dirname(p)
+        if parent == p:
+            return None
+        p = parent
+
+
+def cache_dir_error(cache_dir: str, error: OSError, source: str | None = None) -> ConfigError:
+    """A ConfigError for a cache dir that ``error`` shows unusable: what, why, how to fix."""
+    blocker = _blocking_file(cache_dir)
+    if blocker is not None:
+        why = f"{blocker} is a file, not a directory"
+    else:
+        why = error.strerror or str(error)
+        if error.filename and os.fspath(error.filename) != cache_dir:
+            why = f"{why}: {os.fsdecode(error.filename)}"
+    origin = f" (from {source})" if source else ""
+    return ConfigError(
+        f"cannot use the cache dir {cache_dir}{origin}: {why}; choose a writable directory "
+        "with DLOAD_CACHE_DIR, --cache-dir, cache_dir= in Repository.open or 'cache_dir' in "
+        "dload.toml"
+    )

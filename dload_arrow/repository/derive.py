@@ -1,24 +1,41 @@
 """``repo.derive(name, pipe)``: run a finite deterministic pipeline once, commit it, memoize.
 
-The memo ``derived/<fingerprint>`` (JSON ``{"name", "version", "fingerprint"}``) maps the
-pipeline's definition to the version it produced. A second derive of the same pipeline, in
+The memo ``derived/<fingerprint>.<name>`` (JSON ``{"name", "version", "fingerprint",
+"options"}``) maps a pipeline's definition, and the dataset it was derived as, to the version
+it produced; ``options`` is a digest of the commit arguments that shape the shards
+(``shard_size``, ``row_group_size``, ``schema``...). A second derive of the same pipeline, in
 this process or on another machine against the same root, finds the memo and returns that
-version without computing. Concurrent derives race on ``put_if_absent`` of the memo: one wins
-and every caller returns the winner's version (a deterministic pipeline gives the same rows,
-so the commits are the same content-addressed version anyway). ``repo.rm`` of the dataset
-clears its memos (``Repository._clear_memos`` reads the same JSON).
+version without computing, after pointing ``latest`` of ``name`` back at it if another commit
+moved it: ``repo.dataset(name)`` is the derived data once ``derive`` returns.
+
+The rows are the same whatever the name, ``meta`` or ``recipe``, so a memo under another name,
+or made with another ``meta``/``recipe``, is reused too: a new manifest lists the same shards
+(like a commit of the same samples: nothing is encoded or uploaded) with the new name and meta.
+Its shards are touched after the manifest is stored, as a commit reusing shards does, so a
+concurrent ``gc`` cannot delete them unseen (``store/publish.py``).
+
+Concurrent derives of one pipeline commit the same content-addressed version (the pipeline is
+deterministic) and write the same memo. ``repo.rm`` of the dataset clears its memos
+(``Repository._clear_memos`` reads the same JSON).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.errors import NotFoundError
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.errors import NotFoundError, SchemaError
 from dload_arrow.pipeline.chunks import chunk_items
+from dload_arrow.pipeline.fingerprint import fingerprint
 from dload_arrow.store.commit import Version
-from dload_arrow.store.names import KEY_COLUMN, check_name, manifest_path
+from dload_arrow.store.manifest import Manifest, build_manifest
+from dload_arrow.store.names import KEY_COLUMN, check_name, manifest_path, shard_path
+from dload_arrow.store.refs import move_ref
 
 if TYPE_CHECKING:
     from dload_arrow.pipeline.base import Pipeline
@@ -27,52 +44,131 @@ if TYPE_CHECKING:
 __all__ = ["derive", "memo_path"]
 
 _EPOCH = 0  # derive always runs epoch 0: the result must not depend on how often it ran
+_PREFIX = "derived/"
+_NO_BATCH = "map items to dicts (and do not batch) before deriving"
 
 
-def memo_path(fingerprint: str) -> str:
-    return f"derived/{fingerprint}"
+def memo_path(fingerprint: str, name: str) -> str:
+    """``derived/<fingerprint>.<name>``: one memo per pipeline and derived dataset."""
+    return f"{_PREFIX}{fingerprint}.{check_name(name)}"
 
 
-def _read_memo(repo: Repository, path: str) -> dict[str, Any] | None:
+def _options(commit_kwargs: dict[str, Any]) -> str:
+    """A digest of the commit arguments that change the stored shards."""
+
+    def text(v: Any) -> str:
+        return v.serialize().to_pybytes().hex() if isinstance(v, pa.Schema) else repr(v)
+
+    raw = json.dumps(commit_kwargs, sort_keys=True, default=text)
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def _read_memo(repo: Repository, path: str, fp: str) -> dict[str, Any] | None:
     try:
         memo = json.loads(repo.storage.read(path))
-    except NotFoundError:
+    except (NotFoundError, ValueError):
         return None
-    except ValueError:
+    if not isinstance(memo, dict) or memo.get("fingerprint") != fp:
         return None
-    if not isinstance(memo, dict) or "name" not in memo or "version" not in memo:
+    if not isinstance(memo.get("name"), str) or not isinstance(memo.get("version"), str):
         return None
     return memo
 
 
-def _existing(repo: Repository, memo: dict[str, Any]) -> Version | None:
-    name, vid = memo["name"], memo["version"]
+def _memos(repo: Repository, fp: str, name: str) -> Iterator[dict[str, Any]]:
+    """This name's memo first, then the memos of the same pipeline under other names."""
+    own = memo_path(fp, name)
+    memo = _read_memo(repo, own, fp)
+    if memo is not None:
+        yield memo
+    for obj in repo.storage.list(_PREFIX):
+        if obj.path != own and obj.path.startswith(f"{_PREFIX}{fp}."):
+            memo = _read_memo(repo, obj.path, fp)
+            if memo is not None:
+                yield memo
+
+
+def _stored(repo: Repository, memo: dict[str, Any]) -> Manifest | None:
     try:
-        check_name(name)
+        name, vid = check_name(memo["name"]), memo["version"]
         if not repo.storage.exists(manifest_path(name, vid)):
             return None
-        m = repo.manifest(name, vid)
+        return repo.manifest(name, vid)
     except (NotFoundError, ValueError):
         return None
-    return Version(name=name, version=vid, num_rows=m.num_rows, shards_total=len(m.shards),
-                   shards_uploaded=0, bytes_total=m.num_bytes, bytes_uploaded=0, seconds=0.0,
-                   manifest=m)
+
+
+def _republish(repo: Repository, src: Manifest, name: str, meta: dict[str, Any],
+               recipe: str | None) -> Manifest | None:
+    """``src``'s shards as a version of ``name`` with ``meta``/``recipe`` (nothing uploaded);
+    None when a concurrent rm + gc removed them."""
+    m = build_manifest(name, src.schema, src.table, keys_sorted=src.keys_sorted, meta=meta,
+                       recipe=recipe, parents=src.parents, key_index=src.key_index,
+                       settings=src.info.get("settings"))
+    path = manifest_path(name, m.version)
+    wrote = not repo.storage.exists(path) and repo.storage.put_if_absent(path, m.to_bytes())
+    # Stored first, then touched: a gc either sees this manifest or finds the shards young.
+    intact = all(repo.storage.touch(shard_path(d)) for d in src.digests())
+    if not intact:
+        if wrote:
+            repo.storage.delete(path)
+        return None
+    return m
+
+
+def _memoized(repo: Repository, name: str, fp: str, options: str,
+              meta: dict[str, Any] | None, recipe: str | None) -> Version | None:
+    """The memo of ``fp`` published as ``name``; ``meta``/``recipe`` None keep the memo's."""
+    for memo in _memos(repo, fp, name):
+        if memo.get("options") != options:
+            continue
+        src = _stored(repo, memo)
+        if src is None:
+            continue
+        want = src.meta if meta is None else {**meta, "derived": src.meta.get("derived")}
+        text = src.recipe if recipe is None else recipe
+        same = src.name == name and src.meta == want and src.recipe == text
+        m = src if same else _republish(repo, src, name, want, text)
+        if m is None:
+            continue
+        move_ref(repo.storage, name, "latest", m.version, action="derive", unless_there=True)
+        if memo["name"] != name or memo["version"] != m.version:
+            _write_memo(repo, name, m.version, fp, options)
+        return Version(name=name, version=m.version, num_rows=m.num_rows,
+                       shards_total=len(m.shards), shards_uploaded=0,
+                       bytes_total=m.num_bytes, bytes_uploaded=0, seconds=0.0, manifest=m)
+    return None
+
+
+def _write_memo(repo: Repository, name: str, version: str, fp: str, options: str) -> None:
+    record = {"name": name, "version": version, "fingerprint": fp, "options": options}
+    repo.storage.write(memo_path(fp, name), json.dumps(record, sort_keys=True).encode())
+
+
+def _one_key(key: Any, position: int) -> str:
+    if isinstance(key, list | tuple | np.ndarray | pa.Array | pa.ChunkedArray):
+        raise SchemaError(
+            f"derive needs one row per item, but the item at position {position} is a batch "
+            f"(its {KEY_COLUMN} holds {len(key)} keys); {_NO_BATCH}, or unbatch() after batch()"
+        )
+    return str(key)
 
 
 def _rows(pipe: Pipeline) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, sample) pairs of epoch 0; items without ``__key__`` get their position."""
-    pipe.set_epoch(_EPOCH)
+    view = pipe.skip(0)  # its own cursor: a state loaded into ``pipe`` must not move epoch 0
+    view.set_epoch(_EPOCH)
     k = 0
-    for chunk in pipe.iter_chunks():
+    for chunk in view.iter_chunks():
         for item in chunk_items(chunk):
             if not isinstance(item, dict):
-                raise TypeError(
+                raise SchemaError(
                     f"derive needs dict items (one row each), got {type(item).__name__} at "
-                    f"position {k}; map items to dicts (and do not batch) before deriving"
+                    f"position {k}; {_NO_BATCH}"
                 )
             row = dict(item)
             key = row.pop(KEY_COLUMN, None)
-            yield (str(key) if key is not None else f"{k:012d}"), row
+            yield (_one_key(key, k) if key is not None else f"{k:012d}"), row
             k += 1
 
 
@@ -84,20 +180,35 @@ def derive(
     meta: dict[str, Any] | None = None,
     recipe: str | None = None,
     progress: bool = False,
+    force: bool = False,
     **commit_kwargs: Any,
 ) -> Version:
     """Commit the rows of ``pipe`` (epoch 0) as ``name``, once per pipeline definition.
 
+    The fingerprint (:mod:`dload_arrow.pipeline.fingerprint`) covers the sources' versions,
+    the operators and their parameters, and the code the pipeline runs: functions, their
+    defaults, closures and the globals they read (helper functions recursively), with values
+    such as lists, dicts and numpy arrays by content. Modules, classes and other objects are
+    named only: their state is not hashed. Pass ``force=True`` when something the
+    fingerprint cannot see changed (a file the code reads, an object's attributes).
+
     Args:
         repo: the repository.
-        name: the dataset to create (a new version of it).
-        pipe: a finite, deterministic pipeline of row dicts.
-        meta, recipe: stored in the manifest like :meth:`Repository.commit`.
+        name: the dataset to create (a new version of it); ``latest`` points at the result.
+        pipe: a finite, deterministic pipeline of row dicts (not batches).
+        meta, recipe: stored in the manifest like :meth:`Repository.commit`; changing them
+            makes a new version over the same shards, without computing (omitted: a memo
+            keeps its own).
         progress: show a progress bar while committing.
+        force: run and commit the pipeline even if it is memoized (and replace the memo).
         commit_kwargs: passed to :meth:`Repository.commit` (shard_size, row_group_size, ...).
 
     Returns:
         The version; ``shards_uploaded == 0`` and ``seconds == 0`` when it was memoized.
+
+    Raises:
+        ValueError: the pipeline may never end.
+        SchemaError: an item is not a dict, or is a batch (``__key__`` holds several keys).
     """
     check_name(name)
     if not pipe.finite:
@@ -105,11 +216,13 @@ def derive(
             f"derive({name!r}) needs a finite pipeline, but {pipe!r} may never end; "
             "add .take(n) or give repeat() a count"
         )
-    fp = pipe.fingerprint()
-    path = memo_path(fp)
-    memo = _read_memo(repo, path)
-    if memo is not None:
-        found = _existing(repo, memo)
+    if pipe.op == "batch":
+        raise SchemaError(f"derive({name!r}) needs one row per item, but {pipe!r} ends with "
+                          f"batch(); {_NO_BATCH}, or add .unbatch()")
+    fp = fingerprint(pipe)  # now, not the pipeline's cached value: globals may have changed
+    options = _options(commit_kwargs)
+    if not force:
+        found = _memoized(repo, name, fp, options, None if meta is None else dict(meta), recipe)
         if found is not None:
             return found
     parents = []
@@ -121,12 +234,5 @@ def derive(
     info = {"fingerprint": fp, "pipeline": repr(pipe)}
     version = repo.commit(name, _rows(pipe), meta={**(meta or {}), "derived": info},
                           recipe=recipe, parents=parents, progress=progress, **commit_kwargs)
-    record = json.dumps({"name": name, "version": version.version, "fingerprint": fp},
-                        sort_keys=True).encode()
-    if not repo.storage.put_if_absent(path, record):
-        winner = _read_memo(repo, path)
-        found = None if winner is None else _existing(repo, winner)
-        if found is not None:
-            return found
-        repo.storage.write(path, record)  # the memo pointed at a removed version: replace it
+    _write_memo(repo, name, version.version, fp, options)
     return version

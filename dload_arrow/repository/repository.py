@@ -68,7 +68,8 @@ class Repository(VersionsMixin):
     @cached_property
     def read_context(self) -> ReadContext:
         """Root plus cache settings, handed to readers and workers."""
-        return ReadContext(self.storage, self.settings.cache_dir, self.settings.cache_budget)
+        return ReadContext(self.storage, self.settings.cache_dir, self.settings.cache_budget,
+                           cache_dir_source=self.settings.sources.get("cache_dir"))
 
     # --- writing --------------------------------------------------------------------------
 
@@ -205,10 +206,9 @@ class Repository(VersionsMixin):
         if len(matches) == 1:
             return matches[0]
         if not matches:
-            raise NotFoundError(
+            raise NotFoundError(self._missing(name) if version == "latest" else (
                 f"{name!r} has no version or tag {version!r}; list them with "
-                f"`dload versions {name}`"
-            )
+                f"`dload versions {name}`"))
         raise NotFoundError(
             f"version prefix {version!r} of {name!r} is ambiguous ({len(matches)} versions "
             "start with it); give more characters"

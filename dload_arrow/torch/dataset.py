@@ -4,7 +4,8 @@ Each (rank, worker) consumer streams its share of the epoch's global output stre
 :class:`dload_arrow.plan.partition.Deal` describes: rank-major, then round-robin over a rank's
 DataLoader workers, so ``DataLoader(ds, num_workers=W, batch_size=None)`` yields exactly the
 rank's stream whatever ``W`` is. The state is a cursor ``{"epoch", "position"}`` into the
-global stream, valid for any number of ranks and workers.
+global stream, valid for any number of ranks and workers, plus the pipeline's fingerprint
+(``"pipeline"``) so that another pipeline refuses it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 import torch.utils.data
 
 from dload_arrow.errors import ConfigError
+from dload_arrow.pipeline.node import check_count
 from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
@@ -75,8 +77,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         Right after :meth:`load_state_dict` of a state in the same epoch, the loaded position
         is kept, so the usual ``for epoch in ...: ds.set_epoch(epoch)`` loop resumes exactly.
         """
-        if epoch < 0:
-            raise ConfigError(f"set_epoch({epoch}): epochs are >= 0")
+        epoch = check_count("set_epoch", "epoch", epoch)
         loaded, self._loaded = self._loaded, None
         position = loaded.position if loaded is not None and loaded.epoch == epoch else 0
         self._set_plan(Plan(epoch, position))
@@ -86,39 +87,46 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._cursor = None
         self._control.set(plan.epoch, plan.position)
 
+    def _fingerprint(self) -> str | None:
+        """The pipeline's short fingerprint, as its own states carry it (None: not known)."""
+        fingerprint = getattr(self.pipe, "fingerprint", None)
+        return str(fingerprint())[:16] if callable(fingerprint) else None
+
     def state_dict(self) -> dict[str, Any]:
-        """A small cursor: ``{"epoch", "position"}`` (plus the consumer, inside a worker).
+        """A small cursor: ``{"epoch", "position", "pipeline"}`` (plus the consumer, inside a
+        worker); ``"pipeline"`` is the fingerprint :meth:`load_state_dict` checks.
 
         In the main process it counts what the trainer consumed: when this process iterates
         the dataset (``num_workers=0``) or a :class:`StatefulLoader` drives it.
         """
-        cur = self._cursor
+        cur, fp = self._cursor, self._fingerprint()
         if torch.utils.data.get_worker_info() is not None:
             if cur is None:
                 plan = self._control.plan
-                return worker_state(plan.epoch, plan.position)
+                return worker_state(plan.epoch, plan.position, fp)
             d = cur.deal
             return worker_state(
-                cur.epoch, d.start, world_size=d.world_size, rank=cur.rank,
+                cur.epoch, d.start, fp, world_size=d.world_size, rank=cur.rank,
                 num_workers=d.workers, worker=cur.worker, yielded=cur.yielded, done=cur.done,
             )
         if cur is None:
-            return worker_state(self._next.epoch, self._next.position)
+            return worker_state(self._next.epoch, self._next.position, fp)
         position = cur.deal.position_after(cur.consumed)
         end = cur.deal.end
         if cur.done or (end is not None and position >= end):
-            return worker_state(cur.epoch + 1, 0)
-        return worker_state(cur.epoch, position)
+            return worker_state(cur.epoch + 1, 0, fp)
+        return worker_state(cur.epoch, position, fp)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from ``state``: this dataset's, or a whole StatefulDataLoader's.
 
         Any number of ranks and workers can resume a cursor. A worker's own state (what
         StatefulDataLoader hands back to each worker when ``num_workers`` is unchanged)
-        resumes that worker exactly.
+        resumes that worker exactly. A state saved from another pipeline (another seed,
+        dataset version or operator: its fingerprint differs) is refused with ConfigError.
         """
         in_worker = torch.utils.data.get_worker_info() is not None
-        plan, consumer = from_state(state)
+        plan, consumer = from_state(state, self._fingerprint())
         if in_worker:
             if consumer is None and plan is not None:
                 consumer = {"epoch": plan.epoch, "position": plan.position}

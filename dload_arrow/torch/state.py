@@ -2,8 +2,10 @@
 
 A state is a handful of integers (bounded size, whatever the dataset or shuffle buffer):
 
-- ``{"format", "epoch", "position"}``: a cursor into the epoch's global stream; any number of
-  ranks and workers can resume it;
+- ``{"format", "epoch", "position", "pipeline"}``: a cursor into the epoch's global stream;
+  any number of ranks and workers can resume it. ``pipeline`` is the pipeline's short
+  fingerprint (as in a pipeline's own state): a state is refused by another pipeline (other
+  seed, dataset version, operators); states saved without it still load;
 - a worker's own state adds its consumer (``world_size``, ``rank``, ``num_workers``,
   ``worker``, ``yielded``, ``done``): what torchdata's StatefulDataLoader collects per worker.
 
@@ -21,6 +23,7 @@ from dload_arrow.torch.control import Plan
 __all__ = [
     "CONSUMER_KEYS",
     "EPOCH",
+    "FINGERPRINT",
     "FORMAT",
     "POSITION",
     "STATE_FORMAT",
@@ -31,6 +34,7 @@ __all__ = [
 FORMAT = "format"
 EPOCH = "epoch"
 POSITION = "position"
+FINGERPRINT = "pipeline"  # the key of a pipeline's own state (pipeline/iterator.py)
 STATE_FORMAT = "dload.torch/1"
 CONSUMER_KEYS = ("world_size", "rank", "num_workers", "worker", "yielded", "done")
 
@@ -43,9 +47,13 @@ _NUM_YIELDED = "_num_yielded"
 _DATASET_STATE = "dataset_state"
 
 
-def worker_state(epoch: int, position: int, **consumer: int | bool) -> dict[str, Any]:
-    """A state dict: the cursor, plus a worker's consumer fields when given."""
+def worker_state(epoch: int, position: int, fingerprint: str | None = None,
+                 **consumer: int | bool) -> dict[str, Any]:
+    """A state dict: the cursor, the pipeline's fingerprint, and a worker's consumer fields
+    when given."""
     state: dict[str, Any] = {FORMAT: STATE_FORMAT, EPOCH: int(epoch), POSITION: int(position)}
+    if fingerprint is not None:
+        state[FINGERPRINT] = fingerprint
     for key in CONSUMER_KEYS:
         if key in consumer:
             state[key] = consumer[key]
@@ -61,9 +69,16 @@ def _bad(state: Any, why: str) -> ConfigError:
     )
 
 
-def _ours(state: Any) -> tuple[Plan | None, dict[str, Any] | None]:
+def _ours(state: Any, fingerprint: str | None) -> tuple[Plan | None, dict[str, Any] | None]:
     if not isinstance(state, dict) or state.get(FORMAT) != STATE_FORMAT:
         raise _bad(state, f"{FORMAT!r} is not {STATE_FORMAT!r}")
+    saved = state.get(FINGERPRINT)
+    if saved is not None and fingerprint is not None and saved != fingerprint:
+        raise ConfigError(
+            f"this state was saved from another pipeline (fingerprint {saved}, this one is "
+            f"{fingerprint}: another seed, dataset version or operator): restore it into the "
+            "pipeline that produced it (the number of workers and ranks may change)"
+        )
     try:
         epoch, position = int(state[EPOCH]), int(state[POSITION])
     except (KeyError, TypeError, ValueError) as e:
@@ -80,7 +95,7 @@ def _ours(state: Any) -> tuple[Plan | None, dict[str, Any] | None]:
     return None, consumer
 
 
-def _from_workers(state: dict[str, Any]) -> Plan:
+def _from_workers(state: dict[str, Any], fingerprint: str | None) -> Plan:
     snaps = state[_SNAPSHOT].get(_WORKER_SNAPSHOTS, {})
     ours: list[dict[str, Any]] = [
         s[_DATASET_STATE] for s in snaps.values()
@@ -89,7 +104,7 @@ def _from_workers(state: dict[str, Any]) -> Plan:
     if not ours:
         raise _bad(state, "a StatefulDataLoader state without dataset states from its workers")
     parsed: list[tuple[dict[str, Any] | None, dict[str, Any]]] = [
-        (_ours(s)[1], s) for s in ours
+        (_ours(s, fingerprint)[1], s) for s in ours
     ]
     epoch = max(int(s[EPOCH]) for _, s in parsed)
     consumers = [s for c, s in parsed if c is not None and int(s[EPOCH]) == epoch]
@@ -106,17 +121,20 @@ def _from_workers(state: dict[str, Any]) -> Plan:
     return Plan(epoch, start.pop() + consumed * world.pop())
 
 
-def from_state(state: Any) -> tuple[Plan | None, dict[str, Any] | None]:
+def from_state(
+    state: Any, fingerprint: str | None = None
+) -> tuple[Plan | None, dict[str, Any] | None]:
     """``(plan, consumer)`` from a state.
 
     ``plan`` is the global cursor (None when only the saving worker can use the state);
-    ``consumer`` is the worker state itself when it is one.
+    ``consumer`` is the worker state itself when it is one. A state that names another
+    pipeline than ``fingerprint`` is refused (ConfigError).
     """
     if isinstance(state, dict) and _SNAPSHOT in state:
-        return _from_workers(state), None
+        return _from_workers(state, fingerprint), None
     if isinstance(state, dict) and _NUM_YIELDED in state:
         inner = state.get(_DATASET_STATE)
         if inner is None:
             raise _bad(state, "a StatefulDataLoader state without the dataset's state")
-        return _ours(inner)
-    return _ours(state)
+        return _ours(inner, fingerprint)
+    return _ours(state, fingerprint)
