@@ -3,8 +3,10 @@
 s3fs's ``get_file`` reads the response 64 KiB at a time, and the caller then had to read the
 file back to hash it: on a cold epoch that re-read and the small reads were a quarter of the
 client's CPU (bench/notes/speed-work.md, "Tenth session"). Here each read takes whatever the
-connection has buffered (up to :data:`READ_SIZE`) and feeds it to the file and the digest at
-once, on fsspec's event-loop thread (``hashlib`` releases the GIL).
+connection has buffered (up to :data:`READ_SIZE`), writes it to the file and hands the same
+bytes object to a hashing thread (no copy, no re-read; ``hashlib`` releases the GIL). Hashing
+on the event-loop thread itself saved as much CPU but chained download and hash in one thread:
+cold per-sample epochs were no faster.
 
 A transfer torn mid-way resumes with a ranged GET from the first missing byte, as s3fs does,
 up to the filesystem's ``retries``; the digest has seen every byte once, in order.
@@ -12,6 +14,8 @@ up to the filesystem's ``retries``; the digest has seen every byte once, in orde
 
 from __future__ import annotations
 
+import queue
+import threading
 from typing import Any
 
 from dload_arrow.storage.base import Digest
@@ -25,6 +29,28 @@ def _retryable() -> tuple[type[BaseException], ...]:
     from s3fs.core import S3_RETRYABLE_ERRORS
 
     return tuple(S3_RETRYABLE_ERRORS)
+
+
+class _Feeder:
+    """Feeds chunks to ``digest`` on a thread of its own; the event loop only enqueues."""
+
+    def __init__(self, digest: Digest) -> None:
+        self.digest = digest
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="dload-hash", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (chunk := self._queue.get()) is not None:
+            self.digest.update(chunk)
+
+    def put(self, chunk: bytes) -> None:
+        self._queue.put(chunk)
+
+    def close(self) -> None:
+        """Wait until every chunk put so far is hashed."""
+        self._queue.put(None)
+        self._thread.join()
 
 
 def s3_download(fs: Any, full: str, dest: str, digest: Digest | None) -> int:
@@ -68,11 +94,16 @@ def s3_download(fs: Any, full: str, dest: str, digest: Digest | None) -> int:
                     if not chunk:
                         return written
                     f.write(chunk)
-                    if digest is not None:
-                        digest.update(chunk)
+                    if feeder is not None:
+                        feeder.put(chunk)
                     written += len(chunk)
         finally:
             body.close()
 
-    result: int = sync(fs.loop, run)
+    feeder = None if digest is None else _Feeder(digest)
+    try:
+        result: int = sync(fs.loop, run)
+    finally:
+        if feeder is not None:
+            feeder.close()
     return result
