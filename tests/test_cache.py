@@ -181,6 +181,27 @@ def test_lru_evicts_the_least_recently_used_shard(memory_root: str, cache_dir: s
     assert cache.is_cached(b.digest, b.bytes) and cache.is_cached(c.digest, c.bytes)
 
 
+def test_a_smaller_budget_trims_the_cache_when_opened(memory_root: str,
+                                                     cache_dir: str) -> None:
+    big = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(big)
+    big.pull("d", progress=False)
+    shards = big.manifest("d").shards
+    full = Cache(cache_dir, "unlimited").used_bytes()
+    assert full == sum(s.bytes for s in shards)
+    budget = full // 3
+    held = Cache(cache_dir, "unlimited").try_hold(shards[0].digest, shards[0].bytes)
+    assert held is not None
+    os.utime(Cache(cache_dir, "unlimited")._hold_file(shards[0].digest), (1e9, 1e9))  # oldest
+    try:
+        small = Cache.shared(cache_dir, budget)  # how a reader with a smaller budget opens it
+        assert small.used_bytes() <= budget
+        assert small.is_cached(shards[0].digest, shards[0].bytes)  # held: never evicted
+    finally:
+        held.release()
+    assert small.trim() == 0  # within budget already
+
+
 def test_threads_wanting_one_shard_download_it_once(s3_root: str, cache_dir: str,
                                                     s3_server) -> None:
     repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")

@@ -99,7 +99,23 @@ class Cache(CacheSpace):
             cache = cls._shared.get(key)
             if cache is None:
                 cache = cls._shared[key] = cls(cache_dir, budget)
+                cache.trim()  # a smaller budget than the last process's takes effect now
             return cache
+
+    def trim(self) -> int:
+        """Evict least recently used shards no live reader holds until the cache is within
+        its budget (another process may have filled it under a larger one); bytes freed."""
+        if self.budget_bytes >= UNLIMITED:
+            return 0
+        freed = 0
+        with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
+            used, candidates = self._scan(cleanup=True)
+            for _stamp, cand, size in candidates:
+                if used - freed <= self.budget_bytes:
+                    break
+                if self._evict(cand):
+                    freed += size
+        return freed
 
     def __repr__(self) -> str:
         budget = "unlimited" if self.budget_bytes >= UNLIMITED else format_bytes(self.budget_bytes)
