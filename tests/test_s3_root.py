@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,3 +45,25 @@ def test_dload_ls_on_a_missing_bucket_exits_1(s3_root: str, tmp_path: Path) -> N
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1, out.stderr
     assert "does not exist" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_a_missing_object_in_a_bucket_named_bucket_is_not_found(
+        s3_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uuid
+
+    import s3fs
+
+    from dload_arrow import NotFoundError
+    from dload_arrow.storage import open_storage
+
+    for k, v in {"AWS_ACCESS_KEY_ID": "t", "AWS_SECRET_ACCESS_KEY": "t",
+                 "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(k, v)
+    bucket = f"my-bucket-{uuid.uuid4().hex[:8]}"
+    s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_server.endpoint},
+                      skip_instance_cache=True).mkdir(bucket)
+    storage = open_storage(f"s3://{bucket}/root", endpoint_url=s3_server.endpoint)
+    storage.write("a/present", b"x")
+    for call in (lambda: storage.read("a/nope"), lambda: storage.info("a/nope")):
+        with pytest.raises(NotFoundError):
+            call()

@@ -418,3 +418,14 @@ def test_a_failed_or_abandoned_epoch_stops_its_workers_cleanly(tmp_path: Any) ->
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:3] == ["raised: True", "32", "2000"], out.stdout
     assert "Exception ignored" not in out.stderr, out.stderr
+
+
+def test_persistent_workers_serve_every_epoch_and_survive_an_epoch_left_early(toy):
+    pipe = toy.shuffle(16, seed=3)
+    loader = StatefulLoader(as_iterable_dataset(pipe), num_workers=2, persistent_workers=True)
+    for epoch in range(2):
+        assert sorted(_keys(iter(loader))) == sorted(_reference(pipe, epoch))
+    it = iter(loader)
+    next(it)
+    del it  # left early: its workers stop, the next epoch starts new ones
+    assert len(_keys(iter(loader))) == len(_reference(pipe, 0))

@@ -90,8 +90,10 @@ class FsspecStorage:
         return f"{self._base}/{check_relpath(path)}"
 
     def _wrap(self, e: Exception, path: str, what: str) -> Exception:
-        if isinstance(e, FileNotFoundError) and "bucket" in str(e).lower():
-            return missing_bucket(self.fs, redact_url(self.url), self._base.split("/", 1)[0]) or (
+        text = str(e).lower()
+        if isinstance(e, FileNotFoundError) and self.protocol in ("s3", "s3a") and (
+                "nosuchbucket" in text or "bucket does not exist" in text):
+            return missing_bucket(self.fs, redact_url(self.url), self._base) or (
                 StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {e}"))
         if isinstance(e, FileNotFoundError):
             return NotFoundError(f"no object {path!r} under {redact_url(self.url)}")
@@ -254,8 +256,7 @@ class FsspecStorage:
             raise self._wrap(e, prefix, "listing") from e
         infos = [self._to_info(d) for d in found.values() if d.get("type", "file") == "file"]
         if self.protocol in ("s3", "s3a") and not self._bucket_seen:
-            problem = None if infos else missing_bucket(
-                self.fs, redact_url(self.url), self._base.split("/", 1)[0])
+            problem = None if infos else missing_bucket(self.fs, redact_url(self.url), self._base)
             if problem is not None:
                 raise problem
             self._bucket_seen = True

@@ -36,13 +36,28 @@ def check_s3_url(url: str, base: str) -> None:
         )
 
 
-def missing_bucket(fs: Any, url: str, bucket: str) -> StorageError | None:
-    """The error for a bucket that does not exist at the endpoint, else None."""
+def missing_bucket(fs: Any, url: str, base: str) -> StorageError | None:
+    """The error for a bucket that does not exist at the endpoint, else None.
+
+    The probe lists at most one key under the root's own prefix, which credentials scoped to
+    that prefix may do (``HeadBucket`` may be refused to them); only S3's "no such bucket"
+    (s3fs: FileNotFoundError) counts as missing, any other failure as "cannot tell".
+    """
+    from fsspec.asyn import sync
+
+    bucket, _, prefix = base.partition("/")
+
+    async def probe() -> None:
+        await fs._call_s3("list_objects_v2", Bucket=bucket, MaxKeys=1,
+                          Prefix=f"{prefix}/" if prefix else "")
+
     try:
-        if fs.exists(bucket):
-            return None
-    except PermissionError:
-        return None  # it exists; listing will say what these credentials may not do
+        sync(fs.loop, probe)
+        return None
+    except FileNotFoundError:
+        pass
+    except Exception:
+        return None
     endpoint = getattr(fs, "client_kwargs", {}).get("endpoint_url") or getattr(
         fs, "endpoint_url", None)
     where = f" at {endpoint}" if endpoint else ""

@@ -70,13 +70,17 @@ class StatefulLoader:
                 yield item
             cursor.done = True
         finally:
-            # Stop the workers now, whether the epoch ended, failed or was left early. An
-            # iterator left to the garbage collector can outlive its epoch (an exception's
-            # traceback holds it) and be collected in a worker the next loader forks, where
-            # its __del__ fails ("can only test a child process").
+            # Stop the workers now when the epoch ended, failed or was left early (persistent
+            # workers only when it did not end: DataLoader reuses them). An iterator left to
+            # the garbage collector can outlive its epoch (an exception's traceback holds it)
+            # and be collected in a worker the next loader forks, where its __del__ fails
+            # ("can only test a child process").
+            persistent = getattr(self.loader, "persistent_workers", False)
             shutdown = getattr(it, "_shutdown_workers", None)
-            if shutdown is not None:
+            if shutdown is not None and not (persistent and cursor.done):
                 shutdown()
+                if persistent:
+                    self.loader._iterator = None  # the next epoch starts new workers
             del it
 
     def set_epoch(self, epoch: int) -> None:
