@@ -26,9 +26,11 @@ READ_SIZE = 8 * 2**20
 
 
 def _retryable() -> tuple[type[BaseException], ...]:
+    from botocore.exceptions import IncompleteReadError, ResponseStreamingError
     from s3fs.core import S3_RETRYABLE_ERRORS
 
-    return tuple(S3_RETRYABLE_ERRORS)
+    # A body that ends short raises IncompleteReadError (aiobotocore checks the length).
+    return (*S3_RETRYABLE_ERRORS, IncompleteReadError, ResponseStreamingError)
 
 
 class _Feeder:
@@ -36,7 +38,8 @@ class _Feeder:
 
     def __init__(self, digest: Digest) -> None:
         self.digest = digest
-        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        # Bounded: a hash slower than the network waits for, rather than buffers, a shard.
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=16)
         self._thread = threading.Thread(target=self._run, name="dload-hash", daemon=True)
         self._thread.start()
 

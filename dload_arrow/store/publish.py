@@ -118,6 +118,8 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                      only_if=None if parent is None else parent.version)
             return manifest
         except ConflictError as e:
+            if wrote:  # built on a parent that is no longer latest: no one may open it
+                storage.delete(manifest_path(up.name, manifest.version))
             if rebase is None or attempt >= REBASES:
                 raise ConflictError(
                     f"append to {up.name!r}: latest kept moving while it ran ({attempt + 1} "
