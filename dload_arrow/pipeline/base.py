@@ -11,6 +11,7 @@ exactly there.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from dload_arrow.pipeline.iterator import FINGERPRINT, PipelineIterator
@@ -112,7 +113,8 @@ class Pipeline:
 
     def _start(self, chunks: bool) -> PipelineIterator:
         self.check().raise_if_infeasible()
-        self.fingerprint()  # now, before a map's captured list or dict can change
+        with suppress(Exception):  # now, before a captured list or dict changes; a failure
+            self.fingerprint()  # never stops iteration (state_dict() raises it then)
         state, self._pending = self._pending, None
         epoch = self._next_epoch if state is None else int(state[EPOCH])
         self._next_epoch = epoch + 1
@@ -166,8 +168,6 @@ class Pipeline:
 
     def _short_fp(self) -> str:
         return self.fingerprint()[:16]
-
-    # --- description ----------------------------------------------------------------------
 
     def fingerprint(self) -> str:
         """A stable hash of the definition: sources' versions, operators, parameters, code."""

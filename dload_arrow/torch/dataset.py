@@ -10,6 +10,7 @@ global stream, valid for any number of ranks and workers, plus the pipeline's fi
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -56,6 +57,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self.to_tensors = to_tensors
         self.length = length
         self._schema = source_schema(self.pipe)
+        # Now, in the main process: the pipeline carries it into the workers' pickle (a
+        # spawned worker lacks the main script's __main__ globals). A failure is raised by
+        # state_dict(); iteration does not need it.
+        with contextlib.suppress(Exception):
+            self._fingerprint()
         self._control = Control()
         self._next = Plan(0, 0)  # main process: where its next iteration starts
         self._loaded: Plan | None = None  # from load_state_dict, kept by a matching set_epoch
