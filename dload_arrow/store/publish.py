@@ -120,7 +120,9 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
         except ConflictError as e:
             if wrote:  # built on a parent that is no longer latest: no one may open it
                 storage.delete(manifest_path(up.name, manifest.version))
-            if rebase is None or attempt >= REBASES:
+            if rebase is None:
+                raise  # a commit that lost every compare-and-swap: move_ref says so
+            if attempt >= REBASES:
                 raise ConflictError(
                     f"append to {up.name!r}: latest kept moving while it ran ({attempt + 1} "
                     "tries); nothing was published. Append again"
