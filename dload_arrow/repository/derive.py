@@ -35,6 +35,7 @@ from dload_arrow.pipeline.fingerprint import fingerprint
 from dload_arrow.store.commit import Version
 from dload_arrow.store.manifest import Manifest, build_manifest
 from dload_arrow.store.names import KEY_COLUMN, check_name, manifest_path, shard_path
+from dload_arrow.store.publish import store_manifest
 from dload_arrow.store.refs import move_ref
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ def _republish(repo: Repository, src: Manifest, name: str, meta: dict[str, Any],
                        recipe=recipe, parents=src.parents, key_index=src.key_index,
                        settings=src.info.get("settings"))
     path = manifest_path(name, m.version)
-    wrote = not repo.storage.exists(path) and repo.storage.put_if_absent(path, m.to_bytes())
+    wrote = store_manifest(repo.storage, m) > 0
     # Stored first, then touched: a gc either sees this manifest or finds the shards young.
     intact = all(repo.storage.touch(shard_path(d)) for d in src.digests())
     if not intact:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from dload_arrow.errors import ConfigError
+from dload_arrow.pipeline.iterator import FINGERPRINT
 from dload_arrow.torch.control import Plan
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
 FORMAT = "format"
 EPOCH = "epoch"
 POSITION = "position"
-FINGERPRINT = "pipeline"  # the key of a pipeline's own state (pipeline/iterator.py)
 STATE_FORMAT = "dload.torch/1"
 CONSUMER_KEYS = ("world_size", "rank", "num_workers", "worker", "yielded", "done")
 
