@@ -181,6 +181,26 @@ def test_an_append_whose_parent_is_removed_and_collected_publishes_nothing(
     assert list((Path(local_root) / "datasets" / "d" / "manifests").glob("*.arrow")) == []
 
 
+def test_a_rebased_append_keeps_the_meta_of_the_version_it_lands_on(
+        local_root: str, cache_dir: str) -> None:
+    repo = Repository.open(local_root, cache_dir=cache_dir)
+    repo.commit("d", [(f"a{i:03d}", {"x": i}) for i in range(10)], meta={"who": "first"},
+                recipe="r1", progress=False)
+    other = Repository.open(local_root, cache_dir=cache_dir)
+
+    def more():  # another writer appends with new meta while this one encodes
+        other.append("d", [("c000", {"x": -1})], meta={"who": "second"}, recipe="r2",
+                     progress=False)
+        for i in range(5):
+            yield f"b{i:03d}", {"x": 100 + i}
+
+    v = repo.append("d", more(), progress=False)
+    assert v.num_rows == 16
+    assert v.manifest.meta == {"who": "second"} and v.manifest.recipe == "r2"
+    mine = repo.append("d", [("z", {"x": 0})], meta={"who": "mine"}, progress=False)
+    assert mine.manifest.meta == {"who": "mine"} and mine.manifest.recipe == "r2"
+
+
 def test_shard_sizes_may_be_given_as_text(repo: Repository) -> None:
     from dload_arrow import ConfigError
 

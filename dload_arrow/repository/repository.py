@@ -140,8 +140,7 @@ class Repository(VersionsMixin):
 
         return commit_samples(
             self.storage, name, samples, key=key,
-            meta=parent.meta if meta is None else meta,
-            recipe=parent.recipe if recipe is None else recipe,
+            meta=meta, recipe=recipe,  # None: the meta / recipe of the version built on
             shard_size=shard_size or settings.get("shard_size", DEFAULT_SHARD_SIZE),
             row_group_size=row_group_size
             or settings.get("row_group_size", DEFAULT_ROW_GROUP_SIZE),

@@ -112,7 +112,8 @@ def commit_samples(
 
     With ``parent`` (append) the new version lists the parent's shards first and adds the new
     ones; ``known_keys`` are the parent's keys, checked for duplicates against the new ones.
-    ``rebase`` gives the current ``latest`` and its keys when it moved during the append
+    ``meta`` / ``recipe`` of None keep those of the version the append lands on. ``rebase``
+    gives the current ``latest`` and its keys when it moved during the append
     (``publish.py``).
     """
     start = time.perf_counter()

@@ -16,6 +16,9 @@ deleting shards no manifest lists). The new manifest is stored before the parent
 from then on a gc sees the parent's shards listed by one manifest or the other, so if the
 parent manifest still exists at the check, none of its shards can have been deleted; if it is
 gone, the append publishes nothing and says so.
+
+An append given no ``meta`` or ``recipe`` keeps those of the version it is finally built on
+(after a rebase, the new ``latest``'s, not those of the version it started from).
 """
 
 from __future__ import annotations
@@ -147,6 +150,9 @@ def _manifest(storage: Storage, up: Uploaded, parent: Manifest | None,
               parents: list[dict[str, Any]]) -> tuple[int, Manifest]:
     """The manifest built and stored, and the bytes written (0: it was there already)."""
     shards, schema = up.shards, up.schema
+    if parent is not None:  # an append without meta / recipe keeps its parent's
+        meta = parent.meta if meta is None else meta
+        recipe = parent.recipe if recipe is None else recipe
     rows = shard_rows(shards, schema)
     sorted_new = all(s.keys_sorted for s in shards) and all(
         a.key_max < b.key_min for a, b in itertools.pairwise(shards)
