@@ -89,7 +89,18 @@ def _load_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(
             f"config file {path} has unknown keys {sorted(unknown)}; known keys: {list(KEYS)}"
         )
+    for key, value in data.items():
+        number = key == "cache_budget" and isinstance(value, int | float) \
+            and not isinstance(value, bool)
+        if not isinstance(value, str) and not number:
+            kind = "text or a number of bytes" if key == "cache_budget" else "text"
+            raise ConfigError(f"config file {path}: {key} = {value!r} must be {kind}, e.g. "
+                              f"{key} = {_EXAMPLES[key]}")
     return data
+
+
+_EXAMPLES = {"root": '"s3://bucket/datasets"', "cache_dir": '"/scratch/dload-cache"',
+             "cache_budget": '"50GB"', "endpoint_url": '"http://127.0.0.1:9000"'}
 
 
 def resolve_settings(**explicit: Any) -> Settings:

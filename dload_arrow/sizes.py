@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from dload_arrow.errors import ConfigError
@@ -37,6 +38,9 @@ def parse_size(value: str | int | float, what: str = "size") -> int:
 def parse_duration(value: str | int | float, what: str = "duration") -> float:
     """Seconds from a number or a string such as ``30s``, ``2h`` or ``7d``."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{what} {value!r} must be a number of seconds >= 0, or text "
+                              "such as '30s', '2h' or '7d'")
         return float(value)
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhdw]?)\s*", str(value))
     if not m:

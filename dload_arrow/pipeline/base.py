@@ -241,7 +241,7 @@ class Pipeline:
     def batch(
         self, size: int, drop_last: bool = False, collate: Callable[[Any], Any] | None = None
     ) -> Pipeline:
-        """Group ``size`` items into one (collated to a dict of column -> numpy/list)."""
+        """Group ``size`` items: a dict of column -> numpy/list, or ``collate(list of items)``."""
         from dload_arrow.pipeline.batching import BatchPipe
 
         return BatchPipe(self, size, drop_last, collate)

@@ -65,8 +65,11 @@ class BatchPipe(Pipeline):
     op = "batch"
 
     def __init__(self, child: Pipeline, size: int, drop_last: bool, collate: Any) -> None:
-        if not isinstance(size, int) or size < 1:
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
             raise ValueError(f"batch size must be a positive int, got {size!r}")
+        if collate is not None and not callable(collate):
+            raise TypeError(f"batch: collate must be a function of a list of items, got "
+                            f"{collate!r}")
         super().__init__(child)
         self.size, self.drop_last, self.collate = size, drop_last, collate
 
@@ -116,7 +119,10 @@ class _BatchNode(Node):
             have += chunk_len(got)
         if have == 0 or (have < self.size and self.drop_last):
             raise StopIteration
-        return [self.collate(concat_chunks(parts))]
+        chunk = concat_chunks(parts)
+        if self.collate is not default_collate:  # a user's collate gets the items (dicts)
+            chunk = chunk_items(chunk)
+        return [self.collate(chunk)]
 
     def skip(self, n: int) -> int:
         got = self.cursor.skip(n * self.size)
@@ -139,9 +145,24 @@ def _split(batch: Any) -> list[Any]:
         return chunk_items(batch)
     if isinstance(batch, Mapping):
         keys = list(batch)
-        n = len(batch[keys[0]]) if keys else 0
-        return [{k: _item(batch[k][i]) for k in keys} for i in range(n)]
-    return list(batch)
+        try:
+            n = len(batch[keys[0]]) if keys else 0
+            return [{k: _item(batch[k][i]) for k in keys} for i in range(n)]
+        except (TypeError, IndexError, KeyError) as e:
+            raise TypeError(
+                f"unbatch: an item is a dict but not a batch (dict of equally long columns): "
+                f"{_short(batch)} ({e}); unbatch() splits what batch() made"
+            ) from e
+    if isinstance(batch, (list, tuple)):
+        return list(batch)
+    raise TypeError(f"unbatch: an item is not a batch (a dict of columns, a list or a "
+                    f"RecordBatch) but {type(batch).__name__} {_short(batch)}; unbatch() "
+                    "splits what batch() made")
+
+
+def _short(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _item(v: Any) -> Any:

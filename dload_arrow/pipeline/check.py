@@ -5,10 +5,19 @@ mode (full shuffle: the whole view resident; otherwise a sliding window per cons
 plans of sources read at once are summed against one cache (``check_plans``). The report
 lists the sources, the resident set, the budget and the verdict; ``iter()`` raises
 InfeasiblePlanError with the same text when it does not fit.
+
+**Sources read at once share the budget.** ``mix``, ``choice`` and ``zip_with`` read all their
+inputs at the same time, ``concat`` one after the other (:func:`sources_at_once`). Each
+source's window is sized from its share of the cache budget, in the check and when the
+pipeline runs (:func:`sharing_budget` around the build, :func:`budget_share` in the source),
+so that two datasets that each fit half the cache mix within it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +26,40 @@ from dload_arrow.errors import InfeasiblePlanError
 if TYPE_CHECKING:
     from dload_arrow.pipeline.base import Pipeline
 
-__all__ = ["CheckReport", "SourceInfo", "check_pipeline"]
+__all__ = ["CheckReport", "SourceInfo", "budget_share", "check_pipeline", "sharing_budget",
+           "sources_at_once"]
+
+_SHARE: ContextVar[int] = ContextVar("dload_budget_share", default=1)
+
+
+def budget_share() -> int:
+    """Dataset sources of the pipeline being built that read at once (each gets 1/n of the
+    cache budget for its window)."""
+    return _SHARE.get()
+
+
+@contextmanager
+def sharing_budget(n: int) -> Iterator[None]:
+    """Build nodes whose sources share the cache budget ``n`` ways."""
+    token = _SHARE.set(max(1, n))
+    try:
+        yield
+    finally:
+        _SHARE.reset(token)
+
+
+def sources_at_once(pipe: Pipeline) -> int:
+    """The most dataset sources of ``pipe`` read at the same time."""
+    from dload_arrow.pipeline.combine import ZipPipe
+    from dload_arrow.pipeline.dataset import DatasetPipe
+    from dload_arrow.pipeline.router import RouterPipe
+
+    if isinstance(pipe, DatasetPipe):
+        return 1
+    kids = [sources_at_once(c) for c in pipe._children]
+    if isinstance(pipe, ZipPipe | RouterPipe):
+        return sum(kids)
+    return max(kids, default=0)
 
 
 @dataclass(frozen=True)
@@ -79,6 +121,7 @@ def check_pipeline(pipe: Pipeline, consumers: int = 1) -> CheckReport:
 
     infos, plans = [], []
     ctx = None
+    share = max(1, sources_at_once(pipe))
     for src in pipe.sources():
         plan = src.plan(0)
         starts = plan.window_starts
@@ -87,6 +130,7 @@ def check_pipeline(pipe: Pipeline, consumers: int = 1) -> CheckReport:
                                 len(src.units), window))
         ctx = src.ds.context
         plans.append(plan_read(ctx, src.ds.manifest, src.units,
-                               full_shuffle=src.order == "full", consumers=consumers))
-    report = check_plans(ctx, plans) if plans and ctx is not None else None
+                               full_shuffle=src.order == "full", consumers=consumers,
+                               share=share))
+    report = check_plans(ctx, plans, at_once=share) if plans and ctx is not None else None
     return CheckReport(tuple(infos), report, pipe.finite)

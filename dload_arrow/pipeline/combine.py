@@ -11,6 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.pipeline.base import Pipeline
+from dload_arrow.pipeline.check import budget_share, sharing_budget
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
 from dload_arrow.pipeline.node import (
     CHILD,
@@ -77,11 +78,14 @@ class _ConcatNode(Node):
         self.pipes, self.epoch = pipes, epoch
         self.i = 0
         self.child: Node | None = None
+        self.share = budget_share()  # its sources are built later, with the same share
 
     def _open(self, state: State | None) -> None:
         if self.child is not None:
             self.child.close()
-        self.child = self.pipes[self.i]._build(self.epoch) if self.i < len(self.pipes) else None
+        with sharing_budget(self.share):
+            self.child = self.pipes[self.i]._build(self.epoch) if self.i < len(self.pipes) \
+                else None
         if self.child is not None:
             self.child.reset(state)
 

@@ -1,6 +1,5 @@
 """Operators that decide which items pass and when: repeat, take, skip, and the buffered
-shuffle of non-dataset streams. Consumer sharding is in :mod:`dload_arrow.pipeline.shard`.
-"""
+shuffle of non-dataset streams. Consumer sharding is in :mod:`dload_arrow.pipeline.shard`."""
 
 from __future__ import annotations
 
@@ -9,6 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.pipeline.base import Pipeline
+from dload_arrow.pipeline.check import budget_share, sharing_budget
 from dload_arrow.pipeline.chunks import Chunk, chunk_len, chunk_take, concat_chunks
 from dload_arrow.pipeline.node import (
     CHILD,
@@ -65,11 +65,13 @@ class _RepeatNode(Node):
         self.cheap_skip = False
         self.r = 0
         self.child: Node | None = None
+        self.share = budget_share()  # its passes are built later, with the same share
 
     def _open(self, state: State | None) -> None:
         if self.child is not None:
             self.child.close()
-        self.child = self.pipe._build(self.epoch * self.stride + self.r)
+        with sharing_budget(self.share):
+            self.child = self.pipe._build(self.epoch * self.stride + self.r)
         self.child.reset(state)
 
     def reset(self, state: State | None = None) -> None:
@@ -229,12 +231,10 @@ class _SkipNode(Node):
 
 
 class BufferShufflePipe(Pipeline):
-    """Shuffle a stream in consecutive windows of ``buffer`` items.
-
-    Window ``w`` (items ``[w*buffer, (w+1)*buffer)`` of the input) comes out permuted by a
-    permutation drawn from ``(seed, epoch, w)``. The state is the input cursor at the window's
-    start: restoring re-reads that window, never a saved buffer.
-    """
+    """Shuffle a stream in consecutive windows of ``buffer`` items: window ``w`` (items
+    ``[w*buffer, (w+1)*buffer)``) comes out permuted by a permutation drawn from ``(seed,
+    epoch, w)``. The state is the input cursor at the window's start: restoring re-reads that
+    window, never a saved buffer."""
 
     op = "shuffle_buffer"
 

@@ -134,6 +134,9 @@ class DatasetPipe(Pipeline):
         The default buffer is 16,384 rows or 8 row groups, whichever is more. A buffer smaller
         than a row group warns: each window would be one row group.
         """
+        if full and buffer is not None:
+            raise ValueError(f"shuffle(buffer={buffer!r}, full=True): a full shuffle permutes "
+                             "the whole dataset and takes no buffer; give one or the other")
         if self.shard_spec[1] > 1:
             return super().shuffle(buffer if isinstance(buffer, int) else DEFAULT_BUFFER, seed,
                                    full=full)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from dload_arrow.pipeline.check import sharing_budget, sources_at_once
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
 from dload_arrow.pipeline.node import BEFORE, CURSOR, EPOCH, OFFSET, ItemCursor, State
 
@@ -29,7 +30,8 @@ class PipelineIterator(Iterator[Any]):
         self.pipe = pipe
         self.epoch = epoch
         self.chunks = chunks
-        self.node = pipe._build(epoch)
+        with sharing_budget(sources_at_once(pipe)):  # the sources' windows split the budget
+            self.node = pipe._build(epoch)
         if not chunks:
             self.node.prefer_items()
         self.cursor = ItemCursor(self.node)

@@ -34,7 +34,11 @@ _OUT_CHUNK = 256
 
 def normalized(weights: Sequence[float] | None, n: int) -> np.ndarray:
     """``weights`` (default equal) as probabilities; ValueError unless n valid ones."""
-    w = np.ones(n) if weights is None else np.asarray(list(weights), dtype=np.float64)
+    try:
+        w = np.ones(n) if weights is None else np.asarray(list(weights), dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"weights {weights!r} must be {n} finite non-negative numbers with a "
+                         f"positive sum (one per input): {e}") from e
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
         raise ValueError(
             f"weights {np.atleast_1d(w).tolist()} must be {n} finite non-negative numbers with a "

@@ -10,10 +10,9 @@ The full shuffle's one window is filled while in use, in the order the epoch fir
 units (:mod:`~dload_arrow.pipeline.full_window`): its first chunk goes out after a few units.
 
 While the consumer works through window ``w``, a background thread makes the next shuffled
-window: decoding (in the reader's own thread) and gathering run in C++ without the GIL, so
-they overlap the consumer's Python work. The consumer releases ``w`` when it asks for the next
-window, so at most two windows are alive. A sequential window, just the next decoded unit, is
-made on the consumer's thread: a hand-off per unit made sequential items 1.5x slower.
+window (decoding and gathering run in C++ without the GIL); the consumer releases ``w`` when
+it asks for the next, so at most two windows are alive. A sequential window (the next decoded
+unit) is made on the consumer's thread: a hand-off per unit made items 1.5x slower.
 
 When the consumer turns every chunk into Python items anyway (:meth:`Node.prefer_items`) and
 a row's data outweighs its Python objects (``items_pay_off``: images, token tensors), a
@@ -30,6 +29,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.pipeline.check import budget_share
 from dload_arrow.pipeline.chunks import Chunk, row_dicts
 from dload_arrow.pipeline.full_window import chunk_cap, first_need_order, start_full
 from dload_arrow.pipeline.node import POSITION, Node, State
@@ -64,13 +64,11 @@ class DatasetNode(Node):
         self._ahead: tuple[int, Future[Window]] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._items = False  # see prefer_items
+        self.share = budget_share()  # sources of the pipeline reading at once (check.py)
 
     def prefer_items(self) -> None:
-        """Shuffled rows go out as lists of items, gathered in Python (no Arrow copy).
-
-        Each row is converted once either way; converting each decoded unit in storage order
-        and permuting the Python objects replaces the Arrow gather (a copy of every row).
-        """
+        """Shuffled rows go out as lists of items: each decoded unit converted in storage
+        order and the Python objects permuted, instead of an Arrow gather (a copy a row)."""
         self._items = self.plan.mode != "sequential" and self.pipe.predicate is None
 
     def start_ahead(self) -> None:
@@ -178,12 +176,9 @@ class DatasetNode(Node):
         self._win = None
 
     def _enter(self, w: int) -> Window:
-        """Window ``w``; the next one is queued behind it on the window thread.
-
-        Queued before waiting for ``w``, the next window starts as soon as ``w`` is made,
-        instead of after the consumer picks ``w`` up (7-14 ms of GIL hand-offs a window).
-        A sequential window is made here (see the module docstring).
-        """
+        """Window ``w``; the next one is queued behind it on the window thread, so it starts
+        as soon as ``w`` is made, not when the consumer picks ``w`` up (7-14 ms of GIL
+        hand-offs a window). A sequential window is made here (module docstring)."""
         if self._win is not None and self._win.w == w:
             return self._win
         self._win = None  # the consumer is past it: its memory can go to the window being made
@@ -280,6 +275,7 @@ class DatasetNode(Node):
         return start_full(self, w, self._reader, self._needed, self._window_pool())
 
     def _start_reader(self, w: int) -> None:
+        from dload_arrow.read.memory import local_consumers
         from dload_arrow.read.reader import iter_units
 
         self._stop_reader()
@@ -295,6 +291,7 @@ class DatasetNode(Node):
         columns = pipe.columns if pipe.predicate is None else None
         self._reader = iter_units(
             pipe.ds.context, pipe.ds.manifest, units, columns=columns,
-            full_shuffle=self.plan.mode == "full",
+            full_shuffle=self.plan.mode == "full", consumers=local_consumers(),
+            share=self.share,
         )
 

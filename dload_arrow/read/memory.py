@@ -27,6 +27,7 @@ __all__ = [
     "MEMORY_LIMIT_ENV",
     "available_memory",
     "check_full_shuffle_memory",
+    "local_consumers",
     "set_local_consumers",
 ]
 
@@ -43,6 +44,11 @@ def set_local_consumers(n: int) -> None:
     """
     global _local_consumers
     _local_consumers = max(1, int(n))
+
+
+def local_consumers() -> int:
+    """Consumers sharing this machine, as declared by :func:`set_local_consumers` (1 if not)."""
+    return _local_consumers
 
 
 def _meminfo_available(proc: Path) -> int | None:

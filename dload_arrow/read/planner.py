@@ -119,6 +119,7 @@ def plan_read(
     consumers: int = 1,
     prefetch: int | None = None,
     purpose: str = "",
+    share: int = 1,
 ) -> ReadPlan:
     """Plan reading ``units`` of ``manifest`` through ``ctx``'s cache (no network I/O).
 
@@ -132,6 +133,8 @@ def plan_read(
         prefetch: shards fetched ahead per consumer; None sizes it from the budget.
         purpose: what needs every shard resident when it is not a full shuffle (``pull``,
             ``to_polars``, ``sql``): named in the error, with the alternatives that stream.
+        share: sources read at once with this one (a mix of two: 2); the window is sized
+            from ``1/share`` of the budget.
 
     Returns:
         The :class:`ReadPlan`; call ``.check()`` to raise when it does not fit.
@@ -140,8 +143,8 @@ def plan_read(
     order = schedule_shards(units)
     sizes = [entries[i].bytes for i in order]
     budget = _budget(ctx)
-    window = choose_window(sizes, budget, consumers=consumers, prefetch=prefetch,
-                           max_prefetch=DEFAULT_PREFETCH)
+    window = choose_window(sizes, budget // max(1, share), consumers=consumers,
+                           prefetch=prefetch, max_prefetch=DEFAULT_PREFETCH)
     resident = cached = 0
     reasons: list[str] = []
     if ctx.in_place:
@@ -213,8 +216,8 @@ class PlanReport:
         if not self.reasons:
             return ""
         fixes = ["raise the cache budget (cache_budget= or DLOAD_CACHE_BUDGET)",
-                 "lower prefetch", "use a windowed shuffle instead of a full shuffle",
-                 "read fewer sources at once"]
+                 "use a windowed shuffle instead of a full shuffle",
+                 "read fewer sources at once", "commit with a smaller shard_size"]
         return ("the sources do not fit this machine together: " + "; ".join(self.reasons)
                 + ". Fixes: " + "; ".join(fixes) + "\n" + str(self))
 
@@ -243,10 +246,14 @@ class PlanReport:
         return "\n".join(lines)
 
 
-def check_plans(ctx: ReadContext, plans: Sequence[ReadPlan]) -> PlanReport:
-    """Sum the resident sets of ``plans`` (sources read at once) against one machine's cache."""
-    resident = sum(p.resident_bytes for p in plans)
-    cached = sum(p.cached_bytes for p in plans)
+def check_plans(ctx: ReadContext, plans: Sequence[ReadPlan],
+                at_once: int | None = None) -> PlanReport:
+    """Sum the resident sets of ``plans`` against one machine's cache: all of them, or the
+    ``at_once`` largest when no more sources than that are read at the same time (a concat
+    reads its sources one after the other)."""
+    largest = sorted(plans, key=lambda p: p.resident_bytes, reverse=True)[:at_once]
+    resident = sum(p.resident_bytes for p in largest)
+    cached = sum(p.cached_bytes for p in largest)
     budget = _budget(ctx)
     free = free_disk(ctx.cache_dir)
     reasons = [f"{p.dataset}: {r}" for p in plans for r in p.reasons]

@@ -158,6 +158,7 @@ def iter_units(
     *,
     consumers: int = 1,
     full_shuffle: bool = False,
+    share: int = 1,
 ) -> Iterator[pa.RecordBatch]:
     """Yield one RecordBatch per unit of ``units``, in order (units may repeat).
 
@@ -175,12 +176,13 @@ def iter_units(
         prefetch: shards fetched ahead; None sizes the window from the budget.
         consumers: readers sharing this machine's cache (sizes the window and the check).
         full_shuffle: check the plan as a full shuffle (every shard resident).
+        share: sources read at once with this one, sharing the budget (``plan_read``).
     """
     units = [(int(s), int(r)) for s, r in units]
     _check_units(manifest, units)
     schema = projection(manifest.schema, columns)
     plan = plan_read(ctx, manifest, units, full_shuffle=full_shuffle, consumers=consumers,
-                     prefetch=prefetch).check()
+                     prefetch=prefetch, share=share).check()
     if len(units) <= 1:
         return _generate(ctx, manifest, units, schema, predicate, plan.window_shards, None)
     # Decode ahead: read_row_group releases the GIL, so the next units decode on another core

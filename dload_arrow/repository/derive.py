@@ -30,16 +30,16 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import chunk_items
 from dload_arrow.pipeline.fingerprint import fingerprint
 from dload_arrow.store.commit import Version
-from dload_arrow.store.manifest import Manifest, build_manifest
+from dload_arrow.store.manifest import Manifest, build_manifest, check_meta
 from dload_arrow.store.names import KEY_COLUMN, check_name, manifest_path, shard_path
 from dload_arrow.store.publish import store_manifest
 from dload_arrow.store.refs import move_ref
 
 if TYPE_CHECKING:
-    from dload_arrow.pipeline.base import Pipeline
     from dload_arrow.repository.repository import Repository
 
 __all__ = ["derive", "memo_path"]
@@ -52,6 +52,23 @@ _NO_BATCH = "map items to dicts (and do not batch) before deriving"
 def memo_path(fingerprint: str, name: str) -> str:
     """``derived/<fingerprint>.<name>``: one memo per pipeline and derived dataset."""
     return f"{_PREFIX}{fingerprint}.{check_name(name)}"
+
+
+_COMMIT_OPTIONS = frozenset({"shard_size", "row_group_size", "schema"})
+"""The :meth:`Repository.commit` arguments derive passes on."""
+
+
+def _as_pipeline(name: str, pipe: Any) -> Pipeline:
+    """A Pipeline as given; a Dataset (or a ``where()`` view) as its default pipeline."""
+    if isinstance(pipe, Pipeline):
+        return pipe
+    make = getattr(pipe, "pipeline", None)
+    if callable(make) and hasattr(pipe, "manifest"):
+        made = make()
+        if isinstance(made, Pipeline):
+            return made
+    raise TypeError(f"derive({name!r}) needs a Pipeline or a Dataset (e.g. "
+                    f"ds.where(...).map(fn)), got {type(pipe).__name__}")
 
 
 def _options(commit_kwargs: dict[str, Any]) -> str:
@@ -176,7 +193,7 @@ def _rows(pipe: Pipeline) -> Iterator[tuple[str, dict[str, Any]]]:
 def derive(
     repo: Repository,
     name: str,
-    pipe: Pipeline,
+    pipe: Pipeline | Any,
     *,
     meta: dict[str, Any] | None = None,
     recipe: str | None = None,
@@ -196,7 +213,8 @@ def derive(
     Args:
         repo: the repository.
         name: the dataset to create (a new version of it); ``latest`` points at the result.
-        pipe: a finite, deterministic pipeline of row dicts (not batches).
+        pipe: a finite, deterministic pipeline of row dicts (not batches), or a Dataset or
+            ``where()`` view (its rows as they are).
         meta, recipe: stored in the manifest like :meth:`Repository.commit`; changing them
             makes a new version over the same shards, without computing (omitted: a memo
             keeps its own).
@@ -212,6 +230,12 @@ def derive(
         SchemaError: an item is not a dict, or is a batch (``__key__`` holds several keys).
     """
     check_name(name)
+    pipe = _as_pipeline(name, pipe)
+    check_meta(meta, recipe)
+    unknown = sorted(set(commit_kwargs) - _COMMIT_OPTIONS)
+    if unknown:
+        raise TypeError(f"derive({name!r}) got unexpected keyword argument(s) {unknown}; it "
+                        f"takes meta, recipe, progress, force and {sorted(_COMMIT_OPTIONS)}")
     if not pipe.finite:
         raise ValueError(
             f"derive({name!r}) needs a finite pipeline, but {pipe!r} may never end; "

@@ -21,7 +21,7 @@ from dload_arrow.config import progress_wanted
 from dload_arrow.errors import ConfigError, SchemaError
 from dload_arrow.sizes import parse_size
 from dload_arrow.storage import Storage
-from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.manifest import Manifest, check_meta
 from dload_arrow.store.publish import (
     Rebase,
     Uploaded,
@@ -67,7 +67,7 @@ class _Progress:
         if enabled:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(desc=f"commit {name}", unit="B", unit_scale=True, leave=False)
+            self.bar = tqdm(desc=f"commit {name}", unit="B", unit_scale=True)
         self.rows = 0
 
     def update(self, rows: int, nbytes: int) -> None:
@@ -78,6 +78,7 @@ class _Progress:
 
     def close(self) -> None:
         if self.bar is not None:
+            self.bar.set_postfix(samples=self.rows)  # the final count stays on screen
             self.bar.close()
 
 
@@ -117,14 +118,16 @@ def commit_samples(
     (``publish.py``).
     """
     start = time.perf_counter()
+    check_meta(meta, recipe)  # before any upload, not when the manifest is built
     shard_size = _size(shard_size, "shard_size")
     row_group_size = _size(row_group_size, "row_group_size")
     if parent is not None:
         schema = schema or parent.schema
     batches = to_batches(samples, key=key, schema=schema)
     first = next(batches, None)
-    if first is None and parent is None:
-        raise SchemaError(f"nothing to commit to {name!r}: the samples are empty")
+    if first is None:  # an empty append would only make a new id for the same rows
+        what = "append" if parent is not None else "commit"
+        raise SchemaError(f"nothing to {what} to {name!r}: the samples are empty")
     if first is not None:
         schema = first.schema
         if parent is not None and not schema.equals(parent.schema):

@@ -25,7 +25,8 @@ from dload_arrow.errors import ConfigError, IntegrityError
 from dload_arrow.store.names import check_digest, check_name
 from dload_arrow.store.shard import ShardData, is_scalar
 
-__all__ = ["FORMAT_VERSION", "Manifest", "ShardEntry", "build_manifest", "shard_rows"]
+__all__ = ["FORMAT_VERSION", "Manifest", "ShardEntry", "build_manifest", "check_meta",
+           "shard_rows"]
 
 FORMAT_VERSION = 1
 _META_KEY = b"dload"
@@ -89,6 +90,32 @@ def shard_rows(shards: Sequence[ShardData], schema: pa.Schema) -> pa.Table:
     return pa.table(cols)
 
 
+def check_meta(meta: Any, recipe: Any) -> None:
+    """Refuse a ``meta`` that is not a dict of JSON values, or a ``recipe`` that is not text."""
+    if meta is not None and not isinstance(meta, dict):
+        raise ConfigError(
+            f"meta must be a dict of JSON values, got {type(meta).__name__} {_short(meta)}; "
+            "e.g. meta={'source': 'camera-3', 'license': 'CC-BY'}"
+        )
+    if recipe is not None and not isinstance(recipe, str):
+        raise ConfigError(
+            f"recipe must be text (the script that made the data, stored verbatim), got "
+            f"{type(recipe).__name__} {_short(recipe)}"
+        )
+    try:
+        json.dumps(meta or {}, sort_keys=True)
+    except (TypeError, ValueError) as e:
+        raise ConfigError(
+            f"meta must be JSON-serialisable (str keys; str, numbers, bools, None, lists and "
+            f"dicts of them): {e}"
+        ) from e
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def build_manifest(
     name: str,
     schema: pa.Schema,
@@ -103,6 +130,7 @@ def build_manifest(
 ) -> Manifest:
     """Assemble a manifest; its bytes (and so its version id) depend only on the arguments."""
     check_name(name)
+    check_meta(meta, recipe)
     info = {
         "format": FORMAT_VERSION,
         "name": name,
@@ -199,7 +227,9 @@ class Manifest:
 
     @property
     def meta(self) -> dict[str, Any]:
-        return dict(self.info.get("meta") or {})
+        meta = self.info.get("meta") or {}
+        # older versions stored any JSON value: show it rather than fail on it
+        return dict(meta) if isinstance(meta, dict) else {"meta": meta}
 
     @property
     def recipe(self) -> str | None:

@@ -24,8 +24,9 @@ def check_name(name: str) -> str:
     """A dataset name: letters, digits, ``._-``, at most 128 characters, no ``..``."""
     if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
         raise InvalidNameError(
-            f"dataset name {name!r} is not allowed: use letters, digits, '.', '_' and '-' "
-            "(no '/', no '..', at most 128 characters), e.g. 'imagenet-small'"
+            f"dataset name {name!r} is not allowed: use letters, digits, '.', '_' and '-', "
+            "starting with a letter or digit (no '/', no '..', at most 128 characters), e.g. "
+            "'imagenet-small'"
         )
     return name
 
@@ -34,7 +35,8 @@ def check_ref(ref: str) -> str:
     """A ref or tag name: same alphabet as dataset names."""
     if not isinstance(ref, str) or not _NAME.match(ref) or ".." in ref:
         raise InvalidNameError(
-            f"ref/tag {ref!r} is not allowed: use letters, digits, '.', '_' and '-', e.g. 'v1'"
+            f"ref/tag {ref!r} is not allowed: use letters, digits, '.', '_' and '-', starting "
+            "with a letter or digit, e.g. 'v1'"
         )
     return ref
 
