@@ -163,3 +163,33 @@ def test_get_returns_a_default_for_an_absent_key_only_when_asked(repo: Repositor
         ds.get("nope", None)  # the second positional argument is columns
     with pytest.raises(TypeError, match="default="):
         ds.get("nope", {})
+
+
+@pytest.mark.parametrize("root", ["local_root", "memory_root"])
+def test_a_corrupt_row_group_read_alone_raises_integrity_error(
+        root: str, request: pytest.FixtureRequest, cache_dir: str) -> None:
+    """A row group read in place or by range is not hashed; its page checksums are checked."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from dload_arrow import IntegrityError
+    from dload_arrow.store.names import shard_path
+
+    repo = Repository.open(request.getfixturevalue(root), cache_dir=cache_dir)
+    repo.commit("d", [(f"k{i:04d}", {"i": i, "s": f"value-{i}" * 3}) for i in range(1000)],
+                row_group_size="8KB", progress=False)
+    entry = repo.manifest("d").shards[0]
+    data = bytearray(repo.storage.read(shard_path(entry.digest)))
+    column = pq.ParquetFile(io.BytesIO(bytes(data))).metadata.row_group(0).column(2)
+    assert column.path_in_schema == "s"
+    data[column.data_page_offset + 40] ^= 0x01
+    repo.storage.write(shard_path(entry.digest), bytes(data))
+    ds = Repository.open(request.getfixturevalue(root), cache_dir=cache_dir).dataset("d")
+    with pytest.raises(IntegrityError, match=rf"shard {entry.digest[:12]} of dataset 'd'.*"
+                                             "page checksum"):
+        ds.get("k0000")
+    with pytest.raises(IntegrityError, match="page checksum"):
+        ds.take([0, 1])
+    assert len(entry.rg_rows) > 1  # the other row groups still read
+    assert ds.get("k0999") == {"__key__": "k0999", "i": 999, "s": "value-999" * 3}

@@ -122,7 +122,7 @@ class RandomAccess:
             if j >= 0 and k <= maxs[j]:
                 groups.setdefault(j, []).append(pos)
         for j, positions in groups.items():
-            t = self.reader.read(ref, j)
+            t = self.reader.read(ref, j, dataset=self.manifest.name)
             wanted = string_array([keys[p] for p in positions])
             found = pc.index_in(wanted, value_set=t.column(KEY_COLUMN)).to_pylist()
             rows = t.column("row").to_pylist()
@@ -174,7 +174,8 @@ class RandomAccess:
         pieces: list[pa.Table] = []
         order: list[int] = []
         for (s, rg), positions in groups.items():
-            table = self.reader.read(ShardRef.of(self.manifest.shards[s]), rg, names)
+            table = self.reader.read(ShardRef.of(self.manifest.shards[s]), rg, names,
+                                     dataset=self.manifest.name)
             if self.predicate is not None:
                 keep = self._filtered_offsets(table, positions, targets)
                 table = filter_rows(table, self.predicate)

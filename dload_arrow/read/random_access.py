@@ -19,8 +19,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dload_arrow.errors import IntegrityError
 from dload_arrow.read.context import ReadContext
-from dload_arrow.storage import Storage
+from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest, ShardEntry
 from dload_arrow.store.names import KEY_COLUMN, check_digest, shard_path
 
@@ -121,23 +122,41 @@ class RowGroupReader:
         self._meta: OrderedDict[str, pq.FileMetaData] = OrderedDict()
         self._lock = threading.Lock()
 
-    def read(self, ref: ShardRef, rg: int, columns: list[str] | None = None) -> pa.Table:
-        """Row group ``rg`` of ``ref`` (only ``columns`` when given)."""
+    def read(self, ref: ShardRef, rg: int, columns: list[str] | None = None,
+             dataset: str = "") -> pa.Table:
+        """Row group ``rg`` of ``ref`` (only ``columns`` when given).
+
+        A cached shard was verified whole when downloaded. A row group read in place or by
+        range is not hashed: its pages' CRCs are checked instead (shards written before the
+        writer added them have none), and a mismatch raises IntegrityError naming the shard.
+        """
         path = shard_path(ref.digest)
-        local = self.ctx.storage.local_path(path)
-        if local is not None:
-            with pq.ParquetFile(local, memory_map=True) as pf:
-                return pf.read_row_group(rg, columns=columns)
-        cache = self.ctx.cache()
-        hold = cache.try_hold(ref.digest, ref.nbytes)
+        cache = None if self.ctx.in_place else self.ctx.cache()
+        hold = None if cache is None else cache.try_hold(ref.digest, ref.nbytes)
         if hold is not None:
             with hold, pq.ParquetFile(hold.path, memory_map=True) as pf:
                 return pf.read_row_group(rg, columns=columns)
-        start = ref.rg_offsets[rg]
-        segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])
-        f = RangeFile(self.ctx.storage, path, ref.nbytes, {start: segment})
-        pf = pq.ParquetFile(f, metadata=self.metadata(ref), pre_buffer=False)
-        return pf.read_row_group(rg, columns=columns)
+        local = self.ctx.storage.local_path(path)
+        try:
+            if local is not None:
+                with pq.ParquetFile(local, memory_map=True,
+                                    page_checksum_verification=True) as pf:
+                    return pf.read_row_group(rg, columns=columns)
+            start = ref.rg_offsets[rg]
+            segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])
+            f = RangeFile(self.ctx.storage, path, ref.nbytes, {start: segment})
+            pf = pq.ParquetFile(f, metadata=self.metadata(ref), pre_buffer=False,
+                                page_checksum_verification=True)
+            return pf.read_row_group(rg, columns=columns)
+        except OSError as e:
+            if "CRC" not in str(e) and "checksum" not in str(e):
+                raise
+            of = f" of dataset {dataset!r}" if dataset else ""
+            raise IntegrityError(
+                f"shard {ref.digest[:12]}{of} under {redact_url(self.ctx.storage.url)} is "
+                f"corrupt (row group {rg} fails its page checksum): restore it from a copy "
+                "or commit the data again; `dload verify NAME` checks every shard"
+            ) from e
 
     def metadata(self, ref: ShardRef) -> pq.FileMetaData:
         """The parsed footer of ``ref``: memory, then the footer cache, then one ranged read."""

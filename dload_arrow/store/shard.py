@@ -139,6 +139,7 @@ class _Open:
             compression_level=ZSTD_LEVEL,
             use_dictionary=dict_cols or False,
             write_page_index=True,
+            write_page_checksum=True,  # what a range read checks (read/random_access.py)
             write_statistics=True,
             store_schema=True,
         )
