@@ -137,7 +137,8 @@ class Catalog:
                     else:  # a version without shards: an empty table of its schema
                         _register(self.connection, key, _empty(manifest.schema))
                         replacements.append(key)
-                return self._run(replace_calls(query, calls, replacements), params)
+                rewritten = replace_calls(query, calls, replacements)
+                return self._run(rewritten, params, shown=query if calls else None)
             finally:
                 for files in held:
                     files.release()
@@ -166,7 +167,8 @@ class Catalog:
             )
         return self.sql(st.text, params, refresh=refresh)
 
-    def _run(self, query: str, params: dict[str, Any]) -> pa.Table:
+    def _run(self, query: str, params: dict[str, Any], shown: str | None = None) -> pa.Table:
+        """Run ``query``; ``shown`` is the user's text when ``query`` is its rewrite."""
         duckdb = _duckdb()
         try:
             kinds = {s.type for s in duckdb.extract_statements(query)}
@@ -189,8 +191,13 @@ class Catalog:
             hint = ""
             if "Parameter" in str(e) or "parameter" in str(e):
                 hint = f" (parameters given: {sorted(k for k in params if not k.startswith('__'))})"
+            text = str(e)
+            if shown is not None:
+                # The context DuckDB prints quotes the rewrite (read_parquet($__dload_...)),
+                # which the user never wrote: quote their query instead.
+                text = text.split("\n\nLINE ", 1)[0].rstrip() + f" (in the query {shown!r})"
             raise SqlError(
-                f"{type(e).__name__}: {e}{hint}. Views: {', '.join(VIEW_ORDER)}; "
+                f"{type(e).__name__}: {text}{hint}. Views: {', '.join(VIEW_ORDER)}; "
                 "samples('<name>' [, '<version>']) reads a dataset's rows"
             ) from e
 

@@ -15,9 +15,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from dload_arrow.arrays import pylist
+from dload_arrow.catalog.column_stats import data_rows, manifest_rows
 from dload_arrow.catalog.files import ShardFiles, shard_files
 from dload_arrow.catalog.filtering import prune_units
 from dload_arrow.catalog.predicate import (
@@ -100,50 +99,6 @@ def head(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] 
     return pa.Table.from_batches(got, schema=schema)
 
 
-def _stats_rows(manifest: Manifest, units: Sequence[tuple[int, int]] | None) -> list[dict]:
-    chosen = all_units(manifest) if units is None else list(units)
-    shards = manifest.shards
-    rows = sum(shards[s].rg_rows[r] for s, r in chosen)
-    t = manifest.table
-    out = []
-    for field in manifest.schema:
-        c = field.name
-        row: dict[str, Any] = {"column": c, "type": str(field.type), "count": None,
-                               "nulls": None, "min": None, "max": None, "mean": None}
-        if c == "__key__":
-            lo_col, hi_col, nulls_col = "rg_key_min", "rg_key_max", None
-        else:
-            lo_col, hi_col, nulls_col = f"rg_min.{c}", f"rg_max.{c}", f"rg_nulls.{c}"
-        if lo_col in t.column_names:
-            lo, hi = pylist(t.column(lo_col)), pylist(t.column(hi_col))
-            nulls_l = pylist(t.column(nulls_col)) if nulls_col else None
-            mins = [lo[s][r] for s, r in chosen if lo[s][r] is not None]
-            maxs = [hi[s][r] for s, r in chosen if hi[s][r] is not None]
-            nulls = sum(nulls_l[s][r] for s, r in chosen) if nulls_l else 0
-            row.update(count=rows - nulls, nulls=nulls,
-                       min=None if not mins else str(min(mins)),
-                       max=None if not maxs else str(max(maxs)))
-        out.append(row)
-    return out
-
-
-def _data_rows(table: pa.Table) -> list[dict]:
-    out = []
-    for field, col in zip(table.schema, table.columns, strict=True):
-        row: dict[str, Any] = {"column": field.name, "type": str(field.type),
-                               "count": len(col) - col.null_count, "nulls": col.null_count,
-                               "min": None, "max": None, "mean": None}
-        if is_scalar(field.type) and len(col) - col.null_count:
-            mm = pc.min_max(col)
-            row["min"], row["max"] = str(mm["min"].as_py()), str(mm["max"].as_py())
-        if pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or (
-                pa.types.is_boolean(field.type)):
-            mean = pc.mean(col.cast(pa.float64()) if pa.types.is_boolean(field.type) else col)
-            row["mean"] = mean.as_py()
-        out.append(row)
-    return out
-
-
 _DESCRIBE = pa.schema([
     ("column", pa.string()), ("type", pa.string()), ("count", pa.int64()),
     ("nulls", pa.int64()), ("min", pa.string()), ("max", pa.string()),
@@ -156,8 +111,11 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
     """Per column: type, count, nulls, min, max (and mean when the data is read).
 
     Without a predicate (and unless ``exact``) everything comes from the manifest's
-    statistics and no data is read; ``min``/``max`` are shown as text. With a predicate the
-    statistics would describe whole row groups, so the filtered rows are read and measured.
+    statistics and no data is read; ``min``/``max`` are shown as text. Non-scalar columns
+    (binary, tensors, lists) have counts and nulls from the shards' Parquet footers on a
+    local root (:mod:`dload_arrow.catalog.column_stats`), and no min, max or mean. With a
+    predicate the statistics would describe whole row groups, so the filtered rows are read
+    and measured.
     """
     if exact is None:
         exact = predicate is not None
@@ -165,11 +123,13 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
         cols = [f.name for f in manifest.schema if is_scalar(f.type)]
         table = to_arrow(ctx, manifest, units, predicate, cols)
         full = {f.name for f in manifest.schema} - set(table.column_names)
-        rows = _data_rows(table)
-        rows += [r for r in _stats_rows(manifest, units) if r["column"] in full]
+        rows = data_rows(table)
+        # With a predicate, footer counts (of whole row groups) would not describe the rows.
+        rows += [r for r in manifest_rows(ctx, manifest, units, footers=predicate is None)
+                 if r["column"] in full]
         source = "data"
     else:
-        rows, source = _stats_rows(manifest, units), "manifest"
+        rows, source = manifest_rows(ctx, manifest, units), "manifest"
     order = {f.name: i for i, f in enumerate(manifest.schema)}
     rows.sort(key=lambda r: order[r["column"]])
     for r in rows:

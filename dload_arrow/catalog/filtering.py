@@ -7,8 +7,10 @@ a row may pass, from the manifest's per-row-group statistics.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import operator
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,8 @@ __all__ = ["CompiledFilter", "compile_filter", "prune_units"]
 _OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
         ">": operator.gt, ">=": operator.ge}
 _NULL_BOOL = scalar(None)  # built from buffers: pa.scalar() imports pandas
+# A time of day followed by a zone: Z, +HH, +HHMM or +HH:MM.
+_ZONE = re.compile(r"[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?P<zone>Z|[+-]\d{2}(?::?\d{2})?)$")
 
 
 def _kind(typ: pa.DataType) -> str:
@@ -107,14 +111,39 @@ class _Compiler:
         if lit == "null" or kind == lit:
             return node
         if kind == "temporal" and lit == "string":
+            text = self.naive_time(node.value, field)
             try:
-                return Literal(pylist(string_array([node.value]).cast(field.type))[0])
+                return Literal(pylist(string_array([text]).cast(field.type))[0])
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 raise self.error(f"{node.value!r} is not a {field.type} value: {e}") from e
         raise self.error(
             f"column {field.name!r} is {field.type} and cannot be compared with {node.value!r}"
             + ("; where() compares scalar columns (numbers, strings, bools, times)"
                if kind == "other" else "")
+        )
+
+    def naive_time(self, text: str, field: pa.Field) -> str:
+        """``text`` without its zone when it is UTC and the column has no zone.
+
+        A column without a zone holds wall times, by convention UTC: a UTC time
+        (``...Z``, ``+00:00``) compares as that wall time; another offset is refused, with
+        the UTC time to write instead.
+        """
+        m = _ZONE.search(text)
+        if m is None or not pa.types.is_timestamp(field.type) or field.type.tz is not None:
+            return text
+        zone = m.group("zone")
+        if zone == "Z" or zone.lstrip("+-").replace(":", "").strip("0") == "":
+            return text[: m.start("zone")]
+        try:
+            utc = dt.datetime.fromisoformat(text).astimezone(dt.UTC)
+            hint = f" (here {utc.replace(tzinfo=None).isoformat()!r})"
+        except ValueError:
+            hint = ""
+        raise self.error(
+            f"{text!r} has the zone offset {zone}, and column {field.name!r} is "
+            f"{field.type} without a zone (wall times, by convention UTC); write the time in "
+            f"UTC, without an offset or with Z{hint}"
         )
 
     def node(self, node: Node) -> Node:

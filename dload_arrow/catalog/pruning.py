@@ -96,6 +96,10 @@ def _leaf(node: Compare, stats: _Stats, s: int, r: int) -> _Verdict:
         return (False, False, may_null)
     if lo is None or hi is None or (floating and (math.isnan(lo) or math.isnan(hi))):
         return _ANY
+    if (node.op in ("=", "!=") and isinstance(v, float) and not v.is_integer()
+            and isinstance(lo, int) and not isinstance(lo, bool)):
+        # An integer never equals a fractional value (nor NaN or infinity).
+        return (node.op == "!=", node.op == "=", may_null)
     try:
         may_true, may_false = _compare(node.op, lo, hi, v)
     except TypeError:

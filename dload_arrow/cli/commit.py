@@ -15,7 +15,7 @@ from dload_arrow.cli.output import (
     progress_enabled,
     root_options,
 )
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.sizes import format_bytes, parse_size
 
 __all__ = ["COMMANDS", "append", "commit", "read_input"]
@@ -44,12 +44,13 @@ def _input_options(f: F) -> F:
                           "s3://), or a table (.parquet .csv .jsonl, file or folder)."),
         click.option("--as", "kind", type=click.Choice(["auto", "files", "archive", "table"]),
                      default="auto", show_default=True, help="How to read --from."),
-        click.option("--include", multiple=True, help="Only files matching this glob."),
+        click.option("--include", multiple=True,
+                     help="Only files matching this glob (files, archives and table folders)."),
         click.option("--exclude", multiple=True, help="Skip files matching this glob."),
-        click.option("--split", type=click.Choice(["last", "first"]), default="last",
-                     show_default=True,
-                     help="Extension starts at the last dot (x.v2.jpg -> x.v2 + jpg) or the "
-                          "first (webdataset: x.seg.png -> x + seg.png)."),
+        click.option("--split", type=click.Choice(["last", "first"]), default=None,
+                     help="Files and archives: the extension starts at the last dot (x.v2.jpg "
+                          "-> x.v2 + jpg; the default) or the first (webdataset: x.seg.png -> "
+                          "x + seg.png)."),
         click.option("--key-column", default=None, help="Tables: the column holding keys "
                      "(default: __key__ if present, else generated row numbers)."),
         click.option("--recipe", type=click.Path(exists=True, dir_okay=False), default=None,
@@ -65,32 +66,69 @@ def _input_options(f: F) -> F:
 
 
 def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence[str],
-               split: str, key_column: str | None, endpoint_url: str | None
+               split: str | None, key_column: str | None, endpoint_url: str | None
                ) -> tuple[Any, str | None, dict[str, Any]]:
-    """``(samples, key, report)`` for ``repo.commit`` from a ``--from`` location."""
+    """``(samples, key, report)`` for ``repo.commit`` from a ``--from`` location.
+
+    ``split`` is None when ``--split`` was not given (``"last"`` for files and archives).
+    """
     from dload_arrow.ingest import detect_kind, open_source, open_table
+    from dload_arrow.ingest.tables import table_listing
 
     if kind == "auto":
         kind = detect_kind(source, endpoint_url=endpoint_url)
     if kind == "table":
-        return open_table(source, endpoint_url=endpoint_url), key_column, {"kind": "table"}
+        if split is not None:
+            raise ConfigError(
+                f"--split is for files and archives (where a file name's extension starts); "
+                f"{source!r} is read as a table, whose columns come from the table itself: "
+                "drop --split"
+            )
+        reader = open_table(source, include=include, exclude=exclude, endpoint_url=endpoint_url)
+        ignored = table_listing(source, include, exclude)[1]
+        return reader, key_column, {"kind": "table", "ignored": ignored}
     if key_column:
         raise ConfigError(
-            f"--key-column is for tables; {source!r} is read as {kind} whose keys are file paths"
+            f"--key-column is for tables; {source!r} is read as {kind} whose keys are file "
+            "paths. If it is a table (Parquet, CSV or JSON Lines files), add --as table"
         )
-    src = open_source(source, kind=kind, include=include, exclude=exclude, split=split,
-                      endpoint_url=endpoint_url)
+    src = open_source(source, kind=kind, include=include, exclude=exclude,
+                      split=split or "last", endpoint_url=endpoint_url)
     return src.reader(), None, {"kind": kind, **src.report.to_dict()}
 
 
+def _fit_to_latest(repo: Any, name: str, source: str, samples: Any, key: str | None,
+                   kind: str) -> Any:
+    """``samples`` fitted to the columns of ``name``'s latest version, for an append."""
+    from dload_arrow.ingest.conform import conform_to
+    from dload_arrow.store.names import KEY_COLUMN
+
+    try:
+        parent = repo.manifest(name, "latest")
+    except NotFoundError:
+        return samples  # the append itself says that there is nothing to append to
+    if kind == "table" and key is None and KEY_COLUMN not in samples.schema.names:
+        raise ConfigError(
+            f"appending the table {source!r} to {name!r} needs keys for its rows: give "
+            "--key-column COLUMN (a column of unique values, none of them a key already "
+            f"stored), or add a {KEY_COLUMN} column. Generated row numbers start at "
+            f"000000000000 on every commit, so they would repeat the keys of the "
+            f"{parent.num_rows} rows stored"
+        )
+    return conform_to(samples, parent.schema, key, where=source, dataset=name,
+                      files=kind != "table")
+
+
 def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence[str],
-         exclude: Sequence[str], split: str, key_column: str | None, recipe: str | None,
-         meta: Sequence[str], shard_size: int | None, row_group_size: int | None,
-         root: str | None, cache_dir: str | None, cache_budget: str | None,
-         as_json: bool) -> None:
+         exclude: Sequence[str], split: str | None, key_column: str | None,
+         recipe: str | None, meta: Sequence[str], shard_size: int | None,
+         row_group_size: int | None, root: str | None, cache_dir: str | None,
+         cache_budget: str | None, as_json: bool) -> None:
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
                                       repo.settings.endpoint_url)
+    if append_mode:
+        samples = _fit_to_latest(repo, name, source, samples, key, report["kind"])
     kwargs: dict[str, Any] = {"key": key, "progress": progress_enabled()}
     if meta:
         kwargs["meta"] = parse_assignments(meta, "--meta")
@@ -120,6 +158,10 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
             click.echo(f"not ingested: {len(report['unmatched'])} files without an extension "
                        f"or hidden ({shown}{', ...' if len(report['unmatched']) > 5 else ''})",
                        err=True)
+        if report.get("ignored"):
+            shown = ", ".join(report["ignored"][:5])
+            click.echo(f"not read: {len(report['ignored'])} files that are not tables ({shown}"
+                       f"{', ...' if len(report['ignored']) > 5 else ''})", err=True)
         for s in report.get("skipped", [])[:5]:
             click.echo(f"skipped {s['name']}: {s['reason']}", err=True)
         click.echo(v.version)

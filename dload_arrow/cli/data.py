@@ -1,4 +1,4 @@
-"""Commands that read sample data: pull, export, verify, cache, sql."""
+"""Commands that read sample data: pull, export, verify, cache."""
 
 from __future__ import annotations
 
@@ -10,20 +10,18 @@ import click
 
 from dload_arrow.cli.output import (
     emit,
-    emit_csv,
     json_option,
     open_repo,
-    parse_assignments,
     parse_spec,
     print_table,
     progress_enabled,
     root_options,
 )
-from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError, UnsafePathError
+from dload_arrow.errors import IntegrityError, NotFoundError, UnsafePathError
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.names import KEY_COLUMN, shard_path
 
-__all__ = ["COMMANDS", "cache", "cache_text", "export", "pull", "pull_text", "sql", "verify"]
+__all__ = ["COMMANDS", "cache", "cache_text", "export", "pull", "pull_text", "verify"]
 
 _CHUNK = 8 << 20
 
@@ -252,42 +250,4 @@ def cache_clear(root: str | None, cache_dir: str | None, cache_budget: str | Non
     emit(out, as_json, lambda: _kv_text(out))
 
 
-@click.command()
-@click.argument("query")
-@click.option("--param", "params", multiple=True, help="Bound parameter K=V (repeatable).")
-@click.option("--limit", type=click.IntRange(min=0), default=50, show_default=True,
-              help="Rows to print as a table; 0 prints every row (--json and --csv always do).")
-@click.option("--csv", "as_csv", is_flag=True, help="Print CSV with a header row.")
-@root_options
-@json_option
-def sql(query: str, params: tuple[str, ...], limit: int, as_csv: bool, root: str | None,
-        cache_dir: str | None, cache_budget: str | None, as_json: bool) -> None:
-    """Run DuckDB SQL over the catalog (datasets, versions, shards) and samples.
-
-    \b
-    Examples:
-      dload sql "select name, num_rows from versions where name = \\$name" --param name=photos
-      dload sql "select * from samples('photos')" --csv > photos.csv
-    """
-    if as_json and as_csv:
-        raise click.UsageError("choose one of --json and --csv")
-    bound = parse_assignments(params, "--param")
-    table = open_repo(root, cache_dir, cache_budget).sql(query, **bound)
-    from dload_arrow.arrays import table_rows
-
-    rows = table_rows(table)
-    if as_json:
-        emit(rows, True)
-        return
-    if as_csv:
-        emit_csv(rows, table.column_names)
-        return
-    shown = rows[:limit] if limit else rows
-    print_table(shown, table.column_names)
-    if len(rows) > len(shown):
-        click.echo(f"... {len(rows) - len(shown)} more rows (--limit 0 prints all; --json, --csv)")
-    if not table.column_names:
-        raise ConfigError("the query returned no columns")
-
-
-COMMANDS = [pull, export, verify, cache, sql]
+COMMANDS = [pull, export, verify, cache]

@@ -83,13 +83,13 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
 
         v1 = step("commit folder", lambda: commit("demo-images", folder))
         v2 = step("commit archive", lambda: commit("demo-extra", archive))
-        for v, what in ((v1, "folder"), (v2, "archive, streamed")):
-            _say(quiet, f"2. committed {what} as {v.name}@{v.version[:12]}: {v.num_rows} rows, "
+        for n, v, what in ((2, v1, "the folder"), (3, v2, "the archive, streamed,")):
+            _say(quiet, f"{n}. committed {what} as {v.name}@{v.version[:12]}: {v.num_rows} rows, "
                         f"{v.shards_total} shards, {format_bytes(v.bytes_total)} in "
                         f"{v.seconds:.2f}s ({v.shards_uploaded} shards uploaded)")
         again = step("recommit folder", lambda: commit("demo-images", folder))
         same = again.version == v1.version
-        _say(quiet, f"3. committed the folder again: {again.version[:12]} "
+        _say(quiet, f"4. committed the folder again: {again.version[:12]} "
                     f"({'same id' if same else 'DIFFERENT id'}), {again.shards_uploaded} shards "
                     f"and {format_bytes(again.bytes_uploaded)} uploaded")
         out["versions"] = {v.name: v.version for v in (v1, v2)}
@@ -101,7 +101,7 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
     table = step("sql", lambda: repo.sql(query))
     rows = table_rows(table)
     out["sql"] = {"query": query, "rows": rows}
-    _say(quiet, f"4. SQL over the catalog: {query}")
+    _say(quiet, f"5. SQL over the catalog: {query}")
     if not quiet:
         print_table(rows)
 
@@ -111,12 +111,12 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
                   seed=0).repeat().batch(32)
     if importlib.util.find_spec("torch") is None:
         out["train"] = None
-        _say(quiet, "5. skipped training: torch is not installed "
+        _say(quiet, "6. skipped training: torch is not installed "
                     "(pip install 'dload-arrow[torch]')")
     else:
         res = step("train", lambda: _train(pipe, steps))
         out["train"] = res
-        _say(quiet, f"5. trained a linear model for {res['steps']} steps on a shuffled 80/20 "
+        _say(quiet, f"6. trained a linear model for {res['steps']} steps on a shuffled 80/20 "
                     f"mix, repeated as needed ({res['samples']} samples): loss "
                     f"{res['first_loss']:.3f} -> {res['last_loss']:.3f}")
     total = time.perf_counter() - t_start

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import click
 
 from dload_arrow import __version__
-from dload_arrow.cli import browse, commit, data, demo, refs, setup
+from dload_arrow.cli import browse, commit, data, demo, refs, setup, sql
 from dload_arrow.errors import DloadError
 
 __all__ = ["cli", "main"]
@@ -37,7 +37,7 @@ def cli() -> None:
     """
 
 
-for module in (setup, commit, browse, refs, data, demo):
+for module in (setup, commit, browse, refs, data, sql, demo):
     for command in module.COMMANDS:
         cli.add_command(command)
 

@@ -2,8 +2,10 @@
 
 Archives are recognised by extension (``.zip``, ``.tar``, ``.tar.gz``/``.tgz``,
 ``.tar.zst``/``.tzst``) and otherwise by their first bytes; tables by extension (``.parquet``,
-``.csv``, ``.jsonl``). A directory holding only table files is a table folder; any other
-directory is a folder of files grouped into samples.
+``.csv``, ``.jsonl``). A directory whose data files are all tables is a table folder: beside
+them it may hold markers (``_SUCCESS``, ``_committed_*``, hidden files, ``*.crc``), README or
+LICENSE files and files without an extension, which are not read. Any other directory is a
+folder of files grouped into samples.
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from dload_arrow.errors import IntegrityError, NotFoundError
+from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError
 from dload_arrow.ingest.directory import DirectorySource
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.source import SampleSource
-from dload_arrow.ingest.tables import table_format
+from dload_arrow.ingest.tables import is_marker, table_format, table_listing
 from dload_arrow.ingest.tarsource import TarSource
 from dload_arrow.ingest.zipsource import ZipSource
 
-__all__ = ["KINDS", "archive_format", "detect_kind", "open_archive", "open_source"]
+__all__ = ["KINDS", "archive_format", "detect_kind", "is_table_folder", "open_archive",
+           "open_source"]
 
 KINDS = ("auto", "files", "archive", "table")
 _EXTENSIONS = (
@@ -52,15 +55,20 @@ def archive_format(location: str, *, endpoint_url: str | None = None, sniff: boo
     )
 
 
+def is_table_folder(path: str) -> bool:
+    """Whether a local folder holds tables and, beside them, only markers and documents."""
+    tables, others = table_listing(path)
+    return bool(tables) and all(
+        o.endswith("/") or is_marker(o) or "." not in os.path.basename(o) for o in others
+    )
+
+
 def detect_kind(location: str, *, endpoint_url: str | None = None) -> str:
     """``"files"`` (a directory), ``"archive"`` or ``"table"`` for a ``--from`` location."""
     if not is_remote(location):
         path = location[len("file://") :] if location.startswith("file://") else location
         if os.path.isdir(path):
-            files = [f for _, _, fs in os.walk(path) for f in fs if not f.startswith(".")]
-            if files and all(table_format(f) for f in files):
-                return "table"
-            return "files"
+            return "table" if is_table_folder(path) else "files"
         if not os.path.exists(path):
             raise NotFoundError(f"no file or directory {location!r}; check the path")
     if table_format(location):
@@ -78,6 +86,13 @@ def open_archive(
     endpoint_url: str | None = None,
 ) -> SampleSource:
     """The :class:`SampleSource` of a zip or tar archive, local or remote."""
+    local = location[len("file://") :] if location.startswith("file://") else location
+    if not is_remote(location) and os.path.isdir(local):
+        raise ConfigError(
+            f"{location!r} is a directory, not an archive: read it with --as files, or drop "
+            "--as to detect it (in Python: open_source(path) for its files, "
+            "open_table(path) for a folder of tables)"
+        )
     fmt = archive_format(location, endpoint_url=endpoint_url)
     if fmt == "zip":
         return ZipSource(

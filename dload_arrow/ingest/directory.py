@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.ingest.grouping import Entry
 from dload_arrow.ingest.source import SampleSource
+from dload_arrow.ingest.tables import table_format
 
 __all__ = ["DirectorySource"]
 
@@ -16,7 +17,8 @@ class DirectorySource(SampleSource):
     """The files under ``path`` (recursive), in sorted key order.
 
     Symbolic links are not followed (a link could point anywhere on the machine): they are
-    reported as skipped, like sockets and other special files.
+    reported as skipped, like sockets and other special files. Hidden directories (``.git``,
+    ``.ipynb_checkpoints``) are not entered and are reported as skipped.
     """
 
     def __init__(
@@ -28,6 +30,13 @@ class DirectorySource(SampleSource):
         split: str = "last",
     ) -> None:
         self.root = os.path.abspath(os.fspath(path))
+        if os.path.isfile(self.root):
+            fits = ("--as table", "open_table(path)") if table_format(self.root) else (
+                "--as archive", "open_source(path) or dl.from_archive(path)")
+            raise ConfigError(
+                f"{os.fspath(path)!r} is a file, not a directory: read it with {fits[0]}, or "
+                f"drop --as to detect it (in Python: {fits[1]})"
+            )
         if not os.path.isdir(self.root):
             raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")
         super().__init__(os.fspath(path), include=include, exclude=exclude, split=split)
@@ -40,6 +49,9 @@ class DirectorySource(SampleSource):
             for d in list(dirnames):
                 if os.path.islink(os.path.join(dirpath, d)):
                     self._skipped.append((rel_dir + d, "symbolic link (not followed)"))
+                    dirnames.remove(d)
+                elif d.startswith("."):
+                    self._skipped.append((rel_dir + d + "/", "hidden directory (not read)"))
                     dirnames.remove(d)
             for f in filenames:
                 full = os.path.join(dirpath, f)

@@ -3,8 +3,10 @@
 A file's key is its path without the extension and its column is the extension, lowercased:
 ``a/x.wav`` and ``a/x.json`` make one sample ``a/x`` with columns ``wav`` and ``json``. With
 ``split="first"`` the extension starts at the first dot of the file name (the webdataset
-convention: ``x.seg.png`` -> key ``x``, column ``seg.png``). Files without an extension and
-hidden files do not fit and are reported, not ingested.
+convention: ``x.seg.png`` -> key ``x``, column ``seg.png``). Files without an extension,
+hidden files and files inside hidden directories (``.git/``, ``.ipynb_checkpoints/``) do not
+fit and are reported, not ingested. A file whose extension is ``__key__`` is refused: that
+column holds the sample keys.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dload_arrow.errors import SchemaError, UnsafePathError
+from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["Entry", "IngestReport", "check_entry_name", "group_entries", "select", "split_name"]
 
@@ -70,9 +73,12 @@ def check_entry_name(name: str, where: str) -> str:
 
 
 def split_name(name: str, split: str = "last") -> tuple[str, str] | None:
-    """``(key, column)`` of a relative file name, or None when it has no usable extension."""
+    """``(key, column)`` of a relative file name, or None when it has no usable extension.
+
+    Hidden files and files inside hidden directories give None too.
+    """
     directory, base = posixpath.split(name)
-    if not base or base.startswith("."):
+    if not base or base.startswith(".") or any(p.startswith(".") for p in directory.split("/")):
         return None
     if split == "first":
         stem, dot, ext = base.partition(".")
@@ -107,6 +113,12 @@ def group_entries(
             report.unmatched.append(entry.name)
             continue
         key, column = parsed
+        if column == KEY_COLUMN:
+            raise SchemaError(
+                f"{where}: file {entry.name!r} would make a column named {KEY_COLUMN!r}, the "
+                "column that holds the sample keys; rename the file, or leave it out with "
+                f"--exclude '*.{entry.name.rsplit('.', 1)[-1]}' (exclude=[...] in Python)"
+            )
         sample = groups.setdefault(key, {})
         if column in sample:
             raise SchemaError(

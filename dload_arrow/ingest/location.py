@@ -11,7 +11,7 @@ import io
 import os
 from typing import IO
 
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError, StorageError
 from dload_arrow.storage import Storage, open_storage, redact_url
 
 __all__ = ["RangeReader", "is_remote", "open_binary"]
@@ -70,14 +70,31 @@ def open_binary(
     """
     if not is_remote(location):
         path = location[len("file://") :] if location.startswith("file://") else location
+        if os.path.isdir(path):
+            raise ConfigError(
+                f"{location!r} is a directory, not a file: read its files with --as files, "
+                "a folder of tables with --as table, or drop --as to detect it"
+            )
         if not os.path.isfile(path):
             raise NotFoundError(f"no file {location!r}; check the path")
         return open(path, "rb"), os.path.getsize(path)
     parent, _, name = location.rstrip("/").rpartition("/")
-    storage = open_storage(parent, endpoint_url=endpoint_url)
     try:
+        storage = open_storage(parent, endpoint_url=endpoint_url)
         size = storage.info(name).size
     except NotFoundError as e:
         raise NotFoundError(f"no object {redact_url(location)!r}; check the URL") from e
+    except (StorageError, ConfigError) as e:
+        raise _about_input(e, parent, location) from e
     raw = RangeReader(storage, name, size)
     return io.BufferedReader(raw, buffer_size=block_size), size
+
+
+def _about_input(e: StorageError | ConfigError, parent: str, location: str) -> Exception:
+    """``e`` reworded to name the input object: the storage layer speaks of "the root"."""
+    text = str(e)
+    for prefix in (f"root {redact_url(parent)}: ", f"root {redact_url(parent)!r}: "):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    text = text.replace("check the root URL", "check the URL")
+    return type(e)(f"cannot read {redact_url(location)}: {text}")

@@ -1,22 +1,32 @@
 """Tables: Parquet, CSV and JSON Lines files, or folders of them, as one RecordBatchReader.
 
 Files are read in sorted path order, one after the other, batch by batch (JSON Lines files
-are read whole, one file at a time). The first file's schema is the table's; later files are
-cast to it, and a file that does not fit raises SchemaError naming it.
+are read whole, one file at a time). The table's schema unifies every file's schema: a column
+missing from some files is null there, and a column whose type widens between files (int64
+then double, null then string) takes the wider type. Types that cannot be combined (int64 in
+one file, string in another) raise SchemaError naming the file and the column.
+
+In a folder, the markers that Spark, Hive and dbt write beside their tables (``_SUCCESS``,
+``_committed_*``, any ``_`` or ``.`` file or directory, ``*.crc``) and README/LICENSE files
+are not read; :func:`table_listing` reports them.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import posixpath
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.ingest.grouping import select
 from dload_arrow.ingest.location import is_remote, open_binary
+from dload_arrow.sizes import format_bytes
 
-__all__ = ["TABLE_FORMATS", "open_table", "table_format", "table_files"]
+__all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
+           "table_format", "table_listing"]
 
 TABLE_FORMATS = {
     ".parquet": "parquet",
@@ -25,6 +35,10 @@ TABLE_FORMATS = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
 }
+CSV_INFER_BYTES = 32 << 20
+"""A CSV file's column types are inferred from its first block, up to this many bytes."""
+
+_DOC_STEMS = ("readme", "license", "licence", "notice", "changelog", "authors")
 
 
 def table_format(path: str) -> str | None:
@@ -33,18 +47,62 @@ def table_format(path: str) -> str | None:
     return next((f for ext, f in TABLE_FORMATS.items() if lower.endswith(ext)), None)
 
 
-def table_files(path: str) -> list[str]:
-    """The table files of a file or a folder (recursive, sorted); empty if it holds none."""
+def is_marker(name: str) -> bool:
+    """Whether a file beside tables is a marker or a document, not data (see module doc)."""
+    base = posixpath.basename(name)
+    lower = base.lower()
+    return (base.startswith((".", "_")) or lower.endswith(".crc")
+            or lower.split(".", 1)[0] in _DOC_STEMS)
+
+
+def table_listing(path: str, include: Sequence[str] = (), exclude: Sequence[str] = ()
+                  ) -> tuple[list[str], list[str]]:
+    """``(table files, other files)`` of a file or a folder, recursive and sorted.
+
+    Table files are paths to open; other files are named relative to the folder.
+    ``include``/``exclude`` globs match the path relative to the folder and the file name;
+    files they leave out are in neither list. Hidden and ``_`` directories are listed as
+    ``"name/"`` among the others, and not entered.
+    """
     if is_remote(path) or os.path.isfile(path):
-        return [path] if table_format(path) else []
-    out = []
-    for dirpath, _, filenames in os.walk(path):
-        out += [os.path.join(dirpath, f) for f in filenames if table_format(f)]
-    return sorted(out)
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        if not select(name, include, exclude):
+            return [], []
+        return ([path], []) if table_format(path) else ([], [path])
+    tables: list[str] = []
+    others: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(path):
+        rel = os.path.relpath(dirpath, path).replace(os.sep, "/")
+        rel = "" if rel == "." else rel + "/"
+        for d in sorted(dirnames):
+            if d.startswith((".", "_")):
+                others.append(rel + d + "/")
+                dirnames.remove(d)
+        for f in filenames:
+            if not select(rel + f, include, exclude):
+                continue
+            if is_marker(f) or not table_format(f):
+                others.append(rel + f)
+            else:
+                tables.append(os.path.join(dirpath, f))
+    return sorted(tables), sorted(others)
+
+
+def table_files(path: str, include: Sequence[str] = (), exclude: Sequence[str] = ()
+                ) -> list[str]:
+    """The table files of a file or a folder (recursive, sorted); empty if it holds none."""
+    return table_listing(path, include, exclude)[0]
+
+
+def _csv_options(size: int) -> Any:
+    import pyarrow.csv as pcsv
+
+    # Types are inferred from the first block: make it the whole file when it is not huge.
+    return pcsv.ReadOptions(block_size=max(1 << 20, min(size + 1, CSV_INFER_BYTES)))
 
 
 def _file_batches(path: str, fmt: str, endpoint_url: str | None) -> Iterator[pa.RecordBatch]:
-    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with f:
         if fmt == "parquet":
             import pyarrow.parquet as pq
@@ -53,24 +111,86 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None) -> Iterator[pa.
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
-            yield from pcsv.open_csv(f)
+            yield from pcsv.open_csv(f, read_options=_csv_options(size))
         else:
             import pyarrow.json as pjson
 
             yield from pjson.read_json(f).to_batches()
 
 
-def open_table(path: str, *, endpoint_url: str | None = None) -> pa.RecordBatchReader:
+def _file_schema(path: str, fmt: str, endpoint_url: str | None) -> pa.Schema:
+    f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    with f:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            schema = pq.read_schema(f)
+        elif fmt == "csv":
+            import pyarrow.csv as pcsv
+
+            schema = pcsv.open_csv(f, read_options=_csv_options(size)).schema
+        else:
+            import pyarrow.json as pjson
+
+            schema = pjson.read_json(f).schema
+    return schema.remove_metadata()
+
+
+def _read_error(path: str, fmt: str, e: Exception) -> SchemaError:
+    text = f"cannot read {path!r} as {fmt}: {e}"
+    if fmt == "csv" and "conversion error" in str(e).lower():
+        text += (
+            f". Column types are inferred from the first {format_bytes(CSV_INFER_BYTES)} of a "
+            "CSV file and a later value does not fit them; convert the file to Parquet with "
+            "the types you want (pyarrow.parquet.write_table(pyarrow.csv.read_csv(path), "
+            "'table.parquet')) and commit that"
+        )
+    return SchemaError(text)
+
+
+def _unify(first: pa.Schema, files: list[str], fmt: str,
+           endpoint_url: str | None) -> pa.Schema:
+    """The schema every file fits: columns of all files, types widened where they differ."""
+    schema = first
+    everywhere = set(first.names)
+    for f in files[1:]:
+        try:
+            other = _file_schema(f, fmt, endpoint_url)
+        except (pa.ArrowInvalid, OSError) as e:
+            raise _read_error(f, fmt, e) from e
+        everywhere &= set(other.names)
+        try:
+            schema = pa.unify_schemas([schema, other], promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            col = next((n for n in other.names if n in schema.names
+                        and schema.field(n).type != other.field(n).type), "?")
+            got = other.field(col).type if col in other.names else "?"
+            was = schema.field(col).type if col in schema.names else "?"
+            raise SchemaError(
+                f"column {col!r} is {was} in the files before {f!r} and {got} there, which "
+                f"cannot be combined ({e}); give the column one type in every file, or commit "
+                "the files separately"
+            ) from e
+    # A column some files lack is null in their rows.
+    return pa.schema([f if f.name in everywhere else f.with_nullable(True) for f in schema])
+
+
+def open_table(path: str, *, include: Sequence[str] = (), exclude: Sequence[str] = (),
+               endpoint_url: str | None = None) -> pa.RecordBatchReader:
     """A RecordBatchReader over a table file or folder of them (see the module docstring).
 
     Args:
         path: a .parquet/.csv/.jsonl file (local or a URL) or a local folder of them.
+        include: globs of files to read (matched against the path in the folder and the
+            file name).
+        exclude: globs of files not to read.
         endpoint_url: S3 endpoint for remote files.
     """
-    files = table_files(path)
+    files = table_files(path, include, exclude)
     if not files:
+        globs = " (after --include/--exclude)" if include or exclude else ""
         raise NotFoundError(
-            f"no Parquet, CSV or JSON Lines files at {path!r} (extensions: "
+            f"no Parquet, CSV or JSON Lines files at {path!r}{globs} (extensions: "
             f"{', '.join(TABLE_FORMATS)}); check the path"
         )
     formats = {table_format(f) for f in files}
@@ -86,32 +206,40 @@ def open_table(path: str, *, endpoint_url: str | None = None) -> pa.RecordBatchR
     except StopIteration:
         raise NotFoundError(f"{files[0]!r} has no rows; nothing to commit") from None
     except (pa.ArrowInvalid, OSError) as e:
-        raise SchemaError(f"cannot read {files[0]!r} as {fmt}: {e}") from e
+        raise _read_error(files[0], fmt, e) from e
     schema = first.schema.remove_metadata()
+    if len(files) > 1:
+        schema = _unify(schema, files, fmt, endpoint_url)
 
     def batches() -> Iterator[pa.RecordBatch]:
-        yield first.replace_schema_metadata(None)
-        yield from _rest(first_iter, files[0], fmt)
+        yield _conform(first, schema, files[0])
+        yield from _rest(first_iter, files[0])
         for f in files[1:]:
-            yield from _rest(_file_batches(f, fmt, endpoint_url), f, fmt)
+            yield from _rest(_file_batches(f, fmt, endpoint_url), f)
 
-    def _rest(it: Iterator[pa.RecordBatch], f: str, fmt: str) -> Iterator[pa.RecordBatch]:
+    def _rest(it: Iterator[pa.RecordBatch], f: str) -> Iterator[pa.RecordBatch]:
         try:
             for b in it:
-                yield _cast(b, schema, f)
+                yield _conform(b, schema, f)
         except (pa.ArrowInvalid, OSError) as e:
-            raise SchemaError(f"cannot read {f!r} as {fmt}: {e}") from e
+            raise _read_error(f, fmt, e) from e
 
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
-def _cast(batch: pa.RecordBatch, schema: pa.Schema, where: Any) -> pa.RecordBatch:
+def _conform(batch: pa.RecordBatch, schema: pa.Schema, where: str) -> pa.RecordBatch:
+    """``batch`` in ``schema``: columns in its order, missing ones null, types widened."""
     batch = batch.replace_schema_metadata(None)
     if batch.schema.equals(schema):
         return batch
+    arrays = []
     try:
-        return batch.select(schema.names).cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError, ValueError) as e:
+        for field in schema:
+            i = batch.schema.get_field_index(field.name)
+            col = pa.nulls(batch.num_rows, field.type) if i < 0 else batch.column(i)
+            arrays.append(col if col.type == field.type else col.cast(field.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError) as e:
         raise SchemaError(
-            f"{where!r} does not fit the schema of the first file ({schema}): {e}"
+            f"{where!r} does not fit the table's schema ({schema}): {e}"
         ) from e

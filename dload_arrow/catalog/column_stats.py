@@ -1,0 +1,142 @@
+"""Per-column statistics for ``describe()``: from the manifest, the shard footers, or data.
+
+The manifest records min, max and null counts per row group for scalar columns. For the other
+columns (binary, tensors, lists, structs) on a local root, the null counts come from the
+shards' Parquet footers, read in place (never the data). A flat column's footer null count is
+exact; a tensor (fixed-size list) column's null rows follow from its value and row counts;
+other nested columns are known to hold no null row when a leaf counts no null, else stay
+unknown (None). On a remote root they stay unknown: ``describe()`` reads no shard bytes there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dload_arrow.arrays import pylist
+from dload_arrow.read.context import ReadContext
+from dload_arrow.read.random_access import RowGroupReader, ShardRef
+from dload_arrow.read.reader import all_units
+from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.shard import is_scalar
+
+__all__ = ["data_rows", "manifest_rows"]
+
+
+def _rg_nulls(rg: Any, leaves: list[int], field: pa.Field) -> int | None:
+    """Null rows of ``field`` in one row group's footer, or None when it cannot tell."""
+    cols = [rg.column(i) for i in leaves]
+    counts = [c.statistics.null_count if c.statistics is not None
+              and c.statistics.has_null_count else None for c in cols]
+    if len(cols) == 1 and cols[0].path_in_schema == field.name:
+        return counts[0]
+    typ = field.type
+    if pa.types.is_fixed_size_list(typ) and len(cols) == 1 and typ.list_size > 1:
+        # A null row is one leaf value, a row of size n is n: values = n * rows_set + nulls.
+        set_rows, rest = divmod(cols[0].num_values - rg.num_rows, typ.list_size - 1)
+        return None if rest else rg.num_rows - set_rows
+    # Any leaf counting no null means no null row (a null row is a null in every leaf).
+    return 0 if any(c == 0 for c in counts) else None
+
+
+def _leaf_count(typ: pa.DataType) -> int:
+    if pa.types.is_struct(typ):
+        return sum(_leaf_count(typ.field(i).type) for i in range(typ.num_fields))
+    if pa.types.is_map(typ):
+        return _leaf_count(typ.key_type) + _leaf_count(typ.item_type)
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+        return _leaf_count(typ.value_type)
+    return 1
+
+
+def _leaves(schema: pa.Schema) -> dict[str, list[int]]:
+    """The Parquet leaf column indices of each top-level field (leaves follow field order)."""
+    out: dict[str, list[int]] = {}
+    i = 0
+    for f in schema:
+        n = _leaf_count(f.type)
+        out[f.name] = list(range(i, i + n))
+        i += n
+    return out
+
+
+def _footer_nulls(ctx: ReadContext, manifest: Manifest, chosen: Sequence[tuple[int, int]],
+                  fields: list[pa.Field]) -> dict[str, int | None]:
+    reader = RowGroupReader(ctx)
+    out: dict[str, int | None] = {f.name: 0 for f in fields}
+    wanted = {f.name for f in fields}
+    leaves: dict[str, list[int]] = {}
+    by_shard: dict[int, list[int]] = {}
+    for s, r in chosen:
+        by_shard.setdefault(s, []).append(r)
+    for s, rgs in sorted(by_shard.items()):
+        meta = reader.metadata(ShardRef.of(manifest.shards[s]))
+        if not leaves:
+            leaves = _leaves(meta.schema.to_arrow_schema())
+        for f in fields:
+            for r in rgs:
+                got = out[f.name]
+                idx = leaves.get(f.name) if f.name in wanted else None
+                n = _rg_nulls(meta.row_group(r), idx, f) if idx else None
+                out[f.name] = None if got is None or n is None else got + n
+    return out
+
+
+def manifest_rows(ctx: ReadContext, manifest: Manifest,
+                  units: Sequence[tuple[int, int]] | None,
+                  footers: bool = True) -> list[dict[str, Any]]:
+    """One row per column from the manifest (and, with ``footers`` on a local root, the
+    shard footers' null counts of non-scalar columns; else their counts are None)."""
+    chosen = all_units(manifest) if units is None else list(units)
+    shards = manifest.shards
+    rows = sum(shards[s].rg_rows[r] for s, r in chosen)
+    t = manifest.table
+    others = [f for f in manifest.schema if f.name != "__key__" and not is_scalar(f.type)]
+    footer: dict[str, int | None] = {f.name: None for f in others}
+    if footers and ctx.in_place:
+        footer = _footer_nulls(ctx, manifest, chosen, others) if others and chosen else {
+            f.name: 0 for f in others}
+    out = []
+    for field in manifest.schema:
+        c = field.name
+        row: dict[str, Any] = {"column": c, "type": str(field.type), "count": None,
+                               "nulls": None, "min": None, "max": None, "mean": None}
+        if c in footer:
+            nulls = footer[c]
+            row.update(nulls=nulls, count=None if nulls is None else rows - nulls)
+        if c == "__key__":
+            lo_col, hi_col, nulls_col = "rg_key_min", "rg_key_max", None
+        else:
+            lo_col, hi_col, nulls_col = f"rg_min.{c}", f"rg_max.{c}", f"rg_nulls.{c}"
+        if lo_col in t.column_names:
+            lo, hi = pylist(t.column(lo_col)), pylist(t.column(hi_col))
+            nulls_l = pylist(t.column(nulls_col)) if nulls_col else None
+            mins = [lo[s][r] for s, r in chosen if lo[s][r] is not None]
+            maxs = [hi[s][r] for s, r in chosen if hi[s][r] is not None]
+            n_null = sum(nulls_l[s][r] for s, r in chosen) if nulls_l else 0
+            row.update(count=rows - n_null, nulls=n_null,
+                       min=None if not mins else str(min(mins)),
+                       max=None if not maxs else str(max(maxs)))
+        out.append(row)
+    return out
+
+
+def data_rows(table: pa.Table) -> list[dict[str, Any]]:
+    """One row per column of ``table``, measured from its values."""
+    out = []
+    for field, col in zip(table.schema, table.columns, strict=True):
+        row: dict[str, Any] = {"column": field.name, "type": str(field.type),
+                               "count": len(col) - col.null_count, "nulls": col.null_count,
+                               "min": None, "max": None, "mean": None}
+        if is_scalar(field.type) and len(col) - col.null_count:
+            mm = pc.min_max(col)
+            row["min"], row["max"] = str(mm["min"].as_py()), str(mm["max"].as_py())
+        if pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or (
+                pa.types.is_boolean(field.type)):
+            mean = pc.mean(col.cast(pa.float64()) if pa.types.is_boolean(field.type) else col)
+            row["mean"] = mean.as_py()
+        out.append(row)
+    return out

@@ -1,0 +1,91 @@
+"""Fit new rows to a stored dataset's columns before an append.
+
+New files rarely carry every column the dataset has (photos arriving without their ``.json``
+sidecars): a column the new rows lack is null in them, as it would be within one commit. A
+column the dataset lacks is refused, naming it and the way out, and a column whose type
+differs is cast to the stored type or refused naming both types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from dload_arrow.errors import SchemaError
+from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.rows import SHAPE_META
+
+__all__ = ["conform_to"]
+
+
+def _extra_hint(extra: list[str], files: bool) -> str:
+    if files:
+        globs = " ".join(f"--exclude '*.{c}'" for c in extra)
+        return f"leave those files out ({globs})"
+    return "drop those columns from the table"
+
+
+def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None, *,
+               where: str, dataset: str, files: bool) -> pa.RecordBatchReader:
+    """``reader`` with the columns of ``stored`` (a dataset's schema), in its order.
+
+    Args:
+        reader: the new rows, with their key column (``key``, else ``__key__``) if any.
+        stored: the schema of the version appended to (``__key__`` first).
+        key: the key column of ``reader``, or None for ``__key__`` / generated keys.
+        where: the input, named in errors.
+        dataset: the dataset's name, named in errors.
+        files: whether the input is files grouped into samples (hints speak of --exclude).
+    """
+    keycol = key or (KEY_COLUMN if KEY_COLUMN in reader.schema.names else None)
+    new = reader.schema
+    columns = [f for f in stored if f.name != KEY_COLUMN]
+    names = {f.name for f in columns}
+    extra = [n for n in new.names if n != keycol and n not in names]
+    if extra:
+        raise SchemaError(
+            f"{where} has column(s) {extra} that {dataset!r} does not have (its columns: "
+            f"{sorted(names)}); append adds rows, not columns: {_extra_hint(extra, files)}, "
+            "or commit a new version with every column"
+        )
+    for f in columns:
+        i = new.get_field_index(f.name)
+        if i < 0:
+            continue
+        got = new.field(i)
+        shape = (got.metadata or {}).get(SHAPE_META)
+        stored_shape = (f.metadata or {}).get(SHAPE_META)
+        if shape is not None and stored_shape is not None and shape != stored_shape:
+            raise SchemaError(
+                f"{where}: column {f.name!r} holds tensors of shape {shape.decode()}, but "
+                f"{dataset!r} stores shape {stored_shape.decode()}; every row of a column "
+                "needs the same shape"
+            )
+    fields = [new.field(keycol)] if keycol else []
+    fields += [f.with_nullable(True) if f.name not in new.names else f for f in columns]
+    schema = pa.schema(fields)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in reader:
+            arrays = [batch.column(keycol)] if keycol else []
+            for f in columns:
+                i = batch.schema.get_field_index(f.name)
+                if i < 0:
+                    arrays.append(pa.nulls(batch.num_rows, f.type))
+                    continue
+                col = batch.column(i)
+                if col.type != f.type:
+                    try:
+                        col = col.cast(f.type)
+                    except (pa.ArrowInvalid, pa.ArrowTypeError,
+                            pa.ArrowNotImplementedError) as e:
+                        raise SchemaError(
+                            f"{where}: column {f.name!r} is {col.type}, and {dataset!r} stores "
+                            f"{f.type}; the values do not convert ({e}). Convert the column, "
+                            "or commit a new version"
+                        ) from e
+                arrays.append(col)
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
