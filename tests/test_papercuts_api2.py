@@ -142,3 +142,18 @@ def test_a_config_file_value_of_the_wrong_type_is_refused(tmp_path: Any,
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError, match=r"root = \[1, 2\] must be text"):
         Repository.open()
+
+
+def test_appending_a_table_with_fewer_columns_or_no_keys(repo: Repository) -> None:
+    import pyarrow as pa
+
+    repo.commit("t", pa.table({"x": [1, 2], "y": ["a", "b"]}), progress=False)
+    v = repo.append("t", pa.table({"x": [3]}), progress=False)  # y is null in the new row
+    rows = list(repo.dataset("t").samples())
+    assert v.num_rows == 3 and [r["__key__"] for r in rows] == [
+        "000000000000", "000000000001", "000000000002"]
+    assert rows[2] == {"__key__": "000000000002", "x": 3, "y": None}
+    with pytest.raises(SchemaError, match=r"column\(s\) \['z'\] that 't' does not have"):
+        repo.append("t", pa.table({"x": [4], "z": [1.0]}), progress=False)
+    with pytest.raises(SchemaError, match=r"duplicate keys.*key='column'"):
+        repo.append("t", pa.table({"__key__": ["000000000000"], "x": [5]}), progress=False)

@@ -150,12 +150,17 @@ def test_append_fills_columns_the_new_files_lack_and_names_extra_ones(
     run("append", "photos", "--from", str(extra), "--exclude", "*.txt")
 
 
-def test_append_of_a_keyless_table_points_to_key_column(run: RunFn, tmp_path: Path) -> None:
+def test_append_of_a_keyless_table_numbers_its_rows_after_the_stored_ones(
+        run: RunFn, tmp_path: Path, local_root: str) -> None:
+    from dload_arrow import Repository
+
     (tmp_path / "a.csv").write_text("id,x\na,1\nb,2\n")
     (tmp_path / "b.csv").write_text("id,x\nc,3\n")
     run("commit", "t", "--from", str(tmp_path / "a.csv"))
-    r = run("append", "t", "--from", str(tmp_path / "b.csv"), rc=1)
-    assert "give --key-column COLUMN" in r.err and "duplicate keys" not in r.err
+    r = run("append", "t", "--from", str(tmp_path / "b.csv"), "--json")
+    assert r.json["rows"] == 3
+    keys = [s["__key__"] for s in Repository.open(local_root).dataset("t").samples()]
+    assert keys == ["000000000000", "000000000001", "000000000002"]
     run("commit", "k", "--from", str(tmp_path / "a.csv"), "--key-column", "id")
     r = run("append", "k", "--from", str(tmp_path / "b.csv"), "--key-column", "id", "--json")
     assert r.json["rows"] == 3

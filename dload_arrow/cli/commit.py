@@ -100,21 +100,13 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
 def _fit_to_latest(repo: Any, name: str, source: str, samples: Any, key: str | None,
                    kind: str) -> Any:
     """``samples`` fitted to the columns of ``name``'s latest version, for an append."""
-    from dload_arrow.ingest.conform import conform_to
-    from dload_arrow.store.names import KEY_COLUMN
+    from dload_arrow.store.conform import conform_to
 
     try:
         parent = repo.manifest(name, "latest")
     except NotFoundError:
         return samples  # the append itself says that there is nothing to append to
-    if kind == "table" and key is None and KEY_COLUMN not in samples.schema.names:
-        raise ConfigError(
-            f"appending the table {source!r} to {name!r} needs keys for its rows: give "
-            "--key-column COLUMN (a column of unique values, none of them a key already "
-            f"stored), or add a {KEY_COLUMN} column. Generated row numbers start at "
-            f"000000000000 on every commit, so they would repeat the keys of the "
-            f"{parent.num_rows} rows stored"
-        )
+    # A table without keys gets row numbers continuing the stored rows' (store/rows.py).
     return conform_to(samples, parent.schema, key, where=source, dataset=name,
                       files=kind != "table")
 

@@ -123,7 +123,9 @@ def commit_samples(
     row_group_size = _size(row_group_size, "row_group_size")
     if parent is not None:
         schema = schema or parent.schema
-    batches = to_batches(samples, key=key, schema=schema)
+    batches = to_batches(samples, key=key, schema=schema,
+                         append_to=None if parent is None else name,
+                         key_offset=0 if parent is None else parent.num_rows)
     first = next(batches, None)
     if first is None:  # an empty append would only make a new id for the same rows
         what = "append" if parent is not None else "commit"

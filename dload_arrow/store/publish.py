@@ -208,7 +208,8 @@ def _check_unique(keys: list[pa.Array], known: pa.Array | None) -> None:
         shown = ", ".join(repr(k) for k in dup.field("values")[:5].to_pylist())
         raise SchemaError(
             f"{len(dup)} duplicate keys in one version (e.g. {shown}); keys must be unique: "
-            "rename the samples or drop the duplicates before committing"
+            "rename the samples or drop the duplicates before committing (a table's keys: "
+            "key='column'; without one, rows are numbered after the rows already stored)"
         )
 
 

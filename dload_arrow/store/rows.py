@@ -175,9 +175,10 @@ def _with_key(schema: pa.Schema | None, key: str | None, table_schema: pa.Schema
 
 
 def _table_batches(
-    batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None
+    batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
+    offset: int = 0,
 ) -> Iterator[pa.RecordBatch]:
-    offset = 0
+    first = offset  # generated keys continue from the rows already stored
     target: pa.Schema | None = schema
     for batch in batches:
         if batch.num_rows == 0:
@@ -203,19 +204,23 @@ def _table_batches(
                 out = out.cast(target)
             except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
                 raise SchemaError(
-                    f"batch at row {offset - batch.num_rows} does not fit the schema: {e}"
+                    f"batch at row {offset - first - batch.num_rows} does not fit the schema: "
+                    f"{e}"
                 ) from e
         yield out
 
 
 def to_batches(
-    samples: Any, *, key: str | None = None, schema: pa.Schema | None = None
+    samples: Any, *, key: str | None = None, schema: pa.Schema | None = None,
+    append_to: str | None = None, key_offset: int = 0,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches with ``__key__`` first from any accepted input.
 
     Accepted: an iterable of ``(key, {column: value})`` pairs, a pyarrow Table, RecordBatch
     or RecordBatchReader, a polars or pandas DataFrame (``key=`` names the key column; without
-    it an existing ``__key__`` column is used, else keys are generated row numbers).
+    it an existing ``__key__`` column is used, else keys are generated row numbers, from
+    ``key_offset``). Appended to dataset ``append_to`` (of ``schema``), a table may lack
+    columns (null in its rows) but not have others (``store/conform.py``).
     """
     if schema is not None and (not schema.names or schema.names[0] != KEY_COLUMN):
         schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False), *list(schema)])
@@ -230,11 +235,15 @@ def to_batches(
     if isinstance(samples, pa.RecordBatch):
         samples = pa.Table.from_batches([samples])
     if isinstance(samples, pa.Table):
-        k = _with_key(schema, key, samples.schema)
-        return _table_batches(samples.to_batches(), k, schema)
+        samples = pa.RecordBatchReader.from_batches(samples.schema, samples.to_batches())
     if isinstance(samples, pa.RecordBatchReader):
+        if append_to is not None and schema is not None:
+            from dload_arrow.store.conform import conform_to
+
+            samples = conform_to(samples, schema, key, where="the appended table",
+                                 dataset=append_to, files=False)
         k = _with_key(schema, key, samples.schema)
-        return _table_batches(samples, k, schema)
+        return _table_batches(samples, k, schema, key_offset)
     if isinstance(samples, (str, bytes)) or not isinstance(samples, Iterable):
         raise SchemaError(
             f"cannot commit a {type(samples).__name__}: pass (key, dict) pairs, a pyarrow "
