@@ -8,15 +8,18 @@ the padding ``uneven="pad"`` adds) and counts them in the cursor, which the data
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from dload_arrow.plan.partition import Deal
-from dload_arrow.torch.source import open_stream
+from dload_arrow.errors import ConfigError
+from dload_arrow.plan.partition import Deal, Uneven
+from dload_arrow.torch.control import Plan
+from dload_arrow.torch.source import epoch_length, open_stream
 
-__all__ = ["Cursor", "stream_share"]
+__all__ = ["Cursor", "deal_of", "rank_length", "stream_share"]
 
 
 @dataclass
@@ -55,6 +58,8 @@ def stream_share(
         close = getattr(stream, "close", None)
         if close is not None:
             close()
+    if real is not None and cursor.yielded < real:  # the epoch was shorter than length=
+        yield from _fill(cursor, pipe, convert, main, real - cursor.yielded)
     pad = deal.padding(cursor.rank, cursor.worker)
     if real is not None and cursor.yielded > real:
         pad = pad[cursor.yielded - real :]
@@ -66,3 +71,52 @@ def stream_share(
                 cursor.consumed += 1
             yield convert(head[int(idx)], main)
     cursor.done = True
+
+
+def _fill(cursor: Cursor, pipe: Any, convert: Callable[[Any, bool], Any], main: bool,
+          missing: int) -> Iterator[Any]:
+    """Keep the ranks equal when the epoch ends before the length it was given: repeat its
+    first items (as ``uneven="pad"`` does), with a warning."""
+    warnings.warn(
+        f"epoch {cursor.epoch} ended {missing} item(s) short of the length given "
+        f"(length=); repeating its first items so every rank delivers the same number. "
+        "Pass the epoch's true length, or uneven='none'", stacklevel=3)
+    head = list(islice(open_stream(pipe, cursor.epoch, 0, 1), missing))
+    if not head:
+        raise ConfigError(f"epoch {cursor.epoch} is empty but length= promised items; pass "
+                          "the epoch's true length")
+    for i in range(missing):
+        cursor.yielded += 1
+        if main:
+            cursor.consumed += 1
+        yield convert(head[i % len(head)], main)
+
+
+def deal_of(pipe: Any, plan: Plan, workers: int, world_size: int, uneven: Uneven,
+            length: Any) -> Deal:
+    """How epoch ``plan`` from its position is dealt to ``world_size`` ranks of ``workers``."""
+    total = None
+    if world_size > 1 and uneven != "none":
+        total = epoch_length(pipe, plan.epoch, length)
+        if total is None:
+            raise ConfigError(
+                f"uneven={uneven!r} over {world_size} ranks needs the epoch's length, and this "
+                "pipeline's length is only known by reading it (a filter?); pass length= (the "
+                "epoch's item count), uneven='none' (ranks may then differ in length by one), "
+                "or end the pipeline with .take(n)"
+            )
+    return Deal(world_size, workers, plan.position, total, uneven)
+
+
+def rank_length(pipe: Any, plan: Plan, rank: int, world_size: int, uneven: Uneven,
+                length: Any) -> int:
+    """Items rank ``rank`` delivers in the iteration ``plan`` starts (TypeError: unknown)."""
+    deal = deal_of(pipe, plan, 0, world_size, uneven, length) if world_size > 1 else None
+    if deal is None or deal.rank_length is None:
+        total = epoch_length(pipe, plan.epoch, length)
+        if total is None:
+            raise TypeError("this pipeline's length is only known by reading it")
+        deal = Deal(world_size, 0, plan.position, total, uneven)
+    n = deal.rank_length
+    assert n is not None
+    return len(deal.rank_positions(rank)) if uneven == "none" else n

@@ -11,6 +11,7 @@ global stream, valid for any number of ranks and workers, plus the pipeline's fi
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -22,12 +23,11 @@ from dload_arrow.pipeline.node import check_count
 from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
-from dload_arrow.torch.cursor import Cursor, stream_share
+from dload_arrow.torch.cursor import Cursor, deal_of, rank_length, stream_share
 from dload_arrow.torch.ranks import env_int, resolve_rank
 from dload_arrow.torch.source import (
     as_source,
     compact,
-    epoch_length,
     source_schema,
 )
 from dload_arrow.torch.state import from_state, worker_state
@@ -68,6 +68,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._cursor: Cursor | None = None
         self._local: dict[str, Any] | None = None  # a worker's own restored state
         self._shift: tuple[int, int] | None = None  # (generation, epoch shift) after a restore
+        self._device: Any = None  # the to_device loader driving this dataset (device.py)
 
     def __repr__(self) -> str:
         return (
@@ -84,6 +85,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         is kept, so the usual ``for epoch in ...: ds.set_epoch(epoch)`` loop resumes exactly.
         """
         epoch = check_count("set_epoch", "epoch", epoch)
+        self._device = None
         loaded, self._loaded = self._loaded, None
         position = loaded.position if loaded is not None and loaded.epoch == epoch else 0
         self._set_plan(Plan(epoch, position))
@@ -103,8 +105,19 @@ class StreamDataset(torch.utils.data.IterableDataset):
         worker); ``"pipeline"`` is the fingerprint :meth:`load_state_dict` checks.
 
         In the main process it counts what the trainer consumed: when this process iterates
-        the dataset (``num_workers=0``) or a :class:`StatefulLoader` drives it.
+        the dataset (``num_workers=0``) or a :class:`StatefulLoader` drives it, and through
+        :func:`to_device` (what the loop received, not what was copied ahead). A plain
+        DataLoader's workers read ahead unseen: its state is refused (ConfigError).
         """
+        device = self._device
+        if device is not None and torch.utils.data.get_worker_info() is None:
+            received = device.received_state()
+            if received is not None:
+                return dict(received)
+        return self.live_state()
+
+    def live_state(self) -> dict[str, Any]:
+        """The state as this process counts it, items copied ahead by to_device included."""
         cur, fp = self._cursor, self._fingerprint()
         if torch.utils.data.get_worker_info() is not None:
             if cur is None:
@@ -116,6 +129,14 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 num_workers=d.workers, worker=cur.worker, yielded=cur.yielded, done=cur.done,
             )
         if cur is None:
+            if self._control.iterated():
+                raise ConfigError(
+                    "a plain DataLoader's workers read ahead of the training loop, so this "
+                    "process cannot tell what the loop consumed: iterate the dataset with "
+                    "dload_arrow.torch.StatefulLoader(ds, num_workers=...) or torchdata's "
+                    "StatefulDataLoader to checkpoint mid-epoch (or call ds.set_epoch(e) and "
+                    "save at epoch boundaries)"
+                )
             return worker_state(self._next.epoch, self._next.position, fp)
         position = cur.deal.position_after(cur.consumed)
         end = cur.deal.end
@@ -144,6 +165,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 "the others; load the whole loader state (loader.state_dict()) instead"
             )
         self._loaded = plan
+        self._device = None
         self._set_plan(plan)
 
     def check(self, num_workers: int = 0) -> Any:
@@ -162,6 +184,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def _begin(self, worker: int, workers: int) -> tuple[Plan, int]:
         """This process's plan for the iteration starting now, and items already yielded."""
+        self._undrive()
         if workers == 0:
             plan = self._next
             self._next = Plan(plan.epoch + 1, 0)
@@ -191,6 +214,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def _begin_driven(self, workers: int) -> Cursor:
         """Start an iteration whose consumption a loader in this process counts."""
+        self._undrive()
         plan = self._next
         self._set_plan(plan)
         self._next = Plan(plan.epoch + 1, 0)
@@ -198,28 +222,32 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._cursor = cursor
         return cursor
 
+    def _undrive(self) -> None:
+        """An iteration that a to_device loader's thread did not start ends its link."""
+        device = self._device
+        if device is not None and not device.drives(threading.current_thread()):
+            self._device = None
+
     def _deal(self, plan: Plan, workers: int) -> Deal:
-        total = None
-        if self.world_size > 1 and self.uneven != "none":
-            total = epoch_length(self.pipe, plan.epoch, self.length)
-            if total is None:
-                raise ConfigError(
-                    f"uneven={self.uneven!r} over {self.world_size} ranks needs the epoch's "
-                    "length, and this pipeline's length is only known by reading it (a filter?)"
-                    "; pass length= (the epoch's item count), uneven='none' (ranks may then "
-                    "differ in length by one), or end the pipeline with .take(n)"
-                )
-        return Deal(self.world_size, workers, plan.position, total, self.uneven)
+        return deal_of(self.pipe, plan, workers, self.world_size, self.uneven, self.length)
 
     def __iter__(self) -> Iterator[Any]:
+        # The iteration begins (and takes its epoch) at the first next(), not here: torchdata
+        # restoring an ended epoch makes an iterator it drops unread, which must not count.
+        # The arguments are checked now, though.
         info = torch.utils.data.get_worker_info()
+        self._deal(self._next if info is None else self._control.plan,
+                   0 if info is None else info.num_workers)
+        return self._iterate(info)
+
+    def _iterate(self, info: Any) -> Iterator[Any]:
         worker, workers = (0, 0) if info is None else (info.id, info.num_workers)
         # What a full shuffle holds is checked for every consumer of this machine's memory.
         set_local_consumers(max(workers, 1) * (env_int("LOCAL_WORLD_SIZE") or 1))
         plan, yielded = self._begin(worker, workers)
         cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)
         self._cursor = cursor
-        return stream_share(cursor, self.pipe, self._convert, main=info is None)
+        yield from stream_share(cursor, self.pipe, self._convert, main=info is None)
 
     def _convert(self, item: Any, main: bool) -> Any:
         if self.to_tensors:
@@ -228,17 +256,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def __len__(self) -> int:
         """Items this rank delivers in its next iteration (TypeError when unknown)."""
-        deal = self._deal(self._next, 0) if self.world_size > 1 else None
-        if deal is None or deal.rank_length is None:
-            total = epoch_length(self.pipe, self._next.epoch, self.length)
-            if total is None:
-                raise TypeError("this pipeline's length is only known by reading it")
-            deal = Deal(self.world_size, 0, self._next.position, total, self.uneven)
-        n = deal.rank_length
-        assert n is not None
-        if self.uneven == "none":
-            return len(deal.rank_positions(self.rank))
-        return n
+        return rank_length(self.pipe, self._next, self.rank, self.world_size, self.uneven,
+                           self.length)
 
 
 def as_iterable_dataset(

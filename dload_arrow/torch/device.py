@@ -8,16 +8,22 @@ thread and queue run with plain ``.to(device)`` moves and no pinning.
 
 Checkpoints stay exact: the wrapper keeps the loader's state as it was when each item was
 pulled and reports the state of the last item the loop received, not of what was prefetched.
+The dataset it streams (through a :class:`StatefulLoader`, or a DataLoader without workers)
+reports that same state from its own ``state_dict()``, and so does the loader, until another
+iteration, ``set_epoch`` or ``load_state_dict``: saving ``loader.state_dict()`` inside
+``for batch in to_device(loader, ...)`` is exact too.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import torch
+import torch.utils.data
 
 from dload_arrow.errors import ConfigError
 
@@ -65,6 +71,22 @@ class DeviceLoader:
         self.prefetch = prefetch
         self.cuda = device.type == "cuda" and torch.cuda.is_available()
         self._state: Any = None
+        self._thread: threading.Thread | None = None
+        self._dataset = _stream_dataset(loader)
+
+    def _live(self) -> Any:
+        """The wrapped loader's state now (items in this wrapper's queue counted)."""
+        if self._dataset is not None:
+            return self._dataset.live_state()
+        return self.loader.state_dict() if hasattr(self.loader, "state_dict") else None
+
+    def received_state(self) -> Any:
+        """The state as of the last item the loop received (None before any iteration)."""
+        return self._state
+
+    def drives(self, thread: threading.Thread) -> bool:
+        """Whether ``thread`` is this wrapper's producer (it iterates the wrapped loader)."""
+        return thread is self._thread
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -89,11 +111,10 @@ class DeviceLoader:
     def _produce(self, q: queue.Queue[Any], stop: threading.Event) -> None:
         stream = torch.cuda.Stream(self.device) if self.cuda else None
         transfer = self._transfer(stream)
-        stateful = hasattr(self.loader, "state_dict")
         try:
             for item in self.loader:
                 moved, event = transfer(item)
-                state = self.loader.state_dict() if stateful else None
+                state = self._live()
                 while not stop.is_set():
                     try:
                         q.put((moved, event, state), timeout=0.1)
@@ -102,16 +123,18 @@ class DeviceLoader:
                         continue
                 if stop.is_set():
                     return
-            q.put((_END, None, self.loader.state_dict() if stateful else None))
+            q.put((_END, None, self._live()))
         except BaseException as e:  # hand the failure to the loop that reads the queue
             q.put(_Error(e))
 
     def __iter__(self) -> Iterator[Any]:
         q: queue.Queue[Any] = queue.Queue(maxsize=self.prefetch)
         stop = threading.Event()
-        if hasattr(self.loader, "state_dict"):
-            self._state = self.loader.state_dict()
+        self._state = self._live()
         thread = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
+        self._thread = thread
+        if self._dataset is not None:
+            self._dataset._device = self  # its state_dict() now reports what the loop got
         thread.start()
         try:
             while True:
@@ -135,9 +158,7 @@ class DeviceLoader:
 
     def state_dict(self) -> Any:
         """The loader's state as of the last item this loop received (not the prefetched)."""
-        if self._state is None:
-            return self.loader.state_dict()
-        return self._state
+        return self._live() if self._state is None else self._state
 
     def load_state_dict(self, state: Any) -> None:
         self._state = None
@@ -157,9 +178,28 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
     Returns:
         An iterable with ``state_dict`` / ``load_state_dict`` / ``set_epoch`` passed through.
     """
-    if prefetch < 1:
-        raise ConfigError(f"prefetch={prefetch}: at least one item must be in flight")
+    if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
+        raise ConfigError(f"prefetch={prefetch!r}: need an int >= 1 (items in flight)")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
+        if dev.index is not None:
+            warnings.warn(f"to_device({str(dev)!r}): CUDA is not available here; the items "
+                          "stay on the CPU", stacklevel=2)
         dev = torch.device("cpu")
     return DeviceLoader(loader, dev, prefetch)
+
+
+def _stream_dataset(loader: Any) -> Any:
+    """The :class:`StreamDataset` whose state ``loader`` reports, when this wrapper can keep
+    it exact: the dataset itself, a StatefulLoader's, or a worker-less DataLoader's."""
+    from dload_arrow.torch.dataset import StreamDataset
+    from dload_arrow.torch.loader import StatefulLoader
+
+    if isinstance(loader, StreamDataset):
+        return loader
+    if isinstance(loader, StatefulLoader):
+        return loader.dataset
+    if type(loader) is torch.utils.data.DataLoader and loader.num_workers == 0 and \
+            isinstance(loader.dataset, StreamDataset):
+        return loader.dataset
+    return None

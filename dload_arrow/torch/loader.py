@@ -43,6 +43,11 @@ class StatefulLoader:
                 f"batch_size={loader_kwargs['batch_size']}: batch in the pipeline instead "
                 "(pipe.batch(n)), so each batch is the same whatever the number of workers"
             )
+        if loader_kwargs.get("in_order", True) is not True:
+            raise ConfigError(
+                "in_order=False: the checkpoint counts the items the loop received, which "
+                "must come in the stream's order; keep in_order=True (the default)"
+            )
         loader_kwargs["batch_size"] = None
         self.dataset = dataset
         self.loader = torch.utils.data.DataLoader(dataset, **loader_kwargs)

@@ -7,6 +7,7 @@ without any of them a process is rank 0 of 1.
 
 from __future__ import annotations
 
+import operator
 import os
 
 import torch
@@ -33,11 +34,20 @@ def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tupl
 
     Without any of them: rank 0 of 1.
     """
+    rank = _int_or_none("rank", rank)
+    world_size = _int_or_none("world_size", world_size)
     dist = torch.distributed
     if dist.is_available() and dist.is_initialized():
         r, n = dist.get_rank(), dist.get_world_size()
     else:
-        r, n = env_int("RANK") or 0, env_int("WORLD_SIZE") or 1
+        env_rank, n = env_int("RANK"), env_int("WORLD_SIZE") or 1
+        if env_rank is None and n > 1 and rank is None:
+            raise ConfigError(
+                f"WORLD_SIZE={n} is set but RANK is not, so every process would read rank 0's "
+                "share: set RANK for each process (torchrun does), or pass rank= and "
+                "world_size="
+            )
+        r = env_rank or 0
     r = r if rank is None else rank
     n = n if world_size is None else world_size
     if n < 1 or not 0 <= r < n:
@@ -46,3 +56,11 @@ def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tupl
             "(check the RANK / WORLD_SIZE environment or the arguments)"
         )
     return r, n
+
+
+def _int_or_none(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise ConfigError(f"{name}={value!r}: need an int (e.g. {name}=int(os.environ[...]))")
+    return operator.index(value)  # type: ignore[arg-type]

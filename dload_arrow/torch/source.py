@@ -9,6 +9,7 @@ iteration, and optionally ``len()`` (the epoch's length, needed for equal-length
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterator
 from typing import Any
 
@@ -51,9 +52,9 @@ def epoch_length(pipe: Any, epoch: int, length: Any = None) -> int | None:
     """
     if length is not None:
         n = length(epoch) if callable(length) else length
-        if not isinstance(n, int) or n < 0:
+        if isinstance(n, bool) or not hasattr(type(n), "__index__") or operator.index(n) < 0:
             raise ConfigError(f"length={n!r} for epoch {epoch}: need an int >= 0")
-        return n
+        return operator.index(n)
     view = pipe.skip(0)
     view.set_epoch(epoch)
     try:

@@ -95,7 +95,23 @@ def to_torch(item: Any, schema: pa.Schema | None = None) -> Any:
     return item
 
 
-def _value_to_torch(value: Any, shape: tuple[int, ...] | None) -> Any:
+_DTYPES = {
+    "bool": torch.bool, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "uint8": torch.uint8, "uint16": torch.uint16,
+    "uint32": torch.uint32, "uint64": torch.uint64, "halffloat": torch.float16,
+    "float": torch.float32, "double": torch.float64,
+}
+
+
+def torch_dtype(typ: pa.DataType) -> torch.dtype | None:
+    """The torch dtype of a numeric column, or of a list column's numbers; None otherwise."""
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
+        typ = typ.value_type
+    return _DTYPES.get(str(typ))
+
+
+def _value_to_torch(value: Any, shape: tuple[int, ...] | None,
+                    dtype: torch.dtype | None = None) -> Any:
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, np.ndarray):
@@ -104,13 +120,14 @@ def _value_to_torch(value: Any, shape: tuple[int, ...] | None) -> Any:
             return t.reshape(shape) if shape is not None else t
         return value
     if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
-        return torch.tensor(value)
+        return torch.tensor(value, dtype=dtype)
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
-        return torch.tensor(value.item())
-    if isinstance(value, (list, tuple)) and value and all(
+        return torch.tensor(value.item(), dtype=dtype)
+    # A list column is a tensor in every row (an empty one too) when its type is known.
+    if isinstance(value, (list, tuple)) and (value or dtype is not None) and all(
         isinstance(v, (bool, int, float)) for v in value
     ):
-        t = torch.tensor(value)
+        t = torch.tensor(value, dtype=dtype)
         return t.reshape(shape) if shape is not None else t
     return value
 
@@ -118,15 +135,18 @@ def _value_to_torch(value: Any, shape: tuple[int, ...] | None) -> Any:
 def sample_to_torch(sample: Mapping[str, Any], schema: pa.Schema | None = None) -> dict[str, Any]:
     """One sample dict: numbers and numeric arrays/lists become tensors, the rest stays.
 
-    Tensor columns come back in their recorded shape when ``schema`` carries ``dload.shape``.
-    ``str``, ``bytes``, ``None`` and nested lists are left as they are.
+    With ``schema``, numbers and lists take their column's type (a ``float64`` column gives
+    ``torch.float64``, a list of ``int32`` an ``int32`` tensor, empty or not) and tensor
+    columns their recorded shape (``dload.shape``). ``str``, ``bytes``, ``None`` and nested
+    lists are left as they are.
     """
     out: dict[str, Any] = {}
     for name, value in sample.items():
-        shape = None
+        shape, dtype = None, None
         if schema is not None and name in schema.names:
-            shape = field_shape(schema.field(name))
-        out[name] = _value_to_torch(value, shape)
+            field = schema.field(name)
+            shape, dtype = field_shape(field), torch_dtype(field.type)
+        out[name] = _value_to_torch(value, shape, dtype)
     return out
 
 

@@ -1,0 +1,150 @@
+"""Torch QA pass 3: checkpoints through to_device, refused loader layouts, lazy epochs, ranks
+kept equal under a wrong length, per-sample dtypes, and argument checks."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch.utils.data import DataLoader  # noqa: E402
+
+from dload_arrow import ConfigError, Repository  # noqa: E402
+from dload_arrow.torch import StatefulLoader, as_iterable_dataset, to_device  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:This DataLoader will create:UserWarning", "ignore:'set_vital' is deprecated"
+)
+N = 103
+
+
+@pytest.fixture
+def d103(repo: Repository) -> Any:
+    rows = [(f"k{i:05d}", {"label": i % 7, "f64": i / 10, "i8": np.int8(i % 100),
+                          "vl": list(range(i % 4)), "maybe": None if i % 5 == 0 else float(i)})
+            for i in range(N)]
+    repo.commit("d103", rows, row_group_size="1KB", progress=False)
+    return repo.dataset("d103")
+
+
+def _keys(items: Any) -> list[str]:
+    out: list[str] = []
+    for item in items:
+        key = item["__key__"]
+        out.extend(key if isinstance(key, list) else [key])
+    return out
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_the_loaders_state_inside_a_to_device_loop_is_what_the_loop_received(
+        d103: Any, workers: int) -> None:
+    pipe = d103.shuffle(64, seed=9).batch(4)
+    loader = StatefulLoader(as_iterable_dataset(pipe), num_workers=workers)
+    seen: list[str] = []
+    for step, batch in enumerate(to_device(loader, "cpu", prefetch=3)):
+        seen.extend(batch["__key__"])
+        if step == 4:
+            time.sleep(0.3)  # a training step: the copy thread fills its queue meanwhile
+            saved = loader.state_dict()
+            assert loader.dataset.state_dict() == saved
+            break
+    assert saved["position"] == 5
+    resumed = as_iterable_dataset(pipe)
+    resumed.load_state_dict(saved)
+    rest = _keys(StatefulLoader(resumed, num_workers=1))
+    assert Counter(seen + rest) == Counter(f"k{i:05d}" for i in range(N))
+    # iterating the loader without to_device counts for itself again
+    ds = as_iterable_dataset(pipe)
+    plain = StatefulLoader(ds, num_workers=0)
+    list(to_device(plain, "cpu"))
+    it = iter(plain)
+    next(it)
+    assert ds.state_dict()["position"] == 1
+
+
+def test_in_order_false_is_refused(d103: Any) -> None:
+    with pytest.raises(ConfigError, match="in_order=False"):
+        StatefulLoader(as_iterable_dataset(d103.pipeline()), num_workers=2, in_order=False)
+
+
+def test_a_plain_dataloader_with_workers_has_no_state_to_give(d103: Any) -> None:
+    ds = as_iterable_dataset(d103.pipeline())
+    assert ds.state_dict()["position"] == 0  # nothing iterated yet: the plan is exact
+    it = iter(DataLoader(ds, batch_size=None, num_workers=2))
+    next(it)
+    with pytest.raises(ConfigError, match="StatefulLoader"):
+        ds.state_dict()
+    del it
+    ds.set_epoch(1)  # an epoch boundary the user set: exact again
+    assert ds.state_dict()["epoch"] == 1
+
+
+def test_stateful_dataloader_restored_at_an_epochs_end_delivers_the_next_epoch(
+        d103: Any) -> None:
+    sdl = pytest.importorskip("torchdata.stateful_dataloader")
+    pipe = d103.shuffle(64, seed=8)
+
+    def epoch(e: int) -> list[str]:
+        view = pipe.skip(0)
+        view.set_epoch(e)
+        return _keys(view)
+
+    loader = sdl.StatefulDataLoader(as_iterable_dataset(pipe), batch_size=None, num_workers=0)
+    assert _keys(loader) == epoch(0)
+    again = sdl.StatefulDataLoader(as_iterable_dataset(pipe), batch_size=None, num_workers=0)
+    again.load_state_dict(loader.state_dict())
+    assert _keys(again) == epoch(1)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_ranks_stay_equal_when_length_overstates_the_epoch(d103: Any, workers: int) -> None:
+    pipe = d103.shuffle(64, seed=1).filter(lambda s: s["label"] % 2 == 0)
+    real = len(_keys(pipe))
+    got = []
+    # the warning comes from the process that reads: this one without workers
+    with pytest.warns(UserWarning, match="short of the length given") if workers == 0 \
+            else contextlib.nullcontext():
+        for rank in range(3):
+            ds = as_iterable_dataset(pipe, rank=rank, world_size=3, length=real + 8)
+            got.append((len(ds), len(_keys(StatefulLoader(ds, num_workers=workers)))))
+    assert len(set(got)) == 1 and got[0][0] == got[0][1] == -(-(real + 8) // 3)
+
+
+def test_samples_take_their_columns_dtypes(d103: Any) -> None:
+    items = list(as_iterable_dataset(d103.pipeline()))
+    first, second = items[0], items[1]
+    assert first["f64"].dtype == torch.float64 and second["f64"].item() == 0.1
+    assert first["i8"].dtype == torch.int8
+    # a list column is a tensor in every row, an empty one too
+    assert all(isinstance(s["vl"], torch.Tensor) and s["vl"].dtype == torch.int64
+               for s in items)
+    assert first["vl"].shape == (0,) and first["maybe"] is None
+    assert second["maybe"].dtype == torch.float64
+
+
+def test_rank_arguments_and_environment_are_checked(d103: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    for bad in ({"rank": "1", "world_size": 2}, {"rank": 1.0, "world_size": 2},
+                {"rank": 0, "world_size": 2.5}):
+        with pytest.raises(ConfigError, match="need an int"):
+            as_iterable_dataset(d103.pipeline(), **bad)
+    ds = as_iterable_dataset(d103.pipeline(), rank=np.int64(1), world_size=np.int64(2),
+                             length=np.int64(N))
+    assert len(ds) == 52
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(ConfigError, match="RANK is not"):
+        as_iterable_dataset(d103.pipeline())
+    with pytest.raises(ConfigError, match=r"prefetch=2\.5"):
+        to_device([], "cpu", prefetch=2.5)  # type: ignore[arg-type]
+
+
+def test_a_half_float_column_commits(repo: Repository) -> None:
+    repo.commit("h", [(f"k{i}", {"h": np.float16(i / 2)}) for i in range(10)], progress=False)
+    assert [s["h"] for s in repo.dataset("h").samples()][:3] == [0.0, 0.5, 1.0]
