@@ -21,6 +21,7 @@ __all__ = [
     "SqlError",
     "StorageError",
     "UnsafePathError",
+    "shown",
 ]
 
 
@@ -73,3 +74,9 @@ class SqlError(DloadError, ValueError):
 
 class PredicateError(DloadError, ValueError):
     """A where() filter does not parse or does not fit the dataset's columns."""
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for an error message that quotes input."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

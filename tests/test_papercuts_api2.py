@@ -157,3 +157,37 @@ def test_appending_a_table_with_fewer_columns_or_no_keys(repo: Repository) -> No
         repo.append("t", pa.table({"x": [4], "z": [1.0]}), progress=False)
     with pytest.raises(SchemaError, match=r"duplicate keys.*key='column'"):
         repo.append("t", pa.table({"__key__": ["000000000000"], "x": [5]}), progress=False)
+
+
+def test_unbatch_splits_what_a_collate_returned(repo: Repository) -> None:
+    from dload_arrow.pipeline.sources import from_iterable
+
+    assert list(from_iterable(range(10)).batch(4, collate=np.asarray).unbatch()) == list(
+        range(10))
+
+
+def test_an_appended_tables_key_column_must_exist(repo: Repository) -> None:
+    import pyarrow as pa
+
+    repo.commit("t", pa.table({"id": ["a"], "x": [1]}), key="id", progress=False)
+    with pytest.raises(SchemaError, match="key column 'id' not found in the appended table"):
+        repo.append("t", pa.table({"x": [2]}), key="id", progress=False)
+
+
+def test_keyless_appends_that_collide_while_rebasing_are_refused(repo: Repository) -> None:
+    import pyarrow as pa
+
+    from dload_arrow import ConflictError
+
+    repo.commit("t", pa.table({"x": [1, 2, 3]}), progress=False)
+    other = Repository.open(repo.root if hasattr(repo, "root") else repo.storage.url)
+
+    def batches() -> Any:
+        yield pa.record_batch({"x": [10, 11]})
+        other.append("t", pa.table({"x": [20, 21]}), progress=False)  # lands meanwhile
+        yield pa.record_batch({"x": [12]})
+
+    reader = pa.RecordBatchReader.from_batches(pa.schema([("x", pa.int64())]), batches())
+    with pytest.raises(ConflictError, match="append it again"):
+        repo.append("t", reader, progress=False)
+    assert [s["x"] for s in repo.dataset("t").samples()] == [1, 2, 3, 20, 21]

@@ -148,3 +148,17 @@ def test_rank_arguments_and_environment_are_checked(d103: Any,
 def test_a_half_float_column_commits(repo: Repository) -> None:
     repo.commit("h", [(f"k{i}", {"h": np.float16(i / 2)}) for i in range(10)], progress=False)
     assert [s["h"] for s in repo.dataset("h").samples()][:3] == [0.0, 0.5, 1.0]
+
+
+def test_to_device_works_with_spawned_workers_and_after_a_plain_loaders_epoch(
+        d103: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    pipe = d103.pipeline().batch(20)
+    ds = as_iterable_dataset(pipe, to_tensors=False)
+    assert len(list(DataLoader(ds, batch_size=None, num_workers=2))) == 6  # plain, workers
+    loader = StatefulLoader(ds, num_workers=1, multiprocessing_context="spawn")
+    got = list(to_device(loader, "cpu"))  # the dataset, linked to to_device, is pickled
+    assert sum(len(b["__key__"]) for b in got) == N
+    assert loader.state_dict()["epoch"] == 2 and loader.state_dict()["position"] == 0
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.delenv("RANK", raising=False)
+    assert as_iterable_dataset(pipe, world_size=1).world_size == 1  # explicit: rank 0 of 1

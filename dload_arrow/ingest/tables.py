@@ -24,6 +24,7 @@ from dload_arrow.errors import NotFoundError, SchemaError
 from dload_arrow.ingest.grouping import select
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.sizes import format_bytes
+from dload_arrow.store.conform import ColumnMismatch, fit_batch
 
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
            "table_format", "table_listing"]
@@ -232,14 +233,9 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema, where: str) -> pa.RecordB
     batch = batch.replace_schema_metadata(None)
     if batch.schema.equals(schema):
         return batch
-    arrays = []
     try:
-        for field in schema:
-            i = batch.schema.get_field_index(field.name)
-            col = pa.nulls(batch.num_rows, field.type) if i < 0 else batch.column(i)
-            arrays.append(col if col.type == field.type else col.cast(field.type))
-        return pa.RecordBatch.from_arrays(arrays, schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError) as e:
+        return fit_batch(batch, schema)
+    except (ColumnMismatch, ValueError) as e:
         raise SchemaError(
-            f"{where!r} does not fit the table's schema ({schema}): {e}"
+            f"{where!r} does not fit the table's schema ({schema}): {e} ({e.__cause__})"
         ) from e

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.errors import SchemaError
+from dload_arrow.errors import SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
 from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State
@@ -151,18 +151,14 @@ def _split(batch: Any) -> list[Any]:
         except (TypeError, IndexError, KeyError) as e:
             raise TypeError(
                 f"unbatch: an item is a dict but not a batch (dict of equally long columns): "
-                f"{_short(batch)} ({e}); unbatch() splits what batch() made"
+                f"{shown(batch, 80)} ({e}); unbatch() splits what batch() made"
             ) from e
-    if isinstance(batch, (list, tuple)):
-        return list(batch)
-    raise TypeError(f"unbatch: an item is not a batch (a dict of columns, a list or a "
-                    f"RecordBatch) but {type(batch).__name__} {_short(batch)}; unbatch() "
-                    "splits what batch() made")
-
-
-def _short(x: Any) -> str:
-    text = repr(x)
-    return text if len(text) <= 80 else text[:77] + "..."
+    if isinstance(batch, (str, bytes)) or not hasattr(batch, "__len__") or \
+            not hasattr(batch, "__getitem__"):
+        raise TypeError(f"unbatch: an item is not a batch (a dict of columns, a sequence or a "
+                        f"RecordBatch) but {type(batch).__name__} {shown(batch, 80)}; unbatch() "
+                        "splits what batch() made")
+    return list(batch)  # a list, tuple, numpy array or tensor: its first dimension
 
 
 def _item(v: Any) -> Any:

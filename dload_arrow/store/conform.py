@@ -16,7 +16,7 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META
 
-__all__ = ["conform_to"]
+__all__ = ["ColumnMismatch", "conform_to", "fit_batch"]
 
 
 def _extra_hint(extra: list[str], files: bool) -> str:
@@ -40,6 +40,9 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
     """
     keycol = key or (KEY_COLUMN if KEY_COLUMN in reader.schema.names else None)
     new = reader.schema
+    if keycol is not None and keycol not in new.names:
+        raise SchemaError(f"key column {keycol!r} not found in {where}; its columns: "
+                          f"{new.names}")
     columns = [f for f in stored if f.name != KEY_COLUMN]
     names = {f.name for f in columns}
     extra = [n for n in new.names if n != keycol and n not in names]
@@ -68,24 +71,37 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
 
     def batches() -> Iterator[pa.RecordBatch]:
         for batch in reader:
-            arrays = [batch.column(keycol)] if keycol else []
-            for f in columns:
-                i = batch.schema.get_field_index(f.name)
-                if i < 0:
-                    arrays.append(pa.nulls(batch.num_rows, f.type))
-                    continue
-                col = batch.column(i)
-                if col.type != f.type:
-                    try:
-                        col = col.cast(f.type)
-                    except (pa.ArrowInvalid, pa.ArrowTypeError,
-                            pa.ArrowNotImplementedError) as e:
-                        raise SchemaError(
-                            f"{where}: column {f.name!r} is {col.type}, and {dataset!r} stores "
-                            f"{f.type}; the values do not convert ({e}). Convert the column, "
-                            "or commit a new version"
-                        ) from e
-                arrays.append(col)
-            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
+            try:
+                yield fit_batch(batch, schema)
+            except ColumnMismatch as e:
+                raise SchemaError(
+                    f"{where}: column {e.name!r} is {e.got}, and {dataset!r} stores {e.want}; "
+                    f"the values do not convert ({e.__cause__}). Convert the column, or "
+                    "commit a new version"
+                ) from e
 
     return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+class ColumnMismatch(Exception):
+    """A column of a batch that does not cast to the type it must have."""
+
+    def __init__(self, name: str, got: pa.DataType, want: pa.DataType) -> None:
+        super().__init__(f"column {name!r}: {got} does not convert to {want}")
+        self.name, self.got, self.want = name, got, want
+
+
+def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with ``schema``'s columns in its order: a missing column null, the others
+    cast to their type (ColumnMismatch, with the cast's error as its cause, if one cannot)."""
+    arrays = []
+    for f in schema:
+        i = batch.schema.get_field_index(f.name)
+        col = pa.nulls(batch.num_rows, f.type) if i < 0 else batch.column(i)
+        if col.type != f.type:
+            try:
+                col = col.cast(f.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                raise ColumnMismatch(f.name, col.type, f.type) from e
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

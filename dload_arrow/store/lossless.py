@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.errors import SchemaError
+from dload_arrow.errors import SchemaError, shown
 
 __all__ = ["check_whole_numbers"]
 
@@ -58,12 +58,8 @@ def check_whole_numbers(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa
     for (key, _), v in zip(rows, values, strict=True):
         if v is not None and _lossy(v):
             raise SchemaError(
-                f"sample {key!r}, column {field.name!r}: value {_short(v)} has a fraction, but "
+                f"sample {key!r}, column {field.name!r}: value {shown(v)} has a fraction, but "
                 f"the column holds {field.type}; storing it would drop the fraction. Round "
                 "it yourself, or commit the column as floats (schema=, or a new dataset)"
             )
 
-
-def _short(v: Any) -> str:
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import int64_array, numpy_values, typed_array
-from dload_arrow.errors import ConfigError, IntegrityError
+from dload_arrow.errors import ConfigError, IntegrityError, shown
 from dload_arrow.store.names import check_digest, check_name
 from dload_arrow.store.shard import ShardData, is_scalar
 
@@ -94,13 +94,13 @@ def check_meta(meta: Any, recipe: Any) -> None:
     """Refuse a ``meta`` that is not a dict of JSON values, or a ``recipe`` that is not text."""
     if meta is not None and not isinstance(meta, dict):
         raise ConfigError(
-            f"meta must be a dict of JSON values, got {type(meta).__name__} {_short(meta)}; "
+            f"meta must be a dict of JSON values, got {type(meta).__name__} {shown(meta)}; "
             "e.g. meta={'source': 'camera-3', 'license': 'CC-BY'}"
         )
     if recipe is not None and not isinstance(recipe, str):
         raise ConfigError(
             f"recipe must be text (the script that made the data, stored verbatim), got "
-            f"{type(recipe).__name__} {_short(recipe)}"
+            f"{type(recipe).__name__} {shown(recipe)}"
         )
     try:
         json.dumps(meta or {}, sort_keys=True)
@@ -110,10 +110,6 @@ def check_meta(meta: Any, recipe: Any) -> None:
             f"dicts of them): {e}"
         ) from e
 
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def build_manifest(

@@ -102,7 +102,17 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
     """Build and store the manifest of ``up`` (after ``parent``'s shards) and move ``latest``;
     an append whose parent is no longer ``latest`` is rebased (module docstring)."""
     for attempt in itertools.count():
-        _check_unique(up.keys, known_keys)
+        try:
+            _check_unique(up.keys, known_keys)
+        except SchemaError as e:
+            if attempt == 0:
+                raise
+            raise ConflictError(
+                f"append to {up.name!r}: another append published rows meanwhile whose keys "
+                f"collide with this one's ({e}); nothing was published. A table without key= "
+                "is numbered from the row count when its append starts: append it again, or "
+                "give its rows their own keys"
+            ) from e
         wrote, manifest = _manifest(storage, up, parent, known_keys, meta, recipe, parents)
         _check_reused(storage, up.name, up.reused)
         if parent is not None and not storage.exists(manifest_path(up.name, parent.version)):

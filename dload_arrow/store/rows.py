@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import inferred_type, string_array, typed_array
-from dload_arrow.errors import SchemaError
+from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.lossless import check_whole_numbers
 from dload_arrow.store.names import KEY_COLUMN
 
@@ -72,7 +72,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
                 big = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
                             and not -(2**63) <= v < 2**63), (rows[0][0], value))
                 raise SchemaError(
-                    f"sample {big[0]!r}, column {col!r}: integer {_short(big[1])} is outside "
+                    f"sample {big[0]!r}, column {col!r}: integer {shown(big[1])} is outside "
                     "the range of a 64-bit integer column (other values are signed); store it "
                     "as a string or a float"
                 ) from e
@@ -109,15 +109,11 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
                 pa.array([v], type=field.type)
             except Exception:
                 raise SchemaError(
-                    f"sample {key!r}, column {field.name!r}: value {_short(v)} does not fit "
+                    f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
                     f"type {field.type}; fix the sample or pass schema= with a wider type"
                 ) from e
         raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
 
-
-def _short(v: Any) -> str:
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _pairs_to_batches(
@@ -129,7 +125,7 @@ def _pairs_to_batches(
             key, sample = item
         except (TypeError, ValueError) as e:
             raise SchemaError(
-                f"expected (key, {{column: value}}) pairs, got {_short(item)}"
+                f"expected (key, {{column: value}}) pairs, got {shown(item)}"
             ) from e
         if not isinstance(key, str) or not key:
             raise SchemaError(f"sample key {key!r} must be a non-empty string")

@@ -68,11 +68,15 @@ class Control:
         """The plan as last set (not advanced by iterations)."""
         return Plan(self._arr[_EPOCH], self._arr[_POSITION])
 
+    def iterations(self) -> int:
+        """Iterations the workers began since the plan was last set (the most of any slot)."""
+        gen = self._arr[_GEN]
+        return max((self._arr[_SLOTS + 2 * i + 1] for i in range(MAX_WORKERS)
+                    if self._arr[_SLOTS + 2 * i] == gen), default=0)
+
     def iterated(self) -> bool:
         """Whether any worker began an iteration since the plan was last set."""
-        gen = self._arr[_GEN]
-        return any(self._arr[_SLOTS + 2 * i] == gen and self._arr[_SLOTS + 2 * i + 1] > 0
-                   for i in range(MAX_WORKERS))
+        return self.iterations() > 0
 
     def begin(self, slot: int) -> tuple[Plan, int]:
         """The plan for the iteration worker ``slot`` begins now, and the plan's generation."""

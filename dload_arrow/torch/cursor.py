@@ -59,37 +59,33 @@ def stream_share(
         if close is not None:
             close()
     if real is not None and cursor.yielded < real:  # the epoch was shorter than length=
-        yield from _fill(cursor, pipe, convert, main, real - cursor.yielded)
+        missing = real - cursor.yielded
+        warnings.warn(
+            f"epoch {cursor.epoch} ended {missing} item(s) short of the length given "
+            "(length=); repeating its first items so every rank delivers the same number. "
+            "Pass the epoch's true length, or uneven='none'", stacklevel=2)
+        yield from _from_head(cursor, pipe, convert, main, list(range(missing)))
     pad = deal.padding(cursor.rank, cursor.worker)
     if real is not None and cursor.yielded > real:
         pad = pad[cursor.yielded - real :]
     if len(pad):
-        head = list(islice(open_stream(pipe, cursor.epoch, 0, 1), int(pad.max()) + 1))
-        for idx in pad:
-            cursor.yielded += 1
-            if main:
-                cursor.consumed += 1
-            yield convert(head[int(idx)], main)
+        yield from _from_head(cursor, pipe, convert, main, [int(i) for i in pad])
     cursor.done = True
 
 
-def _fill(cursor: Cursor, pipe: Any, convert: Callable[[Any, bool], Any], main: bool,
-          missing: int) -> Iterator[Any]:
-    """Keep the ranks equal when the epoch ends before the length it was given: repeat its
-    first items (as ``uneven="pad"`` does), with a warning."""
-    warnings.warn(
-        f"epoch {cursor.epoch} ended {missing} item(s) short of the length given "
-        f"(length=); repeating its first items so every rank delivers the same number. "
-        "Pass the epoch's true length, or uneven='none'", stacklevel=3)
-    head = list(islice(open_stream(pipe, cursor.epoch, 0, 1), missing))
+def _from_head(cursor: Cursor, pipe: Any, convert: Callable[[Any, bool], Any], main: bool,
+               indices: list[int]) -> Iterator[Any]:
+    """The epoch's items at ``indices`` (wrapping around an epoch shorter than them), counted
+    in ``cursor``: the padding that keeps ranks equal."""
+    head = list(islice(open_stream(pipe, cursor.epoch, 0, 1), max(indices) + 1))
     if not head:
-        raise ConfigError(f"epoch {cursor.epoch} is empty but length= promised items; pass "
-                          "the epoch's true length")
-    for i in range(missing):
+        raise ConfigError(f"epoch {cursor.epoch} is empty but its length (len() or length=) "
+                          "promised items; pass the epoch's true length")
+    for idx in indices:
         cursor.yielded += 1
         if main:
             cursor.consumed += 1
-        yield convert(head[i % len(head)], main)
+        yield convert(head[idx % len(head)], main)
 
 
 def deal_of(pipe: Any, plan: Plan, workers: int, world_size: int, uneven: Uneven,

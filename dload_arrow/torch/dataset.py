@@ -39,16 +39,9 @@ __all__ = ["StreamDataset", "as_iterable_dataset", "resolve_rank"]
 class StreamDataset(torch.utils.data.IterableDataset):
     """A pipeline dealt to this rank's DataLoader workers; see :func:`as_iterable_dataset`."""
 
-    def __init__(
-        self,
-        pipe: Any,
-        *,
-        rank: int | None = None,
-        world_size: int | None = None,
-        uneven: Uneven = "pad",
-        to_tensors: bool = True,
-        length: int | Callable[[int], int] | None = None,
-    ) -> None:
+    def __init__(self, pipe: Any, *, rank: int | None = None, world_size: int | None = None,
+                 uneven: Uneven = "pad", to_tensors: bool = True,
+                 length: int | Callable[[int], int] | None = None) -> None:
         if uneven not in UNEVEN_MODES:
             raise ConfigError(f"uneven={uneven!r}: choose one of {UNEVEN_MODES}")
         self.pipe = as_source(pipe)
@@ -70,6 +63,9 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._shift: tuple[int, int] | None = None  # (generation, epoch shift) after a restore
         self._device: Any = None  # the to_device loader driving this dataset (device.py)
 
+    def __getstate__(self) -> dict[str, Any]:  # workers: no to_device link (thread, locks)
+        return {**self.__dict__, "_device": None}
+
     def __repr__(self) -> str:
         return (
             f"StreamDataset(rank={self.rank}, world_size={self.world_size}, "
@@ -79,11 +75,9 @@ class StreamDataset(torch.utils.data.IterableDataset):
     # --- epochs and state ----------------------------------------------------------------
 
     def set_epoch(self, epoch: int) -> None:
-        """Iterate epoch ``epoch`` next (in every worker, persistent ones included).
-
-        Right after :meth:`load_state_dict` of a state in the same epoch, the loaded position
-        is kept, so the usual ``for epoch in ...: ds.set_epoch(epoch)`` loop resumes exactly.
-        """
+        """Iterate epoch ``epoch`` next (in every worker, persistent ones included). Right
+        after :meth:`load_state_dict` of a state in the same epoch, the loaded position is
+        kept, so the usual ``for epoch in ...: ds.set_epoch(epoch)`` loop resumes exactly."""
         epoch = check_count("set_epoch", "epoch", epoch)
         self._device = None
         loaded, self._loaded = self._loaded, None
@@ -102,13 +96,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def state_dict(self) -> dict[str, Any]:
         """A small cursor: ``{"epoch", "position", "pipeline"}`` (plus the consumer, inside a
-        worker); ``"pipeline"`` is the fingerprint :meth:`load_state_dict` checks.
-
-        In the main process it counts what the trainer consumed: when this process iterates
-        the dataset (``num_workers=0``) or a :class:`StatefulLoader` drives it, and through
+        worker); ``"pipeline"`` is the fingerprint :meth:`load_state_dict` checks. In the main
+        process it counts what the trainer consumed: when this process iterates the dataset
+        (``num_workers=0``) or a :class:`StatefulLoader` drives it, and through
         :func:`to_device` (what the loop received, not what was copied ahead). A plain
-        DataLoader's workers read ahead unseen: its state is refused (ConfigError).
-        """
+        DataLoader's workers read ahead unseen: its state is refused (ConfigError)."""
         device = self._device
         if device is not None and torch.utils.data.get_worker_info() is None:
             received = device.received_state()
@@ -145,13 +137,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
         return worker_state(cur.epoch, position, fp)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Continue from ``state``: this dataset's, or a whole StatefulDataLoader's.
-
-        Any number of ranks and workers can resume a cursor. A worker's own state (what
+        """Continue from ``state``: this dataset's, or a whole StatefulDataLoader's. Any
+        number of ranks and workers can resume a cursor. A worker's own state (what
         StatefulDataLoader hands back to each worker when ``num_workers`` is unchanged)
         resumes that worker exactly. A state saved from another pipeline (another seed,
-        dataset version or operator: its fingerprint differs) is refused with ConfigError.
-        """
+        dataset version or operator: its fingerprint differs) is refused with ConfigError."""
         in_worker = torch.utils.data.get_worker_info() is not None
         plan, consumer = from_state(state, self._fingerprint())
         if in_worker:
@@ -186,6 +176,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         """This process's plan for the iteration starting now, and items already yielded."""
         self._undrive()
         if workers == 0:
+            self._follow_workers()
             plan = self._next
             self._next = Plan(plan.epoch + 1, 0)
             return plan, 0
@@ -215,12 +206,19 @@ class StreamDataset(torch.utils.data.IterableDataset):
     def _begin_driven(self, workers: int) -> Cursor:
         """Start an iteration whose consumption a loader in this process counts."""
         self._undrive()
+        self._follow_workers()
         plan = self._next
         self._set_plan(plan)
         self._next = Plan(plan.epoch + 1, 0)
         cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, 0)
         self._cursor = cursor
         return cursor
+
+    def _follow_workers(self) -> None:
+        """Main process: after epochs a plain DataLoader's workers ran, continue after them."""
+        done = self._control.iterations() if self._cursor is None else 0
+        if done:
+            self._set_plan(Plan(self._control.plan.epoch + done, 0))
 
     def _undrive(self) -> None:
         """An iteration that a to_device loader's thread did not start ends its link."""

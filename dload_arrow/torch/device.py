@@ -130,7 +130,10 @@ class DeviceLoader:
     def __iter__(self) -> Iterator[Any]:
         q: queue.Queue[Any] = queue.Queue(maxsize=self.prefetch)
         stop = threading.Event()
-        self._state = self._live()
+        try:
+            self._state = self._live()
+        except ConfigError:  # a plain DataLoader's workers ran before: the first item tells
+            self._state = None
         thread = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
         self._thread = thread
         if self._dataset is not None:

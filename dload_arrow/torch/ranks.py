@@ -41,7 +41,7 @@ def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tupl
         r, n = dist.get_rank(), dist.get_world_size()
     else:
         env_rank, n = env_int("RANK"), env_int("WORLD_SIZE") or 1
-        if env_rank is None and n > 1 and rank is None:
+        if env_rank is None and n > 1 and rank is None and world_size != 1:
             raise ConfigError(
                 f"WORLD_SIZE={n} is set but RANK is not, so every process would read rank 0's "
                 "share: set RANK for each process (torchrun does), or pass rank= and "
