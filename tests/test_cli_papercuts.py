@@ -10,48 +10,20 @@ from __future__ import annotations
 import csv
 import importlib.util
 import io
-import json
 import random
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from cli_run import RunFn, runner
 from test_cli import dload
 
 from dload_arrow import Repository
-from dload_arrow.cli.main import main
-
-
-@dataclass
-class Run:
-    rc: int
-    out: str
-    err: str
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-RunFn = Callable[..., Run]
 
 
 @pytest.fixture
-def run(capsys: pytest.CaptureFixture[str]) -> Iterator[RunFn]:
-    def go(*args: str, rc: int = 0) -> Run:
-        capsys.readouterr()
-        got = main(list(args))
-        c = capsys.readouterr()
-        r = Run(got, c.out, c.err)
-        assert r.rc == rc, f"dload {' '.join(args)} -> {r.rc}\nstdout: {r.out}\nstderr: {r.err}"
-        if rc == 1:  # user errors: one line, no traceback
-            assert "Traceback" not in r.err and r.err.count("\n") == 1, r.err
-        return r
-
-    yield go
+def run(capsys: pytest.CaptureFixture[str]) -> RunFn:
+    return runner(capsys)
 
 
 def _folder(base: Path, n: int = 6) -> Path:

@@ -8,48 +8,20 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import zipfile
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_run import RunFn, runner
 
 from dload_arrow import Repository
-from dload_arrow.cli.main import main
-
-
-@dataclass
-class Run:
-    rc: int
-    out: str
-    err: str
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-RunFn = Callable[..., Run]
 
 
 @pytest.fixture
-def run(capsys: pytest.CaptureFixture[str], local_root: str) -> Iterator[RunFn]:
-    def go(*args: str, rc: int = 0) -> Run:
-        capsys.readouterr()
-        got = main([*args, "--root", local_root])
-        c = capsys.readouterr()
-        r = Run(got, c.out, c.err)
-        assert r.rc == rc, f"dload {' '.join(args)} -> {r.rc}\nstdout: {r.out}\nstderr: {r.err}"
-        if rc == 1:  # user errors: one line, no traceback
-            assert "Traceback" not in r.err and r.err.count("\n") == 1, r.err
-        return r
-
-    yield go
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
 
 
 def _files(base: Path, files: dict[str, bytes | str]) -> Path:

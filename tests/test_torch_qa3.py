@@ -13,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from test_torch_loader import _keys  # noqa: E402
 from torch.utils.data import DataLoader  # noqa: E402
 
 from dload_arrow import ConfigError, Repository  # noqa: E402
@@ -31,14 +32,6 @@ def d103(repo: Repository) -> Any:
             for i in range(N)]
     repo.commit("d103", rows, row_group_size="1KB", progress=False)
     return repo.dataset("d103")
-
-
-def _keys(items: Any) -> list[str]:
-    out: list[str] = []
-    for item in items:
-        key = item["__key__"]
-        out.extend(key if isinstance(key, list) else [key])
-    return out
 
 
 @pytest.mark.parametrize("workers", [0, 2])
