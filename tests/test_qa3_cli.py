@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from cli_run import RunFn, runner
+from test_ingest import make_tree
 
 from dload_arrow import Repository
 
@@ -24,18 +25,10 @@ def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
     return runner(capsys, ["--root", local_root])
 
 
-def _files(base: Path, files: dict[str, bytes | str]) -> Path:
-    for name, data in files.items():
-        p = base / name
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data.encode() if isinstance(data, str) else data)
-    return base
-
-
 # --- 1. duplicate column names in `dload sql` ---------------------------------------------
 
 def test_sql_keeps_every_column_when_names_repeat(run: RunFn, tmp_path: Path) -> None:
-    run("commit", "t", "--from", str(_files(tmp_path / "a", {"x.txt": "1", "y.txt": "2"})))
+    run("commit", "t", "--from", str(make_tree(tmp_path / "a", {"x.txt": "1", "y.txt": "2"})))
     q = "select 1 as n, 2 as n, 3 as n_1"
     got = run("sql", q, "--json").json
     assert got == [{"n": 1, "n_2": 2, "n_1": 3}]
@@ -66,7 +59,7 @@ def test_spark_folder_with_success_marker_commits_as_a_table(run: RunFn, tmp_pat
 
 
 def test_key_column_on_a_files_folder_suggests_as_table(run: RunFn, tmp_path: Path) -> None:
-    d = _files(tmp_path / "mixed", {"a.jpg": b"J", "t.parquet": b"not read"})
+    d = make_tree(tmp_path / "mixed", {"a.jpg": b"J", "t.parquet": b"not read"})
     r = run("commit", "x", "--from", str(d), "--key-column", "id", rc=1)
     assert "--key-column is for tables" in r.err and "add --as table" in r.err
 
@@ -92,7 +85,7 @@ def test_table_folders_honour_include_and_exclude_and_refuse_split(run: RunFn,
 # --- 5. a file named x.__key__ -------------------------------------------------------------
 
 def test_a_file_named_key_is_refused_in_one_line(run: RunFn, tmp_path: Path) -> None:
-    d = _files(tmp_path / "d", {"x.txt": "hello", "x.__KEY__": "other"})
+    d = make_tree(tmp_path / "d", {"x.txt": "hello", "x.__KEY__": "other"})
     r = run("commit", "k", "--from", str(d), rc=1)
     assert "'x.__KEY__'" in r.err and "--exclude '*.__KEY__'" in r.err
     z = tmp_path / "k.zip"
@@ -108,14 +101,14 @@ def test_a_file_named_key_is_refused_in_one_line(run: RunFn, tmp_path: Path) -> 
 
 def test_append_fills_columns_the_new_files_lack_and_names_extra_ones(
         run: RunFn, tmp_path: Path, local_root: str) -> None:
-    first = _files(tmp_path / "a", {"p1.jpg": b"J1", "p1.json": "{}", "p2.jpg": b"J2",
+    first = make_tree(tmp_path / "a", {"p1.jpg": b"J1", "p1.json": "{}", "p2.jpg": b"J2",
                                     "p2.json": "{}"})
     run("commit", "photos", "--from", str(first))
-    more = _files(tmp_path / "b", {"p3.jpg": b"J3"})  # no .json sidecar
+    more = make_tree(tmp_path / "b", {"p3.jpg": b"J3"})  # no .json sidecar
     assert run("append", "photos", "--from", str(more), "--json").json["rows"] == 3
     t = Repository.open(local_root).dataset("photos").to_arrow()
     assert t.column("json").to_pylist() == ["{}", "{}", None]
-    extra = _files(tmp_path / "c", {"p4.jpg": b"J4", "p4.txt": "caption"})
+    extra = make_tree(tmp_path / "c", {"p4.jpg": b"J4", "p4.txt": "caption"})
     r = run("append", "photos", "--from", str(extra), rc=1)
     assert "column(s) ['txt']" in r.err and "--exclude '*.txt'" in r.err
     assert "batch at row" not in r.err
@@ -141,7 +134,7 @@ def test_append_of_a_keyless_table_numbers_its_rows_after_the_stored_ones(
 # --- 9. --as that does not fit the path ----------------------------------------------------
 
 def test_as_kind_that_does_not_fit_says_what_the_path_is(run: RunFn, tmp_path: Path) -> None:
-    d = _files(tmp_path / "dir", {"a.txt": "x"})
+    d = make_tree(tmp_path / "dir", {"a.txt": "x"})
     z = tmp_path / "a.zip"
     with zipfile.ZipFile(z, "w") as zf:
         zf.writestr("a.txt", "x")
@@ -154,7 +147,7 @@ def test_as_kind_that_does_not_fit_says_what_the_path_is(run: RunFn, tmp_path: P
 # --- 11. --param values are text ----------------------------------------------------------
 
 def test_sql_params_bind_text_that_duckdb_converts(run: RunFn, tmp_path: Path) -> None:
-    d = _files(tmp_path / "a", {"x.txt": "1"})
+    d = make_tree(tmp_path / "a", {"x.txt": "1"})
     run("commit", "2024", "--from", str(d))
     run("commit", "photos", "--from", str(d))
     q = "select name from datasets where name = $n"
@@ -181,7 +174,7 @@ def test_missing_bucket_in_from_names_the_input_not_the_root(
 # --- 14. hidden directories ----------------------------------------------------------------
 
 def test_hidden_directories_are_skipped_and_reported(run: RunFn, tmp_path: Path) -> None:
-    d = _files(tmp_path / "d", {"cats/001.jpg": b"J", ".git/description": "x",
+    d = make_tree(tmp_path / "d", {"cats/001.jpg": b"J", ".git/description": "x",
                                 ".ipynb_checkpoints/notes-checkpoint.json": "{}"})
     r = run("commit", "x", "--from", str(d), "--json")
     assert r.json["rows"] == 1

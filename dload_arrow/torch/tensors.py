@@ -15,6 +15,7 @@ writing in place).
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -140,14 +141,15 @@ def sample_to_torch(sample: Mapping[str, Any], schema: pa.Schema | None = None) 
     columns their recorded shape (``dload.shape``). ``str``, ``bytes``, ``None`` and nested
     lists are left as they are.
     """
-    out: dict[str, Any] = {}
-    for name, value in sample.items():
-        shape, dtype = None, None
-        if schema is not None and name in schema.names:
-            field = schema.field(name)
-            shape, dtype = field_shape(field), torch_dtype(field.type)
-        out[name] = _value_to_torch(value, shape, dtype)
-    return out
+    columns = _columns(schema) if schema is not None else {}
+    return {name: _value_to_torch(value, *columns.get(name, (None, None)))
+            for name, value in sample.items()}
+
+
+@functools.lru_cache(maxsize=16)
+def _columns(schema: pa.Schema) -> dict[str, tuple[tuple[int, ...] | None, torch.dtype | None]]:
+    """Each column's recorded shape and torch dtype (once per schema, not per sample)."""
+    return {f.name: (field_shape(f), torch_dtype(f.type)) for f in schema}
 
 
 def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
