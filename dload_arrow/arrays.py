@@ -139,11 +139,21 @@ def typed_array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     for the import), or once pandas is imported anyway, ``pa.array`` builds every column.
     """
     if _budget[0] > 0 and "pandas" not in sys.modules:
-        built = _from_buffers(values, t)
-        if built is not None:
-            _budget[0] -= len(values)
-            return built
+        cost = _value_count(values, t)
+        if cost <= _budget[0]:
+            built = _from_buffers(values, t)
+            if built is not None:
+                _budget[0] -= cost
+                return built
     return pa.array(values, type=t)
+
+
+def _value_count(values: Sequence[Any], t: pa.DataType) -> int:
+    """The Python values ``values`` holds: those of its lists too (a list of 2,048 tokens
+    costs 2,048 values, not one)."""
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        return len(values)
+    return len(values) + sum(len(v) for v in values if isinstance(v, list))
 
 
 # Values typed_array builds from buffers in a process before it leaves them to pa.array.

@@ -91,9 +91,11 @@ class Repository(VersionsMixin):
 
         Args:
             name: dataset name (letters, digits, ``._-``).
-            samples: ``(key, {column: value})`` pairs, a pyarrow Table or RecordBatchReader,
-                or a polars/pandas DataFrame.
-            key: the key column of a table input (default ``__key__``, else generated keys).
+            samples: sample dicts (as ``ds.samples()`` yields them), ``(key, {column:
+                value})`` pairs, a pyarrow Table or RecordBatchReader, or a polars/pandas
+                DataFrame.
+            key: the key column of a table or of sample dicts (default ``__key__``; where
+                there is none, keys are generated row numbers).
             meta: JSON-serialisable user metadata stored in the manifest.
             recipe: the script that produced the data, stored verbatim, never executed.
             shard_size: target shard size, bytes or text such as "64MiB" (default 128 MiB).

@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from dload_arrow.arrays import inferred_type, string_array, typed_array
-from dload_arrow.errors import SchemaError, shown
-from dload_arrow.store.lossless import check_whole_numbers
+from dload_arrow.arrays import string_array
+from dload_arrow.errors import SchemaError
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["SHAPE_META", "field_shape", "to_batches"]
 
 SHAPE_META = b"dload.shape"
-_PAIR_CHUNK = 1024
 
 
 def field_shape(field: pa.Field) -> tuple[int, ...] | None:
@@ -32,127 +29,6 @@ def field_shape(field: pa.Field) -> tuple[int, ...] | None:
     if SHAPE_META in meta:
         return tuple(json.loads(meta[SHAPE_META]))
     return None
-
-
-def _tensor_field(key: str, name: str, arr: np.ndarray) -> pa.Field:
-    size = int(np.prod(arr.shape)) if arr.ndim else 1
-    if arr.dtype.kind not in "biuf":
-        raise SchemaError(
-            f"sample {key!r}, column {name!r}: a numpy array of dtype {arr.dtype} is not a "
-            "tensor dload can store (numbers and booleans only); pass strings or bytes as a "
-            "list, or one value per sample"
-        )
-    if size == 0:
-        raise SchemaError(
-            f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no "
-            "element, and a fixed-size column of zero-size tensors cannot be stored; give "
-            "the column a non-empty shape, or use None for a missing value"
-        )
-    typ = pa.list_(pa.from_numpy_dtype(arr.dtype), size)
-    return pa.field(name, typ, metadata={SHAPE_META: json.dumps(list(arr.shape)).encode()})
-
-
-def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
-    first_key, first = rows[0]
-    fields = [pa.field(KEY_COLUMN, pa.string(), nullable=False)]
-    for col in first:
-        if col == KEY_COLUMN:
-            raise SchemaError(f"sample {first_key!r}: column name {KEY_COLUMN!r} is reserved")
-        found = next(((k, r[col]) for k, r in rows if r.get(col) is not None), None)
-        value = None if found is None else found[1]
-        if isinstance(value, np.ndarray):
-            assert found is not None
-            fields.append(_tensor_field(found[0], col, value))
-        elif value is None:
-            fields.append(pa.field(col, pa.null()))
-        else:
-            try:
-                typ = inferred_type([r.get(col) for _, r in rows])
-            except OverflowError as e:
-                big = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
-                            and not -(2**63) <= v < 2**63), (rows[0][0], value))
-                raise SchemaError(
-                    f"sample {big[0]!r}, column {col!r}: integer {shown(big[1])} is outside "
-                    "the range of a 64-bit integer column (other values are signed); store it "
-                    "as a string or a float"
-                ) from e
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-                raise SchemaError(
-                    f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "
-                    f"does not fit the type of earlier samples ({e}); fix the sample or pass "
-                    "schema= to say which type you want"
-                ) from e
-            fields.append(pa.field(col, typ))
-    return pa.schema(fields)
-
-
-def _first_misfit(rows: list[tuple[str, Mapping[str, Any]]], col: str, first: Any) -> str:
-    typ = pa.array([first]).type
-    for key, r in rows:
-        try:
-            pa.array([r.get(col)], type=typ)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError):
-            return key
-    return rows[-1][0]
-
-
-def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Array:
-    values = [r.get(field.name) for _, r in rows]
-    if field_shape(field) is not None:
-        values = [None if v is None else np.asarray(v).reshape(-1) for v in values]
-    check_whole_numbers(rows, field, values)
-    try:
-        return typed_array(values, field.type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError) as e:
-        for (key, _), v in zip(rows, values, strict=False):
-            try:
-                pa.array([v], type=field.type)
-            except Exception:
-                raise SchemaError(
-                    f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
-                    f"type {field.type}; fix the sample or pass schema= with a wider type"
-                ) from e
-        raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
-
-
-
-def _pairs_to_batches(
-    pairs: Iterable[tuple[str, Mapping[str, Any]]], schema: pa.Schema | None
-) -> Iterator[pa.RecordBatch]:
-    chunk: list[tuple[str, Mapping[str, Any]]] = []
-    for item in pairs:
-        try:
-            key, sample = item
-        except (TypeError, ValueError) as e:
-            raise SchemaError(
-                f"expected (key, {{column: value}}) pairs, got {shown(item)}"
-            ) from e
-        if not isinstance(key, str) or not key:
-            raise SchemaError(f"sample key {key!r} must be a non-empty string")
-        if not isinstance(sample, Mapping):
-            raise SchemaError(f"sample {key!r}: expected a dict of columns, got {type(sample)}")
-        chunk.append((key, sample))
-        if len(chunk) >= _PAIR_CHUNK:
-            schema = schema or _infer_schema(chunk)
-            yield _pairs_batch(chunk, schema)
-            chunk = []
-    if chunk:
-        schema = schema or _infer_schema(chunk)
-        yield _pairs_batch(chunk, schema)
-
-
-def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema) -> pa.RecordBatch:
-    names = set(schema.names)
-    for key, sample in rows:
-        extra = set(sample) - names
-        if extra:
-            raise SchemaError(
-                f"sample {key!r} has columns {sorted(extra)} that the schema lacks "
-                f"(schema columns: {schema.names[1:]})"
-            )
-    keys = typed_array([k for k, _ in rows], pa.string())
-    arrays = [keys, *[_column(rows, f) for f in schema][1:]]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _with_key(schema: pa.Schema | None, key: str | None, table_schema: pa.Schema) -> str | None:
@@ -212,11 +88,12 @@ def to_batches(
 ) -> Iterator[pa.RecordBatch]:
     """Record batches with ``__key__`` first from any accepted input.
 
-    Accepted: an iterable of ``(key, {column: value})`` pairs, a pyarrow Table, RecordBatch
-    or RecordBatchReader, a polars or pandas DataFrame (``key=`` names the key column; without
-    it an existing ``__key__`` column is used, else keys are generated row numbers, from
-    ``key_offset``). Appended to dataset ``append_to`` (of ``schema``), a table may lack
-    columns (null in its rows) but not have others (``store/conform.py``).
+    Accepted: an iterable of sample dicts or of ``(key, {column: value})`` pairs
+    (``store/pairs.py``), a pyarrow Table, RecordBatch or RecordBatchReader, a polars or
+    pandas DataFrame (``key=`` names the key column; without it an existing ``__key__``
+    column is used, else keys are generated row numbers, from ``key_offset``). Appended to
+    dataset ``append_to`` (of ``schema``), a table may lack columns (null in its rows) but
+    not have others (``store/conform.py``).
     """
     if schema is not None and (not schema.names or schema.names[0] != KEY_COLUMN):
         schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False), *list(schema)])
@@ -242,10 +119,12 @@ def to_batches(
         return _table_batches(samples, k, schema, key_offset)
     if isinstance(samples, (str, bytes)) or not isinstance(samples, Iterable):
         raise SchemaError(
-            f"cannot commit a {type(samples).__name__}: pass (key, dict) pairs, a pyarrow "
-            "Table/RecordBatchReader, or a polars/pandas DataFrame"
+            f"cannot commit a {type(samples).__name__}: pass sample dicts or (key, dict) "
+            "pairs, a pyarrow Table/RecordBatchReader, or a polars/pandas DataFrame"
         )
-    return _pairs_to_batches(samples, schema)
+    from dload_arrow.store.pairs import samples_to_batches  # it imports this module
+
+    return samples_to_batches(samples, schema, key, key_offset)
 
 
 def _warn_dropped_index(df: Any) -> None:

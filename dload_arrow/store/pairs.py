@@ -1,0 +1,195 @@
+"""Samples given as Python objects, turned into record batches of ``__key__`` + columns.
+
+Two shapes are accepted, one per stream:
+
+- ``(key, {column: value})`` pairs;
+- sample dicts, as ``ds.samples()`` yields them: the key in ``__key__`` (or in the column
+  ``key=`` names), or, when no sample has one, generated keys: zero-padded row numbers in
+  commit order, as for a table without keys (continuing after an append's stored rows).
+
+Column types are inferred from the first chunk unless ``schema=`` gives them; numpy arrays
+become tensor columns (fixed-size lists with their shape in the field metadata).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.arrays import inferred_type, typed_array
+from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store.lossless import check_whole_numbers
+from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.rows import SHAPE_META, field_shape
+
+__all__ = ["samples_to_batches"]
+
+_CHUNK = 1024  # samples per batch
+
+
+def _tensor_field(key: str, name: str, arr: np.ndarray) -> pa.Field:
+    size = int(np.prod(arr.shape)) if arr.ndim else 1
+    if arr.dtype.kind not in "biuf":
+        raise SchemaError(
+            f"sample {key!r}, column {name!r}: a numpy array of dtype {arr.dtype} is not a "
+            "tensor dload can store (numbers and booleans only); pass strings or bytes as a "
+            "list, or one value per sample"
+        )
+    if size == 0:
+        raise SchemaError(
+            f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no "
+            "element, and a fixed-size column of zero-size tensors cannot be stored; give "
+            "the column a non-empty shape, or use None for a missing value"
+        )
+    typ = pa.list_(pa.from_numpy_dtype(arr.dtype), size)
+    return pa.field(name, typ, metadata={SHAPE_META: json.dumps(list(arr.shape)).encode()})
+
+
+def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
+    first_key, first = rows[0]
+    fields = [pa.field(KEY_COLUMN, pa.string(), nullable=False)]
+    for col in first:
+        if col == KEY_COLUMN:
+            raise SchemaError(f"sample {first_key!r}: column name {KEY_COLUMN!r} is reserved")
+        found = next(((k, r[col]) for k, r in rows if r.get(col) is not None), None)
+        value = None if found is None else found[1]
+        if isinstance(value, np.ndarray):
+            assert found is not None
+            fields.append(_tensor_field(found[0], col, value))
+        elif value is None:
+            fields.append(pa.field(col, pa.null()))
+        else:
+            try:
+                typ = inferred_type([r.get(col) for _, r in rows])
+            except OverflowError as e:
+                big = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
+                            and not -(2**63) <= v < 2**63), (rows[0][0], value))
+                raise SchemaError(
+                    f"sample {big[0]!r}, column {col!r}: integer {shown(big[1])} is outside "
+                    "the range of a 64-bit integer column (other values are signed); store it "
+                    "as a string or a float"
+                ) from e
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                raise SchemaError(
+                    f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "
+                    f"does not fit the type of earlier samples ({e}); fix the sample or pass "
+                    "schema= to say which type you want"
+                ) from e
+            fields.append(pa.field(col, typ))
+    return pa.schema(fields)
+
+
+def _first_misfit(rows: list[tuple[str, Mapping[str, Any]]], col: str, first: Any) -> str:
+    typ = pa.array([first]).type
+    for key, r in rows:
+        try:
+            pa.array([r.get(col)], type=typ)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError):
+            return key
+    return rows[-1][0]
+
+
+def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Array:
+    values = [r.get(field.name) for _, r in rows]
+    if field_shape(field) is not None:
+        values = [None if v is None else np.asarray(v).reshape(-1) for v in values]
+    check_whole_numbers(rows, field, values)
+    try:
+        return typed_array(values, field.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError) as e:
+        for (key, _), v in zip(rows, values, strict=False):
+            try:
+                pa.array([v], type=field.type)
+            except Exception:
+                raise SchemaError(
+                    f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
+                    f"type {field.type}; fix the sample or pass schema= with a wider type"
+                ) from e
+        raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
+
+
+
+def _key_of(item: Mapping[str, Any], key_col: str, n: int) -> str:
+    """The key a sample dict carries in ``key_col`` (an int becomes its decimal text)."""
+    k = item[key_col]
+    if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+        return str(int(k))
+    if not isinstance(k, str) or not k:
+        raise SchemaError(
+            f"sample #{n}: its key ({key_col!r}) is {shown(k)}; keys must be non-empty "
+            "strings (or integers)"
+        )
+    return k
+
+
+def samples_to_batches(
+    items: Iterable[Any], schema: pa.Schema | None, key: str | None = None, offset: int = 0
+) -> Iterator[pa.RecordBatch]:
+    """Batches of ``items``: ``(key, dict)`` pairs or sample dicts (module doc); ``offset``
+    is the first generated row number."""
+    key_col = key or KEY_COLUMN
+    keyed: bool | None = None  # dict stream: keys given (True) or generated (False)
+    pairs = False  # a stream of pairs
+    chunk: list[tuple[str, Mapping[str, Any]]] = []
+    for n, item in enumerate(items):
+        if isinstance(item, Mapping) != (keyed is not None) and (pairs or keyed is not None):
+            raise SchemaError(f"sample #{n} is {shown(item)} among "
+                              f"{'pairs' if pairs else 'sample dicts'}: pass dicts or "
+                              "(key, dict) pairs, not both")
+        if isinstance(item, Mapping):
+            has = key_col in item
+            if keyed is None:
+                if key is not None and not has:
+                    raise SchemaError(f"sample #{n} has no key column {key!r} (key=); its "
+                                      f"columns are {sorted(item)}")
+                keyed = has
+            elif has != keyed:
+                raise SchemaError(
+                    f"sample #{n} {'has' if has else 'lacks'} a {key_col!r} column and the "
+                    f"first sample {'lacks' if has else 'has'} one: give every sample its key, "
+                    "or none (keys are then row numbers)"
+                )
+            if has:
+                k = _key_of(item, key_col, n)
+                sample: Any = {c: v for c, v in item.items() if c != key_col}
+            else:
+                k, sample = f"{offset + n:012d}", item
+        else:
+            pairs = True
+            try:
+                k, sample = item
+            except (TypeError, ValueError) as e:
+                raise SchemaError(
+                    "expected (key, {column: value}) pairs or sample dicts with a "
+                    f"{KEY_COLUMN!r}, got {shown(item)}"
+                ) from e
+            if not isinstance(k, str) or not k:
+                raise SchemaError(f"sample key {k!r} must be a non-empty string")
+            if not isinstance(sample, Mapping):
+                raise SchemaError(f"sample {k!r}: expected a dict of columns, got {type(sample)}")
+        chunk.append((k, sample))
+        if len(chunk) >= _CHUNK:
+            schema = schema or _infer_schema(chunk)
+            yield _pairs_batch(chunk, schema)
+            chunk = []
+    if chunk:
+        schema = schema or _infer_schema(chunk)
+        yield _pairs_batch(chunk, schema)
+
+
+def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema) -> pa.RecordBatch:
+    names = set(schema.names)
+    for key, sample in rows:
+        extra = set(sample) - names
+        if extra:
+            raise SchemaError(
+                f"sample {key!r} has columns {sorted(extra)} that the schema lacks "
+                f"(schema columns: {schema.names[1:]})"
+            )
+    keys = typed_array([k for k, _ in rows], pa.string())
+    arrays = [keys, *[_column(rows, f) for f in schema][1:]]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
