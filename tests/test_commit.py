@@ -252,7 +252,7 @@ def test_append_reuses_parent_shards_and_records_the_parent(root_repo: Repositor
 def test_append_refuses_keys_the_parent_already_has(repo: Repository) -> None:
     repo.commit("app", pairs(20), progress=False)
     before = repo.dataset("app").version
-    with pytest.raises(SchemaError, match=r"duplicate.*'k0003'"):
+    with pytest.raises(SchemaError, match=r"already stored in its latest version.*'k0003'"):
         repo.append("app", [("k0003", sample(3))], progress=False)
     assert repo.dataset("app").version == before
 

@@ -131,6 +131,8 @@ def data_rows(table: pa.Table) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"column": field.name, "type": str(field.type),
                                "count": len(col) - col.null_count, "nulls": col.null_count,
                                "min": None, "max": None, "mean": None}
+        if pa.types.is_float16(field.type):  # Arrow has no min_max or mean kernel for these
+            col = col.cast(pa.float32())
         if is_scalar(field.type) and len(col) - col.null_count:
             mm = pc.min_max(col)
             row["min"], row["max"] = str(mm["min"].as_py()), str(mm["max"].as_py())

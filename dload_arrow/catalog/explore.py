@@ -19,6 +19,7 @@ import pyarrow as pa
 from dload_arrow.catalog.column_stats import data_rows, manifest_rows
 from dload_arrow.catalog.files import ShardFiles, shard_files
 from dload_arrow.catalog.filtering import prune_units
+from dload_arrow.catalog.frames import polars_shapes
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -147,15 +148,23 @@ def _pl() -> Any:
     return pl
 
 
-def polars_expr(node: Node) -> Any:
-    """The polars expression of a compiled filter tree (same NULL semantics as SQL)."""
+def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
+    """The polars expression of a compiled filter tree (same NULL semantics as SQL).
+
+    With the ``schema``, string dictionary columns (polars Categorical) compare as strings,
+    as in :mod:`dload_arrow.catalog.masks` (a Categorical's order is not the strings' in
+    every polars version).
+    """
     pl = _pl()
     ops = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
            ">": operator.gt, ">=": operator.ge}
+    strings = set() if schema is None else {
+        f.name for f in schema if pa.types.is_dictionary(f.type) and (
+            pa.types.is_string(f.type.value_type) or pa.types.is_large_string(f.type.value_type))}
 
     def value(n: Node) -> Any:
         if isinstance(n, Column):
-            return pl.col(n.name)
+            return pl.col(n.name).cast(pl.String) if n.name in strings else pl.col(n.name)
         assert isinstance(n, Literal)
         return pl.lit(n.value, dtype=pl.Boolean) if n.value is None else pl.lit(n.value)
 
@@ -201,7 +210,8 @@ def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int,
     shard_ids = sorted({s for s, _ in chosen})
     files = shard_files(ctx, manifest, shard_ids, purpose="to_polars")
     if not files.paths:
-        return pl.LazyFrame(schema=pl.from_arrow(schema.empty_table()).schema), files
+        empty = pl.LazyFrame(schema=pl.from_arrow(schema.empty_table()).schema)
+        return polars_shapes(empty, schema, pl), files
     lf = pl.scan_parquet(files.paths, glob=False)
     everything = sum(len(entries[s].rg_rows) for s in shard_ids)
     # Units that pruning left out cannot hold a passing row, so the filter alone is exact
@@ -229,7 +239,7 @@ def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int,
         lf = pl.scan_parquet(files.paths, glob=False, row_index_name="__row__").filter(cond)
         lf = lf.drop("__row__")
     if node is not None:
-        lf = lf.filter(polars_expr(node))
+        lf = lf.filter(polars_expr(node, manifest.schema))
     if columns is not None:
         lf = lf.select(schema.names)
-    return lf, files
+    return polars_shapes(lf, schema, pl), files

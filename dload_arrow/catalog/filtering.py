@@ -3,6 +3,10 @@
 :func:`compile_filter` checks a predicate against the schema and builds the Arrow expression;
 :func:`~dload_arrow.catalog.pruning.prune_units` (re-exported here) keeps the row groups where
 a row may pass, from the manifest's per-row-group statistics.
+
+Columns compare as :func:`~dload_arrow.catalog.masks.compared_type` gives them: a dictionary
+column (pandas or polars Categorical) by its value type, which also types its literals (the
+manifest has no statistics for it, so it prunes nothing), and float16 as float32.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import pylist, scalar, string_array
-from dload_arrow.catalog.masks import row_mask
+from dload_arrow.catalog.masks import compared_type, row_mask
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -47,6 +51,7 @@ _ZONE = re.compile(r"[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?P<zone>Z|[+-]\d{2}(?:
 
 
 def _kind(typ: pa.DataType) -> str:
+    typ = compared_type(typ)
     if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ):
         return "number"
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
@@ -111,16 +116,31 @@ class _Compiler:
         if lit == "null" or kind == lit:
             return node
         if kind == "temporal" and lit == "string":
-            text = self.naive_time(node.value, field)
-            try:
-                return Literal(pylist(string_array([text]).cast(field.type))[0])
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise self.error(f"{node.value!r} is not a {field.type} value: {e}") from e
+            return Literal(self.time(node.value, field))
         raise self.error(
             f"column {field.name!r} is {field.type} and cannot be compared with {node.value!r}"
             + ("; where() compares scalar columns (numbers, strings, bools, times)"
                if kind == "other" else "")
         )
+
+    def time(self, text: str, field: pa.Field) -> Any:
+        """The value of the time literal ``text`` compared with the time column ``field``.
+
+        Against a column with a zone, a time without an offset (``'2024-01-21'``) is a UTC
+        time; one with an offset (``...Z``, ``+02:00``) is that instant.
+        """
+        typ = compared_type(field.type)
+        text = self.naive_time(text, field)
+        arr = string_array([text])
+        try:
+            if pa.types.is_timestamp(typ) and typ.tz is not None and _ZONE.search(text) is None:
+                # a zoneless timestamp cast to a zoned type is read as UTC
+                arr = arr.cast(pa.timestamp(typ.unit))
+            return pylist(arr.cast(typ))[0]
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise self.error(
+                f"{text!r} is not a {typ} value for column {field.name!r} ({e}); write an ISO "
+                "time, e.g. '2024-01-21' or '2024-01-21T10:30:00Z'") from e
 
     def naive_time(self, text: str, field: pa.Field) -> str:
         """``text`` without its zone when it is UTC and the column has no zone.
@@ -130,7 +150,8 @@ class _Compiler:
         the UTC time to write instead.
         """
         m = _ZONE.search(text)
-        if m is None or not pa.types.is_timestamp(field.type) or field.type.tz is not None:
+        typ = compared_type(field.type)
+        if m is None or not pa.types.is_timestamp(typ) or typ.tz is not None:
             return text
         zone = m.group("zone")
         if zone == "Z" or zone.lstrip("+-").replace(":", "").strip("0") == "":
@@ -149,7 +170,7 @@ class _Compiler:
     def node(self, node: Node) -> Node:
         if isinstance(node, Column):
             field = self.column(node.name)
-            if not pa.types.is_boolean(field.type):
+            if not pa.types.is_boolean(compared_type(field.type)):
                 raise self.error(f"column {node.name!r} is {field.type}; compare it, e.g. "
                                  f"{node.name} = ...")
             return Compare("=", node, Literal(True))
@@ -208,41 +229,46 @@ class _Compiler:
                              "columns (numbers, strings, bools, times); test it with IS NULL")
 
 
-def _value(node: Node) -> Any:
+_Casts = dict[str, pa.DataType]  # the columns compared as another type, and that type
+
+
+def _value(node: Node, casts: _Casts) -> Any:
     if isinstance(node, Column):
-        return pc.field(node.name)
+        field = pc.field(node.name)
+        return field.cast(casts[node.name]) if node.name in casts else field
     assert isinstance(node, Literal)
     return scalar(node.value)
 
 
-def _expr(node: Node) -> Any:
+def _expr(node: Node, casts: _Casts) -> Any:
     if isinstance(node, Literal):
         return pc.scalar(scalar(node.value))
     if isinstance(node, Compare):
         if any(isinstance(s, Literal) and s.value is None for s in (node.left, node.right)):
             return pc.scalar(_NULL_BOOL)  # x = NULL is unknown for every row, as in SQL
-        return _OPS[node.op](_value(node.left), _value(node.right))
+        return _OPS[node.op](_value(node.left, casts), _value(node.right, casts))
     if isinstance(node, IsNull):
         e = pc.field(node.operand.name).is_null()  # type: ignore[union-attr]
         return ~e if node.negated else e
     if isinstance(node, In):
-        e = functools.reduce(operator.or_, (_expr(Compare("=", node.operand, v))
+        e = functools.reduce(operator.or_, (_expr(Compare("=", node.operand, v), casts)
                                             for v in node.values))
         return ~e if node.negated else e
     if isinstance(node, Between):
-        e = _expr(And(Compare(">=", node.operand, node.low), Compare("<=", node.operand,
-                                                                      node.high)))
+        e = _expr(And(Compare(">=", node.operand, node.low),
+                      Compare("<=", node.operand, node.high)), casts)
         return ~e if node.negated else e
     if isinstance(node, And):
-        return _expr(node.left) & _expr(node.right)
+        return _expr(node.left, casts) & _expr(node.right, casts)
     if isinstance(node, Or):
-        return _expr(node.left) | _expr(node.right)
+        return _expr(node.left, casts) | _expr(node.right, casts)
     if isinstance(node, Not):
-        return ~_expr(node.operand)
+        return ~_expr(node.operand, casts)
     raise TypeError(node)
 
 
 def compile_filter(text: str, schema: pa.Schema) -> CompiledFilter:
     """Parse ``text`` and check it against ``schema``; raise PredicateError if it is wrong."""
     node = _Compiler(schema, text).node(parse_predicate(text))
-    return CompiledFilter(text=text, node=node, expression=_expr(node))
+    casts = {f.name: compared_type(f.type) for f in schema if compared_type(f.type) != f.type}
+    return CompiledFilter(text=text, node=node, expression=_expr(node, casts))

@@ -6,6 +6,10 @@ tree, computed column by column (``pc.equal``, ``pc.and_kleene``...) instead of 
 Acero plan. AND, OR and NOT follow SQL's three-valued logic (Kleene's), a comparison with
 NULL is null for every row, and a null mask entry drops the row, as in the expression.
 tests/test_where.py checks that both give the same rows.
+
+Compare kernels see every column as :func:`compared_type` gives it: a dictionary column
+(pandas or polars Categorical) by its value type, a half-float column as float32 (Arrow has no
+comparison kernel for float16; the cast is exact).
 """
 
 from __future__ import annotations
@@ -32,10 +36,17 @@ from dload_arrow.catalog.predicate import (
 )
 from dload_arrow.rowfilter import Mask
 
-__all__ = ["row_mask"]
+__all__ = ["compared_type", "row_mask"]
 
 _KERNELS = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
             ">": pc.greater, ">=": pc.greater_equal}
+
+
+def compared_type(typ: pa.DataType) -> pa.DataType:
+    """The type a column of type ``typ`` is compared as (see the module docstring)."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    return pa.float32() if pa.types.is_float16(typ) else typ
 
 
 def row_mask(node: Node) -> Mask:
@@ -64,9 +75,16 @@ def _column(name: str, data: pa.RecordBatch | pa.Table) -> Any:
     return data.column(i)
 
 
+def _compared(name: str, data: pa.RecordBatch | pa.Table) -> Any:
+    """A column as compare kernels take it: decoded, half floats widened."""
+    col = _column(name, data)
+    typ = compared_type(col.type)
+    return col if typ == col.type else col.cast(typ)
+
+
 def _value(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
     if isinstance(node, Column):
-        return _column(node.name, data)
+        return _compared(node.name, data)
     assert isinstance(node, Literal)
     return scalar(node.value)
 
@@ -117,9 +135,10 @@ def _eval(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
         if any(isinstance(s, Literal) and s.value is None for s in (node.left, node.right)):
             return scalar(None)  # x = NULL is unknown for every row, as in SQL
         if isinstance(node.left, Column) and isinstance(node.right, Literal):
-            return _compare(node.op, _column(node.left.name, data), node.right.value)
+            return _compare(node.op, _compared(node.left.name, data), node.right.value)
         if isinstance(node.left, Literal) and isinstance(node.right, Column):
-            return _compare(_FLIPPED[node.op], _column(node.right.name, data), node.left.value)
+            return _compare(_FLIPPED[node.op], _compared(node.right.name, data),
+                            node.left.value)
         return _KERNELS[node.op](_value(node.left, data), _value(node.right, data))
     if isinstance(node, IsNull):
         assert isinstance(node.operand, Column)

@@ -43,8 +43,7 @@ class Pipeline:
         self._fp: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # Pickled into DataLoader workers: the definition and the pending state travel, a
-        # live iterator (threads, open files) does not.
+        # Pickled into DataLoader workers: not the live iterator (threads, open files).
         state = dict(self.__dict__)
         state["_live"] = None
         return state
@@ -120,6 +119,7 @@ class Pipeline:
         self._next_epoch = epoch + 1
         it = PipelineIterator(self, epoch, None if state is None else state[CURSOR], chunks)
         if self._live is not None:
+            self._live.replaced = True  # its next pull says so (iterator.py)
             self._live.close()
         self._live = it
         return it

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import int64_array, numpy_values, pylist
 from dload_arrow.read.samples import batch_to_samples
+from dload_arrow.read.samples import column_values as sample_values
 from dload_arrow.store.rows import field_shape
 
 __all__ = [
@@ -49,11 +50,14 @@ def chunk_take(chunk: Chunk, indices: np.ndarray) -> Chunk:
 
 
 def column_values(batch: pa.RecordBatch, i: int) -> Any:
-    """A column as numpy when it is numeric or a tensor column, else as a Python list."""
+    """A column as numpy when it is numeric or a tensor column, else as a Python list (a
+    tensor column with nulls: a list of arrays of its shape and None)."""
     field = batch.schema.field(i)
     col = batch.column(i)
     shape = field_shape(field)
-    if shape is not None and pa.types.is_fixed_size_list(col.type) and col.null_count == 0:
+    if shape is not None and pa.types.is_fixed_size_list(col.type):
+        if col.null_count:
+            return sample_values(field, col)
         flat = numpy_values(col.flatten())
         return flat.reshape((len(col), *shape))
     t = field.type

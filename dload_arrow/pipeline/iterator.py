@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.check import sharing_budget, sources_at_once
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
 from dload_arrow.pipeline.node import BEFORE, CURSOR, EPOCH, OFFSET, ItemCursor, State
@@ -40,6 +41,7 @@ class PipelineIterator(Iterator[Any]):
         self._k = 0
         self._base: State | None = None
         self._finished = False
+        self.replaced = False  # a newer iteration of the pipeline ended this one
 
     def __iter__(self) -> PipelineIterator:
         return self
@@ -61,7 +63,14 @@ class PipelineIterator(Iterator[Any]):
     def _pull(self) -> Chunk:
         if self._finished:
             raise StopIteration
-        got = self.cursor.take_with_state(1 << 62)
+        if self.replaced:
+            raise self._replaced_error()
+        try:
+            got = self.cursor.take_with_state(1 << 62)
+        except Exception as e:  # closed under it by another thread's iter()
+            if self.replaced:
+                raise self._replaced_error() from e
+            raise
         if got is None:
             self._finished = True
             self._base = None
@@ -69,6 +78,15 @@ class PipelineIterator(Iterator[Any]):
             raise StopIteration
         self._base, chunk = got
         return chunk
+
+    def _replaced_error(self) -> ConfigError:
+        return ConfigError(
+            f"this iteration (epoch {self.epoch}) of the pipeline was ended by a newer iter() "
+            "of the same pipeline: each for-loop over a pipeline starts its next epoch, one at "
+            "a time, and state_dict() follows the newest. Iterate one pipeline per thread or "
+            "loop; for a look at the data while training, use ds.head() or build a second "
+            "pipeline"
+        )
 
     def state_dict(self) -> State:
         fp = self.pipe._short_fp()

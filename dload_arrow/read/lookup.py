@@ -140,8 +140,11 @@ class RandomAccess:
     def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None) -> pa.Table:
         """Rows by position (ints, negative allowed) or by key (strs), in the order given."""
         if isinstance(items, (str, bytes, int)):
-            raise TypeError(f"take() wants a list of keys or positions, got {items!r}; use "
-                            f"take([{items!r}]) or get({items!r}) for one sample")
+            one = f"ds[{items!r}]" if isinstance(items, int) else f"get({items!r})"
+            raise TypeError(f"take() wants a list of keys or positions, got {items!r}: use "
+                            f"take([{items!r}]) or {one} for one sample"
+                            + (f", head({items!r}) for the first {items!r} rows"
+                               if isinstance(items, int) and items > 0 else ""))
         items = list(items)
         schema = projection(self.manifest.schema, columns)
         keys = [x for x in items if isinstance(x, str)]

@@ -25,7 +25,7 @@ from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest, ShardEntry
 from dload_arrow.store.names import KEY_COLUMN, check_digest, shard_path
 
-__all__ = ["RangeFile", "RowGroupReader", "ShardRef", "stored_keys"]
+__all__ = ["corrupt_shard", "RangeFile", "RowGroupReader", "ShardRef", "stored_keys"]
 
 _META_CACHE = 512
 
@@ -111,6 +111,16 @@ class RangeFile(io.RawIOBase):
         return n
 
 
+def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str) -> IntegrityError:
+    """The error for a shard whose bytes do not read back (``why``: what failed)."""
+    of = f" of dataset {dataset!r}" if dataset else ""
+    return IntegrityError(
+        f"shard {digest[:12]}{of} under {redact_url(ctx.storage.url)} is corrupt ({why}): "
+        f"restore it from a copy or commit the data again; `dload verify "
+        f"{dataset or 'NAME'}` checks every shard"
+    )
+
+
 class RowGroupReader:
     """Reads single row groups of shards through ``ctx``: from the cache, in place, or by range.
 
@@ -151,12 +161,8 @@ class RowGroupReader:
         except OSError as e:
             if "CRC" not in str(e) and "checksum" not in str(e):
                 raise
-            of = f" of dataset {dataset!r}" if dataset else ""
-            raise IntegrityError(
-                f"shard {ref.digest[:12]}{of} under {redact_url(self.ctx.storage.url)} is "
-                f"corrupt (row group {rg} fails its page checksum): restore it from a copy "
-                "or commit the data again; `dload verify NAME` checks every shard"
-            ) from e
+            raise corrupt_shard(self.ctx, ref.digest, dataset,
+                                f"row group {rg} fails its page checksum") from e
 
     def metadata(self, ref: ShardRef) -> pq.FileMetaData:
         """The parsed footer of ``ref``: memory, then the footer cache, then one ranged read."""

@@ -25,6 +25,7 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.fetcher import ShardFetcher, visits_of
 from dload_arrow.read.planner import plan_read
 from dload_arrow.read.progressive import PartialShard
+from dload_arrow.read.random_access import corrupt_shard
 from dload_arrow.read.second_decoder import SecondDecoder
 from dload_arrow.rowfilter import Predicate, filter_rows
 from dload_arrow.store.manifest import Manifest
@@ -92,8 +93,7 @@ def threads_pay_off(row_group: pq.RowGroupMetaData, names: Sequence[str]) -> boo
     Only when the columns besides the largest hold at least half its bytes: there is then
     work to run beside it (tabular rows decode 17% faster with threads). When one column
     holds nearly all the bytes (images, token sequences) nothing runs beside it, and the
-    tasks' hand-offs cost CPU: 25-30% more for the image workload's row groups, whose
-    sequential batches went 270k -> 330k rows/s without them (bench/notes/speed-work.md,
+    tasks' hand-offs cost CPU (images: 270k -> 330k rows/s without them; speed-work.md,
     "Ninth session"). The reader's own threads already decode units in parallel.
     """
     sizes = dict.fromkeys(names, 0)
@@ -105,6 +105,10 @@ def threads_pay_off(row_group: pq.RowGroupMetaData, names: Sequence[str]) -> boo
                 sizes[name] += column.total_uncompressed_size
     largest = max(sizes.values(), default=0)
     return sum(sizes.values()) - largest >= largest / 2
+
+
+class _Unreadable(Exception):
+    """A row group's bytes did not decode (the cause is chained)."""
 
 
 class _Decoder:
@@ -120,8 +124,16 @@ class _Decoder:
         if self.threads is None:
             self.threads = threads_pay_off(pf.metadata.row_group(rg), self.schema.names)
         threads = self.threads
-        got = self.decode_with(
-            lambda cols: pf.read_row_group(rg, columns=cols, use_threads=threads))
+
+        def read(cols: list[str] | None) -> pa.Table:
+            try:
+                return pf.read_row_group(rg, columns=cols, use_threads=threads)
+            except (OSError, pa.ArrowInvalid) as e:
+                if isinstance(e, FileNotFoundError):
+                    raise
+                raise _Unreadable() from e
+
+        got = self.decode_with(read)
         assert got is not None
         return got
 
@@ -219,8 +231,7 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
     big = bool(units) and manifest.shards[units[0][0]].bytes >= _EARLY_MIN_BYTES
     early = (PartialShard(ctx, manifest.shards[units[0][0]], fetcher)
              if big and not ctx.in_place else None)
-    # Parsed footers by shard: schedules that interleave shards revisit them often.
-    footers: OrderedDict[int, pq.FileMetaData] = OrderedDict()
+    footers: OrderedDict[int, pq.FileMetaData] = OrderedDict()  # parsed, by shard (revisited)
     pf: pq.ParquetFile | None = None
     try:
         visit = -1
@@ -252,14 +263,18 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 footers.move_to_end(shard)
                 if len(footers) > _FOOTERS:
                     footers.popitem(last=False)
-            if pending is not None and pending[0] == j:
-                batch = pending[1].result()
-                pending = None
-            else:
-                if (second is not None and starving and j + 1 < len(units)
-                        and units[j + 1][0] == shard):  # the same visit: decode both at once
-                    pending = (j + 1, second.submit(path, footers[shard], units[j + 1][1]))
-                batch = decoder.decode(pf, rg)
+            try:
+                if pending is not None and pending[0] == j:
+                    batch = pending[1].result()
+                    pending = None
+                else:
+                    if (second is not None and starving and j + 1 < len(units)
+                            and units[j + 1][0] == shard):  # the same visit: both at once
+                        pending = (j + 1, second.submit(path, footers[shard], units[j + 1][1]))
+                    batch = decoder.decode(pf, rg)
+            except _Unreadable as e:  # a local root's shard is read unverified (in place)
+                raise corrupt_shard(ctx, manifest.shards[shard].digest, manifest.name,
+                                    f"row group {rg} does not decode: {e.__cause__}") from e
             yield batch
         if early is not None:
             fetcher.get(0)  # the stream ends inside the first shard: its sha256 must pass

@@ -205,6 +205,8 @@ class Dataset:
 
         Comparisons (``= != <> < <= > >=``), ``IN (...)``, ``IS [NOT] NULL``, ``BETWEEN``,
         ``AND``/``OR``/``NOT`` and parentheses over columns and literals, with SQL's NULL rules.
+        Times are ISO text (``"when >= '2024-01-21'"``); against a column with a time zone, a
+        time without an offset is read as UTC. Categorical columns compare by their values.
         Row groups whose manifest statistics rule the condition out are skipped (see
         :attr:`pruning`); the rest are filtered row by row. Chained calls AND together. The
         view reads like the dataset everywhere: batches, samples, pipelines, torch, polars.
@@ -243,11 +245,14 @@ class Dataset:
         return to_arrow(self.context, self.manifest, self.units, self.predicate, columns)
 
     def to_pandas(self, columns: Sequence[str] | None = None) -> Any:
-        """Every row as a pandas DataFrame (tensor cells become numpy arrays)."""
-        return self.to_arrow(columns).to_pandas()
+        """Every row as a pandas DataFrame; a tensor cell is a numpy array of its shape."""
+        from dload_arrow.catalog.frames import pandas_frame
+
+        return pandas_frame(self.to_arrow(columns))
 
     def to_polars(self, columns: Sequence[str] | None = None) -> Any:
-        """A polars LazyFrame over the shards, with projection and predicate pushdown.
+        """A polars LazyFrame over the shards, with projection and predicate pushdown;
+        a tensor column is a ``pl.Array`` of its shape.
 
         The shard files are read in place (local root) or from the cache, checked for
         feasibility and held (not evicted) while this dataset object lives.

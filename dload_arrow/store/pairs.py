@@ -2,7 +2,7 @@
 
 Two shapes are accepted, one per stream:
 
-- ``(key, {column: value})`` pairs;
+- ``(key, {column: value})`` pairs (a ``{key: {column: value}}`` dict gives its items);
 - sample dicts, as ``ds.samples()`` yields them: the key in ``__key__`` (or in the column
   ``key=`` names), or, when no sample has one, generated keys: zero-padded row numbers in
   commit order, as for a table without keys (continuing after an append's stored rows).
@@ -59,7 +59,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
         value = None if found is None else found[1]
         if isinstance(value, np.ndarray):
             assert found is not None
-            fields.append(_tensor_field(found[0], col, value))
+            fields.append(_tensor_field(found[0], col, _native(value)))
         elif value is None:
             fields.append(pa.field(col, pa.null()))
         else:
@@ -93,10 +93,34 @@ def _first_misfit(rows: list[tuple[str, Mapping[str, Any]]], col: str, first: An
     return rows[-1][0]
 
 
+def _native(arr: np.ndarray) -> np.ndarray:
+    """``arr`` in this machine's byte order (Arrow refuses byte-swapped data)."""
+    return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
+
+
+def _tensor(key: str, field: pa.Field, value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``value`` flattened for a tensor column of ``shape``; another shape is refused (never
+    reshaped: a (3, 2) array read back as (2, 3) would be silently wrong)."""
+    arr = _native(np.asarray(value))
+    if tuple(arr.shape) != tuple(shape):
+        raise SchemaError(
+            f"sample {key!r}, column {field.name!r}: a tensor of shape {tuple(arr.shape)}, but "
+            f"the column holds tensors of shape {tuple(shape)} (the first sample's); reshape "
+            "it, or store arrays whose shapes vary as nested lists, e.g. schema=pa.schema("
+            f"[({field.name!r}, pa.list_(pa.list_(pa.float32())))]) for 2-D float32 arrays"
+        )
+    return arr.reshape(-1)
+
+
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Array:
     values = [r.get(field.name) for _, r in rows]
-    if field_shape(field) is not None:
-        values = [None if v is None else np.asarray(v).reshape(-1) for v in values]
+    shape = field_shape(field)
+    if shape is not None:
+        values = [None if v is None else _tensor(k, field, v, shape)
+                  for (k, _), v in zip(rows, values, strict=True)]
+    elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+        # arrays into a list column (shapes may vary): nested lists, as .tolist() gives
+        values = [_native(v).tolist() if isinstance(v, np.ndarray) else v for v in values]
     check_whole_numbers(rows, field, values)
     try:
         return typed_array(values, field.type)
@@ -167,8 +191,10 @@ def samples_to_batches(
                     "expected (key, {column: value}) pairs or sample dicts with a "
                     f"{KEY_COLUMN!r}, got {shown(item)}"
                 ) from e
+            if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+                k = str(int(k))  # as a sample dict's int key
             if not isinstance(k, str) or not k:
-                raise SchemaError(f"sample key {k!r} must be a non-empty string")
+                raise SchemaError(f"sample key {k!r} must be a non-empty string (or an integer)")
             if not isinstance(sample, Mapping):
                 raise SchemaError(f"sample {k!r}: expected a dict of columns, got {type(sample)}")
         chunk.append((k, sample))

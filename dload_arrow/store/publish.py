@@ -103,7 +103,7 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
     an append whose parent is no longer ``latest`` is rebased (module docstring)."""
     for attempt in itertools.count():
         try:
-            _check_unique(up.keys, known_keys)
+            _check_unique(up.keys, known_keys, up.name)
         except SchemaError as e:
             if attempt == 0:
                 raise
@@ -207,13 +207,22 @@ def _check_reused(storage: Storage, name: str, reused: list[str]) -> None:
         )
 
 
-def _check_unique(keys: list[pa.Array], known: pa.Array | None) -> None:
+def _check_unique(keys: list[pa.Array], known: pa.Array | None, name: str) -> None:
     parts = ([known] if known is not None else []) + keys
     if not parts:
         return
     allkeys = pa.chunked_array(parts, pa.string())
     counts = pc.value_counts(allkeys)
     dup = counts.filter(pc.greater(counts.field("counts"), scalar(1)))
+    if len(dup) and known is not None:
+        stored = dup.field("values").filter(pc.is_in(dup.field("values"), known))
+        if len(stored):
+            shown = ", ".join(repr(k) for k in stored[:5].to_pylist())
+            raise SchemaError(
+                f"append to {name!r}: {len(stored)} key(s) are already stored in its latest "
+                f"version (e.g. {shown}); an append adds samples and cannot replace them: give "
+                "the new samples other keys, or commit a new version holding the rows you want"
+            )
     if len(dup):
         shown = ", ".join(repr(k) for k in dup.field("values")[:5].to_pylist())
         raise SchemaError(

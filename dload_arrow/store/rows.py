@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from dload_arrow.arrays import string_array
-from dload_arrow.errors import SchemaError
+from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["SHAPE_META", "field_shape", "to_batches"]
@@ -46,6 +46,17 @@ def _with_key(schema: pa.Schema | None, key: str | None, table_schema: pa.Schema
     return key
 
 
+# Arrow's view layouts, which Parquet stores as plain strings and binary anyway and which
+# many compute kernels (take, filter) do not accept.
+_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
+
+def _storable(col: pa.Array) -> pa.Array:
+    """``col`` in a type every read path handles: string and binary views as plain ones."""
+    plain = _VIEWS.get(col.type)
+    return col if plain is None else col.cast(plain)
+
+
 def _table_batches(
     batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
     offset: int = 0,
@@ -64,9 +75,10 @@ def _table_batches(
             if keys.null_count:
                 raise SchemaError(f"key column {key!r} has null values; every sample needs a key")
         offset += batch.num_rows
-        rest = [(f.name, batch.column(i)) for i, f in enumerate(batch.schema) if f.name != key]
+        rest = [(f.name, _storable(batch.column(i))) for i, f in enumerate(batch.schema)
+                if f.name != key]
         fields = [pa.field(KEY_COLUMN, pa.string(), nullable=False)] + [
-            batch.schema.field(n) for n, _ in rest
+            batch.schema.field(n).with_type(a.type) for n, a in rest
         ]
         out = pa.RecordBatch.from_arrays([keys] + [a for _, a in rest], schema=pa.schema(fields))
         if target is None:
@@ -98,6 +110,10 @@ def to_batches(
     if schema is not None and (not schema.names or schema.names[0] != KEY_COLUMN):
         schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False), *list(schema)])
     mod = type(samples).__module__
+    if isinstance(samples, Mapping) and samples and all(
+            isinstance(v, Mapping) for v in samples.values()):
+        samples = samples.items()  # {key: sample}: the pairs
+    _refuse_shapes(samples, mod)
     if mod.startswith("polars"):
         if not hasattr(samples, "to_arrow") and hasattr(samples, "collect"):
             samples = samples.collect()  # a LazyFrame: run the query first
@@ -125,6 +141,22 @@ def to_batches(
     from dload_arrow.store.pairs import samples_to_batches  # it imports this module
 
     return samples_to_batches(samples, schema, key, key_offset)
+
+
+def _refuse_shapes(samples: Any, mod: str) -> None:
+    """Refuse inputs that look like data but are not rows: a dict, a Series."""
+    if isinstance(samples, Mapping):
+        raise SchemaError(
+            f"cannot commit a dict (its keys {shown(list(samples)[:5])} would be read as "
+            "samples): a dict of columns is a table, pass pa.table(d) or a DataFrame; one "
+            "sample goes in a list, [d]; a dict of samples maps each key to a dict of columns"
+        )
+    if mod.startswith(("pandas", "polars")) and hasattr(samples, "to_frame") and not hasattr(
+            samples, "columns"):
+        raise SchemaError(
+            f"cannot commit a {mod.split('.')[0]} Series: a commit takes rows of columns; pass "
+            "series.to_frame() (one column, named after the series)"
+        )
 
 
 def _warn_dropped_index(df: Any) -> None:

@@ -51,14 +51,17 @@ class ShardData:
 
 
 def is_scalar(typ: pa.DataType) -> bool:
-    """Columns the manifest keeps min/max statistics for."""
+    """Columns the manifest keeps min/max statistics for (durations and intervals have no
+    min/max kernel: they are stored without statistics)."""
     return (
         pa.types.is_integer(typ)
         or pa.types.is_floating(typ)
         or pa.types.is_boolean(typ)
         or pa.types.is_string(typ)
         or pa.types.is_large_string(typ)
-        or pa.types.is_temporal(typ)
+        or pa.types.is_timestamp(typ)
+        or pa.types.is_date(typ)
+        or pa.types.is_time(typ)
     )
 
 

@@ -1,0 +1,144 @@
+"""QA pass 4 (a newcomer's first hours): commit inputs, column types, batches, iterations.
+
+Each test fails on the code before the fix it names.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from readback import shard_paths
+
+from dload_arrow import ConfigError, IntegrityError, Repository, SchemaError
+
+SMALL: dict[str, Any] = {"progress": False}
+
+
+def test_a_tensor_of_another_shape_is_refused_not_reshaped(repo: Repository) -> None:
+    a = np.arange(6).reshape(2, 3)
+    for other in (a.reshape(3, 2), np.arange(6), a.reshape(6, 1)):
+        shape = re.escape(str(tuple(other.shape)))
+        with pytest.raises(SchemaError, match=r"sample 'b', column 'x': a tensor of shape "
+                           rf"{shape}.*holds tensors of shape \(2, 3\)"):
+            repo.commit("t", [("a", {"x": a}), ("b", {"x": other})], **SMALL)
+    repo.commit("t", [("a", {"x": a})], **SMALL)
+    with pytest.raises(SchemaError, match=r"shape \(3, 2\)"):
+        repo.append("t", [("b", {"x": a.reshape(3, 2)})])
+    assert [s["x"].shape for s in repo.dataset("t").samples()] == [(2, 3)]
+
+
+def test_arrays_whose_shapes_vary_go_into_a_nested_list_column(repo: Repository) -> None:
+    rows = [("a", {"x": np.ones((2, 2), np.float32)}), ("b", {"x": np.zeros((3, 1), np.float32)})]
+    schema = pa.schema([("x", pa.list_(pa.list_(pa.float32())))])
+    repo.commit("r", rows, schema=schema, **SMALL)
+    got = {s["__key__"]: s["x"] for s in repo.dataset("r").samples()}
+    assert got == {"a": [[1.0, 1.0], [1.0, 1.0]], "b": [[0.0], [0.0], [0.0]]}
+
+
+def test_big_endian_arrays_are_stored_by_value(repo: Repository) -> None:
+    t = np.arange(6, dtype=">f4").reshape(2, 3)
+    repo.commit("be", [("a", {"t": t, "n": np.int64(7).astype(">i8")})], **SMALL)
+    s = repo.dataset("be").get("a")
+    assert s["t"].dtype == np.float32 and s["t"].tolist() == t.tolist()
+
+
+def test_durations_commit_without_statistics(repo: Repository) -> None:
+    df = pd.DataFrame({"d": pd.to_timedelta([1, 2], unit="s"), "n": [1, 2]})
+    repo.commit("dur", df, **SMALL)
+    repo.commit("dur2", [("a", {"d": dt.timedelta(seconds=3)})], **SMALL)
+    assert [s["d"] for s in repo.dataset("dur").samples()] == [
+        dt.timedelta(seconds=1), dt.timedelta(seconds=2)]
+    assert repo.dataset("dur2").get("a")["d"] == dt.timedelta(seconds=3)
+
+
+def test_string_view_columns_are_stored_as_strings(repo: Repository) -> None:
+    table = pa.table({"id": ["a", "b"], "s": pa.array(["x", "y"], pa.string_view()),
+                      "n": [1, 2]})
+    repo.commit("sv", table, key="id", **SMALL)
+    ds = repo.dataset("sv")
+    assert ds.schema.field("s").type == pa.string()
+    assert ds.where("n = 2").to_arrow().column("s").to_pylist() == ["y"]
+    assert sorted(s["s"] for s in ds.shuffle(seed=0)) == ["x", "y"]
+    assert ds.take(["b"]).column("s").to_pylist() == ["y"]
+
+
+def test_a_batch_keeps_tensor_shapes_when_some_rows_are_null(repo: Repository) -> None:
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    repo.commit("nt", [("a", {"x": x}), ("b", {"x": None}), ("c", {"x": x + 1})], **SMALL)
+    batch = next(iter(repo.dataset("nt").pipeline().batch(3)))
+    got = batch["x"]
+    assert got[1] is None and got[0].shape == (2, 2) and got[2].tolist() == (x + 1).tolist()
+
+
+def test_input_shapes_get_answers(repo: Repository) -> None:
+    repo.commit("ik", [(1, {"x": 1}), (2, {"x": 2})], **SMALL)
+    assert [s["__key__"] for s in repo.dataset("ik").samples()] == ["1", "2"]
+    repo.commit("ds", {"a": {"x": 1}, "b": {"x": 2}}, **SMALL)  # {key: sample}
+    assert {s["__key__"]: s["x"] for s in repo.dataset("ds").samples()} == {"a": 1, "b": 2}
+    with pytest.raises(SchemaError, match=r"cannot commit a dict .*pa\.table\(d\)"):
+        repo.commit("bad", {"x": [1, 2], "y": [3, 4]}, **SMALL)
+    with pytest.raises(SchemaError, match=r"pandas Series.*to_frame\(\)"):
+        repo.commit("bad", pd.Series([1, 2], name="x"), **SMALL)
+
+
+def test_take_of_an_int_points_to_indexing_and_head(repo: Repository) -> None:
+    repo.commit("tk", [(f"k{i}", {"x": i}) for i in range(20)], **SMALL)
+    ds = repo.dataset("tk")
+    with pytest.raises(TypeError, match=r"take\(\[10\]\) or ds\[10\].*head\(10\)"):
+        ds.take(10)  # type: ignore[arg-type]
+    assert ds[10]["x"] == 10
+
+
+def test_an_append_of_a_stored_key_says_it_is_stored(repo: Repository) -> None:
+    repo.commit("ak", [("a", {"x": 1})], **SMALL)
+    with pytest.raises(SchemaError, match=r"append to 'ak': 1 key\(s\) are already stored.*"
+                       r"'a'.*cannot replace them"):
+        repo.append("ak", [("a", {"x": 2})])
+
+
+def test_an_iteration_replaced_by_a_newer_one_says_so(repo: Repository) -> None:
+    repo.commit("it", [(f"k{i:04d}", {"x": i}) for i in range(3000)], **SMALL)
+    pipe = repo.dataset("it").shuffle(500, seed=1)
+    training = iter(pipe)
+    seen = [next(training) for _ in range(300)]
+    assert len(seen) == 300
+    next(iter(pipe))  # a peek: a new epoch of the same pipeline
+    with pytest.raises(ConfigError, match=r"ended by a newer iter\(\) of the same pipeline"):
+        for _ in range(3000):
+            next(training)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            for _ in pipe:
+                pass
+        except BaseException as e:  # collected for the assertion
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(isinstance(e, ConfigError) for e in errors), errors
+
+
+def test_streaming_a_corrupt_local_shard_names_it(repo: Repository) -> None:
+    repo.commit("cs", [(f"k{i:04d}", {"s": f"value-{i}" * 50}) for i in range(400)], **SMALL)
+    (obj,) = shard_paths(repo, "cs")
+    path = repo.storage.local_path(obj)
+    assert path is not None
+    data = bytearray(Path(path).read_bytes())
+    mid = len(data) // 3
+    data[mid:mid + 64] = bytes(64)  # zeroes inside the column data
+    Path(path).write_bytes(bytes(data))
+    with pytest.raises(IntegrityError, match=r"shard [0-9a-f]{12} of dataset 'cs'.*corrupt"):
+        list(repo.dataset("cs").samples())
