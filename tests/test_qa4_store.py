@@ -142,3 +142,28 @@ def test_streaming_a_corrupt_local_shard_names_it(repo: Repository) -> None:
     Path(path).write_bytes(bytes(data))
     with pytest.raises(IntegrityError, match=r"shard [0-9a-f]{12} of dataset 'cs'.*corrupt"):
         list(repo.dataset("cs").samples())
+
+
+def test_dataframes_of_tensor_columns_commit_back_as_tensors(repo: Repository) -> None:
+    x = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
+    repo.commit("t", [("a", {"x": x[0]}), ("b", {"x": None}), ("c", {"x": x[1]})], **SMALL)
+    ds = repo.dataset("t")
+    repo.commit("from_pandas", ds.to_pandas(), key="__key__", **SMALL)
+    repo.commit("from_polars", ds.to_polars(), key="__key__", **SMALL)
+    for name in ("from_pandas", "from_polars"):
+        copy = repo.dataset(name)
+        assert copy.schema.field("x").type == pa.list_(pa.float32(), 6), name
+        got = {s["__key__"]: s["x"] for s in copy.samples()}
+        assert got["b"] is None and got["c"].shape == (2, 3), name
+        assert got["c"].tolist() == x[1].tolist(), name
+
+
+def test_integer_dictionary_columns_read_back(repo: Repository) -> None:
+    table = pa.table({"n": pa.array([3, 1, 3]).dictionary_encode(),
+                      "s": pa.array(["a", "b", "a"]).dictionary_encode()})
+    repo.commit("dict", table, **SMALL)
+    ds = repo.dataset("dict")
+    assert ds.schema.field("n").type == pa.int64()  # decoded: Arrow cannot read it back
+    assert pa.types.is_dictionary(ds.schema.field("s").type)  # a categorical stays one
+    assert [(s["n"], s["s"]) for s in ds.samples()] == [(3, "a"), (1, "b"), (3, "a")]
+    assert ds.where("n = 3").to_arrow().num_rows == 2

@@ -11,12 +11,10 @@ import pyarrow as pa
 
 from dload_arrow.errors import NotFoundError
 from dload_arrow.read.context import ReadContext
+from dload_arrow.repository.shortcuts import PipelineShortcuts
 from dload_arrow.store.manifest import Manifest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from dload_arrow.pipeline.base import Pipeline
     from dload_arrow.read.lookup import RandomAccess
     from dload_arrow.read.planner import ReadPlan
     from dload_arrow.repository.repository import Repository
@@ -28,7 +26,7 @@ __all__ = ["Dataset"]
 _RAISE: Any = object()  # get()'s default: raise NotFoundError
 
 
-class Dataset:
+class Dataset(PipelineShortcuts):
     """A dataset version: metadata from its manifest, and the read methods.
 
     Obtain one from :meth:`Repository.dataset`. Everything here is immutable: the version id
@@ -289,36 +287,3 @@ class Dataset:
         from dload_arrow.catalog.explore import describe
 
         return describe(self.context, self.manifest, self.units, self.predicate, exact)
-
-    # --- pipelines (issue: pipelines) -------------------------------------------------------
-
-    def pipeline(self, columns: Sequence[str] | None = None) -> Pipeline:
-        """This version (or view) as a lazy, resumable pipeline, rows in storage order."""
-        from dload_arrow.pipeline.dataset import DatasetPipe
-
-        return DatasetPipe(self, columns)
-
-    def shuffle(
-        self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False
-    ) -> Pipeline:
-        """A shuffled pipeline: windowed (``buffer`` rows or bytes like ``"256MB"``; shard
-        and row-group order permuted, rows permuted within windows) or ``full=True`` (uniform;
-        the whole view must fit the cache budget)."""
-        return self.pipeline().shuffle(buffer, seed, full=full)
-
-    def map(self, fn: Callable[[Any], Any]) -> Pipeline:
-        """``self.pipeline().map(fn)``: ``fn`` gets each row as a dict."""
-        return self.pipeline().map(fn)
-
-    def map_batches(self, fn: Callable[[Any], Any], *, rows_preserved: bool = False) -> Pipeline:
-        """``self.pipeline().map_batches(fn)``: ``fn`` gets pyarrow RecordBatches."""
-        return self.pipeline().map_batches(fn, rows_preserved=rows_preserved)
-
-    def filter(self, predicate: Any) -> Pipeline:
-        """``self.pipeline().filter(predicate)`` (a function of a row dict, or an Expression)."""
-        return self.pipeline().filter(predicate)
-
-    def batch(self, size: int, drop_last: bool = False,
-              collate: Callable[[Any], Any] | None = None) -> Pipeline:
-        """``self.pipeline().batch(size)``: dicts of column -> numpy array or list."""
-        return self.pipeline().batch(size, drop_last, collate)

@@ -26,7 +26,7 @@ from dload_arrow.store.lossless import check_whole_numbers
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
 
-__all__ = ["samples_to_batches"]
+__all__ = ["samples_to_batches", "tensor_column"]
 
 _CHUNK = 1024  # samples per batch
 
@@ -110,6 +110,17 @@ def _tensor(key: str, field: pa.Field, value: Any, shape: tuple[int, ...]) -> np
             f"[({field.name!r}, pa.list_(pa.list_(pa.float32())))]) for 2-D float32 arrays"
         )
     return arr.reshape(-1)
+
+
+def tensor_column(name: str, values: list[Any]) -> tuple[pa.Field, pa.Array]:
+    """A tensor column of numpy ``values`` (None: null), all of the first one's shape."""
+    first = next(v for v in values if v is not None)
+    field = _tensor_field("row 0", name, _native(np.asarray(first)))
+    shape = field_shape(field)
+    assert shape is not None
+    flat = [None if v is None else _tensor(f"row {i}", field, v, shape)
+            for i, v in enumerate(values)]
+    return field, typed_array(flat, field.type)
 
 
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Array:

@@ -46,21 +46,12 @@ def _with_key(schema: pa.Schema | None, key: str | None, table_schema: pa.Schema
     return key
 
 
-# Arrow's view layouts, which Parquet stores as plain strings and binary anyway and which
-# many compute kernels (take, filter) do not accept.
-_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
-
-
-def _storable(col: pa.Array) -> pa.Array:
-    """``col`` in a type every read path handles: string and binary views as plain ones."""
-    plain = _VIEWS.get(col.type)
-    return col if plain is None else col.cast(plain)
-
-
 def _table_batches(
     batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
     offset: int = 0,
 ) -> Iterator[pa.RecordBatch]:
+    from dload_arrow.store.table_columns import storable  # it imports this module
+
     first = offset  # generated keys continue from the rows already stored
     target: pa.Schema | None = schema
     for batch in batches:
@@ -75,11 +66,9 @@ def _table_batches(
             if keys.null_count:
                 raise SchemaError(f"key column {key!r} has null values; every sample needs a key")
         offset += batch.num_rows
-        rest = [(f.name, _storable(batch.column(i))) for i, f in enumerate(batch.schema)
+        rest = [storable(f, batch.column(i)) for i, f in enumerate(batch.schema)
                 if f.name != key]
-        fields = [pa.field(KEY_COLUMN, pa.string(), nullable=False)] + [
-            batch.schema.field(n).with_type(a.type) for n, a in rest
-        ]
+        fields = [pa.field(KEY_COLUMN, pa.string(), nullable=False)] + [f for f, _ in rest]
         out = pa.RecordBatch.from_arrays([keys] + [a for _, a in rest], schema=pa.schema(fields))
         if target is None:
             target = out.schema
@@ -119,8 +108,14 @@ def to_batches(
             samples = samples.collect()  # a LazyFrame: run the query first
         samples = samples.to_arrow()
     elif mod.startswith("pandas"):
+        from dload_arrow.store.table_columns import pandas_tensors
+
         _warn_dropped_index(samples)
-        samples = pa.Table.from_pandas(samples, preserve_index=False)
+        order = [str(c) for c in samples.columns]
+        plain, tensors = pandas_tensors(samples)
+        samples = pa.Table.from_pandas(plain, preserve_index=False)
+        for name, (field, arr) in tensors.items():
+            samples = samples.add_column(order.index(name), field, arr)
     if isinstance(samples, pa.RecordBatch):
         samples = pa.Table.from_batches([samples])
     if isinstance(samples, pa.Table):
