@@ -159,3 +159,16 @@ def test_a_time_literal_that_does_not_parse_names_the_column_and_the_fix(
     with pytest.raises(PredicateError, match=r"'soon' is not a timestamp.*column 'when'.*"
                                              r"write an ISO time, e.g. '2024-01-21'"):
         ds.where("when > 'soon'")
+
+
+@pytest.mark.parametrize("condition", ["x > 1", "x >= 0", "x < 1", "x != 2", "x = 2",
+                                       "x between 0 and 3", "not x > 1", "x in (2.0, 0.5)"])
+def test_nan_rows_match_the_same_conditions_in_arrow_and_polars(
+        repo: Repository, condition: str) -> None:
+    """NaN is unequal to everything (IEEE, as the row filter compares); polars alone would put
+    it above every number and keep it for ``x > 1``."""
+    repo.commit("nan", pa.table({"x": [0.5, float("nan"), 2.0, None]}), progress=False)
+    view = repo.dataset("nan").where(condition)
+    arrow = view.to_arrow().column("__key__").to_pylist()
+    assert view.to_polars().collect()["__key__"].to_list() == arrow
+    assert [s["__key__"] for s in view.samples()] == arrow

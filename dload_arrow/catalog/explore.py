@@ -149,7 +149,8 @@ def _pl() -> Any:
 
 
 def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
-    """The polars expression of a compiled filter tree (same NULL semantics as SQL).
+    """The polars expression of a compiled filter tree (same NULL semantics as SQL, and with
+    the ``schema``, NaN compared as the row filter compares it: unequal to everything).
 
     With the ``schema``, string dictionary columns (polars Categorical) compare as strings,
     as in :mod:`dload_arrow.catalog.masks` (a Categorical's order is not the strings' in
@@ -158,6 +159,8 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
     pl = _pl()
     ops = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
            ">": operator.gt, ">=": operator.ge}
+    floats = set() if schema is None else {
+        f.name for f in schema if pa.types.is_floating(f.type)}
     strings = set() if schema is None else {
         f.name for f in schema if pa.types.is_dictionary(f.type) and (
             pa.types.is_string(f.type.value_type) or pa.types.is_large_string(f.type.value_type))}
@@ -174,7 +177,13 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
         if isinstance(n, Compare):
             if any(isinstance(s, Literal) and s.value is None for s in (n.left, n.right)):
                 return pl.lit(None, dtype=pl.Boolean)
-            return ops[n.op](value(n.left), value(n.right))
+            e = ops[n.op](value(n.left), value(n.right))
+            # NaN as Arrow (IEEE) compares it, not as polars (NaN = NaN, NaN above all)
+            for side in (n.left, n.right):
+                if isinstance(side, Column) and side.name in floats:
+                    nan = pl.col(side.name).is_nan()
+                    e = (e | nan) if n.op == "!=" else (e & ~nan)
+            return e
         if isinstance(n, IsNull):
             e = value(n.operand).is_null()
             return ~e if n.negated else e
