@@ -6,6 +6,10 @@ Each setting is resolved, first match wins: an explicit argument, the environmen
 ``~/.config/dload/config.toml``, then the defaults (a local root in the user's data dir, the
 cache in ``~/.cache/dload``, budget ``auto`` = half the free disk). Credentials are never
 settings: S3 takes them from the standard AWS chain.
+
+A relative ``root`` or ``cache_dir`` in a config file is relative to the directory holding that
+file, so every subdirectory of a project sees the same root; one from an argument or the
+environment is relative to the working directory, as paths typed in a shell are.
 """
 
 from __future__ import annotations
@@ -78,6 +82,23 @@ def find_up(filename: str, start: Path | None = None) -> Path | None:
     return None
 
 
+_PATH_KEYS = ("root", "cache_dir")
+
+
+def _anchor_paths(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``data`` with a relative local ``root`` / ``cache_dir`` made absolute against the
+    directory of the config file ``path`` (URLs such as ``s3://`` are left alone)."""
+    out = dict(data)
+    for key in _PATH_KEYS:
+        value = out.get(key)
+        if not value or "://" in value:
+            continue
+        expanded = os.path.expanduser(value)
+        if not os.path.isabs(expanded):
+            out[key] = os.path.normpath(path.absolute().parent / expanded)
+    return out
+
+
 def _load_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
@@ -96,7 +117,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
             kind = "text or a number of bytes" if key == "cache_budget" else "text"
             raise ConfigError(f"config file {path}: {key} = {value!r} must be {kind}, e.g. "
                               f"{key} = {_EXAMPLES[key]}")
-    return data
+    return _anchor_paths(data, path)
 
 
 _EXAMPLES = {"root": '"s3://bucket/datasets"', "cache_dir": '"/scratch/dload-cache"',

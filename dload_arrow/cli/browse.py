@@ -17,7 +17,7 @@ from dload_arrow.cli.output import (
 )
 from dload_arrow.errors import NotFoundError
 from dload_arrow.sizes import format_bytes
-from dload_arrow.store.names import KEY_COLUMN, shard_path
+from dload_arrow.store.names import KEY_COLUMN, manifest_path, shard_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -26,9 +26,7 @@ __all__ = ["COMMANDS", "diff", "head", "info", "log", "ls", "recipe", "versions"
 
 
 def _when(t: float | None) -> str | None:
-    if not t:
-        return None
-    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(t))
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(t)) if t else None
 
 
 def _field(f: pa.Field) -> dict[str, Any]:
@@ -39,27 +37,54 @@ def _field(f: pa.Field) -> dict[str, Any]:
     return {"name": f.name, "type": typ, "shape": list(shape) if shape is not None else None}
 
 
+def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dict[str, Any]:
+    """One dataset's latest version (never the pinned one), and its pin if dload.lock has one."""
+    vid, pin = repo.resolve(name, "latest"), pins.get(name)
+    try:
+        m = repo.manifest(name, vid)
+    except NotFoundError:  # latest names a manifest that is gone: listed, sizes unknown
+        m = None
+    pinned = None if pin is None else {"version": pin, "lock": lock, "exists": pin == vid
+                                       or repo.storage.exists(manifest_path(name, pin))}
+    return {"name": name, "version": vid, "rows": m and m.num_rows, "bytes": m and m.num_bytes,
+            "shards": m and len(m.shards), "pinned": pinned}
+
+
+def _pin_text(pinned: dict[str, Any] | None) -> str | None:
+    return pinned["version"][:12] + ("" if pinned["exists"] else " (gone)") if pinned else None
+
+
 @click.command()
 @root_options
 @json_option
 def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_json: bool) -> None:
     """List the datasets under the root with their latest version.
 
+    A pin in dload.lock shows in a `pinned` column, marked "(gone)" if the root lacks it.
+
     \b
     Example:
       dload ls --root s3://my-bucket/datasets
     """
+    from dload_arrow.repository.lock import lock_path, read_lock
+
     repo = open_repo(root, cache_dir, cache_budget)
-    rows = []
-    for name in repo.datasets():
-        try:
-            m = repo.manifest(name)
-        except NotFoundError:  # manifests without a ref (a crashed first commit)
-            continue
-        rows.append({"name": name, "version": m.version, "rows": m.num_rows,
-                     "bytes": m.num_bytes, "shards": len(m.shards)})
-    emit(rows, as_json, lambda: print_table(
-        [{**r, "version": r["version"][:12], "bytes": format_bytes(r["bytes"])} for r in rows]))
+    pins = read_lock(path := lock_path())  # {} when there is no dload.lock
+    rows = [_ls_row(repo, name, pins, str(path) if path else None) for name in repo.datasets()]
+    pinned = [r["pinned"] for r in rows if r["pinned"]]
+
+    def text() -> None:
+        cols = ["name", "version", "rows", "bytes", "shards"] + (["pinned"] if pinned else [])
+        print_table([{**r, "version": r["version"][:12], "bytes": r["bytes"] if r["bytes"] is None
+                      else format_bytes(r["bytes"]), "pinned": _pin_text(r["pinned"])}
+                     for r in rows], cols)
+        if pinned:
+            gone = not all(p["exists"] for p in pinned)
+            click.echo(f"pinned by {path}: NAME without @VERSION reads the pinned version"
+                       + ("; (gone): this root lacks it" if gone else "")
+                       + "; `dload unpin NAME` follows latest")
+
+    emit(rows, as_json, text)
 
 
 @click.command()
@@ -168,9 +193,7 @@ def _head_table(ds: Any, n: int) -> pa.Table:
     import pyarrow as pa
 
     got = ds.head(n)
-    if isinstance(got, pa.Table):
-        return got
-    return pa.Table.from_pylist(list(got))
+    return got if isinstance(got, pa.Table) else pa.Table.from_pylist(list(got))
 
 
 @click.command()

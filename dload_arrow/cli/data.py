@@ -150,11 +150,14 @@ def _sha256(storage: Any, path: str, size: int, bar: Any) -> str:
     h = hashlib.sha256()
     local = storage.local_path(path)
     if local:
-        with open(local, "rb") as f:
-            while chunk := f.read(_CHUNK):
-                h.update(chunk)
-                if bar is not None:
-                    bar.update(len(chunk))
+        try:
+            with open(local, "rb") as f:
+                while chunk := f.read(_CHUNK):
+                    h.update(chunk)
+                    if bar is not None:
+                        bar.update(len(chunk))
+        except FileNotFoundError as e:  # said as the storage's own read says it
+            raise NotFoundError(f"no object {path!r} under {storage.url}") from e
         return h.hexdigest()
     for start in range(0, size, _CHUNK):
         chunk = storage.read_range(path, start, min(size, start + _CHUNK))

@@ -1,4 +1,4 @@
-"""``dload demo``: the whole tour in about ten seconds on the embedded default root.
+"""``dload demo``: the whole tour in about ten seconds on the configured (else the default) root.
 
 It writes a small image-like dataset as a folder of files and another as a tar.zst archive,
 commits both (the archive streamed, never extracted), commits the folder again to show the
@@ -38,7 +38,9 @@ def _train(pipe: Any, steps: int) -> dict[str, Any]:
 
 @click.command()
 @click.option("--root", default=None,
-              help="Root to use (default: the embedded default, a local directory).")
+              help="Root to use (default: as for every command, DLOAD_ROOT, then dload.toml, "
+                   "then the user config, else a local directory in your data dir; the first "
+                   "line printed names it).")
 @click.option("--samples", type=click.IntRange(min=1), default=256, show_default=True,
               help="Samples in the folder dataset.")
 @click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True,
@@ -47,7 +49,8 @@ def _train(pipe: Any, steps: int) -> dict[str, Any]:
 def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
     """Tour dload: ingest a folder and an archive, recommit, SQL, train on a shuffled mix.
 
-    Runs in seconds on the default root (a local directory; see `dload status`).
+    Runs in seconds on the configured root (`dload status` shows which; with nothing
+    configured, a local directory). It writes datasets demo-images and demo-extra there.
 
     \b
     Example:

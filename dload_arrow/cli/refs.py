@@ -3,32 +3,29 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import click
 
 from dload_arrow.cli.output import emit, json_option, open_repo, parse_spec, root_options
-from dload_arrow.errors import ConfigError, NotFoundError
+from dload_arrow.errors import ConfigError
 from dload_arrow.sizes import format_bytes
-from dload_arrow.storage import redact_url
 
 __all__ = ["COMMANDS", "gc", "pin", "rm", "tag", "unpin"]
 
 
-def _resolving(repo: Any, name: str, fn: Callable[[], str]) -> str:
-    """``fn()``; when it finds no version, say so about the dataset if NAME is unknown.
+def _pin_warning(repo: Any, name: str, version: str | None) -> str | None:
+    """The warning for removing the version of ``name`` that dload.lock pins (or, with no
+    ``version``, the whole pinned dataset); None when no pin is affected."""
+    from dload_arrow.repository.lock import lock_path, read_lock
 
-    Resolving ``nope@latest`` fails with "no version or tag 'latest'", which hides the
-    real mistake: the dataset name.
-    """
-    try:
-        return fn()
-    except NotFoundError as e:
-        if name in repo.datasets():
-            raise
-        raise NotFoundError(f"no dataset {name!r} under {redact_url(repo.storage.url)}; "
-                            "`dload ls` lists the datasets there") from e
+    path = lock_path()
+    pinned = read_lock(path).get(name) if path is not None else None
+    if pinned is None or (version is not None and repo.resolve(name, version) != pinned):
+        return None
+    return (f"warning: {path} pins {name} to {pinned[:12]}; once it is removed, reading {name} "
+            f"without @VERSION fails: run `dload unpin {name}` (or `dload pin {name}` to pin "
+            "latest)")
 
 
 @click.command()
@@ -47,7 +44,7 @@ def pin(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | 
     """
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
-    vid = _resolving(repo, name, lambda: repo.pin(name, version))
+    vid = repo.pin(name, version)
     emit({"name": name, "version": vid}, as_json, lambda: click.echo(f"pinned {name}@{vid}"))
 
 
@@ -84,7 +81,7 @@ def tag(spec: str, tag_name: str, root: str | None, cache_dir: str | None,
     """
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
-    vid = _resolving(repo, name, lambda: repo.tag(name, version or "latest", tag_name))
+    vid = repo.tag(name, version or "latest", tag_name)
     emit({"name": name, "tag": tag_name, "version": vid}, as_json,
          lambda: click.echo(f"tagged {name}@{vid[:12]} as {tag_name}"))
 
@@ -107,6 +104,9 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     what = f"version {version} of {name!r}" if version else f"dataset {name!r} (every version)"
     repo.versions(name)  # unknown dataset: a clear error before asking anything
+    warning = _pin_warning(repo, name, version)
+    if warning:  # before the question, so the answer can take it into account
+        click.echo(warning, err=True)
     if not yes:
         if not sys.stdin.isatty():
             raise ConfigError(f"refusing to remove {what} without --yes (stdin is not a terminal)")

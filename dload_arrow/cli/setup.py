@@ -16,7 +16,6 @@ from dload_arrow.cli.output import (
     emit,
     json_option,
     open_repo,
-    print_table,
     root_options,
     root_problem,
 )
@@ -32,6 +31,26 @@ _CREDENTIAL_ENV = (
     "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 )
+
+
+def _absolute(value: str | None) -> str | None:
+    """A relative local path made absolute against the working directory (URLs unchanged).
+
+    A user config applies wherever dload runs, so a path typed relative to the working
+    directory must not be read later relative to the config file's directory."""
+    if value is None or "://" in value or os.path.isabs(os.path.expanduser(value)):
+        return value
+    return os.path.abspath(value)
+
+
+def _shown_path(value: str | None) -> str | None:
+    """A local path setting as it is used: absolute (a relative one from --root or an env var
+    is relative to the working directory); URLs as given, without credentials."""
+    if not value:
+        return None
+    if "://" in value:
+        return redact_url(value)
+    return os.path.abspath(os.path.expanduser(value))
 
 
 def _check_budget(value: str) -> str:
@@ -54,6 +73,10 @@ def init(scope: str, root: str | None, cache_dir: str | None, cache_budget: str 
          endpoint_url: str | None, as_json: bool) -> None:
     """Write settings to the user config or to ./dload.toml (keeps other keys).
 
+    A relative --root or --cache-dir is stored as given in ./dload.toml, where it is read
+    relative to the directory holding the file (the same from every subdirectory), and made
+    absolute in the user config.
+
     \b
     Example:
       dload init --project --root s3://my-bucket/datasets --cache-budget 200GB
@@ -69,6 +92,8 @@ def init(scope: str, root: str | None, cache_dir: str | None, cache_budget: str 
              "endpoint_url": endpoint_url}
     if cache_budget is not None:
         _check_budget(cache_budget)
+    if scope == "user":
+        given["root"], given["cache_dir"] = _absolute(root), _absolute(cache_dir)
     current.update({k: v for k, v in given.items() if v is not None})
     lines = [f"# dload settings ({scope}); keys: {', '.join(KEYS)}"]
     lines += [f"{k} = {json.dumps(str(current[k]))}" for k in KEYS if k in current]
@@ -126,7 +151,8 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     reach = _reach(repo)
     out = {
         "settings": {
-            k: {"value": redact_url(str(getattr(settings, k))) if getattr(settings, k) else None,
+            k: {"value": _shown_path(getattr(settings, k)) if k in ("root", "cache_dir") else
+                redact_url(str(getattr(settings, k))) if getattr(settings, k) else None,
                 "source": settings.sources.get(k)}
             for k in KEYS
         },
@@ -136,8 +162,12 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     }
 
     def text() -> None:
-        print_table([{"setting": k, "value": v["value"], "from": v["source"]}
-                     for k, v in out["settings"].items()])
+        # not print_table: it shortens cells to 40 characters, and a path must show whole
+        rows = [("setting", "value", "from")] + [
+            (k, v["value"] or "-", v["source"] or "-") for k, v in out["settings"].items()]
+        widths = [max(len(r[i]) for r in rows) for i in range(2)]
+        for r in rows:
+            click.echo(f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}")
         if not reach["reachable"]:
             state = f"NOT reachable: {reach['error']}"
         elif reach["exists"] is False:

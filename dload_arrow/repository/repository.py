@@ -15,6 +15,7 @@ from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
 from dload_arrow.repository.lock import read_lock, stale_pin
+from dload_arrow.repository.missing import unknown_dataset
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
 from dload_arrow.storage import Storage, open_storage, redact_url
@@ -92,8 +93,8 @@ class Repository(VersionsMixin):
         Args:
             name: dataset name (letters, digits, ``._-``).
             samples: sample dicts (as ``ds.samples()`` yields them), ``(key, {column:
-                value})`` pairs, a pyarrow Table or RecordBatchReader, or a polars/pandas
-                DataFrame.
+                value})`` pairs or a ``{key: {column: value}}`` dict, a pyarrow Table or
+                RecordBatchReader, or a polars/pandas DataFrame.
             key: the key column of a table or of sample dicts (default ``__key__``; where
                 there is none, keys are generated row numbers).
             meta: JSON-serialisable user metadata stored in the manifest.
@@ -178,8 +179,12 @@ class Repository(VersionsMixin):
         vid = self.resolve(name, version)
         try:
             return self.manifests.get(name, vid)
-        except NotFoundError as e:
-            better = stale_pin(name, vid, e) if version is None else e
+        except (NotFoundError, InvalidNameError) as e:  # the latter: cached under another name
+            if version is not None and not self._version_ids(name):  # a mistyped name with an id
+                raise NotFoundError(self._missing(name)) from e
+            if version is not None or not isinstance(e, NotFoundError):
+                raise
+            better = stale_pin(name, vid, e)  # a pin to a version this root lacks, if pinned
             if better is e:
                 raise
             raise better from e
@@ -203,11 +208,12 @@ class Repository(VersionsMixin):
             ref = None
         if ref is not None:
             return ref.version
-        matches = [v for v in self._version_ids(name) if v.startswith(version.lower())]
+        ids = self._version_ids(name)
+        matches = [v for v in ids if v.startswith(version.lower())]
         if len(matches) == 1:
             return matches[0]
-        if not matches:
-            raise NotFoundError(self._missing(name) if version == "latest" else (
+        if not matches:  # no version at all: the name is the mistake, not the version
+            raise NotFoundError(self._missing(name) if version == "latest" or not ids else (
                 f"{name!r} has no version or tag {version!r}; list them with "
                 f"`dload versions {name}`"))
         raise NotFoundError(
@@ -216,12 +222,7 @@ class Repository(VersionsMixin):
         )
 
     def _missing(self, name: str) -> str:
-        known = self.datasets()
-        hint = f" Known datasets: {', '.join(known[:10])}." if known else " The root is empty."
-        return (
-            f"no dataset {name!r} under {redact_url(self.storage.url)}.{hint} "
-            "Create it with repo.commit() or `dload commit`."
-        )
+        return unknown_dataset(name, self.datasets(), redact_url(self.storage.url))
 
     def dataset(self, name: str, version: str | None = None) -> Dataset:
         """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""

@@ -1,0 +1,37 @@
+"""The error text for a dataset name the root does not hold: close matches, then known names.
+
+One wording for every caller (``dataset``, ``versions``, ``tag``, ``pin``, ``rm``, ``samples()``
+in SQL), so a mistyped name reads the same whichever command met it.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+__all__ = ["SHOWN_NAMES", "unknown_dataset"]
+
+SHOWN_NAMES = 10  # known names listed at most; the rest are counted
+
+
+def unknown_dataset(name: str, known: list[str], where: str) -> str:
+    """Say that ``where`` holds no dataset ``name``, offering the closest of ``known`` first.
+
+    Args:
+        name: the name asked for.
+        known: every dataset name under the root, sorted.
+        where: the root, as it may be printed (credentials removed).
+
+    Returns:
+        e.g. "no dataset 'simpel' under file:///r. Did you mean 'simple'? Known datasets:
+        simple, a1, ... and 3 more (`dload ls`). Create it with repo.commit() or `dload commit`."
+    """
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    if not known:
+        hint = " The root is empty."
+    else:
+        shown = (close + [k for k in known if k not in close])[:SHOWN_NAMES]
+        more = f" and {len(known) - len(shown)} more" if len(known) > len(shown) else ""
+        did = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+        hint = f"{did} Known datasets: {', '.join(shown)}{more} (`dload ls`)."
+    return f"no dataset {name!r} under {where}.{hint} Create it with repo.commit() or " \
+           "`dload commit`."
