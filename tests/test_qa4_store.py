@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from readback import shard_paths
 
-from dload_arrow import ConfigError, IntegrityError, Repository, SchemaError
+from dload_arrow import ConfigError, IntegrityError, NotFoundError, Repository, SchemaError
 
 SMALL: dict[str, Any] = {"progress": False}
 
@@ -167,3 +167,13 @@ def test_integer_dictionary_columns_read_back(repo: Repository) -> None:
     assert pa.types.is_dictionary(ds.schema.field("s").type)  # a categorical stays one
     assert [(s["n"], s["s"]) for s in ds.samples()] == [(3, "a"), (1, "b"), (3, "a")]
     assert ds.where("n = 3").to_arrow().num_rows == 2
+
+
+def test_streaming_a_missing_local_shard_names_it(repo: Repository) -> None:
+    repo.commit("ms", [(f"k{i:04d}", {"x": i}) for i in range(10)], **SMALL)
+    (obj,) = shard_paths(repo, "ms")
+    path = repo.storage.local_path(obj)
+    assert path is not None
+    Path(path).unlink()
+    with pytest.raises(NotFoundError, match=r"shard [0-9a-f]{12} of dataset 'ms' is missing"):
+        list(repo.dataset("ms").samples())

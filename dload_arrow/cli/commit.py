@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -45,13 +46,18 @@ def _input_options(f: F) -> F:
         click.option("--as", "kind", type=click.Choice(["auto", "files", "archive", "table"]),
                      default="auto", show_default=True, help="How to read --from."),
         click.option("--include", multiple=True,
-                     help="Only files matching this glob (files, archives and table folders)."),
-        click.option("--exclude", multiple=True, help="Skip files matching this glob."),
+                     help="Only files matching this glob: their path, their name or a "
+                          "directory on the path (cats, cats/); extensions case-insensitive "
+                          "(files, archives and table folders)."),
+        click.option("--exclude", multiple=True,
+                     help="Skip files matching this glob (as --include: --exclude cats skips "
+                          "everything under cats/). A glob that matches no file is warned of."),
         click.option("--split", type=click.Choice(["last", "first"]), default=None,
                      help="Files and archives: the extension starts at the last dot (x.v2.jpg "
                           "-> x.v2 + jpg; the default) or the first (webdataset: x.seg.png -> "
                           "x + seg.png)."),
-        click.option("--key-column", default=None, help="Tables: the column holding keys "
+        click.option("--key-column", default=None, help="Tables: the column holding keys; "
+                     "its values become __key__ (as text) and it is not kept as a column "
                      "(default: __key__ if present, else generated row numbers)."),
         click.option("--recipe", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="The script that produced the data (stored verbatim)."),
@@ -72,29 +78,36 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
 
     ``split`` is None when ``--split`` was not given (``"last"`` for files and archives).
     """
-    from dload_arrow.ingest import detect_kind, open_source, open_table
+    from dload_arrow.ingest import Globs, GlobWarning, detect_kind, open_source, open_table
     from dload_arrow.ingest.tables import table_listing
 
     if kind == "auto":
         kind = detect_kind(source, endpoint_url=endpoint_url)
-    if kind == "table":
-        if split is not None:
+    with warnings.catch_warnings():
+        # Patterns that matched no file are in the report, printed as one line each.
+        warnings.simplefilter("ignore", GlobWarning)
+        if kind == "table":
+            if split is not None:
+                raise ConfigError(
+                    f"--split is for files and archives (where a file name's extension "
+                    f"starts); {source!r} is read as a table, whose columns come from the "
+                    "table itself: drop --split"
+                )
+            reader = open_table(source, include=include, exclude=exclude,
+                                endpoint_url=endpoint_url)
+            globs = Globs(include, exclude)
+            ignored = table_listing(source, globs=globs)[1]
+            return reader, key_column, {"kind": "table", "ignored": ignored,
+                                        "unused_globs": globs.describe_unused(source)}
+        if key_column:
             raise ConfigError(
-                f"--split is for files and archives (where a file name's extension starts); "
-                f"{source!r} is read as a table, whose columns come from the table itself: "
-                "drop --split"
+                f"--key-column is for tables; {source!r} is read as {kind} whose keys are "
+                "file paths. If it is a table (Parquet, CSV or JSON Lines files), add --as "
+                "table"
             )
-        reader = open_table(source, include=include, exclude=exclude, endpoint_url=endpoint_url)
-        ignored = table_listing(source, include, exclude)[1]
-        return reader, key_column, {"kind": "table", "ignored": ignored}
-    if key_column:
-        raise ConfigError(
-            f"--key-column is for tables; {source!r} is read as {kind} whose keys are file "
-            "paths. If it is a table (Parquet, CSV or JSON Lines files), add --as table"
-        )
-    src = open_source(source, kind=kind, include=include, exclude=exclude,
-                      split=split or "last", endpoint_url=endpoint_url)
-    return src.reader(), None, {"kind": kind, **src.report.to_dict()}
+        src = open_source(source, kind=kind, include=include, exclude=exclude,
+                          split=split or "last", endpoint_url=endpoint_url)
+        return src.reader(), None, {"kind": kind, **src.report.to_dict()}
 
 
 def _fit_to_latest(repo: Any, name: str, source: str, samples: Any, key: str | None,
@@ -156,6 +169,8 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
                        f"{', ...' if len(report['ignored']) > 5 else ''})", err=True)
         for s in report.get("skipped", [])[:5]:
             click.echo(f"skipped {s['name']}: {s['reason']}", err=True)
+        for line in report.get("unused_globs", []):
+            click.echo(f"warning: {line}", err=True)
         click.echo(v.version)
 
     emit(out, as_json, text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dload_arrow.ingest.detect import archive_format, detect_kind, open_archive, open_source
 from dload_arrow.ingest.directory import DirectorySource
+from dload_arrow.ingest.globs import Globs, GlobWarning
 from dload_arrow.ingest.grouping import Entry, IngestReport, check_entry_name, split_name
 from dload_arrow.ingest.source import SampleSource
 from dload_arrow.ingest.tables import open_table
@@ -18,6 +19,8 @@ from dload_arrow.ingest.zipsource import ZipSource
 __all__ = [
     "DirectorySource",
     "Entry",
+    "GlobWarning",
+    "Globs",
     "IngestReport",
     "SampleSource",
     "TarSource",

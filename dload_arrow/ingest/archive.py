@@ -91,8 +91,10 @@ def from_archive(
 
     Args:
         path_or_url: a local path or a URL (``s3://bucket/data.zip``); never extracted.
-        include: globs of files to keep (matched against the path and the file name).
-        exclude: globs of files to drop.
+        include: globs of files to keep, matched against the path, the file name and the
+            directories on the path (``"cats"`` keeps ``cats/``); extensions compare
+            case-insensitively. A glob that matches no file warns (GlobWarning).
+        exclude: globs of files to drop (``"cats"`` drops everything under ``cats/``).
         split: where the extension starts in a file name: ``"last"`` dot or ``"first"``
             (webdataset).
         endpoint_url: S3 endpoint (R2, MinIO); default ``DLOAD_ENDPOINT_URL``.

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.ingest.grouping import Entry
+from dload_arrow.ingest.kinds import file_kind, wrong_as
 from dload_arrow.ingest.source import SampleSource
-from dload_arrow.ingest.tables import table_format
 
 __all__ = ["DirectorySource"]
 
@@ -31,11 +31,14 @@ class DirectorySource(SampleSource):
     ) -> None:
         self.root = os.path.abspath(os.fspath(path))
         if os.path.isfile(self.root):
-            fits = ("--as table", "open_table(path)") if table_format(self.root) else (
-                "--as archive", "open_source(path) or dl.from_archive(path)")
+            kind = file_kind(self.root)
+            if kind is not None:
+                raise wrong_as(os.fspath(path), "a file", "a directory", kind[1],
+                               f" (it is {kind[0]})")
             raise ConfigError(
-                f"{os.fspath(path)!r} is a file, not a directory: read it with {fits[0]}, or "
-                f"drop --as to detect it (in Python: {fits[1]})"
+                f"{os.fspath(path)!r} is a file, not a directory, and neither a table (by "
+                "extension) nor an archive (by extension or content): --from takes a "
+                "directory, an archive or a table; check the path"
             )
         if not os.path.isdir(self.root):
             raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")

@@ -11,13 +11,13 @@ column holds the sample keys.
 
 from __future__ import annotations
 
-import fnmatch
 import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dload_arrow.errors import SchemaError, UnsafePathError
+from dload_arrow.ingest.globs import Globs
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["Entry", "IngestReport", "check_entry_name", "group_entries", "select", "split_name"]
@@ -40,6 +40,8 @@ class IngestReport:
     columns: dict[str, int] = field(default_factory=dict)
     unmatched: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
+    unused_globs: list[str] = field(default_factory=list)
+    """One line per ``--include`` / ``--exclude`` pattern that matched no file."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -47,6 +49,7 @@ class IngestReport:
             "columns": dict(self.columns),
             "unmatched": list(self.unmatched),
             "skipped": [{"name": n, "reason": r} for n, r in self.skipped],
+            "unused_globs": list(self.unused_globs),
         }
 
 
@@ -93,13 +96,9 @@ def split_name(name: str, split: str = "last") -> tuple[str, str] | None:
 
 
 def select(name: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
-    """Whether ``name`` passes the globs (matched against the path and the file name)."""
-    base = posixpath.basename(name)
-
-    def hit(patterns: Sequence[str]) -> bool:
-        return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(base, p) for p in patterns)
-
-    return (not include or hit(include)) and not hit(exclude)
+    """Whether ``name`` passes the globs (the rules of :class:`~dload_arrow.ingest.globs.Globs`:
+    the path, the file name or a directory on the path; extensions case-insensitive)."""
+    return Globs(include, exclude)(name)
 
 
 def group_entries(
@@ -120,6 +119,13 @@ def group_entries(
                 f"--exclude '*.{entry.name.rsplit('.', 1)[-1]}' (exclude=[...] in Python)"
             )
         sample = groups.setdefault(key, {})
+        if column in sample and sample[column].name == entry.name:
+            raise SchemaError(
+                f"{where}: the archive holds the entry {entry.name!r} twice (the same path; "
+                "'./' dropped, backslashes read as '/'), and a sample has one file per "
+                "column; rebuild the archive without the duplicate entry (extract it, keep "
+                "the copy you want, and archive it again)"
+            )
         if column in sample:
             raise SchemaError(
                 f"{where}: {sample[column].name!r} and {entry.name!r} both give column "

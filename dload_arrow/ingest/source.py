@@ -22,7 +22,8 @@ import pyarrow as pa
 from dload_arrow.arrays import typed_array
 from dload_arrow.errors import NotFoundError, SchemaError
 from dload_arrow.ingest.columns import column_kind, decode_value, field_for
-from dload_arrow.ingest.grouping import Entry, IngestReport, group_entries, select, split_name
+from dload_arrow.ingest.globs import Globs
+from dload_arrow.ingest.grouping import Entry, IngestReport, group_entries, split_name
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["BATCH_BYTES", "BATCH_ROWS", "SampleSource"]
@@ -48,6 +49,7 @@ class SampleSource:
         self.include = tuple(include)
         self.exclude = tuple(exclude)
         self.split = split
+        self.globs = Globs(include, exclude)
         self._skipped: list[tuple[str, str]] = []
 
     # --- what subclasses provide ------------------------------------------------------------
@@ -82,20 +84,24 @@ class SampleSource:
     @cached_property
     def _plan(self) -> tuple[dict[str, dict[str, Entry]], IngestReport]:
         report = IngestReport()
-        entries = [e for e in self._list() if select(e.name, self.include, self.exclude)]
+        entries = [e for e in self._list() if self.globs(e.name)]
         report.skipped = list(self._skipped)
+        report.unused_globs = self.globs.describe_unused(self.location)
         if not self.random_access:
             self._check_adjacent(entries)
         groups = group_entries(entries, self.split, self.location, report)
         if self.random_access:
             groups = dict(sorted(groups.items()))
         if not groups:
+            unused = "".join(f" --{option} {p!r} matched no file;"
+                             for option, p in self.globs.unused())
             raise NotFoundError(
                 f"{self.location}: no files to ingest ({len(report.unmatched)} without an "
                 "extension or hidden, "
-                f"{len(report.skipped)} skipped); check the path and the --include/--exclude "
-                "globs"
+                f"{len(report.skipped)} skipped);{unused} check the path and the "
+                "--include/--exclude globs"
             )
+        self.globs.warn_unused(self.location)
         return groups, report
 
     def _check_adjacent(self, entries: list[Entry]) -> None:

@@ -20,8 +20,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from dload_arrow.errors import NotFoundError, SchemaError
-from dload_arrow.ingest.grouping import select
+from dload_arrow.errors import DloadError, NotFoundError, SchemaError
+from dload_arrow.ingest.globs import Globs
+from dload_arrow.ingest.kinds import TABLE_FORMATS, file_kind, table_format, wrong_as
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
@@ -29,23 +30,10 @@ from dload_arrow.store.conform import ColumnMismatch, fit_batch
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
            "table_format", "table_listing"]
 
-TABLE_FORMATS = {
-    ".parquet": "parquet",
-    ".pq": "parquet",
-    ".csv": "csv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-}
 CSV_INFER_BYTES = 32 << 20
 """A CSV file's column types are inferred from its first block, up to this many bytes."""
 
 _DOC_STEMS = ("readme", "license", "licence", "notice", "changelog", "authors")
-
-
-def table_format(path: str) -> str | None:
-    """``"parquet"``, ``"csv"``, ``"jsonl"`` by extension, else None."""
-    lower = path.lower()
-    return next((f for ext, f in TABLE_FORMATS.items() if lower.endswith(ext)), None)
 
 
 def is_marker(name: str) -> bool:
@@ -56,18 +44,21 @@ def is_marker(name: str) -> bool:
             or lower.split(".", 1)[0] in _DOC_STEMS)
 
 
-def table_listing(path: str, include: Sequence[str] = (), exclude: Sequence[str] = ()
-                  ) -> tuple[list[str], list[str]]:
+def table_listing(path: str, include: Sequence[str] = (), exclude: Sequence[str] = (), *,
+                  globs: Globs | None = None) -> tuple[list[str], list[str]]:
     """``(table files, other files)`` of a file or a folder, recursive and sorted.
 
     Table files are paths to open; other files are named relative to the folder.
-    ``include``/``exclude`` globs match the path relative to the folder and the file name;
-    files they leave out are in neither list. Hidden and ``_`` directories are listed as
-    ``"name/"`` among the others, and not entered.
+    ``include``/``exclude`` globs (or ``globs``, which then remembers the patterns that
+    matched nothing) match as :class:`~dload_arrow.ingest.globs.Globs` says: the path in the
+    folder, the file name or a directory on the path; files they leave out are in neither
+    list. Hidden and ``_`` directories are listed as ``"name/"`` among the others, and not
+    entered.
     """
+    select = globs if globs is not None else Globs(include, exclude)
     if is_remote(path) or os.path.isfile(path):
         name = path.rstrip("/").rsplit("/", 1)[-1]
-        if not select(name, include, exclude):
+        if not select(name):
             return [], []
         return ([path], []) if table_format(path) else ([], [path])
     tables: list[str] = []
@@ -80,7 +71,7 @@ def table_listing(path: str, include: Sequence[str] = (), exclude: Sequence[str]
                 others.append(rel + d + "/")
                 dirnames.remove(d)
         for f in filenames:
-            if not select(rel + f, include, exclude):
+            if not select(rel + f):
                 continue
             if is_marker(f) or not table_format(f):
                 others.append(rel + f)
@@ -182,18 +173,17 @@ def open_table(path: str, *, include: Sequence[str] = (), exclude: Sequence[str]
 
     Args:
         path: a .parquet/.csv/.jsonl file (local or a URL) or a local folder of them.
-        include: globs of files to read (matched against the path in the folder and the
-            file name).
-        exclude: globs of files not to read.
+        include: globs of files to read, matched against the path in the folder, the file
+            name and the directories on the path (:class:`~dload_arrow.ingest.globs.Globs`);
+            a glob that matches no file warns (GlobWarning).
+        exclude: globs of files not to read (``"2023"`` skips the folder ``2023/``).
         endpoint_url: S3 endpoint for remote files.
     """
-    files = table_files(path, include, exclude)
+    globs = Globs(include, exclude)
+    files = table_listing(path, globs=globs)[0]
     if not files:
-        globs = " (after --include/--exclude)" if include or exclude else ""
-        raise NotFoundError(
-            f"no Parquet, CSV or JSON Lines files at {path!r}{globs} (extensions: "
-            f"{', '.join(TABLE_FORMATS)}); check the path"
-        )
+        raise _no_tables(path, globs, endpoint_url)
+    globs.warn_unused(path)
     formats = {table_format(f) for f in files}
     if len(formats) > 1:
         raise SchemaError(
@@ -226,6 +216,33 @@ def open_table(path: str, *, include: Sequence[str] = (), exclude: Sequence[str]
             raise _read_error(f, fmt, e) from e
 
     return pa.RecordBatchReader.from_batches(schema, batches())
+
+
+def _no_tables(path: str, globs: Globs, endpoint_url: str | None) -> DloadError:
+    """Why ``path`` gave no table file: the globs, or what the path is and the --as that fits."""
+    every = table_files(path) if globs else []
+    if every:
+        unused = "".join(f" --{o} {p!r} matched no file;" for o, p in globs.unused())
+        example = os.path.relpath(every[0], path) if os.path.isdir(path) else every[0]
+        return NotFoundError(
+            f"no Parquet, CSV or JSON Lines files at {path!r} after --include/--exclude: they "
+            f"leave out all {len(every)} table files there (e.g. {example!r});{unused} check "
+            "the globs"
+        )
+    exts = ", ".join(TABLE_FORMATS)
+    if not is_remote(path) and not os.path.exists(path):
+        return NotFoundError(f"no file or directory {path!r}; check the path")
+    if not is_remote(path) and os.path.isdir(path):
+        return wrong_as(path, f"a folder of files with no table among them ({exts})",
+                        "a folder of tables", "files")
+    kind = file_kind(path, endpoint_url=endpoint_url)
+    if kind is not None:
+        return wrong_as(path, kind[0], "a table", kind[1])
+    return NotFoundError(
+        f"{path!r} is neither a table nor an archive: tables are recognised by extension "
+        f"({exts}), archives by extension or content; if it holds a table, rename it with "
+        "its format's extension"
+    )
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema, where: str) -> pa.RecordBatch:

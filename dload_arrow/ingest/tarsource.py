@@ -16,7 +16,7 @@ from typing import IO
 
 from dload_arrow.errors import IntegrityError
 from dload_arrow.ingest.columns import column_kind
-from dload_arrow.ingest.grouping import Entry, check_entry_name, select, split_name
+from dload_arrow.ingest.grouping import Entry, check_entry_name, split_name
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.ingest.source import SampleSource
 
@@ -137,7 +137,7 @@ class TarSource(SampleSource):
                     parsed
                     and column_kind(parsed[1]) == "npy"
                     and parsed[1] not in self._first
-                    and select(name, self.include, self.exclude)
+                    and self.globs(name)
                 ):
                     self._first[parsed[1]] = self._extract(tf, m, entry)
                 out.append(entry)

@@ -19,13 +19,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dload_arrow.errors import IntegrityError
+from dload_arrow.errors import IntegrityError, NotFoundError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest, ShardEntry
 from dload_arrow.store.names import KEY_COLUMN, check_digest, shard_path
 
-__all__ = ["corrupt_shard", "RangeFile", "RowGroupReader", "ShardRef", "stored_keys"]
+__all__ = ["corrupt_shard", "open_shard", "RangeFile", "RowGroupReader", "ShardRef", "stored_keys"]
 
 _META_CACHE = 512
 
@@ -109,6 +109,22 @@ class RangeFile(io.RawIOBase):
         buf[:n] = data
         self.pos += n
         return n
+
+
+def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
+               metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
+    """The shard file at local ``path``, memory-mapped; a missing file is NotFoundError and
+    an unreadable footer IntegrityError, both naming the shard and the dataset."""
+    try:
+        return pq.ParquetFile(path, memory_map=True, metadata=metadata)
+    except FileNotFoundError as e:
+        raise NotFoundError(
+            f"shard {digest[:12]} of dataset {dataset!r} is missing under "
+            f"{redact_url(ctx.storage.url)} (deleted outside dload?): `dload verify "
+            f"{dataset}` lists what is missing; restore it or commit the data again"
+        ) from e
+    except (OSError, pa.ArrowInvalid) as e:
+        raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}") from e
 
 
 def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str) -> IntegrityError:

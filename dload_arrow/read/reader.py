@@ -25,7 +25,7 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.fetcher import ShardFetcher, visits_of
 from dload_arrow.read.planner import plan_read
 from dload_arrow.read.progressive import PartialShard
-from dload_arrow.read.random_access import corrupt_shard
+from dload_arrow.read.random_access import corrupt_shard, open_shard
 from dload_arrow.read.second_decoder import SecondDecoder
 from dload_arrow.rowfilter import Predicate, filter_rows
 from dload_arrow.store.manifest import Manifest
@@ -201,8 +201,7 @@ def iter_units(
     # while the consumer turns this one into samples, tensors or a training step; while the
     # consumer still waits, a second decoder joins in (read/second_decoder.py).
     starving = Starving()
-    # A shuffled window waits for most of its first shard: that download goes first (a full
-    # shuffle needs every shard before its first row, so none does).
+    # A shuffled window needs most of its first shard: it downloads first (not a full shuffle)
     head_first = not full_shuffle and _shuffled_head(units)
     stream = _generate(ctx, manifest, units, schema, predicate, plan.window_shards, starving,
                        head_first)
@@ -258,7 +257,8 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 if second is not None:
                     second.end_visit()  # before the hold moves on (no unit of it is pending)
                 path = fetcher.get(visit)
-                pf = pq.ParquetFile(path, memory_map=True, metadata=footers.get(shard))
+                pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
+                                footers.get(shard))
                 footers[shard] = pf.metadata
                 footers.move_to_end(shard)
                 if len(footers) > _FOOTERS:

@@ -19,11 +19,19 @@ from dload_arrow.store.rows import SHAPE_META
 __all__ = ["ColumnMismatch", "conform_to", "fit_batch"]
 
 
-def _extra_hint(extra: list[str], files: bool) -> str:
+def _extra_hint(extra: list[str], files: bool, keyed: bool) -> str:
     if files:
         globs = " ".join(f"--exclude '*.{c}'" for c in extra)
         return f"leave those files out ({globs})"
-    return "drop those columns from the table"
+    drop = "drop those columns from the table"
+    if len(extra) == 1 and not keyed:
+        # The usual cause: the dataset was committed with --key-column, which moves that
+        # column into __key__, and this append forgot it (its rows would get row numbers).
+        c = extra[0]
+        return (f"if {c!r} holds the keys (a commit with --key-column {c} stores them in "
+                f"__key__, not as a column), append with --key-column {c} (key={c!r} in "
+                f"Python); otherwise drop it from the table")
+    return drop
 
 
 def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None, *,
@@ -49,7 +57,8 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
     if extra:
         raise SchemaError(
             f"{where} has column(s) {extra} that {dataset!r} does not have (its columns: "
-            f"{sorted(names)}); append adds rows, not columns: {_extra_hint(extra, files)}, "
+            f"{sorted(names)}); append adds rows, not columns: "
+            f"{_extra_hint(extra, files, keycol is not None)}, "
             "or commit a new version with every column"
         )
     for f in columns:

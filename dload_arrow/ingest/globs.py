@@ -1,0 +1,139 @@
+"""``Globs``: which files ``--include`` / ``--exclude`` patterns select, and which matched none.
+
+A pattern (``fnmatch``: ``*``, ``?``, ``[...]``; ``*`` also crosses ``/``) selects a file when it
+matches:
+
+- the file's path inside the folder or archive (``cats/001.jpg``) or its name (``001.jpg``),
+  with the extension as written or lowercased: extensions compare case-insensitively
+  (``UPPER.JPG`` is column ``jpg``), so ``*.jpg`` takes ``UPPER.JPG`` and ``*.JPG`` ``x.jpg``;
+- or a directory on the file's path, by its path (``cats/2024``) or its name (``2024``): as in
+  rsync, .gitignore and tar, ``--exclude cats`` and ``--exclude cats/`` leave out everything
+  under ``cats/``.
+
+A pattern ending in ``/`` matches directories only; a leading ``./`` is ignored. A pattern
+that matched no file at all is almost always a mistake: :meth:`Globs.unused` names those, and
+:meth:`Globs.warn_unused` warns (:class:`GlobWarning`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import re
+import sys
+import warnings
+from collections.abc import Sequence
+
+__all__ = ["GlobWarning", "Globs"]
+
+
+class GlobWarning(UserWarning):
+    """An ``--include`` / ``--exclude`` pattern matched no file."""
+
+
+def _lowered(name: str) -> list[str]:
+    """``name`` with its extension lowercased, from the first dot and from the last."""
+    directory, _, base = name.rpartition("/")
+    out = []
+    for cut in (base.find("."), base.rfind(".")):
+        if cut > 0:
+            lowered = base[:cut] + base[cut:].lower()
+            out.append(f"{directory}/{lowered}" if directory else lowered)
+    return out
+
+
+def _candidates(name: str) -> tuple[list[str], list[str], list[str]]:
+    """``(file forms, lowered file forms, directory forms)`` a pattern is matched against."""
+    directory, _, base = name.rpartition("/")
+    lowered = _lowered(name)
+    dirs: list[str] = []
+    if directory:
+        parts = directory.split("/")
+        dirs = ["/".join(parts[: i + 1]) for i in range(len(parts))] + parts
+    return ([name, base], list(dict.fromkeys(lowered + [n.rpartition("/")[2] for n in lowered])),
+            list(dict.fromkeys(dirs)))
+
+
+def _compile(pattern: str) -> list[re.Pattern[str]]:
+    """The pattern as written, then with its extension lowercased (matched against lowered
+    file forms: ``*.JPG`` takes ``x.jpg``, ``*.jpg`` takes ``X.JPG``)."""
+    return [re.compile(fnmatch.translate(p)) for p in [pattern, *_lowered(pattern)]]
+
+
+class Globs:
+    """The ``include`` / ``exclude`` patterns of one input, remembering which ones matched.
+
+    Args:
+        include: patterns of files to keep (none: every file).
+        exclude: patterns of files to leave out (wins over ``include``).
+    """
+
+    def __init__(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> None:
+        self.include = tuple(include)
+        self.exclude = tuple(exclude)
+        self._patterns: dict[tuple[str, str], tuple[list[re.Pattern[str]], bool]] = {}
+        for option, patterns in (("include", self.include), ("exclude", self.exclude)):
+            for p in patterns:
+                body = p[2:] if p.startswith("./") else p
+                self._patterns[option, p] = (_compile(body.rstrip("/")), body.endswith("/"))
+        self._used: set[tuple[str, str]] = set()
+        self._seen = 0
+        self._example: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self._patterns)
+
+    def __call__(self, name: str) -> bool:
+        """Whether the file ``name`` (a ``/``-separated relative path) is selected."""
+        self._seen += 1
+        if self._example is None and not any(p.startswith(".") for p in name.split("/")):
+            self._example = name
+        if not self._patterns:
+            return True
+        files, lowered, dirs = _candidates(name)
+        hits = {key for key, (rxs, dir_only) in self._patterns.items()
+                if _hit(rxs, [] if dir_only else files, [] if dir_only else lowered, dirs)}
+        self._used |= hits
+        included = not self.include or any(option == "include" for option, _ in hits)
+        return included and not any(option == "exclude" for option, _ in hits)
+
+    def unused(self) -> list[tuple[str, str]]:
+        """``(option, pattern)`` of every pattern that matched none of the files seen."""
+        return [key for key in self._patterns if key not in self._used]
+
+    def describe_unused(self, where: str) -> list[str]:
+        """One sentence per unused pattern, saying what patterns match and how to check."""
+        seen = (f" (e.g. {self._example!r})" if self._example is not None
+                else "" if self._seen else " (it holds no file)")
+        return [
+            f"--{option} {pattern!r} ({option}= in Python) matched no file of {where!r}; a "
+            f"pattern matches a file's path there{seen}, its name, or a directory on its "
+            "path: check the pattern"
+            for option, pattern in self.unused()
+        ]
+
+    def warn_unused(self, where: str) -> None:
+        """A :class:`GlobWarning` for each pattern that matched no file."""
+        for text in self.describe_unused(where):
+            warnings.warn(text, GlobWarning, stacklevel=_caller_level())
+
+
+def _hit(rxs: list[re.Pattern[str]], files: list[str], lowered: list[str],
+         dirs: list[str]) -> bool:
+    """Whether the pattern as written matches a file or directory form, or a lowered pattern
+    matches a lowered file form."""
+    first, *rest = rxs
+    return (any(first.match(c) for c in files + lowered + dirs)
+            or any(rx.match(c) for rx in rest for c in lowered))
+
+
+def _caller_level() -> int:
+    """``warnings.warn``'s stacklevel of the first frame outside this package (the user's)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(1), 1
+    # cached_property (functools) computes a source's plan on the way from the user's call.
+    while frame.f_back is not None and (frame.f_code.co_filename.startswith(package)
+                                        or frame.f_code.co_filename == functools.__file__):
+        frame, level = frame.f_back, level + 1
+    return level

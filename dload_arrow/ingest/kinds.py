@@ -1,0 +1,110 @@
+"""What a ``--from`` file is, by its first bytes and its name, and the error of an ``--as``
+that does not fit it.
+
+Archives are recognised by content first (a zip's local header, a gzip or zstd stream, a
+ustar header), then by extension (``.zip``, ``.tar``, ``.tar.gz``/``.tgz``,
+``.tar.zst``/``.tzst``): a gzip tar named ``x.zip`` is read as the tar.gz it is. A zip with
+data before its first entry (self-extracting) or an old tar without the ustar magic is known
+by its extension. Tables are recognised by extension (``.parquet``, ``.csv``, ``.jsonl``).
+"""
+
+from __future__ import annotations
+
+from dload_arrow.errors import ConfigError, IntegrityError
+from dload_arrow.ingest.location import open_binary
+
+__all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "file_kind", "sniff_archive",
+           "table_format", "table_kind", "wrong_as"]
+
+TABLE_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+}
+ARCHIVE_EXTENSIONS = (
+    (".zip", "zip"), (".tar", "tar"), (".tar.gz", "tar.gz"), (".tgz", "tar.gz"),
+    (".tar.zst", "tar.zst"), (".tar.zstd", "tar.zst"), (".tzst", "tar.zst"),
+)
+_TABLE_NAMES = {"parquet": "Parquet", "csv": "CSV", "jsonl": "JSON Lines"}
+_PYTHON = {
+    "files": "open_source(path)",
+    "archive": "open_source(path) or dl.from_archive(path)",
+    "table": "open_table(path)",
+}
+
+
+def table_format(path: str) -> str | None:
+    """``"parquet"``, ``"csv"``, ``"jsonl"`` by extension, else None."""
+    lower = path.lower()
+    return next((f for ext, f in TABLE_FORMATS.items() if lower.endswith(ext)), None)
+
+
+def table_kind(path: str) -> str | None:
+    """What a table file is by its extension (``"a CSV table"``), else None."""
+    fmt = table_format(path)
+    return None if fmt is None else f"a {_TABLE_NAMES[fmt]} table"
+
+
+def sniff_archive(location: str, *, endpoint_url: str | None = None) -> str | None:
+    """The archive format that the first bytes of ``location`` show, or None.
+
+    Reads 512 bytes (one ranged GET for a remote object); a missing file raises NotFoundError.
+    """
+    f, _ = open_binary(location, endpoint_url=endpoint_url, block_size=4096)
+    with f:
+        head = f.read(512)
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return "zip"
+    if head.startswith(b"\x1f\x8b"):
+        return "tar.gz"
+    if head.startswith(b"\x28\xb5\x2f\xfd"):
+        return "tar.zst"
+    if head[257:262] == b"ustar":
+        return "tar"
+    return None
+
+
+def archive_format(location: str, *, endpoint_url: str | None = None, sniff: bool = True) -> str:
+    """``"zip"``, ``"tar"``, ``"tar.gz"`` or ``"tar.zst"``, by content (when ``sniff``) and
+    then by extension; IntegrityError if neither says."""
+    if sniff and (fmt := sniff_archive(location, endpoint_url=endpoint_url)) is not None:
+        return fmt
+    lower = location.lower().rstrip("/")
+    for ext, fmt in ARCHIVE_EXTENSIONS:
+        if lower.endswith(ext):
+            return fmt
+    raise IntegrityError(
+        f"{location!r} is not a zip, tar, tar.gz or tar.zst archive (by extension or by its "
+        "first bytes); check the path, or re-download the archive"
+    )
+
+
+def file_kind(location: str, *, endpoint_url: str | None = None) -> tuple[str, str] | None:
+    """``(what the file is, the --as that reads it)``, e.g. ``("a CSV table", "table")`` or
+    ``("a tar.gz archive", "archive")``; None for a file that is neither."""
+    table = table_kind(location)
+    if table is not None:
+        return table, "table"
+    try:
+        archive = archive_format(location, endpoint_url=endpoint_url)
+    except IntegrityError:
+        return None
+    return f"a {archive} archive", "archive"
+
+
+def wrong_as(location: str, what: str, asked: str, fits: str, detail: str = "") -> ConfigError:
+    """The error of ``--as`` on a path it does not fit: what the path is, which ``--as`` fits.
+
+    Args:
+        location: the ``--from`` path.
+        what: what the path is (``"a zip archive"``).
+        asked: what ``--as`` took it for (``"a table"``).
+        fits: the ``--as`` kind that reads it: ``"files"``, ``"archive"`` or ``"table"``.
+        detail: said after ``asked`` (``" (it is a zip archive)"``).
+    """
+    return ConfigError(
+        f"{location!r} is {what}, not {asked}{detail}: read it with --as {fits}, or drop --as "
+        f"to detect it (in Python: {_PYTHON[fits]})"
+    )
