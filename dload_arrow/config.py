@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import sys
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,9 +86,10 @@ def find_up(filename: str, start: Path | None = None) -> Path | None:
 _PATH_KEYS = ("root", "cache_dir")
 
 
-def _anchor_paths(data: dict[str, Any], path: Path) -> dict[str, Any]:
+def _anchor_paths(data: dict[str, Any], path: Path, warn: bool = False) -> dict[str, Any]:
     """``data`` with a relative local ``root`` / ``cache_dir`` made absolute against the
-    directory of the config file ``path`` (URLs such as ``s3://`` are left alone)."""
+    directory of the config file ``path`` (URLs such as ``s3://`` are left alone); ``warn``
+    (the user config, whose relative paths once meant the working directory) says so."""
     out = dict(data)
     for key in _PATH_KEYS:
         value = out.get(key)
@@ -96,10 +98,16 @@ def _anchor_paths(data: dict[str, Any], path: Path) -> dict[str, Any]:
         expanded = os.path.expanduser(value)
         if not os.path.isabs(expanded):
             out[key] = os.path.normpath(path.absolute().parent / expanded)
+            if warn:
+                warnings.warn(
+                    f"{key} = {value!r} in {path} is relative: it is read relative to that "
+                    f"file's folder, as {out[key]} (not the working directory); write an "
+                    f"absolute path: dload init --user --{key.replace('_', '-')} /absolute/path",
+                    stacklevel=2)
     return out
 
 
-def _load_toml(path: Path) -> dict[str, Any]:
+def _load_toml(path: Path, user: bool = False) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -117,7 +125,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
             kind = "text or a number of bytes" if key == "cache_budget" else "text"
             raise ConfigError(f"config file {path}: {key} = {value!r} must be {kind}, e.g. "
                               f"{key} = {_EXAMPLES[key]}")
-    return _anchor_paths(data, path)
+    return _anchor_paths(data, path, warn=user)
 
 
 _EXAMPLES = {"root": '"s3://bucket/datasets"', "cache_dir": '"/scratch/dload-cache"',
@@ -139,7 +147,7 @@ def resolve_settings(**explicit: Any) -> Settings:
         layers.append((str(project), _load_toml(project)))
     user = user_config_path()
     if user.is_file():
-        layers.append((str(user), _load_toml(user)))
+        layers.append((str(user), _load_toml(user, user=True)))
     layers.append(("default", {
         "root": str(_data_home() / "dload" / "root"),
         "cache_dir": str(_cache_home() / "dload"),

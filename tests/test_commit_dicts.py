@@ -91,3 +91,14 @@ def test_token_lists_without_pandas_build_through_pyarrow(tmp_path: Any) -> None
 
     assert int(out[0]) == BUFFER_VALUES - 40  # 10 lists of 3: 40 values
     assert int(out[1]) == int(out[0])  # too many for the budget: pa.array built it
+
+
+def test_samples_commit_back_to_the_same_id_with_the_schema(repo: Repository) -> None:
+    import pyarrow as pa
+
+    table = pa.table({"__key__": ["a", "b"], "i32": pa.array([1, 2], pa.int32()),
+                      "u8": pa.array([1, 2], pa.uint8()),
+                      "cat": pa.array(["x", "y"]).dictionary_encode()})
+    first = repo.commit("rt", table, **SMALL)
+    ds = repo.dataset("rt")
+    assert repo.commit("rt", ds.samples(), schema=ds.schema, **SMALL).version == first.version

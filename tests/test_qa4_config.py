@@ -55,7 +55,9 @@ def test_a_relative_path_in_the_user_config_is_relative_to_its_directory() -> No
     path = user_config_path()
     path.parent.mkdir(parents=True)
     path.write_text('root = "roots/main"\n')
-    assert resolve_settings().root == str(path.parent / "roots" / "main")
+    with pytest.warns(UserWarning, match=r"root = 'roots/main' in .*config.toml is relative.*"
+                                         r"dload init --user --root /absolute/path"):
+        assert resolve_settings().root == str(path.parent / "roots" / "main")
 
 
 def test_relative_env_and_argument_paths_stay_relative_to_the_working_directory(

@@ -13,11 +13,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import polars as pl
 import pyarrow as pa
 import pytest
 from readback import shard_paths
 
 from dload_arrow import ConfigError, IntegrityError, NotFoundError, Repository, SchemaError
+from dload_arrow.catalog.predicate import PredicateError
 
 SMALL: dict[str, Any] = {"progress": False}
 
@@ -57,6 +59,9 @@ def test_durations_commit_without_statistics(repo: Repository) -> None:
     assert [s["d"] for s in repo.dataset("dur").samples()] == [
         dt.timedelta(seconds=1), dt.timedelta(seconds=2)]
     assert repo.dataset("dur2").get("a")["d"] == dt.timedelta(seconds=3)
+    with pytest.raises(PredicateError, match=r"column 'd' is duration.*IS NULL"):
+        repo.dataset("dur").where("d > '00:00:01'")  # no ISO-time hint: none would work
+    assert repo.dataset("dur").where("d IS NOT NULL").to_arrow().num_rows == 2
 
 
 def test_string_view_columns_are_stored_as_strings(repo: Repository) -> None:
@@ -148,14 +153,28 @@ def test_dataframes_of_tensor_columns_commit_back_as_tensors(repo: Repository) -
     x = np.arange(12, dtype=np.float32).reshape(2, 2, 3)
     repo.commit("t", [("a", {"x": x[0]}), ("b", {"x": None}), ("c", {"x": x[1]})], **SMALL)
     ds = repo.dataset("t")
-    repo.commit("from_pandas", ds.to_pandas(), key="__key__", **SMALL)
-    repo.commit("from_polars", ds.to_polars(), key="__key__", **SMALL)
-    for name in ("from_pandas", "from_polars"):
-        copy = repo.dataset(name)
-        assert copy.schema.field("x").type == pa.list_(pa.float32(), 6), name
-        got = {s["__key__"]: s["x"] for s in copy.samples()}
-        assert got["b"] is None and got["c"].shape == (2, 3), name
-        assert got["c"].tolist() == x[1].tolist(), name
+    frame = ds.to_pandas()
+    repo.commit("from_pandas", frame, key="__key__", **SMALL)
+    copy = repo.dataset("from_pandas")
+    assert copy.schema.field("x").type == pa.list_(pa.float32(), 6)
+    got = {s["__key__"]: s["x"] for s in copy.samples()}
+    assert got["b"] is None and got["c"].shape == (2, 3)
+    assert got["c"].tolist() == x[1].tolist()
+    # appended back to a tensor dataset, a polars Array of the shape is flattened into it
+    renamed = ds.to_polars().collect().with_columns(
+        (pl.col("__key__") + "2").alias("__key__"))
+    repo.append("t", renamed, key="__key__")
+    again = {s["__key__"]: s["x"] for s in repo.dataset("t").samples()}
+    assert again["c2"].shape == (2, 3) and again["c2"].tolist() == x[1].tolist()
+    assert again["b2"] is None
+    # pandas' own conversions stay: 1-D arrays (ragged or not) and NaN for missing cells
+    lists = pd.DataFrame({"k": ["a", "b", "c"],
+                          "v": [np.arange(3), np.arange(2), float("nan")]})
+    repo.commit("lists", lists, key="k", **SMALL)
+    assert [s["v"] for s in repo.dataset("lists").samples()] == [[0, 1, 2], [0, 1], None]
+    only = pd.DataFrame({"emb": [np.ones((2, 2)), np.zeros((2, 2))]})  # no other column
+    repo.commit("only", only, **SMALL)
+    assert [s["emb"].shape for s in repo.dataset("only").samples()] == [(2, 2), (2, 2)]
 
 
 def test_integer_dictionary_columns_read_back(repo: Repository) -> None:
@@ -175,5 +194,7 @@ def test_streaming_a_missing_local_shard_names_it(repo: Repository) -> None:
     path = repo.storage.local_path(obj)
     assert path is not None
     Path(path).unlink()
-    with pytest.raises(NotFoundError, match=r"shard [0-9a-f]{12} of dataset 'ms' is missing"):
-        list(repo.dataset("ms").samples())
+    ds = repo.dataset("ms")
+    for read in (lambda: list(ds.samples()), lambda: ds[0], lambda: ds.get("k0001")):
+        with pytest.raises(NotFoundError, match=r"shard [0-9a-f]{12} of dataset 'ms' is miss"):
+            read()

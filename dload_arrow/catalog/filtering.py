@@ -58,7 +58,8 @@ def _kind(typ: pa.DataType) -> str:
         return "string"
     if pa.types.is_boolean(typ):
         return "bool"
-    if pa.types.is_temporal(typ):
+    if pa.types.is_temporal(typ) and not (
+            pa.types.is_duration(typ) or pa.types.is_interval(typ)):  # no text form to compare
         return "temporal"
     return "other"
 
@@ -119,8 +120,8 @@ class _Compiler:
             return Literal(self.time(node.value, field))
         raise self.error(
             f"column {field.name!r} is {field.type} and cannot be compared with {node.value!r}"
-            + ("; where() compares scalar columns (numbers, strings, bools, times)"
-               if kind == "other" else "")
+            + ("; where() compares scalar columns (numbers, strings, bools, times), and "
+               "tests any column with IS NULL" if kind == "other" else "")
         )
 
     def time(self, text: str, field: pa.Field) -> Any:

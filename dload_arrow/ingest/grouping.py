@@ -12,15 +12,14 @@ column holds the sample keys.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from dload_arrow.errors import SchemaError, UnsafePathError
-from dload_arrow.ingest.globs import Globs
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["Entry", "IngestReport", "check_entry_name", "group_entries", "select", "split_name"]
+__all__ = ["Entry", "IngestReport", "check_entry_name", "group_entries", "split_name"]
 
 
 @dataclass(frozen=True)
@@ -93,12 +92,6 @@ def split_name(name: str, split: str = "last") -> tuple[str, str] | None:
         return None
     key = f"{directory}/{stem}" if directory else stem
     return key, ext.lower()
-
-
-def select(name: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
-    """Whether ``name`` passes the globs (the rules of :class:`~dload_arrow.ingest.globs.Globs`:
-    the path, the file name or a directory on the path; extensions case-insensitive)."""
-    return Globs(include, exclude)(name)
 
 
 def group_entries(

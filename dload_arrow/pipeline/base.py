@@ -119,8 +119,7 @@ class Pipeline:
         self._next_epoch = epoch + 1
         it = PipelineIterator(self, epoch, None if state is None else state[CURSOR], chunks)
         if self._live is not None:
-            self._live.replaced = True  # its next pull says so (iterator.py)
-            self._live.close()
+            self._live.replace()
         self._live = it
         return it
 

@@ -9,6 +9,7 @@ different pipeline.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from dload_arrow.errors import ConfigError
@@ -64,11 +65,13 @@ class PipelineIterator(Iterator[Any]):
         if self._finished:
             raise StopIteration
         if self.replaced:
+            self._close_quietly()
             raise self._replaced_error()
         try:
             got = self.cursor.take_with_state(1 << 62)
         except Exception as e:  # closed under it by another thread's iter()
             if self.replaced:
+                self._close_quietly()
                 raise self._replaced_error() from e
             raise
         if got is None:
@@ -78,6 +81,17 @@ class PipelineIterator(Iterator[Any]):
             raise StopIteration
         self._base, chunk = got
         return chunk
+
+    def replace(self) -> None:
+        """End this iteration for a newer one of its pipeline (maybe from another thread)."""
+        self.replaced = True
+        self._close_quietly()
+
+    def _close_quietly(self) -> None:
+        # A thread still inside this iteration makes closing its generators fail ("generator
+        # already executing"): that thread closes it at its next pull.
+        with suppress(ValueError):
+            self.close()
 
     def _replaced_error(self) -> ConfigError:
         return ConfigError(

@@ -112,11 +112,13 @@ class RangeFile(io.RawIOBase):
 
 
 def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
-               metadata: pq.FileMetaData | None = None) -> pq.ParquetFile:
-    """The shard file at local ``path``, memory-mapped; a missing file is NotFoundError and
-    an unreadable footer IntegrityError, both naming the shard and the dataset."""
+               metadata: pq.FileMetaData | None = None, verify: bool = False) -> pq.ParquetFile:
+    """The shard file at local ``path``, memory-mapped (``verify``: pages checked against
+    their CRCs); a missing file is NotFoundError and an unreadable footer IntegrityError,
+    both naming the shard and the dataset."""
     try:
-        return pq.ParquetFile(path, memory_map=True, metadata=metadata)
+        return pq.ParquetFile(path, memory_map=True, metadata=metadata,
+                              page_checksum_verification=verify)
     except FileNotFoundError as e:
         raise NotFoundError(
             f"shard {digest[:12]} of dataset {dataset!r} is missing under "
@@ -165,8 +167,7 @@ class RowGroupReader:
         local = self.ctx.storage.local_path(path)
         try:
             if local is not None:
-                with pq.ParquetFile(local, memory_map=True,
-                                    page_checksum_verification=True) as pf:
+                with open_shard(self.ctx, local, ref.digest, dataset, verify=True) as pf:
                     return pf.read_row_group(rg, columns=columns)
             start = ref.rg_offsets[rg]
             segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])

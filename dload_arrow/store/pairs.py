@@ -148,15 +148,14 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
 
 
 
-def _key_of(item: Mapping[str, Any], key_col: str, n: int) -> str:
-    """The key a sample dict carries in ``key_col`` (an int becomes its decimal text)."""
-    k = item[key_col]
+def _key_of(k: Any, n: int, where: str) -> str:
+    """Sample ``n``'s key ``k`` (an int becomes its decimal text), from ``where``."""
     if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
         return str(int(k))
     if not isinstance(k, str) or not k:
         raise SchemaError(
-            f"sample #{n}: its key ({key_col!r}) is {shown(k)}; keys must be non-empty "
-            "strings (or integers)"
+            f"sample #{n}: its key ({where}) is {shown(k)}; keys must be non-empty strings "
+            "(or integers)"
         )
     return k
 
@@ -189,7 +188,7 @@ def samples_to_batches(
                     "or none (keys are then row numbers)"
                 )
             if has:
-                k = _key_of(item, key_col, n)
+                k = _key_of(item[key_col], n, repr(key_col))
                 sample: Any = {c: v for c, v in item.items() if c != key_col}
             else:
                 k, sample = f"{offset + n:012d}", item
@@ -202,10 +201,7 @@ def samples_to_batches(
                     "expected (key, {column: value}) pairs or sample dicts with a "
                     f"{KEY_COLUMN!r}, got {shown(item)}"
                 ) from e
-            if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
-                k = str(int(k))  # as a sample dict's int key
-            if not isinstance(k, str) or not k:
-                raise SchemaError(f"sample key {k!r} must be a non-empty string (or an integer)")
+            k = _key_of(k, n, "the pair's first item")
             if not isinstance(sample, Mapping):
                 raise SchemaError(f"sample {k!r}: expected a dict of columns, got {type(sample)}")
         chunk.append((k, sample))

@@ -108,14 +108,10 @@ def to_batches(
             samples = samples.collect()  # a LazyFrame: run the query first
         samples = samples.to_arrow()
     elif mod.startswith("pandas"):
-        from dload_arrow.store.table_columns import pandas_tensors
+        from dload_arrow.store.table_columns import pandas_table
 
         _warn_dropped_index(samples)
-        order = [str(c) for c in samples.columns]
-        plain, tensors = pandas_tensors(samples)
-        samples = pa.Table.from_pandas(plain, preserve_index=False)
-        for name, (field, arr) in tensors.items():
-            samples = samples.add_column(order.index(name), field, arr)
+        samples = pandas_table(samples)
     if isinstance(samples, pa.RecordBatch):
         samples = pa.Table.from_batches([samples])
     if isinstance(samples, pa.Table):

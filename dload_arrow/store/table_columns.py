@@ -5,25 +5,22 @@
 - Dictionary columns of non-string values are decoded: Arrow cannot read them back from
   Parquet (``Unsupported cast from int64 to dictionary``); string dictionaries (pandas and
   polars categoricals) stay, Parquet keeps them as dictionaries.
-- Nested fixed-size lists of numbers (a polars ``Array`` of shape (2, 3), what
-  ``to_polars()`` gives for a tensor column) become tensor columns: one fixed-size list with
-  the shape in the field metadata, as numpy arrays are stored.
-- A pandas column of numpy arrays (what ``to_pandas()`` gives for a tensor column) becomes a
-  tensor column too (:func:`pandas_tensors`).
+- A pandas column of equal-shaped numpy arrays (what ``to_pandas()`` gives for a tensor
+  column) becomes a tensor column (:func:`pandas_table`).
+- Appended to a tensor column, a nested fixed-size list of as many numbers (a polars
+  ``Array`` of shape (2, 3), what ``to_polars()`` gives) is flattened (:func:`flat_tensor`,
+  used by ``store/conform.py``). A commit keeps such a column as it is.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.store.rows import SHAPE_META
-
-__all__ = ["pandas_tensors", "storable"]
+__all__ = ["flat_tensor", "pandas_table", "storable"]
 
 _VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 
@@ -36,29 +33,27 @@ def _nulls(arr: pa.Array) -> np.ndarray:
     return np.asarray(arr.is_null().to_numpy(zero_copy_only=False), bool)
 
 
-def _as_tensor(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array] | None:
-    """A nested fixed-size list column of numbers as one tensor column (None: not one)."""
+def flat_tensor(col: pa.Array, size: int) -> pa.Array | None:
+    """A nested fixed-size list column of numbers (a polars ``Array`` of shape (2, 3)) as the
+    flat fixed-size list of ``size`` values a tensor column stores; None when ``col`` is not
+    one (another layout or size, or a missing inner list or value in a present row)."""
     shape: list[int] = []
-    t = field.type
+    t = col.type
     while pa.types.is_fixed_size_list(t):
         shape.append(t.list_size)
         t = t.value_type
-    if len(shape) < 2 or not _numeric(t):
+    if len(shape) < 2 or not _numeric(t) or math.prod(shape) != size:
         return None
     values: pa.Array = col
     valid = np.ones(len(col), bool) if not col.null_count else ~_nulls(col)
     for _ in shape:
-        size = values.type.list_size
-        values = values.values.slice(values.offset * size, len(values) * size)
-        valid = np.repeat(valid, size)
+        width = values.type.list_size
+        values = values.values.slice(values.offset * width, len(values) * width)
+        valid = np.repeat(valid, width)
         if values.null_count and bool((_nulls(values) & valid).any()):
-            return None  # a missing inner list or value in a present row: no tensor form
-    size = math.prod(shape)
+            return None
     mask = col.is_null() if col.null_count else None
-    flat = pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
-    meta = dict(field.metadata or {})
-    meta[SHAPE_META] = json.dumps(shape).encode()
-    return pa.field(field.name, flat.type, metadata=meta), flat
+    return pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
 
 
 def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
@@ -70,20 +65,50 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     if pa.types.is_dictionary(t) and not (
             pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
         return field.with_type(t.value_type), col.cast(t.value_type)
-    tensor = _as_tensor(field, col)
-    return tensor if tensor is not None else (field, col)
+    return field, col
 
 
-def pandas_tensors(df: Any) -> tuple[Any, dict[str, tuple[pa.Field, pa.Array]]]:
-    """``df`` without its columns of numpy arrays, and those columns as tensor columns."""
-    from dload_arrow.store.pairs import tensor_column  # it imports rows, which imports this
+def _missing(v: Any) -> bool:
+    """None, NaN, pandas' NA or NaT: what pandas puts in a missing cell of an object column."""
+    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ in (
+        "NAType", "NaTType")
 
-    out: dict[str, tuple[pa.Field, pa.Array]] = {}
-    for name in df.columns:
-        col = df[name]
-        if col.dtype != object:
+
+def _tensor_cells(col: Any) -> bool:
+    """Whether a pandas object column holds numeric arrays of one shape of two or more
+    dimensions (pandas' own conversion refuses those; one-dimensional arrays it turns into
+    list columns, ragged or not) in every present cell (None and NaN are missing)."""
+    shape = None
+    for v in col:
+        if _missing(v):
             continue
-        present = col[col.notna()]
-        if len(present) and isinstance(present.iloc[0], np.ndarray):
-            out[str(name)] = tensor_column(str(name), list(col))
-    return (df.drop(columns=list(out)) if out else df), out
+        if not isinstance(v, np.ndarray) or v.ndim < 2 or v.dtype.kind not in "biuf":
+            return False
+        if shape is None:
+            shape = v.shape
+        elif v.shape != shape:
+            return False
+    return shape is not None
+
+
+def pandas_table(df: Any) -> pa.Table:
+    """``df`` as a table: ``pa.Table.from_pandas``, except that columns of equal-shaped
+    n-dimensional numpy arrays (what ``to_pandas()`` gives for a tensor column) become
+    tensor columns (its conversion refuses them)."""
+    from dload_arrow.store.pairs import tensor_column  # pairs -> rows -> (lazily) this module
+
+    tensors = [c for c in df.columns if df[c].dtype == object and _tensor_cells(df[c])]
+    if not tensors:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    plain = pa.Table.from_pandas(df.drop(columns=tensors), preserve_index=False)
+    fields, arrays = [], []
+    for c in df.columns:
+        if c in tensors:
+            values = [None if _missing(v) else v for v in df[c]]
+            field, arr = tensor_column(str(c), values)
+        else:
+            i = plain.schema.get_field_index(str(c))
+            field, arr = plain.schema.field(i), plain.column(i).combine_chunks()
+        fields.append(field)
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
