@@ -198,3 +198,13 @@ def test_streaming_a_missing_local_shard_names_it(repo: Repository) -> None:
     for read in (lambda: list(ds.samples()), lambda: ds[0], lambda: ds.get("k0001")):
         with pytest.raises(NotFoundError, match=r"shard [0-9a-f]{12} of dataset 'ms' is miss"):
             read()
+
+
+def test_a_polars_array_of_another_shape_is_not_flattened_into_a_tensor(
+        repo: Repository) -> None:
+    repo.commit("sh", [("a", {"x": np.zeros((3, 2), np.float32)})], **SMALL)
+    other = pl.DataFrame({"__key__": ["b"], "x": [np.ones((2, 3), np.float32)]},
+                         schema={"__key__": pl.String, "x": pl.Array(pl.Float32, (2, 3))})
+    with pytest.raises(SchemaError, match=r"column 'x'"):
+        repo.append("sh", other, key="__key__")
+    assert [s["x"].shape for s in repo.dataset("sh").samples()] == [(3, 2)]

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from dload_arrow.errors import SchemaError
 from dload_arrow.store.names import KEY_COLUMN
-from dload_arrow.store.rows import SHAPE_META
+from dload_arrow.store.rows import SHAPE_META, field_shape
 from dload_arrow.store.table_columns import flat_tensor
 
 __all__ = ["ColumnMismatch", "conform_to", "fit_batch"]
@@ -108,8 +108,9 @@ def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     for f in schema:
         i = batch.schema.get_field_index(f.name)
         col = pa.nulls(batch.num_rows, f.type) if i < 0 else batch.column(i)
-        if col.type != f.type and SHAPE_META in (f.metadata or {}):
-            col = flat_tensor(col, f.type.list_size) or col  # a polars Array of the shape
+        shape = field_shape(f)
+        if col.type != f.type and shape is not None:
+            col = flat_tensor(col, shape) or col  # a polars Array of that shape
         if col.type != f.type:
             try:
                 col = col.cast(f.type)

@@ -33,17 +33,18 @@ def _nulls(arr: pa.Array) -> np.ndarray:
     return np.asarray(arr.is_null().to_numpy(zero_copy_only=False), bool)
 
 
-def flat_tensor(col: pa.Array, size: int) -> pa.Array | None:
+def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
     """A nested fixed-size list column of numbers (a polars ``Array`` of shape (2, 3)) as the
-    flat fixed-size list of ``size`` values a tensor column stores; None when ``col`` is not
-    one (another layout or size, or a missing inner list or value in a present row)."""
+    flat fixed-size list a tensor column of shape ``want`` stores; None when ``col`` is not
+    one (another layout or shape, or a missing inner list or value in a present row)."""
     shape: list[int] = []
     t = col.type
     while pa.types.is_fixed_size_list(t):
         shape.append(t.list_size)
         t = t.value_type
-    if len(shape) < 2 or not _numeric(t) or math.prod(shape) != size:
+    if len(shape) < 2 or not _numeric(t) or tuple(shape) != tuple(want):
         return None
+    size = math.prod(shape)
     values: pa.Array = col
     valid = np.ones(len(col), bool) if not col.null_count else ~_nulls(col)
     for _ in shape:
