@@ -92,3 +92,33 @@ def test_a_stream_finalized_on_a_worker_thread_does_not_wait_for_its_producer() 
     worker.join()
     release.set()
     assert closed.wait(5)  # the producer still ran the source's cleanup
+
+
+def test_a_garbage_collected_stream_does_not_wait_for_its_producer() -> None:
+    """A dropped reader is finalized on whatever thread the collection runs, which may hold a
+    lock the producer's cleanup needs (concurrent.futures' global lock inside a thread's
+    start, wanted by the fetcher's callback while it holds the fetcher's lock: a hang seen
+    once under load). Only an explicit close() waits; the producer still cleans up."""
+    release, closed = threading.Event(), threading.Event()
+
+    def source() -> Iterator[int]:
+        try:
+            yield from range(10)
+        finally:
+            release.wait(10)
+            closed.set()
+
+    holder = {"stream": read_ahead(source(), depth=1)}
+    assert next(holder["stream"]) == 0
+    returned = threading.Event()
+
+    def drop() -> None:
+        holder.clear()  # the last reference: finalized here, on a thread that is not dload's
+        returned.set()
+
+    t = threading.Thread(target=drop, name="some-library-thread")
+    t.start()
+    assert returned.wait(3)
+    t.join()
+    release.set()
+    assert closed.wait(5)

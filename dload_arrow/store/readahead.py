@@ -9,10 +9,10 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["Starving", "read_ahead"]
+__all__ = ["ReadAhead", "Starving", "read_ahead"]
 
 T = TypeVar("T")
 _DONE = object()
@@ -42,8 +42,25 @@ class Starving:
         return self._share > self.threshold
 
 
+class ReadAhead(Iterator[T]):
+    """The consumer's side of :func:`read_ahead`: an iterator whose ``close()`` waits for the
+    producer, while a garbage-collected one does not (see ``_consume``)."""
+
+    def __init__(self, items: Iterable[T], depth: int, starving: Starving | None) -> None:
+        self._explicit = [False]
+        self._gen = _consume(items, depth, starving, self._explicit)
+
+    def __next__(self) -> T:
+        return next(self._gen)
+
+    def close(self) -> None:
+        """Stop the producer at its next item; return once it has closed ``items``."""
+        self._explicit[0] = True
+        self._gen.close()
+
+
 def read_ahead(items: Iterable[T], depth: int = 2,
-               starving: Starving | None = None) -> Iterator[T]:
+               starving: Starving | None = None) -> ReadAhead[T]:
     """Yield ``items`` in order, produced by a background thread at most ``depth`` ahead.
 
     An exception in the producer is re-raised in the consumer at the same point of the
@@ -51,6 +68,11 @@ def read_ahead(items: Iterable[T], depth: int = 2,
     ``items`` (a generator's ``finally`` runs) before the close returns. ``starving``, when
     given, records for the producer whether the consumer had to wait for each item.
     """
+    return ReadAhead(items, depth, starving)
+
+
+def _consume(items: Iterable[T], depth: int, starving: Starving | None,
+             explicit: list[bool]) -> Generator[T, None, None]:
     q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()
 
@@ -93,11 +115,14 @@ def read_ahead(items: Iterable[T], depth: int = 2,
             yield value
     finally:
         stop.set()
-        # A garbage-collected consumer may be finalized on any thread: the producer's own, or
-        # a worker the producer's cleanup waits for (the second decoder's pool). There it must
-        # not wait: the producer stops at its next item by itself and closes its source.
+        # Only an explicit close waits. A garbage-collected consumer is finalized on whatever
+        # thread the collection ran, which may hold a lock the producer's cleanup needs
+        # (concurrent.futures' global lock, inside a thread's start, while the fetcher's
+        # callback thread holds its own lock and waits for that one): there it must not wait.
+        # The producer stops at its next item by itself and closes its source.
         here = threading.current_thread()
-        while thread.is_alive() and thread is not here and not _worker(here):
+        while (explicit[0] and thread.is_alive() and thread is not here
+               and not _worker(here)):
             try:
                 q.get_nowait()
             except queue.Empty:
