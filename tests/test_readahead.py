@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -122,3 +125,27 @@ def test_a_garbage_collected_stream_does_not_wait_for_its_producer() -> None:
     t.join()
     release.set()
     assert closed.wait(5)
+
+
+def test_producers_of_dropped_streams_are_stopped_at_exit(tmp_path: Path) -> None:
+    """A dropped stream's producer is not waited for, so the interpreter stops and joins it
+    at exit, while it still runs: a thread left in Arrow's C++ at finalization aborts."""
+    code = (
+        "import gc, sys, time\n"
+        "from dload_arrow.store.readahead import read_ahead\n"
+        "def source():\n"
+        "    try:\n"
+        "        yield from range(10**9)\n"
+        "    finally:\n"
+        "        time.sleep(0.5)  # a slow cleanup: without the exit hook, exit comes first\n"
+        "        print('source closed', flush=True)\n"
+        "s = read_ahead(source(), depth=1)\n"
+        "next(s)\n"
+        "del s\n"
+        "gc.collect()\n"
+        "print('exiting', flush=True)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["exiting", "source closed"]

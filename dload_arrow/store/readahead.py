@@ -6,6 +6,7 @@ with Parquet encoding, zstd and sha256 (which release it), so ingest uses two co
 
 from __future__ import annotations
 
+import atexit
 import queue
 import threading
 import time
@@ -79,6 +80,7 @@ def _consume(items: Iterable[T], depth: int, starving: Starving | None,
     source = iter(items)
 
     def produce() -> None:
+        _LIVE[threading.current_thread()] = stop
         try:
             for item in source:
                 while not stop.is_set():
@@ -94,8 +96,11 @@ def _consume(items: Iterable[T], depth: int, starving: Starving | None,
             return
         finally:
             close = getattr(source, "close", None)
-            if close is not None:  # a generator's own cleanup runs here, in its thread
-                close()
+            try:
+                if close is not None:  # a generator's own cleanup runs here, in its thread
+                    close()
+            finally:
+                _LIVE.pop(threading.current_thread(), None)
         q.put(_DONE)
 
     thread = threading.Thread(target=produce, name="dload-read-ahead", daemon=True)
@@ -127,6 +132,23 @@ def _consume(items: Iterable[T], depth: int, starving: Starving | None,
                 q.get_nowait()
             except queue.Empty:
                 thread.join(timeout=0.05)
+
+
+# Producers still running, and their stop events: an abandoned stream's producer is not
+# waited for (see ``_consume``), so at exit they are stopped and joined, while the interpreter
+# still runs: a thread left inside Arrow's C++ when it finalizes aborts the process
+# ("terminate called without an active exception").
+_LIVE: dict[threading.Thread, threading.Event] = {}
+_EXIT_WAIT = 5.0  # seconds for all producers together
+
+
+@atexit.register
+def _stop_producers() -> None:
+    for stop in list(_LIVE.values()):
+        stop.set()
+    deadline = time.monotonic() + _EXIT_WAIT
+    for thread in list(_LIVE):
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _worker(thread: threading.Thread) -> bool:
