@@ -24,7 +24,7 @@ from typing import Any
 
 from dload_arrow.errors import ConfigError
 
-__all__ = ["KEYS", "Settings", "find_up", "progress_wanted", "resolve_settings",
+__all__ = ["KEYS", "Settings", "anchored", "find_up", "progress_wanted", "resolve_settings",
            "user_config_path"]
 
 KEYS = ("root", "cache_dir", "cache_budget", "endpoint_url")
@@ -86,6 +86,15 @@ def find_up(filename: str, start: Path | None = None) -> Path | None:
 _PATH_KEYS = ("root", "cache_dir")
 
 
+def anchored(value: str, base: Path | str) -> str:
+    """A local path setting made absolute against ``base`` when it is relative; URLs
+    (``s3://...``) and absolute paths (``~`` included) are returned as given."""
+    expanded = os.path.expanduser(value)
+    if "://" in value or os.path.isabs(expanded):
+        return value
+    return os.path.normpath(Path(base).absolute() / expanded)
+
+
 def _anchor_paths(data: dict[str, Any], path: Path, warn: bool = False) -> dict[str, Any]:
     """``data`` with a relative local ``root`` / ``cache_dir`` made absolute against the
     directory of the config file ``path`` (URLs such as ``s3://`` are left alone); ``warn``
@@ -93,17 +102,15 @@ def _anchor_paths(data: dict[str, Any], path: Path, warn: bool = False) -> dict[
     out = dict(data)
     for key in _PATH_KEYS:
         value = out.get(key)
-        if not value or "://" in value:
+        if not value:
             continue
-        expanded = os.path.expanduser(value)
-        if not os.path.isabs(expanded):
-            out[key] = os.path.normpath(path.absolute().parent / expanded)
-            if warn:
-                warnings.warn(
-                    f"{key} = {value!r} in {path} is relative: it is read relative to that "
-                    f"file's folder, as {out[key]} (not the working directory); write an "
-                    f"absolute path: dload init --user --{key.replace('_', '-')} /absolute/path",
-                    stacklevel=2)
+        out[key] = anchored(value, path.parent)
+        if warn and out[key] != value:
+            warnings.warn(
+                f"{key} = {value!r} in {path} is relative: it is read relative to that "
+                f"file's folder, as {out[key]} (not the working directory); write an "
+                f"absolute path: dload init --user --{key.replace('_', '-')} /absolute/path",
+                stacklevel=2)
     return out
 
 

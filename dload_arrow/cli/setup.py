@@ -19,7 +19,7 @@ from dload_arrow.cli.output import (
     root_options,
     root_problem,
 )
-from dload_arrow.config import KEYS, resolve_settings, user_config_path
+from dload_arrow.config import KEYS, anchored, resolve_settings, user_config_path
 from dload_arrow.errors import ConfigError, DloadError
 from dload_arrow.sizes import parse_size
 from dload_arrow.storage import LocalStorage, redact_url
@@ -38,9 +38,7 @@ def _absolute(value: str | None) -> str | None:
 
     A user config applies wherever dload runs, so a path typed relative to the working
     directory must not be read later relative to the config file's directory."""
-    if value is None or "://" in value or os.path.isabs(os.path.expanduser(value)):
-        return value
-    return os.path.abspath(value)
+    return None if value is None else anchored(value, os.getcwd())
 
 
 def _shown_path(value: str | None) -> str | None:
@@ -50,7 +48,7 @@ def _shown_path(value: str | None) -> str | None:
         return None
     if "://" in value:
         return redact_url(value)
-    return os.path.abspath(os.path.expanduser(value))
+    return os.path.expanduser(anchored(value, os.getcwd()))
 
 
 def _check_budget(value: str) -> str:

@@ -102,6 +102,10 @@ class Globs:
         """``(option, pattern)`` of every pattern that matched none of the files seen."""
         return [key for key in self._patterns if key not in self._used]
 
+    def unused_text(self) -> str:
+        """`` --exclude 'x' matched no file;`` for each unused pattern (empty: none)."""
+        return "".join(f" --{option} {p!r} matched no file;" for option, p in self.unused())
+
     def describe_unused(self, where: str) -> list[str]:
         """One sentence per unused pattern, saying what patterns match and how to check."""
         seen = (f" (e.g. {self._example!r})" if self._example is not None

@@ -93,8 +93,7 @@ class SampleSource:
         if self.random_access:
             groups = dict(sorted(groups.items()))
         if not groups:
-            unused = "".join(f" --{option} {p!r} matched no file;"
-                             for option, p in self.globs.unused())
+            unused = self.globs.unused_text()
             raise NotFoundError(
                 f"{self.location}: no files to ingest ({len(report.unmatched)} without an "
                 "extension or hidden, "

@@ -222,7 +222,7 @@ def _no_tables(path: str, globs: Globs, endpoint_url: str | None) -> DloadError:
     """Why ``path`` gave no table file: the globs, or what the path is and the --as that fits."""
     every = table_files(path) if globs else []
     if every:
-        unused = "".join(f" --{o} {p!r} matched no file;" for o, p in globs.unused())
+        unused = globs.unused_text()
         example = os.path.relpath(every[0], path) if os.path.isdir(path) else every[0]
         return NotFoundError(
             f"no Parquet, CSV or JSON Lines files at {path!r} after --include/--exclude: they "
