@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["binary_array", "bool_array", "inferred_type", "int64_array", "numpy_values",
-           "pylist", "scalar", "string_array", "table_rows", "typed_array"]
+__all__ = ["binary_array", "bool_array", "inferred_type", "int64_array", "list_slots",
+           "numpy_values", "pylist", "scalar", "string_array", "table_rows", "typed_array"]
 
 
 def int64_array(values: Any) -> pa.Array:
@@ -120,6 +120,21 @@ def numpy_values(arr: pa.Array) -> np.ndarray:
         return np.unpackbits(bits, count=end, bitorder="little")[arr.offset:].astype(bool)
     out: np.ndarray = arr.to_numpy(zero_copy_only=False)
     return out
+
+
+def list_slots(arr: pa.Array, present: np.ndarray | None = None
+               ) -> tuple[pa.Array, np.ndarray] | None:
+    """The values of a fixed-size list array, null rows' slots included, and which of them
+    belong to present rows (``present``: the rows that count, default the non-null ones);
+    None when a present row holds a missing value (it has no dense form)."""
+    size = arr.type.list_size
+    if present is None:
+        present = ~numpy_values(arr.is_null()) if arr.null_count else np.ones(len(arr), bool)
+    slots = arr.values.slice(arr.offset * size, len(arr) * size)
+    inside = np.repeat(present, size)
+    if slots.null_count and bool((numpy_values(slots.is_null()) & inside).any()):
+        return None
+    return slots, inside
 
 
 # Python types that a column of these Arrow types is built from without pa.array

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.arrays import numpy_values, pylist
+from dload_arrow.arrays import list_slots, numpy_values, pylist
 from dload_arrow.store.rows import field_shape
 
 __all__ = ["batch_to_samples", "column_values", "iter_samples", "row_to_sample"]
@@ -33,15 +33,12 @@ def column_values(field: pa.Field, arr: pa.Array | pa.ChunkedArray) -> list[Any]
         flat = arr.flatten()  # honours the array's offset
         block = np.array(numpy_values(flat)).reshape((n, *shape))
         return list(block)  # writeable views into one fresh array per batch
-    size = arr.type.list_size
-    slots = arr.values.slice(arr.offset * size, n * size)  # null rows keep their slots
-    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
-    if not slots.null_count or not bool(
-            (np.asarray(slots.is_null().to_numpy(zero_copy_only=False), bool)
-             & np.repeat(valid, size)).any()):
-        slots = pc.fill_null(slots, 0) if slots.null_count else slots
+    dense = list_slots(arr)  # null rows keep their slots: one block, None where null
+    if dense is not None:
+        slots = pc.fill_null(dense[0], 0) if dense[0].null_count else dense[0]
         block = np.array(numpy_values(slots)).reshape((n, *shape))
-        return [block[i] if ok else None for i, ok in enumerate(valid.tolist())]
+        valid = (~numpy_values(arr.is_null())).tolist()
+        return [block[i] if ok else None for i, ok in enumerate(valid)]
     return [  # a missing value inside a present row: element by element
         None if v is None else np.asarray(v, dtype=arr.type.value_type.to_pandas_dtype())
         .reshape(shape)

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.arrays import list_slots
+
 __all__ = ["flat_tensor", "pandas_table", "storable"]
 
 _VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
@@ -27,10 +29,6 @@ _VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
 
 def _numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-
-
-def _nulls(arr: pa.Array) -> np.ndarray:
-    return np.asarray(arr.is_null().to_numpy(zero_copy_only=False), bool)
 
 
 def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
@@ -46,13 +44,12 @@ def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
         return None
     size = math.prod(shape)
     values: pa.Array = col
-    valid = np.ones(len(col), bool) if not col.null_count else ~_nulls(col)
-    for _ in shape:
-        width = values.type.list_size
-        values = values.values.slice(values.offset * width, len(values) * width)
-        valid = np.repeat(valid, width)
-        if values.null_count and bool((_nulls(values) & valid).any()):
+    present = None
+    for _ in shape:  # down the nesting, the slots of present rows must all be there
+        dense = list_slots(values, present)
+        if dense is None:
             return None
+        values, present = dense
     mask = col.is_null() if col.null_count else None
     return pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
 
