@@ -61,6 +61,15 @@ def main() -> None:
     repo.unpin("quickstart")
     assert repo.dataset("quickstart").version == v2.version
 
+    # Sample dicts (the key in __key__, as samples() yields them) commit too; with the
+    # dataset's schema, a read commits back to the very same version id.
+    first = repo.dataset("quickstart", "first")
+    copy = repo.commit("quickstart", first.samples(), schema=first.schema,
+                       meta={"source": "synthetic"}, recipe=Path(__file__).read_text(),
+                       progress=False)
+    assert copy.version == v1.version
+    print(f"samples() committed back: {copy.version[:12]} (the first version's id)")
+
 
 if __name__ == "__main__":
     main()
