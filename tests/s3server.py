@@ -44,6 +44,9 @@ class S3Server:
     #: The next whole-object GET of a path containing this text breaks off after so many bytes.
     torn: tuple[str, int] | None = None
 
+    #: The next presigned GET of a path containing this text is refused with a 403.
+    refuse_signed: str | None = None
+
     def tear(self, contains: str, after: int) -> None:
         """Break the connection of the next whole-object GET of a matching path after
         ``after`` bytes of its body (a transfer torn mid-way); later GETs are served whole."""
@@ -115,6 +118,11 @@ def start_s3_server() -> S3Server:
         server = holder["s"]
         with server._lock:
             server.requests.append(req)
+        refuse = server.refuse_signed
+        if refuse is not None and refuse in req.path and "Signature=" in req.query:
+            server.refuse_signed = None
+            sr("403 Forbidden", [("Content-Length", "0")])
+            return [b""]
         body = app(environ, sr)
         torn = server.torn
         if torn is not None and req.method == "GET" and not req.range and torn[0] in req.path:

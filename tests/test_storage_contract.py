@@ -217,6 +217,7 @@ def test_a_torn_s3_download_resumes_from_the_first_missing_byte(
     assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
     gets = [r for r in s3_server.requests if r.method == "GET" and "torn.bin" in r.path]
     assert len(gets) == 2 and gets[0].range is None
+    assert "Signature=" in gets[0].query  # straight over http.client (storage/http_get.py)
     assert gets[1].range is not None and gets[1].range.startswith("bytes=")
     assert 0 < int(gets[1].range[6:].rstrip("-")) <= 200_000
 

@@ -10,6 +10,10 @@ cold per-sample epochs were no faster.
 
 A transfer torn mid-way resumes with a ranged GET from the first missing byte, as s3fs does,
 up to the filesystem's ``retries``; the digest has seen every byte once, in order.
+
+A download that is hashed (a shard) goes straight over ``http.client`` where it can
+(http_get.py): off the event loop, into reused buffers. This module's GET is then what it
+falls back to, or what resumes it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import threading
 from typing import Any
 
 from dload_arrow.storage.base import Digest
+from dload_arrow.storage.http_get import direct_get, presigned_url, write_all
 
 __all__ = ["READ_SIZE", "s3_download"]
 
@@ -34,21 +39,27 @@ def _retryable() -> tuple[type[BaseException], ...]:
 
 
 class _Feeder:
-    """Feeds chunks to ``digest`` on a thread of its own; the event loop only enqueues."""
+    """Feeds chunks to ``digest`` on a thread of its own; the downloading thread only enqueues.
+
+    A chunk put with a ``back`` queue is a view of a reused buffer: the buffer goes back there
+    once hashed."""
 
     def __init__(self, digest: Digest) -> None:
         self.digest = digest
         # Bounded: a hash slower than the network waits for, rather than buffers, a shard.
-        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=16)
+        self._queue: queue.Queue[tuple[Any, Any] | None] = queue.Queue(maxsize=16)
         self._thread = threading.Thread(target=self._run, name="dload-hash", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while (chunk := self._queue.get()) is not None:
+        while (item := self._queue.get()) is not None:
+            chunk, back = item
             self.digest.update(chunk)
+            if back is not None:
+                back.put(chunk.obj)
 
-    def put(self, chunk: bytes) -> None:
-        self._queue.put(chunk)
+    def put(self, chunk: bytes | memoryview, back: queue.Queue[bytearray] | None = None) -> None:
+        self._queue.put((chunk, back))
 
     def close(self) -> None:
         """Wait until every chunk put so far is hashed."""
@@ -78,34 +89,40 @@ def s3_download(fs: Any, full: str, dest: str, digest: Digest | None) -> int:
         resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, **kw)
         return resp["Body"]
 
-    async def run() -> int:
-        written, failures = 0, 0
-        body = await get(0)
+    async def run(f: Any, written: int, failures: int) -> int:
+        body = await get(written)
         try:
-            with open(dest, "wb") as f:
-                while True:
-                    try:
-                        chunk = await body.read(READ_SIZE)
-                    except retryable:
-                        failures += 1
-                        if failures >= retries:
-                            raise
-                        body.close()
-                        await asyncio.sleep(min(1.7**failures * 0.1, 15))
-                        body = await get(written)
-                        continue
-                    if not chunk:
-                        return written
-                    f.write(chunk)
-                    if feeder is not None:
-                        feeder.put(chunk)
-                    written += len(chunk)
+            while True:
+                try:
+                    chunk = await body.read(READ_SIZE)
+                except retryable:
+                    failures += 1
+                    if failures >= retries:
+                        raise
+                    body.close()
+                    await asyncio.sleep(min(1.7**failures * 0.1, 15))
+                    body = await get(written)
+                    continue
+                if not chunk:
+                    return written
+                write_all(f.fileno(), chunk)
+                if feeder is not None:
+                    feeder.put(chunk)
+                written += len(chunk)
         finally:
             body.close()
 
     feeder = None if digest is None else _Feeder(digest)
     try:
-        result: int = sync(fs.loop, run)
+        with open(dest, "wb", buffering=0) as f:
+            written, failures = 0, 0
+            url = None if feeder is None else presigned_url(fs, bucket, key, version)
+            if url is not None:
+                written, done = direct_get(fs, url, f.fileno(), feeder.put if feeder else None)
+                if done:
+                    return written
+                failures = 1 if written else 0  # torn: s3fs resumes; refused: s3fs from 0
+            result: int = sync(fs.loop, run, f, written, failures)
     finally:
         if feeder is not None:
             feeder.close()

@@ -1,0 +1,132 @@
+"""Hashed downloads (shards) straight over http.client (storage/http_get.py), against real
+servers: one presigned GET, the same bytes and digest as through s3fs, and s3fs whenever the
+direct way does not apply or fails before the body."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import queue
+import ssl
+from pathlib import Path
+from typing import Any
+
+import pytest
+from s3server import S3Server
+
+import dload_arrow.storage.http_get as http_get
+from dload_arrow.storage import open_storage
+from dload_arrow.storage.http_get import direct_get, presigned_url
+
+
+@pytest.fixture(params=["s3", pytest.param("seaweed", marks=pytest.mark.integration)])
+def s3_storage(request: pytest.FixtureRequest) -> Any:
+    return open_storage(request.getfixturevalue(f"{request.param}_root"))
+
+
+def _located(storage: Any, path: str) -> tuple[Any, str, str]:
+    fs = storage.fs
+    bucket, key, _ = fs.split_path(storage._full(path))
+    return fs, bucket, key
+
+
+def test_direct_get_writes_and_hands_over_every_byte_in_order(
+        s3_storage: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(http_get, "BUFFER_SIZE", 64 * 1024)  # several buffers, a partial last
+    data = os.urandom(5 * 64 * 1024 + 1234)
+    s3_storage.write("direct/obj", data)
+    fs, bucket, key = _located(s3_storage, "direct/obj")
+    url = presigned_url(fs, bucket, key, None)
+    assert url is not None and "Signature=" in url
+    digest = hashlib.sha256()
+    sizes: list[int] = []
+
+    def hand_over(piece: memoryview, free: queue.Queue[bytearray]) -> None:
+        digest.update(piece)
+        sizes.append(len(piece))
+        free.put(piece.obj)  # type: ignore[arg-type]
+
+    dest = tmp_path / "obj"
+    with open(dest, "wb", buffering=0) as f:
+        assert direct_get(fs, url, f.fileno(), hand_over) == (len(data), True)
+    assert dest.read_bytes() == data
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert len(sizes) == 6 and set(sizes[:-1]) == {64 * 1024}
+
+
+def test_a_shard_download_is_one_presigned_get(s3_server: S3Server, s3_root: str,
+                                               tmp_path: Path) -> None:
+    storage = open_storage(s3_root)
+    data = os.urandom(200_000)
+    storage.write("direct/shard", data)
+    s3_server.clear()
+    digest = hashlib.sha256()
+    assert storage.download("direct/shard", str(tmp_path / "s"), digest) == len(data)
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+    gets = [r for r in s3_server.requests if r.method == "GET" and "direct/shard" in r.path]
+    assert len(gets) == 1 and gets[0].range is None and "Signature=" in gets[0].query
+    # Not hashed (refs, manifests): through s3fs's pooled connections, as before.
+    s3_server.clear()
+    assert storage.download("direct/shard", str(tmp_path / "t")) == len(data)
+    gets = [r for r in s3_server.requests if r.method == "GET" and "direct/shard" in r.path]
+    assert len(gets) == 1 and "Signature=" not in gets[0].query
+
+
+def test_a_refused_presigned_get_falls_back_to_the_s3_client(
+        s3_server: S3Server, s3_root: str, tmp_path: Path) -> None:
+    storage = open_storage(s3_root)
+    data = os.urandom(100_000)
+    storage.write("direct/refused", data)
+    s3_server.clear()
+    s3_server.refuse_signed = "direct/refused"
+    digest = hashlib.sha256()
+    dest = tmp_path / "r"
+    assert storage.download("direct/refused", str(dest), digest) == len(data)
+    assert dest.read_bytes() == data
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+    gets = [r for r in s3_server.requests if r.method == "GET" and "direct/refused" in r.path]
+    assert [(r.status, "Signature=" in r.query, r.range) for r in gets] == [
+        (403, True, None), (200, False, None)]
+
+
+def test_a_proxy_in_the_environment_leaves_downloads_to_the_s3_client(
+        s3_root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    storage = open_storage(s3_root)
+    storage.write("direct/p", b"x")
+    fs, bucket, key = _located(storage, "direct/p")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    assert presigned_url(fs, bucket, key, None) is None  # http.client would not use it
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert presigned_url(fs, bucket, key, None) is not None  # bypassed for this host
+
+
+def test_extra_request_parameters_leave_downloads_to_the_s3_client(s3_server: S3Server) -> None:
+    import s3fs
+
+    opts = {"endpoint_url": s3_server.endpoint}
+    payer = s3fs.S3FileSystem(requester_pays=True, client_kwargs=opts, skip_instance_cache=True)
+    sse = s3fs.S3FileSystem(client_kwargs=opts, skip_instance_cache=True,
+                            s3_additional_kwargs={"SSECustomerAlgorithm": "AES256"})
+    proxied = s3fs.S3FileSystem(client_kwargs=opts, skip_instance_cache=True,
+                                config_kwargs={"proxies": {"http": "http://127.0.0.1:9"}})
+    for fs in (payer, sse, proxied):
+        assert presigned_url(fs, "bucket", "key", None) is None
+
+
+def test_tls_follows_the_clients_verify_setting(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    class Fs:
+        def __init__(self, **client: Any) -> None:
+            self.client_kwargs = client
+            self.config_kwargs: dict[str, Any] = {}
+
+    assert http_get._tls(Fs(verify=False)).verify_mode == ssl.CERT_NONE
+    assert http_get._tls(Fs()).verify_mode == ssl.CERT_REQUIRED
+    # A CA bundle that cannot be read: nothing is sent, s3fs will report the problem.
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(tmp_path / "missing.pem"))
+    dest = tmp_path / "never"
+    with open(dest, "wb", buffering=0) as f:
+        assert direct_get(Fs(), "https://127.0.0.1:9/b/k?Signature=x", f.fileno(), None) == (
+            0, False)
