@@ -9,6 +9,7 @@ shard is never evicted. Release the holds when the files are no longer read.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from dload_arrow.read.cache import Hold
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.planner import ReadPlan, plan_read
+from dload_arrow.read.random_access import missing_shard
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
 
@@ -69,6 +71,9 @@ def shard_files(
     plan = plan_read(context, manifest, units, full_shuffle=True, purpose=purpose).check()
     if context.in_place:
         local = [context.storage.local_path(shard_path(e.digest)) for e in chosen]
+        for e, path in zip(chosen, local, strict=True):
+            if path is not None and not os.path.exists(path):  # else polars' or DuckDB's error
+                raise missing_shard(context, e.digest, manifest.name)
         return ShardFiles([p for p in local if p is not None], [], plan)
     cache = context.cache()
     label = f"{manifest.name}@{manifest.version[:12]}"

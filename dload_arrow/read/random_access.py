@@ -120,13 +120,18 @@ def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
         return pq.ParquetFile(path, memory_map=True, metadata=metadata,
                               page_checksum_verification=verify)
     except FileNotFoundError as e:
-        raise NotFoundError(
-            f"shard {digest[:12]} of dataset {dataset!r} is missing under "
-            f"{redact_url(ctx.storage.url)} (deleted outside dload?): `dload verify "
-            f"{dataset}` lists what is missing; restore it or commit the data again"
-        ) from e
+        raise missing_shard(ctx, digest, dataset) from e
     except (OSError, pa.ArrowInvalid) as e:
         raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}") from e
+
+
+def missing_shard(ctx: ReadContext, digest: str, dataset: str) -> NotFoundError:
+    """The error for a shard file that is not in a local root."""
+    return NotFoundError(
+        f"shard {digest[:12]} of dataset {dataset!r} is missing under "
+        f"{redact_url(ctx.storage.url)} (deleted outside dload?): `dload verify "
+        f"{dataset}` lists what is missing; restore it or commit the data again"
+    )
 
 
 def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str) -> IntegrityError:
