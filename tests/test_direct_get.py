@@ -130,3 +130,19 @@ def test_tls_follows_the_clients_verify_setting(tmp_path: Path,
     with open(dest, "wb", buffering=0) as f:
         assert direct_get(Fs(), "https://127.0.0.1:9/b/k?Signature=x", f.fileno(), None) == (
             0, False)
+
+
+def test_direct_gets_can_be_turned_off(s3_server: S3Server, s3_root: str, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from dload_arrow.errors import StorageError
+
+    storage = open_storage(s3_root)
+    storage.write("direct/off", b"abc" * 1000)
+    s3_server.clear()
+    monkeypatch.setenv("DLOAD_DIRECT_GET", "0")
+    assert storage.download("direct/off", str(tmp_path / "o"), hashlib.sha256()) == 3000
+    (get,) = [r for r in s3_server.requests if r.method == "GET" and "direct/off" in r.path]
+    assert "Signature=" not in get.query
+    monkeypatch.setenv("DLOAD_DIRECT_GET", "sometimes")
+    with pytest.raises(StorageError, match=r"DLOAD_DIRECT_GET='sometimes': use 1 .* or 0"):
+        storage.download("direct/off", str(tmp_path / "p"), hashlib.sha256())

@@ -12,11 +12,12 @@ samples/s (medians of four alternating runs).
 
 Only downloads that need nothing else from botocore's HTTP stack go this way
 (:func:`presigned_url`): no proxy (configured or from the environment), no extra request
-parameters (requester pays, SSE-C keys). TLS verifies with the system's CAs, or as the
-client's ``verify`` and ``AWS_CA_BUNDLE`` say. Anything else goes through s3fs, and so does
-every failure before the body (a refused connection, a TLS error, any status but 200): s3fs
-then makes the request from the first byte and reports its errors as before. A body torn
-mid-way is resumed by s3fs from the first missing byte.
+parameters (requester pays, SSE-C keys), and not turned off with ``DLOAD_DIRECT_GET=0``. TLS
+verifies with the system's CAs, or as the client's ``verify`` and ``AWS_CA_BUNDLE`` say.
+Anything else goes through s3fs, and so does every failure before the body (a refused
+connection, a TLS error, any status but 200): s3fs then makes the request from the first byte
+and reports its errors as before. A body torn mid-way is resumed by s3fs from the first
+missing byte.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["BUFFERS", "BUFFER_SIZE", "direct_get", "presigned_url"]
+__all__ = ["BUFFERS", "BUFFER_SIZE", "direct_get", "direct_wanted", "presigned_url"]
 
 #: Reused receive buffers per download: a download in flight holds BUFFERS x BUFFER_SIZE.
 BUFFER_SIZE = 2 * 2**20
@@ -39,8 +40,23 @@ BUFFERS = 4
 _EXPIRES = 3600
 
 
+def direct_wanted() -> bool:
+    """``DLOAD_DIRECT_GET``: ``0`` / ``off`` sends every download through s3fs."""
+    value = os.environ.get("DLOAD_DIRECT_GET", "").strip().lower()
+    if value in ("", "1", "on", "true", "yes"):
+        return True
+    if value in ("0", "off", "false", "no"):
+        return False
+    from dload_arrow.errors import ConfigError
+
+    raise ConfigError(f"DLOAD_DIRECT_GET={value!r}: use 1 (shard GETs over http.client, the "
+                      "default) or 0 (every GET through s3fs)")
+
+
 def presigned_url(fs: Any, bucket: str, key: str, version: str | None) -> str | None:
     """A presigned GET URL of the object, or None when the download should go through s3fs."""
+    if not direct_wanted():
+        return None
     if getattr(fs, "req_kw", None) or getattr(fs, "s3_additional_kwargs", None):
         return None  # requester pays, SSE-C keys and the like are headers s3fs adds
     if (getattr(fs, "config_kwargs", None) or {}).get("proxies"):
