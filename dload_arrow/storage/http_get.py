@@ -148,7 +148,7 @@ def direct_get(fs: Any, url: str, fd: int,
                 _hand(view[:filled], free, hand_over)
                 view, filled = memoryview(free.get()), 0
         return written, True
-    except (OSError, http.client.HTTPException):  # ssl.SSLError and timeouts are OSErrors
+    except (OSError, ValueError, http.client.HTTPException):  # SSLError, timeouts: OSErrors
         return written, False
     finally:
         if filled:  # the digest sees every byte written, in order
