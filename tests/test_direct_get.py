@@ -146,3 +146,16 @@ def test_direct_gets_can_be_turned_off(s3_server: S3Server, s3_root: str, tmp_pa
     monkeypatch.setenv("DLOAD_DIRECT_GET", "sometimes")
     with pytest.raises(StorageError, match=r"DLOAD_DIRECT_GET='sometimes': use 1 .* or 0"):
         storage.download("direct/off", str(tmp_path / "p"), hashlib.sha256())
+
+
+def test_an_empty_object_downloads_directly(s3_server: S3Server, s3_root: str,
+                                            tmp_path: Path) -> None:
+    storage = open_storage(s3_root)
+    storage.write("direct/empty", b"")
+    s3_server.clear()
+    digest = hashlib.sha256()
+    dest = tmp_path / "e"
+    assert storage.download("direct/empty", str(dest), digest) == 0
+    assert dest.read_bytes() == b"" and digest.hexdigest() == hashlib.sha256().hexdigest()
+    (get,) = [r for r in s3_server.requests if r.method == "GET" and "direct/empty" in r.path]
+    assert "Signature=" in get.query
