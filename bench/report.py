@@ -162,6 +162,19 @@ def _errors(doc: dict[str, Any]) -> list[str]:
     return out
 
 
+def _steal(doc: dict[str, Any]) -> list[str]:
+    """How much CPU the host took during the runs that recorded it (bench/run.py)."""
+    runs = [(r, x["steal"]) for r in doc["results"] for x in r["runs"] if "steal" in x]
+    if not runs:
+        return []
+    shares = sorted(v for _, v in runs)
+    worst = max(runs, key=lambda p: p[1])[0]
+    return [f"CPU stolen by the hypervisor during the {len(runs)} runs that recorded it "
+            f"(share of the busy CPU time): median {shares[len(shares) // 2]:.0%}, at most "
+            f"{shares[-1]:.0%} ({SHORT[worst['system']]}, {_cell_name(worst['cell'])}). The "
+            "other runs predate the record.", ""]
+
+
 def _workload(doc: dict[str, Any]) -> list[str]:
     w = doc["workload"]
     size = "quick" if doc.get("quick") else f"{doc['rows']:,} rows"
@@ -181,7 +194,7 @@ def _workload(doc: dict[str, Any]) -> list[str]:
     if doc.get("ingest") and w not in ("mix", "big"):
         out += ["### Ingest", "", *_ingest_table(doc), ""]
     out += ["### Epoch throughput (samples/s, median ± half the min-max spread)", "",
-            *_epoch_table(doc), ""]
+            *_epoch_table(doc), "", *_steal(doc)]
     out += ["### Time to first item (s)", "",
             *_metric_table(doc, "first_batch_s", lambda v: _num(v)), ""]
     out += ["### Peak RSS of the consumer process (MB; workers reported separately in JSON)",

@@ -33,7 +33,35 @@ TIMEOUT = 600
 WORKLOADS = ["image", "tabular", "tokens", "mix", "big"]
 
 
+def cpu_times() -> list[int]:
+    """The machine's CPU time counters (``/proc/stat``'s first line; empty elsewhere)."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return []
+
+
+def steal_share(before: list[int], after: list[int]) -> float | None:
+    """Of the CPU time the machine was busy or wanted between two readings, the share the
+    hypervisor gave to other guests (steal): on a throttled VM every figure is slower."""
+    if len(before) < 8 or len(after) < 8:
+        return None
+    d = [b - a for a, b in zip(before, after, strict=False)]
+    busy = d[0] + d[1] + d[2] + d[5] + d[6]  # user, nice, system, irq, softirq
+    return round(d[7] / (busy + d[7]), 3) if busy + d[7] > 0 else None
+
+
 def child(job: dict[str, Any], timeout: int = TIMEOUT) -> dict[str, Any]:
+    before = cpu_times()
+    out = _child(job, timeout)
+    steal = steal_share(before, cpu_times())
+    if steal is not None:
+        out["steal"] = steal
+    return out
+
+
+def _child(job: dict[str, Any], timeout: int) -> dict[str, Any]:
     cmd = [sys.executable, str(ROOT / "bench" / "measure.py"), json.dumps(job)]
     env = dict(os.environ, PYTHONHASHSEED="0", AWS_ACCESS_KEY_ID="bench",
                AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1",
@@ -266,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
             results.append({"cell": cell, "system": system, "runs": got,
                             **{k: summarize(got, k) for k in (
                                 "rate", "first_batch_s", "rss_mb", "worker_rss_mb",
-                                "gets", "gets_ranged", "get_bytes", "cache_peak_bytes")}})
+                                "gets", "gets_ranged", "get_bytes", "cache_peak_bytes",
+                                "steal")}})
     finally:
         if s3 is not None:
             s3.stop()

@@ -35,9 +35,21 @@ def test_quick_run_writes_results_and_tables(tmp_path: Path) -> None:
         assert "error" not in run0, run0
         assert run0["samples"] == 300 and run0["complete"]
         assert run0["in_order"] is True
+        assert 0 <= run0["steal"] <= 1  # the hypervisor's share of the CPU during the run
     subprocess.run([*run, "--render"], check=True, env=env, cwd=ROOT, timeout=60)
     md = (tmp_path / "BENCHMARKS.md").read_text()
     assert "## Workload: image" in md and "dload / limit" in md
+    assert "CPU stolen by the hypervisor during the 2 runs that recorded it" in md
+
+
+def test_steal_share_is_the_hypervisors_part_of_the_wanted_cpu() -> None:
+    sys.path.insert(0, str(ROOT))
+    from bench.run import steal_share
+
+    before = [100, 0, 50, 1000, 0, 0, 0, 10, 0, 0]
+    after = [160, 0, 70, 1500, 5, 5, 5, 30, 0, 0]  # busy 90, steal 20
+    assert steal_share(before, after) == round(20 / 110, 3)
+    assert steal_share([], after) is None
 
 
 def test_repeats_interleave_and_a_replaced_remeasure_is_not_listed(tmp_path: Path) -> None:
