@@ -159,3 +159,17 @@ def test_an_empty_object_downloads_directly(s3_server: S3Server, s3_root: str,
     assert dest.read_bytes() == b"" and digest.hexdigest() == hashlib.sha256().hexdigest()
     (get,) = [r for r in s3_server.requests if r.method == "GET" and "direct/empty" in r.path]
     assert "Signature=" in get.query
+
+
+def test_a_local_write_error_is_raised_not_retried(s3_server: S3Server, s3_root: str) -> None:
+    from dload_arrow.errors import StorageError
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("needs /dev/full (Linux)")
+    storage = open_storage(s3_root)
+    storage.write("direct/full", os.urandom(50_000))
+    s3_server.clear()
+    with pytest.raises(StorageError, match="No space left on device"):
+        storage.download("direct/full", "/dev/full", hashlib.sha256())
+    gets = [r for r in s3_server.requests if r.method == "GET" and "direct/full" in r.path]
+    assert len(gets) == 1  # a full disk is not a torn transfer: no second request

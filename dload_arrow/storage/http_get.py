@@ -38,6 +38,9 @@ BUFFER_SIZE = 2 * 2**20
 BUFFERS = 4
 #: Seconds a presigned URL stays valid: it is used at once, by one GET.
 _EXPIRES = 3600
+#: What a failed connection raises (ssl.SSLError and timeouts are OSErrors; ValueError: a URL
+#: http.client refuses).
+_NETWORK = (OSError, ValueError, http.client.HTTPException)
 
 
 def direct_wanted() -> bool:
@@ -129,18 +132,24 @@ def direct_get(fs: Any, url: str, fd: int,
     written = filled = 0
     view = memoryview(free.get())
     try:
-        conn.request("GET", f"{parts.path}?{parts.query}")
-        resp = conn.getresponse()
+        try:
+            conn.request("GET", f"{parts.path}?{parts.query}")
+            resp = conn.getresponse()
+        except _NETWORK:
+            return 0, False
         remaining = resp.length
         if resp.status != 200 or remaining is None:  # S3 always sends the length
             return 0, False
         while remaining:
             # What the socket has now (one recv): the file grows as the bytes arrive, so that
             # a reader of the partial file (read/progressive.py) sees them.
-            n = resp.fp.readinto1(view[filled:min(BUFFER_SIZE, filled + remaining)])
+            try:
+                n = resp.fp.readinto1(view[filled:min(BUFFER_SIZE, filled + remaining)])
+            except _NETWORK:
+                return written, False
             if not n:
                 return written, False  # the body ended short
-            write_all(fd, view[filled:filled + n])
+            write_all(fd, view[filled:filled + n])  # a local error (disk full) is raised
             filled += n
             written += n
             remaining -= n
@@ -148,8 +157,6 @@ def direct_get(fs: Any, url: str, fd: int,
                 _hand(view[:filled], free, hand_over)
                 view, filled = memoryview(free.get()), 0
         return written, True
-    except (OSError, ValueError, http.client.HTTPException):  # SSLError, timeouts: OSErrors
-        return written, False
     finally:
         if filled:  # the digest sees every byte written, in order
             _hand(view[:filled], free, hand_over)
