@@ -173,3 +173,13 @@ def test_a_local_write_error_is_raised_not_retried(s3_server: S3Server, s3_root:
         storage.download("direct/full", "/dev/full", hashlib.sha256())
     gets = [r for r in s3_server.requests if r.method == "GET" and "direct/full" in r.path]
     assert len(gets) == 1  # a full disk is not a torn transfer: no second request
+
+
+def test_a_read_is_one_get_and_no_head(s3_server: S3Server, s3_root: str) -> None:
+    # s3fs's cat_file asked for the size first: a HEAD before every manifest read.
+    storage = open_storage(s3_root)
+    storage.write("direct/manifest", b"m" * 5000)
+    s3_server.clear()
+    assert storage.read("direct/manifest") == b"m" * 5000
+    assert s3_server.count("HEAD", "direct/manifest") == 0
+    assert s3_server.count("GET", "direct/manifest") == 1

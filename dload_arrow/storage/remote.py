@@ -15,7 +15,7 @@ from typing import Any
 
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_url
-from dload_arrow.storage.s3_get import s3_download
+from dload_arrow.storage.s3_get import s3_download, s3_get_object
 from dload_arrow.storage.s3_root import check_s3_url, missing_bucket
 from dload_arrow.storage.shared_fs import shared_filesystem
 
@@ -102,6 +102,9 @@ class FsspecStorage:
     def read(self, path: str) -> bytes:
         full = self._full(path)
         try:
+            if self.protocol in ("s3", "s3a"):
+                # one GET (s3fs's cat_file asks for the size first: a HEAD per read)
+                return s3_get_object(self.fs, full)[0]
             return bytes(self.fs.cat_file(full))
         except Exception as e:
             raise self._wrap(e, path, "reading") from e
@@ -143,7 +146,7 @@ class FsspecStorage:
         if self.protocol in ("s3", "s3a"):
             full = self._full(path)
             try:
-                return self._s3_get(full)
+                return s3_get_object(self.fs, full)
             except FileNotFoundError:
                 return None
             except Exception as e:
@@ -153,24 +156,6 @@ class FsspecStorage:
         except NotFoundError:
             return None
         return data, hashlib.md5(data, usedforsecurity=False).hexdigest()
-
-    def _s3_get(self, full: str) -> tuple[bytes, str]:
-        # The bytes and the ETag of one GET response, so the token names exactly the bytes
-        # read. (The ETag is not always their MD5: SSE-KMS and SSE-C buckets use other ETags.)
-        from fsspec.asyn import sync
-
-        fs = self.fs
-        bucket, key, _ = fs.split_path(full)
-
-        async def get() -> tuple[bytes, str]:
-            resp = await fs._call_s3("get_object", Bucket=bucket, Key=key)
-            try:
-                return bytes(await resp["Body"].read()), str(resp["ETag"])
-            finally:
-                resp["Body"].close()
-
-        result: tuple[bytes, str] = sync(fs.loop, get)
-        return result
 
     def compare_and_swap(self, path: str, data: bytes, token: str | None) -> bool:
         if token is None:

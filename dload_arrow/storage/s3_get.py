@@ -25,7 +25,7 @@ from typing import Any
 from dload_arrow.storage.base import Digest
 from dload_arrow.storage.http_get import direct_get, presigned_url, write_all
 
-__all__ = ["READ_SIZE", "s3_download"]
+__all__ = ["READ_SIZE", "s3_download", "s3_get_object"]
 
 READ_SIZE = 8 * 2**20
 
@@ -126,4 +126,25 @@ def s3_download(fs: Any, full: str, dest: str, digest: Digest | None) -> int:
     finally:
         if feeder is not None:
             feeder.close()
+    return result
+
+
+def s3_get_object(fs: Any, full: str) -> tuple[bytes, str]:
+    """The bytes of object ``full`` and the ETag of the one GET that returned them.
+
+    The ETag names exactly the bytes read (it is not always their MD5: SSE-KMS and SSE-C
+    buckets use other ETags). One request: s3fs's ``cat_file`` asks for the size first.
+    """
+    from fsspec.asyn import sync
+
+    bucket, key, _ = fs.split_path(full)
+
+    async def get() -> tuple[bytes, str]:
+        resp = await fs._call_s3("get_object", Bucket=bucket, Key=key)
+        try:
+            return bytes(await resp["Body"].read()), str(resp["ETag"])
+        finally:
+            resp["Body"].close()
+
+    result: tuple[bytes, str] = sync(fs.loop, get)
     return result
