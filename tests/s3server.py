@@ -44,6 +44,9 @@ class S3Server:
     #: The next whole-object GET of a path containing this text breaks off after so many bytes.
     torn: tuple[str, int] | None = None
 
+    #: Whole-object GETs of paths containing this text send nothing until the event is set.
+    held: tuple[str, threading.Event] | None = None
+
     #: The next presigned GET of a path containing this text is refused with a 403.
     refuse_signed: str | None = None
 
@@ -88,6 +91,11 @@ def _trickle(body: Any, seconds: float) -> Any:
         yield piece
 
 
+def _held(body: Any, release: threading.Event) -> Any:
+    release.wait(60)
+    yield from body
+
+
 def _torn(body: Any, after: int) -> Any:
     data = b"".join(body)
     yield data[:after]
@@ -128,6 +136,9 @@ def start_s3_server() -> S3Server:
         if torn is not None and req.method == "GET" and not req.range and torn[0] in req.path:
             server.torn = None
             return _torn(body, torn[1])
+        held = server.held
+        if held is not None and req.method == "GET" and not req.range and held[0] in req.path:
+            return _held(body, held[1])
         slow = server.slow
         if slow is None or req.method != "GET" or req.range or slow[0] not in req.path:
             return body

@@ -177,6 +177,45 @@ def test_the_first_big_shard_is_read_while_its_one_get_is_still_writing_it(
     assert cache.is_cached(first, m.shards[0].bytes)
 
 
+def test_the_first_shards_footer_is_fetched_before_its_download_sends_a_byte(
+        s3_root: str, cache_dir: str, s3_server: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The footer's ranged GET starts with the download, not once the first row group's bytes
+    # are in: the first item waits for the slower of the two, not for both in a row.
+    import threading
+
+    import dload_arrow.read.reader as reader
+
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    samples = [(f"k{i:05d}", {"x": i}) for i in range(2000)]
+    repo.commit("d", samples, shard_size=20_000, row_group_size=500, progress=False)
+    m = repo.manifest("d")
+    first = m.shards[0].digest
+    monkeypatch.setattr(reader, "_EARLY_MIN_BYTES", 0)
+    s3_server.clear()
+    release = threading.Event()
+    s3_server.held = (first, release)
+    got: list[pa.RecordBatch] = []
+    reading = threading.Thread(target=lambda: got.extend(
+        iter_units(repo.read_context, m, all_units(m))))
+    try:
+        reading.start()
+        deadline = time.monotonic() + 10
+        # the download is held (sends no byte) until release
+        while not (s3_server.count("GET", contains=first, ranged=True)
+                   and s3_server.count("GET", contains=first, ranged=False)):
+            assert time.monotonic() < deadline, "no footer GET while the download was held"
+            time.sleep(0.01)
+        assert not got
+    finally:
+        release.set()
+        s3_server.held = None
+        reading.join(30)
+    assert not reading.is_alive()
+    assert pa.Table.from_batches(got).column("x").to_pylist() == list(range(2000))
+    assert s3_server.count("GET", contains=first, ranged=True) == 1
+
+
 @pytest.mark.parametrize("shuffled", [True, False])
 def test_a_shuffled_first_shard_downloads_before_the_shards_ahead(
         s3_root: str, cache_dir: str, s3_server: Any, shuffled: bool) -> None:

@@ -3,16 +3,23 @@
 Time to first batch on a cold cache would otherwise be the download of a whole shard (128 MB
 by default) plus its sha256. The manifest records where each row group's bytes lie, and
 Parquet needs only the footer besides them: so the reader fetches the footer (one small ranged
-GET, kept under ``<cache_dir>/footers``) and decodes row groups from the download's temp file
-as soon as their bytes have arrived. The shard is still fetched with exactly one GET, and the
-rest of the stream reads the verified file; should the download fail its check, the error
-surfaces when the reader moves on to the verified file.
+GET, kept under ``<cache_dir>/footers``), on a thread of its own from the start, and decodes
+row groups from the download's temp file as soon as their bytes have arrived. (Fetched only
+once the first row group was there, the footer's GET came after the download's first bytes:
+cold first items 0.61-0.78 s on moto against 0.49-0.65 s, four alternating runs.) The shard
+is still fetched with exactly one GET, and the rest of the stream reads the verified file;
+should the download fail its check, the error surfaces when the reader moves on to the
+verified file.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,6 +32,22 @@ from dload_arrow.store.manifest import ShardEntry
 __all__ = ["PartialShard"]
 
 _POLL = 0.002
+T = TypeVar("T")
+
+
+def in_background(fn: Callable[[], T], name: str) -> Future[T]:
+    """``fn()`` on a daemon thread of its own; its result or exception in the future."""
+    fut: Future[T] = Future()
+
+    def run() -> None:
+        if fut.set_running_or_notify_cancel():
+            try:
+                fut.set_result(fn())
+            except BaseException as e:
+                fut.set_exception(e)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return fut
 
 
 class PartialShard:
@@ -37,7 +60,8 @@ class PartialShard:
         self._path: str | None = None
         self._pf: pq.ParquetFile | None = None
         self._opened = 0  # the file's size when _pf was opened
-        self._metadata: pq.FileMetaData | None = None
+        self._footer = in_background(lambda: RowGroupReader(ctx).metadata(self.ref),
+                                     "dload-footer")
 
     def read(self, rg: int, columns: list[str] | None) -> pa.Table | None:
         """Row group ``rg``, once its bytes are written; None when the verified file is there."""
@@ -67,9 +91,7 @@ class PartialShard:
             time.sleep(_POLL)
 
     def _meta(self) -> pq.FileMetaData:
-        if self._metadata is None:
-            self._metadata = RowGroupReader(self.ctx).metadata(self.ref)
-        return self._metadata
+        return self._footer.result()  # its errors (a missing shard) are raised here
 
     def close(self) -> None:
         if self._pf is not None:
