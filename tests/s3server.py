@@ -75,6 +75,11 @@ class S3Server:
                 and (copy is None or r.copy == copy)
             )
 
+    def gets(self, contains: str) -> list[Request]:
+        """The GET requests of paths containing ``contains``, in order."""
+        with self._lock:
+            return [r for r in self.requests if r.method == "GET" and contains in r.path]
+
     def bytes_sent(self, contains: str = "") -> int:
         with self._lock:
             return sum(r.sent for r in self.requests if r.method == "GET" and contains in r.path)

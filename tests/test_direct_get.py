@@ -30,6 +30,22 @@ def _located(storage: Any, path: str) -> tuple[Any, str, str]:
     return fs, bucket, key
 
 
+def _stored(s3_root: str, s3_server: S3Server, path: str, size: int) -> tuple[Any, bytes]:
+    """A storage on the test server holding ``size`` random bytes at ``path``; log cleared."""
+    storage = open_storage(s3_root)
+    data = os.urandom(size)
+    storage.write(path, data)
+    s3_server.clear()
+    return storage, data
+
+
+def _check_download(storage: Any, path: str, data: bytes, dest: Path) -> None:
+    digest = hashlib.sha256()
+    assert storage.download(path, str(dest), digest) == len(data)
+    assert dest.read_bytes() == data
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+
+
 def test_direct_get_writes_and_hands_over_every_byte_in_order(
         s3_storage: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(http_get, "BUFFER_SIZE", 64 * 1024)  # several buffers, a partial last
@@ -56,37 +72,36 @@ def test_direct_get_writes_and_hands_over_every_byte_in_order(
 
 def test_a_shard_download_is_one_presigned_get(s3_server: S3Server, s3_root: str,
                                                tmp_path: Path) -> None:
-    storage = open_storage(s3_root)
-    data = os.urandom(200_000)
-    storage.write("direct/shard", data)
-    s3_server.clear()
-    digest = hashlib.sha256()
-    assert storage.download("direct/shard", str(tmp_path / "s"), digest) == len(data)
-    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
-    gets = [r for r in s3_server.requests if r.method == "GET" and "direct/shard" in r.path]
+    storage, data = _stored(s3_root, s3_server, "direct/shard", 200_000)
+    _check_download(storage, "direct/shard", data, tmp_path / "s")
+    gets = s3_server.gets("direct/shard")
     assert len(gets) == 1 and gets[0].range is None and "Signature=" in gets[0].query
     # Not hashed (refs, manifests): through s3fs's pooled connections, as before.
     s3_server.clear()
     assert storage.download("direct/shard", str(tmp_path / "t")) == len(data)
-    gets = [r for r in s3_server.requests if r.method == "GET" and "direct/shard" in r.path]
+    gets = s3_server.gets("direct/shard")
     assert len(gets) == 1 and "Signature=" not in gets[0].query
+
+
+def test_a_torn_download_is_resumed_by_s3fs_from_the_first_missing_byte(
+        s3_server: S3Server, s3_root: str, tmp_path: Path) -> None:
+    storage, data = _stored(s3_root, s3_server, "dl/torn.bin", 1_000_000)
+    s3_server.tear("dl/torn.bin", 200_000)
+    _check_download(storage, "dl/torn.bin", data, tmp_path / "torn.bin")
+    first, resumed = s3_server.gets("torn.bin")
+    assert first.range is None and "Signature=" in first.query  # direct, torn
+    assert resumed.range is not None and resumed.range.startswith("bytes=")
+    assert "Signature=" not in resumed.query  # s3fs
+    assert 0 < int(resumed.range[6:].rstrip("-")) <= 200_000
 
 
 def test_a_refused_presigned_get_falls_back_to_the_s3_client(
         s3_server: S3Server, s3_root: str, tmp_path: Path) -> None:
-    storage = open_storage(s3_root)
-    data = os.urandom(100_000)
-    storage.write("direct/refused", data)
-    s3_server.clear()
+    storage, data = _stored(s3_root, s3_server, "direct/refused", 100_000)
     s3_server.refuse_signed = "direct/refused"
-    digest = hashlib.sha256()
-    dest = tmp_path / "r"
-    assert storage.download("direct/refused", str(dest), digest) == len(data)
-    assert dest.read_bytes() == data
-    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
-    gets = [r for r in s3_server.requests if r.method == "GET" and "direct/refused" in r.path]
-    assert [(r.status, "Signature=" in r.query, r.range) for r in gets] == [
-        (403, True, None), (200, False, None)]
+    _check_download(storage, "direct/refused", data, tmp_path / "r")
+    assert [(r.status, "Signature=" in r.query, r.range)
+            for r in s3_server.gets("direct/refused")] == [(403, True, None), (200, False, None)]
 
 
 def test_a_proxy_in_the_environment_leaves_downloads_to_the_s3_client(
@@ -141,7 +156,7 @@ def test_direct_gets_can_be_turned_off(s3_server: S3Server, s3_root: str, tmp_pa
     s3_server.clear()
     monkeypatch.setenv("DLOAD_DIRECT_GET", "0")
     assert storage.download("direct/off", str(tmp_path / "o"), hashlib.sha256()) == 3000
-    (get,) = [r for r in s3_server.requests if r.method == "GET" and "direct/off" in r.path]
+    (get,) = s3_server.gets("direct/off")
     assert "Signature=" not in get.query
     monkeypatch.setenv("DLOAD_DIRECT_GET", "sometimes")
     with pytest.raises(StorageError, match=r"DLOAD_DIRECT_GET='sometimes': use 1 .* or 0"):
@@ -157,7 +172,7 @@ def test_an_empty_object_downloads_directly(s3_server: S3Server, s3_root: str,
     dest = tmp_path / "e"
     assert storage.download("direct/empty", str(dest), digest) == 0
     assert dest.read_bytes() == b"" and digest.hexdigest() == hashlib.sha256().hexdigest()
-    (get,) = [r for r in s3_server.requests if r.method == "GET" and "direct/empty" in r.path]
+    (get,) = s3_server.gets("direct/empty")
     assert "Signature=" in get.query
 
 
@@ -171,7 +186,7 @@ def test_a_local_write_error_is_raised_not_retried(s3_server: S3Server, s3_root:
     s3_server.clear()
     with pytest.raises(StorageError, match="No space left on device"):
         storage.download("direct/full", "/dev/full", hashlib.sha256())
-    gets = [r for r in s3_server.requests if r.method == "GET" and "direct/full" in r.path]
+    gets = s3_server.gets("direct/full")
     assert len(gets) == 1  # a full disk is not a torn transfer: no second request
 
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from s3server import S3Server
 
 from dload_arrow.errors import InvalidNameError, NotFoundError
 from dload_arrow.storage import LocalStorage, Storage, check_relpath, open_storage
@@ -201,25 +200,6 @@ def test_download_feeds_every_byte_to_the_digest_in_order(storage: Storage,
     assert storage.download("dl/hashed", str(dest), digest) == len(data)
     assert dest.read_bytes() == data
     assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
-
-
-def test_a_torn_s3_download_resumes_from_the_first_missing_byte(
-        s3_server: S3Server, s3_root: str, tmp_path: Path) -> None:
-    storage = open_storage(s3_root)
-    data = os.urandom(1_000_000)
-    storage.write("dl/torn.bin", data)
-    s3_server.clear()
-    s3_server.tear("dl/torn.bin", 200_000)
-    dest = tmp_path / "torn.bin"
-    digest = hashlib.sha256()
-    assert storage.download("dl/torn.bin", str(dest), digest) == len(data)
-    assert dest.read_bytes() == data
-    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
-    gets = [r for r in s3_server.requests if r.method == "GET" and "torn.bin" in r.path]
-    assert len(gets) == 2 and gets[0].range is None
-    assert "Signature=" in gets[0].query  # straight over http.client (storage/http_get.py)
-    assert gets[1].range is not None and gets[1].range.startswith("bytes=")
-    assert 0 < int(gets[1].range[6:].rstrip("-")) <= 200_000
 
 
 @pytest.mark.parametrize(
