@@ -64,7 +64,7 @@ def test_direct_get_writes_and_hands_over_every_byte_in_order(
 
     dest = tmp_path / "obj"
     with open(dest, "wb", buffering=0) as f:
-        assert direct_get(fs, url, f.fileno(), hand_over) == (len(data), True)
+        assert direct_get(fs, url, f.fileno(), hand_over) == (len(data), True, 200)
     assert dest.read_bytes() == data
     assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
     assert len(sizes) == 6 and set(sizes[:-1]) == {64 * 1024}
@@ -96,12 +96,20 @@ def test_a_torn_download_is_resumed_by_s3fs_from_the_first_missing_byte(
 
 
 def test_a_refused_presigned_get_falls_back_to_the_s3_client(
-        s3_server: S3Server, s3_root: str, tmp_path: Path) -> None:
+        s3_server: S3Server, s3_root: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     storage, data = _stored(s3_root, s3_server, "direct/refused", 100_000)
+    # the filesystem is shared by the tests' roots: its mark is undone after this test
+    monkeypatch.setattr(storage.fs, "_dload_no_direct", False, raising=False)
     s3_server.refuse_signed = "direct/refused"
     _check_download(storage, "direct/refused", data, tmp_path / "r")
     assert [(r.status, "Signature=" in r.query, r.range)
             for r in s3_server.gets("direct/refused")] == [(403, True, None), (200, False, None)]
+    # An endpoint that refused a presigned GET is not asked again (say one that takes only
+    # another signature version): the next download goes through s3fs at once.
+    s3_server.clear()
+    _check_download(storage, "direct/refused", data, tmp_path / "again")
+    assert ["Signature=" in r.query for r in s3_server.gets("direct/refused")] == [False]
 
 
 def test_a_proxy_in_the_environment_leaves_downloads_to_the_s3_client(
@@ -144,7 +152,7 @@ def test_tls_follows_the_clients_verify_setting(tmp_path: Path,
     dest = tmp_path / "never"
     with open(dest, "wb", buffering=0) as f:
         assert direct_get(Fs(), "https://127.0.0.1:9/b/k?Signature=x", f.fileno(), None) == (
-            0, False)
+            0, False, 0)
 
 
 def test_direct_gets_can_be_turned_off(s3_server: S3Server, s3_root: str, tmp_path: Path,

@@ -16,8 +16,8 @@ parameters (requester pays, SSE-C keys), and not turned off with ``DLOAD_DIRECT_
 verifies with the system's CAs, or as the client's ``verify`` and ``AWS_CA_BUNDLE`` say.
 Anything else goes through s3fs, and so does every failure before the body (a refused
 connection, a TLS error, any status but 200): s3fs then makes the request from the first byte
-and reports its errors as before. A body torn mid-way is resumed by s3fs from the first
-missing byte.
+and reports its errors as before (after a refusal such as a 403, for every later download of
+that filesystem too). A body torn mid-way is resumed by s3fs from the first missing byte.
 """
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["BUFFERS", "BUFFER_SIZE", "direct_get", "direct_wanted", "presigned_url"]
+__all__ = ["BUFFERS", "BUFFER_SIZE", "Got", "direct_get", "direct_wanted", "presigned_url",
+           "refused"]
 
 #: Reused receive buffers per download: a download in flight holds BUFFERS x BUFFER_SIZE.
 BUFFER_SIZE = 2 * 2**20
@@ -58,7 +59,7 @@ def direct_wanted() -> bool:
 
 def presigned_url(fs: Any, bucket: str, key: str, version: str | None) -> str | None:
     """A presigned GET URL of the object, or None when the download should go through s3fs."""
-    if not direct_wanted():
+    if not direct_wanted() or getattr(fs, "_dload_no_direct", False):
         return None
     if getattr(fs, "req_kw", None) or getattr(fs, "s3_additional_kwargs", None):
         return None  # requester pays, SSE-C keys and the like are headers s3fs adds
@@ -107,14 +108,33 @@ def _tls(fs: Any) -> ssl.SSLContext:
     return ssl.create_default_context(cafile=cafile)
 
 
+class Got(NamedTuple):
+    """What :func:`direct_get` did."""
+
+    written: int  #: bytes written to the file
+    done: bool  #: the whole body was written
+    status: int = 0  #: the response's HTTP status (0: no response)
+
+
+#: Statuses that say the endpoint takes no presigned GETs (or not this way): after one, every
+#: download of that filesystem goes through s3fs (a 404 or a 5xx says nothing of the kind).
+_REFUSALS = frozenset({400, 401, 403, 405, 501})
+
+
+def refused(fs: Any, got: Got) -> None:
+    """Stop presigning for ``fs`` when ``got`` was refused by the endpoint (see _REFUSALS)."""
+    if got.status in _REFUSALS:
+        fs._dload_no_direct = True
+
+
 def direct_get(fs: Any, url: str, fd: int,
                hand_over: Callable[[memoryview, queue.Queue[bytearray]], None] | None,
-               ) -> tuple[int, bool]:
-    """GET ``url`` into file descriptor ``fd``: (bytes written, whether the body is complete).
+               ) -> Got:
+    """GET ``url`` into file descriptor ``fd``.
 
     Each piece read is written, then passed to ``hand_over`` with the queue its buffer goes
-    back to once hashed. Not complete: nothing was received (written 0: a status other than
-    200, a refused connection, a TLS error) or the body broke off after ``written`` bytes.
+    back to once hashed. Not done: nothing was received (written 0: a status other than 200,
+    a refused connection, a TLS error) or the body broke off after ``written`` bytes.
     """
     config = getattr(fs, "config_kwargs", None) or {}
     timeout = float(config.get("read_timeout") or 60)
@@ -125,7 +145,7 @@ def direct_get(fs: Any, url: str, fd: int,
                 if parts.scheme == "https" else
                 http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout))
     except OSError:  # a CA bundle that cannot be read: s3fs reports it
-        return 0, False
+        return Got(0, False)
     free: queue.Queue[bytearray] = queue.Queue()
     for _ in range(BUFFERS):
         free.put(bytearray(BUFFER_SIZE))
@@ -136,19 +156,19 @@ def direct_get(fs: Any, url: str, fd: int,
             conn.request("GET", f"{parts.path}?{parts.query}")
             resp = conn.getresponse()
         except _NETWORK:
-            return 0, False
+            return Got(0, False)
         remaining = resp.length
         if resp.status != 200 or remaining is None:  # S3 always sends the length
-            return 0, False
+            return Got(0, False, resp.status)
         while remaining:
             # What the socket has now (one recv): the file grows as the bytes arrive, so that
             # a reader of the partial file (read/progressive.py) sees them.
             try:
                 n = resp.fp.readinto1(view[filled:min(BUFFER_SIZE, filled + remaining)])
             except _NETWORK:
-                return written, False
+                return Got(written, False, 200)
             if not n:
-                return written, False  # the body ended short
+                return Got(written, False, 200)  # the body ended short
             write_all(fd, view[filled:filled + n])  # a local error (disk full) is raised
             filled += n
             written += n
@@ -156,7 +176,7 @@ def direct_get(fs: Any, url: str, fd: int,
             if filled == BUFFER_SIZE and remaining:
                 _hand(view[:filled], free, hand_over)
                 view, filled = memoryview(free.get()), 0
-        return written, True
+        return Got(written, True, 200)
     finally:
         if filled:  # the digest sees every byte written, in order
             _hand(view[:filled], free, hand_over)

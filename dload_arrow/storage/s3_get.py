@@ -23,7 +23,7 @@ import threading
 from typing import Any
 
 from dload_arrow.storage.base import Digest
-from dload_arrow.storage.http_get import direct_get, presigned_url, write_all
+from dload_arrow.storage.http_get import direct_get, presigned_url, refused, write_all
 
 __all__ = ["READ_SIZE", "s3_download", "s3_get_object"]
 
@@ -118,9 +118,11 @@ def s3_download(fs: Any, full: str, dest: str, digest: Digest | None) -> int:
             written, failures = 0, 0
             url = None if feeder is None else presigned_url(fs, bucket, key, version)
             if url is not None:
-                written, done = direct_get(fs, url, f.fileno(), feeder.put if feeder else None)
-                if done:
-                    return written
+                got = direct_get(fs, url, f.fileno(), feeder.put if feeder else None)
+                if got.done:
+                    return got.written
+                refused(fs, got)
+                written = got.written
                 failures = 1 if written else 0  # torn: s3fs resumes; refused: s3fs from 0
             result: int = sync(fs.loop, run, f, written, failures)
     finally:
