@@ -75,7 +75,9 @@ def presigned_url(fs: Any, bucket: str, key: str, version: str | None) -> str | 
         client = await fs.get_s3(bucket)
         url: str = await client.generate_presigned_url(
             "get_object", Params=params, ExpiresIn=_EXPIRES)
-        return url
+        if "Signature=" not in url or "X-Amz-Signature=" in url:
+            return url  # unsigned (anonymous), or SigV4 already
+        return await _sigv4(client, url)
 
     try:
         url = sync(fs.loop, sign)
@@ -87,6 +89,25 @@ def presigned_url(fs: Any, bucket: str, key: str, version: str | None) -> str | 
     if _proxied(parts):
         return None
     return url
+
+
+async def _sigv4(client: Any, url: str) -> str:
+    """``url`` (presigned with SigV2, as botocore still does unless told otherwise) signed with
+    SigV4 instead: AWS refuses SigV2 for buckets made since 2020 and in newer regions."""
+    from botocore.auth import S3SigV4QueryAuth
+    from botocore.awsrequest import AWSRequest
+
+    creds = await client._request_signer._credentials.get_frozen_credentials()
+    parts = urllib.parse.urlsplit(url)
+    v2 = {"AWSAccessKeyId", "Signature", "Expires", "x-amz-security-token"}
+    query = [(k, v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+             if k not in v2]
+    request = AWSRequest(method="GET", url=urllib.parse.urlunsplit(
+        (parts.scheme, parts.netloc, parts.path, urllib.parse.urlencode(query), "")))
+    region = client.meta.region_name or "us-east-1"
+    S3SigV4QueryAuth(creds, "s3", region, expires=_EXPIRES).add_auth(request)
+    signed: str = request.prepare().url
+    return signed
 
 
 def _proxied(parts: urllib.parse.SplitResult) -> bool:
