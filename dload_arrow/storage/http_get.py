@@ -5,10 +5,10 @@ copies every piece into a new ``bytes`` object while holding the GIL, for every 
 flight at once: a cold epoch spent about a second of CPU on that thread alone (bench/notes/
 speed-work.md, "Thirteenth session"). Here each download runs on its own fetch thread: the
 request goes to the object's presigned URL (signed by the same s3fs client, so with its
-credentials, endpoint and addressing style), and the body is read into a few reused buffers
-(``readinto``; the GIL is free while it waits), written with ``os.write`` and hashed from the
-same buffers by the feeder thread (s3_get.py). Cold per-sample epochs on moto: 37k -> 49k
-samples/s (medians of four alternating runs).
+credentials, endpoint and addressing style; SigV4, see :func:`_sigv4`), and the body is read
+into a few reused buffers (one ``recv`` at a time; the GIL is free while it waits), written
+with ``os.write`` and hashed from the same buffers by the feeder thread (s3_get.py). Cold
+per-sample epochs on moto: 37k -> 49k samples/s (medians of four alternating runs).
 
 Only downloads that need nothing else from botocore's HTTP stack go this way
 (:func:`presigned_url`): no proxy (configured or from the environment), no extra request
