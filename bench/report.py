@@ -169,12 +169,10 @@ def _steal(doc: dict[str, Any]) -> list[str]:
         return []
     shares = sorted(v for _, v in runs)
     worst = max(runs, key=lambda p: p[1])[0]
-    again = sum(x.get("stolen_retries", 0) for r in doc["results"] for x in r["runs"])
     return [f"CPU stolen by the hypervisor during the {len(runs)} runs that recorded it "
             f"(share of the busy CPU time): median {shares[len(shares) // 2]:.0%}, at most "
-            f"{shares[-1]:.0%} ({SHORT[worst['system']]}, {_cell_name(worst['cell'])})"
-            + (f"; {again} runs over `--max-steal` were run again" if again else "")
-            + ". The other runs predate the record.", ""]
+            f"{shares[-1]:.0%} ({SHORT[worst['system']]}, {_cell_name(worst['cell'])}). The "
+            "other runs predate the record.", ""]
 
 
 def _workload(doc: dict[str, Any]) -> list[str]:

@@ -18,7 +18,6 @@ import statistics
 import subprocess
 import sys
 import time
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +28,40 @@ from bench import workloads as W  # noqa: E402
 from bench.adapters import ADAPTERS, SYSTEMS  # noqa: E402
 from bench.cells import CORE, _cell, _match, cells  # noqa: E402
 from bench.results_io import DATA, RESULTS, _key, _merge, _schema, machine  # noqa: E402
-from bench.steal import steady  # noqa: E402
 
 TIMEOUT = 600
 WORKLOADS = ["image", "tabular", "tokens", "mix", "big"]
 
 
+def cpu_times() -> list[int]:
+    """The machine's CPU time counters (``/proc/stat``'s first line; empty elsewhere)."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return []
+
+
+def steal_share(before: list[int], after: list[int]) -> float | None:
+    """Of the CPU time the machine was busy or wanted between two readings, the share the
+    hypervisor gave to other guests (steal): on a throttled VM every figure is slower."""
+    if len(before) < 8 or len(after) < 8:
+        return None
+    d = [b - a for a, b in zip(before, after, strict=False)]
+    busy = d[0] + d[1] + d[2] + d[5] + d[6]  # user, nice, system, irq, softirq
+    return round(d[7] / (busy + d[7]), 3) if busy + d[7] > 0 else None
+
+
 def child(job: dict[str, Any], timeout: int = TIMEOUT) -> dict[str, Any]:
+    before = cpu_times()
+    out = _child(job, timeout)
+    steal = steal_share(before, cpu_times())
+    if steal is not None:
+        out["steal"] = steal
+    return out
+
+
+def _child(job: dict[str, Any], timeout: int) -> dict[str, Any]:
     cmd = [sys.executable, str(ROOT / "bench" / "measure.py"), json.dumps(job)]
     env = dict(os.environ, PYTHONHASHSEED="0", AWS_ACCESS_KEY_ID="bench",
                AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1",
@@ -165,9 +191,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tag", default="", help="suffix of the results file")
     ap.add_argument("--merge", default="", help="replace these cells in an existing results "
                     "file (e.g. image.json) instead of writing a new one")
-    ap.add_argument("--max-steal", type=float, help="run again (after a pause) a run that "
-                    "lost more than this share of its CPU to the hypervisor, e.g. 0.1")
-    ap.add_argument("--steal-retries", type=int, default=3)
     ap.add_argument("--render", action="store_true", help="write BENCHMARKS.md and exit")
     args = ap.parse_args(argv)
     if args.render:
@@ -264,8 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                     spec.update(mix=[0.7, 0.3], limit=n)
                 job = {"system": system, "spec": spec, "ctx": ctx, "n": n,
                        "n_a": W.MIX_B_BASE, "quality": args.workload == "mix"}
-                res = steady(partial(child, job), args.max_steal, args.steal_retries, log,
-                             system)
+                res = child(job)
                 runs[i].append(res)
                 log(f"{args.workload} {_cell(cell)} {system} #{r}: {_fmt(res, 'rate')}")
         for (cell, system), got in zip(pairs, runs, strict=True):

@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -45,33 +44,12 @@ def test_quick_run_writes_results_and_tables(tmp_path: Path) -> None:
 
 def test_steal_share_is_the_hypervisors_part_of_the_wanted_cpu() -> None:
     sys.path.insert(0, str(ROOT))
-    from bench.steal import steal_share
+    from bench.run import steal_share
 
     before = [100, 0, 50, 1000, 0, 0, 0, 10, 0, 0]
     after = [160, 0, 70, 1500, 5, 5, 5, 30, 0, 0]  # busy 90, steal 20
     assert steal_share(before, after) == round(20 / 110, 3)
     assert steal_share([], after) is None
-
-
-def test_a_starved_run_is_run_again_up_to_the_limit() -> None:
-    sys.path.insert(0, str(ROOT))
-    from bench.steal import steady
-
-    said: list[str] = []
-
-    def runs(*steals: float) -> Any:
-        left = list(steals)
-        return lambda: {"rate": 1.0, "steal": left.pop(0)}
-
-    def same(run: Any) -> Any:
-        return run()
-
-    got = steady(runs(0.5, 0.3, 0.05, 0.0), 0.1, 3, said.append, "x", 0, same)
-    assert got["steal"] == 0.05 and got["stolen_retries"] == 2 and len(said) == 2
-    got = steady(runs(0.5, 0.4), 0.1, 1, said.append, "x", 0, same)  # gives up: the last
-    assert got["steal"] == 0.4 and got["stolen_retries"] == 1
-    got = steady(runs(0.5), None, 3, said.append, "x", 0, same)  # no limit: as it came
-    assert got["steal"] == 0.5 and "stolen_retries" not in got
 
 
 def test_repeats_interleave_and_a_replaced_remeasure_is_not_listed(tmp_path: Path) -> None:
