@@ -15,11 +15,8 @@ verified file.
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future
-from typing import TypeVar
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,22 +29,6 @@ from dload_arrow.store.manifest import ShardEntry
 __all__ = ["PartialShard"]
 
 _POLL = 0.002
-T = TypeVar("T")
-
-
-def in_background(fn: Callable[[], T], name: str) -> Future[T]:
-    """``fn()`` on a daemon thread of its own; its result or exception in the future."""
-    fut: Future[T] = Future()
-
-    def run() -> None:
-        if fut.set_running_or_notify_cancel():
-            try:
-                fut.set_result(fn())
-            except BaseException as e:
-                fut.set_exception(e)
-
-    threading.Thread(target=run, name=name, daemon=True).start()
-    return fut
 
 
 class PartialShard:
@@ -60,8 +41,9 @@ class PartialShard:
         self._path: str | None = None
         self._pf: pq.ParquetFile | None = None
         self._opened = 0  # the file's size when _pf was opened
-        self._footer = in_background(lambda: RowGroupReader(ctx).metadata(self.ref),
-                                     "dload-footer")
+        pool = ThreadPoolExecutor(1, thread_name_prefix="dload-footer")
+        self._footer = pool.submit(RowGroupReader(ctx).metadata, self.ref)
+        pool.shutdown(wait=False)  # the thread ends with its one GET
 
     def read(self, rg: int, columns: list[str] | None) -> pa.Table | None:
         """Row group ``rg``, once its bytes are written; None when the verified file is there."""
