@@ -272,7 +272,8 @@ def _int_column_and_literal(draw: st.DrawFn) -> tuple[pa.DataType, list[int | No
               else (-(2 ** (t.bit_width - 1)), 2 ** (t.bit_width - 1) - 1))
     values = draw(st.lists(st.one_of(st.none(), st.integers(lo, hi),
                                      st.sampled_from([lo, hi, 0])), max_size=12))
-    near = st.integers(lo - 3, hi + 3) if lo - 3 >= -(2**63) else st.integers(lo, hi + 3)
+    # around the type's range, within 64 bits (beyond, literals are refused: test above)
+    near = st.integers(max(lo - 3, -(2**63)), min(hi + 3, 2**64 - 1))
     literal = draw(st.one_of(
         near.map(str),
         st.integers(-(2**63), 2**64 - 1).map(str),
