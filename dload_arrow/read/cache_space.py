@@ -96,14 +96,15 @@ class CacheSpace:
                     digest, rest = name.split(".parquet.tmp-", 1)
                     try:
                         size = e.stat().st_size
+                        if cleanup and self._remove_stale_tmp(e.path, digest):
+                            continue
                     except FileNotFoundError:
                         # Renamed to its final name after the listing was taken (downloads
-                        # finish outside cache.lock): count the shard it became, once.
+                        # finish outside cache.lock, and release their download lock right
+                        # after): count the shard it became, once.
                         if digest not in shards:
                             with contextlib.suppress(FileNotFoundError, InvalidNameError):
                                 shards[digest] = os.stat(self.shard_file(digest)).st_size
-                        continue
-                    if cleanup and self._stale_tmp(e.path, digest):
                         continue
                     try:
                         reserved = int(rest.split("-", 1)[0])
@@ -114,14 +115,19 @@ class CacheSpace:
         entries = sorted((_mtime(self._hold_file(d)), d, n) for d, n in shards.items())
         return used, entries
 
-    def _stale_tmp(self, path: str, digest: str) -> bool:
-        # A temp file whose download lock nobody holds belongs to a dead downloader.
+    def _remove_stale_tmp(self, path: str, digest: str) -> bool:
+        """Remove ``path`` if it belongs to a dead downloader (nobody holds its download lock).
+
+        Raises FileNotFoundError when the file is gone: its download finished (renamed to the
+        final name, then released the lock) since it was listed, so it is not stale.
+        """
         lock = try_exclusive(self._lock_file(digest))
         if lock is None:
             return False
-        with contextlib.suppress(FileNotFoundError):
+        try:
             os.unlink(path)
-        lock.release()
+        finally:
+            lock.release()
         return True
 
     def _evict(self, digest: str) -> bool:

@@ -1,0 +1,82 @@
+"""The cache's listing racing downloads that finish (rename temp -> final) outside cache.lock.
+
+Each test forces one interleaving by running the downloader's last step from inside the scan
+(a hook on the listing or on the lock probe), so the race is hit every time, not by chance.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import dload_arrow.read.cache_space as cache_mod
+from dload_arrow.read.cache import Cache
+from dload_arrow.read.locks import FileLock
+
+
+def test_a_download_renamed_while_the_cache_is_listed_is_still_counted(
+        cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Downloads rename temp -> final outside cache.lock. An admission whose directory listing
+    # was taken just before such a rename sees a temp name that no longer exists and no final
+    # name: the shard must still count against the budget (invariant 4), exactly once.
+    cache = Cache(cache_dir, 10_000)
+    digest = "cd" * 32
+    final = cache.shard_file(digest)
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    tmp = f"{final}.tmp-3000-race"
+    Path(tmp).write_bytes(b"x" * 3000)
+    real = cache_mod.list_dir
+
+    def listing_then_rename(path: str) -> list[os.DirEntry[str]]:
+        entries = real(path)
+        if os.path.exists(tmp) and path == os.path.dirname(final):
+            os.replace(tmp, final)  # the downloader finishes between readdir and stat
+        return entries
+
+    monkeypatch.setattr(cache_mod, "list_dir", listing_then_rename)
+    used, entries = cache._scan(cleanup=True)
+    assert used == 3000
+    assert [(d, n) for _, d, n in entries] == [(digest, 3000)]
+    monkeypatch.setattr(cache_mod, "list_dir", real)
+    assert cache.used_bytes() == 3000  # and once, when the listing sees the final name
+
+
+def test_a_download_finishing_between_stat_and_stale_check_is_still_counted(
+        cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The scan stats a temp file (the whole shard has arrived), then asks whether it is stale
+    # by trying its download lock. If the downloader renames it to the final name and releases
+    # the lock in between, the lock is free but the temp is not stale: it became the final
+    # file, which this listing (taken before the rename) does not show. It must still count:
+    # a scan that dropped it let a third shard into a two-shard budget (a flaky CI failure).
+    cache = Cache(cache_dir, 10_000)
+    digest = "cd" * 32
+    final = cache.shard_file(digest)
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    tmp = f"{final}.tmp-3000-race"
+    Path(tmp).write_bytes(b"x" * 3000)
+    download_lock = FileLock.acquire(cache._lock_file(digest), exclusive=True)
+    real = cache_mod.try_exclusive
+
+    def finish_then_probe(path: str) -> FileLock | None:
+        if os.path.exists(tmp):
+            os.replace(tmp, final)  # the downloader's last steps: rename, release its lock
+            download_lock.release()
+        return real(path)
+
+    monkeypatch.setattr(cache_mod, "try_exclusive", finish_then_probe)
+    used, entries = cache._scan(cleanup=True)
+    assert used == 3000
+    assert [(d, n) for _, d, n in entries] == [(digest, 3000)]
+    assert os.path.getsize(final) == 3000  # not mistaken for a dead download's leftovers
+
+
+def test_a_dead_downloads_temp_file_is_still_removed_by_the_scan(cache_dir: str) -> None:
+    cache = Cache(cache_dir, 10_000)
+    final = cache.shard_file("ef" * 32)
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    tmp = f"{final}.tmp-3000-dead"
+    Path(tmp).write_bytes(b"x" * 1000)  # nobody holds its download lock
+    assert cache._scan(cleanup=True) == (0, [])
+    assert not os.path.exists(tmp) and not os.path.exists(final)
