@@ -1,11 +1,13 @@
 """Per-column statistics for ``describe()``: from the manifest, the shard footers, or data.
 
-The manifest records min, max and null counts per row group for scalar columns. For the other
-columns (binary, tensors, lists, structs) on a local root, the null counts come from the
-shards' Parquet footers, read in place (never the data). A flat column's footer null count is
-exact; a tensor (fixed-size list) column's null rows follow from its value and row counts;
-other nested columns are known to hold no null row when a leaf counts no null, else stay
-unknown (None). On a remote root they stay unknown: ``describe()`` reads no shard bytes there.
+The manifest records min, max and null counts per row group for scalar columns, and null
+counts per row group for the other columns (binary, tensors, lists, structs): exact, on every
+root. Manifests written before the latter were recorded lack them; for those shards, on a
+local root, the null counts come from the shards' Parquet footers, read in place (never the
+data). A flat column's footer null count is exact; a tensor (fixed-size list) column's null
+rows follow from its value and row counts; other nested columns are known to hold no null row
+when a leaf counts no null, else stay unknown (None). On a remote root they stay unknown:
+``describe()`` reads no shard bytes there.
 """
 
 from __future__ import annotations
@@ -85,20 +87,37 @@ def _footer_nulls(ctx: ReadContext, manifest: Manifest, chosen: Sequence[tuple[i
     return out
 
 
+def _manifest_nulls(t: pa.Table, column: str,
+                    chosen: Sequence[tuple[int, int]]) -> int | None:
+    """Null rows of a non-scalar ``column`` in the ``chosen`` row groups, from the manifest;
+    None when it lacks them (written before they were recorded)."""
+    name = f"rg_nulls.{column}"
+    if name not in t.column_names:
+        return None
+    per = pylist(t.column(name))
+    if any(per[s] is None for s, _ in chosen):  # an older parent's shards, after an append
+        return None
+    return sum(per[s][r] for s, r in chosen)
+
+
 def manifest_rows(ctx: ReadContext, manifest: Manifest,
                   units: Sequence[tuple[int, int]] | None,
                   footers: bool = True) -> list[dict[str, Any]]:
-    """One row per column from the manifest (and, with ``footers`` on a local root, the
-    shard footers' null counts of non-scalar columns; else their counts are None)."""
+    """One row per column from the manifest's statistics. Null counts of non-scalar columns
+    (whole row groups) are given only with ``footers``: from the manifest, or for an older
+    manifest on a local root from the shard footers; else their counts are None."""
     chosen = all_units(manifest) if units is None else list(units)
     shards = manifest.shards
     rows = sum(shards[s].rg_rows[r] for s, r in chosen)
     t = manifest.table
     others = [f for f in manifest.schema if f.name != "__key__" and not is_scalar(f.type)]
     footer: dict[str, int | None] = {f.name: None for f in others}
-    if footers and ctx.in_place:
-        footer = _footer_nulls(ctx, manifest, chosen, others) if others and chosen else {
-            f.name: 0 for f in others}
+    if footers:
+        footer = {f.name: _manifest_nulls(t, f.name, chosen) for f in others}
+        unknown = [f for f in others if footer[f.name] is None]
+        if unknown and ctx.in_place:
+            footer.update(_footer_nulls(ctx, manifest, chosen, unknown) if chosen else {
+                f.name: 0 for f in unknown})
     out = []
     for field in manifest.schema:
         c = field.name

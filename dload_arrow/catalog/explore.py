@@ -113,10 +113,10 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
 
     Without a predicate (and unless ``exact``) everything comes from the manifest's
     statistics and no data is read; ``min``/``max`` are shown as text. Non-scalar columns
-    (binary, tensors, lists) have counts and nulls from the shards' Parquet footers on a
-    local root (:mod:`dload_arrow.catalog.column_stats`), and no min, max or mean. With a
-    predicate the statistics would describe whole row groups, so the filtered rows are read
-    and measured.
+    (binary, tensors, lists) have counts and nulls (from the manifest, or for versions
+    committed before it recorded them, from the footers of a local root's shards:
+    :mod:`dload_arrow.catalog.column_stats`), and no min, max or mean. With a predicate the
+    statistics would describe whole row groups, so the filtered rows are read and measured.
     """
     if exact is None:
         exact = predicate is not None

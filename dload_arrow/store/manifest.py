@@ -3,7 +3,9 @@
 The file's bytes name the version (sha256), so nothing time- or host-dependent goes in.
 Columns: ``digest, bytes, rows, row_offset, footer_offset, rg_rows, rg_offsets, rg_bytes,
 key_min, key_max, rg_key_min, rg_key_max`` and, per scalar sample column ``c``,
-``min.c, max.c, nulls.c, rg_min.c, rg_max.c, rg_nulls.c``. Schema metadata ``dload`` holds
+``min.c, max.c, nulls.c, rg_min.c, rg_max.c, rg_nulls.c``; per other sample column (binary,
+tensors, lists: no min or max) ``nulls.c, rg_nulls.c`` (manifests written before dload_arrow
+recorded them lack these; readers treat the counts as unknown). Schema metadata ``dload`` holds
 JSON: format, name, sample schema (base64 Arrow IPC), meta, recipe, parents, key index.
 """
 
@@ -74,9 +76,14 @@ def shard_rows(shards: Sequence[ShardData], schema: pa.Schema) -> pa.Table:
         "rg_key_max": typed_array([s.rg_key_max for s in shards], pa.list_(pa.string())),
     }
     for f in schema:
-        if f.name == "__key__" or not is_scalar(f.type):
+        if f.name == "__key__":
             continue
         c, t = f.name, f.type
+        if not is_scalar(t):
+            cols[f"nulls.{c}"] = typed_array([sum(s.rg_nulls[c]) for s in shards], pa.int64())
+            cols[f"rg_nulls.{c}"] = typed_array([s.rg_nulls[c] for s in shards],
+                                                pa.list_(pa.int64()))
+            continue
         cols[f"min.{c}"] = typed_array([s.stats[c][0] for s in shards], t)
         cols[f"max.{c}"] = typed_array([s.stats[c][1] for s in shards], t)
         cols[f"nulls.{c}"] = typed_array([s.stats[c][2] for s in shards], pa.int64())

@@ -168,7 +168,10 @@ def _manifest(storage: Storage, up: Uploaded, parent: Manifest | None,
         a.key_max < b.key_min for a, b in itertools.pairwise(shards)
     )
     if parent is not None:
-        rows = pa.concat_tables([parent.table.replace_schema_metadata(None), rows])
+        # A parent written before the manifest counted nulls of non-scalar columns lacks
+        # those columns: its shards get null there (unknown), not an error.
+        rows = pa.concat_tables([parent.table.replace_schema_metadata(None), rows],
+                                promote_options="default")
         tail = parent.shards[-1].key_max if parent.shards else None
         sorted_new = sorted_new and parent.keys_sorted and (
             tail is None or not shards or tail < shards[0].key_min

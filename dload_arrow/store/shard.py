@@ -48,6 +48,8 @@ class ShardData:
     # column -> (min, max, nulls) for the shard and per row group
     stats: dict[str, tuple[Any, Any, int]] = field(default_factory=dict)
     rg_stats: dict[str, list[tuple[Any, Any, int]]] = field(default_factory=dict)
+    # the other columns (binary, tensors, lists, ...) -> null rows per row group
+    rg_nulls: dict[str, list[int]] = field(default_factory=dict)
 
 
 def is_scalar(typ: pa.DataType) -> bool:
@@ -153,6 +155,8 @@ class _Open:
         self.rg_key_min: list[str] = []
         self.rg_key_max: list[str] = []
         self.rg_stats: dict[str, list[tuple[Any, Any, int]]] = {c: [] for c in self.scalar}
+        self.rg_nulls: dict[str, list[int]] = {
+            f.name: [] for f in schema if f.name != KEY_COLUMN and f.name not in self.scalar}
 
     def add(self, table: pa.Table) -> None:
         self.writer.write_table(table, row_group_size=table.num_rows)
@@ -163,6 +167,8 @@ class _Open:
         self.rg_key_max.append(kmax)
         for c in self.scalar:
             self.rg_stats[c].append(_col_stats(table.column(c)))
+        for c, nulls in self.rg_nulls.items():
+            nulls.append(table.column(c).null_count)
 
     def finish(self, keys_sorted: bool, digest: bool = True) -> ShardData:
         self.writer.close()
@@ -205,6 +211,7 @@ class _Open:
             keys_sorted=keys_sorted,
             stats=stats,
             rg_stats=self.rg_stats,
+            rg_nulls=self.rg_nulls,
         )
 
 
