@@ -47,6 +47,10 @@ class S3Server:
     #: Whole-object GETs of paths containing this text send nothing until the event is set.
     held: tuple[str, threading.Event] | None = None
 
+    #: Whole-object GETs of shards whose path does not contain this text send nothing until
+    #: the event is set (every shard held back but one).
+    hold_others: tuple[str, threading.Event] | None = None
+
     #: The next presigned GET of a path containing this text is refused with a 403.
     refuse_signed: str | None = None
 
@@ -144,6 +148,10 @@ def start_s3_server() -> S3Server:
         held = server.held
         if held is not None and req.method == "GET" and not req.range and held[0] in req.path:
             return _held(body, held[1])
+        others = server.hold_others
+        if (others is not None and req.method == "GET" and not req.range
+                and "/shards/" in req.path and others[0] not in req.path):
+            return _held(body, others[1])
         slow = server.slow
         if slow is None or req.method != "GET" or req.range or slow[0] not in req.path:
             return body

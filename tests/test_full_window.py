@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -146,3 +147,35 @@ def test_full_shuffle_from_s3_gets_each_shard_once(s3_repo: Repository, s3_serve
     assert sorted(xs) == list(range(400))
     gets = s3_server.count("GET", "shards/", ranged=False)  # type: ignore[attr-defined]
     assert gets == shards
+
+
+def test_the_first_item_of_a_cold_full_shuffle_waits_for_its_own_shard_only(
+        s3_root: str, cache_dir: str, s3_server: Any) -> None:
+    # The first chunk is one row and its unit is decoded first: on a cold cache the first item
+    # needs the download of that unit's shard, not of every shard (a first chunk of 16 rows
+    # drew units from all of them).
+    rng = np.random.default_rng(1)
+    probe = Repository.open(s3_root, cache_dir=cache_dir + "-probe", cache_budget="unlimited")
+    probe.commit("d", [(f"k{i:04d}", {"x": i, "blob": rng.bytes(900)}) for i in range(400)],
+                 row_group_size=8_000, shard_size=60_000, progress=False)
+    m = probe.manifest("d")
+    assert len(m.shards) >= 4
+    first = next(iter(probe.dataset("d").shuffle(full=True, seed=5)))["__key__"]
+    own = next(s for s in m.shards if s.key_min <= first <= s.key_max)
+    cold = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    epoch = iter(cold.dataset("d").shuffle(full=True, seed=5))
+    got: list[Any] = []
+    release = threading.Event()
+    s3_server.hold_others = (own.digest, release)
+    reading = threading.Thread(target=lambda: got.append(next(epoch)))
+    try:
+        reading.start()
+        reading.join(20)
+        assert got, "the first item waited for shards other than its own"
+        assert got[0]["__key__"] == first
+    finally:
+        release.set()
+        s3_server.hold_others = None
+        reading.join(60)
+    rest = [s["__key__"] for s in epoch]
+    assert sorted([first, *rest]) == [f"k{i:04d}" for i in range(400)]

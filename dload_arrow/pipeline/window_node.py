@@ -7,7 +7,7 @@ unsharded consumer's windows of large rows (:func:`~dload_arrow.pipeline.window_
 takes_per_chunk`), into a :class:`~dload_arrow.pipeline.unit_rows.UnitRows` that each chunk
 takes its rows from. Either way a large value is copied once, from its unit into the output.
 The full shuffle's one window is filled while in use, in the order the epoch first needs its
-units (:mod:`~dload_arrow.pipeline.full_window`): its first chunk goes out after a few units.
+units (:mod:`~dload_arrow.pipeline.full_window`): its first chunk goes out after one unit.
 
 While the consumer works through window ``w``, a background thread makes the next shuffled
 window (decoding and gathering run in C++ without the GIL); the consumer releases ``w`` when
