@@ -16,17 +16,24 @@ from dload_arrow.read.cache import Cache
 from dload_arrow.read.locks import FileLock
 
 
+def _temp_file(cache_dir: str, digest: str, size: int = 3000) -> tuple[Cache, str, str]:
+    """A cache with one download's temp file of ``size`` bytes (reserving 3000): the cache,
+    the shard's final path and the temp path."""
+    cache = Cache(cache_dir, 10_000)
+    final = cache.shard_file(digest)
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    tmp = f"{final}.tmp-3000-race"
+    Path(tmp).write_bytes(b"x" * size)
+    return cache, final, tmp
+
+
 def test_a_download_renamed_while_the_cache_is_listed_is_still_counted(
         cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Downloads rename temp -> final outside cache.lock. An admission whose directory listing
     # was taken just before such a rename sees a temp name that no longer exists and no final
     # name: the shard must still count against the budget (invariant 4), exactly once.
-    cache = Cache(cache_dir, 10_000)
     digest = "cd" * 32
-    final = cache.shard_file(digest)
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    tmp = f"{final}.tmp-3000-race"
-    Path(tmp).write_bytes(b"x" * 3000)
+    cache, final, tmp = _temp_file(cache_dir, digest)
     real = cache_mod.list_dir
 
     def listing_then_rename(path: str) -> list[os.DirEntry[str]]:
@@ -50,12 +57,8 @@ def test_a_download_finishing_between_stat_and_stale_check_is_still_counted(
     # the lock in between, the lock is free but the temp is not stale: it became the final
     # file, which this listing (taken before the rename) does not show. It must still count:
     # a scan that dropped it let a third shard into a two-shard budget (a flaky CI failure).
-    cache = Cache(cache_dir, 10_000)
     digest = "cd" * 32
-    final = cache.shard_file(digest)
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    tmp = f"{final}.tmp-3000-race"
-    Path(tmp).write_bytes(b"x" * 3000)
+    cache, final, tmp = _temp_file(cache_dir, digest)
     download_lock = FileLock.acquire(cache._lock_file(digest), exclusive=True)
     real = cache_mod.try_exclusive
 
@@ -73,10 +76,6 @@ def test_a_download_finishing_between_stat_and_stale_check_is_still_counted(
 
 
 def test_a_dead_downloads_temp_file_is_still_removed_by_the_scan(cache_dir: str) -> None:
-    cache = Cache(cache_dir, 10_000)
-    final = cache.shard_file("ef" * 32)
-    os.makedirs(os.path.dirname(final), exist_ok=True)
-    tmp = f"{final}.tmp-3000-dead"
-    Path(tmp).write_bytes(b"x" * 1000)  # nobody holds its download lock
+    cache, final, tmp = _temp_file(cache_dir, "ef" * 32, size=1000)  # nobody holds its lock
     assert cache._scan(cleanup=True) == (0, [])
     assert not os.path.exists(tmp) and not os.path.exists(final)
