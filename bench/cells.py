@@ -51,9 +51,11 @@ def cells(workload: str) -> list[dict[str, Any]]:
 
 
 def _match(cell: dict[str, Any], spec: str) -> bool:
+    """Whether ``cell`` matches every ``key=value`` of ``spec`` (comma-separated); a value
+    may list alternatives with ``|`` (``mode=sequential|windowed``)."""
     for part in filter(None, spec.split(",")):
         k, _, v = part.partition("=")
-        if str(cell.get(k)) != v:
+        if str(cell.get(k)) not in v.split("|"):
             return False
     return True
 

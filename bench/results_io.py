@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -76,7 +77,7 @@ def _merge(target: Path, results: list[dict[str, Any]], argv: list[str] | None,
     for system, summary in (ingest or {}).items():
         doc.setdefault("ingest", {})[system] = summary
         pairs.append([INGEST_CELL, system])
-    cmd = "bench/.venv-peers/bin/python bench/run.py " + " ".join(argv or sys.argv[1:])
+    cmd = "bench/.venv-peers/bin/python bench/run.py " + shlex.join(argv or sys.argv[1:])
     doc.setdefault("remeasured", []).append(
         {"command": cmd, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
          "cells": pairs})

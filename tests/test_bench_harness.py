@@ -44,7 +44,7 @@ def test_quick_run_writes_results_and_tables(tmp_path: Path) -> None:
 
 def test_steal_share_is_the_hypervisors_part_of_the_wanted_cpu() -> None:
     sys.path.insert(0, str(ROOT))
-    from bench.run import steal_share
+    from bench.runner import steal_share
 
     before = [100, 0, 50, 1000, 0, 0, 0, 10, 0, 0]
     after = [160, 0, 70, 1500, 5, 5, 5, 30, 0, 0]  # busy 90, steal 20
@@ -117,3 +117,15 @@ def test_cold_cells_on_seaweedfs_count_gets(tmp_path: Path) -> None:
     md = (tmp_path / "BENCHMARKS.md").read_text()
     assert "## Workload: image (300 rows, cold on SeaweedFS)" in md
     assert "cold time to first item, SeaweedFS" in md
+
+
+def test_cell_filters_take_alternatives() -> None:
+    sys.path.insert(0, str(ROOT))
+    from bench.cells import _match
+
+    cell = {"mode": "windowed", "cache": "warm", "workers": 0, "unit": "batch"}
+    assert _match(cell, "mode=sequential|windowed,unit=sample|batch")
+    assert _match(cell, "mode=windowed,workers=0")
+    assert not _match(cell, "mode=sequential|full")
+    assert not _match(cell, "mode=windowed,unit=sample")
+    assert _match(cell, "")
