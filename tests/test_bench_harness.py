@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -64,12 +65,14 @@ def test_repeats_interleave_and_a_replaced_remeasure_is_not_listed(tmp_path: Pat
     order = re.findall(r"sequential/warm/w0/(\w+) dload_arrow #(\d)", out)
     assert order == [("sample", "0"), ("batch", "0"), ("map", "0"),
                      ("sample", "1"), ("batch", "1"), ("map", "1")], out
-    one = ["--repeats", "1", "--cells", "workers=0,mode=sequential,unit=batch",
+    one = ["--repeats", "1", "--cells", "workers=0,mode=sequential,unit=batch|none",
            "--merge", "image.json"]
     for _ in range(2):  # the second re-measure of the same cell replaces the first
         subprocess.run([*run, *one], check=True, env=env, cwd=ROOT, timeout=180)
     doc = json.loads((tmp_path / "results" / "image.json").read_text())
     assert len(doc["remeasured"]) == 2
+    # the recorded command pastes into a shell as it ran (the | of the filter quoted)
+    assert f" {shlex.quote(one[3])} " in doc["remeasured"][0]["command"]
     subprocess.run([*run[:2], "--render"], check=True, env=env, cwd=ROOT, timeout=60)
     md = (tmp_path / "BENCHMARKS.md").read_text()
     assert md.count("Re-measured 20") == 1, md
