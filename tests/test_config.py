@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dload_arrow import ConfigError, InvalidNameError, NotFoundError, Repository
+from dload_arrow import ConfigError, NotFoundError, Repository
 from dload_arrow.config import resolve_settings, user_config_path
 from dload_arrow.repository.lock import read_lock
 from dload_arrow.sizes import format_bytes, parse_duration, parse_size
@@ -179,12 +179,25 @@ def test_pin_keeps_other_pins_and_refuses_unknown_datasets(repo: Repository) -> 
 
 
 def test_a_tampered_lock_file_is_refused() -> None:
-    Path("dload.lock").write_text('[datasets]\n"d" = "../../etc"\n')
-    with pytest.raises(InvalidNameError, match="pinned version"):
-        read_lock()
     Path("dload.lock").write_text("[datasets\n")
     with pytest.raises(ConfigError, match=r"dload.lock"):
         read_lock()
+    Path("dload.lock").write_text('[datasets]\n"d" = 3\n')
+    with pytest.raises(ConfigError, match=r"dload.lock.*version ids"):
+        read_lock()
+
+
+def test_a_bad_pin_blocks_only_its_dataset_and_unpin_removes_it(repo: Repository) -> None:
+    a = repo.commit("a", [("k", {"x": 1})], progress=False)
+    repo.commit("d", [("k", {"x": 2})], progress=False)
+    Path("dload.lock").write_text(f'[datasets]\n"a" = "{a.version}"\n"d" = "../../etc"\n')
+    with pytest.raises(ConfigError) as err:
+        repo.dataset("d")  # the pin is checked where it is used, with the way out
+    assert "'../../etc'" in str(err.value) and "dload unpin d" in str(err.value)
+    assert repo.dataset("a").version == a.version  # the other pins still work
+    assert repo.unpin("d") is True  # and the bad one can be removed
+    assert read_lock() == {"a": a.version}
+    assert repo.dataset("d")[0]["x"] == 2
 
 
 def test_tags_resolve_and_move(repo: Repository) -> None:

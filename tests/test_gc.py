@@ -274,3 +274,47 @@ def test_a_commit_whose_reused_shard_is_deleted_meanwhile_publishes_nothing(
     assert again.shards_uploaded == 1
     assert [r["x"] for r in repo.dataset("e").samples()] == list(range(60))
     assert repo.datasets() == ["d", "e"]
+
+
+class _GcWithNoGraceBeforeManifest:
+    """The real local storage; a gc with no grace runs just before the manifest is stored,
+    as one would in the middle of a commit that took longer than gc's grace period."""
+
+    def __init__(self, storage: Any) -> None:
+        self._s = storage
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        from dload_arrow.repository.gc import collect_garbage
+
+        if "/manifests/" in path:
+            assert collect_garbage(self._s, grace=0).deleted  # this commit's own shards
+        return bool(self._s.put_if_absent(path, data))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._s, name)
+
+
+def test_a_gc_with_a_grace_shorter_than_a_commit_cannot_publish_a_broken_version(
+        repo: Repository) -> None:
+    from dload_arrow import ConflictError
+    from dload_arrow.store.commit import commit_samples
+
+    storage = _GcWithNoGraceBeforeManifest(repo.storage)
+    with pytest.raises(ConflictError, match=r"\d+ uploaded by it"):
+        commit_samples(storage, "d", rows("k"), **SMALL)  # type: ignore[arg-type]
+    with pytest.raises(NotFoundError):
+        repo.dataset("d")  # nothing was published
+    again = repo.commit("d", rows("k"), **SMALL)
+    assert again.shards_uploaded == again.shards_total
+    assert [r["x"] for r in repo.dataset("d").samples()] == list(range(60))
+
+
+def test_a_damaged_stored_shard_is_replaced_by_committing_again(repo: Repository) -> None:
+    v1 = repo.commit("d", rows("a"), **SMALL)
+    path = shard_paths(repo, "d", v1.version)[0]
+    full = repo.storage.local_path(path)
+    assert full is not None
+    open(full, "wb").close()  # a write cut off by a power loss
+    again = repo.commit("d", rows("a"), **SMALL)
+    assert again.version == v1.version and again.shards_uploaded == 1
+    assert [r["x"] for r in repo.dataset("d").samples()] == list(range(60))

@@ -248,3 +248,41 @@ def test_random_tables_round_trip_and_ids_ignore_chunking(
     chunked = repo.commit(name, reader, key="key", **opts)
     assert chunked.version == whole.version
     assert chunked.shards_uploaded == 0
+
+
+def test_a_version_of_another_dataset_is_refused_even_when_cached(
+        repo: Repository, committed: Manifest) -> None:
+    repo.commit("other", [("k", {"x": 1})], progress=False)
+    repo.dataset("good")  # its manifest is now in this repository's memory
+    with pytest.raises(InvalidNameError, match="names dataset 'good'"):
+        repo.dataset("other", committed.version)
+    with pytest.raises(InvalidNameError):
+        repo.tag("other", committed.version, "oops")
+    with pytest.raises(InvalidNameError):
+        repo.pin("other", committed.version)
+    assert "oops" not in repo.refs("other")
+
+
+def _with_table(m: Manifest, table: pa.Table) -> bytes:
+    return _ipc(table.replace_schema_metadata(m.table.schema.metadata))
+
+
+def test_structurally_broken_manifests_are_integrity_errors(committed: Manifest) -> None:
+    t = committed.table
+    cases = {
+        "lacks column": _with_table(committed, t.drop_columns(["digest"])),
+        "negative": _with_table(committed, t.set_column(
+            t.schema.get_field_index("bytes"), "bytes",
+            pa.array([-5] * t.num_rows, pa.int64()))),
+        "row offsets": _with_table(committed, t.set_column(
+            t.schema.get_field_index("rows"), "rows",
+            pa.array([10**12] * t.num_rows, pa.int64()))),
+        "not a JSON object": _ipc(t.replace_schema_metadata({"dload": "[1, 2]"})),
+        "parents": hostile(committed, info={"parents": "abc"}),
+        "key index": hostile(committed, info={"key_index": [1]}),
+        "sample schema": hostile(committed, info={"schema": None}),
+        "does not decode": hostile(committed, info={"schema": "!!!"}),
+    }
+    for what, data in cases.items():
+        with pytest.raises(IntegrityError, match=what):
+            Manifest.from_bytes(data)

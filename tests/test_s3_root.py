@@ -39,6 +39,12 @@ def test_a_malformed_s3_root_is_refused_when_opened(url: str, match: str,
         Repository.open(url, cache_dir=cache_dir)
 
 
+def test_credentials_in_a_root_url_are_refused_and_never_printed(cache_dir: str) -> None:
+    with pytest.raises(ConfigError, match="credentials in the URL") as err:
+        Repository.open("s3://AKIAXEXAMPLE:hunter2@bucket/root", cache_dir=cache_dir)
+    assert "hunter2" not in str(err.value) and "AKIAXEXAMPLE" not in str(err.value)
+
+
 def test_dload_ls_on_a_missing_bucket_exits_1(s3_root: str, tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "dload_arrow.cli", "ls", "--root",
                           _missing(s3_root), "--cache-dir", str(tmp_path / "c")],

@@ -17,7 +17,7 @@ from dload_arrow.cli.output import (
 )
 from dload_arrow.errors import NotFoundError
 from dload_arrow.sizes import format_bytes
-from dload_arrow.store.names import KEY_COLUMN, manifest_path, shard_path
+from dload_arrow.store.names import KEY_COLUMN, is_digest, manifest_path, shard_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -45,7 +45,8 @@ def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dic
     except NotFoundError:  # latest names a manifest that is gone: listed, sizes unknown
         m = None
     pinned = None if pin is None else {"version": pin, "lock": lock, "exists": pin == vid
-                                       or repo.storage.exists(manifest_path(name, pin))}
+                                       or (is_digest(pin)
+                                           and repo.storage.exists(manifest_path(name, pin)))}
     return {"name": name, "version": vid, "rows": m and m.num_rows, "bytes": m and m.num_bytes,
             "shards": m and len(m.shards), "pinned": pinned}
 

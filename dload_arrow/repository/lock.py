@@ -7,10 +7,10 @@ import tomllib
 from pathlib import Path
 
 from dload_arrow.config import find_up
-from dload_arrow.errors import ConfigError, NotFoundError
+from dload_arrow.errors import ConfigError, InvalidNameError, NotFoundError
 from dload_arrow.store.names import check_digest, check_name
 
-__all__ = ["LOCK_FILE", "lock_path", "read_lock", "write_lock"]
+__all__ = ["LOCK_FILE", "lock_path", "pinned_version", "read_lock", "write_lock"]
 
 LOCK_FILE = "dload.lock"
 
@@ -34,10 +34,25 @@ def read_lock(path: Path | None = None) -> dict[str, str]:
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"cannot read {path}: {e}; fix it or run 'dload unpin'") from e
     pins = data.get("datasets", {})
-    for name, vid in pins.items():
-        check_name(name)
-        check_digest(vid, f"pinned version of {name!r} in {path}")
+    if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
+        raise ConfigError(f"{path}: [datasets] must map names to version ids (strings); fix it "
+                          "or delete the file")
+    # Entries are checked where they are used (pinned_version), so one bad pin neither blocks
+    # the other datasets nor the `dload unpin` that removes it.
     return dict(pins)
+
+
+def pinned_version(name: str, path: Path | None = None) -> str | None:
+    """The version id dload.lock pins ``name`` to, or None; a malformed pin is a ConfigError."""
+    path = path or lock_path()
+    vid = read_lock(path).get(check_name(name))
+    if vid is None:
+        return None
+    try:
+        return check_digest(vid, f"the version {name!r} is pinned to in {path}")
+    except InvalidNameError as e:
+        raise ConfigError(f"{e}; run `dload unpin {name}` (or `dload pin {name}` to pin "
+                          "latest)") from e
 
 
 def write_lock(pins: dict[str, str], path: Path) -> None:

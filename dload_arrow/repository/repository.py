@@ -14,7 +14,7 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
-from dload_arrow.repository.lock import read_lock, stale_pin
+from dload_arrow.repository.lock import pinned_version, stale_pin
 from dload_arrow.repository.missing import unknown_dataset
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
@@ -113,7 +113,7 @@ class Repository(VersionsMixin):
         return commit_samples(
             self.storage, name, samples, key=key, meta=meta, recipe=recipe, schema=schema,
             shard_size=shard_size, row_group_size=row_group_size, progress=progress,
-            parents=parents,
+            parents=parents, protected=self._listed_shards(name),
         )
 
     def append(
@@ -148,6 +148,7 @@ class Repository(VersionsMixin):
             row_group_size=row_group_size
             or settings.get("row_group_size", DEFAULT_ROW_GROUP_SIZE),
             parent=parent, known_keys=known, progress=progress, rebase=rebase,
+            protected=frozenset(parent.digests()),
         )
 
     # --- listing and resolving ---------------------------------------------------------------
@@ -193,7 +194,7 @@ class Repository(VersionsMixin):
         """A version id from an id, a unique id prefix, a tag, the lock file, or ``latest``."""
         check_name(name)
         if version is None:
-            pinned = read_lock().get(name)
+            pinned = pinned_version(name)
             if pinned is not None:
                 return pinned
             ref = read_ref(self.storage, name, "latest")

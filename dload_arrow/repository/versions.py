@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.errors import InvalidNameError, NotFoundError
+from dload_arrow.errors import DloadError, InvalidNameError, NotFoundError
 from dload_arrow.repository.lock import lock_path, read_lock, write_lock
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
@@ -173,3 +173,14 @@ class VersionsMixin:
     def log(self, name: str) -> list[Any]:
         """Every recorded ref move of ``name``, oldest first."""
         return list(read_log(self.storage, name))
+
+    def _listed_shards(self, name: str) -> frozenset[str]:
+        """The shards the latest version of ``name`` lists (empty when there is none): a
+        commit reusing one needs no touch to keep it from gc (``store/publish.py``)."""
+        try:
+            ref = read_ref(self.storage, name, "latest")
+            if ref is None:
+                return frozenset()
+            return frozenset(self.manifests.get(name, ref.version).digests())
+        except DloadError:  # unreadable: every reused shard is touched, as before
+            return frozenset()

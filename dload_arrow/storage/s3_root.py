@@ -23,6 +23,12 @@ _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 def check_s3_url(url: str, base: str) -> None:
     """Raise ConfigError when ``base`` (``bucket/prefix`` of ``url``) is not a usable root."""
     bucket, _, prefix = base.partition("/")
+    if "@" in bucket:  # never quote it: the part before '@' is a secret
+        raise ConfigError(
+            f"root {url!r}: credentials in the URL are not read; give them as "
+            "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) and write the root as "
+            "s3://bucket/prefix"
+        )
     if not _BUCKET.match(bucket) or ".." in bucket:
         raise ConfigError(
             f"root {url!r}: {bucket!r} is not a valid bucket name (3-63 lowercase letters, "

@@ -108,6 +108,7 @@ def commit_samples(
     progress: bool | None = None,
     move: bool = True,
     rebase: Rebase | None = None,
+    protected: frozenset[str] = frozenset(),
 ) -> Version:
     """Encode, upload and publish ``samples`` as a new version of ``name``.
 
@@ -115,7 +116,8 @@ def commit_samples(
     ones; ``known_keys`` are the parent's keys, checked for duplicates against the new ones.
     ``meta`` / ``recipe`` of None keep those of the version the append lands on. ``rebase``
     gives the current ``latest`` and its keys when it moved during the append
-    (``publish.py``).
+    (``publish.py``). ``protected``: digests a stored manifest of ``name`` lists (reused
+    without a touch).
     """
     start = time.perf_counter()
     check_meta(meta, recipe)  # before any upload, not when the manifest is built
@@ -172,7 +174,7 @@ def commit_samples(
             digest=False,
         ):
             shards.append(shard)
-            pending.append((shard, pool.submit(upload_shard, storage, shard)))
+            pending.append((shard, pool.submit(upload_shard, storage, shard, protected)))
             drain(_IN_FLIGHT)
         drain(0)
     bar.close()

@@ -24,13 +24,13 @@ import pyarrow as pa
 
 from dload_arrow.arrays import int64_array, numpy_values, typed_array
 from dload_arrow.errors import ConfigError, IntegrityError, shown
-from dload_arrow.store.names import check_digest, check_name
+from dload_arrow.store.manifest_check import FORMAT_VERSION, check_manifest
+from dload_arrow.store.names import check_name
 from dload_arrow.store.shard import ShardData, is_scalar
 
 __all__ = ["FORMAT_VERSION", "Manifest", "ShardEntry", "build_manifest", "check_meta",
            "shard_rows"]
 
-FORMAT_VERSION = 1
 _META_KEY = b"dload"
 
 
@@ -174,21 +174,12 @@ class Manifest:
         self._validate()
 
     def _validate(self) -> None:
-        fmt = self.info.get("format")
-        if fmt != FORMAT_VERSION:
-            raise IntegrityError(
-                f"manifest format {fmt!r} is not supported by this dload_arrow "
-                f"(reads format {FORMAT_VERSION}); upgrade dload-arrow to read it"
-            )
-        check_name(self.info.get("name", ""))
-        for d in self.table.column("digest").to_pylist():
-            check_digest(d, "shard digest in manifest")
-        idx = self.info.get("key_index")
-        if idx is not None:
-            check_digest(idx.get("digest", ""), "key index digest in manifest")
-        for p in self.info.get("parents", []):
-            check_name(p.get("name", ""))
-            check_digest(p.get("version", ""), "parent version in manifest")
+        check_manifest(self.info, self.table)
+        try:
+            self.schema  # noqa: B018 (decoded once, cached)
+        except Exception as e:
+            raise IntegrityError(f"manifest's sample schema does not decode ({e!r}): the "
+                                 "manifest is corrupt") from e
 
     def to_bytes(self) -> bytes:
         sink = pa.BufferOutputStream()

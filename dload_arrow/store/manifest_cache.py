@@ -44,11 +44,13 @@ class ManifestCache:
         got = self._memory.get(version)
         if got is None:
             got = self._from_disk(version) or self._from_root(name, version)
-            if got.name != name:
-                raise InvalidNameError(
-                    f"manifest {version[:12]} stored under {name!r} names dataset {got.name!r}"
-                )
             self._memory[version] = got
+        if got.name != name:  # checked on every hit: a version id of another dataset
+            raise InvalidNameError(
+                f"manifest {version[:12]} asked for as {name!r} names dataset {got.name!r}: "
+                f"a version id belongs to one dataset (open it as "
+                f"repo.dataset({got.name!r}, {version[:12]!r}))"
+            )
         return got
 
     def forget(self, version: str) -> None:

@@ -9,6 +9,7 @@ from dload_arrow.errors import InvalidNameError
 __all__ = [
     "KEY_COLUMN",
     "check_digest",
+    "is_digest",
     "check_name",
     "check_ref",
     "manifest_path",
@@ -39,6 +40,11 @@ def check_ref(ref: str) -> str:
             "with a letter or digit, e.g. 'v1'"
         )
     return ref
+
+
+def is_digest(value: object) -> bool:
+    """Whether ``value`` is a sha256 hex digest (64 chars 0-9a-f)."""
+    return isinstance(value, str) and _DIGEST.match(value) is not None
 
 
 def check_digest(digest: str, what: str = "digest") -> str:

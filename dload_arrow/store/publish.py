@@ -17,6 +17,13 @@ from then on a gc sees the parent's shards listed by one manifest or the other, 
 parent manifest still exists at the check, none of its shards can have been deleted; if it is
 gone, the append publishes nothing and says so.
 
+**Reused shards and gc.** A shard already stored is not uploaded again. If no manifest
+listed it, it may be old enough for gc to delete while this commit runs, so it is touched
+(its grace period restarts). One that the dataset's stored latest version (or an append's
+parent) lists is protected by that manifest and is not written at all: the same commit twice
+sends no PUT. Before the ref moves, every shard of the new version is checked to still exist
+(a gc whose grace is shorter than the commit took could have deleted an uploaded one too).
+
 An append given no ``meta`` or ``recipe`` keeps those of the version it is finally built on
 (after a rebase, the new ``latest``'s, not those of the version it started from).
 """
@@ -27,6 +34,7 @@ import itertools
 import os
 import signal
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,17 +78,29 @@ def crash_point(step: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def upload_shard(storage: Storage, shard: ShardData) -> int:
-    """Store ``shard`` unless it is there; bytes uploaded (0: reused, and touched).
+def upload_shard(storage: Storage, shard: ShardData,
+                 protected: frozenset[str] = frozenset()) -> int:
+    """Store ``shard`` unless it is there; bytes uploaded (0: reused).
 
-    Hashes it first when ``write_shards`` left that to this (upload) thread."""
+    Hashes it first when ``write_shards`` left that to this (upload) thread. A stored copy of
+    another size is damaged (a write cut off by a crash or power loss) and is replaced. A
+    reused shard that no manifest in ``protected`` lists is touched (module docstring)."""
     if not shard.digest:
         shard.digest = digest_of(shard.data)
     path = shard_path(shard.digest)
-    # A reused shard may be old and unreferenced (left by a removed version): touching it
-    # restarts gc's grace period, which then protects it like a freshly uploaded one.
-    if storage.exists(path) and storage.touch(path):
-        return 0
+    try:
+        stored: int | None = storage.info(path).size
+    except NotFoundError:
+        stored = None
+    if stored == shard.nbytes:
+        # A reused shard may be old and unreferenced (left by a removed version): touching it
+        # restarts gc's grace period. One listed by a stored manifest of this dataset is
+        # protected by that manifest (no write at all: recommitting sends no PUT).
+        if shard.digest in protected or storage.touch(path):
+            return 0
+    elif stored is not None:
+        storage.write(path, bytes(shard.data))  # same digest, wrong size: replace it
+        return shard.nbytes
     if storage.put_if_absent(path, memoryview(shard.data)):  # no copy to a local root
         return shard.nbytes
     storage.touch(path)  # stored meanwhile by a concurrent commit of the same bytes
@@ -114,7 +134,7 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                 "give its rows their own keys"
             ) from e
         wrote, manifest = _manifest(storage, up, parent, known_keys, meta, recipe, parents)
-        _check_reused(storage, up.name, up.reused)
+        _check_stored(storage, up, manifest)
         if parent is not None and not storage.exists(manifest_path(up.name, parent.version)):
             if wrote:  # it lists shards gc may have deleted: no version may remain of it
                 storage.delete(manifest_path(up.name, manifest.version))
@@ -198,15 +218,24 @@ def _manifest(storage: Storage, up: Uploaded, parent: Manifest | None,
     return wrote, manifest
 
 
-def _check_reused(storage: Storage, name: str, reused: list[str]) -> None:
-    """Every reused shard must still exist before the ref moves (gc may have raced us)."""
-    missing = [d for d in reused if not storage.exists(shard_path(d))]
+def _check_stored(storage: Storage, up: Uploaded, manifest: Manifest) -> None:
+    """Every shard of the new version must still exist before the ref moves: a gc may have
+    deleted a reused one, or (grace shorter than this commit took) an uploaded one."""
+    new = {s.digest for s in up.shards} | set(up.reused)
+    if manifest.key_index:
+        new.add(manifest.key_index["digest"])
+    digests = sorted(new)
+    with ThreadPoolExecutor(8) as pool:  # one HEAD each on S3: run them together
+        found = list(pool.map(lambda d: storage.exists(shard_path(d)), digests))
+    missing = [d for d, ok in zip(digests, found, strict=True) if not ok]
     if missing:
+        reused = sum(d in up.reused for d in missing)
         raise ConflictError(
-            f"commit to {name!r}: {len(missing)} stored shard(s) it reuses (first "
-            f"{missing[0][:12]}) were deleted while it ran, by a gc running at the same time; "
-            "nothing was published (the ref did not move). Commit again: the missing shards "
-            "will be uploaded"
+            f"commit to {up.name!r}: {len(missing)} shard(s) of the new version (first "
+            f"{missing[0][:12]}; {reused} reused, {len(missing) - reused} uploaded by it) were "
+            "deleted while it ran, by a gc running at the same time (one whose grace period "
+            "was shorter than this commit took); nothing was published (the ref did not move). "
+            "Commit again: the missing shards will be uploaded"
         )
 
 
