@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.pipeline.fingerprint_state import written_names
+
 __all__ = ["code_hash", "type_name"]
 
 _SIMPLE = (int, float, str, bool, type(None), bytes)
@@ -227,23 +229,46 @@ class _Hasher:
                 # functools.cache, lru_cache: the function they wrap
                 return {"wrapper": type_name(fn), "wrapped": self.function(wrapped, depth + 1)}
             if isinstance(fn, type) or not hasattr(call, "__code__"):
-                return {"callable": name}  # builtins, ufuncs, classes: named only
+                return self._builtin(fn, name, depth)
+            if type(fn).__module__ == "unittest.mock":  # a Mock: what it runs, not its calls
+                return {"mock": type_name(fn), "side_effect": self.value(
+                    fn.side_effect if callable(fn.side_effect) else None, depth)}
+            own = written_names(call.__code__).attrs  # self.n += 1: state, not definition
+            attrs = {k: ({"state": k} if k in own else v)
+                     for k, v in dict(getattr(fn, "__dict__", {})).items()}
             return {"callable": name, "call": self.function(call, depth),
-                    "state": self.value(dict(getattr(fn, "__dict__", {})), depth)}
+                    "state": self.value(attrs, depth)}
         out: dict[str, Any] = {"fn": name, "code": code_hash(code)}
         if getattr(fn, "__defaults__", None):
             out["defaults"] = self.value(list(fn.__defaults__), depth)
         if getattr(fn, "__kwdefaults__", None):
             out["kwdefaults"] = self.value(dict(fn.__kwdefaults__), depth)
+        changed = written_names(code)  # counters, lists appended to: by name only
         if getattr(fn, "__closure__", None):
-            out["closure"] = [self.value(_cell(c), depth) for c in fn.__closure__]
+            out["closure"] = [{"state": n} if n in changed.cells else self.value(_cell(c), depth)
+                              for n, c in zip(code.co_freevars, fn.__closure__, strict=False)]
         glob = getattr(fn, "__globals__", None)
         if glob is not None and _is_user_code(fn):
-            used = {n: self.value(glob[n], depth) for n in sorted(_global_names(code))
-                    if n in glob}
+            used = {n: {"state": n} if n in changed.globals else self.value(glob[n], depth)
+                    for n in sorted(_global_names(code)) if n in glob}
             if used:
                 out["globals"] = used
         return out
+
+    def _builtin(self, fn: Any, name: str, depth: int) -> Any:
+        """A callable without Python code: a bound builtin method by its object too
+        (``{1: "a"}.get``), an ``operator.itemgetter`` & co by what they pickle as; classes,
+        builtin functions and ufuncs by name."""
+        if isinstance(fn, types.BuiltinMethodType):
+            owner = getattr(fn, "__self__", None)
+            if owner is None or isinstance(owner, types.ModuleType):
+                return {"callable": name}
+            return {"callable": name, "self": self.value(owner, depth)}
+        if not isinstance(fn, type) and type(fn).__module__ in ("operator", "functools"):
+            reduced = fn.__reduce__()
+            if isinstance(reduced, tuple) and len(reduced) >= 2:
+                return {"callable": name, "reduce": self.value(list(reduced[:2]), depth)}
+        return {"callable": name}
 
     def params(self, value: Any) -> Any:
         """Operator parameters: JSON values as they are; functions and others as above."""
