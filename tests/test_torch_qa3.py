@@ -155,3 +155,56 @@ def test_to_device_works_with_spawned_workers_and_after_a_plain_loaders_epoch(
     monkeypatch.setenv("WORLD_SIZE", "4")
     monkeypatch.delenv("RANK", raising=False)
     assert as_iterable_dataset(pipe, world_size=1).world_size == 1  # explicit: rank 0 of 1
+
+
+def _epoch_keys(pipe: Any, e: int) -> list[str]:
+    view = pipe.skip(0)
+    view.set_epoch(e)
+    return _keys(view)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_after_a_restore_inside_the_workers_the_next_epoch_follows(
+        d103: Any, persistent: bool) -> None:
+    sdl = pytest.importorskip("torchdata.stateful_dataloader")
+    pipe = d103.shuffle(64, seed=3)
+
+    def loader() -> Any:
+        return sdl.StatefulDataLoader(as_iterable_dataset(pipe), batch_size=None,
+                                      num_workers=2, persistent_workers=persistent)
+
+    first = loader()
+    assert _keys(first) == _epoch_keys(pipe, 0)  # epoch 0, whole (the workers keep order)
+    it = iter(first)
+    head = [next(it)["__key__"] for _ in range(40)]  # epoch 1, in part
+    state = first.state_dict()
+    del it
+    again = loader()
+    again.load_state_dict(state)  # each worker gets its own state back
+    rest = _keys(again)
+    assert head + rest == _epoch_keys(pipe, 1)
+    assert _keys(again) == _epoch_keys(pipe, 2)  # not epoch 1 again
+    assert _keys(again) == _epoch_keys(pipe, 3)
+
+
+def test_a_plain_loader_rebuilt_with_more_workers_keeps_one_epoch_per_iteration(
+        d103: Any) -> None:
+    pipe = d103.shuffle(64, seed=4)
+    ds = as_iterable_dataset(pipe, to_tensors=False)
+    e0 = [s["__key__"] for s in DataLoader(ds, batch_size=None, num_workers=1)]
+    e1 = [s["__key__"] for s in DataLoader(ds, batch_size=None, num_workers=2)]
+    assert Counter(e0) == Counter(e1) == Counter(f"k{i:05d}" for i in range(N))
+    assert e0 == _epoch_keys(pipe, 0) and e1 == _epoch_keys(pipe, 1)
+    e2 = [s["__key__"] for s in DataLoader(ds, batch_size=None, num_workers=0)]
+    assert e2 == _epoch_keys(pipe, 2)  # the main process continues after the workers
+
+
+def test_length_is_the_epochs_count_or_refused_when_it_contradicts_the_pipeline(
+        d103: Any) -> None:
+    with pytest.raises(ConfigError, match=r"length=5 .* has 103 items"):
+        len(as_iterable_dataset(d103.pipeline(), length=5))
+    with pytest.raises(ConfigError, match="take"):
+        list(as_iterable_dataset(d103.pipeline(), length=500))
+    odd = d103.pipeline().filter(lambda s: s["label"] % 2 == 1)  # 44 items, unknown to len()
+    ds = as_iterable_dataset(odd, length=40, to_tensors=False)
+    assert len(ds) == len(list(ds)) == 40  # one rank too: iteration keeps to length=

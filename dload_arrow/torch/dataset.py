@@ -60,7 +60,6 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._loaded: Plan | None = None  # from load_state_dict, kept by a matching set_epoch
         self._cursor: Cursor | None = None
         self._local: dict[str, Any] | None = None  # a worker's own restored state
-        self._shift: tuple[int, int] | None = None  # (generation, epoch shift) after a restore
         self._device: Any = None  # the to_device loader driving this dataset (device.py)
 
     def __getstate__(self) -> dict[str, Any]:  # workers: no to_device link (thread, locks)
@@ -172,18 +171,18 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     # --- iteration -----------------------------------------------------------------------
 
-    def _begin(self, worker: int, workers: int) -> tuple[Plan, int]:
+    def _begin(self, info: Any) -> tuple[Plan, int]:
         """This process's plan for the iteration starting now, and items already yielded."""
         self._undrive()
-        if workers == 0:
+        if info is None:
             self._follow_workers()
             plan = self._next
             self._next = Plan(plan.epoch + 1, 0)
             return plan, 0
-        gen_plan, gen = self._control.begin(worker)
+        worker, workers = info.id, info.num_workers
         local, self._local = self._local, None
+        restored, yielded = None, 0
         if local is not None:
-            self._shift = (gen, int(local["epoch"]) - gen_plan.epoch)
             if "num_workers" in local:
                 # Ranks run in lockstep, so another rank's worker state (rank 0's checkpoint
                 # loaded everywhere) holds this rank's counts too: only the layout must match.
@@ -197,11 +196,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
                         f"{self.world_size}; load the whole loader state into the dataset "
                         "(ds.load_state_dict(loader.state_dict())) before building the loader"
                     )
-                return Plan(int(local["epoch"]), int(local["position"])), int(local["yielded"])
-            return Plan(int(local["epoch"]), int(local["position"])), 0
-        if self._shift is not None and self._shift[0] == gen:
-            return Plan(gen_plan.epoch + self._shift[1], gen_plan.position), 0
-        return gen_plan, 0
+                yielded = int(local["yielded"])
+            restored = Plan(int(local["epoch"]), int(local["position"]))
+        # One base seed per DataLoader iterator: it tells this iteration's workers apart from
+        # the last one's (control.py).
+        return self._control.begin(worker, int(info.seed) - worker, restored), yielded
 
     def _begin_driven(self, workers: int) -> Cursor:
         """Start an iteration whose consumption a loader in this process counts."""
@@ -216,9 +215,9 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def _follow_workers(self) -> None:
         """Main process: after epochs a plain DataLoader's workers ran, continue after them."""
-        done = self._control.iterations() if self._cursor is None else 0
-        if done:
-            self._set_plan(Plan(self._control.plan.epoch + done, 0))
+        last = self._control.last() if self._cursor is None else None
+        if last is not None:
+            self._set_plan(Plan(last.epoch + 1, 0))
 
     def _undrive(self) -> None:
         """An iteration that a to_device loader's thread did not start ends its link."""
@@ -242,7 +241,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         worker, workers = (0, 0) if info is None else (info.id, info.num_workers)
         # What a full shuffle holds is checked for every consumer of this machine's memory.
         set_local_consumers(max(workers, 1) * (env_int("LOCAL_WORLD_SIZE") or 1))
-        plan, yielded = self._begin(worker, workers)
+        plan, yielded = self._begin(info)
         cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)
         self._cursor = cursor
         yield from stream_share(cursor, self.pipe, self._convert, main=info is None)

@@ -50,17 +50,24 @@ def epoch_length(pipe: Any, epoch: int, length: Any = None) -> int | None:
 
     ``length`` (an int, or a function of the epoch) overrides what the pipeline knows.
     """
-    if length is not None:
-        n = length(epoch) if callable(length) else length
-        if isinstance(n, bool) or not hasattr(type(n), "__index__") or operator.index(n) < 0:
-            raise ConfigError(f"length={n!r} for epoch {epoch}: need an int >= 0")
-        return operator.index(n)
     view = pipe.skip(0)
     view.set_epoch(epoch)
     try:
-        return len(view)
+        known: int | None = len(view)
     except (TypeError, NotImplementedError):
-        return None
+        known = None
+    if length is None:
+        return known
+    n = length(epoch) if callable(length) else length
+    if isinstance(n, bool) or not hasattr(type(n), "__index__") or operator.index(n) < 0:
+        raise ConfigError(f"length={n!r} for epoch {epoch}: need an int >= 0")
+    if known is not None and operator.index(n) != known:
+        raise ConfigError(
+            f"length={n!r} for epoch {epoch}, but this pipeline's epoch has {known} items: "
+            "drop length= (it is for pipelines that cannot tell their length, such as after "
+            "a filter); to use fewer items an epoch, end the pipeline with .take(n)"
+        )
+    return operator.index(n)
 
 
 def open_stream(pipe: Any, epoch: int, first: int, step: int) -> Iterator[Any]:
