@@ -1,16 +1,21 @@
 """The CLI's error contract: user errors exit 1 with one line and no traceback, bugs exit 2,
-hostile archives write nothing anywhere, and an interrupted commit resumes."""
+hostile archives write nothing anywhere, an interrupted commit resumes, Ctrl-C exits 130 and a
+group without a command prints its help."""
 
 from __future__ import annotations
 
+import os
 import random
+import signal
+import socket
+import subprocess
 import zipfile
 from pathlib import Path
 
 import click
 import pytest
 import s3fs
-from test_cli import dload
+from test_cli import DLOAD, dload
 
 from dload_arrow.cli.main import cli, main
 
@@ -116,3 +121,41 @@ def test_internal_errors_exit_2_with_a_traceback(capsys: pytest.CaptureFixture[s
     err = capsys.readouterr().err
     assert "Traceback" in err and "internal error (RuntimeError: unexpected)" in err
     assert main(["--version"]) == 0
+
+
+def test_ctrl_c_during_a_command_exits_130(tmp_path: Path) -> None:
+    """SIGINT while a commit waits on its source (an S3 endpoint that accepts and never
+    answers): exit 130 with `dload: interrupted`, not click's Abort as exit 1."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        server.settimeout(120)
+        env = {**os.environ, "DLOAD_ENDPOINT_URL": f"http://127.0.0.1:{server.getsockname()[1]}",
+               "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_DEFAULT_REGION": "us-east-1"}
+        proc = subprocess.Popen(
+            [DLOAD, "commit", "x", "--from", "s3://bucket/slow.zip", "--root",
+             str(tmp_path / "root")],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            conn, _ = server.accept()  # the command is now inside, waiting on the source
+            with conn:
+                proc.send_signal(signal.SIGINT)
+                out, err = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip() == "dload: interrupted" and out == ""
+
+
+@pytest.mark.parametrize("args", [[], ["cache"]])
+def test_a_group_without_a_command_prints_its_help_and_exits_0(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(args) == 0
+    c = capsys.readouterr()
+    assert c.out.startswith(f"Usage: dload {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND")
+    assert "Commands:" in c.out and "\n  status" in c.out and c.err == ""
+    assert main([*args, "--help"]) == 0
+    assert c.out == capsys.readouterr().out

@@ -16,7 +16,7 @@ from dload_arrow.cli.output import (
     progress_enabled,
     root_options,
 )
-from dload_arrow.errors import ConfigError, NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError, SchemaError
 from dload_arrow.sizes import format_bytes, parse_size
 
 __all__ = ["COMMANDS", "append", "commit", "read_input"]
@@ -144,7 +144,12 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         kwargs["shard_size"] = shard_size
     if row_group_size:
         kwargs["row_group_size"] = row_group_size
-    v = (repo.append if append_mode else repo.commit)(name, samples, **kwargs)
+    try:
+        v = (repo.append if append_mode else repo.commit)(name, samples, **kwargs)
+    except SchemaError as e:
+        if report["kind"] == "table" and "duplicate keys" in str(e):
+            raise SchemaError(_duplicate_keys_hint(str(e), key)) from e
+        raise
     shard_bytes, manifest_bytes = _uploaded_split(v)
     out = {
         "name": v.name, "version": v.version, "rows": v.num_rows,
@@ -174,6 +179,15 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         click.echo(v.version)
 
     emit(out, as_json, text)
+
+
+def _duplicate_keys_hint(text: str, key: str | None) -> str:
+    """A table's duplicate-key error in the CLI's terms: where its keys came from, and
+    --key-column (the library's message speaks of ``key=``)."""
+    text = text.replace("key='column'", "--key-column COLUMN")
+    came_from = f"--key-column {key!r}" if key else "the table's __key__ column"
+    return (f"{text}. Here the keys came from {came_from}: give --key-column another column "
+            "whose values are unique, or fix the duplicated rows")
 
 
 def _uploaded_split(v: Any) -> tuple[int, int]:

@@ -46,6 +46,13 @@ def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def _interrupted(e: click.exceptions.Abort) -> bool:
+    """Whether an Abort is Ctrl-C: click turns a KeyboardInterrupt anywhere in a command into
+    Abort (the cause), and one at a prompt into Abort from None (the context). A "no" to a
+    confirmation, or end of input at a prompt, is an abort: exit 1."""
+    return isinstance(e.__cause__ or e.__context__, KeyboardInterrupt)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the exit code."""
     try:
@@ -54,9 +61,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except click.exceptions.Exit as e:
         return int(e.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        if _interrupted(e):
+            click.echo("dload: interrupted", err=True)
+            return 130
         click.echo("dload: aborted", err=True)
         return 1
+    except click.exceptions.NoArgsIsHelpError as e:
+        # `dload` or `dload cache` alone: the help a user asked for, not an error.
+        click.echo(e.ctx.get_help())
+        return 0
     except click.ClickException as e:
         hint = ""
         if isinstance(e, click.UsageError) and e.ctx is not None:

@@ -52,7 +52,17 @@ def column_kind(column: str) -> str:
     return "binary"
 
 
+_NPY_MAGIC = b"\x93NUMPY"
+
+
 def _load_npy(data: bytes, where: str) -> np.ndarray:
+    if not data.startswith(_NPY_MAGIC):
+        # numpy would take it for a pickle and advise allow_pickle=True, which is never safe.
+        raise SchemaError(
+            f"{where}: not a .npy array (it does not start with the .npy magic "
+            f"{_NPY_MAGIC!r}, but with {data[:8]!r}); write it with numpy.save, or rename it "
+            "with another extension (e.g. .bin) to store its bytes as they are"
+        )
     try:
         arr = np.load(io.BytesIO(data), allow_pickle=False)
     except (ValueError, OSError, EOFError) as e:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.ingest.grouping import Entry
 from dload_arrow.ingest.kinds import file_kind, wrong_as
+from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.source import SampleSource
 
 __all__ = ["DirectorySource"]
@@ -30,8 +31,12 @@ class DirectorySource(SampleSource):
         split: str = "last",
     ) -> None:
         self.root = os.path.abspath(os.fspath(path))
-        if os.path.isfile(self.root):
-            kind = file_kind(self.root)
+        remote = is_remote(os.fspath(path))
+        if remote:
+            # A remote folder (not read yet) or a missing object says so here.
+            open_binary(os.fspath(path))[0].close()
+        if remote or os.path.isfile(self.root):
+            kind = file_kind(os.fspath(path) if remote else self.root)
             if kind is not None:
                 raise wrong_as(os.fspath(path), "a file", "a directory", kind[1],
                                f" (it is {kind[0]})")

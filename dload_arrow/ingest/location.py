@@ -2,7 +2,8 @@
 
 Remote objects go through the storage layer (which alone knows endpoints and credentials):
 every read is one ranged GET of at least one block, so a zip's central directory or one
-member costs a few small requests, never a download of the whole archive.
+member costs a few small requests, never a download of the whole archive. A remote folder
+(a prefix holding objects) is refused with what to do instead: reading one is not supported.
 """
 
 from __future__ import annotations
@@ -82,12 +83,36 @@ def open_binary(
     try:
         storage = open_storage(parent, endpoint_url=endpoint_url)
         size = storage.info(name).size
+        # A prefix ("folder") stats as an empty object: only a listing tells them apart.
+        inside = [o.path for o in storage.list(name)] if size == 0 else []
     except NotFoundError as e:
         raise NotFoundError(f"no object {redact_url(location)!r}; check the URL") from e
     except (StorageError, ConfigError) as e:
         raise _about_input(e, parent, location) from e
+    inside = [p for p in inside if p.startswith(name + "/")]
+    if inside:
+        raise _remote_folder(location, inside)
     raw = RangeReader(storage, name, size)
     return io.BufferedReader(raw, buffer_size=block_size), size
+
+
+def _remote_folder(location: str, inside: list[str]) -> ConfigError:
+    """The error of a remote folder as ``--from``: not read yet, and the ways around it."""
+    from dload_arrow.ingest.kinds import TABLE_FORMATS  # kinds imports this module
+
+    url = redact_url(location).rstrip("/")
+    base = url.rsplit("/", 1)[-1]
+    tables = [p for p in inside if p.lower().endswith(tuple(TABLE_FORMATS))]
+    single = "a single archive or table file"
+    if tables:
+        single = f"a single table file in it (e.g. {url}/{tables[0].split('/', 1)[1]})"
+    download = f"aws s3 sync {url}/ ./{base}" if url.startswith("s3://") else "any client"
+    return ConfigError(
+        f"{url + '/'!r} is a folder ({len(inside)} objects); folders on remote storage are not "
+        f"supported yet: download it ({download}) and commit the local folder, pack it into "
+        f"one archive (.zip, .tar, .tar.gz or .tar.zst) and commit that, or point --from at "
+        f"{single}"
+    )
 
 
 def _about_input(e: StorageError | ConfigError, parent: str, location: str) -> Exception:

@@ -2,12 +2,19 @@
 
 Only the central directory (at the end of the file) and the members actually read are
 fetched; on S3 each is a ranged GET. Every member is CRC-checked as it is read.
+
+Entry names are UTF-8 whatever the zipper: a name flagged UTF-8 (bit 11) is taken as is, an
+Info-ZIP Unicode Path extra field (0x7075) whose CRC matches the header name wins, and an
+unflagged name (Info-ZIP ``zip`` writes the system's name bytes, UTF-8 on Linux and macOS,
+without the flag) is read as UTF-8 when it is valid UTF-8, else as CP437 (the zip default);
+so a zip, a tar and the folder they were made from give the same keys.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import struct
 import weakref
 import zipfile
 import zlib
@@ -80,7 +87,7 @@ class ZipSource(SampleSource):
     def _list(self) -> list[Entry]:
         out = []
         for info in self.zip.infolist():
-            name = check_entry_name(info.filename, self.location)
+            name = check_entry_name(_entry_name(info), self.location)
             # Unix file types live in the high 16 bits (only meaningful from Unix zippers).
             ftype = stat.S_IFMT(info.external_attr >> 16) if info.create_system == 3 else 0
             if info.is_dir() or not name:
@@ -103,6 +110,47 @@ class ZipSource(SampleSource):
                 f"{self.location}: entry {entry.name!r} is corrupt or unreadable ({e}); "
                 "re-download or recreate the archive"
             ) from e
+
+
+_UTF8_FLAG = 0x800
+_UNICODE_PATH = 0x7075
+
+
+def _entry_name(info: zipfile.ZipInfo) -> str:
+    """The name of a zip entry as its creator meant it (see the module docstring)."""
+    if info.flag_bits & _UTF8_FLAG:
+        return info.filename
+    # zipfile decoded the unflagged header name as CP437, which maps every byte: this
+    # gives the header's bytes back.
+    raw = info.orig_filename.encode("cp437")
+    unicode_path = _unicode_path_extra(info.extra, raw)
+    if unicode_path is not None:
+        return unicode_path
+    try:
+        return info.filename.encode("cp437").decode("utf-8")
+    except UnicodeError:
+        return info.filename
+
+
+def _unicode_path_extra(extra: bytes, raw_name: bytes) -> str | None:
+    """The UTF-8 name of an Info-ZIP Unicode Path extra field (version 1, CRC-32 of the
+    header name, name), if ``extra`` has one that matches ``raw_name``; else None."""
+    pos = 0
+    while pos + 4 <= len(extra):
+        tag, size = struct.unpack_from("<HH", extra, pos)
+        body = extra[pos + 4 : pos + 4 + size]
+        pos += 4 + size
+        if tag != _UNICODE_PATH or len(body) < 5 or body[0] != 1:
+            continue
+        # A stale field (the header name was changed by a tool that did not know the field)
+        # no longer describes the entry: the CRC says so.
+        if struct.unpack_from("<I", body, 1)[0] != zlib.crc32(raw_name):
+            continue
+        try:
+            return body[5:].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return None
 
 
 def _close(archive: zipfile.ZipFile, file: IO[bytes]) -> None:
