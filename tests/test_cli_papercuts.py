@@ -192,3 +192,13 @@ def test_demo_trains_the_steps_it_was_asked_for(tmp_path: Path) -> None:
     assert out["train"]["steps"] == 7 and out["train"]["samples"] == 7 * 32
     r = dload("demo", "--steps", "0", cwd=Path.cwd(), rc=1)
     assert "Invalid value for '--steps'" in r.err
+
+
+def test_tag_says_when_it_moves_an_existing_tag(tmp_path: Path, run: RunFn) -> None:
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    v1 = repo.commit("d", [("a", {"x": 1})], progress=False).version
+    v2 = repo.commit("d", [("a", {"x": 2})], progress=False).version
+    root = ["--root", str(tmp_path / "root"), "--cache-dir", str(tmp_path / "cache")]
+    assert run("tag", f"d@{v1[:12]}", "v1", *root).out == f"tagged d@{v1[:12]} as v1\n"
+    assert run("tag", "d", "v1", *root).out == f"moved tag v1 of d from {v1[:12]} to {v2[:12]}\n"
+    assert repo.refs("d")["v1"] == v2

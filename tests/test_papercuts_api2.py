@@ -174,6 +174,16 @@ def test_an_appended_tables_key_column_must_exist(repo: Repository) -> None:
         repo.append("t", pa.table({"x": [2]}), key="id", progress=False)
 
 
+def test_an_appended_key_column_that_the_dataset_stores_as_data_is_refused(
+        repo: Repository) -> None:
+    import pyarrow as pa
+
+    repo.commit("d", pa.table({"id": ["a", "b"], "v": [1, 2]}), progress=False)  # row keys
+    with pytest.raises(SchemaError, match="'v' of the appended table is a data column of 'd'"):
+        repo.append("d", pa.table({"id": ["c"], "v": [3]}), key="v", progress=False)
+    assert repo.dataset("d").num_rows == 2
+
+
 def test_keyless_appends_that_collide_while_rebasing_are_refused(repo: Repository) -> None:
     import pyarrow as pa
 

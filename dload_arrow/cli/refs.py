@@ -81,9 +81,18 @@ def tag(spec: str, tag_name: str, root: str | None, cache_dir: str | None,
     """
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
+    before = repo.refs(name).get(tag_name)
     vid = repo.tag(name, version or "latest", tag_name)
-    emit({"name": name, "tag": tag_name, "version": vid}, as_json,
-         lambda: click.echo(f"tagged {name}@{vid[:12]} as {tag_name}"))
+    moved = before is not None and before != vid
+
+    def text() -> None:
+        if moved:
+            assert before is not None
+            click.echo(f"moved tag {tag_name} of {name} from {before[:12]} to {vid[:12]}")
+        else:
+            click.echo(f"tagged {name}@{vid[:12]} as {tag_name}")
+
+    emit({"name": name, "tag": tag_name, "version": vid, "previous": before}, as_json, text)
 
 
 @click.command()

@@ -54,6 +54,13 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
                           f"{new.names}")
     columns = [f for f in stored if f.name != KEY_COLUMN]
     names = {f.name for f in columns}
+    if keycol is not None and keycol in names:
+        raise SchemaError(
+            f"key column {keycol!r} of {where} is a data column of {dataset!r} (its keys are "
+            f"stored apart, in {KEY_COLUMN}): an append cannot take its keys from it. Give the "
+            f"rows a {KEY_COLUMN} column, or append without a key column (keys are then "
+            "numbered after the stored rows)"
+        )
     extra = [n for n in new.names if n != keycol and n not in names]
     if extra:
         raise SchemaError(
