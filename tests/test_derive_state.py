@@ -114,3 +114,27 @@ def test_itemgetters_and_bound_builtins_are_hashed_by_what_they_hold(
     b = repo.derive("ig", src.pipeline().map(operator.itemgetter("s")).map(keyed))
     assert a.version != b.version
     assert [r["v"] for r in repo.dataset("ig").pipeline()] == [f"s{i}" for i in range(10)]
+
+
+class Sized5:
+    def __len__(self) -> int:
+        return 5
+
+    def __iter__(self) -> Any:
+        return ({"v": i} for i in range(5))
+
+
+def test_derive_takes_sized_sources_and_generator_functions_declared_finite(
+        repo: Repository) -> None:
+    def gen() -> Any:
+        yield from ({"v": i} for i in range(7))
+
+    assert dl.from_iterable(Sized5()).finite and dl.from_iterable({1, 2}).finite
+    assert repo.derive("sized", dl.from_iterable(Sized5())).num_rows == 5
+    with pytest.raises(ValueError, match="finite=True"):
+        repo.derive("gen", dl.from_iterable(gen))  # a function: it may never end
+    v = repo.derive("gen", dl.from_iterable(gen, finite=True))
+    assert [r["v"] for r in repo.dataset("gen").pipeline()] == list(range(7))
+    assert repo.derive("gen", dl.from_iterable(gen, finite=True)).version == v.version
+    with pytest.raises(ValueError, match="chunk"):
+        dl.from_iterable([1], chunk=0)

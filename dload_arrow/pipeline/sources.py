@@ -14,7 +14,7 @@ without drawing the ones before it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,8 @@ _SEQ_CHUNK = 256
 _RANDOM_BLOCK = 4096
 
 
-def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None) -> Pipeline:
+def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None,
+                  finite: bool | None = None) -> Pipeline:
     """A pipeline over any iterable, or a factory of iterators.
 
     Args:
@@ -41,8 +42,16 @@ def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None) -> Pi
             cannot start a second epoch or resume: pass the generator function instead.
         chunk: items per chunk handed downstream (raise it for many small items).
         name: a stable name used by ``fingerprint()`` for an object that is not a function.
+        finite: whether each epoch ends. By default a sized source (a sequence, set, dict,
+            or an object with ``__len__``) is finite and anything else may be endless;
+            ``finite=True`` declares that a factory's iterators end (so ``repo.derive``
+            takes it without ``.take(n)``).
     """
-    return FromIterablePipe(source, chunk=chunk, name=name)
+    if finite is not None and not isinstance(finite, bool):
+        raise TypeError(f"from_iterable: finite must be True, False or None, got {finite!r}")
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+        raise ValueError(f"from_iterable: chunk must be an int >= 1, got {chunk!r}")
+    return FromIterablePipe(source, chunk=chunk, name=name, finite=finite)
 
 
 def random_stream(seed: int, *, high: int | None = None, size: int | None = None) -> Pipeline:
@@ -57,7 +66,8 @@ def random_stream(seed: int, *, high: int | None = None, size: int | None = None
 class FromIterablePipe(Pipeline):
     op = "from_iterable"
 
-    def __init__(self, source: Any, *, chunk: int = 1, name: str | None = None) -> None:
+    def __init__(self, source: Any, *, chunk: int = 1, name: str | None = None,
+                 finite: bool | None = None) -> None:
         super().__init__()
         iterable = callable(source) or isinstance(source, Iterable)
         if isinstance(source, (str, bytes)) or not iterable:
@@ -66,6 +76,7 @@ class FromIterablePipe(Pipeline):
                 f"{type(source).__name__}"
             )
         self.source, self.chunk, self.name = source, max(1, int(chunk)), name
+        self._finite = finite
         self._used_once = False
 
     def _params(self) -> dict[str, Any]:
@@ -82,10 +93,13 @@ class FromIterablePipe(Pipeline):
 
     @property
     def finite(self) -> bool:
-        return isinstance(self.source, Sequence | np.ndarray)
+        if self._finite is not None:
+            return self._finite
+        return isinstance(self.source, Sized) and not isinstance(self.source, Iterator)
 
     def _length(self) -> int | None:
-        return len(self.source) if self.finite else None
+        sized = isinstance(self.source, Sized) and not isinstance(self.source, Iterator)
+        return len(self.source) if sized and self.finite else None
 
     def _build(self, epoch: int) -> Node:
         src = self.source

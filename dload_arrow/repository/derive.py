@@ -239,7 +239,8 @@ def derive(
     if not pipe.finite:
         raise ValueError(
             f"derive({name!r}) needs a finite pipeline, but {pipe!r} may never end; "
-            "add .take(n) or give repeat() a count"
+            "add .take(n), give repeat() a count, or declare a generator function's "
+            "iterators finite: from_iterable(fn, finite=True)"
         )
     if pipe.op == "batch":
         raise SchemaError(f"derive({name!r}) needs one row per item, but {pipe!r} ends with "
