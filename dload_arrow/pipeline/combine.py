@@ -27,6 +27,9 @@ INDEX = "index"
 
 
 def _check_pipes(pipes: Sequence[Any], what: str) -> list[Pipeline]:
+    if isinstance(pipes, Pipeline) or callable(getattr(pipes, "pipeline", None)):
+        raise TypeError(f"{what} takes a list of pipelines as its first argument, got one "
+                        f"{type(pipes).__name__}: write {what}([a, b], ...)")
     pipes = list(pipes)
     if not pipes:
         raise ValueError(f"{what} needs at least one pipeline")

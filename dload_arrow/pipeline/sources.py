@@ -208,6 +208,10 @@ class RandomStreamPipe(Pipeline):
 
     def __init__(self, seed: int, high: int | None, size: int | None) -> None:
         super().__init__()
+        for what, v in (("high", high), ("size", size)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"random_stream: {what} must be an int >= 1 (or None), got "
+                                 f"{v!r}")
         self.seed, self.high, self.size = check_seed(seed), high, size
 
     def _params(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ past).
 
 from __future__ import annotations
 
+import base64
 import copy
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -240,10 +241,10 @@ class _ScanNode(_ChunkNode):
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
-        self.acc = self.initial if state is None else state[ACC]
+        self.acc = self.initial if state is None else _decode_acc(state[ACC])
 
     def get_state(self) -> State:
-        return {CHILD: self.child.get_state(), ACC: copy.deepcopy(self.acc)}
+        return {CHILD: self.child.get_state(), ACC: _encode_acc(self.acc)}
 
     def apply(self, chunk: Chunk) -> Chunk:
         out = []
@@ -251,6 +252,47 @@ class _ScanNode(_ChunkNode):
             self.acc, y = self.fn(self.acc, x)
             out.append(y)
         return out
+
+
+_TAG = "__dload__"
+
+
+def _encode_acc(v: Any) -> Any:
+    """The accumulator in JSON's types where it holds tuples, bytes or numpy values (tagged,
+    so :func:`_decode_acc` rebuilds them exactly): a scan's state survives a JSON round trip.
+    Other objects stay as they are (the state is then pickle-able only)."""
+    if isinstance(v, tuple):
+        return {_TAG: "tuple", "items": [_encode_acc(x) for x in v]}
+    if isinstance(v, list):
+        return [_encode_acc(x) for x in v]
+    if isinstance(v, dict):
+        if all(isinstance(k, str) for k in v) and _TAG not in v:
+            return {k: _encode_acc(x) for k, x in v.items()}
+        return copy.deepcopy(v)
+    if isinstance(v, bytes):
+        return {_TAG: "bytes", "b64": base64.b64encode(v).decode()}
+    if isinstance(v, np.ndarray | np.generic) and v.dtype != object:
+        a = np.asarray(v)
+        return {_TAG: "ndarray" if isinstance(v, np.ndarray) else "npscalar", "dtype": a.dtype.str,
+                "shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode()}
+    return copy.deepcopy(v)
+
+
+def _decode_acc(v: Any) -> Any:
+    if isinstance(v, list):
+        return [_decode_acc(x) for x in v]
+    if not isinstance(v, dict):
+        return copy.deepcopy(v)
+    kind = v.get(_TAG)
+    if kind == "tuple":
+        return tuple(_decode_acc(x) for x in v["items"])
+    if kind == "bytes":
+        return base64.b64decode(v["b64"])
+    if kind in ("ndarray", "npscalar"):
+        a = np.frombuffer(base64.b64decode(v["b64"]), dtype=np.dtype(v["dtype"]))
+        a = a.reshape(v["shape"]).copy()
+        return a if kind == "ndarray" else a[()]
+    return {k: _decode_acc(x) for k, x in v.items()}
 
 
 def _name(fn: Any) -> str:

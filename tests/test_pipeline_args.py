@@ -1,0 +1,62 @@
+"""Pipeline arguments checked where they are given, and scan states that survive JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+import dload_arrow as dl
+
+
+def _resume_through_json(make: Any, at: int) -> list[Any]:
+    pipe = make()
+    it = iter(pipe)
+    head = [next(it) for _ in range(at)]
+    state = json.loads(json.dumps(pipe.state_dict()))
+    again = make()
+    again.load_state_dict(state)
+    return head + list(again)
+
+
+@pytest.mark.parametrize("initial", [(), np.zeros(2), b"", {"t": (1, 2)}, [np.int64(3)]])
+def test_a_scan_state_survives_a_json_round_trip(initial: Any) -> None:
+    def step(acc: Any, x: int) -> tuple[Any, Any]:
+        if isinstance(acc, tuple):
+            acc = (*acc, x)[-3:]
+        elif isinstance(acc, np.ndarray):
+            acc = acc + x
+        elif isinstance(acc, bytes):
+            acc = (acc + bytes([x]))[-4:]
+        elif isinstance(acc, dict):
+            acc = {"t": (*acc["t"][1:], x)}
+        else:
+            acc = [np.int64(acc[0] + x)]
+        return acc, repr(acc)
+
+    def make() -> dl.Pipeline:
+        return dl.from_iterable(list(range(30))).scan(step, initial)
+
+    whole = list(make())
+    assert _resume_through_json(make, 10) == whole
+
+
+def test_a_pipeline_where_a_list_is_due_is_refused_before_reading() -> None:
+    calls: list[int] = []
+    a = dl.from_iterable(list(range(5))).map(lambda x: calls.append(x) or x)
+    b = dl.from_iterable(list(range(5)))
+    for fn in (dl.concat, dl.zip_with):
+        with pytest.raises(TypeError, match="list of pipelines"):
+            fn(a, b) if fn is dl.zip_with else fn(a)  # type: ignore[operator]
+    with pytest.raises(TypeError, match=r"mix\(\[a, b\]"):
+        dl.mix(a, [0.5, 0.5])  # type: ignore[arg-type]
+    assert calls == []  # nothing was read to find out
+
+
+@pytest.mark.parametrize("kwargs", [{"high": 0}, {"high": -3}, {"high": 2.5}, {"size": 0},
+                                    {"size": -1}])
+def test_random_stream_arguments_are_checked_when_given(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="random_stream"):
+        dl.random_stream(0, **kwargs)
