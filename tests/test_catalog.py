@@ -69,8 +69,9 @@ def test_lineage_follows_derives_and_appends_both_ways(repo: Repository) -> None
         ("latest", "commit", None, h.a1), ("v1", "tag", None, h.a1),
         ("latest", "append", h.a1, h.a2)]
     shared = {(r["version"], r["other_version"]): r["shared_shards"]
-              for r in down.shared.to_pylist()}
+              for r in down.shared.to_pylist() + repo.lineage("a").shared.to_pylist()}
     assert shared[(h.a1, h.a2)] == shared[(h.a2, h.a1)] == len(repo.manifest("a", h.a1).shards)
+    assert {r["version"] for r in down.shared.to_pylist()} == {h.a1}  # only the one asked
     text = str(down)
     assert "-> 2 derive  b @" in text and "v1" in text and "shares" in text
     assert lin.to_dict()["ancestors"][0]["name"] == "b"

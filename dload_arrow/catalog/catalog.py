@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.catalog.files import ShardFiles
+from dload_arrow.catalog.params import bindable_params
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
 from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
 from dload_arrow.catalog.tables import RAW_SCHEMAS, Snapshot, Snapshotter
@@ -45,6 +46,15 @@ UNION ALL
 SELECT current_database(), current_schema(), current_setting('search_path'), 'setting', ''
 ORDER BY ALL
 """
+
+# DuckDB refuses bound parameters in a statement it stores as text (CREATE VIEW, CREATE
+# MACRO): the rewrite of samples() binds its file list, so such a statement cannot read it.
+_UNPREPARABLE = (
+    "samples() cannot be used in CREATE VIEW (or another statement DuckDB keeps as text): "
+    "its file list is bound as a parameter, which such a statement cannot hold (in the "
+    "query {query!r}); make a table instead: CREATE TEMP TABLE t AS SELECT ... FROM "
+    "samples('<name>'), or repeat samples() in each query"
+)
 
 
 def _duckdb() -> Any:
@@ -114,10 +124,13 @@ class Catalog:
             self._snapshot = snap
             return snap
 
-    def sql(self, query: str, params: dict[str, Any] | None = None,
+    def sql(self, query: str, /, params: dict[str, Any] | None = None,
             *, refresh: bool = True) -> pa.Table:
-        """Run ``query`` with ``$name`` parameters bound from ``params``; return a Table."""
-        params = dict(params or {})
+        """Run ``query`` with ``$name`` parameters bound from ``params``; return a Table.
+
+        numpy and pyarrow scalars in ``params`` are bound as the Python values they hold.
+        """
+        params = bindable_params(params)
         with self._lock:
             if refresh or self._snapshot is None:
                 self.refresh()
@@ -188,6 +201,9 @@ class Catalog:
                     self._keep_builtins(before)
             return result
         except duckdb.Error as e:
+            if shown is not None and ("can't be prepared" in str(e)
+                                     or "Unexpected prepared parameter" in str(e)):
+                raise SqlError(_UNPREPARABLE.format(query=shown)) from e
             hint = ""
             if "Parameter" in str(e) or "parameter" in str(e):
                 hint = f" (parameters given: {sorted(k for k in params if not k.startswith('__'))})"

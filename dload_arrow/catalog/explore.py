@@ -20,6 +20,8 @@ from dload_arrow.catalog.column_stats import data_rows, manifest_rows
 from dload_arrow.catalog.files import ShardFiles, shard_files
 from dload_arrow.catalog.filtering import prune_units
 from dload_arrow.catalog.frames import polars_shapes
+from dload_arrow.catalog.in_lists import value_set
+from dload_arrow.catalog.masks import compared_type
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -171,6 +173,20 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
         assert isinstance(n, Literal)
         return pl.lit(n.value, dtype=pl.Boolean) if n.value is None else pl.lit(n.value)
 
+    def in_set(n: In) -> Any:
+        """``x IN (...)`` as one ``is_in`` (:mod:`dload_arrow.catalog.in_lists`), or None."""
+        if schema is None or not isinstance(n.operand, Column):
+            return None
+        values = value_set(n, compared_type(schema.field(n.operand.name).type))
+        if values is None:
+            return None
+        col = value(n.operand)
+        if pa.types.is_floating(values.type):
+            col = col.cast(pl.Float64)  # NaN is in no set: false, as the row filter says
+        found = col.is_in(pl.from_arrow(values.array).implode())
+        e = pl.when(col.is_null()).then(pl.lit(None, dtype=pl.Boolean)).otherwise(found)
+        return e | pl.lit(None, dtype=pl.Boolean) if values.has_null else e
+
     def go(n: Node) -> Any:
         if isinstance(n, Literal):
             return value(n)
@@ -188,8 +204,10 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
             e = value(n.operand).is_null()
             return ~e if n.negated else e
         if isinstance(n, In):
-            e = functools.reduce(operator.or_, (go(Compare("=", n.operand, v))
-                                                for v in n.values))
+            e = in_set(n)
+            if e is None:
+                e = functools.reduce(operator.or_, (go(Compare("=", n.operand, v))
+                                                    for v in n.values))
             return ~e if n.negated else e
         if isinstance(n, Between):
             e = go(And(Compare(">=", n.operand, n.low), Compare("<=", n.operand, n.high)))

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import pylist, scalar, string_array
+from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.masks import compared_type, row_mask
 from dload_arrow.catalog.predicate import (
     And,
@@ -231,6 +232,7 @@ class _Compiler:
 
 
 _Casts = dict[str, pa.DataType]  # the columns compared as another type, and that type
+_Types = dict[str, pa.DataType]  # every column's compared type
 
 
 def _value(node: Node, casts: _Casts) -> Any:
@@ -241,7 +243,22 @@ def _value(node: Node, casts: _Casts) -> Any:
     return scalar(node.value)
 
 
-def _expr(node: Node, casts: _Casts) -> Any:
+def _in(node: In, casts: _Casts, types: _Types) -> Any:
+    """``x IN (...)`` as one ``is_in`` (:mod:`dload_arrow.catalog.in_lists`), with SQL's
+    NULL rules; the OR of equalities for the types a value set does not cover."""
+    assert isinstance(node.operand, Column)
+    values = value_set(node, types[node.operand.name])
+    if values is None:
+        return functools.reduce(operator.or_, (
+            _expr(Compare("=", node.operand, v), casts, types) for v in node.values))
+    col = _value(node.operand, casts)
+    if types[node.operand.name] != values.type:
+        col = col.cast(values.type)
+    e = pc.if_else(col.is_null(), _NULL_BOOL, col.isin(values.array))
+    return e | pc.scalar(_NULL_BOOL) if values.has_null else e
+
+
+def _expr(node: Node, casts: _Casts, types: _Types) -> Any:
     if isinstance(node, Literal):
         return pc.scalar(scalar(node.value))
     if isinstance(node, Compare):
@@ -252,24 +269,24 @@ def _expr(node: Node, casts: _Casts) -> Any:
         e = pc.field(node.operand.name).is_null()  # type: ignore[union-attr]
         return ~e if node.negated else e
     if isinstance(node, In):
-        e = functools.reduce(operator.or_, (_expr(Compare("=", node.operand, v), casts)
-                                            for v in node.values))
+        e = _in(node, casts, types)
         return ~e if node.negated else e
     if isinstance(node, Between):
         e = _expr(And(Compare(">=", node.operand, node.low),
-                      Compare("<=", node.operand, node.high)), casts)
+                      Compare("<=", node.operand, node.high)), casts, types)
         return ~e if node.negated else e
     if isinstance(node, And):
-        return _expr(node.left, casts) & _expr(node.right, casts)
+        return _expr(node.left, casts, types) & _expr(node.right, casts, types)
     if isinstance(node, Or):
-        return _expr(node.left, casts) | _expr(node.right, casts)
+        return _expr(node.left, casts, types) | _expr(node.right, casts, types)
     if isinstance(node, Not):
-        return ~_expr(node.operand, casts)
+        return ~_expr(node.operand, casts, types)
     raise TypeError(node)
 
 
 def compile_filter(text: str, schema: pa.Schema) -> CompiledFilter:
     """Parse ``text`` and check it against ``schema``; raise PredicateError if it is wrong."""
     node = _Compiler(schema, text).node(parse_predicate(text))
-    casts = {f.name: compared_type(f.type) for f in schema if compared_type(f.type) != f.type}
-    return CompiledFilter(text=text, node=node, expression=_expr(node, casts))
+    types = {f.name: compared_type(f.type) for f in schema}
+    casts = {f.name: types[f.name] for f in schema if types[f.name] != f.type}
+    return CompiledFilter(text=text, node=node, expression=_expr(node, casts, types))

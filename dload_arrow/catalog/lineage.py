@@ -14,7 +14,10 @@ from dload_arrow.sizes import format_bytes
 if TYPE_CHECKING:
     from dload_arrow.catalog.catalog import Catalog
 
-__all__ = ["Lineage", "lineage_of"]
+__all__ = ["SHOWN_SHARED", "Lineage", "lineage_of"]
+
+# Rows of `shared` the text form shows: after n appends every version shares with n others.
+SHOWN_SHARED = 20
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,8 @@ class Lineage:
         versions: every version of the dataset (``version, created, user, num_rows, ...``).
         moves: every ref move of the dataset (``time, ref, action, previous, version, ...``).
         shared: ``version, other_name, other_version, shared_shards, shared_bytes, shards``:
-            shards stored once but listed by several versions.
+            the other versions listing some of this version's shards (stored once), most
+            shared first. ``print()`` shows the first :data:`SHOWN_SHARED` of them.
     """
 
     name: str
@@ -90,12 +94,15 @@ class Lineage:
                        f"by {r['user']}@{r['host']}")
         if self.shared.num_rows:
             out.append("shards shared with other versions:")
-            for r in table_rows(self.shared):
+            for r in table_rows(self.shared.slice(0, SHOWN_SHARED)):
                 out.append(
                     f"  {r['version'][:12]} shares {r['shared_shards']}/{r['shards']} shards "
                     f"({format_bytes(r['shared_bytes'])}) with "
                     f"{r['other_name']} @ {r['other_version'][:12]}"
                 )
+            if self.shared.num_rows > SHOWN_SHARED:
+                out.append(f"  ... {self.shared.num_rows - SHOWN_SHARED} more versions "
+                           "(all of them: --json, or repo.lineage(...).shared)")
         return "\n".join(out)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter
@@ -117,5 +124,5 @@ def lineage_of(catalog: Catalog, name: str, version: str) -> Lineage:
         descendants=q("descendants", both),
         versions=q("dataset_versions", {"name": name}),
         moves=q("ref_moves", {"name": name}),
-        shared=q("shared_shards", {"name": name}),
+        shared=q("shared_shards", both),
     )

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import scalar
+from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -89,6 +90,7 @@ def _value(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
     return scalar(node.value)
 
 
+_NULL = scalar(None)  # a null boolean
 _FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _BEYOND = 2**200  # an integer outside every integer column's range
 
@@ -128,6 +130,20 @@ def _integral(op: str, v: float) -> tuple[str, int]:
     return op, math.floor(v) if op in (">", "<=") else math.ceil(v)
 
 
+def _in(node: In, data: pa.RecordBatch | pa.Table) -> Any:
+    """``x IN (...)`` as one ``pc.is_in`` (:mod:`dload_arrow.catalog.in_lists`)."""
+    assert isinstance(node.operand, Column)
+    column = _compared(node.operand.name, data)
+    values = value_set(node, column.type)
+    if values is None:  # a type the value set does not cover: one equality per value
+        return functools.reduce(pc.or_kleene, (_eval(Compare("=", node.operand, v), data)
+                                               for v in node.values))
+    if column.type != values.type:
+        column = column.cast(values.type)
+    found = pc.if_else(pc.is_null(column), _NULL, pc.is_in(column, value_set=values.array))
+    return pc.or_kleene(found, _NULL) if values.has_null else found
+
+
 def _eval(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
     if isinstance(node, Literal):
         return scalar(node.value)
@@ -145,8 +161,7 @@ def _eval(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
         nulls = pc.is_null(_column(node.operand.name, data))
         return pc.invert(nulls) if node.negated else nulls
     if isinstance(node, In):
-        found = functools.reduce(pc.or_kleene, (_eval(Compare("=", node.operand, v), data)
-                                                for v in node.values))
+        found = _in(node, data)
         return pc.invert(found) if node.negated else found
     if isinstance(node, Between):
         inside = pc.and_kleene(_eval(Compare(">=", node.operand, node.low), data),

@@ -9,6 +9,7 @@ of a full scan filtered by the same expression.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.arrays import pylist
+from dload_arrow.catalog.in_lists import ValueSet, value_set
+from dload_arrow.catalog.masks import compared_type
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -45,6 +48,15 @@ class _Stats:
         self.table = manifest.table
         self.rows = [list(e.rg_rows) for e in manifest.shards]
         self._cols: dict[str, tuple[list[Any], list[Any], list[Any], bool] | None] = {}
+        self._sets: dict[int, tuple[In, ValueSet | None]] = {}
+
+    def value_set(self, node: In) -> ValueSet | None:
+        """The value set of an IN node against its column (None: test value by value)."""
+        if id(node) not in self._sets:  # the node is kept with it, so its id stays its own
+            name = node.operand.name  # type: ignore[union-attr]
+            typ = compared_type(self.manifest.schema.field(name).type)
+            self._sets[id(node)] = (node, value_set(node, typ))
+        return self._sets[id(node)][1]
 
     def column(self, name: str) -> tuple[list[Any], list[Any], list[Any], bool] | None:
         if name not in self._cols:
@@ -110,6 +122,33 @@ def _leaf(node: Compare, stats: _Stats, s: int, r: int) -> _Verdict:
     return (may_true, may_false, may_null)
 
 
+def _in(node: In, stats: _Stats, s: int, r: int) -> _Verdict:
+    """The verdict of ``x IN (...)``: that of the OR of the equalities, found for a
+    normalised value set (:mod:`dload_arrow.catalog.in_lists`) with one bisection."""
+    col = stats.column(node.operand.name)  # type: ignore[union-attr]
+    if col is None:  # no statistics: a NULL literal still makes no row false
+        return (True, all(v.value is not None for v in node.values), True)
+    values = stats.value_set(node)
+    if values is None:
+        parts = [_leaf(Compare("=", node.operand, v), stats, s, r) for v in node.values]
+        return (any(p[0] for p in parts), all(p[1] for p in parts), any(p[2] for p in parts))
+    lo, hi, nulls, floating = col[0][s][r], col[1][s][r], col[2][s][r], col[3]
+    may_null = nulls > 0 or values.has_null  # a NULL literal: no row is false
+    if stats.rows[s][r] - nulls <= 0:
+        return (False, False, may_null)
+    if lo is None or hi is None or (floating and (math.isnan(lo) or math.isnan(hi))):
+        return (True, not values.has_null, True)
+    vs = values.values
+    try:
+        i = bisect.bisect_left(vs, lo)
+        may_true = i < len(vs) and vs[i] <= hi
+        only = lo == hi and may_true  # every non-null row holds one listed value
+    except TypeError:
+        return _ANY
+    may_false = not values.has_null and (floating or not only)
+    return (may_true, may_false, may_null)
+
+
 def _verdict(node: Node, stats: _Stats, s: int, r: int) -> _Verdict:
     if isinstance(node, Compare):
         return _leaf(node, stats, s, r)
@@ -124,10 +163,7 @@ def _verdict(node: Node, stats: _Stats, s: int, r: int) -> _Verdict:
         t, f = nulls > 0, rows - nulls > 0
         return (f, t, False) if node.negated else (t, f, False)
     if isinstance(node, In):
-        parts = [_leaf(Compare("=", node.operand, v), stats, s, r) for v in node.values]
-        t = any(p[0] for p in parts)
-        f = all(p[1] for p in parts)
-        n = any(p[2] for p in parts)
+        t, f, n = _in(node, stats, s, r)
         return (f, t, n) if node.negated else (t, f, n)
     if isinstance(node, Between):
         inner = _verdict(And(Compare(">=", node.operand, node.low),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -115,18 +116,34 @@ def progress_enabled() -> bool:
     return sys.stderr.isatty()
 
 
+def _finite(o: Any) -> Any:
+    """``o`` with NaN and +/-Infinity floats (also in lists and dicts) replaced by None.
+
+    ``json.dumps`` writes them as ``NaN`` and ``Infinity``, which JSON does not have: strict
+    parsers (``jq``, JavaScript, ``json.loads`` with ``parse_constant``) refuse the output.
+    """
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
 def _default(o: Any) -> Any:
     if isinstance(o, bytes):
         return f"<{len(o)} bytes>"
     if hasattr(o, "tolist"):
-        return o.tolist()
+        return _finite(o.tolist())
     return str(o)
 
 
 def emit(data: Any, as_json: bool, text: Callable[[], None] | None = None) -> None:
-    """Print ``data`` as JSON with ``--json``, else run ``text`` (or print ``data``)."""
+    """Print ``data`` as JSON with ``--json`` (NaN and infinities as null), else run ``text``
+    (or print ``data``)."""
     if as_json:
-        click.echo(json.dumps(data, indent=2, default=_default))
+        click.echo(json.dumps(_finite(data), indent=2, default=_default, allow_nan=False))
     elif text is not None:
         text()
     else:

@@ -285,7 +285,7 @@ class Repository(VersionsMixin):
 
         return shard_files(self.read_context, manifest)
 
-    def sql(self, query: str, **params: Any) -> pa.Table:
+    def sql(self, query: str, /, **params: Any) -> pa.Table:
         """Run SQL over the catalog and samples; ``$name`` parameters are bound from ``params``.
 
         Views: ``datasets``, ``versions``, ``shards``, ``refs``, ``log``, ``parents``,

@@ -1,12 +1,14 @@
 -- name: shared_shards
 -- kind: query
--- params: $name VARCHAR (dataset)
+-- params: $name VARCHAR (dataset), $version VARCHAR (version id)
 -- returns: version VARCHAR, other_name VARCHAR, other_version VARCHAR,
 --          shared_shards BIGINT, shared_bytes BIGINT, shards BIGINT
--- For each version of a dataset, the other versions (of any dataset) that reference
--- some of the same shards, and how many shards and bytes they share (stored once).
+-- The other versions (of any dataset) that reference some of the same shards as one
+-- version, and how many shards and bytes they share (stored once). Only pairs with that
+-- version: n versions sharing their shards make n * (n - 1) pairs in all.
 WITH mine AS (
-    SELECT version, digest, bytes FROM dload_raw_shards WHERE name = $name
+    SELECT version, digest, bytes FROM dload_raw_shards
+    WHERE name = $name AND version = $version
 ), sizes AS (
     SELECT version, count(*) AS shards FROM mine GROUP BY version
 )

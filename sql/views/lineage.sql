@@ -21,12 +21,15 @@ WITH RECURSIVE up(name, version, related_name, related_version, relation, first_
       ON p.name = up.related_name AND p.version = up.related_version
     WHERE NOT list_contains(up.seen, p.parent_version)
 )
--- The relation shown is that of the edge next to the related version: the top edge of the
--- chain for an ancestor, the bottom one for a descendant.
-SELECT name, version, 'ancestor' AS direction, related_name, related_version, relation,
-       min(depth)::INTEGER AS depth
-FROM up GROUP BY name, version, related_name, related_version, relation
+-- Each (version, related version) pair is one row at its smallest depth, however many
+-- paths reach it (a diamond: D from A@v1 and from A@v2, an append of A@v1). The relation
+-- shown is that of the edge next to the related version on a shortest path (the top edge
+-- of the chain for an ancestor, the bottom one for a descendant); a tie takes the first
+-- relation by name, so the answer does not depend on the order rows come in.
+SELECT name, version, 'ancestor' AS direction, related_name, related_version,
+       arg_min(relation, (depth, relation)) AS relation, min(depth)::INTEGER AS depth
+FROM up GROUP BY name, version, related_name, related_version
 UNION ALL
-SELECT related_name, related_version, 'descendant', name, version, first_relation,
-       min(depth)::INTEGER
-FROM up GROUP BY related_name, related_version, name, version, first_relation
+SELECT related_name, related_version, 'descendant', name, version,
+       arg_min(first_relation, (depth, first_relation)), min(depth)::INTEGER
+FROM up GROUP BY related_name, related_version, name, version

@@ -1,0 +1,38 @@
+"""Query parameters as DuckDB binds them: numpy and pyarrow scalars become Python values.
+
+DuckDB's Python client binds Python scalars, lists, dicts and numpy arrays, but refuses a
+numpy scalar (``np.int64(3)``, what indexing an array gives) and any pyarrow scalar or array
+(``NotImplementedException: Unable to transform python value``). Those are what a user has
+in hand after reading a table, so they are converted here, also inside lists and dicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["bindable", "bindable_params"]
+
+
+def bindable(value: Any) -> Any:
+    """``value`` in a form DuckDB binds: numpy numbers and bools via ``.item()``, pyarrow
+    scalars and arrays via ``.as_py()`` / ``.to_pylist()``; lists, tuples and dicts element
+    by element. Anything else (numpy arrays, strings, times...) is returned as it is."""
+    if isinstance(value, (np.number, np.bool_)) and not isinstance(value, np.timedelta64):
+        return value.item()
+    if isinstance(value, pa.Scalar):
+        return value.as_py()
+    if isinstance(value, (pa.Array, pa.ChunkedArray)):
+        return value.to_pylist()
+    if isinstance(value, (list, tuple)):
+        return [bindable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: bindable(v) for k, v in value.items()}
+    return value
+
+
+def bindable_params(params: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``params`` with every value made :func:`bindable`."""
+    return {k: bindable(v) for k, v in (params or {}).items()}
