@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import pickle
@@ -281,7 +282,9 @@ def test_state_size_does_not_grow_with_dataset_or_shuffle_buffer(repo):
 
 def test_to_device_on_cpu_prefetches_and_keeps_the_state_exact(toy):
     pipe = toy.shuffle(16, seed=6).batch(4)
-    loader = to_device(StatefulLoader(as_iterable_dataset(pipe), num_workers=0), "cuda", 2)
+    with contextlib.nullcontext() if torch.cuda.is_available() else pytest.warns(
+            UserWarning, match="CUDA is not available"):
+        loader = to_device(StatefulLoader(as_iterable_dataset(pipe), num_workers=0), "cuda", 2)
     assert loader.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
     it = iter(loader)
     got = [next(it) for _ in range(3)]

@@ -44,6 +44,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
                  length: int | Callable[[int], int] | None = None) -> None:
         if uneven not in UNEVEN_MODES:
             raise ConfigError(f"uneven={uneven!r}: choose one of {UNEVEN_MODES}")
+        if not isinstance(to_tensors, bool):
+            raise ConfigError(f"to_tensors={to_tensors!r}: give True or False")
         self.pipe = as_source(pipe)
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.uneven: Uneven = uneven

@@ -160,8 +160,21 @@ class DeviceLoader:
         self.loader.set_epoch(epoch)
 
     def state_dict(self) -> Any:
-        """The loader's state as of the last item this loop received (not the prefetched)."""
-        return self._live() if self._state is None else self._state
+        """The loader's state as of the last item this loop received (not the prefetched).
+
+        A loader that keeps no state (a plain DataLoader with workers) is a ConfigError that
+        says which loader to use, never a silent None."""
+        state = self._live() if self._state is None else self._state
+        if state is not None:
+            return state
+        dataset = getattr(self.loader, "dataset", None)
+        if callable(getattr(dataset, "state_dict", None)):
+            return dataset.state_dict()  # its own answer: exact, or the reason it is not
+        raise ConfigError(
+            f"to_device: the wrapped {type(self.loader).__name__} keeps no state to save; "
+            "wrap a dload_arrow.torch.StatefulLoader or torchdata's StatefulDataLoader to "
+            "checkpoint mid-epoch"
+        )
 
     def load_state_dict(self, state: Any) -> None:
         self._state = None
@@ -174,8 +187,8 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
     Args:
         loader: any iterable of tensors / dicts / lists of tensors (a DataLoader,
             :class:`StatefulLoader`, StatefulDataLoader).
-        device: e.g. ``"cuda"``, ``"cuda:1"``, ``"cpu"``. ``"cuda"`` without CUDA falls back
-            to the CPU.
+        device: e.g. ``"cuda"``, ``"cuda:1"``, ``"cpu"``. A CUDA device without CUDA falls
+            back to the CPU, with a warning.
         prefetch: items in flight (the queue's bound), >= 1.
 
     Returns:
@@ -183,11 +196,17 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
     """
     if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
         raise ConfigError(f"prefetch={prefetch!r}: need an int >= 1 (items in flight)")
-    dev = torch.device(device)
+    if isinstance(device, bool) or not isinstance(device, str | torch.device):
+        raise ConfigError(f"to_device: device={device!r}: give a name such as 'cuda', "
+                          "'cuda:1' or 'cpu', or a torch.device")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as e:
+        raise ConfigError(f"to_device: device={device!r} is not a device name ({e}); give "
+                          "'cuda', 'cuda:1' or 'cpu'") from e
     if dev.type == "cuda" and not torch.cuda.is_available():
-        if dev.index is not None:
-            warnings.warn(f"to_device({str(dev)!r}): CUDA is not available here; the items "
-                          "stay on the CPU", stacklevel=2)
+        warnings.warn(f"to_device({str(dev)!r}): CUDA is not available here; the items stay "
+                      "on the CPU", stacklevel=2)
         dev = torch.device("cpu")
     return DeviceLoader(loader, dev, prefetch)
 

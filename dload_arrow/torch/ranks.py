@@ -47,6 +47,11 @@ def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tupl
                 "share: set RANK for each process (torchrun does), or pass rank= and "
                 "world_size="
             )
+        if env_rank is None and rank is None and world_size is not None and world_size > 1:
+            raise ConfigError(
+                f"world_size={world_size} but no rank (no rank=, no RANK, no torch.distributed "
+                "process group), so every process would read rank 0's share: pass rank= too"
+            )
         r = env_rank or 0
     r = r if rank is None else rank
     n = n if world_size is None else world_size

@@ -120,9 +120,13 @@ def _value_to_torch(value: Any, shape: tuple[int, ...] | None,
             t = _from_numpy(value)
             return t.reshape(shape) if shape is not None else t
         return value
+    if isinstance(value, float) and dtype is None:  # as torch's default_collate: float64
+        return torch.tensor(value, dtype=torch.float64)
     if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
         return torch.tensor(value, dtype=dtype)
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
+        if dtype is None and value.dtype.kind == "f":  # np.float32 stays float32, and so on
+            return torch.from_numpy(np.asarray(value)).clone()
         return torch.tensor(value.item(), dtype=dtype)
     # A list column is a tensor in every row (an empty one too) when its type is known.
     if isinstance(value, (list, tuple)) and (value or dtype is not None) and all(
