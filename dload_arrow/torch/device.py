@@ -167,9 +167,9 @@ class DeviceLoader:
         state = self._live() if self._state is None else self._state
         if state is not None:
             return state
-        dataset = getattr(self.loader, "dataset", None)
-        if callable(getattr(dataset, "state_dict", None)):
-            return dataset.state_dict()  # its own answer: exact, or the reason it is not
+        own = getattr(getattr(self.loader, "dataset", None), "state_dict", None)
+        if callable(own):
+            return own()  # the dataset's own answer: exact, or the reason it is not
         raise ConfigError(
             f"to_device: the wrapped {type(self.loader).__name__} keeps no state to save; "
             "wrap a dload_arrow.torch.StatefulLoader or torchdata's StatefulDataLoader to "
