@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 
@@ -16,6 +17,10 @@ _UNITS = {
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
 }
 _DURATION = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_UNIT_WORDS = {w + p: u for u, words in {"s": ("sec", "second"), "m": ("min", "minute"),
+                                          "h": ("hr", "hour"), "d": ("day",),
+                                          "w": ("week",)}.items()
+               for w in words for p in ("", "s")}
 
 
 def parse_size(value: str | int | float, what: str = "size") -> int:
@@ -35,17 +40,23 @@ def parse_size(value: str | int | float, what: str = "size") -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
-def parse_duration(value: str | int | float, what: str = "duration") -> float:
-    """Seconds from a number or a string such as ``30s``, ``2h`` or ``7d``."""
+def parse_duration(value: str | int | float | datetime.timedelta,
+                   what: str = "duration") -> float:
+    """Seconds from a number, a ``timedelta``, or text such as ``30s``, ``2h``, ``7d`` or
+    ``1 hour``."""
+    if isinstance(value, datetime.timedelta):
+        value = value.total_seconds()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not math.isfinite(value) or value < 0:
             raise ConfigError(f"{what} {value!r} must be a number of seconds >= 0, or text "
                               "such as '30s', '2h' or '7d'")
         return float(value)
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([smhdw]?)\s*", str(value))
-    if not m:
-        raise ConfigError(f"{what} {value!r} is not a duration; use e.g. '30s', '2h' or '7d'")
-    return float(m.group(1)) * _DURATION[m.group(2)]
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", str(value).lower())
+    unit = _UNIT_WORDS.get(m.group(2), m.group(2)) if m else None
+    if not m or unit not in _DURATION:
+        raise ConfigError(f"{what} {value!r} is not a duration; use e.g. '30s', '2h', '7d', "
+                          "'1 hour' or a datetime.timedelta")
+    return float(m.group(1)) * _DURATION[unit]
 
 
 def format_bytes(n: float) -> str:

@@ -82,11 +82,21 @@ def shuffle_quality(
     Returns:
         A :class:`ShuffleQuality` with displacement, adjacency and rank correlation.
     """
-    order = np.asarray(order, dtype=np.int64)
+    raw = np.asarray(order)
+    if raw.ndim != 1 or (raw.size and raw.dtype.kind not in "iu"):
+        raise ValueError(f"shuffle_quality needs a 1-D array of row numbers (ints), got "
+                         f"{raw.dtype} of shape {raw.shape}")
+    order = raw.astype(np.int64)
     m = len(order)
     if m < 2:
         raise ValueError(f"shuffle_quality needs at least 2 items, got {m}")
     n = m if n is None else int(n)
+    if len(np.unique(order)) != m or order.min() < 0 or order.max() >= n:
+        raise ValueError(
+            f"shuffle_quality needs distinct row numbers in 0..{n - 1} (a permutation of "
+            f"range(n), or a prefix of one); got {m} values in {order.min()}..{order.max()} "
+            f"with {m - len(np.unique(order))} repeated. Pass n= for a prefix of a longer order"
+        )
     # Ranks make a prefix or subset comparable to a permutation of range(m).
     ranks = np.empty(m, dtype=np.int64)
     ranks[np.argsort(order, kind="stable")] = np.arange(m)

@@ -37,7 +37,18 @@ class PipelineIterator(Iterator[Any]):
         if not chunks:
             self.node.prefer_items()
         self.cursor = ItemCursor(self.node)
-        self.cursor.reset(cursor)
+        try:
+            self.cursor.reset(cursor)
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            if cursor is None:
+                raise
+            close = getattr(self.node, "close", None)
+            if callable(close):
+                close()
+            raise ValueError(
+                f"the loaded state's cursor does not fit this pipeline ({type(e).__name__}: "
+                f"{e}); restore a state that this pipeline's state_dict() returned"
+            ) from e
         self._items: list[Any] = []
         self._k = 0
         self._base: State | None = None

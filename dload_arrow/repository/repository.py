@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -238,7 +239,7 @@ class Repository(VersionsMixin):
 
         return derive(self, name, pipe, **kwargs)
 
-    def gc(self, grace: str | float = "1h", dry_run: bool = False) -> GcReport:
+    def gc(self, grace: str | float | timedelta = "1h", dry_run: bool = False) -> GcReport:
         """Delete shards no manifest references that are older than ``grace`` (default 1h)."""
         return collect_garbage(self.storage, parse_duration(grace, "grace"), dry_run=dry_run)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from dload_arrow.errors import ConfigError
 from dload_arrow.storage.base import ObjectInfo, Storage, check_relpath, redact_url
 from dload_arrow.storage.local import LocalStorage
 from dload_arrow.storage.remote import FsspecStorage
@@ -35,6 +36,17 @@ def open_storage(
         return LocalStorage(url)
     if url.startswith("file://"):
         return LocalStorage(url[len("file://") :])
+    protocol, _, rest = url.partition("://")
+    if not rest.strip("/"):
+        raise ConfigError(f"root {redact_url(url)!r} names no bucket or path: write it as "
+                          f"{protocol}://bucket/prefix")
+    try:
+        import fsspec
+
+        fsspec.get_filesystem_class(protocol)
+    except (ValueError, ImportError) as e:
+        raise ConfigError(f"root {redact_url(url)!r}: {protocol}:// is not a storage this "
+                          f"machine can open ({e}); use a local path or s3://bucket/prefix") from e
     opts = dict(storage_options or {})
     if url.startswith(("s3://", "s3a://")):
         endpoint = endpoint_url or os.environ.get("DLOAD_ENDPOINT_URL")

@@ -43,14 +43,20 @@ class LocalStorage:
         return os.path.join(self.root, *check_relpath(path).split("/"))
 
     def _tmp(self, full: str) -> str:
-        os.makedirs(os.path.dirname(full), exist_ok=True)
+        try:
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+        except OSError as e:
+            raise StorageError(
+                f"cannot create {os.path.dirname(full)} in root {self.root} ({e.strerror}); "
+                "point the root at a directory you can write (it is created if missing)"
+            ) from e
         return f"{full}.tmp-{uuid.uuid4().hex}"
 
     def read(self, path: str) -> bytes:
         try:
             with open(self._full(path), "rb") as f:
                 return f.read()
-        except FileNotFoundError as e:
+        except (FileNotFoundError, NotADirectoryError) as e:
             raise NotFoundError(f"no object {path!r} under {self.url}") from e
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
@@ -58,7 +64,7 @@ class LocalStorage:
             with open(self._full(path), "rb") as f:
                 f.seek(start)
                 return f.read(end - start)
-        except FileNotFoundError as e:
+        except (FileNotFoundError, NotADirectoryError) as e:
             raise NotFoundError(f"no object {path!r} under {self.url}") from e
 
     def write(self, path: str, data: bytes) -> None:
@@ -121,7 +127,7 @@ class LocalStorage:
     def info(self, path: str) -> ObjectInfo:
         try:
             st = os.stat(self._full(path))
-        except FileNotFoundError as e:
+        except (FileNotFoundError, NotADirectoryError) as e:
             raise NotFoundError(f"no object {path!r} under {self.url}") from e
         return ObjectInfo(path, st.st_size, st.st_mtime)
 
@@ -154,7 +160,7 @@ class LocalStorage:
                     while chunk := src.read(_COPY_CHUNK):
                         out.write(chunk)
                         digest.update(chunk)
-        except FileNotFoundError as e:
+        except (FileNotFoundError, NotADirectoryError) as e:
             raise NotFoundError(f"no object {path!r} under {self.url}") from e
         except OSError as e:
             raise StorageError(f"copying {path!r} to {dest!r} failed: {e}") from e

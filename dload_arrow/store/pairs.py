@@ -142,7 +142,8 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
             except Exception:
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
-                    f"type {field.type}; fix the sample or pass schema= with a wider type"
+                    f"type {field.type}; fix the sample, or (in a commit) pass schema= with "
+                    "a wider type"
                 ) from e
         raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
 

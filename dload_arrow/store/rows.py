@@ -96,6 +96,11 @@ def to_batches(
     dataset ``append_to`` (of ``schema``), a table may lack columns (null in its rows) but
     not have others (``store/conform.py``).
     """
+    if schema is not None and not isinstance(schema, pa.Schema):
+        raise SchemaError(
+            f"schema= must be a pyarrow Schema, got {type(schema).__name__} {shown(schema)}: "
+            "write pa.schema({'x': pa.int64()}) (or pa.schema([('x', pa.int64())]))"
+        )
     if schema is not None and (not schema.names or schema.names[0] != KEY_COLUMN):
         schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False), *list(schema)])
     mod = type(samples).__module__
