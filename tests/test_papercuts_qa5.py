@@ -67,3 +67,12 @@ def test_an_empty_table_with_a_schema_says_it_is_empty(repo: Repository) -> None
     empty = pa.table({"x": pa.array([], pa.int64())})
     with pytest.raises(SchemaError, match="empty"):
         repo.commit("d", empty, progress=False)
+
+
+def test_describe_from_statistics_is_refused_on_a_filtered_view(repo: Repository) -> None:
+    repo.commit("d", [(f"k{i:03d}", {"x": i}) for i in range(50)], progress=False)
+    view = repo.dataset("d").where("x >= 40")
+    with pytest.raises(ValueError, match="whole row groups"):
+        view.describe(exact=False)
+    x = {r["column"]: r for r in view.describe().to_pylist()}["x"]
+    assert (x["count"], x["min"]) == (10, "40") or (x["count"], float(x["min"])) == (10, 40.0)

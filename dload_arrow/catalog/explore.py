@@ -122,6 +122,12 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
     """
     if exact is None:
         exact = predicate is not None
+    if not exact and predicate is not None:
+        raise ValueError(
+            "describe(exact=False) on a where() view would describe whole row groups, not the "
+            "rows the filter keeps: call describe() (it reads the filtered rows), or describe "
+            "the unfiltered dataset"
+        )
     if exact:
         cols = [f.name for f in manifest.schema if is_scalar(f.type)]
         table = to_arrow(ctx, manifest, units, predicate, cols)
