@@ -60,3 +60,12 @@ def test_a_pipeline_where_a_list_is_due_is_refused_before_reading() -> None:
 def test_random_stream_arguments_are_checked_when_given(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="random_stream"):
         dl.random_stream(0, **kwargs)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"window": 1.5, "exact": True}, "int >= 1"),
+                                               ({"window": 0, "exact": True}, "int >= 1"),
+                                               ({"window": 10}, "exact=True")])
+def test_mix_window_is_checked(kwargs: dict[str, Any], match: str) -> None:
+    a, b = dl.from_iterable([1, 2]), dl.from_iterable([3, 4])
+    with pytest.raises(ValueError, match=match):
+        dl.mix([a, b], [0.5, 0.5], **kwargs)

@@ -59,9 +59,13 @@ def mix(
     w = normalized(weights, len(pipes))
     if stop not in STOPS:
         raise ValueError(f"mix(stop={stop!r}): choose one of {STOPS}")
+    if window is not None:
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"mix(window={window!r}): need an int >= 1 (slots per window)")
+        if not exact:
+            raise ValueError(f"mix(window={window}) sets the exact mode's window: pass "
+                             "exact=True too (a stochastic mix has no windows)")
     win = (_exact_window(w) if window is None else window) if exact else None
-    if win is not None and win < 1:
-        raise ValueError(f"mix window must be >= 1, got {win}")
     return RouterPipe(pipes, "mix", seed=seed, weights=w, stop=stop, window=win)
 
 
