@@ -69,3 +69,12 @@ def test_mix_window_is_checked(kwargs: dict[str, Any], match: str) -> None:
     a, b = dl.from_iterable([1, 2]), dl.from_iterable([3, 4])
     with pytest.raises(ValueError, match=match):
         dl.mix([a, b], [0.5, 0.5], **kwargs)
+
+
+def test_choice_and_select_say_what_their_control_stream_must_yield() -> None:
+    a, b = dl.from_iterable(list(range(5))), dl.from_iterable(list(range(5, 10)))
+    with pytest.raises(ValueError, match="sequence of 2 weights"):
+        list(dl.choice([a, b], dl.from_iterable([0.5] * 5)))
+    with pytest.raises(TypeError, match="must yield ints"):
+        list(dl.select(dl.from_iterable([0.7, 1.2]), [a, b]))
+    assert list(dl.select(dl.from_iterable([1, 0, np.int64(1)]), [a, b])) == [5, 0, 6]

@@ -180,13 +180,21 @@ class RouterNode(Node):
                 return None
             value = chunk_items(got)[0]
             if pipe.op == "select":
+                if isinstance(value, bool) or not isinstance(value, int | np.integer):
+                    raise TypeError(f"select: the index pipeline gave {value!r} at slot "
+                                    f"{self.slot}; it must yield ints (input numbers)")
                 i = int(value)
                 if not 0 <= i < len(self.cursors):
                     raise IndexError(f"select: index {i} at slot {self.slot} is not in "
                                      f"[0, {len(self.cursors)})")
                 return i
-            return self._by_weights(normalized(list(np.asarray(value, dtype=np.float64)),
-                                             len(self.cursors)))
+            probs = np.asarray(value, dtype=np.float64)
+            if probs.shape != (len(self.cursors),):
+                raise ValueError(
+                    f"choice: the probability pipeline gave {value!r} at slot {self.slot}; "
+                    f"each item must be a sequence of {len(self.cursors)} weights, one per "
+                    "input")
+            return self._by_weights(normalized(list(probs), len(self.cursors)))
         if pipe.window is not None:
             pattern, off = self._exact(self.slot)
             return int(pattern[off])
