@@ -80,3 +80,22 @@ def test_cache_status_reports_residency_and_clear_frees_unheld(memory_root: str,
     hold.release()
     assert repo.cache_clear() == shard.bytes
     assert repo.cache_status().used_bytes == 0
+
+
+def test_cache_status_with_a_smaller_budget_deletes_nothing(
+        memory_root: str, cache_dir: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_run import runner
+
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    repo.pull("d", progress=False)
+    total = repo.manifest("d").num_bytes
+    run = runner(capsys)
+    r = run("cache", "status", "--root", memory_root, "--cache-dir", cache_dir,
+            "--cache-budget", "1KB", "--json")
+    assert r.json["used_bytes"] == total and r.json["budget_bytes"] == 1000
+    small = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="1KB")
+    assert small.cache_status().used_bytes == total  # a report, not a trim
+    assert Cache(cache_dir, "unlimited").used_bytes() == total
+    small.read_context.cache()  # a reader opening the cache with that budget does trim
+    assert Cache(cache_dir, "unlimited").used_bytes() <= 1000

@@ -132,7 +132,9 @@ def test_stopping_early_releases_every_hold(memory_root: str, cache_dir: str) ->
     while len(cache.entries()) < 4 and time.monotonic() < deadline:
         time.sleep(0.02)  # the fetcher brings the next three shards in the background
     entries = cache.entries()
-    assert len(entries) == 4 and all(e.held for e in entries)
+    # The shard being read is held; the ones fetched ahead are cached but not held (evictable
+    # until the reader reaches them, so they never keep another reader's shard out).
+    assert len(entries) == 4 and 1 <= sum(e.held for e in entries) <= 2
     it.close()
     deadline = time.monotonic() + 30
     while any(e.held for e in cache.entries()) and time.monotonic() < deadline:
@@ -322,3 +324,4 @@ def test_threads_pay_off_only_beside_a_large_column(tmp_path: Any) -> None:
     # a nested column's leaves count for their top-level column
     assert threads_pay_off(lists, ["tokens"]) is False
     assert threads_pay_off(lists, []) is True  # nothing to decode: Arrow's default
+

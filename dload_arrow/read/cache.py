@@ -7,10 +7,13 @@ Layout under ``cache_dir``::
     holds/<aa>/<sha>                       readers hold a shared flock(); mtime = last use
     locks/<aa>/<sha>                       the downloader holds an exclusive flock()
     cache.lock                             admission and eviction, one process at a time
+    CACHEDIR.TAG                           marks the directory as a cache: no other is used
 
 Every guarantee rests on flock(), which the kernel drops when a process dies, so a crashed
-reader's holds and a crashed downloader's reservations vanish by themselves. See
-docs/DESIGN.md, "Reading and the cache".
+reader's holds and a crashed downloader's reservations vanish by themselves. Only shards being
+read are held; shards fetched ahead (``prefetch``) take free room only and stay evictable, so
+processes sharing a small budget never wait on each other's look-ahead. See docs/DESIGN.md,
+"Reading and the cache".
 """
 
 from __future__ import annotations
@@ -19,29 +22,25 @@ import contextlib
 import hashlib
 import os
 import threading
-import time
-import uuid
 from collections.abc import Iterable
 from typing import ClassVar
 
-from dload_arrow.errors import InfeasiblePlanError, IntegrityError, NotFoundError
+from dload_arrow.errors import IntegrityError, NotFoundError
 from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.cache_budget import CacheBudget
 from dload_arrow.read.cache_space import (
     VERIFIED_NS,
     CacheEntry,
-    CacheSpace,
     free_disk,
     list_dir,
     resolve_budget,
 )
-from dload_arrow.read.locks import FileLock
+from dload_arrow.read.locks import FileLock, try_exclusive
 from dload_arrow.sizes import format_bytes
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.names import shard_path
 
 __all__ = ["Cache", "CacheEntry", "Hold", "free_disk", "resolve_budget"]
-
-_POLL = 0.05
 
 
 class Hold:
@@ -67,11 +66,12 @@ class Hold:
         return f"Hold({self.digest[:12]}, held={self._lock is not None})"
 
 
-class Cache(CacheSpace):
+class Cache(CacheBudget):
     """Shards of any root, stored once per machine under ``cache_dir`` within ``budget``.
 
     Args:
-        cache_dir: the directory (created if absent), shared by every process of the machine.
+        cache_dir: the directory (created if absent, refused if it is a root or holds shards
+            of something that is not a cache), shared by every process of the machine.
         budget: ``"auto"`` (half the free disk when opened, counting what the cache holds),
             ``"unlimited"``, a size such as ``"60GB"``, or bytes.
         wait_timeout: seconds to wait for room (all bytes held by live readers) or for another
@@ -80,16 +80,6 @@ class Cache(CacheSpace):
 
     _shared: ClassVar[dict[tuple[int, str, str], Cache]] = {}
     _shared_lock: ClassVar[threading.Lock] = threading.Lock()
-
-    def __init__(self, cache_dir: str, budget: str | int = "auto", *,
-                 wait_timeout: float = 600.0) -> None:
-        super().__init__(cache_dir)
-        os.makedirs(os.path.join(self.dir, "shards"), exist_ok=True)
-        self.wait_timeout = wait_timeout
-        self.budget_text = str(budget)
-        self._tlock = threading.Lock()
-        used = self.used_bytes() if str(budget).strip().lower() == "auto" else 0
-        self.budget_bytes = resolve_budget(budget, self.dir, used)
 
     @classmethod
     def shared(cls, cache_dir: str, budget: str | int = "auto") -> Cache:
@@ -101,21 +91,6 @@ class Cache(CacheSpace):
                 cache = cls._shared[key] = cls(cache_dir, budget)
                 cache.trim()  # a smaller budget than the last process's takes effect now
             return cache
-
-    def trim(self) -> int:
-        """Evict least recently used shards no live reader holds until the cache is within
-        its budget (another process may have filled it under a larger one); bytes freed."""
-        if self.budget_bytes >= UNLIMITED:
-            return 0
-        freed = 0
-        with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
-            used, candidates = self._scan(cleanup=True)
-            for _stamp, cand, size in candidates:
-                if used - freed <= self.budget_bytes:
-                    break
-                if self._evict(cand):
-                    freed += size
-        return freed
 
     def __repr__(self) -> str:
         budget = "unlimited" if self.budget_bytes >= UNLIMITED else format_bytes(self.budget_bytes)
@@ -160,6 +135,34 @@ class Cache(CacheSpace):
             hold.release()
             raise
 
+    def prefetch(self, storage: Storage, digest: str, nbytes: int, *,
+                 dataset: str | None = None) -> bool:
+        """Bring shard ``digest`` into the cache ahead of its reader, holding nothing after.
+
+        A download ahead takes only room that is free (or unheld) right now and skips a shard
+        another process is downloading, and once there its shard stays evictable until the
+        reader holds it with :meth:`acquire`. So look-ahead never keeps anyone's current
+        shard (this process's or another's) out of the cache: readers sharing a small budget
+        each wait only for shards being read. True when the shard is cached and verified;
+        False when it was skipped (the reader's ``acquire`` fetches it then).
+        """
+        final = self.shard_file(digest)
+        hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
+        try:
+            os.utime(hold.path)  # the LRU clock: evicted after the shards read before it
+            if self._trusted(final, nbytes):
+                return True
+            dl = try_exclusive(self._lock_file(digest))
+            if dl is None:
+                return False  # being downloaded by another process or thread
+            try:
+                return (self._usable(final, digest, nbytes)
+                        or self._download(storage, digest, nbytes, dataset, wait=False))
+            finally:
+                dl.release()  # no unlink: a waiter on the old inode would hold a hidden lock
+        finally:
+            hold.release()
+
     def try_hold(self, digest: str, nbytes: int) -> Hold | None:
         """Hold ``digest`` only if it is cached and verified already; never downloads."""
         final = self.shard_file(digest)
@@ -202,8 +205,12 @@ class Cache(CacheSpace):
         os.unlink(final)  # modified or truncated since verified: fetch it again
         return False
 
-    def _download(self, storage: Storage, digest: str, nbytes: int, dataset: str | None) -> None:
-        tmp = self._reserve(digest, nbytes)
+    def _download(self, storage: Storage, digest: str, nbytes: int, dataset: str | None, *,
+                  wait: bool = True) -> bool:
+        """Download and verify ``digest`` into place; False (``wait`` off) when no room now."""
+        tmp = self._reserve(digest, nbytes, wait=wait)
+        if tmp is None:
+            return False
         try:
             got = ""
             for _attempt in range(2):  # one retry: a torn transfer is not a corrupt root
@@ -234,52 +241,7 @@ class Cache(CacheSpace):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
-
-    # --- admission and eviction -------------------------------------------------------------
-
-    def _reserve(self, digest: str, nbytes: int) -> str:
-        """Make room for ``nbytes`` and create the temp file that reserves them."""
-        if nbytes > self.budget_bytes:
-            raise InfeasiblePlanError(
-                f"shard {digest[:12]} ({format_bytes(nbytes)}) is larger than the whole cache "
-                f"budget ({format_bytes(self.budget_bytes)}) of {self.dir}; raise the budget "
-                "(cache_budget= or DLOAD_CACHE_BUDGET) or commit with a smaller shard_size"
-            )
-        deadline = time.monotonic() + self.wait_timeout
-        while True:
-            with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"),
-                                               exclusive=True):
-                used, candidates = self._scan(cleanup=True)
-                excess = used + nbytes - self.budget_bytes
-                for _stamp, cand, size in candidates:
-                    if excess <= 0:
-                        break
-                    if self._evict(cand):
-                        excess -= size
-                if excess <= 0:
-                    final = self.shard_file(digest)
-                    os.makedirs(os.path.dirname(final), exist_ok=True)
-                    tmp = f"{final}.tmp-{nbytes}-{uuid.uuid4().hex[:12]}"
-                    open(tmp, "wb").close()
-                    return tmp
-            if time.monotonic() > deadline:
-                raise InfeasiblePlanError(
-                    f"no room in the cache {self.dir} for shard {digest[:12]} "
-                    f"({format_bytes(nbytes)}): {format_bytes(used)} of the "
-                    f"{format_bytes(self.budget_bytes)} budget are held by live readers and "
-                    f"none was released in {self.wait_timeout:.0f}s. Raise the budget, lower "
-                    "prefetch, or run fewer readers on this machine at once"
-                )
-            time.sleep(_POLL)
-
-    def clear(self) -> int:
-        """Remove every shard no live reader holds; return the bytes freed."""
-        freed = 0
-        with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
-            for _stamp, digest, size in self._scan(cleanup=True)[1]:
-                if self._evict(digest):
-                    freed += size
-        return freed
+        return True
 
 
 def _sha256_file(path: str) -> str:

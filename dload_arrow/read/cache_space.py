@@ -11,20 +11,76 @@ from __future__ import annotations
 
 import contextlib
 import os
+import uuid
 from dataclasses import dataclass
 
 from dload_arrow.errors import ConfigError, InvalidNameError
 from dload_arrow.plan.window import UNLIMITED
-from dload_arrow.read.locks import try_exclusive
+from dload_arrow.read.locks import FileLock, try_exclusive
 from dload_arrow.sizes import parse_size
 from dload_arrow.store.names import check_digest
 
-__all__ = ["VERIFIED_NS", "CacheEntry", "CacheSpace", "free_disk", "list_dir", "resolve_budget"]
+__all__ = ["MARKER", "VERIFIED_NS", "CacheEntry", "CacheSpace", "claim_cache_dir", "free_disk",
+           "list_dir", "resolve_budget"]
 
 # A verified shard's mtime. Any write to the file moves its mtime, so a cached file whose
 # size and stamp match was not modified since its sha256 was checked; anything else is
 # re-hashed before use (and fetched again if it does not match).
 VERIFIED_NS = 946_684_800 * 10**9
+
+
+# Written when a cache directory is created (a standard cache directory tag: backup tools skip
+# the folder). Eviction deletes files under shards/, the very layout of a root's shards, so a
+# directory is only used as a cache when it is known to be one (see claim_cache_dir).
+MARKER = "CACHEDIR.TAG"
+_MARKER_TEXT = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This directory is a dload_arrow shard cache: its shards may be deleted at any time.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+_FIX = ("point the cache at a directory of its own (DLOAD_CACHE_DIR, --cache-dir, cache_dir= "
+        "in Repository.open or 'cache_dir' in dload.toml), e.g. ~/.cache/dload")
+
+
+def claim_cache_dir(cache_dir: str) -> None:
+    """Make sure ``cache_dir`` is a dload cache, creating it (with its marker) if new.
+
+    A storage root (it holds ``datasets/``) is refused, and so is a directory whose
+    ``shards/`` holds files while nothing says it is a cache: evicting there would delete
+    shards that are not copies. Caches made before the marker existed (``shards/`` next to
+    ``cache.lock``, which every admission takes) are recognised and marked.
+
+    Raises:
+        ConfigError: naming the directory, why it is not a cache, and how to choose another.
+    """
+    d = os.path.abspath(os.path.expanduser(cache_dir))
+    if os.path.isdir(os.path.join(d, "datasets")):
+        raise ConfigError(
+            f"cannot use {d} as the cache dir: it holds datasets/, so it is a dload root, and "
+            f"evicting cached shards there would delete the root's own shards; {_FIX}"
+        )
+    marker = os.path.join(d, MARKER)
+    if _is_marker(marker):
+        return
+    if list_dir(os.path.join(d, "shards")) and not os.path.exists(os.path.join(d, "cache.lock")):
+        raise ConfigError(
+            f"cannot use {d} as the cache dir: its shards/ folder holds files but it is not a "
+            f"dload cache (no {MARKER}), so they may be a root's shards that eviction would "
+            f"delete; {_FIX}"
+        )
+    os.makedirs(d, exist_ok=True)
+    tmp = f"{marker}.tmp-{uuid.uuid4().hex[:12]}"
+    with open(tmp, "w") as f:
+        f.write(_MARKER_TEXT)
+    os.replace(tmp, marker)
+
+
+def _is_marker(path: str) -> bool:
+    try:
+        with open(path) as f:
+            return "dload_arrow" in f.read(4096)
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        return False
 
 
 def free_disk(path: str) -> int:
@@ -140,6 +196,33 @@ class CacheSpace:
         finally:
             lock.release(unlink=True)
         return True
+
+    def _evict_for(self, candidates: list[tuple[float, str, int]], excess: int) -> bool:
+        """Evict unheld ``candidates`` (in order) freeing at least ``excess`` bytes, or none.
+
+        All or nothing: shards are deleted only when enough of them are unheld, so an
+        admission that cannot succeed (yet) destroys nothing.
+        """
+        locks: list[tuple[str, FileLock]] = []
+        freed = 0
+        ok = False
+        try:
+            for _stamp, digest, size in candidates:
+                if freed >= excess:
+                    break
+                lock = try_exclusive(self._hold_file(digest))
+                if lock is not None:  # else a live reader holds it
+                    locks.append((digest, lock))
+                    freed += size
+            ok = freed >= excess
+            if ok:
+                for digest, _lock in locks:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self.shard_file(digest))
+        finally:
+            for _digest, lock in locks:
+                lock.release(unlink=ok)
+        return ok
 
     def used_bytes(self) -> int:
         """Bytes of cached shards plus downloads in progress."""

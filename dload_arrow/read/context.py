@@ -33,8 +33,11 @@ class ReadContext:
         """True for a local-directory root: shards are read where they are, not cached."""
         return bool(getattr(self.storage, "is_local", False))
 
-    def cache(self) -> Cache:
+    def cache(self, *, trim: bool = True) -> Cache:
         """This process's handle on the machine-wide cache (one per process and directory).
+
+        Opening it first trims the cache to this budget. With ``trim=False`` (a status
+        report) the handle is one of its own that evicts nothing.
 
         Raises:
             ConfigError: the cache dir cannot be created or written (a path under a file, no
@@ -42,12 +45,33 @@ class ReadContext:
         """
         from dload_arrow.read.cache import Cache
 
+        self._check_not_in_root()
         try:
+            if not trim:
+                return Cache(self.cache_dir, self.cache_budget)
             return Cache.shared(self.cache_dir, self.cache_budget)
         except OSError as e:
             if isinstance(e, DloadError):  # already says what failed (a lock timeout, ...)
                 raise
             raise cache_dir_error(self.cache_dir, e, self.cache_dir_source) from e
+
+
+    def _check_not_in_root(self) -> None:
+        """A cache dir that is a local root or inside one would evict (or litter) the root."""
+        url = self.storage.url
+        if not (self.in_place and url.startswith("file://")):
+            return
+        root = os.path.realpath(url[len("file://"):])
+        cache = os.path.realpath(os.path.expanduser(self.cache_dir))
+        if cache == root or cache.startswith(root.rstrip(os.sep) + os.sep):
+            origin = f" (from {self.cache_dir_source})" if self.cache_dir_source else ""
+            where = "is the root" if cache == root else "is inside the root"
+            raise ConfigError(
+                f"cannot use the cache dir {self.cache_dir}{origin}: it {where} {root}, and "
+                "evicting cached shards there would delete the root's own; point the cache at "
+                "a directory outside the root (DLOAD_CACHE_DIR, --cache-dir, cache_dir= in "
+                "Repository.open or 'cache_dir' in dload.toml)"
+            )
 
 
 def _blocking_file(path: str) -> str | None:

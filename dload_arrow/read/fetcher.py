@@ -6,6 +6,11 @@ consumer moves to the next visit, the previous visit's hold is released (so that
 evictable) and the next visit beyond the window is submitted. With ``head_first`` the first
 visit downloads alone before the others start (a shuffled first window waits for nearly all of
 its shard). Local roots need no fetching: a visit resolves to the file in the root.
+
+Only the visit being read is held. Visits ahead are prefetched (``Cache.prefetch``): into room
+that is free right now, and evictable until the consumer reaches them and holds them. Held
+look-ahead shards used to deadlock processes sharing a small budget: each held finished
+look-ahead shards while its current shard waited for room that only they could free.
 """
 
 from __future__ import annotations
@@ -34,9 +39,11 @@ def visits_of(units: Sequence[tuple[int, int]]) -> list[int]:
     return out
 
 
-def _release_when_done(fut: Future[Hold]) -> None:
+def _release_when_done(fut: Future[Hold | None]) -> None:
     if not fut.cancelled() and fut.exception() is None:
-        fut.result().release()
+        hold = fut.result()
+        if hold is not None:
+            hold.release()
 
 
 class ShardFetcher:
@@ -61,14 +68,17 @@ class ShardFetcher:
         self.manifest = manifest
         self.visits = list(visits)
         self.window = max(1, window)
-        self._futures: dict[int, Future[Hold]] = {}
+        # A visit's download: a Hold for the head, None for a visit prefetched ahead (held
+        # in _holds once the consumer reaches it).
+        self._futures: dict[int, Future[Hold | None]] = {}
+        self._holds: dict[int, Hold] = {}
         self._submitted = 0
         self._pool: ThreadPoolExecutor | None = None
         # The head's download submits the rest from its thread (or from this one, re-entered,
         # when it is already done).
         self._lock = threading.RLock()
         self._head_first = head_first
-        self._head: Future[Hold] | None = None
+        self._head: Future[Hold | None] | None = None
         if not ctx.in_place:
             # Downloads cost CPU here too (receiving, sha256): more streams than cores slow
             # the first shard down without adding throughput on a small machine.
@@ -79,7 +89,15 @@ class ShardFetcher:
     def _fetch(self, visit: int) -> Hold:
         entry = self.manifest.shards[self.visits[visit]]
         return self.ctx.cache().acquire(self.ctx.storage, entry.digest, entry.bytes,
-                                        dataset=f"{self.manifest.name}@{self.manifest.version[:12]}")
+                                        dataset=self._label())
+
+    def _prefetch(self, visit: int) -> None:
+        entry = self.manifest.shards[self.visits[visit]]
+        self.ctx.cache().prefetch(self.ctx.storage, entry.digest, entry.bytes,
+                                  dataset=self._label())
+
+    def _label(self) -> str:
+        return f"{self.manifest.name}@{self.manifest.version[:12]}"
 
     def get(self, visit: int) -> str:
         """The local file of visit ``visit``, waiting for its download; earlier visits released."""
@@ -89,7 +107,22 @@ class ShardFetcher:
             assert path is not None  # in_place roots always have one
             return path
         self._submit_through(visit)
-        return self._futures[visit].result().path
+        held = self._holds.get(visit)
+        if held is not None:
+            return held.path
+        fut = self._futures[visit]
+        hold = fut.result()  # a prefetch's errors (a corrupt shard) are raised here too
+        if hold is None:
+            # Prefetched (cached, unheld) or skipped for want of room: hold it now, fetching
+            # it if it was skipped or evicted since. Nothing of this reader's is held while
+            # it waits for room: earlier visits are released, later ones only prefetched.
+            hold = self._fetch(visit)
+            with self._lock:
+                if self._futures.get(visit) is not fut:  # closed meanwhile
+                    hold.release()
+                    raise RuntimeError("the shard fetcher was closed")
+                self._holds[visit] = hold
+        return hold.path
 
     def ready(self, visit: int) -> bool:
         """Start fetching up to ``visit``'s window; True when its file is there (no waiting)."""
@@ -108,17 +141,26 @@ class ShardFetcher:
             self._submitted = max(self._submitted, visit)
             if self._head_first:  # the head alone; the rest when it is there
                 if self._head is None and self._submitted < end:
-                    self._head = self._pool.submit(self._fetch, self._submitted)
-                    self._futures[self._submitted] = self._head
-                    self._submitted += 1
+                    self._head = self._submit(self._submitted, visit)
                     self._head.add_done_callback(lambda _: self._submit_through(visit))
                 if self._head is not None and not self._head.done():
                     return
             while self._submitted < end:
-                self._futures[self._submitted] = self._pool.submit(self._fetch, self._submitted)
-                self._submitted += 1
+                self._submit(self._submitted, visit)
+
+    def _submit(self, j: int, visit: int) -> Future[Hold | None]:
+        """Start visit ``j``'s download: held if the consumer is at it, else a prefetch."""
+        assert self._pool is not None
+        fn = self._fetch if j == visit else self._prefetch
+        fut: Future[Hold | None] = self._pool.submit(fn, j)
+        self._futures[j] = fut
+        self._submitted = j + 1
+        return fut
 
     def _release(self, visit: int) -> None:
+        hold = self._holds.pop(visit, None)
+        if hold is not None:
+            hold.release()
         fut = self._futures.pop(visit, None)
         if fut is None:
             return

@@ -147,8 +147,9 @@ class CacheStatus:
 
 
 def cache_status(ctx: ReadContext, manifests: Iterable[Manifest]) -> CacheStatus:
-    """Budget, use and the residency of each of ``manifests`` (local stats only)."""
-    cache = ctx.cache()
+    """Budget, use and the residency of each of ``manifests`` (local stats only; nothing is
+    evicted, whatever the budget)."""
+    cache = ctx.cache(trim=False)
     entries = cache.entries()
     present = {e.digest: e.bytes for e in entries}
     rows = []

@@ -1,0 +1,108 @@
+"""The cache's budget: admission of new downloads, eviction to make room, trim and clear.
+
+:class:`CacheBudget` adds a byte budget to :class:`~dload_arrow.read.cache_space.CacheSpace`.
+Every decision is taken under the exclusive ``cache.lock``: scan what the cache holds (shards
+plus the reservations of downloads in progress), evict unheld shards least recently used
+first, and reserve the new shard's full size with its temp file before a byte is downloaded.
+So bytes on disk never exceed the budget, whatever the processes sharing the directory do.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+
+from dload_arrow.errors import InfeasiblePlanError
+from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.cache_space import CacheSpace, claim_cache_dir, resolve_budget
+from dload_arrow.read.locks import FileLock
+from dload_arrow.sizes import format_bytes
+
+__all__ = ["CacheBudget"]
+
+_POLL = 0.05
+
+
+class CacheBudget(CacheSpace):
+    """A cache directory (refused unless it is one: ``claim_cache_dir``) within ``budget``.
+
+    Args:
+        cache_dir: the directory (created if absent), shared by every process of the machine.
+        budget: ``"auto"`` (half the free disk when opened, counting what the cache holds),
+            ``"unlimited"``, a size such as ``"60GB"``, or bytes.
+        wait_timeout: seconds to wait for room (all bytes held by live readers) before giving
+            up with a clear error.
+    """
+
+    def __init__(self, cache_dir: str, budget: str | int = "auto", *,
+                 wait_timeout: float = 600.0) -> None:
+        super().__init__(cache_dir)
+        claim_cache_dir(self.dir)  # never evict in a root or any other directory's shards/
+        os.makedirs(os.path.join(self.dir, "shards"), exist_ok=True)
+        self.wait_timeout = wait_timeout
+        self.budget_text = str(budget)
+        self._tlock = threading.Lock()
+        used = self.used_bytes() if str(budget).strip().lower() == "auto" else 0
+        self.budget_bytes = resolve_budget(budget, self.dir, used)
+
+    def trim(self) -> int:
+        """Evict least recently used shards no live reader holds until the cache is within
+        its budget (another process may have filled it under a larger one); bytes freed."""
+        if self.budget_bytes >= UNLIMITED:
+            return 0
+        freed = 0
+        with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
+            used, candidates = self._scan(cleanup=True)
+            for _stamp, cand, size in candidates:
+                if used - freed <= self.budget_bytes:
+                    break
+                if self._evict(cand):
+                    freed += size
+        return freed
+
+    def clear(self) -> int:
+        """Remove every shard no live reader holds; return the bytes freed."""
+        freed = 0
+        with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
+            for _stamp, digest, size in self._scan(cleanup=True)[1]:
+                if self._evict(digest):
+                    freed += size
+        return freed
+
+    def _reserve(self, digest: str, nbytes: int, *, wait: bool = True) -> str | None:
+        """Make room for ``nbytes`` and create the temp file that reserves them.
+
+        Without ``wait`` (a download ahead of the reader), only room that can be had right
+        now is taken, and None says there is none: such a download never waits for room that
+        a reader's current shard may need.
+        """
+        if nbytes > self.budget_bytes:
+            raise InfeasiblePlanError(
+                f"shard {digest[:12]} ({format_bytes(nbytes)}) is larger than the whole cache "
+                f"budget ({format_bytes(self.budget_bytes)}) of {self.dir}; raise the budget "
+                "(cache_budget= or DLOAD_CACHE_BUDGET) or commit with a smaller shard_size"
+            )
+        deadline = time.monotonic() + self.wait_timeout
+        while True:
+            with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"),
+                                               exclusive=True):
+                used, candidates = self._scan(cleanup=True)
+                if self._evict_for(candidates, used + nbytes - self.budget_bytes):
+                    final = self.shard_file(digest)
+                    os.makedirs(os.path.dirname(final), exist_ok=True)
+                    tmp = f"{final}.tmp-{nbytes}-{uuid.uuid4().hex[:12]}"
+                    open(tmp, "wb").close()
+                    return tmp
+            if not wait:
+                return None
+            if time.monotonic() > deadline:
+                raise InfeasiblePlanError(
+                    f"no room in the cache {self.dir} for shard {digest[:12]} "
+                    f"({format_bytes(nbytes)}): {format_bytes(used)} of the "
+                    f"{format_bytes(self.budget_bytes)} budget are held by live readers and "
+                    f"none was released in {self.wait_timeout:.0f}s. Raise the budget, lower "
+                    "prefetch, or run fewer readers on this machine at once"
+                )
+            time.sleep(_POLL)
