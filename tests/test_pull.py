@@ -99,3 +99,23 @@ def test_cache_status_with_a_smaller_budget_deletes_nothing(
     assert Cache(cache_dir, "unlimited").used_bytes() == total
     small.read_context.cache()  # a reader opening the cache with that budget does trim
     assert Cache(cache_dir, "unlimited").used_bytes() <= 1000
+
+
+def test_a_pull_that_readers_holding_the_budget_leave_no_room_for_is_refused(
+        memory_root: str, cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo, "a", 300)
+    _commit(repo, "b", 300)
+    a, b = repo.manifest("a"), repo.manifest("b")
+    budget = a.num_bytes + b.num_bytes // 2  # b alone fits, b beside a held a does not
+    small = Repository.open(memory_root, cache_dir=cache_dir, cache_budget=budget)
+    cache = small.read_context.cache()
+    holds = [cache.acquire(small.storage, s.digest, s.bytes) for s in a.shards]  # a reader
+    try:
+        with pytest.raises(InfeasiblePlanError, match="held by readers running now"):
+            small.pull("b", progress=False)
+    finally:
+        for h in holds:
+            h.release()
+    report = small.pull("b", progress=False)  # the reader is done: it fits
+    assert report.shards_resident == report.shards_total and "in the cache" in str(report)

@@ -86,6 +86,11 @@ def pull_text(r: dict[str, Any]) -> str:
     whole = f"{_count(r['shards_total'], 'shard')}, {format_bytes(r['bytes_total'])}"
     if r["in_place"]:
         return f"{label}: a local root, read in place ({whole}); nothing to pull"
+    resident = r.get("shards_resident")
+    if resident is not None and resident < r["shards_total"]:
+        return (f"{label}: only {resident} of {_count(r['shards_total'], 'shard')} in the "
+                f"cache now (other readers needed the room); downloaded "
+                f"{_count(r['shards_fetched'], 'shard')}")
     if not r["shards_fetched"]:
         return f"{label}: already in the cache ({whole}); nothing downloaded"
     return (f"{label}: in the cache ({whole}); downloaded "

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dload_arrow.config import progress_wanted
+from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.planner import plan_read
@@ -33,15 +34,21 @@ class PullReport:
     bytes_fetched: int
     seconds: float
     in_place: bool
+    shards_resident: int | None = None  # in the cache when the pull ended (None: in place)
 
     def __str__(self) -> str:
         if self.in_place:
             return (f"{self.name}@{self.version[:12]}: local root, read in place "
                     f"({self.shards_total} shards, {format_bytes(self.bytes_total)}); "
                     "nothing to pull")
+        fetched = (f"fetched {self.shards_fetched} ({format_bytes(self.bytes_fetched)}) in "
+                   f"{self.seconds:.1f}s")
+        if self.shards_resident is not None and self.shards_resident < self.shards_total:
+            return (f"{self.name}@{self.version[:12]}: only {self.shards_resident} of "
+                    f"{self.shards_total} shards are in the cache now (other readers needed "
+                    f"the room); {fetched}")
         return (f"{self.name}@{self.version[:12]}: {self.shards_total} shards "
-                f"({format_bytes(self.bytes_total)}) in the cache; fetched {self.shards_fetched} "
-                f"({format_bytes(self.bytes_fetched)}) in {self.seconds:.1f}s")
+                f"({format_bytes(self.bytes_total)}) in the cache; {fetched}")
 
 
 def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool | None = None,
@@ -60,6 +67,15 @@ def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool | None = None,
         return PullReport(manifest.name, manifest.version, len(unique), 0, total, 0,
                           time.perf_counter() - start, True)
     cache = ctx.cache()
+    held = sum(e.bytes for e in cache.entries() if e.held and e.digest not in unique)
+    if cache.budget_bytes < UNLIMITED and total > cache.budget_bytes - held:
+        raise InfeasiblePlanError(
+            f"pull {manifest.name}@{manifest.version[:12]}: the version is "
+            f"{format_bytes(total)}, and of the cache budget ({format_bytes(cache.budget_bytes)})"
+            f" {format_bytes(held)} is held by readers running now, so it cannot all stay in "
+            "the cache: wait for them to finish, or raise the budget (--cache-budget, "
+            "DLOAD_CACHE_BUDGET or cache_budget=)"
+        )
     todo = {d: n for d, n in unique.items() if not cache.is_cached(d, n)}
     bar: Any = None
     if progress_wanted(progress) and todo:
@@ -82,8 +98,9 @@ def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool | None = None,
     finally:
         if bar is not None:
             bar.close()
+    resident = sum(cache.is_cached(d, n) for d, n in unique.items())
     return PullReport(manifest.name, manifest.version, len(unique), len(todo), total, fetched,
-                      time.perf_counter() - start, False)
+                      time.perf_counter() - start, False, resident)
 
 
 @dataclass(frozen=True)
