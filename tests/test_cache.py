@@ -160,7 +160,8 @@ def test_eviction_needs_a_released_hold_and_times_out_clearly(memory_root: str,
     a, b = repo.manifest("d").shards[:2]
     cache = Cache(cache_dir, max(a.bytes, b.bytes), wait_timeout=0.3)
     hold = cache.acquire(repo.storage, a.digest, a.bytes)
-    with pytest.raises(InfeasiblePlanError, match="held by live readers"):
+    with pytest.raises(InfeasiblePlanError, match="held by live readers"), pytest.warns(
+            UserWarning, match="waiting for room"):  # said while it waits, not only at the end
         cache.acquire(repo.storage, b.digest, b.bytes)
     hold.release()
     with cache.acquire(repo.storage, b.digest, b.bytes) as hb:

@@ -13,6 +13,7 @@ import os
 import threading
 import time
 import uuid
+import warnings
 
 from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
@@ -23,6 +24,7 @@ from dload_arrow.sizes import format_bytes
 __all__ = ["CacheBudget"]
 
 _POLL = 0.05
+_TELL_AFTER = 5.0  # seconds of waiting for room before a reader says it waits
 
 
 class CacheBudget(CacheSpace):
@@ -84,7 +86,8 @@ class CacheBudget(CacheSpace):
                 f"budget ({format_bytes(self.budget_bytes)}) of {self.dir}; raise the budget "
                 "(cache_budget= or DLOAD_CACHE_BUDGET) or commit with a smaller shard_size"
             )
-        deadline = time.monotonic() + self.wait_timeout
+        start = time.monotonic()
+        deadline, told = start + self.wait_timeout, False
         while True:
             with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"),
                                                exclusive=True):
@@ -97,6 +100,13 @@ class CacheBudget(CacheSpace):
                     return tmp
             if not wait:
                 return None
+            if not told and time.monotonic() - start > min(_TELL_AFTER, self.wait_timeout / 2):
+                told = True  # a reader that waits says so, rather than look hung
+                warnings.warn(
+                    f"waiting for room in the cache {self.dir} for shard {digest[:12]} "
+                    f"({format_bytes(nbytes)}): {format_bytes(used)} of the "
+                    f"{format_bytes(self.budget_bytes)} budget are held by readers running now; "
+                    f"giving up after {self.wait_timeout:.0f}s", stacklevel=2)
             if time.monotonic() > deadline:
                 raise InfeasiblePlanError(
                     f"no room in the cache {self.dir} for shard {digest[:12]} "
