@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,17 @@ def test_credentials_in_a_root_url_are_refused_and_never_printed(cache_dir: str)
     with pytest.raises(ConfigError, match="credentials in the URL") as err:
         Repository.open("s3://AKIAXEXAMPLE:hunter2@bucket/root", cache_dir=cache_dir)
     assert "hunter2" not in str(err.value) and "AKIAXEXAMPLE" not in str(err.value)
+
+
+def test_status_shows_the_local_cache_when_the_root_is_not_reachable(
+        s3_root: str, tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "dload_arrow.cli", "status", "--json", "--root",
+                          _missing(s3_root), "--cache-dir", str(tmp_path / "c"),
+                          "--cache-budget", "3GB"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    st = json.loads(out.stdout)
+    assert st["root"]["reachable"] is False
+    assert st["cache"]["budget_bytes"] == 3 * 10**9 and "does not exist" in st["cache"]["error"]
 
 
 def test_dload_ls_on_a_missing_bucket_exits_1(s3_root: str, tmp_path: Path) -> None:

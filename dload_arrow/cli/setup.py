@@ -115,8 +115,14 @@ def _credentials(root: str) -> dict[str, Any]:
 def _cache(repo: Any) -> dict[str, Any]:
     try:
         return dataclasses.asdict(repo.cache_status())
-    except (DloadError, OSError) as e:  # an unreachable root: report the cache dir alone
-        return {"cache_dir": repo.settings.cache_dir, "error": " ".join(str(e).split())}
+    except (DloadError, OSError) as e:  # an unreachable root: the cache is local all the same
+        from dload_arrow.read.pull import cache_status
+
+        error = " ".join(str(e).split())
+        try:  # budget and usage without the root's datasets (their residency is unknown)
+            return {**dataclasses.asdict(cache_status(repo.read_context, [])), "error": error}
+        except (DloadError, OSError):
+            return {"cache_dir": repo.settings.cache_dir, "error": error}
 
 
 def _reach(repo: Any) -> dict[str, Any]:
@@ -174,10 +180,10 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
         else:
             state = f"reachable, {reach['datasets']} datasets"
         click.echo(f"root: {state}")
-        if "error" in out["cache"]:
-            click.echo(f"cache: {out['cache']['cache_dir']} ({out['cache']['error']})")
-        else:
+        if "budget_bytes" in out["cache"]:  # usage is local: shown even when the root is not
             cache_text(out["cache"], residency=False)
+        else:
+            click.echo(f"cache: {out['cache']['cache_dir']} ({out['cache']['error']})")
         cred = out["credentials"]
         click.echo("credentials: " + ("not needed (local root)" if not cred["needed"] else
                    ("present (" + ", ".join(cred["from"]) + ")") if cred["present"] else
