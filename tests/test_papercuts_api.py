@@ -137,4 +137,4 @@ def test_pull_json_is_the_report(pipe: Any, local_root: str,
     assert main(["pull", "a", "--root", local_root, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert set(got) == {"name", "version", "shards_total", "shards_fetched", "bytes_total",
-                        "bytes_fetched", "seconds", "in_place"}
+                        "bytes_fetched", "seconds", "in_place", "shards_resident"}

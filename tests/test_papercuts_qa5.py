@@ -76,3 +76,11 @@ def test_describe_from_statistics_is_refused_on_a_filtered_view(repo: Repository
         view.describe(exact=False)
     x = {r["column"]: r for r in view.describe().to_pylist()}["x"]
     assert (x["count"], x["min"]) == (10, "40") or (x["count"], float(x["min"])) == (10, 40.0)
+
+
+def test_a_shard_size_under_the_row_group_size_is_honoured(repo: Repository) -> None:
+    rows = [(f"k{i:04d}", {"blob": bytes([i % 251]) * 100 + i.to_bytes(4, "big") * 10})
+            for i in range(500)]  # about 70 KB
+    v = repo.commit("d", rows, shard_size="16KB", progress=False)  # default row groups: 2 MiB
+    assert v.shards_total >= 3
+    assert max(s.bytes for s in repo.manifest("d").shards) < 3 * 16_000

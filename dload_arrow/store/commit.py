@@ -122,7 +122,9 @@ def commit_samples(
     start = time.perf_counter()
     check_meta(meta, recipe)  # before any upload, not when the manifest is built
     shard_size = _size(shard_size, "shard_size")
-    row_group_size = _size(row_group_size, "row_group_size")
+    # A row group never spans shards: a shard_size under the row-group size sets both (a
+    # 1 MiB shard_size gave 2 MiB shards, one default row group each).
+    row_group_size = min(_size(row_group_size, "row_group_size"), shard_size)
     if parent is not None:
         schema = schema or parent.schema
     batches = to_batches(samples, key=key, schema=schema,
