@@ -119,3 +119,15 @@ def test_a_pull_that_readers_holding_the_budget_leave_no_room_for_is_refused(
             h.release()
     report = small.pull("b", progress=False)  # the reader is done: it fits
     assert report.shards_resident == report.shards_total and "in the cache" in str(report)
+
+
+def test_cache_clear_also_removes_cached_footers(memory_root: str, cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    first = repo.dataset("d")[0]  # random access caches the shard's footer on disk
+    footers = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(cache_dir, "footers"))
+               for f in fs]
+    assert footers
+    freed = repo.cache_clear()
+    assert freed >= sum(1 for _ in footers) and not any(os.path.exists(f) for f in footers)
+    assert repo.dataset("d")[0] == first  # fetched again when needed

@@ -9,6 +9,7 @@ So bytes on disk never exceed the budget, whatever the processes sharing the dir
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -65,12 +66,21 @@ class CacheBudget(CacheSpace):
         return freed
 
     def clear(self) -> int:
-        """Remove every shard no live reader holds; return the bytes freed."""
+        """Remove every shard no live reader holds, and the cached footers (small, fetched
+        again when needed); return the bytes freed."""
         freed = 0
         with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
             for _stamp, digest, size in self._scan(cleanup=True)[1]:
                 if self._evict(digest):
                     freed += size
+        for folder, _dirs, files in os.walk(os.path.join(self.dir, "footers")):
+            for name in files:
+                if ".tmp-" not in name:  # a footer being written now is left to its writer
+                    path = os.path.join(folder, name)
+                    with contextlib.suppress(OSError):
+                        size = os.path.getsize(path)
+                        os.unlink(path)
+                        freed += size
         return freed
 
     def _reserve(self, digest: str, nbytes: int, *, wait: bool = True) -> str | None:
