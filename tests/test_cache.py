@@ -320,3 +320,35 @@ def test_a_shard_bigger_than_the_s3_block_size_is_fetched_with_one_get(
     s3_server.clear()
     assert sum(b.num_rows for b in repo.dataset("d").batches()) == 600
     assert [s3_server.count("GET", contains=e.digest) for e in shards] == [1] * len(shards)
+
+
+def _spoil_keeping_mtime(path: str, at: int) -> None:
+    st = os.stat(path)
+    with open(path, "r+b") as f:
+        f.seek(at if at >= 0 else st.st_size + at)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # size and stamp look trusted
+
+
+def test_a_cached_copy_that_went_bad_is_removed_and_fetched_anew(memory_root: str,
+                                                                 cache_dir: str) -> None:
+    from dload_arrow import IntegrityError
+
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    ds = repo.dataset("d")
+    want = [s["x"] for s in ds.samples()]  # every shard is now in the cache
+    cache = repo.read_context.cache()
+    first = repo.manifest("d").shards[0]
+    # a byte of row group 0's pages: its CRC fails, so the row is read from the root instead
+    _spoil_keeping_mtime(cache.shard_file(first.digest), first.rg_offsets[0] + 200)
+    assert ds[0]["x"] == want[0]
+    assert not cache.is_cached(first.digest, first.bytes)  # and the bad copy is gone
+    [s["x"] for s in ds.samples()]  # fetched again
+    _spoil_keeping_mtime(cache.shard_file(first.digest), -1)  # the footer's magic
+    with pytest.raises(IntegrityError, match="went bad after it was downloaded") as err:
+        [s["x"] for s in repo.dataset("d").samples()]
+    assert "commit the data again" not in str(err.value)  # the root's copy is fine
+    assert [s["x"] for s in repo.dataset("d").samples()] == want  # read again: fetched anew

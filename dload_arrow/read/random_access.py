@@ -9,6 +9,7 @@ a local root is read in place.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import threading
@@ -122,7 +123,8 @@ def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
     except FileNotFoundError as e:
         raise missing_shard(ctx, digest, dataset) from e
     except (OSError, pa.ArrowInvalid) as e:
-        raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}") from e
+        raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}",
+                            path) from e
 
 
 def missing_shard(ctx: ReadContext, digest: str, dataset: str) -> NotFoundError:
@@ -134,9 +136,22 @@ def missing_shard(ctx: ReadContext, digest: str, dataset: str) -> NotFoundError:
     )
 
 
-def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str) -> IntegrityError:
-    """The error for a shard whose bytes do not read back (``why``: what failed)."""
+def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str,
+                  path: str | None = None) -> IntegrityError:
+    """The error for a shard whose bytes do not read back (``why``: what failed).
+
+    ``path``, a copy in this machine's cache (not a local root's file), is removed: the root's
+    copy was verified by sha256 when it was downloaded, so the cached one went bad since, and
+    the next read fetches it anew."""
     of = f" of dataset {dataset!r}" if dataset else ""
+    if path is not None and not ctx.in_place:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return IntegrityError(
+            f"the cached copy of shard {digest[:12]}{of} in {os.path.dirname(path)} went bad "
+            f"after it was downloaded ({why}); it was removed from the cache: read again to "
+            "fetch it anew from the root"
+        )
     return IntegrityError(
         f"shard {digest[:12]}{of} under {redact_url(ctx.storage.url)} is corrupt ({why}): "
         f"restore it from a copy or commit the data again; `dload verify "
@@ -167,8 +182,12 @@ class RowGroupReader:
         cache = None if self.ctx.in_place else self.ctx.cache()
         hold = None if cache is None else cache.try_hold(ref.digest, ref.nbytes)
         if hold is not None:
-            with hold, pq.ParquetFile(hold.path, memory_map=True) as pf:
-                return pf.read_row_group(rg, columns=columns)
+            try:
+                with hold, pq.ParquetFile(hold.path, memory_map=True,
+                                          page_checksum_verification=True) as pf:
+                    return pf.read_row_group(rg, columns=columns)
+            except (OSError, pa.ArrowInvalid):  # the cached copy went bad: read from the root
+                corrupt_shard(self.ctx, ref.digest, dataset, "unreadable", hold.path)
         local = self.ctx.storage.local_path(path)
         try:
             if local is not None:

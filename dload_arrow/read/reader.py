@@ -274,7 +274,7 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                     batch = decoder.decode(pf, rg)
             except _Unreadable as e:  # a local root's shard is read unverified (in place)
                 raise corrupt_shard(ctx, manifest.shards[shard].digest, manifest.name,
-                                    f"row group {rg} does not decode: {e.__cause__}") from e
+                                    f"row group {rg} does not decode: {e.__cause__}", path) from e
             yield batch
         if early is not None:
             fetcher.get(0)  # the stream ends inside the first shard: its sha256 must pass
