@@ -96,6 +96,7 @@ class PipelineIterator(Iterator[Any]):
     def replace(self) -> None:
         """End this iteration for a newer one of its pipeline (maybe from another thread)."""
         self.replaced = True
+        self._items, self._k = [], 0  # its next item raises at once, not after its buffer
         self._close_quietly()
 
     def _close_quietly(self) -> None:
