@@ -55,7 +55,6 @@ class ReadContext:
                 raise
             raise cache_dir_error(self.cache_dir, e, self.cache_dir_source) from e
 
-
     def _check_not_in_root(self) -> None:
         """A cache dir that is a local root or inside one would evict (or litter) the root."""
         url = self.storage.url
