@@ -56,14 +56,15 @@ def _tar_bytes(files: dict[str, bytes | str], links: dict[str, str] | None = Non
     return raw.getvalue()
 
 
-def write_tar(path: Path, files: dict[str, bytes | str], **links: dict[str, str]) -> Path:
+def write_tar(path: Path, files: dict[str, bytes | str], checksum: bool = True,
+              **links: dict[str, str]) -> Path:
     data = _tar_bytes(files, **links)
     if path.name.endswith(".gz"):
         import gzip
 
         data = gzip.compress(data, mtime=0)
-    elif path.name.endswith(".zst"):
-        data = zstandard.ZstdCompressor().compress(data)
+    elif path.name.endswith(".zst"):  # the zstd tool writes frame checksums by default
+        data = zstandard.ZstdCompressor(write_checksum=checksum).compress(data)
     path.write_bytes(data)
     return path
 
@@ -233,3 +234,17 @@ def test_an_abandoned_tar_iterator_exits_quietly(tmp_path: Path) -> None:
                          timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "s0"
     assert "Exception ignored" not in out.stderr, out.stderr
+
+
+def test_a_tar_zst_without_checksums_warns_once_that_it_cannot_be_checked(
+        tmp_path: Path) -> None:
+    import warnings
+
+    write_tar(tmp_path / "ok.tar.zst", FILES)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a checked archive says nothing
+        assert len(list(open_archive(str(tmp_path / "ok.tar.zst")))) > 0
+    write_tar(tmp_path / "bare.tar.zst", FILES, checksum=False)
+    with pytest.warns(UserWarning, match="no zstd checksums") as got:
+        assert len(list(open_archive(str(tmp_path / "bare.tar.zst")))) > 0
+    assert len([w for w in got if "no zstd checksums" in str(w.message)]) == 1

@@ -74,5 +74,5 @@ def write_archive(path: str, n: int, seed: int = 1) -> int:
             info.mtime = 0  # reproducible archive bytes
             tf.addfile(info, io.BytesIO(data))
     with open(path, "wb") as f:
-        f.write(zstandard.ZstdCompressor(level=3).compress(raw.getvalue()))
+        f.write(zstandard.ZstdCompressor(level=3, write_checksum=True).compress(raw.getvalue()))
     return os.path.getsize(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import tarfile
+import warnings
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from typing import IO
 
 from dload_arrow.errors import IntegrityError
 from dload_arrow.ingest.columns import column_kind
+from dload_arrow.ingest.globs import _caller_level
 from dload_arrow.ingest.grouping import Entry, check_entry_name, split_name
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.ingest.source import SampleSource
@@ -76,6 +78,7 @@ class TarSource(SampleSource):
         self.compression = compression
         self.endpoint_url = endpoint_url
         self._first: dict[str, bytes] = {}
+        self._told = False  # the missing-checksum warning is given once (two passes read)
 
     @contextmanager
     def _members(self) -> Iterator[Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]]:
@@ -84,6 +87,9 @@ class TarSource(SampleSource):
         if self.compression == "zst":
             import zstandard
 
+            peek = getattr(raw, "peek", None)  # a buffered reader: look without reading
+            if peek is not None:
+                self._warn_unchecked(peek(18))  # a frame header is at most 18 bytes
             stream = zstandard.ZstdDecompressor().stream_reader(raw, read_size=_BLOCK)
         elif self.compression == "gz":  # GzipFile checks the CRC and length at the end
             stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
@@ -117,6 +123,24 @@ class TarSource(SampleSource):
         finally:
             stream.close()
             raw.close()
+
+    def _warn_unchecked(self, head: bytes) -> None:
+        """Say once that a ``.tar.zst`` written without frame checksums cannot be checked."""
+        import zstandard
+
+        if self._told:
+            return
+        self._told = True
+        try:
+            checked = zstandard.get_frame_parameters(head).has_checksum
+        except zstandard.ZstdError:
+            return  # not a zstd frame: decompressing it says so
+        if not checked:
+            warnings.warn(
+                f"{self.location}: this .tar.zst has no zstd checksums, so a byte changed in "
+                "transit or on disk cannot be detected and would be committed as it is; write "
+                "it with `zstd` (checksums on by default) or ship a sha256sum beside it",
+                stacklevel=_caller_level())
 
     def _list(self) -> list[Entry]:
         out = []
