@@ -256,3 +256,18 @@ def test_in_is_one_set_test_per_batch_and_row_group(repo: Repository,
     assert calls["leaf"] == 0
     nums = ", ".join(str(i) for i in range(0, 3000, 3))
     assert ds.where(f"x not in ({nums})").to_arrow().num_rows == n - n // 3
+
+
+@pytest.mark.parametrize("op", ["=", "!=", "<", "<=", ">", ">="])
+def test_a_float32_column_filters_alike_in_arrow_and_polars(repo: Repository, op: str) -> None:
+    values = [0.1, 0.2, 0.5, float("nan"), None]
+    repo.commit("f32", pa.table({"f": pa.array(values, pa.float32())}), progress=False)
+    view = repo.dataset("f32").where(f"f {op} 0.1")
+    frame = view.to_polars()
+    got_polars = (frame.collect() if hasattr(frame, "collect") else frame)["f"].to_list()
+    got_arrow = view.to_arrow()["f"].to_pylist()
+
+    def norm(xs: list[Any]) -> list[Any]:
+        return ["nan" if isinstance(x, float) and math.isnan(x) else x for x in xs]
+
+    assert norm(got_polars) == norm(got_arrow)

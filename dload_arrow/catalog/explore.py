@@ -175,7 +175,11 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
 
     def value(n: Node) -> Any:
         if isinstance(n, Column):
-            return pl.col(n.name).cast(pl.String) if n.name in strings else pl.col(n.name)
+            if n.name in strings:
+                return pl.col(n.name).cast(pl.String)
+            # float32 compared in float64, as Arrow compares it with a Python float (polars
+            # narrowed the literal: `f != 0.1` dropped the float32 0.1 that Arrow keeps)
+            return pl.col(n.name).cast(pl.Float64) if n.name in floats else pl.col(n.name)
         assert isinstance(n, Literal)
         return pl.lit(n.value, dtype=pl.Boolean) if n.value is None else pl.lit(n.value)
 
