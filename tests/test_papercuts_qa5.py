@@ -84,3 +84,14 @@ def test_a_shard_size_under_the_row_group_size_is_honoured(repo: Repository) -> 
     v = repo.commit("d", rows, shard_size="16KB", progress=False)  # default row groups: 2 MiB
     assert v.shards_total >= 3
     assert max(s.bytes for s in repo.manifest("d").shards) < 3 * 16_000
+
+
+@pytest.mark.parametrize(("meta", "match"), [({1: "a"}, "keys must be str"),
+                                              ({"a": [{2: 0}]}, "keys must be str"),
+                                              ({"a": float("nan")}, "finite numbers")])
+def test_meta_that_would_not_read_back_is_refused(repo: Repository, meta: Any,
+                                                  match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        repo.commit("d", [("a", {"x": 1})], meta=meta, progress=False)
+    assert repo.commit("d", [("a", {"x": 1})], meta={"shape": (8, 8)},
+                       progress=False).manifest.meta == {"shape": [8, 8]}
