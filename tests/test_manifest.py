@@ -155,9 +155,10 @@ def test_bad_dataset_names_are_refused_by_the_api(repo: Repository, name: str) -
 
 
 def test_bad_tag_names_are_refused(repo: Repository, committed: Manifest) -> None:
-    for tag in ("a/b", "..", "latest"):
-        with pytest.raises(InvalidNameError):
+    for tag in ("a/b", "..", "latest", committed.version[:8], "deadbeef"):
+        with pytest.raises(InvalidNameError):  # hex only: it would shadow version prefixes
             repo.tag("good", committed.version, tag)
+    assert repo.tag("good", committed.version, "v8") == committed.version  # not all hex
     with pytest.raises(NotFoundError):
         repo.tag("good", "f" * 64, "v1")
 

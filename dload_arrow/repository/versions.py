@@ -85,6 +85,10 @@ class VersionsMixin:
         """Point tag ``tag`` of ``name`` at ``version``; return the version id."""
         if check_ref(tag) == "latest":
             raise InvalidNameError("'latest' is managed by commits; choose another tag name")
+        if len(tag) >= 4 and all(c in "0123456789abcdefABCDEF" for c in tag):
+            # NAME@<tag> would then shadow the versions whose ids start with it
+            raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
+                                   "only); choose a name with another letter, e.g. 'v1'")
         vid = self.manifest(name, version).version
         move_ref(self.storage, name, tag, vid, action="tag")
         return vid
