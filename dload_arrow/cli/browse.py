@@ -44,9 +44,8 @@ def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dic
         m = repo.manifest(name, vid)
     except NotFoundError:  # latest names a manifest that is gone: listed, sizes unknown
         m = None
-    pinned = None if pin is None else {"version": pin, "lock": lock, "exists": pin == vid
-                                       or (is_digest(pin)
-                                           and repo.storage.exists(manifest_path(name, pin)))}
+    exists = pin == vid or (is_digest(pin) and repo.storage.exists(manifest_path(name, pin)))
+    pinned = None if pin is None else {"version": pin, "lock": lock, "exists": exists}
     return {"name": name, "version": vid, "rows": m and m.num_rows, "bytes": m and m.num_bytes,
             "shards": m and len(m.shards), "pinned": pinned}
 

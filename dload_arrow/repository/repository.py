@@ -245,8 +245,7 @@ class Repository(VersionsMixin):
 
     # --- cache (issue: streaming) -------------------------------------------------------------
 
-    def pull(self, name: str, version: str | None = None,
-             progress: bool | None = None) -> Any:
+    def pull(self, name: str, version: str | None = None, progress: bool | None = None) -> Any:
         """Download every shard of a version into this machine's cache (concurrent, resumable).
 
         Returns a :class:`~dload_arrow.read.pull.PullReport`. Raises InfeasiblePlanError before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 from dload_arrow.errors import InvalidNameError
 
@@ -42,7 +43,7 @@ def check_ref(ref: str) -> str:
     return ref
 
 
-def is_digest(value: object) -> bool:
+def is_digest(value: object) -> TypeGuard[str]:
     """Whether ``value`` is a sha256 hex digest (64 chars 0-9a-f)."""
     return isinstance(value, str) and _DIGEST.match(value) is not None
 
