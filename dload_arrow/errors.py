@@ -8,6 +8,10 @@ value, and how to fix it.
 
 from __future__ import annotations
 
+import functools
+import os
+import sys
+
 __all__ = [
     "ConfigError",
     "ConflictError",
@@ -22,6 +26,7 @@ __all__ = [
     "StorageError",
     "UnsafePathError",
     "shown",
+    "user_stacklevel",
 ]
 
 
@@ -80,3 +85,14 @@ def shown(value: object, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for an error message that quotes input."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def user_stacklevel() -> int:
+    """``warnings.warn``'s stacklevel of the first frame outside dload_arrow: the user's call
+    (``functools`` frames, a ``cached_property`` on the way, count as ours)."""
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and (frame.f_code.co_filename.startswith(package)
+                                        or frame.f_code.co_filename == functools.__file__):
+        frame, level = frame.f_back, level + 1
+    return level

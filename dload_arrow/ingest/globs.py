@@ -18,12 +18,11 @@ that matched no file at all is almost always a mistake: :meth:`Globs.unused` nam
 from __future__ import annotations
 
 import fnmatch
-import functools
-import os
 import re
-import sys
 import warnings
 from collections.abc import Sequence
+
+from dload_arrow.errors import user_stacklevel
 
 __all__ = ["GlobWarning", "Globs"]
 
@@ -120,7 +119,7 @@ class Globs:
     def warn_unused(self, where: str) -> None:
         """A :class:`GlobWarning` for each pattern that matched no file."""
         for text in self.describe_unused(where):
-            warnings.warn(text, GlobWarning, stacklevel=_caller_level())
+            warnings.warn(text, GlobWarning, stacklevel=user_stacklevel())
 
 
 def _hit(rxs: list[re.Pattern[str]], files: list[str], lowered: list[str],
@@ -130,14 +129,3 @@ def _hit(rxs: list[re.Pattern[str]], files: list[str], lowered: list[str],
     first, *rest = rxs
     return (any(first.match(c) for c in files + lowered + dirs)
             or any(rx.match(c) for rx in rest for c in lowered))
-
-
-def _caller_level() -> int:
-    """``warnings.warn``'s stacklevel of the first frame outside this package (the user's)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame, level = sys._getframe(1), 1
-    # cached_property (functools) computes a source's plan on the way from the user's call.
-    while frame.f_back is not None and (frame.f_code.co_filename.startswith(package)
-                                        or frame.f_code.co_filename == functools.__file__):
-        frame, level = frame.f_back, level + 1
-    return level

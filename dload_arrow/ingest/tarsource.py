@@ -15,9 +15,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO
 
-from dload_arrow.errors import IntegrityError
+from dload_arrow.errors import IntegrityError, user_stacklevel
 from dload_arrow.ingest.columns import column_kind
-from dload_arrow.ingest.globs import _caller_level
 from dload_arrow.ingest.grouping import Entry, check_entry_name, split_name
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.ingest.source import SampleSource
@@ -140,7 +139,7 @@ class TarSource(SampleSource):
                 f"{self.location}: this .tar.zst has no zstd checksums, so a byte changed in "
                 "transit or on disk cannot be detected and would be committed as it is; write "
                 "it with `zstd` (checksums on by default) or ship a sha256sum beside it",
-                stacklevel=_caller_level())
+                stacklevel=user_stacklevel())
 
     def _list(self) -> list[Entry]:
         out = []

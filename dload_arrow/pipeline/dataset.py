@@ -21,8 +21,6 @@ cheap ``skip`` stay above it (correct, but every consumer decodes every unit).
 from __future__ import annotations
 
 import math
-import os
-import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.errors import user_stacklevel
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.node import Node
 from dload_arrow.pipeline.window_layout import schema_of
@@ -165,7 +164,7 @@ class DatasetPipe(Pipeline):
                 f"{self.name!r} (about {typical:,} rows each): every window is one row group, "
                 f"so rows mix only within their row group. Pass a buffer of several row groups "
                 f"(e.g. shuffle({MIN_WINDOW_UNITS * typical})), or none for the default.",
-                UserWarning, stacklevel=_caller_level())
+                UserWarning, stacklevel=user_stacklevel())
         return rows
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
@@ -190,12 +189,3 @@ class DatasetPipe(Pipeline):
 
     def _build(self, epoch: int) -> Node:
         return DatasetNode(self, epoch)
-
-
-def _caller_level() -> int:
-    """``warnings.warn``'s stacklevel of the first frame outside this package (the user's)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
