@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,45 @@ def test_lookups_stop_at_ceiling_directories(
     assert find_up("dload.toml", inner) == top / "dload.toml"
     monkeypatch.chdir(inner)
     assert resolve_settings().root == "/outer"
+
+
+def test_pin_and_unpin_keep_the_users_comments_and_other_tables(repo: Repository) -> None:
+    a = repo.commit("a", [("k", {"x": 1})], progress=False)
+    b = repo.commit("b", [("k", {"x": 2})], progress=False)
+    c = repo.commit("c", [("k", {"x": 3})], progress=False)
+    lock = Path("dload.lock")
+    lock.write_text(
+        "# datasets of the ICML run: do not bump without a rerun\n"
+        "[datasets]\n"
+        f'"a" = "{a.version}"  # the paper\'s numbers\n'
+        "# b follows latest until the ablations are done\n"
+        f'b = "{b.version}"\n'
+        "\n"
+        "[tool.mine]\n"
+        'owner = "lab"\n'
+    )
+    b2 = repo.commit("b", [("k", {"x": 4})], progress=False)
+    repo.pin("b")  # moves b only
+    repo.pin("c")  # a new pin
+    text = lock.read_text()
+    assert text.startswith("# datasets of the ICML run")
+    assert f'"a" = "{a.version}"  # the paper\'s numbers' in text
+    assert "# b follows latest until the ablations are done" in text
+    assert b2.version in text and b.version not in text
+    assert text.index(c.version) < text.index("[tool.mine]")  # new pins join the table
+    assert tomllib.loads(text)["tool"] == {"mine": {"owner": "lab"}}
+    assert read_lock() == {"a": a.version, "b": b2.version, "c": c.version}
+
+    assert repo.unpin("a") is True
+    text = lock.read_text()
+    assert a.version not in text and "ICML" in text and 'owner = "lab"' in text
+    assert read_lock() == {"b": b2.version, "c": c.version}
+
+
+def test_pin_adds_a_datasets_table_to_a_lock_file_without_one(repo: Repository) -> None:
+    a = repo.commit("a", [("k", {"x": 1})], progress=False)
+    Path("dload.lock").write_text('# ours\n[tool]\nx = 1\n')
+    repo.pin("a")
+    text = Path("dload.lock").read_text()
+    assert text.startswith("# ours\n[tool]\nx = 1\n")
+    assert tomllib.loads(text) == {"tool": {"x": 1}, "datasets": {"a": a.version}}

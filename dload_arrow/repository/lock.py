@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -56,12 +57,82 @@ def pinned_version(name: str, path: Path | None = None) -> str | None:
 
 
 def write_lock(pins: dict[str, str], path: Path) -> None:
-    """Write pins sorted by name (atomically)."""
-    lines = ["# dload.lock: dataset versions pinned by `dload pin`", "[datasets]"]
-    lines += [f'"{n}" = "{v}"' for n, v in sorted(pins.items())]
+    """Write ``pins`` as the lock file's ``[datasets]`` table (atomically).
+
+    The rest of an existing file stays as the user wrote it: comments, other tables, and the
+    order and comments of the pins that remain. Only changed pins are rewritten; new ones go
+    at the end of the table. A file whose pins are not a plain ``[datasets]`` table (an inline
+    table, say) is written anew with the same pins and without the rest, which is the only
+    shape this function can edit safely.
+    """
+    old = path.read_text() if path.is_file() else ""
+    text = _edited(old, pins) if old.strip() else None
+    if text is None or not _same_but_pins(old, text, pins):
+        text = _fresh(pins)
     tmp = path.with_suffix(".lock.tmp")
-    tmp.write_text("\n".join(lines) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def _fresh(pins: dict[str, str]) -> str:
+    lines = ["# dload.lock: dataset versions pinned by `dload pin`", "[datasets]"]
+    lines += [_pin_line(n, v) for n, v in sorted(pins.items())]
+    return "\n".join(lines) + "\n"
+
+
+def _pin_line(name: str, vid: str) -> str:
+    return f'"{name}" = "{vid}"'
+
+
+_HEADER = re.compile(r"^\s*\[\s*datasets\s*\]\s*(#.*)?$")
+_TABLE = re.compile(r"^\s*\[")
+
+
+def _edited(old: str, pins: dict[str, str]) -> str | None:
+    """``old`` with its ``[datasets]`` table set to ``pins``; None if it has no such table."""
+    lines = old.splitlines()
+    start = next((i for i, line in enumerate(lines) if _HEADER.match(line)), None)
+    if start is None:
+        if "datasets" in _parsed(old):  # pins in another shape (an inline table)
+            return None
+        body = ([""] if lines and lines[-1].strip() else []) + ["[datasets]"]
+        body += [_pin_line(n, v) for n, v in sorted(pins.items())]
+        return "\n".join(lines + body) + "\n"
+    end = next((i for i in range(start + 1, len(lines)) if _TABLE.match(lines[i])), len(lines))
+    kept: list[str] = []
+    seen: set[str] = set()
+    for line in lines[start + 1:end]:
+        entry = _parsed(line) if line.strip() and not line.lstrip().startswith("#") else {}
+        if len(entry) != 1:
+            kept.append(line)  # blank lines and comments stay
+            continue
+        name = next(iter(entry))
+        if name in pins and name not in seen:
+            seen.add(name)
+            kept.append(line if entry[name] == pins[name] else _pin_line(name, pins[name]))
+    last = len(kept)
+    while last and not kept[last - 1].strip():  # new pins go before the table's blank tail
+        last -= 1
+    added = [_pin_line(n, v) for n, v in sorted(pins.items()) if n not in seen]
+    kept[last:last] = added
+    return "\n".join(lines[:start + 1] + kept + lines[end:]) + "\n"
+
+
+def _parsed(text: str) -> dict[str, object]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _same_but_pins(old: str, new: str, pins: dict[str, str]) -> bool:
+    """True when ``new`` parses to ``old``'s content with ``pins`` as its [datasets]."""
+    try:
+        before, after = tomllib.loads(old), tomllib.loads(new)
+    except tomllib.TOMLDecodeError:
+        return False
+    before["datasets"] = dict(pins)
+    return after == before
 
 
 def stale_pin(name: str, vid: str, error: NotFoundError) -> NotFoundError:
