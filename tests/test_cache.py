@@ -90,6 +90,27 @@ def test_dataset_ten_times_the_budget_streams_each_sample_once_within_budget(
     assert _disk_bytes(shards_dir) <= budget
 
 
+@pytest.mark.parametrize("mode", ["batches", "samples"])
+def test_a_dataset_ten_times_the_budget_is_fetched_once_per_shard(s3_root: str, cache_dir: str,
+                                                                 s3_server, tmp_path: Path,
+                                                                 mode: str) -> None:
+    # The "one GET per shard per epoch" target on the workload ten times the budget: shards
+    # fetched ahead are stamped when fetched, before the shard the reader has just finished,
+    # so least-recently-used order alone evicted the look-ahead to make room for more of it,
+    # and every shard was downloaded twice.
+    writer = Repository.open(s3_root, cache_dir=str(tmp_path / "w"), cache_budget="unlimited")
+    _commit(writer, n=1500)
+    m = writer.manifest("d")
+    digests = [s.digest for s in m.shards]
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget=str(m.num_bytes // 10))
+    ds = repo.dataset("d")
+    s3_server.clear()
+    n = (sum(b.num_rows for b in ds.batches()) if mode == "batches"
+         else sum(1 for _ in ds.samples()))
+    assert n == 1500
+    assert [s3_server.count("GET", contains=d) for d in digests] == [1] * len(digests)
+
+
 def test_budget_strings() -> None:
     assert resolve_budget("unlimited", ".") == UNLIMITED
     assert resolve_budget("60GB", ".") == 60 * 10**9

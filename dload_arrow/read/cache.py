@@ -110,12 +110,14 @@ class Cache(CacheBudget):
         return sum(n for d, n in set(shards) if self.is_cached(d, n))
 
     def acquire(self, storage: Storage, digest: str, nbytes: int, *,
-                dataset: str | None = None) -> Hold:
+                dataset: str | None = None, keep: frozenset[str] = frozenset()) -> Hold:
         """Hold shard ``digest`` locally, downloading it (once per machine) if needed.
 
         The returned :class:`Hold` keeps the file from eviction until released (or until the
         process exits). Raises IntegrityError when the root's copy does not match its digest,
-        and InfeasiblePlanError when no room appears within ``wait_timeout``.
+        and InfeasiblePlanError when no room appears within ``wait_timeout``. Making room
+        evicts the shards in ``keep`` (the caller's look-ahead) only after every other
+        unheld shard.
         """
         final = self.shard_file(digest)
         hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
@@ -127,7 +129,7 @@ class Cache(CacheBudget):
                                   timeout=self.wait_timeout)
             try:
                 if not self._usable(final, digest, nbytes):
-                    self._download(storage, digest, nbytes, dataset)
+                    self._download(storage, digest, nbytes, dataset, keep=keep)
             finally:
                 dl.release()  # no unlink: a waiter on the old inode would hold a hidden lock
             return Hold(final, digest, hold)
@@ -136,15 +138,17 @@ class Cache(CacheBudget):
             raise
 
     def prefetch(self, storage: Storage, digest: str, nbytes: int, *,
-                 dataset: str | None = None) -> bool:
+                 dataset: str | None = None, keep: frozenset[str] = frozenset()) -> bool:
         """Bring shard ``digest`` into the cache ahead of its reader, holding nothing after.
 
         A download ahead takes only room that is free (or unheld) right now and skips a shard
         another process is downloading, and once there its shard stays evictable until the
         reader holds it with :meth:`acquire`. So look-ahead never keeps anyone's current
         shard (this process's or another's) out of the cache: readers sharing a small budget
-        each wait only for shards being read. True when the shard is cached and verified;
-        False when it was skipped (the reader's ``acquire`` fetches it then).
+        each wait only for shards being read. It never evicts the shards in ``keep`` (the
+        caller's other shards fetched ahead, not yet read: evicting one would fetch it twice).
+        True when the shard is cached and verified; False when it was skipped (the reader's
+        ``acquire`` fetches it then).
         """
         final = self.shard_file(digest)
         hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
@@ -157,7 +161,8 @@ class Cache(CacheBudget):
                 return False  # being downloaded by another process or thread
             try:
                 return (self._usable(final, digest, nbytes)
-                        or self._download(storage, digest, nbytes, dataset, wait=False))
+                        or self._download(storage, digest, nbytes, dataset, wait=False,
+                                          keep=keep))
             finally:
                 dl.release()  # no unlink: a waiter on the old inode would hold a hidden lock
         finally:
@@ -206,9 +211,9 @@ class Cache(CacheBudget):
         return False
 
     def _download(self, storage: Storage, digest: str, nbytes: int, dataset: str | None, *,
-                  wait: bool = True) -> bool:
+                  wait: bool = True, keep: frozenset[str] = frozenset()) -> bool:
         """Download and verify ``digest`` into place; False (``wait`` off) when no room now."""
-        tmp = self._reserve(digest, nbytes, wait=wait)
+        tmp = self._reserve(digest, nbytes, wait=wait, keep=keep)
         if tmp is None:
             return False
         try:

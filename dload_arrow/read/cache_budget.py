@@ -83,12 +83,18 @@ class CacheBudget(CacheSpace):
                         freed += size
         return freed
 
-    def _reserve(self, digest: str, nbytes: int, *, wait: bool = True) -> str | None:
+    def _reserve(self, digest: str, nbytes: int, *, wait: bool = True,
+                 keep: frozenset[str] = frozenset()) -> str | None:
         """Make room for ``nbytes`` and create the temp file that reserves them.
 
         Without ``wait`` (a download ahead of the reader), only room that can be had right
-        now is taken, and None says there is none: such a download never waits for room that
-        a reader's current shard may need.
+        now is taken, never by evicting a shard in ``keep``, and None says there is none:
+        such a download never waits for room that a reader's current shard may need. With
+        ``wait``, shards in ``keep`` go after every other unheld shard.
+
+        ``keep`` is the reader's look-ahead: shards fetched ahead and not read yet. Least
+        recently used order alone would evict them first, since they were stamped when
+        fetched, before the shard the reader has just finished.
         """
         if nbytes > self.budget_bytes:
             raise InfeasiblePlanError(
@@ -102,6 +108,9 @@ class CacheBudget(CacheSpace):
             with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"),
                                                exclusive=True):
                 used, candidates = self._scan(cleanup=True)
+                if keep:
+                    later = [c for c in candidates if c[1] in keep] if wait else []
+                    candidates = [c for c in candidates if c[1] not in keep] + later
                 if self._evict_for(candidates, used + nbytes - self.budget_bytes):
                     final = self.shard_file(digest)
                     os.makedirs(os.path.dirname(final), exist_ok=True)

@@ -89,12 +89,19 @@ class ShardFetcher:
     def _fetch(self, visit: int) -> Hold:
         entry = self.manifest.shards[self.visits[visit]]
         return self.ctx.cache().acquire(self.ctx.storage, entry.digest, entry.bytes,
-                                        dataset=self._label())
+                                        dataset=self._label(), keep=self._ahead(entry.digest))
 
     def _prefetch(self, visit: int) -> None:
         entry = self.manifest.shards[self.visits[visit]]
         self.ctx.cache().prefetch(self.ctx.storage, entry.digest, entry.bytes,
-                                  dataset=self._label())
+                                  dataset=self._label(), keep=self._ahead(entry.digest))
+
+    def _ahead(self, digest: str) -> frozenset[str]:
+        """The other shards of the visits submitted and not yet released: the look-ahead
+        that making room for ``digest`` must not evict (it would be fetched twice)."""
+        with self._lock:
+            visits = [*self._futures, *self._holds]
+        return frozenset(self.manifest.shards[self.visits[j]].digest for j in visits) - {digest}
 
     def _label(self) -> str:
         return f"{self.manifest.name}@{self.manifest.version[:12]}"
