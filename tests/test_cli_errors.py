@@ -83,6 +83,16 @@ def test_verify_finds_a_corrupted_shard(tmp_path: Path, local_root: str) -> None
     shard.write_bytes(bytes(data))
     r = dload("verify", "v", "--root", local_root, cwd=cwd, rc=1)
     assert "1 BAD" in r.out and "missing or corrupt" in r.err
+    assert "dload verify v --delete-bad" in r.err
+    # What the message says restores the version: the same-size corrupt copy blocked the
+    # commit's upload (it skips shards whose object exists) until it is deleted.
+    dload("commit", "v", "--from", str(_folder(tmp_path)), "--root", local_root, cwd=cwd)
+    dload("verify", "v", "--root", local_root, cwd=cwd, rc=1)
+    r = dload("verify", "v", "--delete-bad", "--root", local_root, "--json", cwd=cwd, rc=1)
+    assert r.json["bad"][0]["deleted"] is True and not shard.exists()
+    dload("commit", "v", "--from", str(_folder(tmp_path)), "--root", local_root, cwd=cwd)
+    r = dload("verify", "v", "--root", local_root, cwd=cwd)
+    assert "all ok" in r.out
 
 
 def test_interrupted_commit_resumes_without_reuploading(

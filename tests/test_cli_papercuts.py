@@ -182,6 +182,11 @@ def test_commit_says_the_uploaded_bytes_of_a_shared_commit_are_its_manifest(
     assert "uploaded 0 shards (all 1 already stored) and the" in text and "manifest" in text
     again = run("commit", "c", "--from", folder, *base).out
     assert "uploaded 0 shards and 0 bytes (this version was already stored)" in again
+    # A stored version whose shard went missing: the recommit uploads the shard alone
+    next(Path(local_root, "shards").rglob("*.parquet")).unlink()
+    fixed = run("commit", "c", "--from", folder, *base, "--json").json
+    assert fixed["shards_uploaded"] == 1 and fixed["manifest_bytes_uploaded"] == 0
+    assert fixed["shard_bytes_uploaded"] == fixed["bytes_uploaded"] == fixed["bytes"]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")

@@ -32,18 +32,37 @@ def tensor_fields(schema: pa.Schema) -> list[tuple[int, pa.Field, tuple[int, ...
 
 
 def pandas_frame(table: pa.Table) -> Any:
-    """``table.to_pandas()``, with each tensor cell a numpy array of its shape (or None)."""
+    """``table.to_pandas()``, with each tensor cell a numpy array of its shape (or None), and
+    integer and bool columns that hold nulls as pandas' nullable dtypes (``Int64``,
+    ``UInt64``, ``boolean``...): numpy has no integer null, and Arrow's default turns such a
+    column into float64, which changes every value above 2**53."""
     tensors = tensor_fields(table.schema)
     if not tensors:
-        return table.to_pandas()
-    frame = table.drop_columns([f.name for _, f, _ in tensors]).to_pandas()
-    for i, field, _ in tensors:  # ascending positions: each lands where it was
-        cells = np.empty(table.num_rows, dtype=object)
-        # one by one: a slice assignment would broadcast the equal-shaped arrays into 3-D
-        for row, value in enumerate(column_values(field, table.column(i))):
-            cells[row] = value
-        frame.insert(i, field.name, cells)
+        frame = table.to_pandas()
+    else:
+        frame = table.drop_columns([f.name for _, f, _ in tensors]).to_pandas()
+        for i, field, _ in tensors:  # ascending positions: each lands where it was
+            cells = np.empty(table.num_rows, dtype=object)
+            # one by one: a slice assignment would broadcast the equal-shaped arrays into 3-D
+            for row, value in enumerate(column_values(field, table.column(i))):
+                cells[row] = value
+            frame.insert(i, field.name, cells)
+    for i, column in enumerate(table.columns):
+        if column.null_count and (pa.types.is_integer(column.type)
+                                  or pa.types.is_boolean(column.type)):
+            frame.isetitem(i, column.to_pandas(types_mapper=_nullable_dtype))
     return frame
+
+
+def _nullable_dtype(t: pa.DataType) -> Any:
+    """pandas' nullable dtype for an Arrow integer or bool type (None: Arrow's default)."""
+    import pandas as pd
+
+    if pa.types.is_boolean(t):
+        return pd.BooleanDtype()
+    if pa.types.is_integer(t):
+        return pd.api.types.pandas_dtype(str(t).replace("int", "Int").replace("uInt", "UInt"))
+    return None
 
 
 def polars_shapes(frame: Any, schema: pa.Schema, pl: Any) -> Any:

@@ -16,8 +16,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SHOWN_SHARED", "Lineage", "lineage_of"]
 
-# Rows of `shared` the text form shows: after n appends every version shares with n others.
+# Rows of each section the text form shows: after n appends every version has n ancestors,
+# n ref moves and shares shards with n others. The tables hold them all.
 SHOWN_SHARED = 20
+_MORE = "(all of them: --json, or repo.lineage(...).{})"
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,10 @@ class Lineage:
         moves: every ref move of the dataset (``time, ref, action, previous, version, ...``).
         shared: ``version, other_name, other_version, shared_shards, shared_bytes, shards``:
             the other versions listing some of this version's shards (stored once), most
-            shared first. ``print()`` shows the first :data:`SHOWN_SHARED` of them.
+            shared first.
+
+    ``print()`` shows at most :data:`SHOWN_SHARED` rows of each section: the nearest
+    ancestors and descendants, the latest ref moves, the most shared versions.
     """
 
     name: str
@@ -69,6 +74,11 @@ class Lineage:
             "shared": rows(self.shared),
         }
 
+    def __repr__(self) -> str:
+        return (f"Lineage({self.name!r} @ {self.version[:12]}: {self.ancestors.num_rows} "
+                f"ancestors, {self.descendants.num_rows} descendants, {self.moves.num_rows} "
+                f"ref moves, {self.shared.num_rows} versions sharing shards)")
+
     def __str__(self) -> str:
         out = [f"{self.name} @ {self.version[:12]}"]
 
@@ -76,17 +86,23 @@ class Lineage:
             out.append(f"{title} (steps away, relation, version):")
             if not table.num_rows:
                 out.append("  (none)")
-            for r in table_rows(table):
+            for r in table_rows(table.slice(0, SHOWN_SHARED)):
                 rows = "removed" if r["num_rows"] is None else f"{r['num_rows']} rows"
                 out.append(
                     f"  {arrow} {r['depth']} {r['relation']:<7} "
                     f"{r['name']} @ {r['version'][:12]} ({rows})"
                 )
+            if table.num_rows > SHOWN_SHARED:
+                out.append(f"  ... {table.num_rows - SHOWN_SHARED} more "
+                           + _MORE.format(title))
 
         chain("ancestors", self.ancestors, "<-")
         chain("descendants", self.descendants, "->")
         out.append("ref moves:")
-        for r in table_rows(self.moves):
+        skipped = max(0, self.moves.num_rows - SHOWN_SHARED)
+        if skipped:
+            out.append(f"  ... {skipped} earlier moves " + _MORE.format("moves"))
+        for r in table_rows(self.moves.slice(skipped)):
             when = r["time"].strftime("%Y-%m-%d %H:%M:%S") if r["time"] else "?"
             prev = (r["previous"] or "-")[:12]
             new = (r["version"] or "-")[:12]
@@ -102,7 +118,7 @@ class Lineage:
                 )
             if self.shared.num_rows > SHOWN_SHARED:
                 out.append(f"  ... {self.shared.num_rows - SHOWN_SHARED} more versions "
-                           "(all of them: --json, or repo.lineage(...).shared)")
+                           + _MORE.format("shared"))
         return "\n".join(out)
 
     def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter

@@ -191,12 +191,9 @@ def _duplicate_keys_hint(text: str, key: str | None) -> str:
 
 
 def _uploaded_split(v: Any) -> tuple[int, int]:
-    """``(shard bytes, manifest bytes)`` of a commit's ``bytes_uploaded``.
-
-    ``bytes_uploaded`` counts shards (and the key index, stored as a shard) plus the manifest,
-    which is written once per new version id; a recommit of a stored id writes nothing.
-    """
-    manifest = min(len(v.manifest.to_bytes()), v.bytes_uploaded) if v.bytes_uploaded else 0
+    """``(shard bytes, manifest bytes)`` of a commit's ``bytes_uploaded``: shards (and the key
+    index, stored as a shard) and the manifest, written once per new version id."""
+    manifest = v.manifest_bytes_uploaded
     return v.bytes_uploaded - manifest, manifest
 
 

@@ -174,17 +174,22 @@ def _sha256(storage: Any, path: str, size: int, bar: Any) -> str:
 
 @click.command()
 @click.argument("spec", metavar="NAME[@VERSION]")
+@click.option("--delete-bad", is_flag=True,
+              help="Delete the corrupt objects found, so that committing the data again "
+                   "uploads them (a commit skips a shard whose object exists).")
 @root_options
 @json_option
-def verify(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
-           as_json: bool) -> None:
+def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
+           cache_budget: str | None, as_json: bool) -> None:
     """Re-hash every shard of a version in the root against its digest.
 
-    Exits 1 if any shard is missing or corrupt.
+    Exits 1 if any shard is missing or corrupt. A missing shard is restored by committing
+    the same data again; a corrupt one once its bad copy is gone (--delete-bad).
 
     \b
     Example:
       dload verify photos
+      dload verify photos --delete-bad && dload commit photos --from ./photos
     """
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
@@ -209,16 +214,25 @@ def verify(spec: str, root: str | None, cache_dir: str | None, cache_budget: str
             bad.append({"digest": digest, "problem": f"bytes hash to {got}"})
     if bar is not None:
         bar.close()
+    corrupt = [b for b in bad if b["problem"] != "missing"]
+    if delete_bad:
+        for b in corrupt:  # content-addressed: a copy that fails its hash is of no use
+            repo.storage.delete(shard_path(b["digest"]))
+            b["deleted"] = True
     out = {"name": name, "version": m.version, "checked": len(objects), "bad": bad,
            "ok": not bad}
     emit(out, as_json, lambda: click.echo(
         f"{name}@{m.version[:12]}: {len(objects)} objects checked, "
-        + ("all ok" if not bad else f"{len(bad)} BAD")))
+        + ("all ok" if not bad else f"{len(bad)} BAD")
+        + (f", {len(corrupt)} corrupt deleted" if delete_bad and corrupt else "")))
     if bad:
+        fix = ("commit the same data again to restore them" if delete_bad or not corrupt
+               else f"run `dload verify {spec} --delete-bad` to remove the corrupt copies, "
+                    "then commit the same data again to upload them (a commit skips a shard "
+                    "whose object exists)")
         raise IntegrityError(
             f"{len(bad)} of {len(objects)} objects of {name}@{m.version[:12]} are missing or "
-            f"corrupt (first: {bad[0]['digest'][:12]} {bad[0]['problem'][:40]}); recommit the "
-            "data to restore them"
+            f"corrupt (first: {bad[0]['digest'][:12]} {bad[0]['problem'][:40]}); {fix}"
         )
 
 

@@ -49,10 +49,16 @@ class Dataset(PipelineShortcuts):
         self.units = None if units is None else list(units)
 
     def __repr__(self) -> str:
-        return (
-            f"Dataset({self.name!r}, version={self.version[:12]!r}, rows={self.num_rows}, "
-            f"shards={len(self.manifest.shards)})"
-        )
+        head = f"Dataset({self.name!r}, version={self.version[:12]!r}"
+        shards = f"shards={len(self.manifest.shards)})"
+        if self.units is None and self.predicate is None:
+            return f"{head}, rows={self.num_rows}, {shards}"
+        # A view's rows are known only by reading them: shown once counted, never read here
+        # (a notebook displaying a view of a remote root would download every shard).
+        text = " AND ".join(f.text for f in getattr(self, "_filters", ()))
+        rows = (str(len(self._random_access)) if "_random_access" in self.__dict__
+                else f"? of {self.manifest.num_rows} (len() counts them)")
+        return f"{head}, where={text!r}, rows={rows}, {shards}"
 
     @property
     def context(self) -> ReadContext:

@@ -85,7 +85,7 @@ class VersionsMixin:
         """Point tag ``tag`` of ``name`` at ``version``; return the version id."""
         if check_ref(tag) == "latest":
             raise InvalidNameError("'latest' is managed by commits; choose another tag name")
-        if len(tag) >= 4 and all(c in "0123456789abcdefABCDEF" for c in tag):
+        if all(c in "0123456789abcdefABCDEF" for c in tag):
             # NAME@<tag> would then shadow the versions whose ids start with it
             raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
                                    "only); choose a name with another letter, e.g. 'v1'")
@@ -171,12 +171,19 @@ class VersionsMixin:
                 self.storage.delete(obj.path)
 
     def refs(self, name: str) -> dict[str, str]:
-        """Ref and tag names of ``name`` -> version ids."""
-        return {r: v.version for r, v in list_refs(self.storage, name).items()}
+        """Ref and tag names of ``name`` -> version ids (NotFoundError for an unknown name)."""
+        refs = {r: v.version for r, v in list_refs(self.storage, name).items()}
+        if not refs and not self._version_ids(name):
+            raise NotFoundError(self._missing(name))  # a typo is not "no refs"
+        return refs
 
     def log(self, name: str) -> list[Any]:
-        """Every recorded ref move of ``name``, oldest first."""
-        return list(read_log(self.storage, name))
+        """Every recorded ref move of ``name``, oldest first; a removed dataset's log stays
+        readable, a name that never had one is a NotFoundError."""
+        entries = list(read_log(self.storage, name))
+        if not entries and not self._version_ids(name):
+            raise NotFoundError(self._missing(name))
+        return entries
 
     def _listed_shards(self, name: str) -> frozenset[str]:
         """The shards the latest version of ``name`` lists (empty when there is none): a

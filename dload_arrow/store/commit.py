@@ -48,7 +48,11 @@ _INDEX_ROW_GROUP = 256 * 1024
 
 @dataclass(frozen=True)
 class Version:
-    """A committed version: its id, size, and what the commit had to upload."""
+    """A committed version: its id, size, and what the commit had to upload.
+
+    ``bytes_uploaded`` counts shards, the key index and the manifest; the manifest's own
+    share is ``manifest_bytes_uploaded`` (0 when a version of that id was stored already).
+    """
 
     name: str
     version: str
@@ -59,6 +63,7 @@ class Version:
     bytes_uploaded: int
     seconds: float
     manifest: Manifest
+    manifest_bytes_uploaded: int = 0
 
 
 class _Progress:
@@ -191,4 +196,5 @@ def commit_samples(
         shards_total=len(manifest.shards), shards_uploaded=up.uploaded[0],
         bytes_total=manifest.num_bytes, bytes_uploaded=up.uploaded[1],
         seconds=time.perf_counter() - start, manifest=manifest,
+        manifest_bytes_uploaded=up.manifest_bytes,
     )

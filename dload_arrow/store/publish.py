@@ -69,6 +69,7 @@ class Uploaded:
     keys: list[pa.Array]  # the new samples' keys, by batch
     settings: dict[str, Any]
     uploaded: list[int] = field(default_factory=lambda: [0, 0])  # shards, bytes
+    manifest_bytes: int = 0  # of uploaded[1]: the manifest (0 when it was stored already)
     reused: list[str] = field(default_factory=list)  # digests already stored (touched)
 
 
@@ -215,6 +216,7 @@ def _manifest(storage: Storage, up: Uploaded, parent: Manifest | None,
     )
     wrote = store_manifest(storage, manifest)
     up.uploaded[1] += wrote
+    up.manifest_bytes = wrote
     return wrote, manifest
 
 
