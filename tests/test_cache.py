@@ -307,6 +307,7 @@ def test_a_corrupt_shard_in_the_root_raises_integrity_error(memory_root: str,
         for _ in repo.dataset("d").batches():
             pass
     assert entry.digest in str(err.value) and "d@" in str(err.value)
+    assert "--delete-bad" in str(err.value)  # recommitting alone would skip the bad object
     assert not Cache(cache_dir, "unlimited").is_cached(entry.digest, entry.bytes)
     # Prefetches of other shards may still be finishing in the background; the corrupt
     # shard's own download must have left nothing behind.

@@ -237,8 +237,9 @@ class Cache(CacheBudget):
             else:
                 raise IntegrityError(
                     f"shard {digest} of dataset {dataset or '?'} in {redact_url(storage.url)} "
-                    f"is corrupt: its bytes hash to {got}. Restore the object from a copy or "
-                    "commit the dataset again"
+                    f"is corrupt: its bytes hash to {got}. Restore the object from a copy, or "
+                    f"run `dload verify {dataset or 'NAME'} --delete-bad` and commit the data "
+                    "again (a commit skips a shard whose object exists)"
                 )
             os.utime(tmp, ns=(VERIFIED_NS, VERIFIED_NS))
             os.replace(tmp, self.shard_file(digest))

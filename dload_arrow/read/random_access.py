@@ -154,8 +154,8 @@ def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str,
         )
     return IntegrityError(
         f"shard {digest[:12]}{of} under {redact_url(ctx.storage.url)} is corrupt ({why}): "
-        f"restore it from a copy or commit the data again; `dload verify "
-        f"{dataset or 'NAME'}` checks every shard"
+        f"restore it from a copy, or run `dload verify {dataset or 'NAME'} --delete-bad` "
+        "(it checks every shard and deletes the corrupt ones) and commit the data again"
     )
 
 
