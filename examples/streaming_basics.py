@@ -49,4 +49,4 @@ with tempfile.TemporaryDirectory() as cache_dir:
     try:
         view.plan(full_shuffle=True).check()  # the whole dataset cannot be resident
     except InfeasiblePlanError as e:
-        print("refused before any download:", str(e)[:120], "...")
+        print("refused before any download:", str(e).split(". Fixes")[0])

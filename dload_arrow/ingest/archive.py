@@ -105,7 +105,7 @@ def from_archive(
 
     Example:
         >>> pipe = from_archive("s3://bucket/photos.zip")       # doctest: +SKIP
-        >>> for sample in pipe.shuffle(seed=0).batch(32): ...    # doctest: +SKIP
+        >>> for sample in pipe.shuffle(1000, seed=0).batch(32): ...  # doctest: +SKIP
     """
     source = open_archive(
         path_or_url, include=include, exclude=exclude, split=split, endpoint_url=endpoint_url
