@@ -6,7 +6,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dload_arrow import InvalidNameError, NotFoundError, Repository
+from dload_arrow import ConfigError, InvalidNameError, NotFoundError, Repository
 from dload_arrow.catalog.lineage import SHOWN_SHARED
 
 
@@ -74,3 +74,20 @@ def test_lineage_text_shows_a_bounded_number_of_rows(repo: Repository) -> None:
     assert len(text.splitlines()) < 4 * SHOWN_SHARED + 10
     assert len(repr(lin)) < 200 and f"{appends} ancestors" in repr(lin)
     assert len(lin.to_dict()["ancestors"]) == appends
+
+
+def test_find_version_names_the_dataset_of_an_id_prefix(repo: Repository) -> None:
+    a = repo.commit("a", [("k", {"x": 1})], progress=False)
+    b = repo.commit("b", [("k", {"x": 2})], progress=False)
+    assert repo.find_version(a.version[:8]) == ("a", a.version)
+    assert repo.find_version(b.version.upper()) == ("b", b.version)
+    with pytest.raises(NotFoundError, match="no version"):
+        repo.find_version("0" * 12 if not a.version.startswith("0") else "f" * 12)
+    with pytest.raises(InvalidNameError, match="NAME@VERSION"):
+        repo.find_version("v1")
+
+
+def test_a_version_that_is_not_text_is_refused_clearly(repo: Repository) -> None:
+    repo.commit("ok", [("k", {"x": 1})], progress=False)
+    with pytest.raises(ConfigError, match=r"version must be a str.*int 1"):
+        repo.dataset("ok", 1)  # type: ignore[arg-type]

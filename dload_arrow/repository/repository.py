@@ -15,7 +15,7 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
-from dload_arrow.repository.lock import pinned_version, stale_pin
+from dload_arrow.repository.lock import stale_pin
 from dload_arrow.repository.missing import unknown_dataset
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
@@ -23,8 +23,7 @@ from dload_arrow.storage import Storage, open_storage, redact_url
 from dload_arrow.store.commit import Version, commit_samples
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
-from dload_arrow.store.names import check_name, check_ref
-from dload_arrow.store.refs import read_ref
+from dload_arrow.store.names import check_name
 from dload_arrow.store.shard import DEFAULT_ROW_GROUP_SIZE, DEFAULT_SHARD_SIZE
 
 if TYPE_CHECKING:
@@ -190,38 +189,6 @@ class Repository(VersionsMixin):
             if better is e:
                 raise
             raise better from e
-
-    def resolve(self, name: str, version: str | None = None) -> str:
-        """A version id from an id, a unique id prefix, a tag, the lock file, or ``latest``."""
-        check_name(name)
-        if version is None:
-            pinned = pinned_version(name)
-            if pinned is not None:
-                return pinned
-            ref = read_ref(self.storage, name, "latest")
-            if ref is None:
-                raise NotFoundError(self._missing(name))
-            return ref.version
-        if len(version) == 64 and all(c in "0123456789abcdef" for c in version):
-            return version
-        try:
-            ref = read_ref(self.storage, name, check_ref(version))
-        except InvalidNameError:
-            ref = None
-        if ref is not None:
-            return ref.version
-        ids = self._version_ids(name)
-        matches = [v for v in ids if v.startswith(version.lower())]
-        if len(matches) == 1:
-            return matches[0]
-        if not matches:  # no version at all: the name is the mistake, not the version
-            raise NotFoundError(self._missing(name) if version == "latest" or not ids else (
-                f"{name!r} has no version or tag {version!r}; list them with "
-                f"`dload versions {name}`"))
-        raise NotFoundError(
-            f"version prefix {version!r} of {name!r} is ambiguous ({len(matches)} versions "
-            "start with it); give more characters"
-        )
 
     def _missing(self, name: str) -> str:
         return unknown_dataset(name, self.datasets(), redact_url(self.storage.url))

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.errors import DloadError, InvalidNameError, NotFoundError
-from dload_arrow.repository.lock import lock_path, read_lock, write_lock
+from dload_arrow.errors import ConfigError, DloadError, InvalidNameError, NotFoundError
+from dload_arrow.repository.lock import lock_path, pinned_version, read_lock, write_lock
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
 
@@ -49,8 +49,6 @@ class VersionsMixin:
 
         def manifest(self, name: str, version: str | None = None) -> Manifest: ...
 
-        def resolve(self, name: str, version: str | None = None) -> str: ...
-
         def _version_ids(self, name: str) -> list[str]: ...
 
         def _missing(self, name: str) -> str: ...
@@ -78,6 +76,65 @@ class VersionsMixin:
                 parents=tuple(p["version"] for p in m.parents),
             ))
         return sorted(out, key=lambda v: (v.time or 0.0, v.version), reverse=True)
+
+    def resolve(self, name: str, version: str | None = None) -> str:
+        """A version id from an id, a unique id prefix, a tag, the lock file, or ``latest``."""
+        check_name(name)
+        if version is not None and not isinstance(version, str):
+            raise ConfigError(f"version must be a str (an id, id prefix or tag), got "
+                              f"{type(version).__name__} {version!r}")
+        if version is None:
+            pinned = pinned_version(name)
+            if pinned is not None:
+                return pinned
+            ref = read_ref(self.storage, name, "latest")
+            if ref is None:
+                raise NotFoundError(self._missing(name))
+            return ref.version
+        if len(version) == 64 and all(c in "0123456789abcdef" for c in version):
+            return version
+        try:
+            ref = read_ref(self.storage, name, check_ref(version))
+        except InvalidNameError:
+            ref = None
+        if ref is not None:
+            return ref.version
+        ids = self._version_ids(name)
+        matches = [v for v in ids if v.startswith(version.lower())]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:  # no version at all: the name is the mistake, not the version
+            raise NotFoundError(self._missing(name) if version == "latest" or not ids else (
+                f"{name!r} has no version or tag {version!r}; list them with "
+                f"`dload versions {name}`"))
+        raise NotFoundError(
+            f"version prefix {version!r} of {name!r} is ambiguous ({len(matches)} versions "
+            "start with it); give more characters"
+        )
+
+    def find_version(self, version: str) -> tuple[str, str]:
+        """``(dataset name, full version id)`` of a version id or unique id prefix (at least
+        4 hex digits), searched in every dataset of the root: a version id names its dataset
+        too, so ``dload diff V1 V2`` needs no names."""
+        v = version.lower() if isinstance(version, str) else ""
+        if len(v) < 4 or any(c not in "0123456789abcdef" for c in v):
+            raise InvalidNameError(
+                f"{version!r} is not a version id or id prefix (4 to 64 hex digits); give "
+                "NAME@VERSION to name a tag or a version of one dataset")
+        found = []
+        for obj in self.storage.list("datasets/"):
+            parts = obj.path.split("/")
+            if (len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow")
+                    and parts[3].startswith(v)):
+                found.append((parts[1], parts[3][: -len(".arrow")]))
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise NotFoundError(f"no version {version!r} in any dataset of this root; list "
+                                "them with `dload versions NAME`")
+        shown = ", ".join(f"{n}@{i[:12]}" for n, i in sorted(found)[:5])
+        raise NotFoundError(f"version prefix {version!r} is ambiguous ({len(found)} versions "
+                            f"start with it: {shown}); give more characters")
 
     # --- refs, pins, removal --------------------------------------------------------------
 
