@@ -1,13 +1,12 @@
 """Arrow arrays built from numpy buffers, without ``pa.array``.
 
 ``pa.array`` imports pandas on its first call in a process whenever pandas is installed (it
-checks whether its argument is a pandas object): 0.3-0.45 s and about 50 MB here, paid by
-the first shuffled batch of every process and every DataLoader worker, while the read path
-never needs pandas. The reading and pipeline layers build their index, mask and probe arrays
-with these helpers instead, and read numeric columns into numpy with :func:`numpy_values`
-(``Array.to_numpy`` imports pandas too). tests/test_no_pandas.py runs the read paths in a
-fresh process and checks that pandas stays unimported. :func:`typed_array` does the same for
-the write path's columns of Python values (manifest rows, ingested files).
+checks whether its argument is a pandas object): 0.3-0.45 s and 50 MB, paid by the first
+shuffled batch of every process and DataLoader worker, though reads never need pandas. The
+read and pipeline layers build index, mask and probe arrays with these helpers, and read
+numbers into numpy with :func:`numpy_values` (``Array.to_numpy`` imports pandas too);
+tests/test_no_pandas.py checks that reads leave pandas unimported. :func:`typed_array` does
+the same for the write path's columns of Python values (manifest rows, ingested files).
 """
 
 from __future__ import annotations
@@ -151,8 +150,7 @@ def typed_array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
     the same array or the same error. Building from buffers costs about 0.3 us a small value
     more than ``pa.array``, so it is worth it only while the values are few: after
     :data:`BUFFER_VALUES` values in a process (about 60 ms more in all, against 0.3-0.45 s
-    for the import), or once pandas is imported anyway, ``pa.array`` builds every column.
-    """
+    for the import), or once pandas is imported anyway, ``pa.array`` builds every column."""
     if _budget[0] > 0 and "pandas" not in sys.modules:
         cost = _value_count(values, t)
         if cost <= _budget[0]:
@@ -164,8 +162,7 @@ def typed_array(values: Sequence[Any], t: pa.DataType) -> pa.Array:
 
 
 def _value_count(values: Sequence[Any], t: pa.DataType) -> int:
-    """The Python values ``values`` holds: those of its lists too (a list of 2,048 tokens
-    costs 2,048 values, not one)."""
+    """The Python values ``values`` holds, its lists' too (2,048 tokens cost 2,048)."""
     if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
         return len(values)
     return len(values) + sum(len(v) for v in values if isinstance(v, list))
@@ -177,16 +174,24 @@ _budget = [BUFFER_VALUES]
 
 
 def inferred_type(values: Sequence[Any]) -> pa.DataType:
-    """The type ``pa.array(values)`` infers, found without it when the values (None aside)
-    are all str, bytes, bool, float or int64-range int."""
+    """The type ``pa.array(values)`` infers, or its error (found without it for str, bytes,
+    bool, float or int64-range int values). Where the caller cannot name the value at fault
+    (the first alone has no type: null; kinds Arrow cannot mix: the first's), its check does."""
     kinds = {type(v) for v in values if v is not None}
-    if len(kinds) == 1:
-        kind = kinds.pop()
-        if kind is int and all(v is None or -(2**63) <= v < 2**63 for v in values):
-            return pa.int64()
-        if kind in _INFERRED:
-            return _INFERRED[kind]
-    return pa.array(values).type
+    if kinds == {int} and all(v is None or -(2**63) <= v < 2**63 for v in values):
+        return pa.int64()
+    if len(kinds) == 1 and (kind := next(iter(kinds))) in _INFERRED:
+        return _INFERRED[kind]
+    try:
+        return pa.array(values).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        try:
+            first = pa.array([next(v for v in values if v is not None)]).type
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            return pa.null()
+        if not isinstance(e, pa.ArrowNotImplementedError):  # e.g. datetime and datetime64
+            raise
+    return first
 
 
 _INFERRED = {str: pa.string(), bytes: pa.binary(), bool: pa.bool_(), float: pa.float64()}
@@ -269,8 +274,7 @@ def pylist(column: pa.Array | pa.ChunkedArray) -> list[Any]:
 
     Arrow converts those through pandas (0.3-0.8 s for ``dload log``); here the instants are
     read as UTC and converted with the column's zone, as Arrow does (a nanosecond column is
-    left to Arrow). Lists of them (a manifest's row-group statistics) too.
-    """
+    left to Arrow). Lists of them (a manifest's row-group statistics) too."""
     t = column.type
     if (pa.types.is_list(t) or pa.types.is_large_list(t)) and _zoned(t.value_type):
         if isinstance(column, pa.ChunkedArray):
@@ -292,6 +296,5 @@ def table_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
     """``table.to_pylist()`` (one dict per row), with :func:`pylist`'s timestamps."""
     if not any(_zoned(f.type) for f in table.schema):
         return table.to_pylist()
-    names = table.column_names
     columns = [pylist(c) for c in table.columns]
-    return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+    return [dict(zip(table.column_names, r, strict=True)) for r in zip(*columns, strict=True)]

@@ -13,11 +13,21 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from dload_arrow.errors import SchemaError
+from dload_arrow.store.lossless import overflow_row
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
 from dload_arrow.store.table_columns import flat_tensor
 
 __all__ = ["ColumnMismatch", "conform_to", "fit_batch"]
+
+
+def _textual(t: pa.DataType) -> bool:
+    """Whether ``t`` holds text or bytes (a dictionary of them too)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
+            or pa.types.is_string_view(t) or pa.types.is_binary_view(t))
 
 
 def _extra_hint(extra: list[str], files: bool, keyed: bool) -> str:
@@ -93,24 +103,30 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
             except ColumnMismatch as e:
                 raise SchemaError(
                     f"{where}: column {e.name!r} is {e.got}, and {dataset!r} stores {e.want}; "
-                    f"the values do not convert ({e.__cause__}). Convert the column, or "
-                    "commit a new version"
+                    f"{e.reason}. Cast the column to {e.want} in the input, or commit a new "
+                    "version with the new type"
                 ) from e
 
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
 class ColumnMismatch(Exception):
-    """A column of a batch that does not cast to the type it must have."""
+    """A column of a batch that does not cast to the type it must have; its cause says why
+    (the cast's error, or a SchemaError from the check that refused the values)."""
 
     def __init__(self, name: str, got: pa.DataType, want: pa.DataType) -> None:
         super().__init__(f"column {name!r}: {got} does not convert to {want}")
         self.name, self.got, self.want = name, got, want
 
+    @property
+    def reason(self) -> str:
+        return str(self.__cause__)
+
 
 def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """``batch`` with ``schema``'s columns in its order: a missing column null, the others
-    cast to their type (ColumnMismatch, with the cast's error as its cause, if one cannot)."""
+    cast to their type (ColumnMismatch if one cannot, or would change its values: text parsed
+    into numbers, a float beyond the type's range turned into inf)."""
     arrays = []
     for f in schema:
         i = batch.schema.get_field_index(f.name)
@@ -119,9 +135,23 @@ def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
         if col.type != f.type and shape is not None:
             col = flat_tensor(col, shape) or col  # a polars Array of that shape
         if col.type != f.type:
-            try:
-                col = col.cast(f.type)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-                raise ColumnMismatch(f.name, col.type, f.type) from e
+            col = _cast(f.name, col, f.type)
         arrays.append(col)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
+    if _textual(col.type) and not _textual(want):
+        raise ColumnMismatch(name, col.type, want) from SchemaError(
+            f"text is not parsed into {want} (a value such as '02134' would silently become "
+            "2134, 'false' False)")
+    try:
+        out = col.cast(want)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        raise ColumnMismatch(name, col.type, want) from e
+    row = overflow_row(col, out)
+    if row is not None:
+        raise ColumnMismatch(name, col.type, want) from SchemaError(
+            f"the value at row {row}, {col[row].as_py()!r}, is beyond the range of {want} "
+            "and would be stored as inf")
+    return out

@@ -1,36 +1,40 @@
-"""Refuse values an integer column would silently truncate (2.5 stored as 2).
+"""Refuse values a column would store changed, rather than store them silently.
 
-``pa.array([2.5], type=pa.int64())`` gives 2 without a word, and so does a float numpy array
-put into an integer tensor column. A sample's type is fixed by the first 1,024 samples (or by
-``schema=``, or by the version appended to), so a float arriving later would lose its
-fraction silently. Arrow's own safe cast (the table path) refuses such values; these checks
-give the sample path the same rule: a float is accepted in an integer column only when it is
-a whole number.
+``pa.array`` converts without a word: 2.5 into an int64 column gives 2, a datetime with a
+time of day into a date column gives the date, 70000.0 into a float16 column gives inf, and
+``b"ok"`` into a string column gives ``"ok"``. A sample's type is fixed by the first 1,024
+samples (or by ``schema=``, or by the version appended to), so a value arriving later would
+change silently. :func:`check_lossless` gives the sample path Arrow's safe-cast rule: a value
+is accepted only when it is stored as it is (a whole float in an integer column, a midnight
+datetime in a date column). :func:`overflow_row` is the table path's check of a float cast.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import datetime as dt
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
 
-__all__ = ["check_whole_numbers"]
+__all__ = ["check_lossless", "check_whole_numbers", "overflow_row"]
+
+Refusal = Callable[[Any], str | None]  # why a value cannot be stored as it is, or None
 
 
 def _is_float_type(k: type) -> bool:
     return issubclass(k, float | np.floating)
 
 
-def _integer_target(t: pa.DataType) -> bool:
-    if pa.types.is_integer(t):
-        return True
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _integer_target(t.value_type)
-    return False
+def _leaf(t: pa.DataType) -> pa.DataType:
+    """The value type of a (nested) list type, or ``t``."""
+    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    return t
 
 
 def _lossy(v: Any) -> bool:
@@ -47,19 +51,166 @@ def _lossy(v: Any) -> bool:
     return _is_float_type(type(v)) and not float(v).is_integer() and np.isfinite(float(v))
 
 
-def check_whole_numbers(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Field,
-                        values: Sequence[Any]) -> None:
-    """Raise SchemaError naming the first sample whose value for integer ``field`` is a float
-    with a fraction. Costs one C-level pass over the value types when there is none."""
-    if not _integer_target(field.type):
-        return
-    if pa.types.is_integer(field.type) and not any(map(_is_float_type, set(map(type, values)))):
-        return
-    for (key, _), v in zip(rows, values, strict=True):
-        if v is not None and _lossy(v):
-            raise SchemaError(
-                f"sample {key!r}, column {field.name!r}: value {shown(v)} has a fraction, but "
-                f"the column holds {field.type}; storing it would drop the fraction. Round "
-                "it yourself, or commit the column as floats (schema=, or a new dataset)"
-            )
+def _overflows(v: Any, dtype: np.dtype) -> bool:
+    """Whether ``v`` (a number, an array or a list of them) holds a finite number that is
+    infinite as ``dtype`` (a float narrower than float64)."""
+    try:
+        a = np.asarray(v, dtype=np.float64)  # None in a list becomes NaN: not counted
+    except (TypeError, ValueError, OverflowError):
+        return False  # not numbers (or beyond float64): pa.array refuses them itself
+    with np.errstate(over="ignore"):
+        return bool(np.any(np.isfinite(a) & ~np.isfinite(a.astype(dtype))))
 
+
+def _nanos(v: dt.datetime) -> int:
+    """A pandas Timestamp's nanoseconds (below its microseconds); 0 for a datetime."""
+    return int(getattr(v, "nanosecond", 0))
+
+
+def _fraction_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
+                      ) -> Refusal | None:
+    if not pa.types.is_integer(_leaf(t)):
+        return None
+    if pa.types.is_integer(t) and not any(map(_is_float_type, kinds)):
+        return None  # no float: nothing to scan
+    why = (f"has a fraction, but the column holds {t}; storing it would drop the fraction. "
+           "Round it yourself, or commit the column as floats (schema=, or a new dataset)")
+    return lambda v: why if _lossy(v) else None
+
+
+def _overflow_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
+                      ) -> Refusal | None:
+    leaf = _leaf(t)
+    if not pa.types.is_floating(leaf) or leaf.bit_width >= 64:
+        return None
+    dtype = np.dtype(leaf.to_pandas_dtype())
+    if t == leaf and not _overflows(values, dtype):
+        return None  # one vectorised pass over a column of numbers
+    top = float(np.finfo(dtype).max)
+    why = (f"is beyond the range of {dtype.name} (largest {top:g}) and would be stored as "
+           "inf; scale it, or give the column a wider float type (schema=, or a "
+           "new dataset)")
+    return lambda v: why if _overflows(v, dtype) else None
+
+
+def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
+                  ) -> Refusal | None:
+    """A datetime with a time of day in a date column; a datetime finer than a timestamp
+    column's unit (a numpy datetime64 of another unit: Arrow cannot convert it)."""
+    if pa.types.is_date(t) and any(issubclass(k, dt.datetime) for k in kinds):
+        def day(v: Any) -> str | None:
+            if not isinstance(v, dt.datetime) or (
+                    v.time() == dt.time() and not _nanos(v)):
+                return None
+            return (f"has a time of day, but the column holds dates ({t}); storing it would "
+                    "drop the time. Pass v.date() if the day is all you need, or commit the "
+                    "column as timestamps (schema=pa.timestamp('us'), or a new dataset)")
+        return day
+    if not pa.types.is_timestamp(t) or not any(
+            issubclass(k, dt.datetime | np.datetime64) for k in kinds):
+        return None
+    per_second = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[t.unit]
+    fix = (f"round it to {t.unit} yourself, or give the column a finer unit (schema="
+           f"pa.timestamp('ns'), or a new dataset)")
+
+    def finer(v: Any) -> str | None:
+        if isinstance(v, np.datetime64):
+            unit = np.datetime_data(v.dtype)[0]
+            if unit == t.unit:
+                return None
+            return (f"is a numpy datetime64 in {unit}, but the column holds {t}; convert it "
+                    f"(v.astype('datetime64[{t.unit}]') if no precision is lost), or "
+                    f"give the column unit {unit!r} (schema=pa.timestamp({unit!r}))")
+        if isinstance(v, dt.datetime) and per_second < 10**6 and (
+                v.microsecond % (10**6 // per_second) or _nanos(v)):
+            return f"is finer than the column's unit ({t}); storing it would truncate it: {fix}"
+        if isinstance(v, dt.datetime) and per_second == 10**6 and _nanos(v):
+            return f"has nanoseconds, but the column holds {t}: {fix}"
+        return None
+    return finer
+
+
+_TEXT = (pa.types.is_string, pa.types.is_large_string)
+_BYTES = (pa.types.is_binary, pa.types.is_large_binary)
+
+
+def _kind_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
+                  ) -> Refusal | None:
+    """str in a binary column, bytes in a string column: Arrow converts them silently. Where
+    the values mix both (inferred as binary), the first value's kind is the column's."""
+    text, raw = any(f(t) for f in _TEXT), any(f(t) for f in _BYTES)
+    if not ((text and bytes in kinds) or (raw and str in kinds)):
+        return None
+    if {str, bytes} <= kinds:
+        text = type(next(v for v in values if type(v) in (str, bytes))) is str
+        said = "earlier samples of the column hold"
+    else:
+        said = f"the column holds {t}:"
+    other = bytes if text else str
+    fix = ("decode it (v.decode()) if it is text, or give the column bytes in every sample "
+           "(v.encode() for the str ones)") if text else (
+           "encode it (v.encode()), or give the column text in every sample (v.decode() for "
+           "the bytes ones)")
+    why = (f"is {other.__name__}, but {said} {'text (str)' if text else 'bytes'}; a column "
+           f"holds one or the other: {fix}")
+    return lambda v: why if type(v) is other else None
+
+
+def _null_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
+                  ) -> Refusal | None:
+    """A value Arrow cannot infer a type from (``inferred_type`` gives its column null)."""
+    if not pa.types.is_null(t) or kinds <= {type(None)}:
+        return None
+
+    def uninferable(v: Any) -> str | None:
+        try:
+            pa.array([v])
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            return (f"is not a value Arrow can store ({e}); make it one (dict keys must be "
+                    "str, the items of a list of one type), or store it as JSON text "
+                    "(json.dumps)")
+        return None
+    return uninferable
+
+
+_REFUSALS = (_fraction_refusal, _overflow_refusal, _time_refusal, _kind_refusal, _null_refusal)
+
+
+def check_lossless(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Field,
+                   values: Sequence[Any]) -> None:
+    """Raise SchemaError naming the first sample whose value ``field`` would store changed
+    (module doc). Costs one C-level pass over the value types when no value could be."""
+    kinds = set(map(type, values))
+    for refusal in _REFUSALS:
+        why = refusal(field.type, kinds, values)
+        if why is None:
+            continue
+        for (key, _), v in zip(rows, values, strict=True):
+            reason = None if v is None else why(v)
+            if reason is not None:
+                raise SchemaError(
+                    f"sample {key!r}, column {field.name!r}: value {shown(v)} {reason}")
+
+
+check_whole_numbers = check_lossless  # its first check, by the name store/pairs.py imports
+
+
+def overflow_row(src: pa.Array, out: pa.Array) -> int | None:
+    """The first row of ``src`` holding a finite float that its cast ``out`` (to a narrower
+    float, possibly in lists) made infinite; None when there is none (one vectorised pass)."""
+    to, of = _leaf(out.type), _leaf(src.type)
+    if not (pa.types.is_floating(to) and pa.types.is_floating(of)
+            and to.bit_width < of.bit_width):
+        return None
+    rows = None  # the row of each leaf value, once lists are flattened
+    while src.type != of:
+        parents = pc.list_parent_indices(src)
+        rows = parents if rows is None else pc.take(rows, parents)
+        src, out = src.flatten(), out.flatten()
+    if to.bit_width < 32:
+        out = out.cast(pa.float32())  # compute kernels take no float16
+    bad = pc.and_(pc.is_finite(src), pc.invert(pc.is_finite(out)))
+    at = pc.index(bad, True).as_py()
+    if at < 0:
+        return None
+    return at if rows is None else int(rows[at].as_py())

@@ -73,14 +73,26 @@ def _table_batches(
         if target is None:
             target = out.schema
         elif out.schema != target:
-            try:
-                out = out.cast(target)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
-                raise SchemaError(
-                    f"batch at row {offset - first - batch.num_rows} does not fit the schema: "
-                    f"{e}"
-                ) from e
+            out = _cast_batch(out, target, offset - first - batch.num_rows)
         yield out
+
+
+def _cast_batch(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBatch:
+    """``out`` (the batch of rows from ``at``) cast to ``target``, column by column, with the
+    checks of an append (text is not parsed, floats do not overflow to inf)."""
+    from dload_arrow.store.conform import ColumnMismatch, fit_batch  # it imports this module
+
+    try:
+        if out.schema.names != target.names:
+            return out.cast(target)  # Arrow's error names the columns
+        return fit_batch(out, target)
+    except ColumnMismatch as e:
+        raise SchemaError(
+            f"batch at row {at}: column {e.name!r} is {e.got}, and the schema says {e.want}; "
+            f"{e.reason}. Cast the column to {e.want} in the input, or change schema="
+        ) from e
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as e:
+        raise SchemaError(f"batch at row {at} does not fit the schema: {e}") from e
 
 
 def to_batches(
@@ -111,7 +123,7 @@ def to_batches(
     if mod.startswith("polars"):
         if not hasattr(samples, "to_arrow") and hasattr(samples, "collect"):
             samples = samples.collect()  # a LazyFrame: run the query first
-        samples = samples.to_arrow()
+        samples = _polars_arrow(samples)
     elif mod.startswith("pandas"):
         from dload_arrow.store.table_columns import pandas_table
 
@@ -122,6 +134,7 @@ def to_batches(
     if isinstance(samples, pa.Table):
         samples = pa.RecordBatchReader.from_batches(samples.schema, samples.to_batches())
     if isinstance(samples, pa.RecordBatchReader):
+        _refuse_duplicates(samples.schema)
         if append_to is not None and schema is not None:
             from dload_arrow.store.conform import conform_to
 
@@ -153,6 +166,32 @@ def _refuse_shapes(samples: Any, mod: str) -> None:
             f"cannot commit a {mod.split('.')[0]} Series: a commit takes rows of columns; pass "
             "series.to_frame() (one column, named after the series)"
         )
+
+
+def _refuse_duplicates(schema: pa.Schema) -> None:
+    names = schema.names
+    if len(set(names)) < len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise SchemaError(
+            f"the table has {names.count(dup)} columns named {dup!r}: a dataset's columns need "
+            "distinct names; rename them (table.rename_columns([...])) or drop the copies"
+        )
+
+
+def _polars_arrow(df: Any) -> pa.Table:
+    """``df.to_arrow()``; a column Arrow cannot hold (a 128-bit integer) is named."""
+    try:
+        table: pa.Table = df.to_arrow()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        odd = [c for c, t in df.schema.items() if str(t) in ("Int128", "UInt128")]
+        which = f"column {odd[0]!r} is a polars {df.schema[odd[0]]}" if odd else \
+            "a column has a type Arrow cannot hold"
+        raise SchemaError(
+            f"the polars DataFrame does not convert to Arrow: {which} ({e}); cast it to a "
+            f"type Arrow has, e.g. df.with_columns(pl.col({(odd or ['x'])[0]!r})"
+            ".cast(pl.Int64)) (or pl.String for values beyond 64 bits)"
+        ) from e
+    return table
 
 
 def _warn_dropped_index(df: Any) -> None:

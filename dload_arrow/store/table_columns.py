@@ -5,6 +5,9 @@
 - Dictionary columns of non-string values are decoded: Arrow cannot read them back from
   Parquet (``Unsupported cast from int64 to dictionary``); string dictionaries (pandas and
   polars categoricals) stay, Parquet keeps them as dictionaries.
+- polars' categorical and enum field metadata (``_PL_ENUM_VALUES2``, ``_PL_CATEGORICAL2``) is
+  dropped: kept in the stored schema, it makes polars read a value appended outside the enum
+  as null while Arrow and samples read it; without it every reader sees the dictionary.
 - A pandas column of equal-shaped numpy arrays (what ``to_pandas()`` gives for a tensor
   column) becomes a tensor column (:func:`pandas_table`).
 - Appended to a tensor column, a nested fixed-size list of as many numbers (a polars
@@ -21,10 +24,12 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import list_slots
+from dload_arrow.errors import SchemaError, shown
 
 __all__ = ["flat_tensor", "pandas_table", "storable"]
 
 _VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+_POLARS_META = b"_PL_"  # polars' own field metadata: enum values, categorical ordering
 
 
 def _numeric(t: pa.DataType) -> bool:
@@ -56,6 +61,10 @@ def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
 
 def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     """``field`` and ``col`` in the type dload stores (module doc)."""
+    meta = field.metadata
+    if meta and any(k.startswith(_POLARS_META) for k in meta):
+        kept = {k: v for k, v in meta.items() if not k.startswith(_POLARS_META)}
+        field = field.with_metadata(kept) if kept else field.remove_metadata()
     plain = _VIEWS.get(col.type)
     if plain is not None:
         return field.with_type(plain), col.cast(plain)
@@ -93,6 +102,13 @@ def pandas_table(df: Any) -> pa.Table:
     """``df`` as a table: ``pa.Table.from_pandas``, except that columns of equal-shaped
     n-dimensional numpy arrays (what ``to_pandas()`` gives for a tensor column) become
     tensor columns (its conversion refuses them)."""
+    dup = df.columns[df.columns.duplicated()]
+    if len(dup):
+        raise SchemaError(
+            f"the DataFrame has {len(dup)} duplicate column name(s), e.g. {shown(dup[0])}: a "
+            "dataset's columns need distinct names; rename them (df.columns = [...]) or drop "
+            "the copies (df.loc[:, ~df.columns.duplicated()])"
+        )
     from dload_arrow.store.pairs import tensor_column  # pairs -> rows -> (lazily) this module
 
     tensors = [c for c in df.columns if df[c].dtype == object and _tensor_cells(df[c])]

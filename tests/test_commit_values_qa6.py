@@ -1,0 +1,162 @@
+"""Values are stored as given or refused with the sample and column named (QA pass 6).
+
+Found by QA: text appended to a number column was parsed ("02134" became 2134), a datetime
+lost its time of day in a date column, a float beyond float16/float32 became inf, str and
+bytes in one column changed kind, a polars Enum's metadata made polars read an appended value
+as null, and some inputs raised Arrow's or pandas' own errors without naming the column.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+from dload_arrow import DloadError, NotFoundError, Repository, SchemaError
+
+
+def test_a_value_appended_outside_a_polars_enum_reads_the_same_everywhere(
+        repo: Repository) -> None:
+    size = pl.Series(["lo"], dtype=pl.Enum(["lo", "hi"]))
+    repo.commit("e", pl.DataFrame({"id": ["1"], "size": size}), key="id", progress=False)
+    repo.append("e", pl.DataFrame({"id": ["2"], "size": ["mid"]}), key="id", progress=False)
+    ds = repo.dataset("e")
+    assert not any(k.startswith(b"_PL_") for k in ds.schema.field("size").metadata or {})
+    assert ds.to_arrow().column("size").to_pylist() == ["lo", "mid"]
+    assert ds.to_polars().collect()["size"].to_list() == ["lo", "mid"]
+    assert ds.where("size = 'mid'").to_polars().collect().height == 1
+
+
+@pytest.mark.parametrize(("column", "text", "stored"), [
+    ("zip", "02134", 2139), ("flag", "false", True), ("when", "2024-01-01", dt.date(2023, 1, 1)),
+])
+def test_text_appended_to_a_number_column_is_refused_not_parsed(
+        repo: Repository, column: str, text: str, stored: Any) -> None:
+    repo.commit("d", pa.table({"id": ["a"], column: [stored]}), key="id", progress=False)
+    with pytest.raises(SchemaError, match=rf"column '{column}' is string, and 'd' stores .*"
+                                          r"not parsed.*Cast the column"):
+        repo.append("d", pa.table({"id": ["b"], column: [text]}), key="id", progress=False)
+    with pytest.raises(SchemaError, match=rf"column '{column}' is string.*not parsed"):
+        repo.commit("t", pa.table({column: [text]}), progress=False,
+                    schema=pa.schema([(column, pa.array([stored]).type)]))
+    assert repo.dataset("d").num_rows == 1
+
+
+def test_text_still_appends_to_a_string_or_categorical_column(repo: Repository) -> None:
+    cat = pa.array(["x"]).dictionary_encode()
+    repo.commit("d", pa.table({"id": ["a"], "s": ["x"], "c": cat}), key="id", progress=False)
+    repo.append("d", pa.table({"id": ["b"], "s": ["02134"], "c": ["y"]}), key="id",
+                progress=False)
+    assert repo.dataset("d").get("b") == {"__key__": "b", "s": "02134", "c": "y"}
+
+
+@pytest.mark.parametrize("rows", [
+    [("e1", {"when": dt.date(2024, 1, 1)}), ("e2", {"when": dt.datetime(2024, 1, 1, 12, 30)})],
+    [("e1", {"when": dt.date(2024, 1, 1)}), ("e2", {"when": pd.Timestamp("2024-01-01 00:01")})],
+])
+def test_a_datetime_with_a_time_of_day_is_refused_by_a_date_column(
+        repo: Repository, rows: list[tuple[str, dict[str, Any]]]) -> None:
+    with pytest.raises(SchemaError, match=r"sample 'e2', column 'when'.*time of day"):
+        repo.commit("events", rows, progress=False)
+    with pytest.raises(NotFoundError):
+        repo.dataset("events")
+
+
+def test_a_midnight_datetime_is_stored_as_its_date_and_append_checks_too(
+        repo: Repository) -> None:
+    repo.commit("ev", [("a", {"when": dt.date(2024, 1, 1)}),
+                       ("b", {"when": dt.datetime(2024, 1, 2)})], progress=False)
+    assert repo.dataset("ev").get("b")["when"] == dt.date(2024, 1, 2)
+    with pytest.raises(SchemaError, match=r"sample 'c', column 'when'.*time of day"):
+        repo.append("ev", [("c", {"when": dt.datetime(2024, 2, 2, 23, 59)})], progress=False)
+
+
+def test_a_datetime_finer_than_a_timestamp_column_is_refused(repo: Repository) -> None:
+    schema = pa.schema([("t", pa.timestamp("s"))])
+    with pytest.raises(SchemaError, match=r"sample 'b', column 't'.*finer"):
+        repo.commit("d", [("a", {"t": dt.datetime(2024, 1, 1)}),
+                          ("b", {"t": dt.datetime(2024, 1, 1, 0, 0, 0, 500)})],
+                    schema=schema, progress=False)
+
+
+@pytest.mark.parametrize(("typ", "value"), [
+    (pa.float16(), 70000.0), (pa.float32(), 1e40), (pa.float32(), np.float64(-1e39)),
+    (pa.list_(pa.float32()), [1.0, 1e40]),
+])
+def test_a_float_beyond_its_column_is_refused_not_stored_as_inf(
+        repo: Repository, typ: pa.DataType, value: Any) -> None:
+    first = [0.5] if pa.types.is_list(typ) else 0.5
+    with pytest.raises(SchemaError, match=r"sample 'b', column 'f'.*beyond the range.*inf"):
+        repo.commit("h", [("a", {"f": first}), ("b", {"f": value})],
+                    schema=pa.schema([("f", typ)]), progress=False)
+
+
+def test_a_float_tensor_beyond_float32_is_refused(repo: Repository) -> None:
+    repo.commit("t", [("a", {"x": np.zeros(2, np.float32)})], progress=False)
+    with pytest.raises(SchemaError, match=r"sample 'b', column 'x'.*beyond the range"):
+        repo.append("t", [("b", {"x": np.array([1.0, 1e40])})], progress=False)
+
+
+def test_infinities_and_values_in_range_are_stored(repo: Repository) -> None:
+    repo.commit("h", [("a", {"f": float("inf")}), ("b", {"f": 65504.0}), ("c", {"f": None})],
+                schema=pa.schema([("f", pa.float16())]), progress=False)
+    assert [s["f"] for s in repo.dataset("h").samples()] == [float("inf"), 65504.0, None]
+
+
+def test_a_float64_table_beyond_a_float32_column_is_refused(repo: Repository) -> None:
+    repo.commit("d", pa.table({"id": ["a"], "f": pa.array([1.5], pa.float32()),
+                               "v": pa.array([[1.5]], pa.list_(pa.float32()))}),
+                key="id", progress=False)
+    ok = pa.table({"id": ["b"], "f": [2.5], "v": [[float("inf")]]})
+    repo.append("d", ok, key="id", progress=False)
+    with pytest.raises(SchemaError, match=r"column 'f' is double.*row 1, 1e\+40.*inf"):
+        repo.append("d", pa.table({"id": ["c", "d"], "f": [1.0, 1e40], "v": [[1.0], [2.0]]}),
+                    key="id", progress=False)
+    with pytest.raises(SchemaError, match=r"column 'v' is list<item: double>.*row 1"):
+        repo.append("d", pa.table({"id": ["c", "d"], "f": [1.0, 2.0], "v": [[1.0], [1e40]]}),
+                    key="id", progress=False)
+    assert repo.dataset("d").num_rows == 2
+
+
+@pytest.mark.parametrize(("first", "other", "kind"), [
+    ("a cat", b"\xff\xfe raw", "bytes"), (b"\xff\xfe raw", "a cat", "str"),
+])
+def test_a_column_mixing_str_and_bytes_is_refused_naming_the_other_kind(
+        repo: Repository, first: Any, other: Any, kind: str) -> None:
+    with pytest.raises(SchemaError,
+                       match=rf"sample 'b', column 'caption'.* is {kind}, but earlier samples"):
+        repo.commit("cap", [("a", {"caption": first}), ("b", {"caption": other})],
+                    progress=False)
+
+
+def test_bytes_appended_to_a_string_column_and_str_to_binary_are_refused(
+        repo: Repository) -> None:
+    repo.commit("d", [("a", {"s": "text", "b": b"raw"})], progress=False)
+    with pytest.raises(SchemaError, match=r"sample 'z', column 's'.*is bytes"):
+        repo.append("d", [("z", {"s": b"ok", "b": b"raw"})], progress=False)
+    with pytest.raises(SchemaError, match=r"sample 'z', column 'b'.*is str"):
+        repo.append("d", [("z", {"s": "ok", "b": "raw"})], progress=False)
+    assert repo.dataset("d").num_rows == 1
+
+
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda: pd.DataFrame([[1, 2]], columns=["a", "a"]), "duplicate column.*'a'"),
+    (lambda: pa.Table.from_arrays([pa.array([1]), pa.array([2])], names=["a", "a"]),
+     "2 columns named 'a'"),
+    (lambda: [("k", {"x": [1, "a"]})], r"sample 'k', column 'x'.*\[1, 'a'\]"),
+    (lambda: [("a", {"t": dt.datetime(2020, 1, 1)}),
+              ("b", {"t": np.datetime64("2020-01-01T00:00:00.000000001")})],
+     r"sample 'b', column 't'.*datetime64\[us\]"),
+    (lambda: [("k", {"d": {1: "x"}})], r"sample 'k', column 'd'.*dict keys"),
+    (lambda: pl.DataFrame({"x": pl.Series([1], dtype=pl.Int128)}),
+     r"column 'x' is a polars Int128.*cast"),
+])
+def test_inputs_arrow_cannot_take_are_dload_errors_naming_the_column(
+        repo: Repository, make: Any, match: str) -> None:
+    with pytest.raises(DloadError, match=match):
+        repo.commit("d", make(), progress=False)
