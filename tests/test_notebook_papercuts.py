@@ -91,3 +91,15 @@ def test_a_version_that_is_not_text_is_refused_clearly(repo: Repository) -> None
     repo.commit("ok", [("k", {"x": 1})], progress=False)
     with pytest.raises(ConfigError, match=r"version must be a str.*int 1"):
         repo.dataset("ok", 1)  # type: ignore[arg-type]
+
+
+def test_an_unsigned_64_bit_value_points_to_a_uint64_schema(repo: Repository) -> None:
+    from dload_arrow import SchemaError
+
+    with pytest.raises(SchemaError, match=r"schema=pa\.schema\(\[\('hash', pa\.uint64\(\)\)\]\)"):
+        repo.commit("h", [("k", {"hash": 2**64 - 1})], progress=False)
+    with pytest.raises(SchemaError, match="no integer column holds it"):
+        repo.commit("h", [("a", {"hash": 2**64 - 1}), ("b", {"hash": -1})], progress=False)
+    v = repo.commit("h", [("k", {"hash": 2**64 - 1})],
+                    schema=pa.schema([("hash", pa.uint64())]), progress=False)
+    assert repo.dataset("h", v.version)[0]["hash"] == 2**64 - 1

@@ -68,10 +68,14 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
             except OverflowError as e:
                 big = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
                             and not -(2**63) <= v < 2**63), (rows[0][0], value))
+                ints = [v for _, r in rows if isinstance(v := r.get(col), int)]
+                fits = (f"declare the column unsigned: schema=pa.schema([({col!r}, "
+                        "pa.uint64())]), or store it as a string or a float"
+                        if all(0 <= v < 2**64 for v in ints) else
+                        "store it as a string or a float (no integer column holds it)")
                 raise SchemaError(
                     f"sample {big[0]!r}, column {col!r}: integer {shown(big[1])} is outside "
-                    "the range of a 64-bit integer column (other values are signed); store it "
-                    "as a string or a float"
+                    f"the range of a signed 64-bit integer column, the type inferred; {fits}"
                 ) from e
             except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
                 raise SchemaError(
