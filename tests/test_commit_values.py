@@ -72,7 +72,7 @@ def test_a_late_float_is_stored_exactly_or_refused(repo: Repository, f: float) -
 @pytest.mark.parametrize(("value", "match"), [
     (np.zeros((0, 3)), r"shape \(0, 3\) holds no element"),
     (np.array(["a", "b"], dtype=object), "dtype object"),
-    (2**70, "outside the range of a 64-bit integer"),
+    (2**70, "outside the range of a signed 64-bit integer"),
 ])
 def test_values_no_column_can_hold_are_refused_naming_the_sample(
         repo: Repository, value: Any, match: str) -> None:
