@@ -160,3 +160,19 @@ def test_inputs_arrow_cannot_take_are_dload_errors_naming_the_column(
         repo: Repository, make: Any, match: str) -> None:
     with pytest.raises(DloadError, match=match):
         repo.commit("d", make(), progress=False)
+
+
+def test_a_nonzero_float_that_would_be_stored_as_zero_is_refused(repo: Repository) -> None:
+    # float64 values into a float32 column: 1e-50 underflows to 0.0 (0.1 only rounds: kept)
+    rows = [("a", {"v": np.array([0.5, 0.25], np.float32)}),
+            ("b", {"v": np.array([1e-50, 0.1], np.float64)})]
+    with pytest.raises(SchemaError, match=r"sample 'b', column 'v'.*stored as inf or 0"):
+        repo.commit("p", rows, progress=False)
+    repo.commit("p", [("a", {"v": np.array([0.5, 0.0], np.float32)}),
+                      ("b", {"v": np.array([0.0, 0.1], np.float64)})], progress=False)
+    assert repo.dataset("p")[1]["v"].tolist() == [0.0, np.float32(0.1)]
+    repo.commit("t", pa.table({"id": ["a"], "f": pa.array([0.5], pa.float32())}), key="id",
+                progress=False)
+    with pytest.raises(SchemaError, match=r"column 'f'.*row 1, 1e-50.*inf or 0"):
+        repo.append("t", pa.table({"id": ["b", "c"], "f": [0.25, 1e-50]}), key="id",
+                    progress=False)

@@ -153,5 +153,5 @@ def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
     if row is not None:
         raise ColumnMismatch(name, col.type, want) from SchemaError(
             f"the value at row {row}, {col[row].as_py()!r}, is beyond the range of {want} "
-            "and would be stored as inf")
+            "and would be stored as inf or 0")
     return out

@@ -53,13 +53,14 @@ def _lossy(v: Any) -> bool:
 
 def _overflows(v: Any, dtype: np.dtype) -> bool:
     """Whether ``v`` (a number, an array or a list of them) holds a finite number that is
-    infinite as ``dtype`` (a float narrower than float64)."""
+    infinite as ``dtype`` (a float narrower than float64), or a nonzero one that is 0."""
     try:
         a = np.asarray(v, dtype=np.float64)  # None in a list becomes NaN: not counted
     except (TypeError, ValueError, OverflowError):
         return False  # not numbers (or beyond float64): pa.array refuses them itself
-    with np.errstate(over="ignore"):
-        return bool(np.any(np.isfinite(a) & ~np.isfinite(a.astype(dtype))))
+    with np.errstate(over="ignore", under="ignore"):
+        b = a.astype(dtype)
+        return bool(np.any(np.isfinite(a) & (~np.isfinite(b) | ((b == 0) & (a != 0)))))
 
 
 def _nanos(v: dt.datetime) -> int:
@@ -86,10 +87,10 @@ def _overflow_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
     dtype = np.dtype(leaf.to_pandas_dtype())
     if t == leaf and not _overflows(values, dtype):
         return None  # one vectorised pass over a column of numbers
-    top = float(np.finfo(dtype).max)
-    why = (f"is beyond the range of {dtype.name} (largest {top:g}) and would be stored as "
-           "inf; scale it, or give the column a wider float type (schema=, or a "
-           "new dataset)")
+    info = np.finfo(dtype)
+    why = (f"is beyond the range of {dtype.name} (magnitudes {float(info.smallest_subnormal):g} "
+           f"to {float(info.max):g}) and would be stored as inf or 0; scale it, or give the "
+           "column a wider float type (schema=, or a new dataset)")
     return lambda v: why if _overflows(v, dtype) else None
 
 
@@ -197,7 +198,8 @@ check_whole_numbers = check_lossless  # its first check, by the name store/pairs
 
 def overflow_row(src: pa.Array, out: pa.Array) -> int | None:
     """The first row of ``src`` holding a finite float that its cast ``out`` (to a narrower
-    float, possibly in lists) made infinite; None when there is none (one vectorised pass)."""
+    float, possibly in lists) made infinite, or a nonzero one it made 0; None when there is
+    none (one vectorised pass)."""
     to, of = _leaf(out.type), _leaf(src.type)
     if not (pa.types.is_floating(to) and pa.types.is_floating(of)
             and to.bit_width < of.bit_width):
@@ -209,7 +211,8 @@ def overflow_row(src: pa.Array, out: pa.Array) -> int | None:
         src, out = src.flatten(), out.flatten()
     if to.bit_width < 32:
         out = out.cast(pa.float32())  # compute kernels take no float16
-    bad = pc.and_(pc.is_finite(src), pc.invert(pc.is_finite(out)))
+    bad = pc.and_(pc.is_finite(src), pc.or_(
+        pc.invert(pc.is_finite(out)), pc.and_(pc.equal(out, 0), pc.not_equal(src, 0))))
     at = pc.index(bad, True).as_py()
     if at < 0:
         return None
