@@ -14,6 +14,7 @@ import pytest
 
 import dload_arrow as dl
 from dload_arrow import InfeasiblePlanError, Repository
+from dload_arrow.sizes import format_bytes
 
 HERE = Path(__file__).parent
 
@@ -292,3 +293,21 @@ def test_bad_arguments_are_refused_when_the_pipeline_is_built(
 def test_a_pyarrow_expression_still_filters(root: str) -> None:
     got = [r["x"] for r in pipeline_cases.ds(root).pipeline().filter(pc.field("x") >= 290)]
     assert got == list(range(290, 300))
+
+
+def test_an_infeasible_plan_lists_only_the_fixes_that_apply(memory_root: str,
+                                                             tmp_path: Path) -> None:
+    repo = Repository.open(memory_root, cache_dir=str(tmp_path / "c"), cache_budget="unlimited")
+    repo.commit("d", [(f"k{i:04d}", {"pad": np.random.default_rng(i).bytes(100)})
+                      for i in range(600)], shard_size=20_000, progress=False)
+    shard = max(s.bytes for s in repo.manifest("d").shards)
+    small = Repository.open(memory_root, cache_dir=str(tmp_path / "s"),
+                            cache_budget=str(int(shard * 1.5)))
+    report = small.dataset("d").pipeline().batch(50).check(consumers=2)
+    assert not report.feasible
+    msg = report.message
+    assert f"at least {format_bytes(report.resident_bytes)}" in msg
+    assert "run fewer consumers on this machine (now 2" in msg
+    assert "full shuffle" not in msg and "fewer sources" not in msg  # no shuffle, one source
+    full = small.dataset("d").shuffle(full=True, seed=0).check(consumers=1).message
+    assert "use a windowed shuffle" in full and "fewer consumers" not in full

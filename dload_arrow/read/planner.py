@@ -215,11 +215,29 @@ class PlanReport:
     def message(self) -> str:
         if not self.reasons:
             return ""
-        fixes = ["raise the cache budget (cache_budget= or DLOAD_CACHE_BUDGET)",
-                 "use a windowed shuffle instead of a full shuffle",
-                 "read fewer sources at once", "commit with a smaller shard_size"]
         return ("the sources do not fit this machine together: " + "; ".join(self.reasons)
-                + ". Fixes: " + "; ".join(fixes) + "\n" + str(self))
+                + ". Fixes: " + "; ".join(self._fixes()) + "\n" + str(self))
+
+    def _fixes(self) -> list[str]:
+        """The fixes that apply to these plans (not a fixed list: no shuffle, no advice on
+        shuffles)."""
+        fixes = [f"raise the cache budget to at least {_fmt(self.resident_bytes)} "
+                 "(cache_budget= or DLOAD_CACHE_BUDGET, or 'unlimited')"]
+        if any(p.full_shuffle for p in self.plans):
+            fixes.append("use a windowed shuffle instead of a full shuffle")
+        if len(self.plans) > 1:
+            fixes.append("read fewer sources at once")
+        consumers = max((p.consumers for p in self.plans), default=1)
+        if consumers > 1:
+            fixes.append(f"run fewer consumers on this machine (now {consumers}: DataLoader "
+                         "workers x local ranks)")
+        if any(p.window_shards > 1 for p in self.plans):
+            fixes.append("lower prefetch (prefetch=0 keeps one shard per consumer)")
+        if self.resident_bytes - self.cached_bytes > self.free_disk_bytes:
+            fixes.append("free disk space under the cache dir or point cache_dir at a bigger "
+                         "disk")
+        fixes.append("commit with a smaller shard_size")
+        return fixes
 
     def check(self) -> PlanReport:
         """Return the report, or raise InfeasiblePlanError with the table and the fixes."""
