@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -81,3 +83,22 @@ def test_pipeline_batches_of_numpy_become_tensors():
     assert out["x"].shape == (4, 2) and out["n"].tolist() == [0, 1, 2, 3]
     assert out["y"] == [b"a", b"b"]
     assert to_torch(7) == 7  # anything else passes through
+
+
+def test_a_batched_tensor_column_with_nulls_gives_tensors_in_and_out_of_a_loader(
+        tmp_path: Path) -> None:
+    from dload_arrow import Repository
+    from dload_arrow.torch import StatefulLoader, as_iterable_dataset
+
+    repo = Repository.open(tmp_path / "r", cache_dir=tmp_path / "c")
+    repo.commit("n", [(f"k{i}", {"t": np.ones((2, 2), np.float32) * i if i % 2 else None})
+                      for i in range(6)], progress=False)
+
+    def first() -> Any:
+        return as_iterable_dataset(repo.dataset("n").pipeline().batch(3))
+
+    direct = next(iter(first()))["t"]
+    loaded = next(iter(StatefulLoader(first(), num_workers=0)))["t"]
+    for column in (direct, loaded):
+        assert [type(v).__name__ for v in column] == ["NoneType", "Tensor", "NoneType"]
+        assert column[1].shape == (2, 2) and column[1].dtype == torch.float32

@@ -134,6 +134,12 @@ def _value_to_torch(value: Any, shape: tuple[int, ...] | None,
     ):
         t = torch.tensor(value, dtype=dtype)
         return t.reshape(shape) if shape is not None else t
+    # A batch's tensor column with nulls stays a list: its arrays become tensors all the
+    # same (as torch's default_convert makes them in a DataLoader, so both paths agree).
+    if isinstance(value, list) and any(isinstance(v, np.ndarray) for v in value) and all(
+        v is None or isinstance(v, np.ndarray) for v in value
+    ):
+        return [None if v is None else _value_to_torch(v, None) for v in value]
     return value
 
 
