@@ -129,17 +129,18 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
          recipe: str | None, meta: Sequence[str], shard_size: int | None,
          row_group_size: int | None, root: str | None, cache_dir: str | None,
          cache_budget: str | None, as_json: bool) -> None:
-    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
-    samples, key, report = read_input(source, kind, include, exclude, split, key_column,
-                                      repo.settings.endpoint_url)
-    if append_mode:
-        samples = _fit_to_latest(repo, name, source, samples, key, report["kind"])
-    kwargs: dict[str, Any] = {"key": key, "progress": progress_enabled()}
+    # The options are checked before the input is read (which may be a long remote listing).
+    kwargs: dict[str, Any] = {"progress": progress_enabled()}
     if meta:
         kwargs["meta"] = parse_assignments(meta, "--meta")
     if recipe:
-        with open(recipe, encoding="utf-8") as f:
-            kwargs["recipe"] = f.read()
+        kwargs["recipe"] = _read_recipe(recipe)
+    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    samples, key, report = read_input(source, kind, include, exclude, split, key_column,
+                                      repo.settings.endpoint_url)
+    kwargs["key"] = key
+    if append_mode:
+        samples = _fit_to_latest(repo, name, source, samples, key, report["kind"])
     if shard_size:
         kwargs["shard_size"] = shard_size
     if row_group_size:
@@ -172,13 +173,30 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
             shown = ", ".join(report["ignored"][:5])
             click.echo(f"not read: {len(report['ignored'])} files that are not tables ({shown}"
                        f"{', ...' if len(report['ignored']) > 5 else ''})", err=True)
-        for s in report.get("skipped", [])[:5]:
+        skipped = report.get("skipped", [])
+        for s in skipped[:5]:
             click.echo(f"skipped {s['name']}: {s['reason']}", err=True)
+        if len(skipped) > 5:
+            click.echo(f"... and {len(skipped) - 5} more skipped (all of them: --json)", err=True)
         for line in report.get("unused_globs", []):
             click.echo(f"warning: {line}", err=True)
         click.echo(v.version)
 
     emit(out, as_json, text)
+
+
+def _read_recipe(path: str) -> str:
+    """The ``--recipe`` script's text; the recipe is stored as text, so it must be UTF-8."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"--recipe {path!r} is not UTF-8 text (byte {e.start} is {data[e.start]:#04x}); "
+            "a recipe is stored as text: give the script that produced the data, saved as "
+            "UTF-8"
+        ) from e
 
 
 def _duplicate_keys_hint(text: str, key: str | None) -> str:

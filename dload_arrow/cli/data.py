@@ -121,7 +121,8 @@ def _check_export_key(key: str, where: str) -> None:
 @click.command()
 @click.argument("spec", metavar="NAME[@VERSION]")
 @click.argument("key", required=False)
-@click.option("--index", "index", type=int, default=None, help="Sample by position instead.")
+@click.option("--index", "index", type=click.IntRange(min=0), default=None,
+              help="Sample by position instead (0 for the first).")
 @click.option("--to", "dest", required=True, type=click.Path(file_okay=False),
               help="Directory to write the sample's files into.")
 @root_options

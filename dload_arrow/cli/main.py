@@ -7,9 +7,12 @@ internal error (a bug), printed with its traceback. Ctrl-C exits 130.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
+import warnings
 from collections.abc import Sequence
+from typing import Any, TextIO
 
 import click
 
@@ -25,7 +28,31 @@ _USER_OS_ERRORS = (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _StdoutClosed(Exception):
+    """stdout's reader went away (``dload sql ... | head``): not an error, the output was
+    simply no longer wanted."""
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        # click turns an EPIPE into a silent exit 1, even outside standalone mode; a reader
+        # that stops early (`| head`) is a success, as for any Unix tool.
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as e:
+            raise _StdoutClosed() from e
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that flushing it at exit does not raise EPIPE again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (tests capture it): nothing will be flushed to a pipe
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dload")
 def cli() -> None:
     """dload: versioned datasets in Parquet on a local directory or S3, streamed for training.
@@ -53,8 +80,21 @@ def _interrupted(e: click.exceptions.Abort) -> bool:
     return isinstance(e.__cause__ or e.__context__, KeyboardInterrupt)
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """A Python warning as the CLI prints its own: ``warning: <message>``, one line, without
+    the file and source line of the library call that raised it."""
+    click.echo(f"warning: {_one_line(str(message))}", err=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns (and, as a console script, exits with) the exit code."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="dload",
                  standalone_mode=False)
@@ -83,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DloadError, *_USER_OS_ERRORS) as e:
         click.echo(f"dload: error: {_one_line(str(e))}", err=True)
         return 1
-    except BrokenPipeError:
+    except (_StdoutClosed, BrokenPipeError):
+        _silence_stdout()
         return 0
     except Exception as e:
         traceback.print_exc()

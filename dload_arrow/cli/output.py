@@ -98,17 +98,32 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
 
 
 def parse_assignments(items: Sequence[str], what: str) -> dict[str, Any]:
-    """``K=V`` pairs; values parsed as JSON when they are JSON (``3``, ``true``), else text."""
+    """``K=V`` pairs; values parsed as JSON when they are JSON (``3``, ``true``), else text.
+
+    ``NaN``, ``Infinity`` and numbers too big for a float are not JSON (Python's parser takes
+    them, and the stored metadata could not hold them): they stay text, as other non-JSON does.
+    """
     out: dict[str, Any] = {}
     for item in items:
         k, eq, v = item.partition("=")
         if not eq or not k:
             raise click.BadParameter(f"{item!r} is not K=V", param_hint=what)
         try:
-            out[k] = json.loads(v)
+            out[k] = json.loads(v, parse_constant=_not_json, parse_float=_finite_float)
         except ValueError:
             out[k] = v
     return out
+
+
+def _not_json(text: str) -> Any:
+    raise ValueError(f"{text} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    f = float(text)
+    if not math.isfinite(f):
+        raise ValueError(f"{text} does not fit a float")
+    return f
 
 
 def progress_enabled() -> bool:

@@ -112,18 +112,54 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
     """
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     what = f"version {version} of {name!r}" if version else f"dataset {name!r} (every version)"
-    repo.versions(name)  # unknown dataset: a clear error before asking anything
+    versions = repo.versions(name)  # unknown dataset: a clear error before asking anything
     warning = _pin_warning(repo, name, version)
     if warning:  # before the question, so the answer can take it into account
         click.echo(warning, err=True)
+    before = repo.refs(name)
     if not yes:
         if not sys.stdin.isatty():
             raise ConfigError(f"refusing to remove {what} without --yes (stdin is not a terminal)")
-        click.confirm(f"remove {what}?", abort=True)
+        expected = ""
+        if version is not None:
+            vid = repo.resolve(name, version)
+            rest = [v.version for v in versions if v.version != vid]
+            expected = _ref_text(before, _refs_after_rm(before, vid, rest), future=True)
+        click.confirm(f"remove {what}?{f' ({expected})' if expected else ''}", abort=True)
     removed = repo.rm(name, version)
-    emit({"name": name, "removed": removed}, as_json,
-         lambda: click.echo(f"removed {len(removed)} version(s) of {name}; run `dload gc` to "
-                            "reclaim shard space"))
+    after = repo.refs(name) if version is not None else {}
+    moved = {r: after[r] for r in before if r in after and after[r] != before[r]}
+    deleted = sorted(r for r in before if r not in after)
+
+    def text() -> None:
+        click.echo(f"removed {len(removed)} version(s) of {name}; run `dload gc` to reclaim "
+                   "shard space")
+        if version is not None and (moved or deleted):
+            click.echo(_ref_text(before, after))
+
+    emit({"name": name, "removed": removed, "refs_moved": moved, "refs_deleted": deleted},
+         as_json, text)
+
+
+def _refs_after_rm(refs: dict[str, str], vid: str, rest: list[str]) -> dict[str, str]:
+    """The refs once ``vid`` is removed (as ``Repository.rm`` does): latest moves to the newest
+    remaining version, other refs at ``vid`` are deleted."""
+    out = {r: v for r, v in refs.items() if v != vid}
+    if refs.get("latest") == vid and rest:
+        out["latest"] = rest[0]
+    return out
+
+
+def _ref_text(before: dict[str, str], after: dict[str, str], future: bool = False) -> str:
+    """``"latest moved from a to b; tag v1 deleted (it pointed at a)"`` for the refs that
+    differ (``future``: "moves", "will be deleted", for the confirmation question)."""
+    moved, deleted, points = (("moves", "will be deleted", "points") if future
+                              else ("moved", "deleted", "pointed"))
+    parts = [f"{r} {moved} from {before[r][:12]} to {after[r][:12]}"
+             for r in sorted(before) if r in after and after[r] != before[r]]
+    parts += [f"{'ref' if r == 'latest' else 'tag'} {r} {deleted} (it {points} at "
+              f"{before[r][:12]})" for r in sorted(before) if r not in after]
+    return "; ".join(parts)
 
 
 @click.command()

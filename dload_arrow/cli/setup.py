@@ -58,17 +58,17 @@ def _check_budget(value: str) -> str:
 
 
 @click.command()
-@click.option("--user", "scope", flag_value="user", default=True,
+@click.option("--user", "user", is_flag=True,
               help="Write ~/.config/dload/config.toml (default).")
-@click.option("--project", "scope", flag_value="project",
-              help="Write ./dload.toml (applies in this directory and below).")
+@click.option("--project", "project", is_flag=True,
+              help="Write ./dload.toml (applies in this directory and below; not with --user).")
 @click.option("--root", default=None, help="Storage root: a directory or s3://bucket/prefix.")
 @click.option("--cache-dir", default=None, help="Local cache directory.")
 @click.option("--cache-budget", default=None, help="Cache size limit: 50GB, auto or unlimited.")
 @click.option("--endpoint-url", default=None, help="S3 endpoint (R2, MinIO, ...).")
 @json_option
-def init(scope: str, root: str | None, cache_dir: str | None, cache_budget: str | None,
-         endpoint_url: str | None, as_json: bool) -> None:
+def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
+         cache_budget: str | None, endpoint_url: str | None, as_json: bool) -> None:
     """Write settings to the user config or to ./dload.toml (keeps other keys).
 
     A relative --root or --cache-dir is stored as given in ./dload.toml, where it is read
@@ -79,6 +79,10 @@ def init(scope: str, root: str | None, cache_dir: str | None, cache_budget: str 
     Example:
       dload init --project --root s3://my-bucket/datasets --cache-budget 200GB
     """
+    if user and project:
+        raise click.UsageError("--user and --project write different files: give one of them "
+                               "(run init twice to write both)")
+    scope = "project" if project else "user"
     path = user_config_path() if scope == "user" else Path.cwd() / "dload.toml"
     current: dict[str, Any] = {}
     if path.is_file():

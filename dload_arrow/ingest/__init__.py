@@ -11,7 +11,7 @@ from dload_arrow.ingest.detect import archive_format, detect_kind, open_archive,
 from dload_arrow.ingest.directory import DirectorySource
 from dload_arrow.ingest.globs import Globs, GlobWarning
 from dload_arrow.ingest.grouping import Entry, IngestReport, check_entry_name, split_name
-from dload_arrow.ingest.source import SampleSource
+from dload_arrow.ingest.source import SampleSource, UnsortedWarning
 from dload_arrow.ingest.tables import open_table
 from dload_arrow.ingest.tarsource import TarSource
 from dload_arrow.ingest.zipsource import ZipSource
@@ -24,6 +24,7 @@ __all__ = [
     "IngestReport",
     "SampleSource",
     "TarSource",
+    "UnsortedWarning",
     "ZipSource",
     "archive_format",
     "check_entry_name",

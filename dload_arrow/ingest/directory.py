@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 
-from dload_arrow.errors import ConfigError, NotFoundError
-from dload_arrow.ingest.grouping import Entry
+from dload_arrow.errors import ConfigError, NotFoundError, SchemaError, UnsafePathError
+from dload_arrow.ingest.grouping import Entry, check_entry_name
 from dload_arrow.ingest.kinds import file_kind, wrong_as
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.source import SampleSource
@@ -19,7 +20,8 @@ class DirectorySource(SampleSource):
 
     Symbolic links are not followed (a link could point anywhere on the machine): they are
     reported as skipped, like sockets and other special files. Hidden directories (``.git``,
-    ``.ipynb_checkpoints``) are not entered and are reported as skipped.
+    ``.ipynb_checkpoints``) are not entered and are reported as skipped. A ``\\`` in a file
+    name reads as ``/``, as in archives, so a folder and its zip give the same keys.
     """
 
     def __init__(
@@ -71,8 +73,21 @@ class DirectorySource(SampleSource):
                 if not os.path.isfile(full):
                     self._skipped.append((name, "not a regular file"))
                     continue
+                if "\\" in name:  # as in archives, where it is a Windows separator
+                    try:
+                        name = check_entry_name(name, self.location)
+                    except UnsafePathError:  # e.g. '..\x.jpg': a key that would leave a folder
+                        self._skipped.append((name, "unsafe path once '\\' reads as '/'"))
+                        continue
                 out.append(Entry(name, st.st_size, full))
         out.sort(key=lambda e: e.name)
+        for a, b in itertools.pairwise(out):
+            if a.name == b.name:  # only a name with a '\\' can meet another one
+                first, second = sorted(os.path.relpath(e.ref, self.root) for e in (a, b))
+                raise SchemaError(
+                    f"{self.location}: files '{first}' and '{second}' both read as {a.name!r} "
+                    "(a '\\' in a name reads as '/', as in archives); rename one of them"
+                )
         self._skipped.sort()
         return out
 

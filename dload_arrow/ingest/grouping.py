@@ -42,6 +42,20 @@ class IngestReport:
     unused_globs: list[str] = field(default_factory=list)
     """One line per ``--include`` / ``--exclude`` pattern that matched no file."""
 
+    def skipped_text(self) -> str:
+        """``"N skipped"``, then per reason how many, a few names and the fix where there is
+        one: ``"2 skipped: 2 encrypted entries (a.jpg, b.jpg): recreate the zip without a
+        password"``."""
+        by_reason: dict[str, list[str]] = {}
+        for name, reason in self.skipped:
+            by_reason.setdefault(reason, []).append(name)
+        parts = []
+        for reason, names in by_reason.items():
+            what, fix = _SKIP_TEXT.get(reason, (reason, ""))
+            shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+            parts.append(f"{len(names)} {what} ({shown})" + (f": {fix}" if fix else ""))
+        return f"{len(self.skipped)} skipped" + (": " + "; ".join(parts) if parts else "")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "samples": self.samples,
@@ -50,6 +64,18 @@ class IngestReport:
             "skipped": [{"name": n, "reason": r} for n, r in self.skipped],
             "unused_globs": list(self.unused_globs),
         }
+
+
+# A skip reason -> (how a count of them reads, the fix or "").
+_SKIP_TEXT = {
+    "encrypted": ("encrypted entries", "recreate the zip without a password"),
+    "symbolic link (not followed)": (
+        "symbolic links, not followed", "copy the files they point to in their place"),
+    "link (not followed)": (
+        "links, not followed", "recreate the tar with `tar --dereference` to store the files"),
+    "hidden directory (not read)": ("hidden directories, not read", ""),
+    "not a regular file": ("entries that are not regular files", ""),
+}
 
 
 def check_entry_name(name: str, where: str) -> str:

@@ -27,6 +27,11 @@ ARCHIVE_EXTENSIONS = (
     (".zip", "zip"), (".tar", "tar"), (".tar.gz", "tar.gz"), (".tgz", "tar.gz"),
     (".tar.zst", "tar.zst"), (".tar.zstd", "tar.zst"), (".tzst", "tar.zst"),
 )
+# Compressed streams recognised only to say that they are not supported.
+_UNSUPPORTED = (
+    (tuple(b"BZh%d" % level for level in range(1, 10)), "bzip2", "bzip2"),
+    ((b"\xfd7zXZ\x00",), "xz", "xz"),
+)
 _TABLE_NAMES = {"parquet": "Parquet", "csv": "CSV", "jsonl": "JSON Lines"}
 _PYTHON = {
     "files": "open_source(path)",
@@ -63,6 +68,13 @@ def sniff_archive(location: str, *, endpoint_url: str | None = None) -> str | No
         return "tar.zst"
     if head[257:262] == b"ustar":
         return "tar"
+    for magic, codec, tool in _UNSUPPORTED:
+        if head.startswith(magic):
+            raise ConfigError(
+                f"{location!r} is {codec}-compressed, which is not supported (only zip, tar, "
+                f"tar.gz and tar.zst are read in place); recompress it as .tar.zst or .tar.gz, "
+                f"e.g. `{tool} -dc {location.rsplit('/', 1)[-1]} | zstd -o data.tar.zst`"
+            )
     return None
 
 

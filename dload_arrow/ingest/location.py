@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 from typing import IO
 
 from dload_arrow.errors import ConfigError, NotFoundError, StorageError
@@ -77,6 +78,8 @@ def open_binary(
                 "a folder of tables with --as table, or drop --as to detect it"
             )
         if not os.path.isfile(path):
+            if os.path.exists(path):
+                raise _not_regular(location, os.stat(path).st_mode)
             raise NotFoundError(f"no file {location!r}; check the path")
         return open(path, "rb"), os.path.getsize(path)
     parent, _, name = location.rstrip("/").rpartition("/")
@@ -94,6 +97,17 @@ def open_binary(
         raise _remote_folder(location, inside)
     raw = RangeReader(storage, name, size)
     return io.BufferedReader(raw, buffer_size=block_size), size
+
+
+def _not_regular(location: str, mode: int) -> ConfigError:
+    """The error of a path that exists but is no regular file: a pipe (``<(...)``), a device."""
+    what = ("a pipe (as `<(cmd)` gives)" if stat.S_ISFIFO(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a device")
+    return ConfigError(
+        f"{location!r} is {what}, not a regular file; an input is read more than once (listed, "
+        "checked, then read), so save it to a file first (e.g. `cmd > data.tar`) and give "
+        "that file"
+    )
 
 
 def _remote_folder(location: str, inside: list[str]) -> ConfigError:

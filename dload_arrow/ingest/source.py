@@ -7,11 +7,15 @@ the source is.
 
 Random-access sources (directories, zip) yield samples in sorted key order. Streaming sources
 (tar, compressed or not) yield them in archive order, which needs every sample's files to be
-adjacent in the archive, as ``tar --sort=name`` and webdataset writers produce.
+adjacent in the archive, as ``tar --sort=name`` and webdataset writers produce. The version id
+depends on the order, so a tar whose samples are not sorted by key gets another id than its
+folder: :class:`UnsortedWarning` says so.
 """
 
 from __future__ import annotations
 
+import itertools
+import warnings
 from collections.abc import Iterator, Sequence
 from functools import cached_property
 from typing import Any
@@ -20,16 +24,20 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import typed_array
-from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.errors import NotFoundError, SchemaError, user_stacklevel
 from dload_arrow.ingest.columns import column_kind, decode_value, field_for
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.grouping import Entry, IngestReport, group_entries, split_name
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["BATCH_BYTES", "BATCH_ROWS", "SampleSource"]
+__all__ = ["BATCH_BYTES", "BATCH_ROWS", "SampleSource", "UnsortedWarning"]
 
 BATCH_BYTES = 16 * 2**20
 BATCH_ROWS = 1024
+
+
+class UnsortedWarning(UserWarning):
+    """A tar's samples are not in key order: its version id differs from its folder's."""
 
 
 class SampleSource:
@@ -92,13 +100,14 @@ class SampleSource:
         groups = group_entries(entries, self.split, self.location, report)
         if self.random_access:
             groups = dict(sorted(groups.items()))
+        else:
+            self._warn_unsorted(list(groups))
         if not groups:
             unused = self.globs.unused_text()
             raise NotFoundError(
                 f"{self.location}: no files to ingest ({len(report.unmatched)} without an "
-                "extension or hidden, "
-                f"{len(report.skipped)} skipped);{unused} check the path and the "
-                "--include/--exclude globs"
+                f"extension or hidden, {report.skipped_text()});{unused} check the path and "
+                "the --include/--exclude globs"
             )
         self.globs.warn_unused(self.location)
         return groups, report
@@ -120,6 +129,23 @@ class SampleSource:
             if current is not None:
                 closed.add(current)
             current = parsed[0]
+
+    def _warn_unsorted(self, keys: list[str]) -> None:
+        """Warn (once: the plan is cached) that a stream's samples are not in key order.
+
+        A folder or zip yields its samples sorted by key and a tar in archive order, and the
+        version id depends on the order; sorting here would mean buffering the archive or
+        reading it once per sample, so the user is told instead.
+        """
+        for before, after in itertools.pairwise(keys):
+            if after < before:
+                warnings.warn(
+                    f"{self.location}: its samples are not sorted by key ({before!r} comes "
+                    f"before {after!r}), so its version id differs from the one the same files "
+                    "get from a folder or a zip; to get the same id, rebuild the tar in key "
+                    "order (e.g. `tar --sort=name`) or commit the extracted folder",
+                    UnsortedWarning, stacklevel=user_stacklevel())
+                return
 
     @property
     def report(self) -> IngestReport:

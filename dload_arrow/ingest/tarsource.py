@@ -32,6 +32,15 @@ def _errors() -> tuple[type[BaseException], ...]:
     return (tarfile.TarError, zlib.error, EOFError, OSError, zstandard.ZstdError)
 
 
+def _is_header(block: bytes) -> bool:
+    """Whether ``block`` is a tar header (its checksum matches)."""
+    try:
+        tarfile.TarInfo.frombuf(block, tarfile.ENCODING, "surrogateescape")
+    except tarfile.HeaderError:
+        return False
+    return True
+
+
 class _Tail:
     """A reader that remembers the last bytes it returned, to inspect the end-of-archive
     block after tarfile has consumed it."""
@@ -111,17 +120,31 @@ class TarSource(SampleSource):
             except GeneratorExit:  # abandoned (maybe at exit): _errors() would import
                 raise
             except _errors() as e:
-                where = f"in or after entry {last[0]!r}" if last else "at its first entry"
-                raise IntegrityError(
-                    f"{self.location} is corrupt {where} ({type(e).__name__}: {e}); "
-                    "re-download or recreate the archive"
-                ) from e
+                raise IntegrityError(self._failure(e, tail, last[0] if last else None)) from e
 
         try:
             yield members()
         finally:
             stream.close()
             raw.close()
+
+    def _failure(self, e: BaseException, tail: _Tail, last: str | None) -> str:
+        """Why reading failed, in the user's terms: truncated, not a tar, or corrupt."""
+        fix = "re-download or recreate the archive"
+        if last is None and self.compression is not None:
+            codec = {"gz": "gzip", "zst": "zstd"}[self.compression]
+            start = tail.buf[: tarfile.BLOCKSIZE] if tail.pos == len(tail.buf) else None
+            decoded = isinstance(e, tarfile.TarError)  # the decoder read it all; tar failed
+            if decoded and tail.pos == 0 and codec == "zstd":  # a cut frame gives 0 bytes
+                return (f"{self.location} is truncated: its zstd stream ends before the first "
+                        f"tar entry is complete ({type(e).__name__}: {e}); {fix}")
+            if decoded and start is not None and not _is_header(start):
+                return (f"{self.location} is a {codec}-compressed file but not a tar archive "
+                        f"(what it decompresses to has no tar header): commit a tar of the "
+                        f"files (`tar --sort=name -czf data.tar.gz DIR`), or the folder of the "
+                        "decompressed files")
+        where = f"in or after entry {last!r}" if last else "at its first entry"
+        return f"{self.location} is corrupt {where} ({type(e).__name__}: {e}); {fix}"
 
     def _warn_unchecked(self, head: bytes) -> None:
         """Say once that a ``.tar.zst`` written without frame checksums cannot be checked."""
