@@ -302,3 +302,21 @@ def test_export_refuses_a_negative_index(run: RunFn, local_root: str) -> None:
     r = run("export", "e", "--index", "-1", "--to", "out", rc=1)
     assert "Invalid value for '--index': -1 is not in the range x>=0" in r.err
     assert not Path("out").exists()
+
+
+# --- diff V1 V2: bare version ids name their dataset -----------------------------------------
+
+def test_diff_takes_bare_version_ids_as_the_issue_writes_them(run: RunFn, local_root: str) -> None:
+    repo = Repository.open(local_root, cache_dir=local_root + "-cache")
+    v1 = repo.commit("x", [("a", {"n": 1}), ("b", {"n": 2})], progress=False)
+    v2 = repo.append("x", [("c", {"n": 3})], progress=False)
+    repo.commit("y", [("z", {"n": 9})], progress=False)
+    out = run("diff", v1.version[:10], v2.version[:10], "--json").json
+    assert (out["old"]["name"], out["old"]["version"]) == ("x", v1.version)
+    assert (out["new"]["name"], out["new"]["version"]) == ("x", v2.version)
+    assert out["added"] == ["c"] and out["removed"] == []
+    assert run("diff", f"x@{v1.version[:8]}", v2.version[:8], "--json").json["added"] == ["c"]
+    assert run("diff", v1.version, "x", "--json").json["new"]["version"] == v2.version
+    r = run("diff", "0123456789ab" if not v1.version.startswith("0123") else "fedcba987654",
+            "x", rc=1)
+    assert "neither a dataset nor a version id" in r.err

@@ -17,12 +17,12 @@ from dload_arrow.cli.output import (
 )
 from dload_arrow.errors import NotFoundError
 from dload_arrow.sizes import format_bytes
-from dload_arrow.store.names import KEY_COLUMN, is_digest, manifest_path, shard_path
+from dload_arrow.store.names import is_digest, manifest_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["COMMANDS", "diff", "head", "info", "log", "ls", "recipe", "versions"]
+__all__ = ["COMMANDS", "head", "info", "log", "ls", "recipe", "versions"]
 
 
 def _when(t: float | None) -> str | None:
@@ -237,64 +237,4 @@ def _tensors_as_shapes(rows: list[dict[str, Any]], schema: pa.Schema) -> list[di
             for r in rows]
 
 
-def _shard_keys(repo: Any, digest: str) -> set[str]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path = shard_path(digest)
-    local = repo.storage.local_path(path)
-    src = local if local else pa.py_buffer(repo.storage.read(path))
-    with pq.ParquetFile(src) as pf:  # read_table would import pyarrow.dataset and pandas
-        return set(pf.read(columns=[KEY_COLUMN]).column(0).to_pylist())
-
-
-@click.command()
-@click.argument("old", metavar="NAME@V1")
-@click.argument("new", metavar="NAME@V2")
-@click.option("--keys", "show_keys", type=click.IntRange(min=0), default=10, show_default=True,
-              help="How many added/removed keys to list (JSON lists them all).")
-@root_options
-@json_option
-def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | None,
-         cache_budget: str | None, as_json: bool) -> None:
-    """Compare two versions: keys added and removed, shards shared.
-
-    Only the key columns of shards that are not shared are read.
-
-    \b
-    Example:
-      dload diff photos@v1 photos@latest
-    """
-    (n1, v1), (n2, v2) = parse_spec(old), parse_spec(new)
-    repo = open_repo(root, cache_dir, cache_budget, dataset=n1)
-    a, b = repo.manifest(n1, v1), repo.manifest(n2, v2)
-    da, db = set(a.digests()), set(b.digests())
-    idx = {d for m in (a, b) if m.key_index for d in [m.key_index["digest"]]}
-    shared = (da & db) - idx
-    only_a = [s.digest for s in a.shards if s.digest not in shared]
-    only_b = [s.digest for s in b.shards if s.digest not in shared]
-    keys_a = set().union(*(_shard_keys(repo, d) for d in only_a))
-    keys_b = set().union(*(_shard_keys(repo, d) for d in only_b))
-    added, removed = sorted(keys_b - keys_a), sorted(keys_a - keys_b)
-    out = {
-        "old": {"name": n1, "version": a.version, "rows": a.num_rows, "shards": len(a.shards)},
-        "new": {"name": n2, "version": b.version, "rows": b.num_rows, "shards": len(b.shards)},
-        "shards_shared": len(shared), "shards_only_old": len(only_a),
-        "shards_only_new": len(only_b), "added": added, "removed": removed,
-    }
-
-    def text() -> None:
-        click.echo(f"{n1}@{a.version[:12]} -> {n2}@{b.version[:12]}")
-        click.echo(f"  shards: {len(shared)} shared, {len(only_a)} only in old, "
-                   f"{len(only_b)} only in new")
-        for sign, keys in (("+", added), ("-", removed)):
-            click.echo(f"  {sign} {len(keys)} keys")
-            for k in keys[:show_keys]:
-                click.echo(f"    {sign} {k}")
-            if len(keys) > show_keys:
-                click.echo(f"    ... {len(keys) - show_keys} more (--json lists all)")
-
-    emit(out, as_json, text)
-
-
-COMMANDS = [ls, info, versions, recipe, log, head, diff]
+COMMANDS = [ls, info, versions, recipe, log, head]

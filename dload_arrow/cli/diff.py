@@ -1,0 +1,109 @@
+"""``dload diff``: two versions compared by their keys and shards.
+
+The versions are ``NAME@VERSION`` (a tag, an id or an id prefix), or a bare version id (a
+version id names its dataset too: ``dload diff 3f2a9c 81bd04``), or a bare name (its latest
+version). A bare second argument after ``NAME@V1`` is first tried as a version of NAME
+(``dload diff photos@v1 v2``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from dload_arrow.cli.output import emit, json_option, open_repo, parse_spec, root_options
+from dload_arrow.errors import DloadError, NotFoundError
+from dload_arrow.store.names import KEY_COLUMN, shard_path
+
+__all__ = ["COMMANDS", "diff"]
+
+
+def _shard_keys(repo: Any, digest: str) -> set[str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = shard_path(digest)
+    local = repo.storage.local_path(path)
+    src = local if local else pa.py_buffer(repo.storage.read(path))
+    with pq.ParquetFile(src) as pf:  # read_table would import pyarrow.dataset and pandas
+        return set(pf.read(columns=[KEY_COLUMN]).column(0).to_pylist())
+
+
+def _resolve(repo: Any, spec: str, other: str | None) -> tuple[str, str | None]:
+    """``(name, version)`` of one argument; ``other`` is the other argument's name, if it
+    gave one (``NAME@...``)."""
+    if "@" in spec:
+        return parse_spec(spec)
+    if other is not None:
+        try:
+            repo.resolve(other, spec)
+            return other, spec
+        except DloadError:
+            pass
+    if spec in repo.datasets():
+        return spec, None
+    try:
+        name, vid = repo.find_version(spec)
+        return str(name), str(vid)
+    except DloadError as e:
+        raise NotFoundError(
+            f"{spec!r} is neither a dataset nor a version id of this root ({e}); give "
+            "NAME@VERSION, a version id, or a dataset name (its latest version)") from e
+
+
+@click.command()
+@click.argument("old", metavar="V1")
+@click.argument("new", metavar="V2")
+@click.option("--keys", "show_keys", type=click.IntRange(min=0), default=10, show_default=True,
+              help="How many added/removed keys to list (JSON lists them all).")
+@root_options
+@json_option
+def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | None,
+         cache_budget: str | None, as_json: bool) -> None:
+    """Compare two versions: keys added and removed, shards shared.
+
+    Each version is NAME@VERSION (a tag, an id or an id prefix), a bare version id (it names
+    its dataset too), or a dataset name (its latest). Only the key columns of shards that are
+    not shared are read.
+
+    \b
+    Examples:
+      dload diff photos@v1 photos@latest
+      dload diff 3f2a9c 81bd04
+    """
+    named = [parse_spec(s)[0] if "@" in s else None for s in (old, new)]
+    repo = open_repo(root, cache_dir, cache_budget, dataset=named[0] or named[1])
+    n1, v1 = _resolve(repo, old, named[1])
+    n2, v2 = _resolve(repo, new, named[0] or n1)
+    a, b = repo.manifest(n1, v1), repo.manifest(n2, v2)
+    da, db = set(a.digests()), set(b.digests())
+    idx = {d for m in (a, b) if m.key_index for d in [m.key_index["digest"]]}
+    shared = (da & db) - idx
+    only_a = [s.digest for s in a.shards if s.digest not in shared]
+    only_b = [s.digest for s in b.shards if s.digest not in shared]
+    keys_a = set().union(*(_shard_keys(repo, d) for d in only_a))
+    keys_b = set().union(*(_shard_keys(repo, d) for d in only_b))
+    added, removed = sorted(keys_b - keys_a), sorted(keys_a - keys_b)
+    out = {
+        "old": {"name": n1, "version": a.version, "rows": a.num_rows, "shards": len(a.shards)},
+        "new": {"name": n2, "version": b.version, "rows": b.num_rows, "shards": len(b.shards)},
+        "shards_shared": len(shared), "shards_only_old": len(only_a),
+        "shards_only_new": len(only_b), "added": added, "removed": removed,
+    }
+
+    def text() -> None:
+        click.echo(f"{n1}@{a.version[:12]} -> {n2}@{b.version[:12]}")
+        click.echo(f"  shards: {len(shared)} shared, {len(only_a)} only in old, "
+                   f"{len(only_b)} only in new")
+        for sign, keys in (("+", added), ("-", removed)):
+            click.echo(f"  {sign} {len(keys)} keys")
+            for k in keys[:show_keys]:
+                click.echo(f"    {sign} {k}")
+            if len(keys) > show_keys:
+                click.echo(f"    ... {len(keys) - show_keys} more (--json lists all)")
+
+    emit(out, as_json, text)
+
+
+COMMANDS = [diff]
