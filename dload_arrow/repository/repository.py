@@ -110,10 +110,11 @@ class Repository(VersionsMixin):
             The :class:`Version` with its id and upload counts.
         """
         check_name(name)
+        latest, listed = self._listed_shards(name)
         return commit_samples(
             self.storage, name, samples, key=key, meta=meta, recipe=recipe, schema=schema,
             shard_size=shard_size, row_group_size=row_group_size, progress=progress,
-            parents=parents, protected=self._listed_shards(name),
+            parents=parents, protected=listed, protected_by=latest,
         )
 
     def append(
@@ -148,7 +149,7 @@ class Repository(VersionsMixin):
             row_group_size=row_group_size
             or settings.get("row_group_size", DEFAULT_ROW_GROUP_SIZE),
             parent=parent, known_keys=known, progress=progress, rebase=rebase,
-            protected=frozenset(parent.digests()),
+            protected=frozenset(parent.digests()), protected_by=parent.version,
         )
 
     # --- listing and resolving ---------------------------------------------------------------

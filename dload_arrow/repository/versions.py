@@ -8,10 +8,17 @@ resolving methods, declared here for the type checker only.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.errors import ConfigError, DloadError, InvalidNameError, NotFoundError
+from dload_arrow.errors import (
+    ConfigError,
+    ConflictError,
+    DloadError,
+    InvalidNameError,
+    NotFoundError,
+)
 from dload_arrow.repository.lock import lock_path, pinned_version, read_lock, write_lock
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
@@ -147,6 +154,10 @@ class VersionsMixin:
             raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
                                    "only); choose a name with another letter, e.g. 'v1'")
         vid = self.manifest(name, version).version
+        if not self.storage.exists(manifest_path(name, vid)):  # removed since it was cached
+            self.manifests.forget(vid)
+            raise NotFoundError(f"{name!r} has no stored version {vid[:12]} (it was removed); "
+                                f"list them with `dload versions {name}`")
         move_ref(self.storage, name, tag, vid, action="tag")
         return vid
 
@@ -201,8 +212,10 @@ class VersionsMixin:
             self._clear_memos(name, None)
             return ids
         vid = self.resolve(name, version)
-        if vid not in ids:
+        refs = list_refs(self.storage, name)
+        if vid not in ids and not any(r.version == vid for r in refs.values()):
             raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
+        # A version already removed (by an rm that lost a race) may still have refs: they go
         remaining = [v for v in self.versions(name) if v.version != vid]
         self.storage.delete(manifest_path(name, vid))
         self.manifests.forget(vid)
@@ -210,7 +223,9 @@ class VersionsMixin:
             if value.version != vid:
                 continue
             if ref == "latest" and remaining:
-                move_ref(self.storage, name, ref, remaining[0].version, action="rm", only_if=vid)
+                with contextlib.suppress(ConflictError):  # a commit moved it: nothing to undo
+                    move_ref(self.storage, name, ref, remaining[0].version, action="rm",
+                             only_if=vid)
             else:
                 delete_ref(self.storage, name, ref)
         self._clear_memos(name, vid)
@@ -242,13 +257,14 @@ class VersionsMixin:
             raise NotFoundError(self._missing(name))
         return entries
 
-    def _listed_shards(self, name: str) -> frozenset[str]:
-        """The shards the latest version of ``name`` lists (empty when there is none): a
-        commit reusing one needs no touch to keep it from gc (``store/publish.py``)."""
+    def _listed_shards(self, name: str) -> tuple[str | None, frozenset[str]]:
+        """The latest version of ``name`` and the shards it lists (None and empty when there
+        is none): a commit reusing one needs no touch to keep it from gc while that version's
+        manifest stays stored (``store/publish.py``)."""
         try:
             ref = read_ref(self.storage, name, "latest")
             if ref is None:
-                return frozenset()
-            return frozenset(self.manifests.get(name, ref.version).digests())
+                return None, frozenset()
+            return ref.version, frozenset(self.manifests.get(name, ref.version).digests())
         except DloadError:  # unreadable: every reused shard is touched, as before
-            return frozenset()
+            return None, frozenset()

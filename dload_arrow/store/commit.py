@@ -114,6 +114,7 @@ def commit_samples(
     move: bool = True,
     rebase: Rebase | None = None,
     protected: frozenset[str] = frozenset(),
+    protected_by: str | None = None,
 ) -> Version:
     """Encode, upload and publish ``samples`` as a new version of ``name``.
 
@@ -121,8 +122,8 @@ def commit_samples(
     ones; ``known_keys`` are the parent's keys, checked for duplicates against the new ones.
     ``meta`` / ``recipe`` of None keep those of the version the append lands on. ``rebase``
     gives the current ``latest`` and its keys when it moved during the append
-    (``publish.py``). ``protected``: digests a stored manifest of ``name`` lists (reused
-    without a touch).
+    (``publish.py``). ``protected``: digests the stored manifest of version ``protected_by``
+    of ``name`` lists (reused without a touch while that manifest stays stored).
     """
     start = time.perf_counter()
     check_meta(meta, recipe)  # before any upload, not when the manifest is built
@@ -158,7 +159,8 @@ def commit_samples(
 
     shards: list[ShardData] = []
     up = Uploaded(name, schema, shards, keys,
-                  {"shard_size": shard_size, "row_group_size": row_group_size})
+                  {"shard_size": shard_size, "row_group_size": row_group_size},
+                  protected_by=protected_by if protected else None, protected=protected)
     uploaded, reused = up.uploaded, up.reused
     bar = _Progress(progress_wanted(progress), name)
     with ThreadPoolExecutor(_UPLOAD_THREADS) as pool:

@@ -20,12 +20,11 @@ gone, the append publishes nothing and says so.
 **Reused shards and gc.** A shard already stored is not uploaded again. If no manifest
 listed it, it may be old enough for gc to delete while this commit runs, so it is touched
 (its grace period restarts). One that the dataset's stored latest version (or an append's
-parent) lists is protected by that manifest and is not written at all: the same commit twice
-sends no PUT. Before the ref moves, every shard of the new version is checked to still exist
-(a gc whose grace is shorter than the commit took could have deleted an uploaded one too).
-
-An append given no ``meta`` or ``recipe`` keeps those of the version it is finally built on
-(after a rebase, the new ``latest``'s, not those of the version it started from).
+parent) lists is protected by that manifest and is not written at all (the same commit twice
+sends no PUT), unless that manifest is removed before this one is stored: then they are
+touched. Before the ref moves, every shard of the new version is checked to still exist (a gc
+whose grace is shorter than the commit took could have deleted an uploaded one too). An
+append given no ``meta`` or ``recipe`` keeps those of the version it is finally built on.
 """
 
 from __future__ import annotations
@@ -70,6 +69,8 @@ class Uploaded:
     settings: dict[str, Any]
     uploaded: list[int] = field(default_factory=lambda: [0, 0])  # shards, bytes
     manifest_bytes: int = 0  # of uploaded[1]: the manifest (0 when it was stored already)
+    protected_by: str | None = None  # the version whose manifest lists ``protected``
+    protected: frozenset[str] = frozenset()
     reused: list[str] = field(default_factory=list)  # digests already stored (touched)
 
 
@@ -135,6 +136,7 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                 "give its rows their own keys"
             ) from e
         wrote, manifest = _manifest(storage, up, parent, known_keys, meta, recipe, parents)
+        _touch_if_unprotected(storage, up)
         _check_stored(storage, up, manifest)
         if parent is not None and not storage.exists(manifest_path(up.name, parent.version)):
             if wrote:  # it lists shards gc may have deleted: no version may remain of it
@@ -150,6 +152,12 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
             move_ref(storage, up.name, "latest", manifest.version, unless_there=True,
                      action="append" if parent is not None else "commit",
                      only_if=None if parent is None else parent.version)
+            if not storage.exists(manifest_path(up.name, manifest.version)):
+                # An rm of this version (the same samples committed before) ran between the
+                # store and the move: the ref must not point at nothing. The id is the
+                # bytes' hash, so storing them again restores exactly this version.
+                store_manifest(storage, manifest)
+                _check_stored(storage, up, manifest)
             return manifest
         except ConflictError as e:
             if wrote:  # built on a parent that is no longer latest: no one may open it
@@ -218,6 +226,19 @@ def _manifest(storage: Storage, up: Uploaded, parent: Manifest | None,
     up.uploaded[1] += wrote
     up.manifest_bytes = wrote
     return wrote, manifest
+
+
+def _touch_if_unprotected(storage: Storage, up: Uploaded) -> None:
+    """Touch the reused shards left untouched because ``up.protected_by`` listed them, when
+    that manifest was removed while the commit ran (called once this commit's manifest is
+    stored: a gc that listed the manifests before then saw neither). A gc that already
+    deleted one is caught by :func:`_check_stored` next."""
+    untouched = up.protected.intersection(up.reused)
+    if not untouched or up.protected_by is None or storage.exists(
+            manifest_path(up.name, up.protected_by)):  # still stored: gc keeps its shards
+        return
+    for digest in sorted(untouched):
+        storage.touch(shard_path(digest))
 
 
 def _check_stored(storage: Storage, up: Uploaded, manifest: Manifest) -> None:
