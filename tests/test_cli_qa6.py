@@ -320,3 +320,19 @@ def test_diff_takes_bare_version_ids_as_the_issue_writes_them(run: RunFn, local_
     r = run("diff", "0123456789ab" if not v1.version.startswith("0123") else "fedcba987654",
             "x", rc=1)
     assert "neither a dataset nor a version id" in r.err
+
+
+# --- gc says what it does to the temp files of interrupted writes ----------------------------
+
+def test_gc_reports_the_temp_files_it_removes(run: RunFn, local_root: str) -> None:
+    Repository.open(local_root, cache_dir=local_root + "-cache").commit(
+        "x", [("a", {"n": 1})], progress=False)
+    stale = Path(local_root, "shards", "ab", f"{'ab' * 32}.parquet.tmp-0123")
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_bytes(b"x" * 100)
+    os.utime(stale, (0, 0))
+    dry = run("gc", "--dry-run")
+    assert "would delete 1 temp files of interrupted writes (100 B)" in dry.out
+    assert stale.exists()
+    done = run("gc", "--json").json
+    assert (done["temp_files"], done["temp_bytes"]) == (1, 100) and not stale.exists()

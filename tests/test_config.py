@@ -296,3 +296,31 @@ def test_pin_adds_a_datasets_table_to_a_lock_file_without_one(repo: Repository) 
     text = Path("dload.lock").read_text()
     assert text.startswith("# ours\n[tool]\nx = 1\n")
     assert tomllib.loads(text) == {"tool": {"x": 1}, "datasets": {"a": a.version}}
+
+
+_PINNER = """
+import os, sys
+from dload_arrow import Repository
+os.chdir(sys.argv[2])
+repo = Repository.open(sys.argv[1], cache_dir=sys.argv[3])
+for _ in range(40):
+    repo.pin(sys.argv[4])
+"""
+
+
+def test_processes_pinning_at_once_keep_every_pin(repo: Repository, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    names = [f"ds{i}" for i in range(8)]
+    versions = {n: repo.commit(n, [("k", {"x": i})], progress=False).version
+                for i, n in enumerate(names)}
+    project = tmp_path / "project"
+    project.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", _PINNER, repo.storage.url.removeprefix(
+        "file://"), str(project), str(tmp_path / f"c{n}"), n], stderr=subprocess.PIPE,
+        text=True) for n in names]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(names), errors
+    assert read_lock(project / "dload.lock") == versions
+    assert [p.name for p in project.iterdir()] == ["dload.lock"]  # no temp files left

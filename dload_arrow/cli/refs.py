@@ -179,11 +179,14 @@ def gc(grace: str, dry_run: bool, root: str | None, cache_dir: str | None,
     r = open_repo(root, cache_dir, cache_budget).gc(grace=grace, dry_run=dry_run)
     out = {"deleted": len(r.deleted), "bytes_reclaimed": r.bytes_reclaimed,
            "kept_referenced": r.kept_referenced, "kept_young": r.kept_young,
-           "dry_run": r.dry_run, "digests": r.deleted}
+           "dry_run": r.dry_run, "digests": r.deleted,
+           "temp_files": r.temp_files_removed, "temp_bytes": r.temp_bytes_reclaimed}
     verb = "would delete" if dry_run else "deleted"
+    temps = (f"; {verb} {r.temp_files_removed} temp files of interrupted writes "
+             f"({format_bytes(r.temp_bytes_reclaimed)})" if r.temp_files_removed else "")
     emit(out, as_json, lambda: click.echo(
         f"{verb} {len(r.deleted)} shards ({format_bytes(r.bytes_reclaimed)}); kept "
-        f"{r.kept_referenced} referenced, {r.kept_young} younger than {grace}"))
+        f"{r.kept_referenced} referenced, {r.kept_young} younger than {grace}{temps}"))
 
 
 COMMANDS = [pin, unpin, tag, rm, gc]

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import tomllib
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from dload_arrow.config import find_up
 from dload_arrow.errors import ConfigError, InvalidNameError, NotFoundError
 from dload_arrow.store.names import check_digest, check_name
 
-__all__ = ["LOCK_FILE", "lock_path", "pinned_version", "read_lock", "write_lock"]
+__all__ = ["LOCK_FILE", "editing", "lock_path", "pinned_version", "read_lock", "write_lock"]
 
 LOCK_FILE = "dload.lock"
 
@@ -69,9 +73,25 @@ def write_lock(pins: dict[str, str], path: Path) -> None:
     text = _edited(old, pins) if old.strip() else None
     if text is None or not _same_but_pins(old, text, pins):
         text = _fresh(pins)
-    tmp = path.with_suffix(".lock.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def editing(path: Path) -> Iterator[None]:
+    """Hold the lock file's directory locked (``flock``) for a read-modify-write of it, so
+    that processes pinning at once (a sweep's jobs) lose none of each other's pins."""
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _fresh(pins: dict[str, str]) -> str:

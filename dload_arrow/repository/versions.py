@@ -19,7 +19,13 @@ from dload_arrow.errors import (
     InvalidNameError,
     NotFoundError,
 )
-from dload_arrow.repository.lock import lock_path, pinned_version, read_lock, write_lock
+from dload_arrow.repository.lock import (
+    editing,
+    lock_path,
+    pinned_version,
+    read_lock,
+    write_lock,
+)
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
 
@@ -167,9 +173,10 @@ class VersionsMixin:
         self.manifest(name, vid)
         path = lock_path(create=True)
         assert path is not None
-        pins = read_lock(path)
-        pins[name] = vid
-        write_lock(pins, path)
+        with editing(path):
+            pins = read_lock(path)
+            pins[name] = vid
+            write_lock(pins, path)
         return vid
 
     def unpin(self, name: str) -> bool:
@@ -177,10 +184,11 @@ class VersionsMixin:
         path = lock_path()
         if path is None:
             return False
-        pins = read_lock(path)
-        if pins.pop(check_name(name), None) is None:
-            return False
-        write_lock(pins, path)
+        with editing(path):
+            pins = read_lock(path)
+            if pins.pop(check_name(name), None) is None:
+                return False
+            write_lock(pins, path)
         return True
 
     def _latest(self, name: str) -> str:
