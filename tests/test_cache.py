@@ -374,3 +374,20 @@ def test_a_cached_copy_that_went_bad_is_removed_and_fetched_anew(memory_root: st
         [s["x"] for s in repo.dataset("d").samples()]
     assert "commit the data again" not in str(err.value)  # the root's copy is fine
     assert [s["x"] for s in repo.dataset("d").samples()] == want  # read again: fetched anew
+
+
+def test_eviction_and_clear_leave_no_lock_file_per_shard_ever_fetched(
+        memory_root: str, cache_dir: str) -> None:
+    writer = Repository.open(memory_root, cache_dir=cache_dir + "-w", cache_budget="unlimited")
+    _commit(writer, n=1500)
+    m = writer.manifest("d")
+    repo = Repository.open(memory_root, cache_dir=cache_dir,
+                           cache_budget=str(3 * max(s.bytes for s in m.shards)))
+    assert sum(b.num_rows for b in repo.dataset("d").batches()) == 1500
+
+    def files(sub: str) -> list[str]:
+        return [f for _, _, fs in os.walk(os.path.join(cache_dir, sub)) for f in fs]
+
+    assert len(files("locks")) <= len(files("shards")) < len(m.shards)  # evicted: gone too
+    Cache(cache_dir, "unlimited").clear()
+    assert files("shards") == [] and files("locks") == []

@@ -191,11 +191,18 @@ class CacheSpace:
         if lock is None:
             return False  # a live reader holds it
         try:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.shard_file(digest))
+            self._unlink_shard(digest)
         finally:
             lock.release(unlink=True)
         return True
+
+    def _unlink_shard(self, digest: str) -> None:
+        """Delete a shard and its download lock file (one per digest ever fetched, else).
+        Called with the hold file locked exclusively: a downloader takes its shared hold
+        before the download lock, so nobody holds or waits on that lock file now."""
+        for path in (self.shard_file(digest), self._lock_file(digest)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
 
     def _evict_for(self, candidates: list[tuple[float, str, int]], excess: int) -> bool:
         """Evict unheld ``candidates`` (in order) freeing at least ``excess`` bytes, or none.
@@ -217,8 +224,7 @@ class CacheSpace:
             ok = freed >= excess
             if ok:
                 for digest, _lock in locks:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self.shard_file(digest))
+                    self._unlink_shard(digest)
         finally:
             for _digest, lock in locks:
                 lock.release(unlink=ok)
