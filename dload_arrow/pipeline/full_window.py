@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from dload_arrow.pipeline.chunks import row_dicts
 from dload_arrow.pipeline.unit_rows import UnitRows
-from dload_arrow.pipeline.window_layout import OwnRows, Window, check_memory, items_pay_off
+from dload_arrow.pipeline.window_layout import OwnRows, Window, items_pay_off, memory_check
 
 __all__ = ["FIRST_CHUNK", "FIRST_ROUND", "FullRows", "chunk_cap", "fill", "first_need_order",
            "start_full"]
@@ -176,10 +176,10 @@ def fill(rows: FullRows, reader: Iterator[pa.RecordBatch], needed: np.ndarray,
     """Decode the ``needed`` units (``reader`` yields them in that order) into ``rows``.
 
     ``items``: convert rows to Python items when they pay off (``items_pay_off``); ``check``
-    is called with the first unit that has rows (does the whole window fit in memory?).
+    is called with each decoded unit (does the whole window still fit in memory?).
     """
     as_items: bool | None = None if items else False
-    at, checked = 0, False
+    at = 0
     try:
         for u in needed.tolist():
             if rows.stop:
@@ -188,9 +188,7 @@ def fill(rows: FullRows, reader: Iterator[pa.RecordBatch], needed: np.ndarray,
             n = batch.num_rows
             if n and as_items is None:
                 as_items = items_pay_off(batch)
-            if n and not checked:
-                checked = True
-                check(batch, bool(as_items))
+            check(batch, bool(as_items))
             if own is not None:
                 batch = own.keep(u, at, batch)
             converted = row_dicts(batch) if as_items else None
@@ -208,17 +206,16 @@ def start_full(node: Any, w: int, reader: Iterator[pa.RecordBatch], needed: np.n
     thread from ``reader`` (the ``needed`` units in that order) while chunks take from it.
 
     A sharded consumer keeps only its own rows (``OwnRows``); either way the rows it keeps
-    are checked against the available memory on the first decoded unit.
+    are checked against the available memory as the units are decoded (``MemoryCheck``).
     """
     plan = node.plan
-    own = None
+    own, kept = None, None
     if node.count > 1:
         pos = node._pos(np.arange(int(node._own(plan.num_rows)), dtype=np.int64))
         u, r = plan.locate(pos)
         own = OwnRows(u, r, np.diff(plan.unit_starts), needed)
-    held = own.count if own is not None else int(np.diff(plan.unit_starts)[needed].sum())
-    name = node.pipe.ds.name
+        kept = np.bincount(u, minlength=len(plan.order))
     rows = FullRows(len(plan.order), len(needed))
-    pool.submit(fill, rows, reader, needed, own, node._items,
-                lambda first, items: check_memory(name, first, held, items))
+    check = memory_check(node.pipe, plan, needed, kept)
+    pool.submit(fill, rows, reader, needed, own, node._items, check.unit)
     return Window(w, None, False, index=None if own is None else own.index, full=rows)

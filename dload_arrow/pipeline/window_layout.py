@@ -17,9 +17,13 @@ every decoded row would make each of N consumers on a machine hold the whole vie
 ``OwnRows`` keeps only the consumer's own rows of each unit and maps a unit-relative row to
 where it is kept, so a consumer holds about 1/N of the view.
 
-**Memory.** Before the full shuffle's window is filled, :func:`check_memory` measures the first
-decoded unit and asks :mod:`dload_arrow.read.memory` whether the rows the consumer keeps will
-fit.
+**Memory.** As the full shuffle's window is filled, :class:`MemoryCheck` compares what the rows
+the consumer keeps will take with what :mod:`dload_arrow.read.memory` found available when the
+first unit came: the decoded units so far, plus the rest scaled from them by rows and by the
+stored bytes the manifest records (the smaller of the two: on uniform rows both are exact and
+the first unit already tells; when the first units hold smaller rows than the rest, the
+running total corrects it within a few units, long before the memory runs out). The held
+bytes are the decoded ones times what the window's representation costs (measured, below).
 """
 
 from __future__ import annotations
@@ -34,16 +38,24 @@ import pyarrow as pa
 from dload_arrow.arrays import int64_array
 from dload_arrow.pipeline.unit_rows import LARGE_VALUE_BYTES, UnitRows
 from dload_arrow.plan.orders import own_count, own_position
-from dload_arrow.read.memory import check_full_shuffle_memory
+from dload_arrow.read.memory import available_memory, full_shuffle_error, local_consumers
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["LARGE_ROW_BYTES", "OwnRows", "Window", "check_memory", "items_pay_off",
-           "needed_units", "projected", "schema_of", "takes_per_chunk"]
+__all__ = ["LARGE_ROW_BYTES", "MemoryCheck", "OwnRows", "Window", "items_pay_off",
+           "memory_check", "needed_units", "projected", "schema_of", "takes_per_chunk"]
 
 # A row as a dict of Python objects, beyond its data (sys.getsizeof, CPython 3.11): a dict of
 # 4 columns is 184 bytes and of 11 columns 464; bytes, str and int headers are 28-49 bytes.
 _DICT_BYTES = 64
 _VALUE_BYTES = 96  # the dict's slot and the value's header
+# What a full shuffle's window holds per decoded byte (anonymous RSS growth over a whole epoch,
+# 120 MB decoded, pyarrow 26, mimalloc): items: the values copied into Python objects, 1.13-
+# 1.19x the data plus _object_bytes a row; Arrow: the units, plus for small values the columns
+# concatenated (UnitRows) while the previous concatenation is still alive as the window grows:
+# 3.3x (600-byte blobs) and 4.0x (2M tabular rows of 42 bytes). Large values are viewed, not
+# copied: only the chunks taken from them come on top, a few chunks whatever the view's size.
+_ITEM_COPIES = 1.15
+_SMALL_VALUE_COPIES = 3.5
 # Rows this large (on average, decoded) make a shuffled Arrow window take per chunk.
 LARGE_ROW_BYTES = 1024
 
@@ -71,16 +83,88 @@ def takes_per_chunk(batches: Sequence[pa.RecordBatch]) -> bool:
     return bool(rows) and sum(b.nbytes for b in batches) / rows >= LARGE_ROW_BYTES
 
 
-def check_memory(dataset: str, first: pa.RecordBatch, rows: int, items: bool) -> None:
-    """Raise InfeasiblePlanError when ``rows`` rows like ``first`` cannot fit in memory."""
-    if not first.num_rows:
-        return
-    per_row = first.nbytes / first.num_rows
+def _held_per_byte(first: pa.RecordBatch, items: bool) -> tuple[float, int]:
+    """What the window holds for rows like ``first``: bytes per decoded byte, and Python
+    object bytes per row (see the module's notes on memory)."""
     if items:  # units become dicts of Python objects (the batches are dropped)
-        overhead = _object_bytes(first)
-    else:  # the units, and the concatenation of columns of small values (UnitRows)
-        per_row, overhead = (per_row if per_row >= LARGE_VALUE_BYTES else 2 * per_row), 0
-    check_full_shuffle_memory(dataset, per_row, rows, overhead)
+        return _ITEM_COPIES, _object_bytes(first)
+    large = first.nbytes >= LARGE_VALUE_BYTES * first.num_rows
+    return (1.0 if large else _SMALL_VALUE_COPIES), 0
+
+
+class MemoryCheck:
+    """Whether the rows a full shuffle's consumer keeps fit in memory, checked per unit.
+
+    Call :meth:`unit` with each decoded unit, in the order of ``stored``: it raises
+    InfeasiblePlanError once the decoded units plus the estimate for the rest exceed what was
+    available when the first unit came (a few operations a unit, none a row).
+
+    Args:
+        dataset: named in the message.
+        kept: rows the consumer keeps of each unit it decodes (all of them, unsharded).
+        rows: rows of each unit.
+        stored: stored bytes of each unit (the manifest's ``rg_bytes``).
+    """
+
+    def __init__(self, dataset: str, kept: np.ndarray, rows: np.ndarray,
+                 stored: np.ndarray) -> None:
+        self.dataset = dataset
+        self.held_rows = int(kept.sum())
+        self._frac = (kept / np.maximum(rows, 1)).tolist()
+        self._rows, self._stored = rows.tolist(), stored.tolist()
+        self._left_rows = float(kept.sum())
+        self._left_stored = float((stored * kept / np.maximum(rows, 1)).sum())
+        self._i = self._read_rows = self._read_stored = 0
+        self._decoded = self._held = 0.0  # bytes decoded; of them, bytes of kept rows
+        self._free: int | None = None
+        self._copies, self._objects = 1.0, 0
+        self._on = True
+
+    def unit(self, batch: pa.RecordBatch, items: bool) -> None:
+        """The next unit was decoded into ``batch`` (``items``: it becomes Python items)."""
+        if not self._on:
+            return
+        i, d = self._i, batch.nbytes
+        self._i += 1
+        f, n, b = self._frac[i], self._rows[i], self._stored[i]
+        self._decoded += d
+        self._held += d * f
+        self._read_rows += n
+        self._read_stored += b
+        self._left_rows -= n * f
+        self._left_stored -= b * f
+        if not batch.num_rows:
+            return
+        if self._free is None:  # the first unit with rows: the representation, the room
+            free = available_memory()
+            if free is None or not self.held_rows:
+                self._on = False
+                return
+            self._free = free
+            self._copies, self._objects = _held_per_byte(batch, items)
+        # the rest, as the decoded units scale by rows and by stored bytes: the smaller (on
+        # skewed units one of them underestimates until the units decoded tell)
+        rest = self._decoded / self._read_rows * max(self._left_rows, 0.0)
+        if self._read_stored:
+            rest = min(rest, self._decoded / self._read_stored * max(self._left_stored, 0.0))
+        need = int((self._held + rest) * self._copies + self.held_rows * self._objects)
+        need *= local_consumers()
+        if need > self._free:
+            self._on = False
+            units = "its first row group" if self._i == 1 else f"{self._i} row groups"
+            raise full_shuffle_error(self.dataset, self.held_rows, need, self._free,
+                                     f"estimated from {units} and the stored sizes")
+
+
+def memory_check(pipe: Any, plan: Any, needed: np.ndarray, kept: np.ndarray | None,
+                 ) -> MemoryCheck:
+    """The memory check of ``pipe``'s full shuffle decoding the ``needed`` units of
+    ``plan`` in that order (``kept``: own rows of each of the plan's units, when sharded)."""
+    shards = pipe.ds.manifest.shards
+    units = [pipe.units[u] for u in plan.order[needed].tolist()]
+    stored = np.asarray([shards[s].rg_bytes[r] for s, r in units], np.float64)
+    rows = np.diff(plan.unit_starts)[needed]
+    return MemoryCheck(pipe.ds.name, rows if kept is None else kept[needed], rows, stored)
 
 
 class OwnRows:

@@ -1,11 +1,12 @@
 """How much memory this process may still use, and the check a full shuffle makes against it.
 
 A full shuffle holds every row it will hand out in memory at once. The read planner checks the
-disk before any download, but a manifest does not record decoded sizes. So the check runs once
-the first row group has been decoded. Its bytes per row, times the rows the shuffle will hold,
-are compared with what the machine has left. Running out of memory would otherwise kill the
-process minutes into an epoch, often with no message at all (a slurm job's cgroup, a
-notebook's kernel).
+disk before any download, but a manifest records stored sizes only, not decoded ones. So the
+check runs as row groups are decoded, from the first one on
+(:class:`dload_arrow.pipeline.window_layout.MemoryCheck`): what the decoded row groups take,
+plus an estimate for the rest scaled from them, is compared with what the machine had left
+(:func:`full_shuffle_error`). Running out of memory would otherwise kill the process minutes
+into an epoch, often with no message at all (a slurm job's cgroup, a notebook's kernel).
 
 Available memory is the smallest of ``MemAvailable`` in ``/proc/meminfo`` and, for this
 process's memory cgroup and each cgroup above it (``/proc/self/cgroup``: a slurm step inside
@@ -27,6 +28,7 @@ __all__ = [
     "MEMORY_LIMIT_ENV",
     "available_memory",
     "check_full_shuffle_memory",
+    "full_shuffle_error",
     "local_consumers",
     "set_local_consumers",
 ]
@@ -149,7 +151,7 @@ def check_full_shuffle_memory(dataset: str, bytes_per_row: float, rows: int,
 
     Args:
         dataset: named in the message.
-        bytes_per_row: decoded bytes per row, measured on the first row group.
+        bytes_per_row: decoded bytes per row.
         rows: rows this consumer holds at once (times the local consumers, see
             :func:`set_local_consumers`).
         overhead_per_row: extra bytes per row (Python objects when rows become dicts).
@@ -157,15 +159,21 @@ def check_full_shuffle_memory(dataset: str, bytes_per_row: float, rows: int,
     free = available_memory()
     if free is None or rows <= 0:
         return
+    need = int(rows * (bytes_per_row + overhead_per_row)) * _local_consumers
+    if need > free:
+        raise full_shuffle_error(dataset, rows, need, free, "estimated from its rows")
+
+
+def full_shuffle_error(dataset: str, rows: int, need: int, free: int,
+                       basis: str) -> InfeasiblePlanError:
+    """The error of a full shuffle whose ``rows`` need ``need`` bytes (all the local
+    consumers together, ``basis`` says how that was estimated) where ``free`` are left."""
     sharers = _local_consumers
-    need = int(rows * (bytes_per_row + overhead_per_row)) * sharers
-    if need <= free:
-        return
     who = ("this process needs" if sharers == 1
            else f"the {sharers} consumers on this machine need")
-    raise InfeasiblePlanError(
+    return InfeasiblePlanError(
         f"a full shuffle of {dataset} holds {rows:,} decoded rows in memory per consumer; "
-        f"{who} about {format_bytes(need)} (measured on its first row group), but "
+        f"{who} about {format_bytes(need)} ({basis}), but "
         f"{format_bytes(free)} are available. Fixes: use a windowed shuffle "
         "(shuffle(buffer=...): its memory is about three windows), shuffle a filtered view "
         "(where=) or fewer columns (pipeline(columns=...)), use fewer DataLoader workers or "
