@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cached_property
 from typing import Any
 
@@ -44,6 +45,9 @@ class SampleSource:
     """Samples grouped from the files of one location (see the module docstring)."""
 
     random_access = True
+    #: A counter on stderr during a slow listing pass (a tar is read through to be listed):
+    #: None (the default) only where someone watches (a terminal, a notebook), or True/False.
+    progress: bool | None = None
 
     def __init__(
         self,
@@ -77,6 +81,25 @@ class SampleSource:
     def _first_bytes(self, entry: Entry) -> bytes:
         """One value's bytes for schema inference (``.npy`` shapes)."""
         return self._read(entry)
+
+    @contextmanager
+    def _counting(self) -> Iterator[Callable[[int], None]]:
+        """``count(n)``, to call with the number of entries listed so far: drawn as
+        ``listing NAME: 1,234 entries`` (tqdm throttles the redraws) when progress is wanted,
+        a no-op otherwise."""
+        from dload_arrow.config import progress_wanted
+
+        if not progress_wanted(self.progress):
+            yield lambda n: None
+            return
+        from tqdm.auto import tqdm
+
+        name = self.location.rstrip("/").rsplit("/", 1)[-1] or self.location
+        bar = tqdm(desc=f"listing {name}", bar_format="{desc}: {n:,} entries [{elapsed}]")
+        try:
+            yield lambda n: bar.update(n - bar.n)
+        finally:
+            bar.close()
 
     def close(self) -> None:
         """Release open files (sources also close when garbage collected)."""

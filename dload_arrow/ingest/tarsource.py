@@ -166,8 +166,9 @@ class TarSource(SampleSource):
 
     def _list(self) -> list[Entry]:
         out = []
-        with self._members() as members:
+        with self._members() as members, self._counting() as count:
             for i, (m, tf) in enumerate(members):
+                count(i + 1)
                 name = check_entry_name(m.name, self.location)
                 if m.isdir() or not name:
                     continue

@@ -67,23 +67,52 @@ class Version:
 
 
 class _Progress:
-    def __init__(self, enabled: bool, name: str) -> None:
+    """The commit's bar: the bytes encoded so far (moved per row group), with the samples
+    taken by the encoder (counted per batch) and the shards stored (uploaded or found
+    present) in its postfix, so a long commit moves long before its first shard is uploaded.
+    Its final bytes are the new shards' total size. ``options`` go to tqdm (tests)."""
+
+    _EVERY = 0.5  # seconds between redraws for samples alone (tqdm throttles the rest)
+
+    def __init__(self, enabled: bool, name: str, **options: Any) -> None:
         self.bar: Any = None
+        self.rows = 0
+        self.shards = 0
+        self._drawn = time.monotonic()
         if enabled:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(desc=f"commit {name}", unit="B", unit_scale=True)
-        self.rows = 0
+            self.bar = tqdm(desc=f"commit {name} (encoded)", unit="B", unit_scale=True,
+                            postfix=self._postfix(), **options)
 
-    def update(self, rows: int, nbytes: int) -> None:
-        self.rows += rows
+    def _postfix(self) -> str:
+        return f"{self.rows:,} samples, shards stored: {self.shards}"
+
+    def taken(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """``batches``, counting their rows as the encoder takes each one."""
+        for b in batches:
+            self.rows += b.num_rows
+            if self.bar is not None and time.monotonic() - self._drawn >= self._EVERY:
+                self._drawn = time.monotonic()
+                self.bar.set_postfix_str(self._postfix())  # redraws
+            yield b
+
+    def encoded(self, rows: int, nbytes: int) -> None:
+        """A row group of ``nbytes`` (or a shard's footer) was encoded (its rows were
+        counted as they were taken)."""
         if self.bar is not None:
-            self.bar.update(nbytes)
-            self.bar.set_postfix(samples=self.rows, refresh=False)
+            self.bar.set_postfix_str(self._postfix(), refresh=False)
+            self.bar.update(nbytes)  # redraws when tqdm's interval has passed
+
+    def stored(self) -> None:
+        """A shard was uploaded, or found stored already."""
+        self.shards += 1
+        if self.bar is not None:
+            self.bar.set_postfix_str(self._postfix(), refresh=False)
 
     def close(self) -> None:
         if self.bar is not None:
-            self.bar.set_postfix(samples=self.rows)  # the final count stays on screen
+            self.bar.set_postfix_str(self._postfix())  # the final counts stay on screen
             self.bar.close()
 
 
@@ -174,13 +203,13 @@ def commit_samples(
                 uploaded[1] += n
                 if not n:
                     reused.append(done.digest)
-                bar.update(done.rows, done.nbytes)
+                bar.stored()
                 crash_point(f"shard{len(shards) - len(pending)}")
                 done.data = pa.py_buffer(b"")  # the bytes are stored; free the memory
 
         for shard in write_shards(
-            read_ahead(stream()), schema, shard_size=shard_size, row_group_size=row_group_size,
-            digest=False,
+            bar.taken(read_ahead(stream())), schema, shard_size=shard_size,
+            row_group_size=row_group_size, digest=False, on_row_group=bar.encoded,
         ):
             shards.append(shard)
             pending.append((shard, pool.submit(upload_shard, storage, shard, protected)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,24 +234,39 @@ def write_shards(
     shard_size: int = DEFAULT_SHARD_SIZE,
     row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
     digest: bool = True,
+    on_row_group: Callable[[int, int], None] | None = None,
 ) -> Iterator[ShardData]:
     """Encode ``batches`` (``__key__`` first) into shards of about ``shard_size`` bytes.
 
     ``digest=False`` leaves each shard's ``digest`` empty, for the caller to fill with
     :func:`digest_of` on another thread (hashing runs without the GIL, beside the next
-    shard's encoding)."""
+    shard's encoding). ``on_row_group(rows, nbytes)`` is called as each row group is encoded
+    (and with 0 rows for a shard's footer): the bytes it was given add up to the shards'."""
     current: _Open | None = None
     in_order = True
+    told = 0  # bytes of the open shard given to on_row_group
     for table in _row_groups(batches, row_group_size):
         if current is None:
             current = _Open(schema)
             in_order = True
+            told = 0
         if current.rg_key_max and table.num_rows:
             in_order = in_order and current.rg_key_max[-1] < table.column(KEY_COLUMN)[0].as_py()
         in_order = in_order and _sorted(table.column(KEY_COLUMN))
         current.add(table)
+        if on_row_group is not None:
+            on_row_group(table.num_rows, current.sink.tell() - told)
+            told = current.sink.tell()
         if current.sink.tell() >= shard_size:
-            yield current.finish(in_order, digest)
+            yield _finished(current, in_order, digest, on_row_group, told)
             current = None
     if current is not None and current.rg_rows:
-        yield current.finish(in_order, digest)
+        yield _finished(current, in_order, digest, on_row_group, told)
+
+
+def _finished(current: _Open, in_order: bool, digest: bool,
+              on_row_group: Callable[[int, int], None] | None, told: int) -> ShardData:
+    shard = current.finish(in_order, digest)
+    if on_row_group is not None:
+        on_row_group(0, shard.nbytes - told)  # the footer
+    return shard
