@@ -19,6 +19,7 @@ from dload_arrow.catalog.files import ShardFiles
 from dload_arrow.catalog.params import bindable_params
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
 from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
+from dload_arrow.catalog.summaries import Summaries
 from dload_arrow.catalog.tables import RAW_SCHEMAS, Snapshot, Snapshotter
 from dload_arrow.errors import NotFoundError, SqlError
 from dload_arrow.storage import Storage, redact_url
@@ -79,7 +80,9 @@ class Catalog:
     ) -> None:
         self.storage = storage
         self.manifests = manifests or ManifestCache(storage, cache_dir)
-        self._snapshotter = Snapshotter(storage, self.manifests)
+        self.snapshotter = Snapshotter(storage, self.manifests)
+        # what a lineage reads of each version (parents, shard digests), kept by version id
+        self.summaries = Summaries(self.manifests, cache_dir)
         self._resolve = resolve
         self._shard_files = shard_files
         self._lock = threading.RLock()
@@ -117,7 +120,7 @@ class Catalog:
     def refresh(self) -> Snapshot:
         """Re-list the root and re-register the raw tables (new manifests are fetched once)."""
         with self._lock:
-            snap = self._snapshotter.snapshot()
+            snap = self.snapshotter.snapshot()
             con = self.connection
             for name, table in snap.tables.items():
                 _register(con, name, table)

@@ -34,8 +34,13 @@ class Lineage:
         versions: every version of the dataset (``version, created, user, num_rows, ...``).
         moves: every ref move of the dataset (``time, ref, action, previous, version, ...``).
         shared: ``version, other_name, other_version, shared_shards, shared_bytes, shards``:
-            the other versions listing some of this version's shards (stored once), most
-            shared first.
+            the other versions, of any dataset of the root, listing some of this version's
+            shards (stored once), most shared first.
+
+    Built from the dataset's own versions, refs and log, the versions its lineage reaches
+    and the versions sharing its shards, not from every manifest of the root: each version's
+    parents and shard digests are summarized once per machine (see
+    :mod:`~dload_arrow.catalog.lineage_scope`). The answer is that of the catalog's views.
 
     ``print()`` shows at most :data:`SHOWN_SHARED` rows of each section: the nearest
     ancestors and descendants, the latest ref moves, the most shared versions.
@@ -126,19 +131,19 @@ class Lineage:
 
 
 def lineage_of(catalog: Catalog, name: str, version: str) -> Lineage:
-    """Build the :class:`Lineage` of ``name`` at ``version`` (a resolved id)."""
-    catalog.refresh()
+    """Build the :class:`Lineage` of ``name`` at ``version`` (a resolved id).
+
+    Reads only what the answer needs (:mod:`~dload_arrow.catalog.lineage_scope`), not every
+    manifest of the root as ``catalog.refresh()`` does for SQL.
+    """
+    from dload_arrow.catalog.lineage_scope import lineage_tables, run_statements
+
     both = {"name": name, "version": version}
-
-    def q(statement: str, params: dict[str, Any]) -> pa.Table:
-        return catalog.query(statement, params, refresh=False)
-
-    return Lineage(
-        name=name,
-        version=version,
-        ancestors=q("ancestors", both),
-        descendants=q("descendants", both),
-        versions=q("dataset_versions", {"name": name}),
-        moves=q("ref_moves", {"name": name}),
-        shared=q("shared_shards", both),
-    )
+    with catalog._lock:  # the summaries and the log entries read are shared
+        tables = lineage_tables(catalog, name, version)
+    got = run_statements(tables, [
+        ("ancestors", "ancestors", both), ("descendants", "descendants", both),
+        ("versions", "dataset_versions", {"name": name}),
+        ("moves", "ref_moves", {"name": name}), ("shared", "shared_shards", both),
+    ])
+    return Lineage(name=name, version=version, **got)

@@ -22,7 +22,8 @@ from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import KEY_COLUMN, check_digest, check_name, check_ref
 from dload_arrow.store.refs import read_ref
 
-__all__ = ["RAW_SCHEMAS", "Snapshot", "Snapshotter"]
+__all__ = ["RAW_SCHEMAS", "Snapshot", "Snapshotter", "list_root", "parent_rows", "raw_table",
+           "shard_rows", "version_row"]
 
 _TS = pa.timestamp("us", tz="UTC")
 
@@ -72,6 +73,26 @@ def _valid(check: Any, value: str) -> bool:
     return True
 
 
+def list_root(storage: Storage) -> dict[str, list[tuple[str, str]]]:
+    """One listing of ``datasets/``: ``manifests`` (name, vid), ``refs`` (name, ref) and
+    ``log`` (name, path); paths that do not parse as valid names are left out."""
+    found: dict[str, list[tuple[str, str]]] = {"manifests": [], "refs": [], "log": []}
+    for obj in storage.list("datasets/"):
+        parts = obj.path.split("/")
+        if len(parts) < 4 or not _valid(check_name, parts[1]):
+            continue
+        name, kind = parts[1], parts[2]
+        if kind == "manifests" and len(parts) == 4 and parts[3].endswith(".arrow"):
+            vid = parts[3][: -len(".arrow")]
+            if _valid(check_digest, vid):
+                found["manifests"].append((name, vid))
+        elif kind == "refs" and len(parts) == 4 and _valid(check_ref, parts[3]):
+            found["refs"].append((name, parts[3]))
+        elif kind == "log" and len(parts) == 5 and parts[4].endswith(".json"):
+            found["log"].append((name, obj.path))
+    return found
+
+
 class Snapshotter:
     """Builds :class:`Snapshot` objects of one root, remembering immutable objects."""
 
@@ -82,25 +103,12 @@ class Snapshotter:
 
     def snapshot(self) -> Snapshot:
         """List the root once and build every raw table."""
-        found: dict[str, list[tuple[str, ...]]] = {"manifests": [], "refs": [], "log": []}
-        for obj in self.storage.list("datasets/"):
-            parts = obj.path.split("/")
-            if len(parts) < 4 or not _valid(check_name, parts[1]):
-                continue
-            name, kind = parts[1], parts[2]
-            if kind == "manifests" and len(parts) == 4 and parts[3].endswith(".arrow"):
-                vid = parts[3][: -len(".arrow")]
-                if _valid(check_digest, vid):
-                    found["manifests"].append((name, vid))
-            elif kind == "refs" and len(parts) == 4 and _valid(check_ref, parts[3]):
-                found["refs"].append((name, parts[3]))
-            elif kind == "log" and len(parts) == 5 and parts[4].endswith(".json"):
-                found["log"].append((name, obj.path))
+        found = list_root(self.storage)
         manifests = {(n, v): self.manifests.get(n, v) for n, v in found["manifests"]}
         tables = {
             **self._manifest_tables(manifests),
-            "dload_raw_refs": self._refs(found["refs"]),
-            "dload_raw_log": self._log(found["log"]),
+            "dload_raw_refs": self.refs(found["refs"]),
+            "dload_raw_log": self.log(found["log"]),
         }
         return Snapshot(tables=tables, manifests=manifests)
 
@@ -109,45 +117,27 @@ class Snapshotter:
         shards: list[dict[str, Any]] = []
         parents: list[dict[str, Any]] = []
         for (name, vid), m in sorted(manifests.items()):
-            entries = m.shards
-            versions.append({
-                "name": name, "version": vid, "num_rows": m.num_rows, "num_bytes": m.num_bytes,
-                "num_shards": len(entries),
-                "num_row_groups": sum(len(e.rg_rows) for e in entries),
-                "columns": [f.name for f in m.schema if f.name != KEY_COLUMN],
-                "keys_sorted": m.keys_sorted,
-                "meta": json.dumps(m.meta, sort_keys=True), "recipe": m.recipe,
-            })
-            for e in entries:
-                shards.append({
-                    "name": name, "version": vid, "shard": e.index, "digest": e.digest,
-                    "bytes": e.bytes, "rows": e.rows, "row_offset": e.row_offset,
-                    "row_groups": len(e.rg_rows), "key_min": e.key_min, "key_max": e.key_max,
-                })
-            for p in m.parents:
-                extra = {k: v for k, v in p.items() if k not in ("name", "version", "relation")}
-                fingerprint = extra.get("fingerprint")
-                parents.append({
-                    "name": name, "version": vid, "parent_name": p["name"],
-                    "parent_version": p["version"], "relation": p.get("relation") or "parent",
-                    "fingerprint": None if fingerprint is None else str(fingerprint),
-                })
+            versions.append(version_row(name, vid, m))
+            shards.extend(shard_rows(name, vid, m))
+            parents.extend(parent_rows(name, vid, m))
         return {
-            "dload_raw_versions": _table(versions, "dload_raw_versions"),
-            "dload_raw_shards": _table(shards, "dload_raw_shards"),
-            "dload_raw_parents": _table(parents, "dload_raw_parents"),
+            "dload_raw_versions": raw_table(versions, "dload_raw_versions"),
+            "dload_raw_shards": raw_table(shards, "dload_raw_shards"),
+            "dload_raw_parents": raw_table(parents, "dload_raw_parents"),
         }
 
-    def _refs(self, refs: list[tuple[str, ...]]) -> pa.Table:
+    def refs(self, refs: list[tuple[str, str]]) -> pa.Table:
+        """``dload_raw_refs`` of ``(name, ref)`` pairs, read now (refs move)."""
         rows = []
         for name, ref in refs:
             value = read_ref(self.storage, name, ref)
             if value is not None:
                 rows.append({"name": name, "ref": ref, "version": value.version,
                              "seq": value.seq})
-        return _table(rows, "dload_raw_refs")
+        return raw_table(rows, "dload_raw_refs")
 
-    def _log(self, paths: list[tuple[str, ...]]) -> pa.Table:
+    def log(self, paths: list[tuple[str, str]]) -> pa.Table:
+        """``dload_raw_log`` of ``(name, path)`` pairs, each entry read once (never changed)."""
         rows = []
         for name, path in paths:
             entry = self._log_entries.get(path)
@@ -155,7 +145,42 @@ class Snapshotter:
                 entry = _parse_log(name, path, self.storage.read(path))
                 self._log_entries[path] = entry  # log entries are written once, never changed
             rows.append(entry)
-        return _table(rows, "dload_raw_log")
+        return raw_table(rows, "dload_raw_log")
+
+
+def version_row(name: str, vid: str, m: Manifest) -> dict[str, Any]:
+    """The ``dload_raw_versions`` row of one manifest."""
+    entries = m.table
+    return {
+        "name": name, "version": vid, "num_rows": m.num_rows, "num_bytes": m.num_bytes,
+        "num_shards": entries.num_rows,
+        "num_row_groups": sum(len(r) for r in entries.column("rg_rows").to_pylist()),
+        "columns": [f.name for f in m.schema if f.name != KEY_COLUMN],
+        "keys_sorted": m.keys_sorted,
+        "meta": json.dumps(m.meta, sort_keys=True), "recipe": m.recipe,
+    }
+
+
+def shard_rows(name: str, vid: str, m: Manifest) -> list[dict[str, Any]]:
+    """The ``dload_raw_shards`` rows of one manifest, in shard order."""
+    return [{
+        "name": name, "version": vid, "shard": e.index, "digest": e.digest, "bytes": e.bytes,
+        "rows": e.rows, "row_offset": e.row_offset, "row_groups": len(e.rg_rows),
+        "key_min": e.key_min, "key_max": e.key_max,
+    } for e in m.shards]
+
+
+def parent_rows(name: str, vid: str, m: Manifest) -> list[dict[str, Any]]:
+    """The ``dload_raw_parents`` rows of one manifest (its lineage records)."""
+    rows = []
+    for p in m.parents:
+        fingerprint = p.get("fingerprint")
+        rows.append({
+            "name": name, "version": vid, "parent_name": p["name"],
+            "parent_version": p["version"], "relation": p.get("relation") or "parent",
+            "fingerprint": None if fingerprint is None else str(fingerprint),
+        })
+    return rows
 
 
 def _parse_log(name: str, path: str, data: bytes) -> dict[str, Any]:
@@ -174,7 +199,8 @@ def _parse_log(name: str, path: str, data: bytes) -> dict[str, Any]:
         raise IntegrityError(f"log entry {path} is malformed: {err}") from err
 
 
-def _table(rows: list[dict[str, Any]], name: str) -> pa.Table:
+def raw_table(rows: list[dict[str, Any]], name: str) -> pa.Table:
+    """The raw table ``name`` of ``rows`` (dicts by column; missing keys are null)."""
     schema = RAW_SCHEMAS[name]  # column by column: from_pylist would import pandas
     return pa.Table.from_arrays([typed_array([r.get(f.name) for r in rows], f.type)
                                  for f in schema], schema=schema)

@@ -3,11 +3,29 @@
 -- params: $name VARCHAR (dataset), $version VARCHAR (version id)
 -- returns: depth INTEGER, relation VARCHAR, name VARCHAR, version VARCHAR,
 --          num_rows BIGINT (NULL when that version was removed)
--- Everything a version was made from, nearest first.
-SELECT l.depth, l.relation, l.related_name AS name, l.related_version AS version,
+-- Everything a version was made from, nearest first: the rows of the `lineage` view with
+-- direction 'ancestor' for this version, walked from it alone (the view walks from every
+-- version). The same rules: a path never revisits a version; each ancestor once, at its
+-- smallest depth, with the relation of the edge next to it (a tie: the first by name).
+WITH RECURSIVE up(related_name, related_version, relation, depth, seen) AS (
+    SELECT parent_name, parent_version, relation, 1, [version, parent_version]
+    FROM dload_raw_parents
+    WHERE name = $name AND version = $version
+    UNION ALL
+    SELECT p.parent_name, p.parent_version, p.relation, up.depth + 1,
+           list_append(up.seen, p.parent_version)
+    FROM up
+    JOIN dload_raw_parents AS p
+      ON p.name = up.related_name AND p.version = up.related_version
+    WHERE NOT list_contains(up.seen, p.parent_version)
+), nearest AS (
+    SELECT related_name, related_version,
+           arg_min(relation, (depth, relation)) AS relation, min(depth)::INTEGER AS depth
+    FROM up GROUP BY related_name, related_version
+)
+SELECT n.depth, n.relation, n.related_name AS name, n.related_version AS version,
        v.num_rows
-FROM lineage AS l
+FROM nearest AS n
 LEFT JOIN dload_raw_versions AS v
-  ON v.name = l.related_name AND v.version = l.related_version
-WHERE l.name = $name AND l.version = $version AND l.direction = 'ancestor'
-ORDER BY l.depth, l.related_name, l.related_version
+  ON v.name = n.related_name AND v.version = n.related_version
+ORDER BY n.depth, n.related_name, n.related_version
