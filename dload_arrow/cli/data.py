@@ -182,7 +182,7 @@ def _sha256(storage: Any, path: str, size: int, bar: Any) -> str:
 @json_option
 def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
            cache_budget: str | None, as_json: bool) -> None:
-    """Re-hash every shard of a version in the root against its digest.
+    """Re-hash every shard of a version (and its key index parts) in the root against its digest.
 
     Exits 1 if any shard is missing or corrupt. A missing shard is restored by committing
     the same data again; a corrupt one once its bad copy is gone (--delete-bad).
@@ -196,8 +196,7 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     m = repo.manifest(name, version)
     objects = [(s.digest, s.bytes) for s in m.shards]
-    if m.key_index:
-        objects.append((m.key_index["digest"], int(m.key_index["bytes"])))
+    objects.extend((p["digest"], int(p["bytes"])) for p in m.key_index_parts)
     bar = None
     if progress_enabled():
         from tqdm.auto import tqdm

@@ -78,7 +78,7 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
     n2, v2 = _resolve(repo, new, named[0] or n1)
     a, b = repo.manifest(n1, v1), repo.manifest(n2, v2)
     da, db = set(a.digests()), set(b.digests())
-    idx = {d for m in (a, b) if m.key_index for d in [m.key_index["digest"]]}
+    idx = {p["digest"] for m in (a, b) for p in m.key_index_parts}
     shared = (da & db) - idx
     only_a = [s.digest for s in a.shards if s.digest not in shared]
     only_b = [s.digest for s in b.shards if s.digest not in shared]

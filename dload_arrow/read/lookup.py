@@ -2,8 +2,9 @@
 
 Positions map to (shard, row group, offset) from the manifest's row counts. Keys map through
 the manifest's key ranges when the version's keys are globally sorted, and otherwise through
-the key index (a Parquet file of sorted keys and global rows): a binary search over its row
-groups' key ranges picks one index row group, read by range. Neither scans the dataset.
+the key index (Parquet parts of sorted keys and global rows, ``store/key_index.py``): in each
+part, a binary search over its row groups' key ranges picks at most one row group, read by
+range (a key is looked up in the next part only while not found). Neither scans the dataset.
 
 A filtered view (``units``, ``predicate``) is honoured: positions count only the view's rows,
 and a key outside the view is not found.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -97,9 +99,18 @@ class RandomAccess:
 
     def _locate_keys(self, keys: Sequence[str]) -> list[_Target | None]:
         m = self.manifest
-        if m.keys_sorted or m.key_index is None:
+        parts = m.key_index_parts
+        if m.keys_sorted or not parts:
             return [self._sorted_target(k) for k in keys]
-        return self._indexed_targets(keys)
+        out: list[_Target | None] = [None] * len(keys)
+        for info in parts:
+            todo = [p for p, t in enumerate(out) if t is None]
+            if not todo:
+                break
+            found = self._indexed_targets(info, [keys[p] for p in todo])
+            for p, t in zip(todo, found, strict=True):
+                out[p] = t
+        return out
 
     def _sorted_target(self, key: str) -> _Target | None:
         shards = self.manifest.shards
@@ -110,9 +121,8 @@ class RandomAccess:
         rg = bisect.bisect_right(mins, key) - 1
         return (s, rg, None, key) if rg >= 0 else None
 
-    def _indexed_targets(self, keys: Sequence[str]) -> list[_Target | None]:
-        info = self.manifest.key_index
-        assert info is not None
+    def _indexed_targets(self, info: dict[str, Any], keys: Sequence[str]) -> list[_Target | None]:
+        """The targets of ``keys`` found in key index part ``info`` (None: not in it)."""
         ref = ShardRef.of_index(info)
         mins, maxs = info["rg_key_min"], info["rg_key_max"]
         out: list[_Target | None] = [None] * len(keys)

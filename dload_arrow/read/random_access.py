@@ -15,6 +15,7 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -241,14 +242,17 @@ class RowGroupReader:
         return data
 
 
-def stored_keys(storage: Storage, manifest: Manifest) -> pa.Array:
-    """Every key of ``manifest``'s shards, in storage order (``append`` checks new keys).
+def stored_keys(storage: Storage, manifest: Manifest,
+                shards: Sequence[int] | None = None) -> pa.Array:
+    """The keys of ``manifest``'s shards (those at indexes ``shards``, default all), in
+    storage order (``append`` checks new keys against them and indexes them).
 
     Remote shards are read by ranges: the footer and the key column chunks only, not the whole
     shard (blobs can be most of the bytes).
     """
     parts = []
-    for entry in manifest.shards:
+    entries = manifest.shards
+    for entry in (entries if shards is None else [entries[i] for i in shards]):
         path = shard_path(entry.digest)
         src: Any = storage.local_path(path)
         if src is None:

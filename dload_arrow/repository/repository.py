@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -136,11 +137,12 @@ class Repository(VersionsMixin):
         """
         parent = self.manifest(name, "latest")  # not a pin: an append extends latest
         settings = parent.info.get("settings", {})
-        known = stored_keys(self.storage, parent)
 
-        def rebase() -> tuple[Manifest, pa.Array]:
-            now = self.manifest(name, "latest")
-            return now, stored_keys(self.storage, now)
+        def rebase() -> Manifest:
+            return self.manifest(name, "latest")
+
+        def read_keys(m: Manifest, shards: Sequence[int]) -> pa.Array:
+            return stored_keys(self.storage, m, shards)
 
         return commit_samples(
             self.storage, name, samples, key=key,
@@ -148,7 +150,7 @@ class Repository(VersionsMixin):
             shard_size=shard_size or settings.get("shard_size", DEFAULT_SHARD_SIZE),
             row_group_size=row_group_size
             or settings.get("row_group_size", DEFAULT_ROW_GROUP_SIZE),
-            parent=parent, known_keys=known, progress=progress, rebase=rebase,
+            parent=parent, read_keys=read_keys, progress=progress, rebase=rebase,
             protected=frozenset(parent.digests()), protected_by=parent.version,
         )
 

@@ -21,6 +21,7 @@ from dload_arrow.config import progress_wanted
 from dload_arrow.errors import ConfigError, SchemaError
 from dload_arrow.sizes import parse_size
 from dload_arrow.storage import Storage
+from dload_arrow.store.key_index import KeyReader
 from dload_arrow.store.manifest import Manifest, check_meta
 from dload_arrow.store.publish import (
     Rebase,
@@ -138,7 +139,7 @@ def commit_samples(
     row_group_size: int | str = DEFAULT_ROW_GROUP_SIZE,
     parent: Manifest | None = None,
     parents: list[dict[str, Any]] | None = None,
-    known_keys: pa.Array | None = None,
+    read_keys: KeyReader | None = None,
     progress: bool | None = None,
     move: bool = True,
     rebase: Rebase | None = None,
@@ -148,9 +149,10 @@ def commit_samples(
     """Encode, upload and publish ``samples`` as a new version of ``name``.
 
     With ``parent`` (append) the new version lists the parent's shards first and adds the new
-    ones; ``known_keys`` are the parent's keys, checked for duplicates against the new ones.
+    ones; ``read_keys`` reads the parent's stored keys (those that could collide with the new
+    ones, and those a new key index part needs: ``key_index.py``).
     ``meta`` / ``recipe`` of None keep those of the version the append lands on. ``rebase``
-    gives the current ``latest`` and its keys when it moved during the append
+    gives the current ``latest`` when it moved during the append
     (``publish.py``). ``protected``: digests the stored manifest of version ``protected_by``
     of ``name`` lists (reused without a touch while that manifest stays stored).
     """
@@ -220,7 +222,7 @@ def commit_samples(
     lineage = list(parents or [])
     if parent is not None and not any(p.get("relation") == "append" for p in lineage):
         lineage.insert(0, {"name": name, "version": parent.version, "relation": "append"})
-    manifest = publish(storage, up, parent=parent, known_keys=known_keys, rebase=rebase,
+    manifest = publish(storage, up, parent=parent, read_keys=read_keys, rebase=rebase,
                        meta=meta, recipe=recipe, parents=lineage, move=move)
     return Version(
         name=name, version=manifest.version, num_rows=manifest.num_rows,

@@ -6,7 +6,8 @@ key_min, key_max, rg_key_min, rg_key_max`` and, per scalar sample column ``c``,
 ``min.c, max.c, nulls.c, rg_min.c, rg_max.c, rg_nulls.c``; per other sample column (binary,
 tensors, lists: no min or max) ``nulls.c, rg_nulls.c`` (manifests written before dload_arrow
 recorded them lack these; readers treat the counts as unknown). Schema metadata ``dload`` holds
-JSON: format, name, sample schema (base64 Arrow IPC), meta, recipe, parents, key index.
+JSON: format, name, sample schema (base64 Arrow IPC), meta, recipe, parents, key index (one
+part: an object, format 1; several: a list of them, format 2, see ``store/key_index.py``).
 """
 
 from __future__ import annotations
@@ -23,8 +24,13 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import int64_array, numpy_values, typed_array
-from dload_arrow.errors import ConfigError, IntegrityError, shown
-from dload_arrow.store.manifest_check import FORMAT_VERSION, check_manifest
+from dload_arrow.errors import ConfigError, IntegrityError
+from dload_arrow.store.manifest_check import (
+    FORMAT_VERSION,
+    KEY_INDEX_PARTS_FORMAT,
+    check_manifest,
+)
+from dload_arrow.store.manifest_meta import check_meta
 from dload_arrow.store.names import check_name
 from dload_arrow.store.shard import ShardData, is_scalar
 
@@ -97,48 +103,6 @@ def shard_rows(shards: Sequence[ShardData], schema: pa.Schema) -> pa.Table:
     return pa.table(cols)
 
 
-def check_meta(meta: Any, recipe: Any) -> None:
-    """Refuse a ``meta`` that is not a dict of JSON values, or a ``recipe`` that is not text."""
-    if meta is not None and not isinstance(meta, dict):
-        raise ConfigError(
-            f"meta must be a dict of JSON values, got {type(meta).__name__} {shown(meta)}; "
-            "e.g. meta={'source': 'camera-3', 'license': 'CC-BY'}"
-        )
-    if recipe is not None and not isinstance(recipe, str):
-        raise ConfigError(
-            f"recipe must be text (the script that made the data, stored verbatim), got "
-            f"{type(recipe).__name__} {shown(recipe)}"
-        )
-    try:
-        json.dumps(meta or {}, sort_keys=True, allow_nan=False)  # NaN is not JSON
-    except (TypeError, ValueError) as e:
-        raise ConfigError(
-            f"meta must be JSON-serialisable (str keys; str, finite numbers, bools, None, "
-            f"lists and dicts of them): {e}"
-        ) from e
-    bad = _non_str_key(meta or {})
-    if bad is not None:  # JSON would store the key 1 as "1": meta would not read back as given
-        raise ConfigError(f"meta keys must be str, got {bad!r} ({type(bad).__name__}) in "
-                          f"{shown(meta)}; write it as {str(bad)!r}")
-
-
-def _non_str_key(value: Any) -> Any:
-    """The first dict key that is not a str, at any depth of ``value`` (None if none)."""
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                return k
-            found = _non_str_key(v)
-            if found is not None:
-                return found
-    elif isinstance(value, list | tuple):
-        for v in value:
-            found = _non_str_key(v)
-            if found is not None:
-                return found
-    return None
-
-
 def build_manifest(
     name: str,
     schema: pa.Schema,
@@ -148,21 +112,26 @@ def build_manifest(
     meta: dict[str, Any] | None = None,
     recipe: str | None = None,
     parents: Sequence[dict[str, Any]] = (),
-    key_index: dict[str, Any] | None = None,
+    key_index: dict[str, Any] | Sequence[dict[str, Any]] | None = None,
     settings: dict[str, Any] | None = None,
 ) -> Manifest:
-    """Assemble a manifest; its bytes (and so its version id) depend only on the arguments."""
+    """Assemble a manifest; its bytes (and so its version id) depend only on the arguments.
+
+    ``key_index``: its part, or its parts in row order. One part is stored as an object in a
+    format-1 manifest (as before parts existed); several as a list, in format 2."""
     check_name(name)
     check_meta(meta, recipe)
+    parts = [] if key_index is None else (
+        [key_index] if isinstance(key_index, dict) else list(key_index))
     info = {
-        "format": FORMAT_VERSION,
+        "format": KEY_INDEX_PARTS_FORMAT if len(parts) > 1 else FORMAT_VERSION,
         "name": name,
         "schema": _schema_to_b64(schema),
         "meta": meta or {},
         "recipe": recipe,
         "parents": list(parents),
         "keys_sorted": keys_sorted,
-        "key_index": key_index,
+        "key_index": (parts[0] if len(parts) == 1 else parts) if parts else None,
         "settings": settings or {},
     }
     try:
@@ -258,8 +227,16 @@ class Manifest:
         return bool(self.info.get("keys_sorted"))
 
     @property
-    def key_index(self) -> dict[str, Any] | None:
+    def key_index(self) -> dict[str, Any] | list[dict[str, Any]] | None:
+        """As stored: None, one part (an object) or, in format 2, a list of parts."""
         return self.info.get("key_index")
+
+    @property
+    def key_index_parts(self) -> list[dict[str, Any]]:
+        """The key index's parts in row order (none when keys are sorted): each a Parquet
+        object of sorted ``__key__`` and global ``row``, with its row-group layout."""
+        idx = self.key_index
+        return [] if idx is None else [idx] if isinstance(idx, dict) else list(idx)
 
     @property
     def num_rows(self) -> int:
@@ -287,8 +264,7 @@ class Manifest:
         ]
 
     def digests(self) -> list[str]:
-        """Every object this version references: shards and the key index."""
+        """Every object this version references: shards and the key index's parts."""
         out = list(self.table.column("digest").to_pylist())
-        if self.key_index:
-            out.append(self.key_index["digest"])
+        out.extend(p["digest"] for p in self.key_index_parts)
         return out

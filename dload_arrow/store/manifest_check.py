@@ -15,12 +15,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.errors import IntegrityError
+from dload_arrow.errors import IntegrityError, shown
 from dload_arrow.store.names import check_digest, check_name
 
-__all__ = ["FORMAT_VERSION", "check_manifest"]
+__all__ = ["FORMAT_VERSION", "KEY_INDEX_PARTS_FORMAT", "check_manifest"]
 
 FORMAT_VERSION = 1
+"""The format of every manifest whose key index is absent or one Parquet file (a dict)."""
+KEY_INDEX_PARTS_FORMAT = 2
+"""The format of a manifest whose key index is a list of parts (written only then: a
+dload_arrow that reads format 1 refuses it with "upgrade" instead of misreading it)."""
+_FORMATS = (FORMAT_VERSION, KEY_INDEX_PARTS_FORMAT)
 
 _REQUIRED = ("digest", "bytes", "rows", "row_offset", "footer_offset", "rg_rows",
              "rg_offsets", "rg_bytes")
@@ -33,10 +38,10 @@ def check_manifest(info: Any, table: pa.Table) -> None:
         raise IntegrityError("manifest metadata is not a JSON object: corrupt, or not a "
                              "dload_arrow manifest")
     fmt = info.get("format")
-    if fmt != FORMAT_VERSION:
+    if isinstance(fmt, bool) or fmt not in _FORMATS:
         raise IntegrityError(
             f"manifest format {fmt!r} is not supported by this dload_arrow "
-            f"(reads format {FORMAT_VERSION}); upgrade dload-arrow to read it"
+            f"(reads formats {', '.join(map(str, _FORMATS))}); upgrade dload-arrow to read it"
         )
     if not isinstance(info.get("schema"), str):
         raise IntegrityError("manifest has no sample schema: corrupt, or not a dload_arrow "
@@ -45,11 +50,7 @@ def check_manifest(info: Any, table: pa.Table) -> None:
     _check_table(table)
     for d in table.column("digest").to_pylist():
         check_digest(d, "shard digest in manifest")
-    idx = info.get("key_index")
-    if idx is not None:
-        if not isinstance(idx, dict):
-            raise IntegrityError(f"manifest key index {idx!r} is not an object")
-        check_digest(idx.get("digest", ""), "key index digest in manifest")
+    _check_key_index(fmt, info.get("key_index"), table)
     parents = info.get("parents", [])
     if not isinstance(parents, list) or not all(isinstance(p, dict) for p in parents):
         raise IntegrityError(f"manifest parents {parents!r} are not a list of objects")
@@ -73,4 +74,48 @@ def _check_table(table: pa.Table) -> None:
     offsets = table.column("row_offset").to_pylist()
     if offsets != [0, *itertools.accumulate(rows)][: len(rows)]:
         raise IntegrityError("manifest row offsets do not add up its shards' row counts: the "
+                             "manifest is corrupt")
+
+
+_PART_INTS = ("bytes", "rows", "footer_offset")
+_PART_LISTS = {"rg_offsets": int, "rg_bytes": int, "rg_key_min": str, "rg_key_max": str}
+
+
+def _check_key_index(fmt: int, idx: Any, table: pa.Table) -> None:
+    """Format 1: no key index, or one part (an object); format 2: a list of two or more parts
+    whose rows add up to the version's. Each part's digest and row-group layout is checked."""
+    if idx is None and fmt == FORMAT_VERSION:
+        return
+    if fmt == FORMAT_VERSION:
+        if not isinstance(idx, dict):
+            raise IntegrityError(f"manifest key index {shown(idx)} is not an object")
+        _check_part(idx)
+        return
+    if not isinstance(idx, list) or len(idx) < 2 or not all(isinstance(p, dict) for p in idx):
+        raise IntegrityError(f"manifest key index {shown(idx)} is not a list of two or more "
+                             f"parts (objects), as format {fmt} requires")
+    for part in idx:
+        _check_part(part)
+    if sum(p["rows"] for p in idx) != sum(table.column("rows").to_pylist()):
+        raise IntegrityError("manifest key index parts do not add up to its rows: the manifest "
+                             "is corrupt")
+
+
+def _check_part(part: dict[str, Any]) -> None:
+    check_digest(part.get("digest", ""), "key index digest in manifest")
+    for k in _PART_INTS:
+        v = part.get(k)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise IntegrityError(f"manifest key index {k!r} is {shown(v)}, not a count: the "
+                                 "manifest is corrupt")
+    lengths = set()
+    for k, kind in _PART_LISTS.items():
+        v = part.get(k)
+        if not isinstance(v, list) or not all(
+                isinstance(x, kind) and not isinstance(x, bool) for x in v):
+            raise IntegrityError(f"manifest key index {k!r} is {shown(v)}, not a list of "
+                                 f"{kind.__name__}: the manifest is corrupt")
+        lengths.add(len(v))
+    if len(lengths) != 1:
+        raise IntegrityError("manifest key index row-group lists differ in length: the "
                              "manifest is corrupt")

@@ -38,24 +38,30 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from dload_arrow.arrays import int64_array, numpy_values, scalar
 from dload_arrow.errors import ConflictError, NotFoundError, SchemaError
 from dload_arrow.storage import Storage
+from dload_arrow.store.key_index import (
+    KeyReader,
+    build_part,
+    check_unique,
+    memoized,
+    overlapping_shards,
+    part_info,
+    plan_index,
+    stored_keys_from,
+)
 from dload_arrow.store.manifest import Manifest, build_manifest, shard_rows
-from dload_arrow.store.names import KEY_COLUMN, manifest_path, shard_path
+from dload_arrow.store.names import manifest_path, shard_path
 from dload_arrow.store.refs import move_ref
-from dload_arrow.store.shard import ShardData, digest_of, write_shards
+from dload_arrow.store.shard import ShardData, digest_of
 
 __all__ = ["REBASES", "Uploaded", "crash_point", "publish", "store_manifest", "upload_shard"]
 
 REBASES = 20
 """Times an append is rebased onto a moved ``latest`` before it gives up (ConflictError)."""
 
-_INDEX_ROW_GROUP = 256 * 1024
-
-Rebase = Callable[[], tuple[Manifest, pa.Array | None]]
+Rebase = Callable[[], Manifest]
 
 
 @dataclass
@@ -119,13 +125,20 @@ def store_manifest(storage: Storage, manifest: Manifest) -> int:
 
 
 def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
-            known_keys: pa.Array | None, rebase: Rebase | None, meta: dict[str, Any] | None,
+            read_keys: KeyReader | None, rebase: Rebase | None, meta: dict[str, Any] | None,
             recipe: str | None, parents: list[dict[str, Any]], move: bool) -> Manifest:
     """Build and store the manifest of ``up`` (after ``parent``'s shards) and move ``latest``;
-    an append whose parent is no longer ``latest`` is rebased (module docstring)."""
+    an append whose parent is no longer ``latest`` is rebased (module docstring).
+    ``read_keys`` reads a parent's stored keys (an append needs it: ``key_index.py``)."""
+    read_keys = None if read_keys is None else memoized(read_keys)
     for attempt in itertools.count():
+        known = None
+        if parent is not None:
+            assert read_keys is not None, "an append needs read_keys"
+            near = overlapping_shards(parent, up.keys)  # only these can hold a duplicate
+            known = read_keys(parent, near) if near else None
         try:
-            _check_unique(up.keys, known_keys, up.name)
+            check_unique(up.keys, known, up.name)
         except SchemaError as e:
             if attempt == 0:
                 raise
@@ -135,7 +148,7 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                 "is numbered from the row count when its append starts: append it again, or "
                 "give its rows their own keys"
             ) from e
-        wrote, manifest = _manifest(storage, up, parent, known_keys, meta, recipe, parents)
+        wrote, manifest = _manifest(storage, up, parent, read_keys, meta, recipe, parents)
         _touch_if_unprotected(storage, up)
         _check_stored(storage, up, manifest)
         if parent is not None and not storage.exists(manifest_path(up.name, parent.version)):
@@ -170,7 +183,7 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                     "tries); nothing was published. Append again"
                 ) from e
         try:
-            parent, known_keys = rebase()
+            parent = rebase()
         except NotFoundError as e:
             raise ConflictError(f"append to {up.name!r}: the dataset was removed while it "
                                 "ran; nothing was published") from e
@@ -185,7 +198,7 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
 
 
 def _manifest(storage: Storage, up: Uploaded, parent: Manifest | None,
-              known_keys: pa.Array | None, meta: dict[str, Any] | None, recipe: str | None,
+              read_keys: KeyReader | None, meta: dict[str, Any] | None, recipe: str | None,
               parents: list[dict[str, Any]]) -> tuple[int, Manifest]:
     """The manifest built and stored, and the bytes written (0: it was there already)."""
     shards, schema = up.shards, up.schema
@@ -205,22 +218,12 @@ def _manifest(storage: Storage, up: Uploaded, parent: Manifest | None,
         sorted_new = sorted_new and parent.keys_sorted and (
             tail is None or not shards or tail < shards[0].key_min
         )
-    index_info = None
+    index: list[dict[str, Any]] = []
     if not sorted_new and rows.num_rows:
-        index = _key_index(up.keys, known_keys)
-        wrote_index = upload_shard(storage, index)
-        up.uploaded[1] += wrote_index  # bytes count; shards_uploaded is data shards
-        if not wrote_index:
-            up.reused.append(index.digest)
-        index_info = {
-            "digest": index.digest, "bytes": index.nbytes, "rows": index.rows,
-            "footer_offset": index.footer_offset, "rg_rows": index.rg_rows,
-            "rg_offsets": index.rg_offsets, "rg_bytes": index.rg_bytes,
-            "rg_key_min": index.rg_key_min, "rg_key_max": index.rg_key_max,
-        }
+        index = _key_index(storage, up, parent, read_keys)
     manifest = build_manifest(
         up.name, schema, rows, keys_sorted=sorted_new, meta=meta, recipe=recipe,
-        parents=parents, key_index=index_info, settings=up.settings,
+        parents=parents, key_index=index, settings=up.settings,
     )
     wrote = store_manifest(storage, manifest)
     up.uploaded[1] += wrote
@@ -245,8 +248,8 @@ def _check_stored(storage: Storage, up: Uploaded, manifest: Manifest) -> None:
     """Every shard of the new version must still exist before the ref moves: a gc may have
     deleted a reused one, or (grace shorter than this commit took) an uploaded one."""
     new = {s.digest for s in up.shards} | set(up.reused)
-    if manifest.key_index:
-        new.add(manifest.key_index["digest"])
+    # the last key index part is the one this commit wrote (the others are its parent's)
+    new.update(p["digest"] for p in manifest.key_index_parts[-1:])
     digests = sorted(new)
     with ThreadPoolExecutor(8) as pool:  # one HEAD each on S3: run them together
         found = list(pool.map(lambda d: storage.exists(shard_path(d)), digests))
@@ -262,38 +265,19 @@ def _check_stored(storage: Storage, up: Uploaded, manifest: Manifest) -> None:
         )
 
 
-def _check_unique(keys: list[pa.Array], known: pa.Array | None, name: str) -> None:
-    parts = ([known] if known is not None else []) + keys
-    if not parts:
-        return
-    allkeys = pa.chunked_array(parts, pa.string())
-    counts = pc.value_counts(allkeys)
-    dup = counts.filter(pc.greater(counts.field("counts"), scalar(1)))
-    if len(dup) and known is not None:
-        stored = dup.field("values").filter(pc.is_in(dup.field("values"), known))
-        if len(stored):
-            shown = ", ".join(repr(k) for k in stored[:5].to_pylist())
-            raise SchemaError(
-                f"append to {name!r}: {len(stored)} key(s) are already stored in its latest "
-                f"version (e.g. {shown}); an append adds samples and cannot replace them: give "
-                "the new samples other keys, or commit a new version holding the rows you want"
-            )
-    if len(dup):
-        shown = ", ".join(repr(k) for k in dup.field("values")[:5].to_pylist())
-        raise SchemaError(
-            f"{len(dup)} duplicate keys in one version (e.g. {shown}); keys must be unique: "
-            "rename the samples or drop the duplicates before committing (a table's keys: "
-            "key='column'; without one, rows are numbered after the rows already stored)"
-        )
-
-
-def _key_index(keys: list[pa.Array], known: pa.Array | None) -> ShardData:
-    parts = ([known] if known is not None else []) + keys
-    allkeys = pa.chunked_array(parts, pa.string()).combine_chunks()
-    order = pc.sort_indices(allkeys)
-    table = pa.table(
-        {KEY_COLUMN: allkeys.take(order), "row": int64_array(numpy_values(order))}
-    )
-    return next(iter(write_shards(
-        table.to_batches(), table.schema, shard_size=2**62, row_group_size=_INDEX_ROW_GROUP
-    )))
+def _key_index(storage: Storage, up: Uploaded, parent: Manifest | None,
+               read_keys: KeyReader | None) -> list[dict[str, Any]]:
+    """The new version's key index parts: the parent's it keeps, then one written for the
+    rows after them (``key_index.plan_index``), uploaded here (its bytes count as uploaded)."""
+    kept, start = plan_index(parent, sum(len(k) for k in up.keys))
+    keys = list(up.keys)
+    if parent is not None and start < parent.num_rows:
+        assert read_keys is not None, "an append needs read_keys"
+        stored = stored_keys_from(parent, read_keys, start)
+        keys = ([stored] if stored is not None else []) + keys
+    part = build_part(keys, start)
+    wrote = upload_shard(storage, part)
+    up.uploaded[1] += wrote  # bytes count; shards_uploaded is data shards
+    if not wrote:
+        up.reused.append(part.digest)
+    return [*kept, part_info(part)]

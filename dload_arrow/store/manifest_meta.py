@@ -1,0 +1,52 @@
+"""The user's ``meta`` and ``recipe`` of a manifest: checked before anything is uploaded."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dload_arrow.errors import ConfigError, shown
+
+__all__ = ["check_meta"]
+
+
+def check_meta(meta: Any, recipe: Any) -> None:
+    """Refuse a ``meta`` that is not a dict of JSON values, or a ``recipe`` that is not text."""
+    if meta is not None and not isinstance(meta, dict):
+        raise ConfigError(
+            f"meta must be a dict of JSON values, got {type(meta).__name__} {shown(meta)}; "
+            "e.g. meta={'source': 'camera-3', 'license': 'CC-BY'}"
+        )
+    if recipe is not None and not isinstance(recipe, str):
+        raise ConfigError(
+            f"recipe must be text (the script that made the data, stored verbatim), got "
+            f"{type(recipe).__name__} {shown(recipe)}"
+        )
+    try:
+        json.dumps(meta or {}, sort_keys=True, allow_nan=False)  # NaN is not JSON
+    except (TypeError, ValueError) as e:
+        raise ConfigError(
+            f"meta must be JSON-serialisable (str keys; str, finite numbers, bools, None, "
+            f"lists and dicts of them): {e}"
+        ) from e
+    bad = _non_str_key(meta or {})
+    if bad is not None:  # JSON would store the key 1 as "1": meta would not read back as given
+        raise ConfigError(f"meta keys must be str, got {bad!r} ({type(bad).__name__}) in "
+                          f"{shown(meta)}; write it as {str(bad)!r}")
+
+
+def _non_str_key(value: Any) -> Any:
+    """The first dict key that is not a str, at any depth of ``value`` (None if none)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return k
+            found = _non_str_key(v)
+            if found is not None:
+                return found
+    elif isinstance(value, list | tuple):
+        for v in value:
+            found = _non_str_key(v)
+            if found is not None:
+                return found
+    return None
