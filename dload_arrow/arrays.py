@@ -6,8 +6,7 @@ shuffled batch of every process and DataLoader worker, though reads never need p
 read and pipeline layers build index, mask and probe arrays with these helpers, and read
 numbers into numpy with :func:`numpy_values` (``Array.to_numpy`` imports pandas too);
 tests/test_no_pandas.py checks that reads leave pandas unimported. :func:`typed_array` does
-the same for the write path's columns of Python values (manifest rows, ingested files).
-"""
+the same for the write path's columns of Python values (manifest rows, ingested files)."""
 
 from __future__ import annotations
 
@@ -174,9 +173,8 @@ _budget = [BUFFER_VALUES]
 
 
 def inferred_type(values: Sequence[Any]) -> pa.DataType:
-    """The type ``pa.array(values)`` infers, or its error (found without it for str, bytes,
-    bool, float or int64-range int values). Where the caller cannot name the value at fault
-    (the first alone has no type: null; kinds Arrow cannot mix: the first's), its check does."""
+    """The type ``pa.array(values)`` infers, or its error (fast for str, bytes, bool, float,
+    int64 ints); null or the first's type where the caller's check names the value at fault."""
     kinds = {type(v) for v in values if v is not None}
     if kinds == {int} and all(v is None or -(2**63) <= v < 2**63 for v in values):
         return pa.int64()
@@ -189,9 +187,11 @@ def inferred_type(values: Sequence[Any]) -> pa.DataType:
             first = pa.array([next(v for v in values if v is not None)]).type
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             return pa.null()
-        if not isinstance(e, pa.ArrowNotImplementedError):  # e.g. datetime and datetime64
-            raise
-    return first
+        except OverflowError:  # [2**63, 0.0]: pa.array's error, as it gives it
+            raise e from None
+        if isinstance(e, pa.ArrowNotImplementedError):  # e.g. datetime and datetime64
+            return first
+        raise
 
 
 _INFERRED = {str: pa.string(), bytes: pa.binary(), bool: pa.bool_(), float: pa.float64()}
