@@ -194,4 +194,13 @@ def progress_wanted(progress: bool | None) -> bool:
     if progress is not None:
         return bool(progress)
     isatty = getattr(sys.stderr, "isatty", None)
-    return bool(isatty and isatty()) or "ipykernel" in sys.modules
+    return bool(isatty and isatty()) or _in_kernel()
+
+
+def _in_kernel() -> bool:
+    """Whether this code runs in a Jupyter kernel (not merely with ipykernel imported: a test
+    run or a tool that executes notebooks imports it without being one)."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return type(shell).__name__ == "ZMQInteractiveShell"

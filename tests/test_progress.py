@@ -146,3 +146,23 @@ def test_the_cli_draws_no_listing_counter_in_a_pipe(tmp_path: Path) -> None:
                                       "--from", str(tar)])
     assert result.exit_code == 0, result.output
     assert "listing" not in result.output and "commit t (encoded)" not in result.output
+
+
+def test_bars_follow_a_kernel_not_an_imported_ipykernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from dload_arrow.config import progress_wanted
+
+    # A test run that executed a notebook has ipykernel imported without being a kernel
+    monkeypatch.setitem(sys.modules, "ipykernel", types.ModuleType("ipykernel"))
+    assert progress_wanted(None) is False
+
+    class ZMQInteractiveShell:  # what get_ipython() returns inside a Jupyter kernel
+        pass
+
+    ipython = types.ModuleType("IPython")
+    ipython.get_ipython = ZMQInteractiveShell  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    assert progress_wanted(None) is True
+    assert progress_wanted(False) is False

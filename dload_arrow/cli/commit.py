@@ -107,6 +107,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
             )
         src = open_source(source, kind=kind, include=include, exclude=exclude,
                           split=split or "last", endpoint_url=endpoint_url)
+        src.progress = progress_enabled()  # the CLI's rule: a terminal (a listing pass counter)
         return src.reader(), None, {"kind": kind, **src.report.to_dict()}
 
 
