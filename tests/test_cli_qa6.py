@@ -336,3 +336,20 @@ def test_gc_reports_the_temp_files_it_removes(run: RunFn, local_root: str) -> No
     assert stale.exists()
     done = run("gc", "--json").json
     assert (done["temp_files"], done["temp_bytes"]) == (1, 100) and not stale.exists()
+
+
+# --- a CSV appended to text columns keeps its text as written --------------------------------
+
+def test_a_csv_appended_to_text_columns_keeps_the_text(run: RunFn, local_root: str,
+                                                       tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    repo = Repository.open(local_root, cache_dir=local_root + "-cache")
+    repo.commit("z", pa.table({"__key__": ["a"], "zip": ["02139"], "flag": ["no"],
+                               "n": pa.array([1], pa.int64())}), key="__key__",
+                progress=False)
+    csv = tmp_path / "more.csv"
+    csv.write_text("__key__,zip,flag,n\nb,007,TRUE,2\n")  # inferred: 7, True (then "7", "true")
+    run("append", "z", "--from", str(csv), "--key-column", "__key__")
+    row = repo.dataset("z").get("b")
+    assert (row["zip"], row["flag"], row["n"]) == ("007", "TRUE", 2)

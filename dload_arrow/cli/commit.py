@@ -72,11 +72,12 @@ def _input_options(f: F) -> F:
 
 
 def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence[str],
-               split: str | None, key_column: str | None, endpoint_url: str | None
-               ) -> tuple[Any, str | None, dict[str, Any]]:
+               split: str | None, key_column: str | None, endpoint_url: str | None,
+               text_columns: Sequence[str] = ()) -> tuple[Any, str | None, dict[str, Any]]:
     """``(samples, key, report)`` for ``repo.commit`` from a ``--from`` location.
 
     ``split`` is None when ``--split`` was not given (``"last"`` for files and archives).
+    ``text_columns``: CSV columns to read as text (those an append's dataset stores so).
     """
     from dload_arrow.ingest import Globs, GlobWarning, detect_kind, open_source, open_table
     from dload_arrow.ingest.tables import table_listing
@@ -94,7 +95,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                     "table itself: drop --split"
                 )
             reader = open_table(source, include=include, exclude=exclude,
-                                endpoint_url=endpoint_url)
+                                endpoint_url=endpoint_url, text_columns=text_columns)
             globs = Globs(include, exclude)
             ignored = table_listing(source, globs=globs)[1]
             return reader, key_column, {"kind": "table", "ignored": ignored,
@@ -109,6 +110,19 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                           split=split or "last", endpoint_url=endpoint_url)
         src.progress = progress_enabled()  # the CLI's rule: a terminal (a listing pass counter)
         return src.reader(), None, {"kind": kind, **src.report.to_dict()}
+
+
+def _stored_text(repo: Any, name: str) -> list[str]:
+    """The columns ``name``'s latest version stores as text (a CSV appended to it reads them
+    as written: inferred, ``007`` would become 7 and then be stored as "7")."""
+    import pyarrow as pa
+
+    try:
+        schema = repo.manifest(name, "latest").schema
+    except NotFoundError:
+        return []
+    return [f.name for f in schema
+            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
 
 
 def _fit_to_latest(repo: Any, name: str, source: str, samples: Any, key: str | None,
@@ -138,7 +152,8 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         kwargs["recipe"] = _read_recipe(recipe)
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
-                                      repo.settings.endpoint_url)
+                                      repo.settings.endpoint_url,
+                                      _stored_text(repo, name) if append_mode else ())
     kwargs["key"] = key
     if append_mode:
         samples = _fit_to_latest(repo, name, source, samples, key, report["kind"])

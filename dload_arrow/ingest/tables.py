@@ -93,7 +93,15 @@ def _csv_options(size: int) -> Any:
     return pcsv.ReadOptions(block_size=max(1 << 20, min(size + 1, CSV_INFER_BYTES)))
 
 
-def _file_batches(path: str, fmt: str, endpoint_url: str | None) -> Iterator[pa.RecordBatch]:
+def _csv_text(text_columns: Sequence[str]) -> Any:
+    """CSV conversion that keeps ``text_columns`` as written (``007`` stays ``'007'``)."""
+    import pyarrow.csv as pcsv
+
+    return pcsv.ConvertOptions(column_types={c: pa.string() for c in text_columns})
+
+
+def _file_batches(path: str, fmt: str, endpoint_url: str | None,
+                  text_columns: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
     f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with f:
         if fmt == "parquet":
@@ -103,14 +111,16 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None) -> Iterator[pa.
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
-            yield from pcsv.open_csv(f, read_options=_csv_options(size))
+            yield from pcsv.open_csv(f, read_options=_csv_options(size),
+                                     convert_options=_csv_text(text_columns))
         else:
             import pyarrow.json as pjson
 
             yield from pjson.read_json(f).to_batches()
 
 
-def _file_schema(path: str, fmt: str, endpoint_url: str | None) -> pa.Schema:
+def _file_schema(path: str, fmt: str, endpoint_url: str | None,
+                 text_columns: Sequence[str] = ()) -> pa.Schema:
     f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with f:
         if fmt == "parquet":
@@ -120,7 +130,8 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None) -> pa.Schema:
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
-            schema = pcsv.open_csv(f, read_options=_csv_options(size)).schema
+            schema = pcsv.open_csv(f, read_options=_csv_options(size),
+                                   convert_options=_csv_text(text_columns)).schema
         else:
             import pyarrow.json as pjson
 
@@ -140,14 +151,14 @@ def _read_error(path: str, fmt: str, e: Exception) -> SchemaError:
     return SchemaError(text)
 
 
-def _unify(first: pa.Schema, files: list[str], fmt: str,
-           endpoint_url: str | None) -> pa.Schema:
+def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | None,
+           text_columns: Sequence[str] = ()) -> pa.Schema:
     """The schema every file fits: columns of all files, types widened where they differ."""
     schema = first
     everywhere = set(first.names)
     for f in files[1:]:
         try:
-            other = _file_schema(f, fmt, endpoint_url)
+            other = _file_schema(f, fmt, endpoint_url, text_columns)
         except (pa.ArrowInvalid, OSError) as e:
             raise _read_error(f, fmt, e) from e
         everywhere &= set(other.names)
@@ -168,7 +179,8 @@ def _unify(first: pa.Schema, files: list[str], fmt: str,
 
 
 def open_table(path: str, *, include: Sequence[str] = (), exclude: Sequence[str] = (),
-               endpoint_url: str | None = None) -> pa.RecordBatchReader:
+               endpoint_url: str | None = None,
+               text_columns: Sequence[str] = ()) -> pa.RecordBatchReader:
     """A RecordBatchReader over a table file or folder of them (see the module docstring).
 
     Args:
@@ -178,6 +190,8 @@ def open_table(path: str, *, include: Sequence[str] = (), exclude: Sequence[str]
             a glob that matches no file warns (GlobWarning).
         exclude: globs of files not to read (``"2023"`` skips the folder ``2023/``).
         endpoint_url: S3 endpoint for remote files.
+        text_columns: CSV columns read as text, not inferred (an append into a dataset that
+            stores them as text: ``007`` would be read as the number 7, then stored "7").
     """
     globs = Globs(include, exclude)
     files = table_listing(path, globs=globs)[0]
@@ -191,7 +205,7 @@ def open_table(path: str, *, include: Sequence[str] = (), exclude: Sequence[str]
             "format separately"
         )
     fmt = str(formats.pop())
-    first_iter = _file_batches(files[0], fmt, endpoint_url)
+    first_iter = _file_batches(files[0], fmt, endpoint_url, text_columns)
     try:
         first = next(first_iter)
     except StopIteration:
@@ -200,13 +214,13 @@ def open_table(path: str, *, include: Sequence[str] = (), exclude: Sequence[str]
         raise _read_error(files[0], fmt, e) from e
     schema = first.schema.remove_metadata()
     if len(files) > 1:
-        schema = _unify(schema, files, fmt, endpoint_url)
+        schema = _unify(schema, files, fmt, endpoint_url, text_columns)
 
     def batches() -> Iterator[pa.RecordBatch]:
         yield _conform(first, schema, files[0])
         yield from _rest(first_iter, files[0])
         for f in files[1:]:
-            yield from _rest(_file_batches(f, fmt, endpoint_url), f)
+            yield from _rest(_file_batches(f, fmt, endpoint_url, text_columns), f)
 
     def _rest(it: Iterator[pa.RecordBatch], f: str) -> Iterator[pa.RecordBatch]:
         try:
