@@ -324,3 +324,15 @@ def test_processes_pinning_at_once_keep_every_pin(repo: Repository, tmp_path: Pa
     assert [p.returncode for p in procs] == [0] * len(names), errors
     assert read_lock(project / "dload.lock") == versions
     assert [p.name for p in project.iterdir()] == ["dload.lock"]  # no temp files left
+
+
+def test_a_symlinked_lock_file_is_edited_where_it_lives(repo: Repository, tmp_path: Path) -> None:
+    a = repo.commit("a", [("k", {"x": 1})], progress=False)
+    shared = tmp_path / "shared" / "dload.lock"
+    shared.parent.mkdir()
+    shared.write_text("# shared by every checkout\n[datasets]\n")
+    Path("dload.lock").symlink_to(shared)
+    repo.pin("a")
+    assert Path("dload.lock").is_symlink()  # not replaced by a file
+    assert read_lock(shared) == {"a": a.version}
+    assert shared.read_text().startswith("# shared by every checkout")

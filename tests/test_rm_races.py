@@ -157,3 +157,34 @@ def test_tag_refuses_a_version_removed_since_its_manifest_was_cached(
     with pytest.raises(NotFoundError, match="removed"):
         b.tag("d", v1, "best")
     assert "best" not in a.refs("d") and _broken(a, "d") == []
+
+
+def test_an_rm_right_after_the_ref_moved_wins_over_the_commit(
+        two: tuple[Repository, Repository], monkeypatch: pytest.MonkeyPatch) -> None:
+    from dload_arrow import ConflictError
+
+    a, b = two
+    v1 = a.commit("d", [("k1", {"x": 1})], progress=False).version
+    v2 = a.commit("d", [("k2", {"x": 2})], progress=False).version
+    real = publish_module.move_ref
+
+    def move_then_rm(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        b.rm("d", v1)  # latest steps back to v2 and v1's manifest goes
+        return out
+
+    monkeypatch.setattr(publish_module, "move_ref", move_then_rm)
+    with pytest.raises(ConflictError, match="removed"):
+        a.commit("d", [("k1", {"x": 1})], progress=False)  # v1's samples again
+    assert a.refs("d") == {"latest": v2}
+    assert [v.version for v in a.versions("d")] == [v2]  # what the user removed stays gone
+    assert _broken(a, "d") == []
+
+
+def test_a_dataset_whose_only_ref_dangles_can_be_removed(
+        two: tuple[Repository, Repository]) -> None:
+    a, _ = two
+    v = a.commit("d", [("k1", {"x": 1})], progress=False).version
+    a.storage.delete(manifest_path("d", v))  # what an rm that lost a race leaves
+    assert a.rm("d") == []
+    assert a.datasets() == [] and list_refs(a.storage, "d") == {}

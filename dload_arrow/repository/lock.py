@@ -25,7 +25,9 @@ def lock_path(create: bool = False) -> Path | None:
     found = find_up(LOCK_FILE)
     if found is None and create:
         return Path.cwd() / LOCK_FILE
-    return found
+    # A symlinked lock file (one shared by several checkouts) is edited, and locked, where
+    # it lives: replacing the link with a file would leave the shared pins behind.
+    return None if found is None else Path(found).resolve()
 
 
 def read_lock(path: Path | None = None) -> dict[str, str]:

@@ -206,10 +206,11 @@ class VersionsMixin:
         keeps its log: who removed it, and when, stays on record (``log(name)``).
         """
         ids = self._version_ids(name)
-        if not ids:
+        refs = list_refs(self.storage, name)  # may point at removed versions (a lost race)
+        if not ids and not refs:
             raise NotFoundError(self._missing(name))
         if version is None:
-            for ref in list_refs(self.storage, name):
+            for ref in refs:
                 delete_ref(self.storage, name, ref)
             log = f"datasets/{name}/log/"
             for obj in self.storage.list(f"datasets/{name}/"):
@@ -220,11 +221,10 @@ class VersionsMixin:
             self._clear_memos(name, None)
             return ids
         vid = self.resolve(name, version)
-        refs = list_refs(self.storage, name)
         if vid not in ids and not any(r.version == vid for r in refs.values()):
             raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
         # A version already removed (by an rm that lost a race) may still have refs: they go
-        remaining = [v for v in self.versions(name) if v.version != vid]
+        remaining = [v for v in self.versions(name) if v.version != vid] if ids else []
         self.storage.delete(manifest_path(name, vid))
         self.manifests.forget(vid)
         for ref, value in list_refs(self.storage, name).items():

@@ -53,7 +53,7 @@ from dload_arrow.store.key_index import (
 )
 from dload_arrow.store.manifest import Manifest, build_manifest, shard_rows
 from dload_arrow.store.names import manifest_path, shard_path
-from dload_arrow.store.refs import move_ref
+from dload_arrow.store.refs import move_ref, read_ref
 from dload_arrow.store.shard import ShardData, digest_of
 
 __all__ = ["REBASES", "Uploaded", "crash_point", "publish", "store_manifest", "upload_shard"]
@@ -166,11 +166,7 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                      action="append" if parent is not None else "commit",
                      only_if=None if parent is None else parent.version)
             if not storage.exists(manifest_path(up.name, manifest.version)):
-                # An rm of this version (the same samples committed before) ran between the
-                # store and the move: the ref must not point at nothing. The id is the
-                # bytes' hash, so storing them again restores exactly this version.
-                store_manifest(storage, manifest)
-                _check_stored(storage, up, manifest)
+                _removed_meanwhile(storage, up, manifest)
             return manifest
         except ConflictError as e:
             if wrote:  # built on a parent that is no longer latest: no one may open it
@@ -229,6 +225,20 @@ def _manifest(storage: Storage, up: Uploaded, parent: Manifest | None,
     up.uploaded[1] += wrote
     up.manifest_bytes = wrote
     return wrote, manifest
+
+
+def _removed_meanwhile(storage: Storage, up: Uploaded, manifest: Manifest) -> None:
+    """The manifest is gone just after ``latest`` moved to it: an rm of this version (the same
+    samples committed before) ran between the store and the move, or after the move. While
+    latest still points here, the commit wins: storing the same bytes restores exactly this
+    version (the id is their hash). Once rm has moved latest away, rm wins: ConflictError."""
+    ref = read_ref(storage, up.name, "latest")
+    if ref is None or ref.version != manifest.version:
+        raise ConflictError(
+            f"commit to {up.name!r}: version {manifest.version[:12]} was removed (rm) just "
+            "as it was published, and latest moved away from it; commit again to publish it")
+    store_manifest(storage, manifest)
+    _check_stored(storage, up, manifest)
 
 
 def _touch_if_unprotected(storage: Storage, up: Uploaded) -> None:
