@@ -203,4 +203,5 @@ def _in_kernel() -> bool:
     ipython = sys.modules.get("IPython")
     get = getattr(ipython, "get_ipython", None)
     shell = get() if callable(get) else None
-    return type(shell).__name__ == "ZMQInteractiveShell"
+    # Jupyter's shell, or one built on it (Colab's subclasses it)
+    return any(c.__name__ == "ZMQInteractiveShell" for c in type(shell).__mro__)

@@ -353,3 +353,15 @@ def test_a_csv_appended_to_text_columns_keeps_the_text(run: RunFn, local_root: s
     run("append", "z", "--from", str(csv), "--key-column", "__key__")
     row = repo.dataset("z").get("b")
     assert (row["zip"], row["flag"], row["n"]) == ("007", "TRUE", 2)
+
+
+def test_diff_reads_a_bare_token_the_same_on_either_side(run: RunFn, local_root: str) -> None:
+    repo = Repository.open(local_root, cache_dir=local_root + "-cache")
+    v1 = repo.commit("x", [("a", {"n": 1})], progress=False).version
+    v2 = repo.append("x", [("b", {"n": 2})], progress=False).version
+    name = v1[:6]  # a dataset named like a prefix of one of x's versions
+    repo.commit(name, [("z", {"n": 9})], progress=False)
+    for args in ((name, v2[:8]), (v2[:8], name)):
+        out = run("diff", *args, "--json").json
+        sides = {out["old"]["name"], out["new"]["name"]}
+        assert sides == {name, "x"}  # the bare token is the dataset both times

@@ -166,3 +166,21 @@ def test_bars_follow_a_kernel_not_an_imported_ipykernel(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "IPython", ipython)
     assert progress_wanted(None) is True
     assert progress_wanted(False) is False
+
+
+def test_a_shell_built_on_jupyters_counts_as_a_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from dload_arrow.config import progress_wanted
+
+    class ZMQInteractiveShell:
+        pass
+
+    class Shell(ZMQInteractiveShell):  # how Colab's shell is made
+        pass
+
+    ipython = types.ModuleType("IPython")
+    ipython.get_ipython = Shell  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", ipython)
+    assert progress_wanted(None) is True

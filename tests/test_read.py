@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -325,3 +326,12 @@ def test_threads_pay_off_only_beside_a_large_column(tmp_path: Any) -> None:
     assert threads_pay_off(lists, ["tokens"]) is False
     assert threads_pay_off(lists, []) is True  # nothing to decode: Arrow's default
 
+
+
+def test_a_bool_tensor_column_with_nulls_reads_as_samples(tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "r", cache_dir=tmp_path / "c")
+    repo.commit("b", [(f"k{i}", {"b": np.array([True, False]) if i % 2 else None})
+                      for i in range(4)], progress=False)
+    got = [s["b"] for s in repo.dataset("b").samples()]
+    assert got[0] is None and got[2] is None
+    assert got[1].tolist() == [True, False] and got[1].dtype == np.bool_

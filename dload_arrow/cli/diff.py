@@ -74,8 +74,10 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
     """
     named = [parse_spec(s)[0] if "@" in s else None for s in (old, new)]
     repo = open_repo(root, cache_dir, cache_budget, dataset=named[0] or named[1])
+    # A bare argument is tried as a version of the other's NAME only when that one was
+    # written NAME@...: each bare token means one thing whichever side it is on.
     n1, v1 = _resolve(repo, old, named[1])
-    n2, v2 = _resolve(repo, new, named[0] or n1)
+    n2, v2 = _resolve(repo, new, named[0])
     a, b = repo.manifest(n1, v1), repo.manifest(n2, v2)
     da, db = set(a.digests()), set(b.digests())
     idx = {p["digest"] for m in (a, b) for p in m.key_index_parts}

@@ -35,7 +35,8 @@ def column_values(field: pa.Field, arr: pa.Array | pa.ChunkedArray) -> list[Any]
         return list(block)  # writeable views into one fresh array per batch
     dense = list_slots(arr)  # null rows keep their slots: one block, None where null
     if dense is not None:
-        slots = pc.fill_null(dense[0], 0) if dense[0].null_count else dense[0]
+        zero = pa.scalar(False if pa.types.is_boolean(dense[0].type) else 0, dense[0].type)
+        slots = pc.fill_null(dense[0], zero) if dense[0].null_count else dense[0]
         block = np.array(numpy_values(slots)).reshape((n, *shape))
         valid = (~numpy_values(arr.is_null())).tolist()
         return [block[i] if ok else None for i, ok in enumerate(valid)]
