@@ -112,31 +112,33 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
         return src.reader(), None, {"kind": kind, **src.report.to_dict()}
 
 
-def _stored_text(repo: Any, name: str) -> list[str]:
-    """The columns ``name``'s latest version stores as text (a CSV appended to it reads them
-    as written: inferred, ``007`` would become 7 and then be stored as "7")."""
+def _latest_schema(repo: Any, name: str) -> Any:
+    """The schema of ``name``'s latest version, for an append (None: nothing to append to,
+    which the append itself says)."""
+    try:
+        return repo.manifest(name, "latest").schema
+    except NotFoundError:
+        return None
+
+
+def _text_columns(schema: Any) -> list[str]:
+    """The columns ``schema`` stores as text: a CSV appended to them reads them as written
+    (inferred, ``007`` would become 7 and then be stored as "7")."""
     import pyarrow as pa
 
-    try:
-        schema = repo.manifest(name, "latest").schema
-    except NotFoundError:
-        return []
-    return [f.name for f in schema
-            if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    return [] if schema is None else [
+        f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
 
 
-def _fit_to_latest(repo: Any, name: str, source: str, samples: Any, key: str | None,
-                   kind: str) -> Any:
+def _fit_to(schema: Any, name: str, source: str, samples: Any, key: str | None,
+            kind: str) -> Any:
     """``samples`` fitted to the columns of ``name``'s latest version, for an append."""
     from dload_arrow.store.conform import conform_to
 
-    try:
-        parent = repo.manifest(name, "latest")
-    except NotFoundError:
-        return samples  # the append itself says that there is nothing to append to
+    if schema is None:
+        return samples
     # A table without keys gets row numbers continuing the stored rows' (store/rows.py).
-    return conform_to(samples, parent.schema, key, where=source, dataset=name,
-                      files=kind != "table")
+    return conform_to(samples, schema, key, where=source, dataset=name, files=kind != "table")
 
 
 def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence[str],
@@ -151,12 +153,12 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
     if recipe:
         kwargs["recipe"] = _read_recipe(recipe)
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    stored = _latest_schema(repo, name) if append_mode else None
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
-                                      repo.settings.endpoint_url,
-                                      _stored_text(repo, name) if append_mode else ())
+                                      repo.settings.endpoint_url, _text_columns(stored))
     kwargs["key"] = key
     if append_mode:
-        samples = _fit_to_latest(repo, name, source, samples, key, report["kind"])
+        samples = _fit_to(stored, name, source, samples, key, report["kind"])
     if shard_size:
         kwargs["shard_size"] = shard_size
     if row_group_size:

@@ -44,7 +44,6 @@ __all__ = ["Version", "commit_samples", "store_manifest"]
 
 _UPLOAD_THREADS = 8
 _IN_FLIGHT = 4
-_INDEX_ROW_GROUP = 256 * 1024
 
 
 @dataclass(frozen=True)
