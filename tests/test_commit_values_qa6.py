@@ -176,3 +176,39 @@ def test_a_nonzero_float_that_would_be_stored_as_zero_is_refused(repo: Repositor
     with pytest.raises(SchemaError, match=r"column 'f'.*row 1, 1e-50.*inf or 0"):
         repo.append("t", pa.table({"id": ["b", "c"], "f": [0.25, 1e-50]}), key="id",
                     progress=False)
+
+
+PARIS = "Europe/Paris"
+
+
+@pytest.mark.parametrize("first_aware", [False, True])
+def test_a_sample_with_or_without_a_time_zone_is_refused_by_the_other_kind_of_column(
+        repo: Repository, first_aware: bool) -> None:
+    from zoneinfo import ZoneInfo
+    naive = dt.datetime(2024, 1, 1, 12)
+    aware = naive.replace(tzinfo=ZoneInfo(PARIS))
+    first, second = (aware, naive) if first_aware else (naive, aware)
+    with pytest.raises(SchemaError, match=r"sample '2', column 't'.*time zone"):
+        repo.commit("mixed", [("1", {"t": first}), ("2", {"t": second})],
+                    progress=False)
+    repo.commit("t", [("1", {"t": first})], progress=False)
+    with pytest.raises(SchemaError, match="UTC"):
+        repo.append("t", [("2", {"t": second})], progress=False)
+    assert [s["t"] for s in repo.dataset("t").samples()] == [first]
+
+
+@pytest.mark.parametrize("first_aware", [False, True])
+def test_a_table_with_or_without_a_time_zone_is_refused_by_the_other_kind_of_column(
+        repo: Repository, first_aware: bool) -> None:
+    naive = pa.array([dt.datetime(2024, 1, 1, 12)], pa.timestamp("us"))
+    aware = naive.cast(pa.timestamp("us", PARIS))
+    first, second = (aware, naive) if first_aware else (naive, aware)
+    repo.commit("t", pa.table({"id": ["1"], "t": first}), key="id", progress=False)
+    with pytest.raises(SchemaError, match="column 't'.*time zone"):
+        repo.append("t", pa.table({"id": ["2"], "t": second}), key="id", progress=False)
+    # the same zone, or another zone (the same instant, shown in the column's zone) goes in
+    utc = naive.cast(pa.timestamp("us", "UTC"))
+    if first_aware:
+        repo.append("t", pa.table({"id": ["2"], "t": utc}), key="id", progress=False)
+        got = repo.dataset("t").to_arrow().column("t").to_pylist()
+        assert got[1] == utc.to_pylist()[0]

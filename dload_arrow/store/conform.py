@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from dload_arrow.errors import SchemaError
-from dload_arrow.store.lossless import overflow_row
+from dload_arrow.store.lossless import leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
 from dload_arrow.store.table_columns import flat_tensor
@@ -145,6 +145,11 @@ def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
         raise ColumnMismatch(name, col.type, want) from SchemaError(
             f"text is not parsed into {want} (a value such as '02134' would silently become "
             "2134, 'false' False)")
+    got, leaf = leaf_type(col.type), leaf_type(want)
+    if (pa.types.is_timestamp(got) and pa.types.is_timestamp(leaf)
+            and (got.tz is None) != (leaf.tz is None)):
+        raise ColumnMismatch(name, col.type, want) from SchemaError(
+            "its values have" + zone_refusal(leaf)(got.tz is not None).removeprefix("has"))
     try:
         out = col.cast(want)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

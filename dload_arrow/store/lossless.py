@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
 
-__all__ = ["check_lossless", "check_whole_numbers", "overflow_row"]
+__all__ = ["check_lossless", "check_whole_numbers", "leaf_type", "overflow_row", "zone_refusal"]
 
 Refusal = Callable[[Any], str | None]  # why a value cannot be stored as it is, or None
 
@@ -30,7 +30,7 @@ def _is_float_type(k: type) -> bool:
     return issubclass(k, float | np.floating)
 
 
-def _leaf(t: pa.DataType) -> pa.DataType:
+def leaf_type(t: pa.DataType) -> pa.DataType:
     """The value type of a (nested) list type, or ``t``."""
     while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         t = t.value_type
@@ -70,7 +70,7 @@ def _nanos(v: dt.datetime) -> int:
 
 def _fraction_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
                       ) -> Refusal | None:
-    if not pa.types.is_integer(_leaf(t)):
+    if not pa.types.is_integer(leaf_type(t)):
         return None
     if pa.types.is_integer(t) and not any(map(_is_float_type, kinds)):
         return None  # no float: nothing to scan
@@ -81,7 +81,7 @@ def _fraction_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
 
 def _overflow_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
                       ) -> Refusal | None:
-    leaf = _leaf(t)
+    leaf = leaf_type(t)
     if not pa.types.is_floating(leaf) or leaf.bit_width >= 64:
         return None
     dtype = np.dtype(leaf.to_pandas_dtype())
@@ -110,11 +110,15 @@ def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
     if not pa.types.is_timestamp(t) or not any(
             issubclass(k, dt.datetime | np.datetime64) for k in kinds):
         return None
+    zone = zone_refusal(t)
     per_second = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[t.unit]
     fix = (f"round it to {t.unit} yourself, or give the column a finer unit (schema="
            f"pa.timestamp('ns'), or a new dataset)")
 
     def finer(v: Any) -> str | None:
+        aware = isinstance(v, dt.datetime) and v.utcoffset() is not None
+        if aware is (t.tz is None):
+            return zone(aware)
         if isinstance(v, np.datetime64):
             unit = np.datetime_data(v.dtype)[0]
             if unit == t.unit:
@@ -129,6 +133,23 @@ def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
             return f"has nanoseconds, but the column holds {t}: {fix}"
         return None
     return finer
+
+
+def zone_refusal(t: pa.DataType) -> Callable[[bool], str]:
+    """Why a timestamp with a time zone (``aware``) or without one cannot go into the
+    timestamp column ``t`` when ``t`` has not (or has) one: Arrow would store an aware
+    value's UTC wall time in a naive column, and read a naive value as UTC in an aware one."""
+    def why(aware: bool) -> str:
+        if aware:
+            return (f"has a time zone, but the column's timestamps ({t}) have none; Arrow "
+                    "would store the UTC time of day. Drop the zone yourself (datetime: "
+                    "v.replace(tzinfo=None) for the local time, pandas: "
+                    ".dt.tz_localize(None)), or commit the column with a time zone (a new "
+                    "dataset)")
+        return (f"has no time zone, but the column's timestamps ({t}) are in {t.tz}; Arrow "
+                f"would read it as UTC. Give it its zone (datetime: v.replace(tzinfo="
+                f"ZoneInfo({t.tz!r})), pandas: .dt.tz_localize({t.tz!r}))")
+    return why
 
 
 _TEXT = (pa.types.is_string, pa.types.is_large_string)
@@ -200,7 +221,7 @@ def overflow_row(src: pa.Array, out: pa.Array) -> int | None:
     """The first row of ``src`` holding a finite float that its cast ``out`` (to a narrower
     float, possibly in lists) made infinite, or a nonzero one it made 0; None when there is
     none (one vectorised pass)."""
-    to, of = _leaf(out.type), _leaf(src.type)
+    to, of = leaf_type(out.type), leaf_type(src.type)
     if not (pa.types.is_floating(to) and pa.types.is_floating(of)
             and to.bit_width < of.bit_width):
         return None
