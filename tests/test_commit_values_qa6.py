@@ -204,7 +204,7 @@ def test_a_table_with_or_without_a_time_zone_is_refused_by_the_other_kind_of_col
     aware = naive.cast(pa.timestamp("us", PARIS))
     first, second = (aware, naive) if first_aware else (naive, aware)
     repo.commit("t", pa.table({"id": ["1"], "t": first}), key="id", progress=False)
-    with pytest.raises(SchemaError, match="column 't'.*time zone"):
+    with pytest.raises(SchemaError, match=r"column 't'.*time zone"):
         repo.append("t", pa.table({"id": ["2"], "t": second}), key="id", progress=False)
     # the same zone, or another zone (the same instant, shown in the column's zone) goes in
     utc = naive.cast(pa.timestamp("us", "UTC"))
