@@ -222,6 +222,21 @@ def test_table_with_duplicate_keys_is_refused(repo: Repository) -> None:
                     progress=False)
 
 
+@pytest.mark.parametrize("frame", ["arrow", "pandas", "polars"])
+def test_a_table_with_duplicate_keys_is_refused_before_any_shard_is_uploaded(
+    s3_repo: Repository, s3_server: S3Server, frame: str
+) -> None:
+    n = 2000
+    table = pa.table({"id": [f"k{i % (n - 1)}" for i in range(n)],
+                      "blob": [bytes([i % 251]) * 512 for i in range(n)]})
+    data = {"arrow": table, "pandas": table.to_pandas(), "polars": pl.from_arrow(table)}[frame]
+    s3_server.clear()
+    with pytest.raises(SchemaError, match=r"1 duplicate keys.*'k0'"):
+        s3_repo.commit("dup", data, key="id", shard_size="64KiB", row_group_size="16KiB",
+                       progress=False)
+    assert s3_server.count("PUT", "shards/") == 0
+
+
 def test_empty_commit_is_refused(repo: Repository) -> None:
     with pytest.raises(SchemaError, match="empty"):
         repo.commit("empty", [], progress=False)

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import string_array
 from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store.key_index import check_unique
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["SHAPE_META", "field_shape", "to_batches"]
@@ -132,6 +133,7 @@ def to_batches(
     if isinstance(samples, pa.RecordBatch):
         samples = pa.Table.from_batches([samples])
     if isinstance(samples, pa.Table):
+        _refuse_duplicate_keys(samples, key)
         samples = pa.RecordBatchReader.from_batches(samples.schema, samples.to_batches())
     if isinstance(samples, pa.RecordBatchReader):
         _refuse_duplicates(samples.schema)
@@ -166,6 +168,19 @@ def _refuse_shapes(samples: Any, mod: str) -> None:
             f"cannot commit a {mod.split('.')[0]} Series: a commit takes rows of columns; pass "
             "series.to_frame() (one column, named after the series)"
         )
+
+
+def _refuse_duplicate_keys(table: pa.Table, key: str | None) -> None:
+    """A table in memory has its keys checked before any shard is written, rather than
+    after every shard is uploaded (the publish checks them again, with the stored ones)."""
+    name = key if key is not None else KEY_COLUMN
+    if name not in table.schema.names:
+        return  # generated keys; or a missing key column, which _with_key names
+    try:
+        keys = table.column(name).drop_null().cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return  # the batches refuse the column with their own message
+    check_unique(keys.chunks, None, "")
 
 
 def _refuse_duplicates(schema: pa.Schema) -> None:
