@@ -56,7 +56,7 @@ def test_a_pipeline_where_a_list_is_due_is_refused_before_reading() -> None:
 
 
 @pytest.mark.parametrize("kwargs", [{"high": 0}, {"high": -3}, {"high": 2.5}, {"size": 0},
-                                    {"size": -1}])
+                                    {"size": -1}, {"size": 10**12}, {"high": 10**30}])
 def test_random_stream_arguments_are_checked_when_given(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="random_stream"):
         dl.random_stream(0, **kwargs)

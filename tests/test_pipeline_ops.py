@@ -128,6 +128,24 @@ def test_random_stream_is_counter_based_and_skips_exactly() -> None:
     assert set(ints) == {0, 1, 2, 3}
 
 
+def test_random_stream_of_wide_items_draws_a_few_at_a_time() -> None:
+    import tracemalloc
+
+    size = 100_000  # 0.8 MB an item: a block of 4,096 of them would be 3.3 GB
+    tracemalloc.start()
+    try:
+        first = next(iter(dl.random_stream(5, size=size)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert first.shape == (size,) and peak < 40 * first.nbytes
+    wide = dl.random_stream(5, size=size)
+    a = list(wide.take(25))
+    b = list(wide.skip(17).take(3))
+    assert all(np.array_equal(x, y) for x, y in zip(b, a[17:20], strict=True))
+    assert not np.array_equal(a[0], a[1])
+
+
 def test_view_honours_units_and_predicate(root: str) -> None:
     view = pipeline_cases.view(root)
     got = sorted(r["x"] for r in view.pipeline())

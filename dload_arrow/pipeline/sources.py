@@ -28,7 +28,9 @@ __all__ = ["FromIterablePipe", "RandomStreamPipe", "from_iterable", "random_stre
 
 ITER_STATE = "iterable"
 _SEQ_CHUNK = 256
-_RANDOM_BLOCK = 4096
+_RANDOM_BLOCK = 4096  # rows drawn at once, at most _RANDOM_VALUES values in all
+_RANDOM_VALUES = 1 << 20
+_MAX_SIZE = 1 << 31  # values per item
 
 
 def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None,
@@ -57,8 +59,8 @@ def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None,
 def random_stream(seed: int, *, high: int | None = None, size: int | None = None) -> Pipeline:
     """An endless stream of uniform floats in ``[0, 1)`` (or ints in ``[0, high)``).
 
-    ``size`` makes each item a numpy vector of that many values. Deterministic in
-    ``(seed, epoch, position)``; skips without drawing.
+    ``size`` makes each item a numpy vector of that many values (up to 2**31). ``high`` is
+    at most 2**63. Deterministic in ``(seed, epoch, position)``; skips without drawing.
     """
     return RandomStreamPipe(seed, high, size)
 
@@ -212,6 +214,10 @@ class RandomStreamPipe(Pipeline):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ValueError(f"random_stream: {what} must be an int >= 1 (or None), got "
                                  f"{v!r}")
+        for what, v, top in (("high", high, 1 << 63), ("size", size, _MAX_SIZE)):
+            if v is not None and v > top:
+                raise ValueError(f"random_stream: {what} must be at most {top:,} (values are "
+                                 f"int64 and float64 numpy arrays), got {v:,}")
         self.seed, self.high, self.size = check_seed(seed), high, size
 
     def _params(self) -> dict[str, Any]:
@@ -239,12 +245,13 @@ class _RandomNode(Node):
         return {POSITION: self.p}
 
     def next(self) -> Chunk:
-        block, off = divmod(self.p, _RANDOM_BLOCK)
-        g = rng(self.seed, self.epoch, "random_stream", block)
         width = self.size or 1
+        rows = max(1, min(_RANDOM_BLOCK, _RANDOM_VALUES // width))  # wide items: fewer a block
+        block, off = divmod(self.p, rows)
+        g = rng(self.seed, self.epoch, "random_stream", block)
         values: np.ndarray = (
-            g.integers(0, self.high, size=(_RANDOM_BLOCK, width)) if self.high is not None
-            else g.random((_RANDOM_BLOCK, width))
+            g.integers(0, self.high, size=(rows, width)) if self.high is not None
+            else g.random((rows, width))
         )
         values = values[off:]
         self.p += len(values)
