@@ -13,6 +13,7 @@ both read through the same :class:`~dload_arrow.ingest.source.SampleSource`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, overload
 
@@ -80,10 +81,10 @@ class ArchivePipeline(FromIterablePipe):
 
 
 def from_archive(
-    path_or_url: str,
+    path_or_url: str | os.PathLike[str],
     *,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
+    include: Sequence[str] | str = (),
+    exclude: Sequence[str] | str = (),
     split: str = "last",
     endpoint_url: str | None = None,
 ) -> ArchivePipeline:
@@ -107,8 +108,14 @@ def from_archive(
         >>> pipe = from_archive("s3://bucket/photos.zip")       # doctest: +SKIP
         >>> for sample in pipe.shuffle(1000, seed=0).batch(32): ...  # doctest: +SKIP
     """
+    if not isinstance(path_or_url, str | os.PathLike):
+        raise TypeError(
+            f"from_archive needs a path or URL (str or pathlib.Path), got "
+            f"{type(path_or_url).__name__} {path_or_url!r:.80}"
+        )
     source = open_archive(
-        path_or_url, include=include, exclude=exclude, split=split, endpoint_url=endpoint_url
+        os.fspath(path_or_url), include=include, exclude=exclude, split=split,
+        endpoint_url=endpoint_url,
     )
     source.keys()  # list and check the archive now: bad names and corruption fail here
     return ArchivePipeline(source)

@@ -20,11 +20,11 @@ from __future__ import annotations
 import fnmatch
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from dload_arrow.errors import user_stacklevel
 
-__all__ = ["GlobWarning", "Globs"]
+__all__ = ["GlobWarning", "Globs", "glob_list"]
 
 
 class GlobWarning(UserWarning):
@@ -60,6 +60,23 @@ def _compile(pattern: str) -> list[re.Pattern[str]]:
     return [re.compile(fnmatch.translate(p)) for p in [pattern, *_lowered(pattern)]]
 
 
+def glob_list(value: Sequence[str] | str | None, option: str) -> tuple[str, ...]:
+    """``include=`` / ``exclude=`` as a tuple of patterns: one pattern given as a str is
+    one pattern (not its characters); anything but str patterns is refused (TypeError)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, Iterable) and not isinstance(value, bytes | Mapping):
+        patterns = tuple(value)
+        if all(isinstance(p, str) for p in patterns):
+            return patterns
+    raise TypeError(
+        f"{option}= takes glob patterns as str (one, or a list of them), got "
+        f"{type(value).__name__} {value!r:.80}: e.g. {option}=['*.jpg', 'labels/']"
+    )
+
+
 class Globs:
     """The ``include`` / ``exclude`` patterns of one input, remembering which ones matched.
 
@@ -68,9 +85,10 @@ class Globs:
         exclude: patterns of files to leave out (wins over ``include``).
     """
 
-    def __init__(self, include: Sequence[str] = (), exclude: Sequence[str] = ()) -> None:
-        self.include = tuple(include)
-        self.exclude = tuple(exclude)
+    def __init__(self, include: Sequence[str] | str = (), exclude: Sequence[str] | str = ()
+                 ) -> None:
+        self.include = glob_list(include, "include")
+        self.exclude = glob_list(exclude, "exclude")
         self._patterns: dict[tuple[str, str], tuple[list[re.Pattern[str]], bool]] = {}
         for option, patterns in (("include", self.include), ("exclude", self.exclude)):
             for p in patterns:

@@ -58,10 +58,9 @@ class SampleSource:
         split: str = "last",
     ) -> None:
         self.location = location
-        self.include = tuple(include)
-        self.exclude = tuple(exclude)
-        self.split = split
         self.globs = Globs(include, exclude)
+        self.include, self.exclude = self.globs.include, self.globs.exclude
+        self.split = split
         self._skipped: list[tuple[str, str]] = []
 
     # --- what subclasses provide ------------------------------------------------------------
