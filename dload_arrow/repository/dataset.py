@@ -15,6 +15,8 @@ from dload_arrow.repository.shortcuts import PipelineShortcuts
 from dload_arrow.store.manifest import Manifest
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from dload_arrow.read.lookup import RandomAccess
     from dload_arrow.read.planner import ReadPlan
     from dload_arrow.repository.repository import Repository
@@ -254,7 +256,7 @@ class Dataset(PipelineShortcuts):
 
         return pandas_frame(self.to_arrow(columns))
 
-    def to_polars(self, columns: Sequence[str] | None = None) -> Any:
+    def to_polars(self, columns: Sequence[str] | None = None) -> pl.LazyFrame:
         """A polars LazyFrame over the shards, with projection and predicate pushdown;
         a tensor column is a ``pl.Array`` of its shape.
 

@@ -29,6 +29,7 @@ from dload_arrow.store.shard import DEFAULT_ROW_GROUP_SIZE, DEFAULT_SHARD_SIZE
 
 if TYPE_CHECKING:
     from dload_arrow.catalog import Catalog, Lineage
+    from dload_arrow.read.pull import CacheStatus, PullReport
 
 __all__ = ["Repository", "VersionInfo"]
 
@@ -215,7 +216,8 @@ class Repository(VersionsMixin):
 
     # --- cache (issue: streaming) -------------------------------------------------------------
 
-    def pull(self, name: str, version: str | None = None, progress: bool | None = None) -> Any:
+    def pull(self, name: str, version: str | None = None, progress: bool | None = None
+             ) -> PullReport:
         """Download every shard of a version into this machine's cache (concurrent, resumable).
 
         Returns a :class:`~dload_arrow.read.pull.PullReport`. Raises InfeasiblePlanError before
@@ -225,7 +227,7 @@ class Repository(VersionsMixin):
 
         return pull(self.read_context, self.manifest(name, version), progress=progress)
 
-    def cache_status(self) -> Any:
+    def cache_status(self) -> CacheStatus:
         """Budget, bytes used and residency of every dataset version in this machine's cache."""
         from dload_arrow.read.pull import cache_status
 

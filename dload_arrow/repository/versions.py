@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from dload_arrow.errors import (
     ConfigError,
@@ -27,7 +27,7 @@ from dload_arrow.repository.lock import (
     write_lock,
 )
 from dload_arrow.store.names import check_name, check_ref, manifest_path
-from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
+from dload_arrow.store.refs import LogEntry, delete_ref, list_refs, move_ref, read_log, read_ref
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -257,7 +257,7 @@ class VersionsMixin:
             raise NotFoundError(self._missing(name))  # a typo is not "no refs"
         return refs
 
-    def log(self, name: str) -> list[Any]:
+    def log(self, name: str) -> list[LogEntry]:
         """Every recorded ref move of ``name``, oldest first; a removed dataset's log stays
         readable, a name that never had one is a NotFoundError."""
         entries = list(read_log(self.storage, name))
