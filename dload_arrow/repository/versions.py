@@ -96,6 +96,9 @@ class VersionsMixin:
         if version is not None and not isinstance(version, str):
             raise ConfigError(f"version must be a str (an id, id prefix or tag), got "
                               f"{type(version).__name__} {version!r}")
+        if version is not None and not version.strip():
+            raise ConfigError(f"version {version!r} is empty (an unset variable?): pass None "
+                              "for the latest, or a version id, id prefix or tag")
         if version is None:
             pinned = pinned_version(name)
             if pinned is not None:
@@ -169,7 +172,7 @@ class VersionsMixin:
 
     def pin(self, name: str, version: str | None = None) -> str:
         """Pin ``name`` to a version (default: latest) in dload.lock; return the id."""
-        vid = self.resolve(name, version) if version else self._latest(name)
+        vid = self.resolve(name, version) if version is not None else self._latest(name)
         self.manifest(name, vid)
         path = lock_path(create=True)
         assert path is not None
