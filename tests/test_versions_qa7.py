@@ -23,3 +23,11 @@ def test_an_empty_version_is_refused_not_matched_to_every_version(
     with pytest.raises(ConfigError, match="version must be a str"):
         repo.pin("d", 0)  # type: ignore[arg-type]
     assert repo.pin("d") == repo.resolve("d")
+
+
+def test_a_version_and_a_manifest_show_short_reprs(repo: Repository) -> None:
+    v = repo.commit("d", _rows(3), progress=False)
+    text = repr(v)
+    assert text.startswith(f"Version('d', {v.version[:12]}, 3 rows in 1 shards")
+    assert "object at 0x" not in text and len(text) < 160
+    assert repr(v.manifest) == f"Manifest('d', {v.version[:12]}, 3 rows, 1 shards)"

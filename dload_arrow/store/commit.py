@@ -12,14 +12,14 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from dload_arrow.config import progress_wanted
 from dload_arrow.errors import ConfigError, SchemaError
-from dload_arrow.sizes import parse_size
+from dload_arrow.sizes import format_bytes, parse_size
 from dload_arrow.storage import Storage
 from dload_arrow.store.key_index import KeyReader
 from dload_arrow.store.manifest import Manifest, check_meta
@@ -62,8 +62,14 @@ class Version:
     bytes_total: int
     bytes_uploaded: int
     seconds: float
-    manifest: Manifest
+    manifest: Manifest = field(repr=False)
     manifest_bytes_uploaded: int = 0
+
+    def __repr__(self) -> str:
+        return (f"Version({self.name!r}, {self.version[:12]}, {self.num_rows:,} rows in "
+                f"{self.shards_total} shards of {format_bytes(self.bytes_total)}; uploaded "
+                f"{self.shards_uploaded} shards, {format_bytes(self.bytes_uploaded)} in all, "
+                f"in {self.seconds:.2f} s)")
 
 
 class _Progress:

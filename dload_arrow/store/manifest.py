@@ -170,6 +170,10 @@ class Manifest:
             raise IntegrityError(f"manifest's sample schema does not decode ({e!r}): the "
                                  "manifest is corrupt") from e
 
+    def __repr__(self) -> str:
+        return (f"Manifest({self.name!r}, {self.version[:12]}, {self.num_rows:,} rows, "
+                f"{len(self.shards)} shards)")
+
     def to_bytes(self) -> bytes:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_file(sink, self.table.schema) as w:
