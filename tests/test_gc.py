@@ -318,3 +318,18 @@ def test_a_damaged_stored_shard_is_replaced_by_committing_again(repo: Repository
     again = repo.commit("d", rows("a"), **SMALL)
     assert again.version == v1.version and again.shards_uploaded == 1
     assert [r["x"] for r in repo.dataset("d").samples()] == list(range(60))
+
+
+def test_a_reader_of_a_dataset_removed_and_collected_is_told_so(gc_repo: Repository) -> None:
+    gc_repo.commit("gone", rows("g"), **SMALL)
+    held = gc_repo.dataset("gone")
+    gc_repo.rm("gone")
+    gc_repo.gc(grace=0)
+    with pytest.raises(NotFoundError, match=r"is gone from .*'gone' was removed \(rm\) and gc"):
+        list(held.samples())
+    gc_repo.commit("kept", rows("k"), **SMALL)
+    kept = gc_repo.dataset("kept")
+    for path in stored_shards(gc_repo):
+        gc_repo.storage.delete(path)
+    with pytest.raises(NotFoundError, match=r"'kept.*' is missing under .*dload verify kept"):
+        list(kept.samples())

@@ -225,11 +225,9 @@ class Cache(CacheBudget):
                 try:
                     size = storage.download(shard_path(digest), tmp, hasher)
                 except NotFoundError as e:
-                    raise NotFoundError(
-                        f"shard {digest} of dataset {dataset or '?'} is missing from "
-                        f"{redact_url(storage.url)}; the version is incomplete (was it "
-                        "removed by gc, or is the commit unfinished?)"
-                    ) from e
+                    from dload_arrow.read.random_access import missing_shard
+
+                    raise missing_shard(storage, digest, dataset or "") from e
                 got = (hasher.hexdigest() if size == nbytes
                        else f"<{size} bytes, expected {nbytes}>")
                 if got == digest:

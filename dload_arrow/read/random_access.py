@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dload_arrow.errors import IntegrityError, NotFoundError
+from dload_arrow.errors import DloadError, IntegrityError, NotFoundError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest, ShardEntry
@@ -122,18 +122,33 @@ def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
         return pq.ParquetFile(path, memory_map=True, metadata=metadata,
                               page_checksum_verification=verify)
     except FileNotFoundError as e:
-        raise missing_shard(ctx, digest, dataset) from e
+        raise missing_shard(ctx.storage, digest, dataset) from e
     except (OSError, pa.ArrowInvalid) as e:
         raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}",
                             path) from e
 
 
-def missing_shard(ctx: ReadContext, digest: str, dataset: str) -> NotFoundError:
-    """The error for a shard file that is not in a local root."""
+def missing_shard(storage: Storage, digest: str, dataset: str) -> NotFoundError:
+    """The error for a shard that is not in the root: removed with its dataset (``rm``, then
+    ``gc``) while a reader held it, or deleted outside dload."""
+    where = redact_url(storage.url)
+    name, _, version = dataset.partition("@")  # the cache's label: name@version prefix
+    try:
+        prefix = f"datasets/{name}/manifests/"
+        stored = [o.path[len(prefix):] for o in storage.list(prefix)] if name else [""]
+    except DloadError:
+        stored = [""]
+    if not any(v.startswith(version) for v in stored):
+        what = f"version {version} of {name!r}" if version and stored else repr(name)
+        return NotFoundError(
+            f"shard {digest[:12]} of dataset {dataset!r} is gone from {where}: {what} was "
+            "removed (rm) and gc collected its shards after this reader opened it; open a "
+            "version that exists (repo.versions(name), repo.datasets() list them)"
+        )
     return NotFoundError(
-        f"shard {digest[:12]} of dataset {dataset!r} is missing under "
-        f"{redact_url(ctx.storage.url)} (deleted outside dload?): `dload verify "
-        f"{dataset}` lists what is missing; restore it or commit the data again"
+        f"shard {digest[:12]} of dataset {dataset!r} is missing under {where} (removed by "
+        f"gc, or deleted outside dload?): `dload verify {name}` lists what is missing; "
+        "restore it or commit the data again"
     )
 
 
