@@ -16,9 +16,9 @@ override :meth:`Node.skip`; the others inherit a skip that reads and drops.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
+from dload_arrow.args import check_count
 from dload_arrow.pipeline.chunks import Chunk, chunk_len, chunk_slice
 
 __all__ = [
@@ -47,24 +47,6 @@ OFFSET = "offset"
 POSITION = "position"
 DONE = "done"
 EPOCH = "epoch"
-
-
-def check_count(op: str, name: str, value: Any) -> int:
-    """``value`` (argument ``name`` of ``op``: an epoch, a number of items) as an int >= 0.
-
-    Raises:
-        TypeError: not an integer (a str, a float, a bool): silently flooring 2.7 or parsing
-            "3" would hide a bug in the caller.
-        ValueError: a negative integer.
-    """
-    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
-        raise TypeError(
-            f"{op}({name}={value!r}): {name} must be an int >= 0, got a {type(value).__name__}"
-        )
-    n = operator.index(value)
-    if n < 0:
-        raise ValueError(f"{op}({name}={n}): {name} must be >= 0")
-    return n
 
 
 class Node:
