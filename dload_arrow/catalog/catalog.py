@@ -15,13 +15,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from dload_arrow.args import kind
 from dload_arrow.catalog.files import ShardFiles
 from dload_arrow.catalog.params import bindable_params
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
 from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
 from dload_arrow.catalog.summaries import Summaries
 from dload_arrow.catalog.tables import RAW_SCHEMAS, Snapshot, Snapshotter
-from dload_arrow.errors import NotFoundError, SqlError
+from dload_arrow.errors import NotFoundError, SqlError, shown
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
@@ -133,6 +134,9 @@ class Catalog:
 
         numpy and pyarrow scalars in ``params`` are bound as the Python values they hold.
         """
+        if not isinstance(query, str):
+            raise TypeError(f"sql(query={shown(query)}): query must be SQL text (a str), got "
+                            f"{kind(query)}")
         params = bindable_params(params)
         with self._lock:
             if refresh or self._snapshot is None:

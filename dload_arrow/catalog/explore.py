@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dload_arrow.args import check_bool
 from dload_arrow.catalog.column_stats import data_rows, manifest_rows
 from dload_arrow.catalog.files import ShardFiles, shard_files
 from dload_arrow.catalog.filtering import prune_units
@@ -120,7 +121,7 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
     :mod:`dload_arrow.catalog.column_stats`), and no min, max or mean. With a predicate the
     statistics would describe whole row groups, so the filtered rows are read and measured.
     """
-    if exact is None:
+    if check_bool("describe", "exact", exact, none=True) is None:
         exact = predicate is not None
     if not exact and predicate is not None:
         raise ValueError(

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dload_arrow.args import check_count
+
 __all__ = [
     "DEFAULT_PREFETCH",
     "UNLIMITED",
@@ -82,10 +84,9 @@ def choose_window(
     Returns:
         The window in shards; 0 only for an empty schedule.
     """
-    if consumers < 1:
-        raise ValueError(f"consumers must be at least 1, got {consumers}")
-    if prefetch is not None and prefetch < 0:
-        raise ValueError(f"prefetch must not be negative, got {prefetch}")
+    consumers = check_count("", "consumers", consumers, low=1)
+    if prefetch is not None:
+        prefetch = check_count("", "prefetch", prefetch)
     sizes = np.sort(_sizes(shard_bytes))[::-1]
     n = int(sizes.size)
     if n == 0:

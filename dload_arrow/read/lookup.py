@@ -13,15 +13,16 @@ and a key outside the view is not found.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.args import kind
 from dload_arrow.arrays import int64_array, string_array
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import NotFoundError, shown
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.read.reader import iter_units, projection
@@ -155,6 +156,9 @@ class RandomAccess:
                             f"take([{items!r}]) or {one} for one sample"
                             + (f", head({items!r}) for the first {items!r} rows"
                                if isinstance(items, int) and items > 0 else ""))
+        if isinstance(items, Mapping) or not isinstance(items, Iterable):
+            raise TypeError(f"take(items={shown(items)}): items must be a list of positions "
+                            f"(ints) or keys (strs), got {kind(items)}")
         items = list(items)
         schema = projection(self.manifest.schema, columns)
         keys = [x for x in items if isinstance(x, str)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from dload_arrow.args import check_bool
 from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import (
     DEFAULT_PREFETCH,
@@ -139,6 +140,7 @@ def plan_read(
     Returns:
         The :class:`ReadPlan`; call ``.check()`` to raise when it does not fit.
     """
+    check_bool("plan", "full_shuffle", full_shuffle)
     entries = manifest.shards
     order = schedule_shards(units)
     sizes = [entries[i].bytes for i in order]

@@ -20,6 +20,7 @@ from functools import partial
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dload_arrow.args import column_names
 from dload_arrow.errors import SchemaError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.fetcher import ShardFetcher, visits_of
@@ -47,10 +48,9 @@ def all_units(manifest: Manifest) -> list[tuple[int, int]]:
 
 def projection(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
     """The schema of a projection: ``__key__`` first, then ``columns`` (all when None)."""
+    columns = column_names(columns)
     if columns is None:
         return schema
-    if isinstance(columns, str):
-        columns = [columns]
     missing = [c for c in columns if c not in schema.names]
     if missing:
         raise SchemaError(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.args import MAX_COUNT
 from dload_arrow.errors import NotFoundError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.repository.shortcuts import PipelineShortcuts
@@ -282,8 +283,9 @@ class Dataset(PipelineShortcuts):
         """The first ``n`` rows, reading only the first row group(s)."""
         from dload_arrow.catalog.explore import head
 
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"head(n) takes a row count of 0 or more, got {n!r}")
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 0 <= n <= MAX_COUNT:
+            raise ValueError(f"head(n) takes a row count of 0 or more (at most {MAX_COUNT:,}), "
+                             f"got {n!r}")
         return head(self.context, self.manifest, self.units, self.predicate, n, columns)
 
     def describe(self, exact: bool | None = None) -> pa.Table:
