@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
+from dload_arrow.args import check_bool, check_callable, check_count
 from dload_arrow.pipeline.iterator import FINGERPRINT, PipelineIterator
-from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State, check_count
+from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -51,7 +52,9 @@ class Pipeline:
     # --- what subclasses provide --------------------------------------------------------
 
     def _build(self, epoch: int) -> Node:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} has no items of its own: start a "
+                                  "pipeline from ds.pipeline(), ds.shuffle(...), "
+                                  "dl.from_iterable(...) or dl.random_stream(...)")
 
     def _params(self) -> dict[str, Any]:
         """Parameters that define this operator (functions included), for fingerprint()."""
@@ -224,13 +227,13 @@ class Pipeline:
 
     def select(self, columns: str | Sequence[str]) -> Pipeline:
         """Keep only ``columns`` of each row."""
-        from dload_arrow.pipeline.transforms import SelectPipe
+        from dload_arrow.pipeline.columns import SelectPipe
 
-        return SelectPipe(self, [columns] if isinstance(columns, str) else list(columns))
+        return SelectPipe(self, columns)
 
     def through(self, fn: Callable[[Pipeline], Pipeline]) -> Pipeline:
         """``fn(self)``: reuse a function that builds on a pipeline, inline."""
-        out = fn(self)
+        out = check_callable("through", "fn", fn)(self)
         if not isinstance(out, Pipeline):
             raise TypeError(f"through({fn!r}) must return a Pipeline, got {type(out).__name__}")
         return out
@@ -286,14 +289,11 @@ class Pipeline:
         """Shuffle with a window of ``buffer`` items (``full=True``: datasets only, uniform)."""
         from dload_arrow.pipeline.control import BufferShufflePipe
 
-        if full:
-            raise ValueError(
-                "shuffle(full=True) needs a dataset source: call it on the dataset "
-                "(ds.shuffle(full=True, seed=...)) before map/filter/batch"
-            )
+        if full is not False:
+            check_bool("shuffle", "full", full)
+            raise ValueError("shuffle(full=True) needs a dataset source: call it on the dataset "
+                             "(ds.shuffle(full=True, seed=...)) before map/filter/batch")
         if buffer is None or isinstance(buffer, str):
-            raise ValueError(
-                f"shuffle(buffer={buffer!r}) on a non-dataset pipeline needs a buffer in items "
-                "(an int); byte sizes are for dataset sources"
-            )
+            raise ValueError(f"shuffle(buffer={buffer!r}) on a non-dataset pipeline needs a "
+                             "buffer in items (an int); byte sizes are for dataset sources")
         return BufferShufflePipe(self, buffer, seed)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.args import MAX_COUNT, check_bool
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
@@ -65,8 +66,10 @@ class BatchPipe(Pipeline):
     op = "batch"
 
     def __init__(self, child: Pipeline, size: int, drop_last: bool, collate: Any) -> None:
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise ValueError(f"batch size must be a positive int, got {size!r}")
+        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_COUNT:
+            raise ValueError(f"batch size must be a positive int, got {size!r} (the most is "
+                             f"{MAX_COUNT:,})")
+        check_bool("batch", "drop_last", drop_last)
         if collate is not None and not callable(collate):
             raise TypeError(f"batch: collate must be a function of a list of items, got "
                             f"{collate!r}")

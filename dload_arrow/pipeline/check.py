@@ -21,6 +21,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dload_arrow.args import check_count
 from dload_arrow.errors import InfeasiblePlanError
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ def check_pipeline(pipe: Pipeline, consumers: int = 1) -> CheckReport:
     """Plan every dataset source of ``pipe`` for ``consumers`` readers on this machine."""
     from dload_arrow.read.planner import check_plans, plan_read
 
+    consumers = check_count("check", "consumers", consumers, low=1)
     infos, plans = [], []
     ctx = None
     share = max(1, sources_at_once(pipe))

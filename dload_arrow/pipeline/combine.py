@@ -5,11 +5,13 @@ The routed combinators (mix, choice, select) live in :mod:`dload_arrow.pipeline.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
+from dload_arrow.args import check_callable, kind
+from dload_arrow.errors import shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.check import budget_share, sharing_budget
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
@@ -30,6 +32,9 @@ def _check_pipes(pipes: Sequence[Any], what: str) -> list[Pipeline]:
     if isinstance(pipes, Pipeline) or callable(getattr(pipes, "pipeline", None)):
         raise TypeError(f"{what} takes a list of pipelines as its first argument, got one "
                         f"{type(pipes).__name__}: write {what}([a, b], ...)")
+    if isinstance(pipes, str | bytes | Mapping) or not isinstance(pipes, Iterable):
+        raise TypeError(f"{what}(pipes={shown(pipes)}): pipes must be a list of pipelines "
+                        f"(or datasets), got {kind(pipes)}")
     pipes = list(pipes)
     if not pipes:
         raise ValueError(f"{what} needs at least one pipeline")
@@ -51,7 +56,8 @@ def concat(pipes: Sequence[Pipeline]) -> Pipeline:
 def zip_with(pipes: Sequence[Pipeline], fn: Callable[..., Any] | None = None) -> Pipeline:
     """Items side by side: ``fn(a, b, ...)`` (a tuple when ``fn`` is None); ends with the
     shortest input."""
-    return ZipPipe(_check_pipes(pipes, "zip_with"), fn)
+    pipes = _check_pipes(pipes, "zip_with")
+    return ZipPipe(pipes, None if fn is None else check_callable("zip_with", "fn", fn))
 
 
 def _common_schema(pipes: Sequence[Pipeline]) -> pa.Schema | None:

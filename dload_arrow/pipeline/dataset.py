@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.args import check_bool, column_names
 from dload_arrow.errors import user_stacklevel
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.node import Node
@@ -35,6 +36,7 @@ from dload_arrow.pipeline.window_layout import schema_of
 from dload_arrow.pipeline.window_node import DatasetNode
 from dload_arrow.plan.orders import SamplePlan, own_count
 from dload_arrow.plan.seeds import check_seed
+from dload_arrow.read.reader import projection
 from dload_arrow.sizes import parse_size
 
 __all__ = ["DEFAULT_BUFFER", "DEFAULT_CHUNK_ROWS", "DatasetPipe"]
@@ -64,8 +66,8 @@ class DatasetPipe(Pipeline):
     ) -> None:
         super().__init__()
         self.ds = ds
-        self.columns = None if columns is None else (
-            [columns] if isinstance(columns, str) else list(columns))
+        self.columns = column_names(columns, "pipeline")
+        projection(ds.manifest.schema, self.columns)  # SchemaError now for a missing column
         self.order, self.seed, self.buffer = order, check_seed(seed), int(buffer)
         self.shard_spec = tuple(int(x) for x in shard)
         self.chunk_rows = chunk_rows
@@ -133,6 +135,7 @@ class DatasetPipe(Pipeline):
         The default buffer is 16,384 rows or 8 row groups, whichever is more. A buffer smaller
         than a row group warns: each window would be one row group.
         """
+        check_bool("shuffle", "full", full)
         if full and buffer is not None:
             raise ValueError(f"shuffle(buffer={buffer!r}, full=True): a full shuffle permutes "
                              "the whole dataset and takes no buffer; give one or the other")

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.args import check_bool
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.combine import _check_pipes, _common_schema
 from dload_arrow.pipeline.node import Node
@@ -56,6 +57,7 @@ def mix(
             ``weight * window`` whole, else 1000).
     """
     pipes = _check_pipes(pipes, "mix")
+    check_bool("mix", "exact", exact)
     w = normalized(weights, len(pipes))
     if stop not in STOPS:
         raise ValueError(f"mix(stop={stop!r}): choose one of {STOPS}")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dload_arrow.args import MAX_COUNT, check_count
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_len, concat_chunks
 from dload_arrow.pipeline.node import CURSOR, POSITION, ItemCursor, Node, State
@@ -27,11 +28,14 @@ _SHARD_CHUNK = 1024
 
 def shard(pipe: Pipeline, index: int, count: int, block: int = 1) -> Pipeline:
     """``pipe.shard(index, count, block)``: pushed down where possible (see module doc)."""
-    for name, v in (("count", count), ("block", block)):
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"shard: {name} must be a positive int, got {v!r}")
-    if not 0 <= index < count:
-        raise ValueError(f"shard: index {index} is not in [0, {count})")
+    count = check_count("shard", "count", count, low=1)
+    block = check_count("shard", "block", block, low=1)
+    index = check_count("shard", "index", index)
+    if index >= count:
+        raise ValueError(f"shard(index={index}, count={count}): index must be in [0, {count})")
+    if count * block > MAX_COUNT:  # positions are int64: (position // block) % count
+        raise ValueError(f"shard(count={count}, block={block}): count * block must be at most "
+                         f"{MAX_COUNT:,}")
     if count == 1:
         return pipe
     pushed = pipe._push_shard(index, count, block)

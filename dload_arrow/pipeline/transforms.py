@@ -1,9 +1,9 @@
 """Operators that turn each input chunk into one output chunk: map, map_batches, filter,
-flat_map, scan, select.
+flat_map, scan (select, which keeps columns: :mod:`dload_arrow.pipeline.columns`).
 
 Their node state is the child's state (plus the accumulator for ``scan``): a chunk out is a
-pure function of a chunk in, so a cursor on the child is a cursor on the output. ``map``,
-``select`` and ``map_batches(rows_preserved=True)`` keep positions, so ``shard``/``skip`` pass
+pure function of a chunk in, so a cursor on the child is a cursor on the output. ``map``
+and ``map_batches(rows_preserved=True)`` keep positions, so ``shard``/``skip`` pass
 through them; ``filter``, ``flat_map`` and ``scan`` do not (positions change, or depend on the
 past).
 """
@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.args import check_bool
 from dload_arrow.arrays import bool_array
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, as_record_batch, chunk_items, chunk_len
 from dload_arrow.pipeline.node import CHILD, Node, State
 
-__all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe", "ScanPipe", "SelectPipe"]
+__all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe", "ScanPipe"]
 
 ACC = "acc"
 
@@ -80,8 +81,10 @@ class _OnePipe(Pipeline):
     def __init__(self, child: Pipeline, fn: Any) -> None:
         allowed = pc.Expression if self.op == "filter" else ()
         if not callable(fn) and not isinstance(fn, allowed):
-            hint = (" (a condition as text? use ds.where(...) on the dataset, or a function "
-                    "such as lambda s: s['label'] == 3)" if isinstance(fn, str) else "")
+            hint = "" if not isinstance(fn, str) else (
+                " (a condition as text? use ds.where(...) on the dataset, or a function such "
+                "as lambda s: s['label'] == 3)" if self.op == "filter" else
+                " (a function of the item, such as lambda s: s['x'] * 2, not text)")
             raise TypeError(f"{self.op}() takes a function of an item, got "
                             f"{type(fn).__name__} {fn!r}{hint}")
         super().__init__(child)
@@ -117,7 +120,7 @@ class MapBatchesPipe(_OnePipe):
 
     def __init__(self, child: Pipeline, fn: Any, rows_preserved: bool) -> None:
         super().__init__(child, fn)
-        self.rows_preserved = rows_preserved
+        self.rows_preserved = check_bool("map_batches", "rows_preserved", rows_preserved)
 
     def _params(self) -> dict[str, Any]:
         return {"fn": self.fn, "rows_preserved": self.rows_preserved}
@@ -145,44 +148,6 @@ class MapBatchesPipe(_OnePipe):
             return None
         inner = self.child._push_shard(index, count, block)
         return None if inner is None else MapBatchesPipe(inner, self.fn, True)
-
-
-class SelectPipe(Pipeline):
-    op = "select_columns"
-
-    def __init__(self, child: Pipeline, columns: Sequence[str]) -> None:
-        super().__init__(child)
-        self.columns = list(columns)
-
-    def _params(self) -> dict[str, Any]:
-        return {"columns": self.columns}
-
-    def _length(self) -> int | None:
-        return self._children[0]._length()
-
-    def _schema(self) -> pa.Schema | None:
-        schema = self._children[0].schema
-        if schema is None or not all(c in schema.names for c in self.columns):
-            return None
-        return pa.schema([schema.field(c) for c in self.columns])
-
-    def _build(self, epoch: int) -> Node:
-        cols = self.columns
-
-        def apply(chunk: Chunk) -> Chunk:
-            if isinstance(chunk, pa.RecordBatch):
-                missing = [c for c in cols if c not in chunk.schema.names]
-                if missing:
-                    raise KeyError(
-                        f"select: no column(s) {missing}; rows have {chunk.schema.names}")
-                return chunk.select(cols)
-            return [{c: item[c] for c in cols} for item in chunk]
-
-        return _FnNode(self._children[0]._build(epoch), apply, True)
-
-    def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
-        inner = self._children[0]._push_shard(index, count, block)
-        return None if inner is None else SelectPipe(inner, self.columns)
 
 
 class FilterPipe(_OnePipe):
