@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 
 __all__ = ["KEYS", "Settings", "anchored", "find_up", "progress_wanted", "resolve_settings",
@@ -191,7 +192,7 @@ def resolve_settings(**explicit: Any) -> Settings:
 def progress_wanted(progress: bool | None) -> bool:
     """Whether to draw a progress bar: the caller's choice, else (None) only where someone
     watches: stderr is a terminal, or the code runs in a notebook kernel (never in logs)."""
-    if progress is not None:
+    if check_bool("", "progress", progress, none=True) is not None:
         return bool(progress)
     isatty = getattr(sys.stderr, "isatty", None)
     return bool(isatty and isatty()) or _in_kernel()

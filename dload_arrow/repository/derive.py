@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.args import check_bool
 from dload_arrow.errors import NotFoundError, SchemaError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import chunk_items
@@ -232,6 +233,7 @@ def derive(
     check_name(name)
     pipe = _as_pipeline(name, pipe)
     check_meta(meta, recipe)
+    check_bool("derive", "force", force)
     unknown = sorted(set(commit_kwargs) - _COMMIT_OPTIONS)
     if unknown:
         raise TypeError(f"derive({name!r}) got unexpected keyword argument(s) {unknown}; it "

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from dload_arrow.args import check_bool
 from dload_arrow.config import Settings, resolve_settings
 from dload_arrow.errors import InvalidNameError, NotFoundError
 from dload_arrow.read.context import ReadContext
@@ -148,9 +149,11 @@ class Repository(VersionsMixin):
         return commit_samples(
             self.storage, name, samples, key=key,
             meta=meta, recipe=recipe,  # None: the meta / recipe of the version built on
-            shard_size=shard_size or settings.get("shard_size", DEFAULT_SHARD_SIZE),
-            row_group_size=row_group_size
-            or settings.get("row_group_size", DEFAULT_ROW_GROUP_SIZE),
+            # None (not 0 or ""): the parent's sizes; any given value is checked like commit's
+            shard_size=settings.get("shard_size", DEFAULT_SHARD_SIZE) if shard_size is None
+            else shard_size,
+            row_group_size=settings.get("row_group_size", DEFAULT_ROW_GROUP_SIZE)
+            if row_group_size is None else row_group_size,
             parent=parent, read_keys=read_keys, progress=progress, rebase=rebase,
             protected=frozenset(parent.digests()), protected_by=parent.version,
         )
@@ -212,6 +215,7 @@ class Repository(VersionsMixin):
 
     def gc(self, grace: str | float | timedelta = "1h", dry_run: bool = False) -> GcReport:
         """Delete shards no manifest references that are older than ``grace`` (default 1h)."""
+        check_bool("gc", "dry_run", dry_run)  # "no" is truthy, None falsy: both refused
         return collect_garbage(self.storage, parse_duration(grace, "grace"), dry_run=dry_run)
 
     # --- cache (issue: streaming) -------------------------------------------------------------

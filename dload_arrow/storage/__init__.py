@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
+from dload_arrow.args import kind
 from dload_arrow.errors import ConfigError
 from dload_arrow.storage.base import ObjectInfo, Storage, check_relpath, redact_url
 from dload_arrow.storage.local import LocalStorage
@@ -32,6 +34,14 @@ def open_storage(
     ``endpoint_url`` points S3 at R2, MinIO, SeaweedFS or a test server. Credentials are never
     passed here: s3fs takes them from the standard AWS chain (env, profile, instance role).
     """
+    # Checked for a local root too, where both are unused: a wrong type is a caller's bug.
+    # Only the type is named: the values may hold credentials.
+    if storage_options is not None and not isinstance(storage_options, Mapping):
+        raise TypeError(f"storage_options must be a dict of fsspec options (e.g. "
+                        f"{{'anon': True}}), got {kind(storage_options)}")
+    if endpoint_url is not None and not isinstance(endpoint_url, str):
+        raise TypeError(f"endpoint_url must be a URL as a str (e.g. 'http://127.0.0.1:9000'), "
+                        f"got {kind(endpoint_url)}")
     if "://" not in url:
         return LocalStorage(url)
     if url.startswith("file://"):
