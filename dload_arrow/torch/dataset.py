@@ -27,6 +27,7 @@ from dload_arrow.torch.cursor import Cursor, deal_of, rank_length, stream_share
 from dload_arrow.torch.ranks import env_int, resolve_rank
 from dload_arrow.torch.source import (
     as_source,
+    check_length,
     compact,
     source_schema,
 )
@@ -50,7 +51,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.uneven: Uneven = uneven
         self.to_tensors = to_tensors
-        self.length = length
+        self.length = check_length(length)
         self._schema = source_schema(self.pipe)
         # Now, in the main process: the pipeline carries it into the workers' pickle (a
         # spawned worker lacks the main script's __main__ globals). A failure is raised by

@@ -19,13 +19,14 @@ from __future__ import annotations
 import queue
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import torch
 import torch.utils.data
 
-from dload_arrow.errors import ConfigError
+from dload_arrow.args import kind
+from dload_arrow.errors import ConfigError, shown
 
 __all__ = ["DeviceLoader", "move_to", "to_device"]
 
@@ -194,6 +195,9 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
     Returns:
         An iterable with ``state_dict`` / ``load_state_dict`` / ``set_epoch`` passed through.
     """
+    if isinstance(loader, str | bytes | Mapping) or not isinstance(loader, Iterable):
+        raise TypeError(f"to_device(loader={shown(loader)}): loader must be an iterable of "
+                        f"batches (a DataLoader, StatefulLoader, ...), got {kind(loader)}")
     if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
         raise ConfigError(f"prefetch={prefetch!r}: need an int >= 1 (items in flight)")
     if isinstance(device, bool) or not isinstance(device, str | torch.device):

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch.utils.data
 
+from dload_arrow.args import check_count
 from dload_arrow.errors import ConfigError
 from dload_arrow.torch.dataset import StreamDataset
 
@@ -48,6 +49,7 @@ class StatefulLoader:
                 "in_order=False: the checkpoint counts the items the loop received, which "
                 "must come in the stream's order; keep in_order=True (the default)"
             )
+        check_count("StatefulLoader", "num_workers", loader_kwargs.get("num_workers", 0))
         loader_kwargs["batch_size"] = None
         self.dataset = dataset
         self.loader = torch.utils.data.DataLoader(dataset, **loader_kwargs)

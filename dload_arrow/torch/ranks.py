@@ -13,6 +13,7 @@ import os
 import torch
 import torch.distributed
 
+from dload_arrow.args import MAX_COUNT
 from dload_arrow.errors import ConfigError
 
 __all__ = ["env_int", "resolve_rank"]
@@ -68,4 +69,7 @@ def _int_or_none(name: str, value: object) -> int | None:
         return None
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         raise ConfigError(f"{name}={value!r}: need an int (e.g. {name}=int(os.environ[...]))")
-    return operator.index(value)  # type: ignore[arg-type]
+    n = operator.index(value)  # type: ignore[arg-type]
+    if n > MAX_COUNT:
+        raise ConfigError(f"{name}={n}: need an int of at most {MAX_COUNT:,}")
+    return n

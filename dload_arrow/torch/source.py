@@ -15,9 +15,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from dload_arrow.errors import ConfigError, SchemaError
+from dload_arrow.args import MAX_COUNT
+from dload_arrow.errors import ConfigError, SchemaError, shown
 
-__all__ = ["as_source", "compact", "epoch_length", "open_stream", "source_schema"]
+__all__ = ["as_source", "check_length", "compact", "epoch_length", "open_stream", "source_schema"]
 
 _NEEDED = ("skip", "shard", "set_epoch", "__iter__")
 _SLACK = 1 << 16  # bytes of overhead not worth a copy
@@ -43,6 +44,18 @@ def _epoch_view(pipe: Any, epoch: int, first: int) -> Any:
     view = pipe.skip(first)
     view.set_epoch(epoch)
     return view
+
+
+def check_length(length: Any) -> Any:
+    """``length`` of :func:`as_iterable_dataset` when it is None, a function of the epoch or
+    an int >= 0 (what the function returns is checked per epoch, by :func:`epoch_length`)."""
+    if length is None or callable(length):
+        return length
+    if isinstance(length, bool) or not hasattr(type(length), "__index__") or not (
+            0 <= operator.index(length) <= MAX_COUNT):
+        raise ConfigError(f"length={shown(length)}: give the epoch's item count (an int from 0 "
+                          f"to {MAX_COUNT:,}), a function of the epoch returning it, or None")
+    return operator.index(length)
 
 
 def epoch_length(pipe: Any, epoch: int, length: Any = None) -> int | None:

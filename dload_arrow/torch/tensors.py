@@ -24,7 +24,9 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from dload_arrow.args import kind
 from dload_arrow.arrays import numpy_values, pylist
+from dload_arrow.errors import shown
 from dload_arrow.pipeline.batching import check_same_columns
 from dload_arrow.store.rows import field_shape
 
@@ -53,11 +55,23 @@ def column_to_tensor(column: pa.Array | pa.ChunkedArray, field: pa.Field | None 
     Args:
         column: the column (a chunked array is combined first, which copies if it has
             several chunks).
-        field: its field, for the ``dload.shape`` metadata of tensor columns.
+        field: its field, for the ``dload.shape`` metadata of a tensor column (a fixed-size
+            list of numbers): without it such a column is ``(rows, list_size)``. Other columns
+            need no field and ignore it.
 
     Returns:
         A tensor of shape ``(rows,)`` or ``(rows, *shape)``, or a list of Python values.
+
+    Raises:
+        TypeError: ``column`` is not a pyarrow Array or ChunkedArray, or ``field`` is neither
+            a pyarrow Field nor None.
     """
+    if not isinstance(column, pa.Array | pa.ChunkedArray):
+        raise TypeError(f"column_to_tensor(column={shown(column)}): column must be a pyarrow "
+                        f"Array or ChunkedArray (e.g. batch.column('x')), got {kind(column)}")
+    if field is not None and not isinstance(field, pa.Field):
+        raise TypeError(f"column_to_tensor(field={shown(field)}): field must be a pyarrow "
+                        f"Field (e.g. batch.schema.field('x')) or None, got {kind(field)}")
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     typ = column.type
@@ -89,6 +103,9 @@ def to_torch(item: Any, schema: pa.Schema | None = None) -> Any:
     Returns:
         The converted item.
     """
+    if schema is not None and not isinstance(schema, pa.Schema):
+        raise TypeError(f"to_torch(schema={shown(schema)}): schema must be a pyarrow Schema "
+                        f"(e.g. ds.schema) or None, got {kind(schema)}")
     if isinstance(item, (pa.RecordBatch, pa.Table)):
         return {f.name: column_to_tensor(item.column(i), f) for i, f in enumerate(item.schema)}
     if isinstance(item, Mapping):
@@ -151,6 +168,12 @@ def sample_to_torch(sample: Mapping[str, Any], schema: pa.Schema | None = None) 
     columns their recorded shape (``dload.shape``). ``str``, ``bytes``, ``None`` and nested
     lists are left as they are.
     """
+    if not isinstance(sample, Mapping):
+        raise TypeError(f"sample_to_torch(sample={shown(sample)}): sample must be a dict of "
+                        f"column -> value, got {kind(sample)}")
+    if schema is not None and not isinstance(schema, pa.Schema):
+        raise TypeError(f"sample_to_torch(schema={shown(schema)}): schema must be a pyarrow "
+                        f"Schema (e.g. ds.schema) or None, got {kind(schema)}")
     columns = _columns(schema) if schema is not None else {}
     return {name: _value_to_torch(value, *columns.get(name, (None, None)))
             for name, value in sample.items()}
@@ -168,6 +191,13 @@ def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     Tensors of equal shape (and numbers) are stacked into one tensor with a leading batch
     dimension; everything else (strings, bytes, ragged tensors, None) becomes a list.
     """
+    if isinstance(samples, str | bytes | Mapping) or not isinstance(samples, Sequence):
+        raise TypeError(f"collate(samples={shown(samples)}): samples must be a list of sample "
+                        f"dicts, got {kind(samples)}")
+    bad = next((s for s in samples if not isinstance(s, Mapping)), None)
+    if bad is not None:
+        raise TypeError(f"collate: samples must be dicts of column -> value, got {kind(bad)} "
+                        f"{shown(bad)}")
     if not samples:
         return {}
     check_same_columns(samples)
