@@ -99,7 +99,9 @@ class ZipSource(SampleSource):
             elif info.flag_bits & 0x1:
                 self._skipped.append((name, "encrypted"))
             else:
-                out.append(Entry(name, info.file_size, info.filename))
+                # By its ZipInfo, not its name: two entries may share a header name (and
+                # differ by their Unicode Path field), and a read by name gets the last one.
+                out.append(Entry(name, info.file_size, info))
         return out
 
     def _read(self, entry: Entry) -> bytes:
