@@ -5,16 +5,17 @@ zip methods, drive letters, and skippable zstd frames."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 import warnings
 import zlib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_run import RunFn, runner
 
-import dload_arrow as dl
 from dload_arrow import Repository
 from dload_arrow.ingest import open_source
 
@@ -60,3 +61,26 @@ def test_zip_entries_sharing_a_header_name_keep_their_own_bytes(
         repo.commit("x", open_source(str(p)).reader())
     assert {s["__key__"]: s["jpg"] for s in repo.dataset("x")} == {
         "日本": b"JAPAN", "中国": b"CHINA"}
+
+
+# --- 2. a subfolder that cannot be read ---------------------------------------------------------
+
+
+def test_an_unreadable_subfolder_fails_the_commit_naming_it(
+        tmp_path: Path, run: RunFn, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "src"
+    for f in ("ok/a.bin", "locked/b.bin", "c.bin"):
+        (src / f).parent.mkdir(parents=True, exist_ok=True)
+        (src / f).write_bytes(b"x")
+    real = os.scandir
+
+    def scandir(path: Any = ".") -> Any:  # chmod 000 does not stop root: refuse it here
+        if os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(PermissionError, match=r"locked.*chmod"):
+        open_source(str(src)).keys()
+    r = run("commit", "x", "--from", str(src), rc=1)
+    assert "locked" in r.err and "cannot list the folder" in r.err

@@ -53,7 +53,8 @@ class DirectorySource(SampleSource):
 
     def _list(self) -> list[Entry]:
         out: list[Entry] = []
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False,
+                                                    onerror=self._unreadable):
             rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
             rel_dir = "" if rel_dir == "." else rel_dir + "/"
             for d in list(dirnames):
@@ -90,6 +91,14 @@ class DirectorySource(SampleSource):
                 )
         self._skipped.sort()
         return out
+
+    def _unreadable(self, e: OSError) -> None:
+        """A folder os.walk cannot list fails the listing (its files would be left out
+        silently), as an unreadable file fails the read."""
+        where = e.filename or self.root
+        raise type(e)(e.errno, f"cannot list the folder {where!r} in {self.location!r} "
+                      f"({e.strerror}); its files would be left out: make it readable "
+                      f"(e.g. `chmod -R u+rX {where}`), or move it out of the folder") from e
 
     def _read(self, entry: Entry) -> bytes:
         with open(entry.ref, "rb") as f:
