@@ -5,9 +5,11 @@ zip methods, drive letters, and skippable zstd frames."""
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import struct
+import tarfile
 import warnings
 import zlib
 from pathlib import Path
@@ -16,7 +18,8 @@ from typing import Any
 import pytest
 from cli_run import RunFn, runner
 
-from dload_arrow import Repository
+import dload_arrow as dl
+from dload_arrow import IntegrityError, Repository
 from dload_arrow.ingest import open_source
 
 
@@ -84,3 +87,30 @@ def test_an_unreadable_subfolder_fails_the_commit_naming_it(
         open_source(str(src)).keys()
     r = run("commit", "x", "--from", str(src), rc=1)
     assert "locked" in r.err and "cannot list the folder" in r.err
+
+
+# --- 3. a tar replaced after it was listed --------------------------------------------------------
+
+
+def _tar(path: Path, files: dict[str, bytes], **kw: Any) -> Path:
+    with tarfile.open(path, "w", **kw) as t:
+        for n, b in files.items():
+            ti = tarfile.TarInfo(n)
+            ti.size = len(b)
+            t.addfile(ti, io.BytesIO(b))
+    return path
+
+
+@pytest.mark.parametrize("new", [
+    {"a0.txt": b"new"} | {f"s{i}.txt": b"v2" for i in range(6)},  # an entry in front
+    {f"s{i}.txt": b"v1" for i in range(3)},                     # cut short
+    {f"s{i}.txt": b"v1" if i != 2 else b"longer" for i in range(5)},  # a size changed
+])
+def test_a_tar_changed_since_it_was_listed_fails_the_epoch(
+        tmp_path: Path, new: dict[str, bytes]) -> None:
+    p = _tar(tmp_path / "data.tar", {f"s{i}.txt": b"v1" for i in range(5)})
+    pipe = dl.from_archive(p)
+    assert len(list(pipe)) == 5
+    _tar(p, new)
+    with pytest.raises(IntegrityError, match="changed since it was listed"):
+        list(pipe)

@@ -208,11 +208,26 @@ class TarSource(SampleSource):
         return self._first[parsed[1]]
 
     def _stream(self) -> Iterator[tuple[Entry, bytes]]:
-        wanted = {e for group in self._plan[0].values() for e in group.values()}
+        # The plan holds each entry's position in the archive: the member found there must
+        # be the same file, and every planned one must be found, else the archive was
+        # replaced since it was listed (an epoch must not quietly shrink).
+        planned = {e.ref: e for group in self._plan[0].values() for e in group.values()}
+        found = 0
         with self._members() as members:
             for i, (m, tf) in enumerate(members):
-                if not m.isfile() or m.issym() or m.islnk():
+                want = planned.get(i)
+                if want is None:  # not planned: skipped over without being read
                     continue
-                entry = Entry(check_entry_name(m.name, self.location), m.size, i)
-                if entry in wanted:  # others are skipped over without being read
-                    yield entry, self._extract(tf, m, entry)
+                if (not m.isfile() or m.issym() or m.islnk() or m.size != want.size
+                        or check_entry_name(m.name, self.location) != want.name):
+                    raise IntegrityError(self._changed(f"entry {i + 1} is now {m.name!r}"))
+                found += 1
+                yield want, self._extract(tf, m, want)
+        if found != len(planned):
+            raise IntegrityError(self._changed(
+                f"it now ends after {found} of the {len(planned)} files listed"))
+
+    def _changed(self, what: str) -> str:
+        return (f"{self.location} changed since it was listed ({what}); its samples were "
+                "planned from the first read: open it again (from_archive, open_source) to "
+                "read the new archive, and do not overwrite an archive that is being read")
