@@ -114,3 +114,26 @@ def test_a_tar_changed_since_it_was_listed_fails_the_epoch(
     _tar(p, new)
     with pytest.raises(IntegrityError, match="changed since it was listed"):
         list(pipe)
+
+
+# --- 4. hard links in a tar -----------------------------------------------------------------------
+
+
+def test_a_tar_hard_link_is_reported_with_the_flag_that_stores_it(tmp_path: Path,
+                                                                   run: RunFn) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.jpg").write_bytes(b"A")
+    os.link(src / "a.jpg", src / "b.jpg")
+    (src / "c.jpg").write_bytes(b"C")
+    (src / "d.jpg").symlink_to("c.jpg")
+    with tarfile.open(tmp_path / "x.tar", "w") as t:  # b.jpg: a hard link to a.jpg
+        for name in ("a.jpg", "b.jpg", "c.jpg", "d.jpg"):
+            t.add(src / name, name)
+    r = run("commit", "x", "--from", str(tmp_path / "x.tar"), "--json")
+    assert {(s["name"], s["reason"]) for s in r.json["source"]["skipped"]} == {
+        ("b.jpg", "hard link (not followed)"), ("d.jpg", "symbolic link (not followed)")}
+    text = open_source(str(tmp_path / "x.tar")).report.skipped_text()
+    assert "1 hard links in a tar, not followed (b.jpg): recreate the tar with " \
+           "`tar --hard-dereference`" in text
+    assert "`tar --dereference`" in text

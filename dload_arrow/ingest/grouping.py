@@ -70,9 +70,11 @@ class IngestReport:
 _SKIP_TEXT = {
     "encrypted": ("encrypted entries", "recreate the zip without a password"),
     "symbolic link (not followed)": (
-        "symbolic links, not followed", "copy the files they point to in their place"),
-    "link (not followed)": (
-        "links, not followed", "recreate the tar with `tar --dereference` to store the files"),
+        "symbolic links, not followed", "copy the files they point to in their place (a tar: "
+        "recreate it with `tar --dereference`)"),
+    "hard link (not followed)": (
+        "hard links in a tar, not followed", "recreate the tar with `tar --hard-dereference` "
+        "to store each name's data"),
     "hidden directory (not read)": ("hidden directories, not read", ""),
     "not a regular file": ("entries that are not regular files", ""),
 }

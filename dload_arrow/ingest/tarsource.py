@@ -172,8 +172,13 @@ class TarSource(SampleSource):
                 name = check_entry_name(m.name, self.location)
                 if m.isdir() or not name:
                     continue
+                # A hard link's data is its target's, an earlier member that a stream has
+                # already passed: keeping every target's bytes until its links come could
+                # hold much of the archive in RAM, so links are skipped and reported.
                 if m.issym() or m.islnk():
-                    self._skipped.append((name, "link (not followed)"))
+                    self._skipped.append(
+                        (name, "hard link (not followed)" if m.islnk()
+                         else "symbolic link (not followed)"))
                     continue
                 if not m.isfile():
                     self._skipped.append((name, "not a regular file"))
