@@ -84,7 +84,7 @@ class _OnePipe(Pipeline):
             hint = "" if not isinstance(fn, str) else (
                 " (a condition as text? use ds.where(...) on the dataset, or a function such "
                 "as lambda s: s['label'] == 3)" if self.op == "filter" else
-                " (a function of the item, such as lambda s: s['x'] * 2, not text)")
+                " (pass a function, such as a lambda or a def, not text)")
             raise TypeError(f"{self.op}() takes a function of an item, got "
                             f"{type(fn).__name__} {fn!r}{hint}")
         super().__init__(child)
