@@ -19,7 +19,7 @@ import pytest
 from cli_run import RunFn, runner
 
 import dload_arrow as dl
-from dload_arrow import IntegrityError, Repository
+from dload_arrow import IntegrityError, InvalidNameError, Repository
 from dload_arrow.ingest import open_source
 
 
@@ -137,3 +137,23 @@ def test_a_tar_hard_link_is_reported_with_the_flag_that_stores_it(tmp_path: Path
     assert "1 hard links in a tar, not followed (b.jpg): recreate the tar with " \
            "`tar --hard-dereference`" in text
     assert "`tar --dereference`" in text
+
+
+# --- 5. names that are not UTF-8 --------------------------------------------------------------
+
+
+def test_a_name_that_is_not_utf8_is_refused_naming_the_file(tmp_path: Path, run: RunFn) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ok.bin").write_bytes(b"y")
+    with open(os.path.join(os.fsencode(src), b"caf\xe9.bin"), "wb") as f:
+        f.write(b"x")
+    tar = _tar(tmp_path / "x.tar", {b"caf\xe9.bin".decode("utf-8", "surrogateescape"): b"x",
+                                    "ok.bin": b"y"}, format=tarfile.GNU_FORMAT)
+    for frm in (src, tar):
+        r = run("commit", "x", "--from", str(frm), rc=1)
+        assert "b'caf\\xe9.bin' is not UTF-8" in r.err and "convmv" in r.err
+        with pytest.raises(InvalidNameError, match="not UTF-8"):
+            open_source(str(frm)).keys()
+        # the fix it names works: leave it out
+        assert open_source(str(frm), exclude=["caf*"]).keys() == ["ok"]

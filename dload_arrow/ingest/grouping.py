@@ -16,10 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dload_arrow.errors import SchemaError, UnsafePathError
+from dload_arrow.errors import InvalidNameError, SchemaError, UnsafePathError
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["Entry", "IngestReport", "check_entry_name", "group_entries", "split_name"]
+__all__ = ["Entry", "IngestReport", "check_entry_name", "check_utf8", "group_entries",
+           "split_name"]
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,26 @@ def check_entry_name(name: str, where: str) -> str:
             "outside its target). Recreate it with plain relative names"
         )
     return "/".join(parts)
+
+
+def check_utf8(name: str, where: str) -> str:
+    """``name`` if it is text; InvalidNameError naming the file if it is not UTF-8.
+
+    A folder's and a tar's names are bytes: Python reads the ones that are not UTF-8 with
+    surrogates (``caf\udce9``), which no key, report or JSON can hold. Guessing the encoding
+    (latin-1? CP1252?) would give another key than the user sees, so the file is named and
+    refused.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raw = name.encode("utf-8", "surrogateescape")
+        raise InvalidNameError(
+            f"{where}: the file name {raw!r} is not UTF-8, and keys are text; rename it to "
+            "UTF-8 (e.g. `convmv -f latin1 -t utf8 -r --notest DIR`; for an archive, over "
+            "its extracted files, then archive them again), or leave it out with --exclude"
+        ) from None
+    return name
 
 
 def split_name(name: str, split: str = "last") -> tuple[str, str] | None:

@@ -28,7 +28,13 @@ from dload_arrow.arrays import typed_array
 from dload_arrow.errors import NotFoundError, SchemaError, user_stacklevel
 from dload_arrow.ingest.columns import column_kind, decode_value, field_for
 from dload_arrow.ingest.globs import Globs
-from dload_arrow.ingest.grouping import Entry, IngestReport, group_entries, split_name
+from dload_arrow.ingest.grouping import (
+    Entry,
+    IngestReport,
+    check_utf8,
+    group_entries,
+    split_name,
+)
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["BATCH_BYTES", "BATCH_ROWS", "SampleSource", "UnsortedWarning"]
@@ -115,6 +121,8 @@ class SampleSource:
     def _plan(self) -> tuple[dict[str, dict[str, Entry]], IngestReport]:
         report = IngestReport()
         entries = [e for e in self._list() if self.globs(e.name)]
+        for name in itertools.chain((e.name for e in entries), (n for n, _ in self._skipped)):
+            check_utf8(name, self.location)
         report.skipped = list(self._skipped)
         report.unused_globs = self.globs.describe_unused(self.location)
         if not self.random_access:
