@@ -19,7 +19,7 @@ import pytest
 from cli_run import RunFn, runner
 
 import dload_arrow as dl
-from dload_arrow import IntegrityError, InvalidNameError, Repository
+from dload_arrow import ConfigError, IntegrityError, InvalidNameError, Repository
 from dload_arrow.ingest import open_source
 
 
@@ -157,3 +157,27 @@ def test_a_name_that_is_not_utf8_is_refused_naming_the_file(tmp_path: Path, run:
             open_source(str(frm)).keys()
         # the fix it names works: leave it out
         assert open_source(str(frm), exclude=["caf*"]).keys() == ["ok"]
+
+
+# --- 6. a zip name flagged UTF-8 that is not ---------------------------------------------------
+
+
+def test_a_zip_name_flagged_utf8_that_is_not_is_a_corrupt_archive(tmp_path: Path,
+                                                                   run: RunFn) -> None:
+    p = _rawzip(tmp_path / "x.zip", [(b"caf\xe9.bin", b"x", None, 0x800, 0)])
+    with pytest.raises(IntegrityError, match=r"b'caf\\xe9.bin' is flagged as UTF-8"):
+        dl.from_archive(p)
+    assert "not a readable zip archive" in run("commit", "x", "--from", str(p), rc=1).err
+
+
+# --- 11. a zip method zipfile cannot read ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(("method", "name"), [(9, "Deflate64"), (93, "Zstandard"), (98, "PPMd")])
+def test_an_unsupported_zip_method_is_named_with_the_fix(
+        tmp_path: Path, run: RunFn, method: int, name: str) -> None:
+    p = _rawzip(tmp_path / "x.zip", [(b"a.bin", b"hello", None, 0, method)])
+    with pytest.raises(ConfigError, match=f"{name} \\(zip method {method}\\)"):
+        open_source(str(p)).keys()
+    err = run("commit", "x", "--from", str(p), rc=1).err
+    assert "zip -r -Z deflate" in err and "corrupt" not in err

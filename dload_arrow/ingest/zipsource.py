@@ -21,14 +21,22 @@ import zlib
 from collections.abc import Sequence
 from typing import IO, Any
 
-from dload_arrow.errors import IntegrityError
+from dload_arrow.errors import ConfigError, IntegrityError
 from dload_arrow.ingest.grouping import Entry, check_entry_name
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.ingest.source import SampleSource
 
 __all__ = ["ZipSource"]
 
-_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError)
+# UnicodeDecodeError: a name flagged UTF-8 (bit 11) whose bytes are not (zipfile decodes the
+# central directory's names when it opens the file, and a member's local name when it reads).
+_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, OSError,
+           UnicodeDecodeError)
+# The compression methods zipfile reads, and the names of common ones it does not.
+_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+_OTHER_METHODS = {1: "Shrink", 6: "Implode", 9: "Deflate64", 10: "PKWARE DCL Implode",
+                  18: "IBM TERSE", 19: "IBM LZ77", 93: "Zstandard", 94: "MP3", 95: "XZ",
+                  96: "JPEG", 97: "WavPack", 98: "PPMd"}
 
 
 class ZipSource(SampleSource):
@@ -70,8 +78,11 @@ class ZipSource(SampleSource):
                 self._zip = zipfile.ZipFile(self._file)
             except _ERRORS as e:
                 self._file.close()
+                why = (f"the entry name {bytes(e.object)!r} is flagged as UTF-8 but is not "
+                       "UTF-8: a faulty zipper or a damaged file"
+                       if isinstance(e, UnicodeDecodeError) else str(e))
                 raise IntegrityError(
-                    f"{self.location} is not a readable zip archive ({e}); re-download or "
+                    f"{self.location} is not a readable zip archive ({why}); re-download or "
                     "recreate it"
                 ) from e
             self._pid = os.getpid()
@@ -98,6 +109,8 @@ class ZipSource(SampleSource):
                 self._skipped.append((name, "not a regular file"))
             elif info.flag_bits & 0x1:
                 self._skipped.append((name, "encrypted"))
+            elif info.compress_type not in _METHODS:  # found now, not halfway through a commit
+                raise _unsupported(self.location, name, info.compress_type)
             else:
                 # By its ZipInfo, not its name: two entries may share a header name (and
                 # differ by their Unicode Path field), and a read by name gets the last one.
@@ -107,11 +120,25 @@ class ZipSource(SampleSource):
     def _read(self, entry: Entry) -> bytes:
         try:
             return self.zip.read(entry.ref)
+        except NotImplementedError as e:  # a method zipfile knows but cannot read here
+            raise _unsupported(self.location, entry.name, entry.ref.compress_type) from e
         except _ERRORS as e:
             raise IntegrityError(
                 f"{self.location}: entry {entry.name!r} is corrupt or unreadable ({e}); "
                 "re-download or recreate the archive"
             ) from e
+
+
+def _unsupported(location: str, name: str, method: int) -> ConfigError:
+    """The error of an entry compressed with a method that zipfile cannot read: not a corrupt
+    archive, so re-downloading cannot help; recompressing can."""
+    what = _OTHER_METHODS.get(method, "an unknown method")
+    return ConfigError(
+        f"{location}: entry {name!r} is compressed with {what} (zip method {method}), which "
+        "cannot be read here (only stored, deflate, bzip2 and LZMA); recompress the zip with "
+        "deflate, e.g. extract it and `zip -r -Z deflate new.zip DIR` (Windows Explorer writes "
+        "Deflate64 for big files; 7-Zip: -mm=Deflate), or commit the extracted folder"
+    )
 
 
 _UTF8_FLAG = 0x800
