@@ -11,6 +11,7 @@ import pickle
 import struct
 import tarfile
 import warnings
+import zipfile
 import zlib
 from pathlib import Path
 from typing import Any
@@ -181,3 +182,23 @@ def test_an_unsupported_zip_method_is_named_with_the_fix(
         open_source(str(p)).keys()
     err = run("commit", "x", "--from", str(p), rc=1).err
     assert "zip -r -Z deflate" in err and "corrupt" not in err
+
+
+# --- 7. S3 input objects with everyday names -----------------------------------------------------
+
+
+def test_s3_archives_with_spaces_and_accents_in_their_names_are_read(
+        s3_root: str, s3_server: Any, run: RunFn) -> None:
+    import s3fs
+
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_server.endpoint},
+                           skip_instance_cache=True)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("cats/01.jpg", b"jpg")
+    bucket = s3_root[len("s3://"):].split("/")[0]
+    for name in ("my photos.zip", "ünï.zip", "my data/photos.zip"):
+        fs.pipe_file(f"{bucket}/{name}", buf.getvalue())
+        url = f"s3://{bucket}/{name}"
+        assert list(dl.from_archive(url)) == [{"__key__": "cats/01", "jpg": b"jpg"}]
+        assert run("commit", "p", "--from", url, "--json").json["rows"] == 1

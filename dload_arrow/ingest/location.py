@@ -15,6 +15,7 @@ from typing import IO
 
 from dload_arrow.errors import ConfigError, NotFoundError, StorageError
 from dload_arrow.storage import Storage, open_storage, redact_url
+from dload_arrow.storage.remote import FsspecStorage
 
 __all__ = ["RangeReader", "is_remote", "open_binary"]
 
@@ -85,6 +86,9 @@ def open_binary(
     parent, _, name = location.rstrip("/").rpartition("/")
     try:
         storage = open_storage(parent, endpoint_url=endpoint_url)
+        # The user's object, not a file of a root: 'my photos.zip' is read as it is named.
+        if isinstance(storage, FsspecStorage):
+            storage.input_object = True
         size = storage.info(name).size
         # A prefix ("folder") stats as an empty object: only a listing tells them apart.
         inside = [o.path for o in storage.list(name)] if size == 0 else []

@@ -34,6 +34,10 @@ class FsspecStorage:
     """
 
     is_local = False
+    #: True for a storage opened to read one of the user's own objects (an archive or a
+    #: table given to ``--from``): its name is read as it is, spaces and all. The root's own
+    #: files keep the safe-name rule (check_relpath), which guards against hostile manifests.
+    input_object = False
 
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         import fsspec.core
@@ -87,7 +91,7 @@ class FsspecStorage:
         return self._fs
 
     def _full(self, path: str) -> str:
-        return f"{self._base}/{check_relpath(path)}"
+        return f"{self._base}/{path if self.input_object else check_relpath(path)}"
 
     def _wrap(self, e: Exception, path: str, what: str) -> Exception:
         text = str(e).lower()
