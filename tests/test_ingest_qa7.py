@@ -8,7 +8,9 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import shutil
 import struct
+import subprocess
 import tarfile
 import warnings
 import zipfile
@@ -20,7 +22,13 @@ import pytest
 from cli_run import RunFn, runner
 
 import dload_arrow as dl
-from dload_arrow import ConfigError, IntegrityError, InvalidNameError, Repository
+from dload_arrow import (
+    ConfigError,
+    IntegrityError,
+    InvalidNameError,
+    Repository,
+    SchemaError,
+)
 from dload_arrow.ingest import open_source
 
 
@@ -202,3 +210,44 @@ def test_s3_archives_with_spaces_and_accents_in_their_names_are_read(
         url = f"s3://{bucket}/{name}"
         assert list(dl.from_archive(url)) == [{"__key__": "cats/01", "jpg": b"jpg"}]
         assert run("commit", "p", "--from", url, "--json").json["rows"] == 1
+
+
+# --- 8. the advice for a tar in key order -------------------------------------------------------
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("tar", "awk", "sort", "find")),
+                    reason="needs a shell with tar, awk, sort and find")
+@pytest.mark.parametrize(("files", "split"), [
+    ({"cat.jpg": b"1", "cat-2.jpg": b"2"}, "last"),               # '-' sorts before '.'
+    ({"a.bin": b"1", "a/x.bin": b"2"}, "last"),                    # a folder beside a file
+    ({"img.jpg": b"a", "img.seg.png": b"b", "img.txt": b"c"}, "last"),  # keys img, img.seg
+    ({"x.seg.png": b"a", "x-1.jpg": b"b", "x.jpg": b"c"}, "first"),
+])
+def test_the_advised_command_writes_a_tar_in_key_order(
+        tmp_path: Path, run: RunFn, files: dict[str, bytes], split: str) -> None:
+    from dload_arrow.ingest.order import key_order_command
+
+    src = tmp_path / "src"
+    for name, data in files.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_bytes(data)
+    subprocess.run(key_order_command(split), shell=True, cwd=src, check=True)
+    folder = run("commit", "x", "--from", str(src), "--split", split, "--json")
+    tar = run("commit", "x", "--from", str(tmp_path / "data.tar"), "--split", split, "--json")
+    assert tar.json["version"] == folder.json["version"] and tar.err == ""
+
+
+def test_the_order_messages_give_a_command_that_works(tmp_path: Path) -> None:
+    from dload_arrow.ingest import UnsortedWarning
+    from dload_arrow.ingest.order import key_order_command
+
+    p = _tar(tmp_path / "a.tar", {"cat-2.jpg": b"2", "cat.jpg": b"1"})
+    with pytest.warns(UnsortedWarning) as got:
+        open_source(str(p)).keys()
+    assert key_order_command() in str(got[0].message)
+    assert "e.g. `tar --sort=name`" not in str(got[0].message)
+    p = _tar(tmp_path / "m.tar", {"img.jpg": b"a", "img.seg.png": b"b", "img.txt": b"c"})
+    with pytest.raises(SchemaError, match="With --split first") as e:
+        open_source(str(p)).keys()
+    assert key_order_command() in str(e.value)
+    assert open_source(str(p), split="first").keys() == ["img"]  # the advice holds

@@ -7,15 +7,14 @@ the source is.
 
 Random-access sources (directories, zip) yield samples in sorted key order. Streaming sources
 (tar, compressed or not) yield them in archive order, which needs every sample's files to be
-adjacent in the archive, as ``tar --sort=name`` and webdataset writers produce. The version id
-depends on the order, so a tar whose samples are not sorted by key gets another id than its
-folder: :class:`UnsortedWarning` says so.
+adjacent in the archive, as webdataset writers and :func:`~dload_arrow.ingest.order.
+key_order_command` produce. The version id depends on the order, so a tar whose samples are
+not sorted by key gets another id than its folder: :class:`UnsortedWarning` says so.
 """
 
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -25,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import typed_array
-from dload_arrow.errors import NotFoundError, SchemaError, user_stacklevel
+from dload_arrow.errors import NotFoundError
 from dload_arrow.ingest.columns import column_kind, decode_value, field_for
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.grouping import (
@@ -35,16 +34,13 @@ from dload_arrow.ingest.grouping import (
     group_entries,
     split_name,
 )
+from dload_arrow.ingest.order import UnsortedWarning, check_adjacent, warn_unsorted
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["BATCH_BYTES", "BATCH_ROWS", "SampleSource", "UnsortedWarning"]
 
 BATCH_BYTES = 16 * 2**20
 BATCH_ROWS = 1024
-
-
-class UnsortedWarning(UserWarning):
-    """A tar's samples are not in key order: its version id differs from its folder's."""
 
 
 class SampleSource:
@@ -126,12 +122,12 @@ class SampleSource:
         report.skipped = list(self._skipped)
         report.unused_globs = self.globs.describe_unused(self.location)
         if not self.random_access:
-            self._check_adjacent(entries)
+            check_adjacent(entries, self.split, self.location)
         groups = group_entries(entries, self.split, self.location, report)
         if self.random_access:
             groups = dict(sorted(groups.items()))
-        else:
-            self._warn_unsorted(list(groups))
+        else:  # once: the plan is cached
+            warn_unsorted(list(groups), self.split, self.location)
         if not groups:
             unused = self.globs.unused_text()
             raise NotFoundError(
@@ -141,41 +137,6 @@ class SampleSource:
             )
         self.globs.warn_unused(self.location)
         return groups, report
-
-    def _check_adjacent(self, entries: list[Entry]) -> None:
-        closed: set[str] = set()
-        current = None
-        for e in entries:
-            parsed = split_name(e.name, self.split)
-            if parsed is None or parsed[0] == current:
-                continue
-            if parsed[0] in closed:
-                raise SchemaError(
-                    f"{self.location}: entry {e.name!r} belongs to sample {parsed[0]!r} whose "
-                    "other files came earlier, separated by other samples; a tar is read as a "
-                    "stream, so a sample's files must be adjacent. Recreate it with "
-                    "`tar --sort=name`, or commit the extracted directory"
-                )
-            if current is not None:
-                closed.add(current)
-            current = parsed[0]
-
-    def _warn_unsorted(self, keys: list[str]) -> None:
-        """Warn (once: the plan is cached) that a stream's samples are not in key order.
-
-        A folder or zip yields its samples sorted by key and a tar in archive order, and the
-        version id depends on the order; sorting here would mean buffering the archive or
-        reading it once per sample, so the user is told instead.
-        """
-        for before, after in itertools.pairwise(keys):
-            if after < before:
-                warnings.warn(
-                    f"{self.location}: its samples are not sorted by key ({before!r} comes "
-                    f"before {after!r}), so its version id differs from the one the same files "
-                    "get from a folder or a zip; to get the same id, rebuild the tar in key "
-                    "order (e.g. `tar --sort=name`) or commit the extracted folder",
-                    UnsortedWarning, stacklevel=user_stacklevel())
-                return
 
     @property
     def report(self) -> IngestReport:

@@ -141,7 +141,7 @@ class TarSource(SampleSource):
             if decoded and start is not None and not _is_header(start):
                 return (f"{self.location} is a {codec}-compressed file but not a tar archive "
                         f"(what it decompresses to has no tar header): commit a tar of the "
-                        f"files (`tar --sort=name -czf data.tar.gz DIR`), or the folder of the "
+                        f"files (e.g. `tar -czf data.tar.gz DIR`), or the folder of the "
                         "decompressed files")
         where = f"in or after entry {last!r}" if last else "at its first entry"
         return f"{self.location} is corrupt {where} ({type(e).__name__}: {e}); {fix}"
