@@ -251,3 +251,24 @@ def test_the_order_messages_give_a_command_that_works(tmp_path: Path) -> None:
         open_source(str(p)).keys()
     assert key_order_command() in str(e.value)
     assert open_source(str(p), split="first").keys() == ["img"]  # the advice holds
+
+
+# --- 9. pathlib paths ----------------------------------------------------------------------------
+
+
+def test_open_source_and_open_table_take_a_pathlib_path(tmp_path: Path) -> None:
+    from dload_arrow.ingest import ZipSource, detect_kind, open_archive, open_table
+
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "001.jpg").write_bytes(b"\xff\xd8")
+    with zipfile.ZipFile(tmp_path / "photos.zip", "w") as z:
+        z.writestr("001.jpg", b"\xff\xd8")
+    _tar(tmp_path / "photos.tar", {"001.jpg": b"\xff\xd8"})
+    (tmp_path / "t.csv").write_text("id,kind\n1,click\n")
+    for p in ("photos", "photos.zip", "photos.tar"):
+        src = open_source(tmp_path / p)
+        assert src.keys() == ["001"] and src.location == str(tmp_path / p)
+    assert open_archive(tmp_path / "photos.zip").keys() == ["001"]
+    assert ZipSource(tmp_path / "photos.zip").keys() == ["001"]
+    assert detect_kind(tmp_path / "t.csv") == "table"
+    assert open_table(tmp_path / "t.csv").read_all().num_rows == 1

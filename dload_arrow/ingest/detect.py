@@ -42,8 +42,9 @@ def is_table_folder(path: str) -> bool:
     )
 
 
-def detect_kind(location: str, *, endpoint_url: str | None = None) -> str:
+def detect_kind(location: str | os.PathLike[str], *, endpoint_url: str | None = None) -> str:
     """``"files"`` (a directory), ``"archive"`` or ``"table"`` for a ``--from`` location."""
+    location = os.fspath(location)
     if not is_remote(location):
         path = location[len("file://") :] if location.startswith("file://") else location
         if os.path.isdir(path):
@@ -57,7 +58,7 @@ def detect_kind(location: str, *, endpoint_url: str | None = None) -> str:
 
 
 def open_archive(
-    location: str,
+    location: str | os.PathLike[str],
     *,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
@@ -65,6 +66,7 @@ def open_archive(
     endpoint_url: str | None = None,
 ) -> SampleSource:
     """The :class:`SampleSource` of a zip or tar archive, local or remote."""
+    location = os.fspath(location)
     local = location[len("file://") :] if location.startswith("file://") else location
     if not is_remote(location) and os.path.isdir(local):
         if is_table_folder(local):
@@ -86,7 +88,7 @@ def open_archive(
 
 
 def open_source(
-    location: str,
+    location: str | os.PathLike[str],
     *,
     kind: str = "auto",
     include: Sequence[str] = (),
@@ -94,7 +96,11 @@ def open_source(
     split: str = "last",
     endpoint_url: str | None = None,
 ) -> SampleSource:
-    """The sample source of a directory or an archive (tables: :func:`open_table`)."""
+    """The sample source of a directory or an archive (tables: :func:`open_table`).
+
+    ``location``: a local path (str or pathlib.Path), a ``file://`` URL or a remote URL.
+    """
+    location = os.fspath(location)
     if kind == "auto":
         kind = detect_kind(location, endpoint_url=endpoint_url)
     if kind == "files":

@@ -15,6 +15,7 @@ not sorted by key gets another id than its folder: :class:`UnsortedWarning` says
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -53,13 +54,13 @@ class SampleSource:
 
     def __init__(
         self,
-        location: str,
+        location: str | os.PathLike[str],
         *,
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
         split: str = "last",
     ) -> None:
-        self.location = location
+        self.location = os.fspath(location)
         self.globs = Globs(include, exclude)
         self.include, self.exclude = self.globs.include, self.globs.exclude
         self.split = split

@@ -44,8 +44,9 @@ def is_marker(name: str) -> bool:
             or lower.split(".", 1)[0] in _DOC_STEMS)
 
 
-def table_listing(path: str, include: Sequence[str] = (), exclude: Sequence[str] = (), *,
-                  globs: Globs | None = None) -> tuple[list[str], list[str]]:
+def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
+                  exclude: Sequence[str] = (), *, globs: Globs | None = None
+                  ) -> tuple[list[str], list[str]]:
     """``(table files, other files)`` of a file or a folder, recursive and sorted.
 
     Table files are paths to open; other files are named relative to the folder.
@@ -55,6 +56,7 @@ def table_listing(path: str, include: Sequence[str] = (), exclude: Sequence[str]
     list. Hidden and ``_`` directories are listed as ``"name/"`` among the others, and not
     entered.
     """
+    path = os.fspath(path)
     select = globs if globs is not None else Globs(include, exclude)
     if is_remote(path) or os.path.isfile(path):
         name = path.rstrip("/").rsplit("/", 1)[-1]
@@ -178,13 +180,14 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
     return pa.schema([f if f.name in everywhere else f.with_nullable(True) for f in schema])
 
 
-def open_table(path: str, *, include: Sequence[str] = (), exclude: Sequence[str] = (),
-               endpoint_url: str | None = None,
+def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
+               exclude: Sequence[str] = (), endpoint_url: str | None = None,
                text_columns: Sequence[str] = ()) -> pa.RecordBatchReader:
     """A RecordBatchReader over a table file or folder of them (see the module docstring).
 
     Args:
-        path: a .parquet/.csv/.jsonl file (local or a URL) or a local folder of them.
+        path: a .parquet/.csv/.jsonl file (a local path, str or pathlib.Path, or a URL) or
+            a local folder of them.
         include: globs of files to read, matched against the path in the folder, the file
             name and the directories on the path (:class:`~dload_arrow.ingest.globs.Globs`);
             a glob that matches no file warns (GlobWarning).
@@ -193,6 +196,7 @@ def open_table(path: str, *, include: Sequence[str] = (), exclude: Sequence[str]
         text_columns: CSV columns read as text, not inferred (an append into a dataset that
             stores them as text: ``007`` would be read as the number 7, then stored "7").
     """
+    path = os.fspath(path)
     globs = Globs(include, exclude)
     files = table_listing(path, globs=globs)[0]
     if not files:

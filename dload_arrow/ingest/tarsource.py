@@ -8,6 +8,7 @@ the archive once more and yields one sample at a time.
 from __future__ import annotations
 
 import gzip
+import os
 import tarfile
 import warnings
 import zlib
@@ -72,7 +73,7 @@ class TarSource(SampleSource):
 
     def __init__(
         self,
-        location: str,
+        location: str | os.PathLike[str],
         *,
         compression: str | None = None,
         include: Sequence[str] = (),

@@ -49,7 +49,7 @@ class ZipSource(SampleSource):
 
     def __init__(
         self,
-        location: str,
+        location: str | os.PathLike[str],
         *,
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
