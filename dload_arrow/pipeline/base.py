@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from dload_arrow.args import check_bool, check_callable, check_count
 from dload_arrow.pipeline.iterator import FINGERPRINT, PipelineIterator
+from dload_arrow.pipeline.lengths import Lengths
 from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State
+from dload_arrow.pipeline.state_check import check_counters
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["Pipeline", "PipelineIterator"]
 
 
-class Pipeline:
+class Pipeline(Lengths):
     """A lazy stream of items; operators return new pipelines.
 
     Subclasses implement ``_build(epoch) -> Node`` and describe themselves through
@@ -64,10 +66,6 @@ class Pipeline:
         """This pipeline with ``shard`` applied below it, or None when it cannot take it."""
         return None
 
-    def _length(self) -> int | None:
-        """Items per epoch when known without reading (None otherwise)."""
-        return None
-
     def _schema(self) -> pa.Schema | None:
         return None
 
@@ -75,25 +73,6 @@ class Pipeline:
     def schema(self) -> pa.Schema | None:
         """The Arrow schema of the items when they are dataset rows (else None: map, batch)."""
         return self._schema()
-
-    def __len__(self) -> int:
-        """Items per epoch, when the pipeline knows it without reading any data.
-
-        Raises:
-            TypeError: when only reading would tell (a filter, flat_map, a stop="first" mix).
-        """
-        n = self._length()
-        if n is None:
-            raise TypeError(
-                f"the length of {self!r} is only known by reading it (it has a filter, "
-                "flat_map, an endless source or a mix that stops at the first exhausted input)"
-            )
-        return n
-
-    @property
-    def finite(self) -> bool:
-        """False when the stream may never end (repeat(), random_stream, cycling iterables)."""
-        return all(c.finite for c in self._children)
 
     def sources(self) -> list[Any]:
         """The dataset sources under this pipeline (for check, fingerprint and lineage)."""
@@ -153,15 +132,15 @@ class Pipeline:
     def load_state_dict(self, state: State) -> None:
         """Make the next ``iter()`` continue exactly at ``state`` (from :meth:`state_dict`)."""
         if not isinstance(state, dict) or EPOCH not in state or CURSOR not in state:
-            raise ValueError(
-                f"not a pipeline state: {str(state)[:80]!r}; pass what state_dict() returned"
-            )
+            raise ValueError(f"not a pipeline state: {str(state)[:80]!r}; pass what "
+                             "state_dict() returned")
         fp = state.get(FINGERPRINT)
         if fp is not None and fp != self._short_fp():
             raise ValueError(
                 f"this state was saved from another pipeline (fingerprint {fp}, this one is "
                 f"{self._short_fp()}): restore it into the pipeline that produced it"
             )
+        check_counters(state)
         if self._live is not None:
             self._live.close()
             self._live = None
@@ -287,7 +266,7 @@ class Pipeline:
         self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False
     ) -> Pipeline:
         """Shuffle with a window of ``buffer`` items (``full=True``: datasets only, uniform)."""
-        from dload_arrow.pipeline.control import BufferShufflePipe
+        from dload_arrow.pipeline.buffer_shuffle import BufferShufflePipe
 
         if full is not False:
             check_bool("shuffle", "full", full)

@@ -133,11 +133,15 @@ class ZipPipe(Pipeline):
     def finite(self) -> bool:
         return any(c.finite for c in self._children)
 
+    @property
+    def endless(self) -> bool:
+        return all(c.endless for c in self._children)
+
     def _length(self) -> int | None:
-        ns = [c._length() if c.finite else None for c in self._children]
+        ns = [None if c.endless else c._length() for c in self._children]
         known = [n for n in ns if n is not None]
-        # the shortest finite input ends the zip; an unknown finite one might be shorter
-        if any(n is None and c.finite for n, c in zip(ns, self._children, strict=True)):
+        # the shortest input ends the zip; one of unknown length (not endless) may be shorter
+        if any(n is None and not c.endless for n, c in zip(ns, self._children, strict=True)):
             return None
         return min(known) if known else None
 

@@ -1,5 +1,6 @@
-"""Operators that decide which items pass and when: repeat, take, skip, and the buffered
-shuffle of non-dataset streams. Consumer sharding is in :mod:`dload_arrow.pipeline.shard`."""
+"""Operators that decide which items pass and when: repeat, take and skip. The buffered
+shuffle of non-dataset streams is in :mod:`dload_arrow.pipeline.buffer_shuffle`, consumer
+sharding in :mod:`dload_arrow.pipeline.shard`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pyarrow as pa
 
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.check import budget_share, sharing_budget
-from dload_arrow.pipeline.chunks import Chunk, chunk_len, chunk_take, concat_chunks
+from dload_arrow.pipeline.chunks import Chunk, chunk_len
 from dload_arrow.pipeline.node import (
     CHILD,
     CURSOR,
@@ -20,12 +21,10 @@ from dload_arrow.pipeline.node import (
     State,
     check_count,
 )
-from dload_arrow.plan.seeds import check_seed, rng
 
-__all__ = ["BufferShufflePipe", "RepeatPipe", "SkipPipe", "TakePipe"]
+__all__ = ["RepeatPipe", "SkipPipe", "TakePipe"]
 
 PASS = "pass"
-WINDOW = "window"
 
 
 class RepeatPipe(Pipeline):
@@ -42,6 +41,10 @@ class RepeatPipe(Pipeline):
     @property
     def finite(self) -> bool:
         return self.times is not None and self._children[0].finite
+
+    @property
+    def endless(self) -> bool:
+        return self.times is None and self._children[0]._length() != 0
 
     def _length(self) -> int | None:
         n = self._children[0]._length()
@@ -120,9 +123,13 @@ class TakePipe(Pipeline):
     def finite(self) -> bool:
         return True
 
+    @property
+    def endless(self) -> bool:
+        return False
+
     def _length(self) -> int | None:
         child = self._children[0]
-        if not child.finite:
+        if child.endless:
             return self.n  # an endless input always has n items to give
         n = child._length()
         return None if n is None else min(n, self.n)
@@ -219,75 +226,6 @@ class _SkipNode(Node):
     def skip(self, n: int) -> int:
         self._skip_head()
         return self.cursor.skip(n)
-
-    def prefer_items(self) -> None:
-        self.cursor.child.prefer_items()
-
-    def start_ahead(self) -> None:
-        self.cursor.child.start_ahead()
-
-    def close(self) -> None:
-        self.cursor.close()
-
-
-class BufferShufflePipe(Pipeline):
-    """Shuffle a stream in consecutive windows of ``buffer`` items: window ``w`` (items
-    ``[w*buffer, (w+1)*buffer)``) comes out permuted by a permutation drawn from ``(seed,
-    epoch, w)``. The state is the input cursor at the window's start: restoring re-reads that
-    window, never a saved buffer."""
-
-    op = "shuffle_buffer"
-
-    def __init__(self, child: Pipeline, buffer: int, seed: int) -> None:
-        seed = check_seed(seed)
-        if isinstance(buffer, bool) or not isinstance(buffer, int):
-            raise TypeError(f"shuffle buffer is a number of items (an int), got {buffer!r}")
-        if buffer < 1:
-            raise ValueError(f"shuffle buffer must be >= 1 item, got {buffer}")
-        super().__init__(child)
-        self.buffer, self.seed = buffer, seed
-
-    def _params(self) -> dict[str, Any]:
-        return {"buffer": self.buffer, "seed": self.seed}
-
-    def _length(self) -> int | None:
-        return self._children[0]._length()
-
-    def _schema(self) -> pa.Schema | None:
-        return self._children[0].schema
-
-    def _build(self, epoch: int) -> Node:
-        return _BufferShuffleNode(self._children[0]._build(epoch), self.buffer, self.seed, epoch)
-
-
-class _BufferShuffleNode(Node):
-    def __init__(self, child: Node, buffer: int, seed: int, epoch: int) -> None:
-        self.cursor = ItemCursor(child)
-        self.buffer, self.seed, self.epoch = buffer, seed, epoch
-        self.w = 0
-
-    def reset(self, state: State | None = None) -> None:
-        self.w = 0 if state is None else int(state[WINDOW])
-        self.cursor.reset(None if state is None else state[CURSOR])
-
-    def get_state(self) -> State:
-        return {WINDOW: self.w, CURSOR: self.cursor.get_state()}
-
-    def next(self) -> Chunk:
-        parts: list[Chunk] = []
-        have = 0
-        while have < self.buffer:
-            got = self.cursor.take(self.buffer - have)
-            if got is None:
-                break
-            parts.append(got)
-            have += chunk_len(got)
-        if not have:
-            raise StopIteration
-        window = concat_chunks(parts)
-        perm = rng(self.seed, self.epoch, "buffer", self.w).permutation(have)
-        self.w += 1
-        return chunk_take(window, perm)
 
     def prefer_items(self) -> None:
         self.cursor.child.prefer_items()

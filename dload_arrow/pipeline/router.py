@@ -129,6 +129,13 @@ class RouterPipe(Pipeline):
             return True
         return any(inputs) if self.stop == "first" else all(inputs)
 
+    @property
+    def endless(self) -> bool:
+        if self.control is not None and not self.control.endless:
+            return False
+        inputs = [c.endless for c in self._children[: self.n]]
+        return all(inputs) if self.stop == "first" else any(inputs)
+
     def _length(self) -> int | None:
         if self.control is not None or self.stop != "all":
             return None

@@ -99,6 +99,10 @@ class FromIterablePipe(Pipeline):
             return self._finite
         return isinstance(self.source, Sized) and not isinstance(self.source, Iterator)
 
+    @property
+    def endless(self) -> bool:
+        return self._finite is False  # declared; a factory's iterators may end or not
+
     def _length(self) -> int | None:
         sized = isinstance(self.source, Sized) and not isinstance(self.source, Iterator)
         return len(self.source) if sized and self.finite else None
@@ -226,6 +230,10 @@ class RandomStreamPipe(Pipeline):
     @property
     def finite(self) -> bool:
         return False
+
+    @property
+    def endless(self) -> bool:
+        return True
 
     def _build(self, epoch: int) -> Node:
         return _RandomNode(self.seed, epoch, self.high, self.size)

@@ -132,6 +132,8 @@ class MapBatchesPipe(_OnePipe):
         fn, keep = self.fn, self.rows_preserved
 
         def apply(chunk: Chunk) -> Chunk:
+            if not isinstance(chunk, pa.RecordBatch) and not len(chunk):
+                return chunk  # no items (a filter kept none): no columns to give fn
             batch = as_record_batch(chunk) if not isinstance(chunk, pa.RecordBatch) else chunk
             out = as_record_batch(fn(batch))
             if keep and out.num_rows != batch.num_rows:
@@ -233,7 +235,8 @@ def _encode_acc(v: Any) -> Any:
     if isinstance(v, dict):
         if all(isinstance(k, str) for k in v) and _TAG not in v:
             return {k: _encode_acc(x) for k, x in v.items()}
-        return copy.deepcopy(v)
+        # JSON would make int keys text ({0: 1} -> {"0": 1}): the pairs keep them as they are
+        return {_TAG: "dict", "items": [[_encode_acc(k), _encode_acc(x)] for k, x in v.items()]}
     if isinstance(v, bytes):
         return {_TAG: "bytes", "b64": base64.b64encode(v).decode()}
     if isinstance(v, np.ndarray | np.generic) and v.dtype != object:
@@ -253,6 +256,8 @@ def _decode_acc(v: Any) -> Any:
         return tuple(_decode_acc(x) for x in v["items"])
     if kind == "bytes":
         return base64.b64decode(v["b64"])
+    if kind == "dict":
+        return {_decode_acc(k): _decode_acc(x) for k, x in v["items"]}
     if kind in ("ndarray", "npscalar"):
         a = np.frombuffer(base64.b64decode(v["b64"]), dtype=np.dtype(v["dtype"]))
         a = a.reshape(v["shape"]).copy()

@@ -15,6 +15,7 @@ back into one global position, so a job saved with one layout resumes with anoth
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 from dload_arrow.errors import ConfigError
@@ -79,10 +80,11 @@ def _ours(state: Any, fingerprint: str | None) -> tuple[Plan | None, dict[str, A
             f"{fingerprint}: another seed, dataset version or operator): restore it into the "
             "pipeline that produced it (the number of workers and ranks may change)"
         )
-    try:
-        epoch, position = int(state[EPOCH]), int(state[POSITION])
-    except (KeyError, TypeError, ValueError) as e:
-        raise _bad(state, "epoch/position missing or not integers") from e
+    # Whole numbers only (an int, a numpy integer): "17" or 17.9 is not a saved cursor.
+    got = [state.get(k) for k in (EPOCH, POSITION)]
+    if any(isinstance(v, bool) or not hasattr(type(v), "__index__") for v in got):
+        raise _bad(state, "epoch/position missing or not integers")
+    epoch, position = (operator.index(v) for v in got if v is not None)
     if epoch < 0 or position < 0:
         raise _bad(state, "epoch and position must be >= 0")
     if "num_workers" not in state:

@@ -1,0 +1,43 @@
+"""Refuse a pipeline state whose counters cannot be this pipeline's, before it is loaded.
+
+A state is checked against the pipeline's fingerprint, which catches a state of another
+pipeline but not one edited by hand or damaged on the way: a negative position made a
+``from_iterable`` source yield 103 items of 100, a negative take count 60 of 50, a concat
+index of -1 replayed its last input. Every counter of the cursor tree (positions, offsets,
+input indexes, passes, windows) and the epoch must be an integer >= 0; a user's own values
+(a scan's accumulator, an iterable's own state) are not looked at.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["check_counters"]
+
+_COUNTERS = frozenset({"position", "offset", "index", "pass", "window", "epoch"})
+_OPAQUE = frozenset({"acc", "iterable"})  # the user's values, as their code saved them
+
+
+def _counter(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def check_counters(state: Any, where: str = "state") -> None:
+    """Raise ValueError naming the first counter of ``state`` that is not an int >= 0."""
+    if isinstance(state, list):
+        for i, item in enumerate(state):
+            check_counters(item, f"{where}[{i}]")
+        return
+    if not isinstance(state, dict):
+        return
+    for key, value in state.items():
+        if key in _OPAQUE:
+            continue
+        path = f"{where}[{key!r}]"
+        if key in _COUNTERS and not _counter(value):
+            raise ValueError(
+                f"not a state of this pipeline: {path} is {value!r}, and a state's counters "
+                "are integers >= 0 (was it edited or damaged?); pass what state_dict() "
+                "returned"
+            )
+        check_counters(value, path)
