@@ -272,3 +272,48 @@ def test_open_source_and_open_table_take_a_pathlib_path(tmp_path: Path) -> None:
     assert ZipSource(tmp_path / "photos.zip").keys() == ["001"]
     assert detect_kind(tmp_path / "t.csv") == "table"
     assert open_table(tmp_path / "t.csv").read_all().num_rows == 1
+
+
+# --- 10, 13. zstd frames: a long window, a skippable frame first -------------------------------
+
+
+def _tar_bytes(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for n, b in files.items():
+            ti = tarfile.TarInfo(n)
+            ti.size = len(b)
+            t.addfile(ti, io.BytesIO(b))
+    return buf.getvalue()
+
+
+def test_a_tar_zst_written_with_a_long_window_is_read(tmp_path: Path) -> None:
+    import zstandard
+
+    # what `zstd --long=28` writes: a 256 MiB window, more than the decoder's default allows
+    params = zstandard.ZstdCompressionParameters(window_log=28, enable_ldm=True,
+                                                 write_checksum=1, write_content_size=0)
+    buf = io.BytesIO()
+    with zstandard.ZstdCompressor(compression_params=params).stream_writer(
+            buf, closefd=False) as w:
+        w.write(_tar_bytes({"a.txt": b"hi"}))
+    assert zstandard.get_frame_parameters(buf.getvalue()).window_size == 1 << 28
+    (tmp_path / "x.tar.zst").write_bytes(buf.getvalue())
+    assert list(dl.from_archive(tmp_path / "x.tar.zst")) == [{"__key__": "a", "txt": "hi"}]
+
+
+def test_a_skippable_first_frame_gives_no_missing_checksum_warning(tmp_path: Path) -> None:
+    import zstandard
+
+    frame = zstandard.ZstdCompressor(write_checksum=True).compress(_tar_bytes({"a.txt": b"hi"}))
+    skippable = struct.pack("<II", 0x184D2A50, 4) + struct.pack("<I", len(frame))  # pzstd's
+    (tmp_path / "x.tar.zst").write_bytes(skippable + frame)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        assert list(dl.from_archive(tmp_path / "x.tar.zst")) == [{"__key__": "a", "txt": "hi"}]
+    assert [str(w.message) for w in got if "checksums" in str(w.message)] == []
+    # a data frame without checksums after the skippable one is still told of
+    frame = zstandard.ZstdCompressor().compress(_tar_bytes({"a.txt": b"hi"}))
+    (tmp_path / "y.tar.zst").write_bytes(struct.pack("<II", 0x184D2A5F, 0) + frame)
+    with pytest.warns(UserWarning, match="no zstd checksums"):
+        dl.from_archive(tmp_path / "y.tar.zst")

@@ -25,6 +25,11 @@ from dload_arrow.ingest.source import SampleSource
 __all__ = ["TarSource"]
 
 _BLOCK = 8 << 20
+_MAX_WINDOW = 1 << 31
+_PEEK = 4096
+# Skippable frames (magic 0x184D2A50-0x184D2A5F, then a 4-byte length): pzstd and seekable
+# zstd writers put one before the data frames.
+_SKIPPABLE = 0x184D2A50
 
 
 def _errors() -> tuple[type[BaseException], ...]:
@@ -97,9 +102,13 @@ class TarSource(SampleSource):
             import zstandard
 
             peek = getattr(raw, "peek", None)  # a buffered reader: look without reading
-            if peek is not None:
-                self._warn_unchecked(peek(18))  # a frame header is at most 18 bytes
-            stream = zstandard.ZstdDecompressor().stream_reader(raw, read_size=_BLOCK)
+            if peek is not None:  # what the buffer holds: skippable frames, then a header
+                self._warn_unchecked(peek(_PEEK))
+            # Up to a 2 GiB window (`zstd --long=31`): the default refuses frames written with
+            # --long=28 or more ("too much memory"), which are valid archives. The decoder
+            # allocates the window a frame asks for, not more.
+            stream = zstandard.ZstdDecompressor(max_window_size=_MAX_WINDOW).stream_reader(
+                raw, read_size=_BLOCK)
         elif self.compression == "gz":  # GzipFile checks the CRC and length at the end
             stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         tail = _Tail(stream)
@@ -154,10 +163,14 @@ class TarSource(SampleSource):
         if self._told:
             return
         self._told = True
+        pos = 0
+        while len(head) >= pos + 8 and \
+                int.from_bytes(head[pos : pos + 4], "little") & ~0xF == _SKIPPABLE:
+            pos += 8 + int.from_bytes(head[pos + 4 : pos + 8], "little")
         try:
-            checked = zstandard.get_frame_parameters(head).has_checksum
+            checked = zstandard.get_frame_parameters(head[pos : pos + 18]).has_checksum
         except zstandard.ZstdError:
-            return  # not a zstd frame: decompressing it says so
+            return  # not a zstd frame (decompressing says so), or beyond what was peeked
         if not checked:
             warnings.warn(
                 f"{self.location}: this .tar.zst has no zstd checksums, so a byte changed in "
