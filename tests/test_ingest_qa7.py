@@ -317,3 +317,27 @@ def test_a_skippable_first_frame_gives_no_missing_checksum_warning(tmp_path: Pat
     (tmp_path / "y.tar.zst").write_bytes(struct.pack("<II", 0x184D2A5F, 0) + frame)
     with pytest.warns(UserWarning, match="no zstd checksums"):
         dl.from_archive(tmp_path / "y.tar.zst")
+
+
+# --- 12. drive letters ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "ok"), [
+    ("1:a.jpg", "1:a.jpg"), ("./1:a.jpg", "1:a.jpg"), ("a/C:/x.bin", "a/C:/x.bin"),
+    ("C:/evil.bin", None), ("./C:/evil.bin", None), (".\\c:\\evil.bin", None),
+    ("C:evil.bin", None), ("/x.bin", None),
+])
+def test_a_drive_letter_is_a_letter_and_is_checked_after_dropping_dot_slash(
+        tmp_path: Path, name: str, ok: str | None) -> None:
+    from dload_arrow import UnsafePathError
+    from dload_arrow.ingest import check_entry_name
+
+    if ok is None:
+        with pytest.raises(UnsafePathError, match="absolute path"):
+            check_entry_name(name, "x.tar")
+        with pytest.raises(UnsafePathError):
+            open_source(str(_tar(tmp_path / "x.tar", {name: b"x"}))).keys()
+    else:
+        assert check_entry_name(name, "x.tar") == ok
+        assert open_source(str(_tar(tmp_path / "x.tar", {name: b"x"}))).keys() == [
+            ok.rsplit(".", 1)[0]]

@@ -12,6 +12,7 @@ column holds the sample keys.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -81,6 +82,9 @@ _SKIP_TEXT = {
 }
 
 
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
 def check_entry_name(name: str, where: str) -> str:
     """The normalised relative name of an archive entry; UnsafePathError if it could escape.
 
@@ -89,12 +93,14 @@ def check_entry_name(name: str, where: str) -> str:
     """
     raw = name
     name = name.replace("\\", "/")
-    if "\x00" in name or name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    # The drive letter is looked for once './' is dropped ('./C:/x' is 'C:/x'), and only a
+    # letter makes one ('1:a.jpg' is a plain Linux name).
+    if "\x00" in name or name.startswith("/") or (parts and _DRIVE.match(parts[0])):
         raise UnsafePathError(
             f"{where}: entry {raw!r} has an absolute path; refusing the archive (it could write "
             "outside its target). Recreate it with relative names"
         )
-    parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise UnsafePathError(
             f"{where}: entry {raw!r} contains '..'; refusing the archive (it could write "
