@@ -31,3 +31,17 @@ def test_a_version_and_a_manifest_show_short_reprs(repo: Repository) -> None:
     assert text.startswith(f"Version('d', {v.version[:12]}, 3 rows in 1 shards")
     assert "object at 0x" not in text and len(text) < 160
     assert repr(v.manifest) == f"Manifest('d', {v.version[:12]}, 3 rows, 1 shards)"
+
+
+def test_loaders_catalogs_and_wide_mixes_show_short_reprs(repo: Repository) -> None:
+    import dload_arrow as dl
+    from dload_arrow.torch import StatefulLoader, as_iterable_dataset, to_device
+
+    loader = StatefulLoader(as_iterable_dataset(dl.from_iterable(list(range(5))),
+                                                to_tensors=False))
+    assert repr(loader).startswith("StatefulLoader(StreamDataset(")
+    assert repr(to_device(loader, "cpu")) == (
+        "DeviceLoader(StatefulLoader, device=cpu, prefetch=2)")
+    assert repr(repo.catalog).startswith("Catalog(")
+    wide = dl.mix([dl.from_iterable(list(range(i + 1))) for i in range(50)], seed=0)
+    assert "... 46 more" in repr(wide) and len(repr(wide)) < 400

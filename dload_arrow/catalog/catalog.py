@@ -91,6 +91,9 @@ class Catalog:
         self._pid = os.getpid()
         self._snapshot: Snapshot | None = None
 
+    def __repr__(self) -> str:
+        return f"Catalog({redact_url(self.storage.url)!r})"
+
     def __getstate__(self) -> dict[str, Any]:
         # A DuckDB connection and a lock do not cross processes; the copy reconnects lazily.
         state = self.__dict__.copy()

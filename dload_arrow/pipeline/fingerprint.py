@@ -81,6 +81,9 @@ def fingerprint(pipe: Pipeline) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+_SHOWN = 4  # inputs of a combinator shown by describe()
+
+
 def describe(pipe: Pipeline) -> str:
     """A short readable form: ``dataset(...).shuffle(...).map(fn)``."""
     params = {k: v for k, v in pipe._params().items() if v is not None}
@@ -98,4 +101,7 @@ def describe(pipe: Pipeline) -> str:
         return head
     if len(pipe._children) == 1:
         return f"{describe(pipe._children[0])}.{head}"
-    return f"{head}[{', '.join(describe(c) for c in pipe._children)}]"
+    inner = [describe(c) for c in pipe._children[:_SHOWN]]
+    if len(pipe._children) > _SHOWN:  # a mix of 50 pipelines: a line, not 3 KB
+        inner.append(f"... {len(pipe._children) - _SHOWN} more")
+    return f"{head}[{', '.join(inner)}]"

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from dload_arrow.args import MAX_COUNT
 from dload_arrow.errors import NotFoundError
-from dload_arrow.read.context import ReadContext
+from dload_arrow.repository.dataset_fields import VersionFields
 from dload_arrow.repository.shortcuts import PipelineShortcuts
 from dload_arrow.store.manifest import Manifest
 
@@ -29,7 +29,7 @@ __all__ = ["Dataset"]
 _RAISE: Any = object()  # get()'s default: raise NotFoundError
 
 
-class Dataset(PipelineShortcuts):
+class Dataset(VersionFields, PipelineShortcuts):
     """A dataset version: metadata from its manifest, and the read methods.
 
     Obtain one from :meth:`Repository.dataset`. Everything here is immutable: the version id
@@ -62,38 +62,6 @@ class Dataset(PipelineShortcuts):
         rows = (str(len(self._random_access)) if "_random_access" in self.__dict__
                 else f"? of {self.manifest.num_rows} (len() counts them)")
         return f"{head}, where={text!r}, rows={rows}, {shards}"
-
-    @property
-    def context(self) -> ReadContext:
-        """The root and cache this dataset reads through."""
-        return self.repo.read_context
-
-    @property
-    def name(self) -> str:
-        return self.manifest.name
-
-    @property
-    def version(self) -> str:
-        """The version id (sha256 of the manifest)."""
-        return self.manifest.version
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The sample schema, ``__key__`` first."""
-        return self.manifest.schema
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        return self.manifest.meta
-
-    @property
-    def recipe(self) -> str | None:
-        """The script that produced the data, verbatim (never executed)."""
-        return self.manifest.recipe
-
-    @property
-    def parents(self) -> list[dict[str, Any]]:
-        return self.manifest.parents
 
     @property
     def num_rows(self) -> int:

@@ -184,6 +184,7 @@ class VersionsMixin:
 
     def unpin(self, name: str) -> bool:
         """Remove ``name`` from dload.lock; False when it was not pinned."""
+        check_name(name)
         path = lock_path()
         if path is None:
             return False

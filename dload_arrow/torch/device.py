@@ -75,6 +75,10 @@ class DeviceLoader:
         self._thread: threading.Thread | None = None
         self._dataset = _stream_dataset(loader)
 
+    def __repr__(self) -> str:
+        return (f"DeviceLoader({type(self.loader).__name__}, device={self.device}, "
+                f"prefetch={self.prefetch})")
+
     def _live(self) -> Any:
         """The wrapped loader's state now (items in this wrapper's queue counted)."""
         if self._dataset is not None:
@@ -158,6 +162,7 @@ class DeviceLoader:
             thread.join(timeout=5)
 
     def set_epoch(self, epoch: int) -> None:
+        """The wrapped loader's ``set_epoch``: the next ``iter()`` is epoch ``epoch``."""
         self.loader.set_epoch(epoch)
 
     def state_dict(self) -> Any:
@@ -178,6 +183,7 @@ class DeviceLoader:
         )
 
     def load_state_dict(self, state: Any) -> None:
+        """Resume the wrapped loader from ``state`` (what :meth:`state_dict` returned)."""
         self._state = None
         self.loader.load_state_dict(state)
 

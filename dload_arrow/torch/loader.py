@@ -56,7 +56,11 @@ class StatefulLoader:
 
     @property
     def num_workers(self) -> int:
+        """The DataLoader's worker processes (0: items are made in this process)."""
         return int(self.loader.num_workers)
+
+    def __repr__(self) -> str:
+        return f"StatefulLoader({self.dataset!r}, num_workers={self.num_workers})"
 
     def __len__(self) -> int:
         return len(self.dataset)
@@ -91,6 +95,7 @@ class StatefulLoader:
             del it
 
     def set_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` epoch ``epoch`` (its order; from its start)."""
         self.dataset.set_epoch(epoch)
 
     def state_dict(self) -> dict[str, Any]:
