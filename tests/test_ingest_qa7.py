@@ -341,3 +341,11 @@ def test_a_drive_letter_is_a_letter_and_is_checked_after_dropping_dot_slash(
         assert check_entry_name(name, "x.tar") == ok
         assert open_source(str(_tar(tmp_path / "x.tar", {name: b"x"}))).keys() == [
             ok.rsplit(".", 1)[0]]
+
+
+# --- minor: `dload ingest` -----------------------------------------------------------------------
+
+
+def test_dload_ingest_points_at_commit_from(run: RunFn) -> None:
+    err = run("ingest", "x", rc=1).err
+    assert "dload commit NAME --from PATH" in err and "init" not in err

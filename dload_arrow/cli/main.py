@@ -33,7 +33,20 @@ class _StdoutClosed(Exception):
     simply no longer wanted."""
 
 
+# Words tried for ingestion, where click would suggest a look-alike ('ingest' -> 'init').
+_INGEST_WORDS = ("ingest", "import", "add", "load", "upload")
+
+
 class _Group(click.Group):
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        if args and args[0] in _INGEST_WORDS and args[0] not in self.commands:
+            raise click.UsageError(
+                f"No such command {args[0]!r}. To ingest a folder, an archive or a table: "
+                "dload commit NAME --from PATH", ctx)
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         # click turns an EPIPE into a silent exit 1, even outside standalone mode; a reader
         # that stops early (`| head`) is a success, as for any Unix tool.
