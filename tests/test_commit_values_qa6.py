@@ -212,3 +212,43 @@ def test_a_table_with_or_without_a_time_zone_is_refused_by_the_other_kind_of_col
         repo.append("t", pa.table({"id": ["2"], "t": utc}), key="id", progress=False)
         got = repo.dataset("t").to_arrow().column("t").to_pylist()
         assert got[1] == utc.to_pylist()[0]
+
+
+@pytest.mark.parametrize(("stored", "appended"), [
+    (pa.array([False]), pa.array([2, -1], pa.int64())),
+    (pa.array([False]), pa.array([0.5])),
+    (pa.array([dt.date(2024, 1, 1)]), pa.array([dt.datetime(2024, 1, 2, 12, 30)],
+                                               pa.timestamp("s"))),
+    (pa.array([1], pa.decimal128(5, 1)), pa.array([1.25])),
+    (pa.array([0.0]), pa.array([10**30 + 1], pa.decimal128(38, 0))),
+    (pa.array([{"a": True}]), pa.array([{"a": 5}])),
+    (pa.array([[True]]), pa.array([[1, 0], [], None, [1, 2]], pa.list_(pa.int64()))),
+])
+def test_an_appended_column_whose_cast_would_change_a_value_is_refused(
+        repo: Repository, stored: pa.Array, appended: pa.Array) -> None:
+    repo.commit("d", pa.table({"id": ["a"], "c": stored}), key="id", progress=False)
+    ids = [f"b{i}" for i in range(len(appended))]
+    with pytest.raises(SchemaError, match=r"column 'c'.*would be stored as"):
+        repo.append("d", pa.table({"id": ids, "c": appended}), key="id", progress=False)
+    assert repo.dataset("d").to_arrow().column("c").to_pylist() == stored.to_pylist()
+
+
+def test_casts_that_keep_every_value_still_append(repo: Repository) -> None:
+    repo.commit("d", pa.table({"id": ["a"], "b": [True], "f": [0.5], "f32": pa.array(
+        [1.0], pa.float32()), "when": [dt.date(2024, 1, 1)], "dec": pa.array(
+        [1], pa.decimal128(5, 1)), "s": pa.array([{"a": 1.0}])}), key="id", progress=False)
+    repo.append("d", pa.table({
+        "id": ["b"], "b": pa.array([1], pa.int8()), "f": pa.array([3], pa.int32()),
+        "f32": [0.1],  # float64 into float32 rounds by design (a float32 column)
+        "when": pa.array([dt.datetime(2024, 1, 2)], pa.timestamp("s")),
+        "dec": [1.5], "s": pa.array([{"a": 2}]), "nan": [float("nan")],
+    }).drop_columns(["nan"]), key="id", progress=False)
+    got = repo.dataset("d").to_arrow().to_pylist()[1]
+    assert got["b"] is True and got["f"] == 3.0 and got["when"] == dt.date(2024, 1, 2)
+    assert str(got["dec"]) == "1.5" and got["s"] == {"a": 2.0}
+
+
+def test_commit_with_a_schema_refuses_a_table_value_it_would_change(repo: Repository) -> None:
+    with pytest.raises(SchemaError, match="would be stored as True"):
+        repo.commit("s", pa.table({"k": ["a"], "flag": [7]}), key="k",
+                    schema=pa.schema([("flag", pa.bool_())]), progress=False)

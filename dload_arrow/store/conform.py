@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from dload_arrow.errors import SchemaError
+from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store.cast_check import changed_row
 from dload_arrow.store.lossless import leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
@@ -159,4 +160,9 @@ def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
         raise ColumnMismatch(name, col.type, want) from SchemaError(
             f"the value at row {row}, {col[row].as_py()!r}, is beyond the range of {want} "
             "and would be stored as inf or 0")
+    row = changed_row(col, out)
+    if row is not None:
+        raise ColumnMismatch(name, col.type, want) from SchemaError(
+            f"the value at row {row}, {shown(col[row].as_py())}, would be stored as "
+            f"{shown(out[row].as_py())}")
     return out

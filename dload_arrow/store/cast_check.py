@@ -1,0 +1,81 @@
+"""Find a value that a cast of an appended column would store changed.
+
+An appended table (or a table committed with ``schema=``) has each column cast to the stored
+type with Arrow's safe cast, which refuses overflow and truncated fractions but still turns
+2 and -1 into ``True`` in a bool column, drops a timestamp's time of day in a date column,
+rounds 1.25 to 1.2 in a ``decimal128(5, 1)`` and 10**30 + 1 to 1e30 in a double. The check
+casts the result back to the input's type and compares: a value is accepted only when it
+comes back as it was (NaN as NaN). Narrowing one float type to another is the exception: its
+rounding is what a float32 column means, and :func:`~dload_arrow.store.lossless.overflow_row`
+refuses the values it would make inf or 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["changed_row"]
+
+_LISTS = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+
+
+def changed_row(src: pa.Array, out: pa.Array) -> int | None:
+    """The first row of ``src`` whose value ``out`` (its cast) does not hold, or None."""
+    flags = _changed(src, out)
+    if flags is None:
+        return None
+    rows = np.flatnonzero(flags)
+    return int(rows[0]) if len(rows) else None
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return any(f(t) for f in _LISTS)
+
+
+def _changed(src: pa.Array, out: pa.Array) -> np.ndarray | None:
+    """Per row of ``src``: whether its value changed in ``out`` (None: nothing changed, or
+    nothing this check can compare)."""
+    if pa.types.is_dictionary(src.type):
+        src = src.dictionary_decode()
+    if pa.types.is_dictionary(out.type):
+        out = out.dictionary_decode()
+    st, ot = src.type, out.type
+    if st == ot:
+        return None
+    if _is_list(st) and _is_list(ot):
+        inner = _changed(src.flatten(), out.flatten())
+        if inner is None:
+            return None
+        rows = np.zeros(len(src), dtype=bool)
+        rows[pc.list_parent_indices(src).to_numpy()[inner]] = True
+        return rows
+    if pa.types.is_struct(st) and pa.types.is_struct(ot):
+        return _struct_changed(src, out)
+    if pa.types.is_floating(st) and pa.types.is_floating(ot) and ot.bit_width < st.bit_width:
+        return None
+    try:
+        back = out.cast(st, safe=False)
+        same = pc.equal(src, back)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None  # no way back to compare: Arrow's safe cast is all there is
+    if pa.types.is_floating(st):
+        same = pc.or_kleene(same, pc.and_(pc.is_nan(src), pc.is_nan(back)))
+    return np.asarray(pc.invert(pc.fill_null(same, True)).to_numpy(zero_copy_only=False))
+
+
+def _struct_changed(src: pa.StructArray, out: pa.StructArray) -> np.ndarray | None:
+    rows = np.zeros(len(src), dtype=bool)
+    found = False
+    for i, field in enumerate(out.type):
+        j = src.type.get_field_index(field.name)
+        if j < 0:
+            continue  # a field the input lacks is null in every row
+        inner = _changed(src.field(j), out.field(i))
+        if inner is not None:
+            rows |= inner
+            found = True
+    if not found:
+        return None
+    return rows & np.asarray(src.is_valid().to_numpy(zero_copy_only=False))
