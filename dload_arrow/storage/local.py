@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import os
@@ -46,11 +47,35 @@ class LocalStorage:
         try:
             os.makedirs(os.path.dirname(full), exist_ok=True)
         except OSError as e:
-            raise StorageError(
-                f"cannot create {os.path.dirname(full)} in root {self.root} ({e.strerror}); "
-                "point the root at a directory you can write (it is created if missing)"
-            ) from e
+            raise self._write_error(os.path.dirname(full), e) from e
         return f"{full}.tmp-{uuid.uuid4().hex}"
+
+    def _write_error(self, what: str, e: OSError) -> StorageError:
+        """The error for a failed write under the root: what, where, why and the fix."""
+        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            return StorageError(
+                f"cannot write {what} in root {self.root}: no room on its disk "
+                f"({e.strerror}); free space there (`dload gc` removes unreferenced shards) "
+                "or point the root at a bigger disk, then run the command again"
+            )
+        return StorageError(
+            f"cannot create {what} in root {self.root} ({e.strerror}); "
+            "point the root at a directory you can write (it is created if missing)"
+        )
+
+    def _write_tmp(self, path: str, full: str, data: bytes | memoryview) -> str:
+        """A temp file next to ``full`` holding ``data``; removed again when writing fails."""
+        tmp = self._tmp(full)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+        except BaseException as e:
+            with suppress(OSError):
+                os.unlink(tmp)
+            if isinstance(e, OSError) and not isinstance(e, StorageError):
+                raise self._write_error(repr(path), e) from e
+            raise
+        return tmp
 
     def read(self, path: str) -> bytes:
         try:
@@ -69,30 +94,38 @@ class LocalStorage:
 
     def write(self, path: str, data: bytes) -> None:
         full = self._full(path)
-        tmp = self._tmp(full)
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, full)
+        tmp = self._write_tmp(path, full, data)
+        try:
+            os.replace(tmp, full)
+        except OSError as e:
+            with suppress(OSError):
+                os.unlink(tmp)
+            raise self._write_error(repr(path), e) from e
 
     def put_if_absent(self, path: str, data: bytes | memoryview) -> bool:
         full = self._full(path)
-        tmp = self._tmp(full)
-        with open(tmp, "wb") as f:
-            f.write(data)
+        tmp = self._write_tmp(path, full, data)
         try:
             os.link(tmp, full)
             return True
         except FileExistsError:
             return False
+        except OSError as e:
+            raise self._write_error(repr(path), e) from e
         finally:
-            os.unlink(tmp)
+            with suppress(OSError):
+                os.unlink(tmp)
 
     @contextmanager
     def _locked(self, path: str) -> Iterator[None]:
         lock_dir = os.path.join(self.root, ".locks")
-        os.makedirs(lock_dir, exist_ok=True)
         name = hashlib.sha256(path.encode()).hexdigest()[:32]
-        with open(os.path.join(lock_dir, name), "a+b") as f:
+        try:
+            os.makedirs(lock_dir, exist_ok=True)
+            f = open(os.path.join(lock_dir, name), "a+b")  # noqa: SIM115 (closed below)
+        except OSError as e:
+            raise self._write_error(f"the lock file of {path!r}", e) from e
+        with f:
             fcntl.flock(f, fcntl.LOCK_EX)
             try:
                 yield

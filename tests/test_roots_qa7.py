@@ -1,0 +1,132 @@
+"""QA pass 7 on storage roots and the local cache: full disks, read-only roots and caches, a
+relative cache dir, an endpoint that answers 404 to everything, and config warnings."""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dload_arrow import Repository
+from dload_arrow.errors import StorageError
+
+DLOAD = str(Path(sys.executable).with_name("dload"))
+
+
+def _limit_file_size() -> None:
+    # Python ignores SIGXFSZ, so a write past the limit fails with EFBIG: a disk that is full
+    # for this process, without mounting one.
+    resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+
+def _unprivileged(argv: list[str]) -> list[str]:
+    """``argv`` run without the root's power to ignore file modes (tests run as root in some
+    containers); skips when that cannot be done."""
+    if os.geteuid() != 0:
+        return argv
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: file modes cannot be enforced")
+    return [setpriv, "--bounding-set=-dac_override,-dac_read_search,-fowner", *argv]
+
+
+def _read_only(path: str) -> None:
+    for folder, dirs, files in os.walk(path):
+        for name in dirs + files:
+            p = os.path.join(folder, name)
+            os.chmod(p, os.stat(p).st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    os.chmod(path, 0o555)
+
+
+def _writable(path: str) -> None:
+    for folder, dirs, _files in os.walk(path):
+        os.chmod(folder, 0o755)
+        for name in dirs:
+            os.chmod(os.path.join(folder, name), 0o755)
+
+
+def test_a_local_root_whose_disk_fills_fails_with_a_user_error_and_leaves_no_temp_file(
+        tmp_path: Path, local_root: str, cache_dir: str) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(8):
+        (src / f"f{i}.bin").write_bytes(os.urandom(60_000))
+    env = dict(os.environ, DLOAD_CACHE_DIR=cache_dir)
+    r = subprocess.run([DLOAD, "commit", "d", "--from", str(src), "--root", local_root],
+                       env=env, capture_output=True, text=True, preexec_fn=_limit_file_size)
+    assert r.returncode == 1, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("dload: error:") and "Traceback" not in r.stderr
+    assert local_root in last and "shards/" in last and "free space" in last
+    left = [f for _, _, fs in os.walk(local_root) for f in fs if ".tmp-" in f]
+    assert left == []
+
+
+def test_put_if_absent_on_a_full_disk_raises_storage_error_and_removes_its_temp_file(
+        local_root: str) -> None:
+    code = textwrap.dedent(f"""
+        import os
+        from dload_arrow.errors import StorageError
+        from dload_arrow.storage import open_storage
+        s = open_storage({local_root!r})
+        for op in (s.put_if_absent, s.write):
+            try:
+                op("shards/ab/big.bin", b"x" * 400_000)
+            except StorageError as e:
+                assert {local_root!r} in str(e) and "shards/ab/big.bin" in str(e), e
+            else:
+                raise SystemExit("no error")
+        print([f for _, _, fs in os.walk({local_root!r}) for f in fs])
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       preexec_fn=_limit_file_size)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_tag_on_a_read_only_local_root_says_which_root_and_how_to_fix(
+        local_root: str, cache_dir: str) -> None:
+    repo = Repository.open(local_root, cache_dir=cache_dir)
+    repo.commit("d", [("a", {"x": 1})])
+    _read_only(local_root)
+    try:
+        code = textwrap.dedent(f"""
+            from dload_arrow import Repository
+            from dload_arrow.errors import StorageError
+            repo = Repository.open({local_root!r}, cache_dir={cache_dir!r})
+            try:
+                repo.tag("d", repo.dataset("d").version, "v1")
+            except StorageError as e:
+                print("StorageError:", e)
+        """)
+        r = subprocess.run(_unprivileged([sys.executable, "-c", code]),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.startswith("StorageError:") and local_root in r.stdout
+        assert "directory you can write" in r.stdout
+        cli = subprocess.run(_unprivileged([DLOAD, "tag", "d", "v1", "--root", local_root]),
+                             env=dict(os.environ, DLOAD_CACHE_DIR=cache_dir),
+                             capture_output=True, text=True)
+        assert cli.returncode == 1 and cli.stderr.startswith("dload: error:"), cli.stderr
+        assert local_root in cli.stderr and "Errno" not in cli.stderr
+    finally:
+        _writable(local_root)
+
+
+def test_storage_error_is_raised_for_an_unwritable_lock_dir(local_root: str,
+                                                           cache_dir: str) -> None:
+    # a portable variant (no file modes needed): the lock folder's place is taken by a file
+    repo = Repository.open(local_root, cache_dir=cache_dir)
+    repo.commit("d", [("a", {"x": 1})])
+    locks = Path(local_root) / ".locks"
+    shutil.rmtree(locks)
+    locks.write_text("")
+    with pytest.raises(StorageError, match="in root"):
+        repo.tag("d", repo.dataset("d").version, "v1")
