@@ -239,7 +239,9 @@ class TarSource(SampleSource):
                     continue
                 if (not m.isfile() or m.issym() or m.islnk() or m.size != want.size
                         or check_entry_name(m.name, self.location) != want.name):
-                    raise IntegrityError(self._changed(f"entry {i + 1} is now {m.name!r}"))
+                    raise IntegrityError(self._changed(
+                        f"entry {i + 1} was {want.name!r} ({want.size} bytes), now {m.name!r} "
+                        f"({m.size} bytes)"))
                 found += 1
                 yield want, self._extract(tf, m, want)
         if found != len(planned):
