@@ -129,3 +129,30 @@ def _merge(a: Any, b: Any) -> Any:
         return {k: _merge(a[k], b[k]) if k in b else a[k] for k in a} | {
             k: v for k, v in b.items() if k not in a}
     return b
+
+
+def test_a_pipeline_fingerprint_tells_dates_and_decimals_apart(repo: Any) -> None:
+    import datetime as dt
+    from decimal import Decimal
+    from pathlib import PurePosixPath
+
+    def cutoff(when: Any) -> dl.Pipeline:
+        return dl.from_iterable(list(range(5))).filter(lambda r: r >= when.day)
+
+    prints = {cutoff(dt.datetime(2024, m, 1)).fingerprint() for m in (5, 11)}
+    assert len(prints) == 2
+    for a, b in [(Decimal("1.1"), Decimal("2.2")), (dt.timedelta(1), dt.timedelta(2)),
+                 (PurePosixPath("a"), PurePosixPath("b"))]:
+        fa = dl.from_iterable([{"v": a}]).fingerprint()
+        assert fa != dl.from_iterable([{"v": b}]).fingerprint()
+        assert fa == dl.from_iterable([{"v": a}]).fingerprint()
+    rows = [(k, {"when": dt.datetime(2024, m, 1)}) for k, m in (("a", 1), ("b", 6), ("c", 12))]
+    repo.commit("d", rows, progress=False)
+    ds = repo.dataset("d")
+
+    def recent(when: dt.datetime) -> dl.Pipeline:
+        return ds.pipeline().filter(lambda r: r["when"] >= when)
+
+    repo.derive("recent", recent(dt.datetime(2024, 5, 1)), progress=False)
+    repo.derive("recent", recent(dt.datetime(2024, 11, 1)), progress=False)
+    assert [s["__key__"] for s in repo.dataset("recent").samples()] == ["c"]

@@ -34,6 +34,8 @@ _SIMPLE = (int, float, str, bool, type(None), bytes)
 _MAX_DEPTH = 16  # containers and helper functions nested deeper are hashed in bulk
 _MAX_ITEMS = 200_000  # values hashed one by one per fingerprint; past it, in bulk
 _FAST = 1_000  # containers longer than this are hashed in bulk via json.dumps
+# Immutable values named by their repr (a date cutoff in a filter), subclasses included
+_PLAIN_MODULES = frozenset({"datetime", "decimal", "fractions", "uuid", "pathlib"})
 
 
 def _const_text(c: Any) -> str:
@@ -154,6 +156,8 @@ class _Hasher:
         if dataclasses.is_dataclass(v):
             fields = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
             return {"dataclass": kind, "fields": self.value(fields, depth + 1)}
+        if any(t.__module__ in _PLAIN_MODULES for t in type(v).__mro__):
+            return {kind: repr(v)}
         if not isinstance(v, tuple | list | dict | set | frozenset):
             return f"<{kind}>"
         if len(v) > _FAST or depth > _MAX_DEPTH or self.items + len(v) > _MAX_ITEMS:
