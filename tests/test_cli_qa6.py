@@ -66,11 +66,13 @@ def test_an_unsorted_tar_warns_that_its_version_id_differs_from_the_folders(
     assert same.json["version"] == folder.json["version"] and same.err == ""
     other = run("commit", "d", "--from", str(plain), "--json")
     assert other.json["version"] != folder.json["version"]
+    from dload_arrow.ingest.order import key_order_command
+
     assert other.err == (
         f"warning: {plain}: its samples are not sorted by key ('b' comes before 'a'), so its "
         "version id differs from the one the same files get from a folder or a zip; to get the "
-        "same id, rebuild the tar in key order (e.g. `tar --sort=name`) or commit the extracted "
-        "folder\n")
+        "same id, commit the extracted folder, or rebuild the tar in key order, inside the "
+        f"folder: {key_order_command()} (`tar --sort=name` sorts names, not keys)\n")
 
 
 def test_open_archive_warns_once_for_an_unsorted_tar(tmp_path: Path) -> None:
