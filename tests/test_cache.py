@@ -376,6 +376,28 @@ def test_a_cached_copy_that_went_bad_is_removed_and_fetched_anew(memory_root: st
     assert [s["x"] for s in repo.dataset("d").samples()] == want  # read again: fetched anew
 
 
+def test_an_intact_shard_that_this_pyarrow_cannot_decode_is_not_called_corrupt(
+        local_root: str, cache_dir: str) -> None:
+    # A shard written by a newer pyarrow (a list of fixed-size lists with nulls: pyarrow 25
+    # wrote files 24 could not read) must not be deleted as corrupt: its bytes are right.
+    from dload_arrow.read.random_access import corrupt_shard
+
+    repo = Repository.open(local_root, cache_dir=cache_dir)
+    _commit(repo)
+    shard = repo.manifest("d").shards[0]
+    path = os.path.join(local_root, shard_path(shard.digest))
+    err = corrupt_shard(repo.read_context, shard.digest, "d", "an unknown encoding", path)
+    assert "is intact" in str(err) and "upgrade pyarrow" in str(err)
+    assert "--delete-bad" not in str(err) and os.path.exists(path)
+    with open(path, "r+b") as f:  # one byte off: now it is corrupt
+        f.seek(100)
+        byte = f.read(1)
+        f.seek(100)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    err = corrupt_shard(repo.read_context, shard.digest, "d", "an unknown encoding", path)
+    assert "is corrupt" in str(err) and "--delete-bad" in str(err)
+
+
 def test_eviction_and_clear_leave_no_lock_file_per_shard_ever_fetched(
         memory_root: str, cache_dir: str) -> None:
     writer = Repository.open(memory_root, cache_dir=cache_dir + "-w", cache_budget="unlimited")

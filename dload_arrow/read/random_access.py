@@ -10,6 +10,7 @@ a local root is read in place.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import threading
@@ -160,6 +161,12 @@ def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str,
     copy was verified by sha256 when it was downloaded, so the cached one went bad since, and
     the next read fetches it anew."""
     of = f" of dataset {dataset!r}" if dataset else ""
+    if path is not None and _intact(path, digest):  # the bytes are right: the reader is not
+        return IntegrityError(
+            f"shard {digest[:12]}{of} is intact (its bytes hash to its name), but pyarrow "
+            f"{pa.__version__} cannot decode it ({why}): it was written by a newer pyarrow; "
+            "upgrade pyarrow (pip install -U pyarrow)"
+        )
     if path is not None and not ctx.in_place:
         with contextlib.suppress(OSError):
             os.unlink(path)
@@ -173,6 +180,18 @@ def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str,
         f"restore it from a copy, or run `dload verify {dataset or 'NAME'} --delete-bad` "
         "(it checks every shard and deletes the corrupt ones) and commit the data again"
     )
+
+
+def _intact(path: str, digest: str) -> bool:
+    """Whether the file at ``path`` hashes to ``digest`` (False when it cannot be read)."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                h.update(block)
+    except OSError:
+        return False
+    return h.hexdigest() == digest
 
 
 class RowGroupReader:
