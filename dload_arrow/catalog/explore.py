@@ -153,7 +153,7 @@ def _pl() -> Any:
     try:
         import polars as pl
     except ImportError as e:
-        raise ImportError("to_polars() needs polars: pip install 'polars>=1.0'") from e
+        raise ImportError("to_polars() needs polars: pip install 'polars>=1.34'") from e
     return pl
 
 
