@@ -130,3 +130,74 @@ def test_storage_error_is_raised_for_an_unwritable_lock_dir(local_root: str,
     locks.write_text("")
     with pytest.raises(StorageError, match="in root"):
         repo.tag("d", repo.dataset("d").version, "v1")
+
+
+def _du(path: str) -> int:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+
+
+class _SmallDisk:
+    """os.statvfs for a disk of ``capacity`` bytes that holds only the files under ``folder``:
+    a full disk without mounting one (the OS's answer is faked, not our storage layer)."""
+
+    def __init__(self, folder: str, capacity: int) -> None:
+        self.folder, self.capacity, self.real = folder, capacity, os.statvfs
+        self.peak = 0
+
+    def __call__(self, path: str | os.PathLike[str]) -> os.statvfs_result:
+        if not os.path.abspath(os.fspath(path)).startswith(self.folder):
+            return self.real(path)
+        used = _du(self.folder)
+        self.peak = max(self.peak, used)
+        free = max(0, self.capacity - used) // 512
+        st = list(self.real(path))
+        st[0] = st[1] = 512  # f_bsize, f_frsize
+        st[2], st[3], st[4] = self.capacity // 512, free, free  # f_blocks, f_bfree, f_bavail
+        return os.statvfs_result(st)
+
+
+def _commit_big(root: str, cache_dir: str) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    Repository.open(root, cache_dir=cache_dir + "-writer").commit(
+        "big", ((f"k{i:05d}", {"b": rng.bytes(1000)}) for i in range(2000)),
+        shard_size="200KB", progress=False)
+
+
+@pytest.mark.parametrize("budget", ["unlimited", "10MB"])
+def test_a_budget_above_the_free_disk_slides_over_data_larger_than_the_disk(
+        s3_root: str, cache_dir: str, monkeypatch: pytest.MonkeyPatch, budget: str) -> None:
+    _commit_big(s3_root, cache_dir)
+    os.makedirs(cache_dir)
+    disk = _SmallDisk(cache_dir, 1_200_000)
+    monkeypatch.setattr(os, "statvfs", disk)
+    ds = Repository.open(s3_root, cache_dir=cache_dir, cache_budget=budget).dataset("big")
+    assert ds.num_bytes > disk.capacity
+    plan = ds.plan(prefetch=0)
+    assert plan.feasible and plan.budget_bytes < disk.capacity
+    assert "all its disk can hold" in str(plan)
+    rows = 0
+    for b in ds.batches(prefetch=0):
+        rows += b.num_rows
+        assert _du(cache_dir) <= disk.capacity
+    assert rows == 2000 and disk.peak <= disk.capacity
+
+
+def test_when_only_the_disk_is_short_the_fixes_do_not_say_raise_the_budget(
+        s3_root: str, cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dload_arrow.errors import InfeasiblePlanError
+
+    _commit_big(s3_root, cache_dir)
+    os.makedirs(cache_dir)
+    monkeypatch.setattr(os, "statvfs", _SmallDisk(cache_dir, 500_000))
+    for budget in ("unlimited", "10MB"):
+        ds = Repository.open(s3_root, cache_dir=cache_dir, cache_budget=budget).dataset("big")
+        with pytest.raises(InfeasiblePlanError) as err:
+            ds.plan(prefetch=3).check()
+        text = str(err.value)
+        assert "raise the cache budget" not in text, text
+        assert "free disk space" in text and "lower prefetch" in text
+    ds = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="300KB").dataset("big")
+    with pytest.raises(InfeasiblePlanError, match="raise the cache budget"):
+        ds.plan(prefetch=3).check()

@@ -5,6 +5,10 @@ Every decision is taken under the exclusive ``cache.lock``: scan what the cache 
 plus the reservations of downloads in progress), evict unheld shards least recently used
 first, and reserve the new shard's full size with its temp file before a byte is downloaded.
 So bytes on disk never exceed the budget, whatever the processes sharing the directory do.
+
+The budget in effect is never more than the disk can hold (:meth:`CacheBudget.limit`): what
+the cache has written plus the free disk, less a small reserve. So an ``unlimited`` budget, or
+one set for a bigger disk, slides over data larger than the disk instead of filling it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import warnings
 
 from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
-from dload_arrow.read.cache_space import CacheSpace, claim_cache_dir, resolve_budget
+from dload_arrow.read.cache_space import CacheSpace, claim_cache_dir, disk_reserve, resolve_budget
 from dload_arrow.read.locks import FileLock
 from dload_arrow.sizes import format_bytes
 
@@ -49,6 +53,24 @@ class CacheBudget(CacheSpace):
         self._tlock = threading.Lock()
         used = self.used_bytes() if str(budget).strip().lower() == "auto" else 0
         self.budget_bytes = resolve_budget(budget, self.dir, used)
+
+    def limit(self) -> int:
+        """The budget in effect now: the configured one, or less when the disk cannot hold
+        it (what the cache has written plus the free disk, less a small reserve)."""
+        used, pending, _entries = self._scan_pending(cleanup=False)
+        return min(self.budget_bytes, self._disk_cap(used, pending))
+
+    def _disk_cap(self, used: int, pending: int) -> int:
+        # Free disk measured after the scan: a download writing meanwhile can only make the
+        # cap lower than the truth, never higher. Eviction does not change it (bytes deleted
+        # come back as free disk), so it is the most the cache can ever hold on this disk.
+        return max(0, used - pending + self.free_disk() - disk_reserve(self.dir))
+
+    def _limit_text(self, limit: int) -> str:
+        if limit < self.budget_bytes:
+            return (f"{format_bytes(limit)} that its disk can hold (budget "
+                    f"{self.budget_text})")
+        return f"{format_bytes(limit)} budget"
 
     def trim(self) -> int:
         """Evict least recently used shards no live reader holds until the cache is within
@@ -107,11 +129,20 @@ class CacheBudget(CacheSpace):
         while True:
             with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"),
                                                exclusive=True):
-                used, candidates = self._scan(cleanup=True)
+                used, pending, candidates = self._scan_pending(cleanup=True)
+                limit = min(self.budget_bytes, self._disk_cap(used, pending))
+                if nbytes > limit:  # nothing evicted can make room: the disk is too small
+                    raise InfeasiblePlanError(
+                        f"shard {digest[:12]} ({format_bytes(nbytes)}) does not fit the disk "
+                        f"of the cache {self.dir}: the cache can hold at most "
+                        f"{format_bytes(limit)} there ({format_bytes(self.free_disk())} free); "
+                        "free disk space there, point cache_dir at a bigger disk, or commit "
+                        "with a smaller shard_size"
+                    )
                 if keep:
                     later = [c for c in candidates if c[1] in keep] if wait else []
                     candidates = [c for c in candidates if c[1] not in keep] + later
-                if self._evict_for(candidates, used + nbytes - self.budget_bytes):
+                if self._evict_for(candidates, used + nbytes - limit):
                     final = self.shard_file(digest)
                     os.makedirs(os.path.dirname(final), exist_ok=True)
                     tmp = f"{final}.tmp-{nbytes}-{uuid.uuid4().hex[:12]}"
@@ -124,13 +155,13 @@ class CacheBudget(CacheSpace):
                 warnings.warn(
                     f"waiting for room in the cache {self.dir} for shard {digest[:12]} "
                     f"({format_bytes(nbytes)}): {format_bytes(used)} of the "
-                    f"{format_bytes(self.budget_bytes)} budget are held by readers running now; "
+                    f"{self._limit_text(limit)} are held by readers running now; "
                     f"giving up after {self.wait_timeout:.0f}s", stacklevel=2)
             if time.monotonic() > deadline:
                 raise InfeasiblePlanError(
                     f"no room in the cache {self.dir} for shard {digest[:12]} "
                     f"({format_bytes(nbytes)}): {format_bytes(used)} of the "
-                    f"{format_bytes(self.budget_bytes)} budget are held by live readers and "
+                    f"{self._limit_text(limit)} are held by live readers and "
                     f"none was released in {self.wait_timeout:.0f}s. Raise the budget, lower "
                     "prefetch, or run fewer readers on this machine at once"
                 )

@@ -20,8 +20,8 @@ from dload_arrow.read.locks import FileLock, try_exclusive
 from dload_arrow.sizes import parse_size
 from dload_arrow.store.names import check_digest
 
-__all__ = ["MARKER", "VERIFIED_NS", "CacheEntry", "CacheSpace", "claim_cache_dir", "free_disk",
-           "list_dir", "resolve_budget"]
+__all__ = ["MARKER", "VERIFIED_NS", "CacheEntry", "CacheSpace", "claim_cache_dir", "disk_reserve",
+           "free_disk", "list_dir", "resolve_budget"]
 
 # A verified shard's mtime. Any write to the file moves its mtime, so a cached file whose
 # size and stamp match was not modified since its sha256 was checked; anything else is
@@ -92,6 +92,20 @@ def free_disk(path: str) -> int:
     return int(st.f_bavail * st.f_frsize)
 
 
+def disk_reserve(path: str) -> int:
+    """Bytes the cache leaves free on its disk: 1% of the disk, at most 64 MiB. Footers,
+    manifests and lock files are not in the shard accounting, and a disk filled to its last
+    block fails every program writing there."""
+    p = os.path.abspath(path)
+    while not os.path.exists(p):
+        p = os.path.dirname(p)
+    st = os.statvfs(p)
+    return min(_RESERVE_MAX, st.f_blocks * st.f_frsize // 100)
+
+
+_RESERVE_MAX = 64 * 2**20
+
+
 def resolve_budget(budget: str | int, cache_dir: str, used: int = 0) -> int:
     """Bytes from ``auto`` (half of free disk plus what the cache holds), ``unlimited``, a size."""
     text = str(budget).strip().lower()
@@ -137,7 +151,13 @@ class CacheSpace:
 
     def _scan(self, cleanup: bool) -> tuple[int, list[tuple[float, str, int]]]:
         """Bytes used (files plus reservations) and the cached shards, least recently used first."""
-        used = 0
+        used, _pending, entries = self._scan_pending(cleanup)
+        return used, entries
+
+    def _scan_pending(self, cleanup: bool) -> tuple[int, int, list[tuple[float, str, int]]]:
+        """:meth:`_scan`, and the bytes reserved by downloads in progress but not written yet
+        (counted in the bytes used, yet still free on the disk)."""
+        used = pending = 0
         shards: dict[str, int] = {}
         root = os.path.join(self.dir, "shards")
         for sub in list_dir(root):
@@ -167,9 +187,10 @@ class CacheSpace:
                     except ValueError:
                         reserved = size
                     used += max(size, reserved)
+                    pending += max(0, reserved - size)
         used += sum(shards.values())
         entries = sorted((_mtime(self._hold_file(d)), d, n) for d, n in shards.items())
-        return used, entries
+        return used, pending, entries
 
     def _remove_stale_tmp(self, path: str, digest: str) -> bool:
         """Remove ``path`` if it belongs to a dead downloader (nobody holds its download lock).

@@ -5,6 +5,10 @@ A plan sizes each consumer's look-ahead window from the cache budget (see
 consumer, or the whole schedule for a full shuffle) with the budget and the free disk. The only
 I/O is local: statvfs and stat of the cache directory. Local roots are read in place and need no
 cache at all.
+
+The budget a plan uses is the one in effect (``Cache.limit``): the configured budget, or less
+when the disk cannot hold it, and the error's fixes are only those that apply (no "raise the
+budget" when the disk is what is short).
 """
 
 from __future__ import annotations
@@ -23,14 +27,17 @@ from dload_arrow.plan.window import (
 )
 from dload_arrow.read.cache_space import free_disk
 from dload_arrow.read.context import ReadContext
+from dload_arrow.read.planner_fit import (
+    ALTERNATIVES,
+    budgets_of,
+    disk_short,
+    fmt_budget,
+    reasons_for,
+)
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.manifest import Manifest
 
 __all__ = ["PlanReport", "ReadPlan", "check_plans", "plan_read", "schedule_shards"]
-
-
-def _fmt(n: int) -> str:
-    return "unlimited" if n >= UNLIMITED else format_bytes(n)
 
 
 def schedule_shards(units: Sequence[tuple[int, int]]) -> list[int]:
@@ -60,6 +67,8 @@ class ReadPlan:
     reasons: tuple[str, ...] = field(default=())
     # what needs every shard at once, when it is not a full shuffle ("to_polars", "pull")
     purpose: str = ""
+    # the configured budget; ``budget_bytes`` is less when the disk cannot hold this one
+    budget_setting_bytes: int = UNLIMITED
 
     @property
     def prefetch(self) -> int:
@@ -81,17 +90,20 @@ class ReadPlan:
         )
 
     def _fixes(self) -> list[str]:
-        fixes = [f"raise the cache budget to at least {_fmt(self.resident_bytes)} "
-                 "(cache_budget= or DLOAD_CACHE_BUDGET, or 'unlimited')"]
+        fixes = []
+        if self.resident_bytes > self.budget_setting_bytes:
+            fixes.append(f"raise the cache budget to at least {fmt_budget(self.resident_bytes)} "
+                         "(cache_budget= or DLOAD_CACHE_BUDGET, or 'unlimited')")
         if self.full_shuffle and self.purpose:
-            fixes.append(_ALTERNATIVES.get(self.purpose, "read it in a stream (batches(), "
+            fixes.append(ALTERNATIVES.get(self.purpose, "read it in a stream (batches(), "
                                                          "samples(), to_arrow())"))
         elif self.full_shuffle:
             fixes.append("use a windowed shuffle, which keeps only a window of shards resident")
         elif self.window_shards > 1:
             least = self.consumers * self.max_shard_bytes
-            fixes.append(f"lower prefetch (prefetch=0 needs {_fmt(least)})")
-        if self.resident_bytes - self.cached_bytes > self.free_disk_bytes:
+            fixes.append(f"lower prefetch (prefetch=0 needs {fmt_budget(least)})")
+        if disk_short(self.resident_bytes, self.cached_bytes, self.budget_bytes,
+                       self.budget_setting_bytes, self.free_disk_bytes):
             fixes.append(f"free disk space under {self.cache_dir} or point cache_dir at a "
                          "bigger disk")
         return fixes
@@ -104,7 +116,10 @@ class ReadPlan:
 
     def __str__(self) -> str:
         mode = "full shuffle" if self.full_shuffle else f"window {self.window_shards} shards"
-        where = "in place (local root)" if self.in_place else f"cache {_fmt(self.budget_bytes)}"
+        budget, setting = fmt_budget(self.budget_bytes), fmt_budget(self.budget_setting_bytes)
+        where = "in place (local root)" if self.in_place else f"cache {budget}"
+        if self.budget_bytes < self.budget_setting_bytes:
+            where += f" (all its disk can hold; budget {setting})"
         state = "ok" if self.feasible else "INFEASIBLE"
         return (f"{self.dataset}@{self.version[:12]}: {self.units} units, {self.shards} shards "
                 f"({format_bytes(self.total_bytes)}), {mode}, x{self.consumers}, resident "
@@ -144,7 +159,7 @@ def plan_read(
     entries = manifest.shards
     order = schedule_shards(units)
     sizes = [entries[i].bytes for i in order]
-    budget = _budget(ctx)
+    budget, setting = budgets_of(ctx)
     window = choose_window(sizes, budget // max(1, share), consumers=consumers,
                            prefetch=prefetch, max_prefetch=DEFAULT_PREFETCH)
     resident = cached = 0
@@ -159,43 +174,16 @@ def plan_read(
         cache = ctx.cache()
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
-        reasons = _reasons(resident, cached, budget, free, full_shuffle, consumers, window,
-                           purpose)
+        reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
+                           window, purpose)
     return ReadPlan(
         dataset=manifest.name, version=manifest.version, units=len(units), shards=len(order),
         total_bytes=sum(sizes), max_shard_bytes=max(sizes, default=0), window_shards=window,
         consumers=consumers, full_shuffle=full_shuffle, in_place=ctx.in_place,
         resident_bytes=resident, cached_bytes=cached, budget_bytes=budget,
         free_disk_bytes=free, cache_dir=ctx.cache_dir, reasons=tuple(reasons), purpose=purpose,
+        budget_setting_bytes=setting,
     )
-
-
-def _budget(ctx: ReadContext) -> int:
-    return UNLIMITED if ctx.in_place else ctx.cache().budget_bytes
-
-
-_ALTERNATIVES = {
-    "pull": "or read it without pulling: reading streams through the cache window",
-    "to_polars": "or use to_arrow(), to_pandas() or batches(), which stream through the "
-                 "cache window",
-    "sql": "or filter with ds.where(...) and read with to_arrow() or batches(), which stream "
-           "through the cache window",
-}
-
-
-def _reasons(resident: int, cached: int, budget: int, free: int, full_shuffle: bool,
-             consumers: int, window: int, purpose: str = "") -> list[str]:
-    what = (f"every shard at once, for {purpose}" if full_shuffle and purpose
-            else "the whole schedule for a full shuffle" if full_shuffle
-            else f"{consumers} consumer(s) x a window of {window} shard(s)")
-    out = []
-    if resident > budget:
-        out.append(f"it needs {format_bytes(resident)} resident ({what}) but the cache budget "
-                   f"is {_fmt(budget)}")
-    if resident - cached > free:
-        out.append(f"it needs {format_bytes(resident - cached)} more on disk but only "
-                   f"{format_bytes(free)} are free")
-    return out
 
 
 @dataclass(frozen=True)
@@ -208,6 +196,7 @@ class PlanReport:
     resident_bytes: int
     cached_bytes: int
     reasons: tuple[str, ...]
+    budget_setting_bytes: int = UNLIMITED  # configured; budget_bytes is what the disk allows
 
     @property
     def feasible(self) -> bool:
@@ -223,8 +212,10 @@ class PlanReport:
     def _fixes(self) -> list[str]:
         """The fixes that apply to these plans (not a fixed list: no shuffle, no advice on
         shuffles)."""
-        fixes = [f"raise the cache budget to at least {_fmt(self.resident_bytes)} "
-                 "(cache_budget= or DLOAD_CACHE_BUDGET, or 'unlimited')"]
+        fixes = []
+        if self.resident_bytes > self.budget_setting_bytes:
+            fixes.append(f"raise the cache budget to at least {fmt_budget(self.resident_bytes)} "
+                         "(cache_budget= or DLOAD_CACHE_BUDGET, or 'unlimited')")
         if any(p.full_shuffle for p in self.plans):
             fixes.append("use a windowed shuffle instead of a full shuffle")
         if len(self.plans) > 1:
@@ -235,7 +226,8 @@ class PlanReport:
                          "workers x local ranks)")
         if any(p.window_shards > 1 for p in self.plans):
             fixes.append("lower prefetch (prefetch=0 keeps one shard per consumer)")
-        if self.resident_bytes - self.cached_bytes > self.free_disk_bytes:
+        if disk_short(self.resident_bytes, self.cached_bytes, self.budget_bytes,
+                       self.budget_setting_bytes, self.free_disk_bytes):
             fixes.append("free disk space under the cache dir or point cache_dir at a bigger "
                          "disk")
         fixes.append("commit with a smaller shard_size")
@@ -261,7 +253,7 @@ class PlanReport:
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
                  for r in rows]
-        lines.append(f"cache budget {_fmt(self.budget_bytes)}, free disk "
+        lines.append(f"cache budget {fmt_budget(self.budget_bytes)}, free disk "
                      f"{format_bytes(self.free_disk_bytes)}")
         return "\n".join(lines)
 
@@ -274,13 +266,15 @@ def check_plans(ctx: ReadContext, plans: Sequence[ReadPlan],
     largest = sorted(plans, key=lambda p: p.resident_bytes, reverse=True)[:at_once]
     resident = sum(p.resident_bytes for p in largest)
     cached = sum(p.cached_bytes for p in largest)
-    budget = _budget(ctx)
+    budget, setting = budgets_of(ctx)
     free = free_disk(ctx.cache_dir)
     reasons = [f"{p.dataset}: {r}" for p in plans for r in p.reasons]
     if not reasons and resident > budget:
+        limit = (f"budget is {fmt_budget(budget)}" if resident > setting else
+                 f"can hold at most {format_bytes(budget)} on its disk")
         reasons.append(f"together they need {format_bytes(resident)} resident but the cache "
-                       f"budget is {_fmt(budget)}")
+                       + limit)
     if not reasons and resident - cached > free:
         reasons.append(f"together they need {format_bytes(resident - cached)} more on disk but "
                        f"only {format_bytes(free)} are free")
-    return PlanReport(tuple(plans), budget, free, resident, cached, tuple(reasons))
+    return PlanReport(tuple(plans), budget, free, resident, cached, tuple(reasons), setting)

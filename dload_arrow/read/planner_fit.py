@@ -1,0 +1,60 @@
+"""Why a read plan does not fit this machine: the budget in effect, the reasons and which
+limit is short (the configured budget or the cache's disk), for :mod:`~dload_arrow.read.planner`.
+"""
+
+from __future__ import annotations
+
+from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.context import ReadContext
+from dload_arrow.sizes import format_bytes
+
+__all__ = ["ALTERNATIVES", "budgets_of", "disk_short", "fmt_budget", "reasons_for"]
+
+
+def fmt_budget(n: int) -> str:
+    """A budget for people: bytes, or 'unlimited'."""
+    return "unlimited" if n >= UNLIMITED else format_bytes(n)
+
+
+def budgets_of(ctx: ReadContext) -> tuple[int, int]:
+    """The budget in effect (never more than the cache's disk can hold) and the configured
+    one."""
+    if ctx.in_place:
+        return UNLIMITED, UNLIMITED
+    cache = ctx.cache()
+    return cache.limit(), cache.budget_bytes
+
+
+def disk_short(resident: int, cached: int, budget: int, setting: int, free: int) -> bool:
+    """Whether the disk, not the budget, is what the resident set does not fit."""
+    return (setting >= resident > budget) or resident - cached > free
+
+
+ALTERNATIVES = {
+    "pull": "or read it without pulling: reading streams through the cache window",
+    "to_polars": "or use to_arrow(), to_pandas() or batches(), which stream through the "
+                 "cache window",
+    "sql": "or filter with ds.where(...) and read with to_arrow() or batches(), which stream "
+           "through the cache window",
+}
+
+
+def reasons_for(resident: int, cached: int, budgets: tuple[int, int], free: int,
+                full_shuffle: bool, consumers: int, window: int, purpose: str = "") -> list[str]:
+    """Why ``resident`` bytes do not fit ``budgets`` (in effect, configured) and the disk."""
+    what = (f"every shard at once, for {purpose}" if full_shuffle and purpose
+            else "the whole schedule for a full shuffle" if full_shuffle
+            else f"{consumers} consumer(s) x a window of {window} shard(s)")
+    budget, setting = budgets
+    out = []
+    if resident > setting:
+        out.append(f"it needs {format_bytes(resident)} resident ({what}) but the cache budget "
+                   f"is {fmt_budget(setting)}")
+    if resident - cached > free:
+        out.append(f"it needs {format_bytes(resident - cached)} more on disk but only "
+                   f"{format_bytes(free)} are free")
+    elif setting >= resident > budget:
+        out.append(f"it needs {format_bytes(resident)} resident ({what}) but the cache can "
+                   f"hold at most {format_bytes(budget)} on its disk (what it holds plus the "
+                   f"{format_bytes(free)} free, less a small reserve)")
+    return out
