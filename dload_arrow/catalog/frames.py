@@ -5,6 +5,11 @@ A tensor column is stored as a fixed-size list with its shape in the field metad
 metadata and give flat cells (a ``(6,)`` array for a ``(2, 3)`` tensor); here pandas gets one
 numpy array of the real shape per cell (None for a null row), as ``samples()`` gives, and
 polars gets ``pl.Array(dtype, shape=(2, 3))``.
+
+Where Arrow's pandas conversion loses information or fails, :func:`pandas_frame` converts the
+column itself: nulls in integer and bool columns (nullable dtypes), null next to NaN in a float
+column (``Float64``), nulls inside integer list cells (object cells of exact ints), and
+fixed-size binary inside lists (bytes).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dload_arrow.read.samples import column_values
 from dload_arrow.store.rows import field_shape
@@ -35,7 +41,14 @@ def pandas_frame(table: pa.Table) -> Any:
     """``table.to_pandas()``, with each tensor cell a numpy array of its shape (or None), and
     integer and bool columns that hold nulls as pandas' nullable dtypes (``Int64``,
     ``UInt64``, ``boolean``...): numpy has no integer null, and Arrow's default turns such a
-    column into float64, which changes every value above 2**53."""
+    column into float64, which changes every value above 2**53.
+
+    Likewise a list cell of integers that holds a null is an object array of ints and None
+    (the other cells stay integer arrays), and a float column that holds both null and NaN
+    is ``Float64`` (null is ``<NA>``, NaN stays NaN); a float column with only one of them
+    stays float64, where both read as NaN.
+    """
+    table = _binary_leaves(table)
     tensors = tensor_fields(table.schema)
     if not tensors:
         frame = table.to_pandas()
@@ -51,7 +64,78 @@ def pandas_frame(table: pa.Table) -> Any:
         if column.null_count and (pa.types.is_integer(column.type)
                                   or pa.types.is_boolean(column.type)):
             frame.isetitem(i, column.to_pandas(types_mapper=_nullable_dtype))
+        elif column.null_count and pa.types.is_floating(column.type) and pc.any(
+                pc.is_nan(column)).as_py():
+            frame.isetitem(i, _nullable_floats(column))
+        elif _integer_lists(column.type) and column.num_chunks and any(
+                pc.list_flatten(c).null_count for c in column.chunks):
+            frame.isetitem(i, _exact_list_cells(column))
     return frame
+
+
+def _binary_leaves(table: pa.Table) -> pa.Table:
+    """``table`` with fixed-size binary inside lists cast to binary: Arrow converts it to
+    bytes at the top level, but not as a list's items (ArrowNotImplementedError)."""
+    for i, field in enumerate(table.schema):
+        typ = _binary_leaf(field.type, top=True)
+        if typ != field.type:
+            table = table.set_column(i, field.with_type(typ), table.column(i).cast(typ))
+    return table
+
+
+def _binary_leaf(t: pa.DataType, top: bool = False) -> pa.DataType:
+    if pa.types.is_fixed_size_binary(t) and not top:
+        return pa.binary()
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_binary_leaf(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_binary_leaf(t.value_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_binary_leaf(t.value_type)), t.list_size)
+    return t
+
+
+def _integer_lists(t: pa.DataType) -> bool:
+    return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            ) and pa.types.is_integer(t.value_type)
+
+
+def _exact_list_cells(column: pa.ChunkedArray) -> np.ndarray:
+    """The cells of an integer list column with nulls inside: None for a null cell, an
+    object array of ints and None for a cell holding a null, an integer array otherwise
+    (Arrow makes every cell float64, which changes the values above 2**53)."""
+    cells = np.empty(len(column), dtype=object)
+    row = 0
+    for chunk in column.chunks:
+        flat = pc.list_flatten(chunk)  # the items of the non-null cells, in order
+        ints = flat.fill_null(0).to_numpy(zero_copy_only=False)
+        valid = flat.is_valid().to_numpy(zero_copy_only=False)
+        lengths = pc.list_value_length(chunk).fill_null(0).to_numpy(zero_copy_only=False)
+        nulls = chunk.is_null().to_numpy(zero_copy_only=False)
+        at = 0
+        for n, null in zip(lengths.tolist(), nulls.tolist(), strict=True):
+            if not null:
+                if valid[at:at + n].all():
+                    cells[row] = ints[at:at + n].copy()
+                else:
+                    cell = np.empty(n, dtype=object)
+                    cell[:] = [int(v) if ok else None
+                               for v, ok in zip(ints[at:at + n], valid[at:at + n], strict=True)]
+                    cells[row] = cell
+            row, at = row + 1, at + n
+    return cells
+
+
+def _nullable_floats(column: pa.ChunkedArray) -> Any:
+    """A float column as pandas' ``Float64``/``Float32`` with NaN kept apart from null
+    (Arrow's own ``Float64`` conversion turns NaN into ``<NA>``)."""
+    import pandas as pd
+
+    typ = pa.float64() if column.type == pa.float64() else pa.float32()
+    column = column.cast(typ)  # float16 has no pandas nullable dtype
+    values = column.fill_null(0.0).to_numpy()
+    mask = column.is_null().to_numpy(zero_copy_only=False)
+    return pd.arrays.FloatingArray(values, mask)
 
 
 def _nullable_dtype(t: pa.DataType) -> Any:
