@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pandas as pd
 import pyarrow as pa
+import pytest
 
-from dload_arrow import Repository
+from dload_arrow import Repository, SchemaError
 
 
 def test_an_integer_list_cell_holding_a_null_keeps_exact_integers(repo: Repository) -> None:
@@ -42,3 +43,10 @@ def test_a_float_column_with_null_and_nan_tells_them_apart(repo: Repository) -> 
     assert df["score"][2] == 1.5
     assert df["only_nan"].dtype == "float64"
 
+
+def test_a_pandas_map_column_is_refused_naming_the_column_and_the_fix(
+        repo: Repository) -> None:
+    df = pd.DataFrame({"k": ["a"], "m": [[("x", 1)]]})
+    with pytest.raises(SchemaError, match=r"column 'm': value \[\('x', 1\)\] is not a value "
+                                          r"Arrow can store.*pa\.map_"):
+        repo.commit("d", df, key="k", progress=False)

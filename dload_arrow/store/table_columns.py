@@ -113,8 +113,8 @@ def pandas_table(df: Any) -> pa.Table:
 
     tensors = [c for c in df.columns if df[c].dtype == object and _tensor_cells(df[c])]
     if not tensors:
-        return pa.Table.from_pandas(df, preserve_index=False)
-    plain = pa.Table.from_pandas(df.drop(columns=tensors), preserve_index=False)
+        return _from_pandas(df)
+    plain = _from_pandas(df.drop(columns=tensors))
     fields, arrays = [], []
     for c in df.columns:
         if c in tensors:
@@ -126,3 +126,41 @@ def pandas_table(df: Any) -> pa.Table:
         fields.append(field)
         arrays.append(arr)
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _from_pandas(df: Any) -> pa.Table:
+    """``pa.Table.from_pandas(df)``, with a cell Arrow cannot store refused naming its column
+    and value (as for sample dicts) instead of Arrow's bare ArrowTypeError."""
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        for c in df.columns:  # the column (and then the cell) Arrow refuses
+            try:
+                pa.Table.from_pandas(df[[c]], preserve_index=False)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as why:
+                raise SchemaError(_refusal(df[c], str(c), why)) from e
+        raise
+
+
+def _refusal(col: Any, name: str, why: Exception) -> str:
+    bad = next((v for v in col if not _missing(v) and _refused(v)), None)
+    cell = "" if bad is None else f"value {shown(bad)} "
+    pairs = isinstance(bad, list) and bool(bad) and all(
+        isinstance(p, tuple) and len(p) == 2 for p in bad)
+    hint = (f"; a map column's cells as pyarrow's to_pandas() gives them (lists of (key, "
+            f"value) tuples) need their type: convert the DataFrame yourself, e.g. "
+            f"pa.Table.from_pandas(df, schema=pa.schema([..., ({name!r}, pa.map_(pa.string(), "
+            f"pa.int64()))]), preserve_index=False), and commit that table, or make the "
+            f"cells dicts ({{'x': 1}})" if pairs else "")
+    return (f"column {name!r}: {cell}is not a value Arrow can store "
+            f"({why.args[0] if why.args else why}); make it one (dict keys must be str, the "
+            f"items of a list of one type), or store it as JSON text "
+            f"(df[{name!r}].map(json.dumps)){hint}")
+
+
+def _refused(v: Any) -> bool:
+    try:
+        pa.array([v])
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return True
+    return False
