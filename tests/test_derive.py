@@ -11,6 +11,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import dload_arrow as dl
@@ -206,3 +207,18 @@ def test_derive_refuses_a_batched_pipeline(src: Repository) -> None:
     assert "bat" not in src.datasets()
     v = src.derive("unbat", src.dataset("src").pipeline().batch(10).unbatch())
     assert v.num_rows == 100 and src.dataset("unbat")[0]["__key__"] == "k000"
+
+
+def test_derived_rows_keep_their_stored_types(repo: Repository) -> None:
+    t = pa.table({"k": ["a", "b"], "label": pa.array([None, None], pa.int8()),
+                  "x": pa.array([1, 2], pa.int8()), "f": pa.array([1.5, None], pa.float32())})
+    repo.commit("src", t, key="k", progress=False)
+    src = repo.dataset("src")
+    for name, pipe in (("copy", src.pipeline()), ("view", src.where("x > 0")),
+                       ("shuf", src.shuffle(seed=0))):
+        repo.derive(name, pipe)
+        assert repo.dataset(name).schema == src.schema, name
+    repo.append("copy", pa.table({"k": ["c"], "label": pa.array([3], pa.int8()),
+                                  "x": pa.array([3], pa.int8()), "f": [2.0]}),
+                key="k", progress=False)
+    assert repo.dataset("copy").to_arrow().column("label").to_pylist() == [None, None, 3]

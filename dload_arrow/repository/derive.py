@@ -260,6 +260,10 @@ def derive(
         if entry not in parents:
             parents.append(entry)
     info = {"fingerprint": fp, "pipeline": repr(pipe)}
+    if commit_kwargs.get("schema") is None and pipe.schema is not None:
+        # rows as stored (no map): their types, not ones inferred from Python values (an
+        # int8 column would become int64, an all-null one the type null)
+        commit_kwargs = {**commit_kwargs, "schema": pipe.schema}
     version = repo.commit(name, _rows(pipe), meta={**(meta or {}), "derived": info},
                           recipe=recipe, parents=parents, progress=progress, **commit_kwargs)
     _write_memo(repo, name, version.version, fp, options)
