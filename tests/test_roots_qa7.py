@@ -3,6 +3,7 @@ relative cache dir, an endpoint that answers 404 to everything, and config warni
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -201,3 +202,40 @@ def test_when_only_the_disk_is_short_the_fixes_do_not_say_raise_the_budget(
     ds = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="300KB").dataset("big")
     with pytest.raises(InfeasiblePlanError, match="raise the cache budget"):
         ds.plan(prefetch=3).check()
+
+
+def test_a_filled_cache_this_user_cannot_write_gives_a_config_error_and_status_still_reads(
+        s3_root: str, cache_dir: str) -> None:
+    repo = Repository.open(s3_root, cache_dir=cache_dir)
+    repo.commit("d", [(f"k{i}", {"x": i}) for i in range(100)])
+    repo.pull("d")
+    ds = repo.dataset("d")
+    ds[0]  # a footer cached too
+    _read_only(cache_dir)
+    try:
+        code = textwrap.dedent(f"""
+            from dload_arrow import Repository
+            from dload_arrow.errors import ConfigError
+            for budget in ("auto", "unlimited"):
+                repo = Repository.open({s3_root!r}, cache_dir={cache_dir!r},
+                                       cache_budget=budget)
+                for what in ("stream", "ds[0]", "stream"):
+                    try:
+                        ds = repo.dataset("d")
+                        sum(1 for _ in ds.samples()) if what == "stream" else ds[0]
+                        print(what, "read")
+                    except ConfigError as e:
+                        print(what, "ConfigError", "cache dir" in str(e))
+        """)
+        r = subprocess.run(_unprivileged([sys.executable, "-c", code]),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split("\n")[:-1] == [f"{w} ConfigError True" for w in
+                                             ("stream", "ds[0]", "stream") * 2], r.stdout
+        cli = subprocess.run(_unprivileged([DLOAD, "cache", "status", "--root", s3_root,
+                                            "--cache-dir", cache_dir, "--json"]),
+                             capture_output=True, text=True)
+        assert cli.returncode == 0, cli.stderr
+        assert json.loads(cli.stdout)["shards"] == 1
+    finally:
+        _writable(cache_dir)

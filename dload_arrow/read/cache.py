@@ -19,6 +19,7 @@ processes sharing a small budget never wait on each other's look-ahead. See docs
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import threading
@@ -88,9 +89,24 @@ class Cache(CacheBudget):
         with cls._shared_lock:
             cache = cls._shared.get(key)
             if cache is None:
-                cache = cls._shared[key] = cls(cache_dir, budget)
+                cache = cls(cache_dir, budget)
+                cache.check_writable()
                 cache.trim()  # a smaller budget than the last process's takes effect now
+                cls._shared[key] = cache  # only once usable: every later open fails alike
             return cache
+
+    def check_writable(self) -> None:
+        """Raise PermissionError unless this user can write the cache: readers create hold,
+        lock and download files in it. A cache filled by another user, or made read-only,
+        is refused here (ReadContext.cache turns this into a ConfigError naming the setting)
+        rather than on the first hold, deep inside a read."""
+        subs = [os.path.join(self.dir, sub) for sub in ("shards", "holds", "locks")]
+        for folder in [self.dir, *subs]:
+            if os.path.isdir(folder) and not os.access(folder, os.W_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), folder)
+        lock = os.path.join(self.dir, "cache.lock")
+        if os.path.exists(lock) and not os.access(lock, os.W_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), lock)
 
     def __repr__(self) -> str:
         budget = "unlimited" if self.budget_bytes >= UNLIMITED else format_bytes(self.budget_bytes)

@@ -24,8 +24,16 @@ class LockTimeout(DloadError, TimeoutError):
 
 
 def _open(path: str) -> int:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        # flock() needs no write access: an existing lock file of a cache this user may only
+        # read (another user's, or a read-only copy) still tells whether someone holds it,
+        # which is all a status report asks. Writers are refused earlier (Cache.shared).
+        if e.errno not in (errno.EACCES, errno.EPERM, errno.EROFS) or not os.path.isfile(path):
+            raise
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def _same_file(fd: int, path: str) -> bool:
