@@ -9,7 +9,8 @@ settings: S3 takes them from the standard AWS chain.
 
 A relative ``root`` or ``cache_dir`` in a config file is relative to the directory holding that
 file, so every subdirectory of a project sees the same root; one from an argument or the
-environment is relative to the working directory, as paths typed in a shell are.
+environment is relative to the working directory, as paths typed in a shell are. The cache dir
+is made absolute here, once, so a later ``os.chdir()`` does not move it.
 """
 
 from __future__ import annotations
@@ -96,26 +97,35 @@ def anchored(value: str, base: Path | str) -> str:
     return os.path.normpath(Path(base).absolute() / expanded)
 
 
-def _anchor_paths(data: dict[str, Any], path: Path, warn: bool = False) -> dict[str, Any]:
+def _anchor_paths(data: dict[str, Any], path: Path) -> dict[str, Any]:
     """``data`` with a relative local ``root`` / ``cache_dir`` made absolute against the
-    directory of the config file ``path`` (URLs such as ``s3://`` are left alone); ``warn``
-    (the user config, whose relative paths once meant the working directory) says so."""
+    directory of the config file ``path`` (URLs such as ``s3://`` are left alone)."""
     out = dict(data)
     for key in _PATH_KEYS:
         value = out.get(key)
-        if not value:
-            continue
-        out[key] = anchored(value, path.parent)
-        if warn and out[key] != value:
-            warnings.warn(
-                f"{key} = {value!r} in {path} is relative: it is read relative to that "
-                f"file's folder, as {out[key]} (not the working directory); write an "
-                f"absolute path: dload init --user --{key.replace('_', '-')} /absolute/path",
-                stacklevel=2)
+        if value:
+            out[key] = anchored(value, path.parent)
     return out
 
 
-def _load_toml(path: Path, user: bool = False) -> dict[str, Any]:
+# (file, key, value) already warned about: settings are resolved several times per command
+_WARNED: set[tuple[str, str, str]] = set()
+
+
+def _warn_relative(path: Path, key: str, value: str, used: str) -> None:
+    """Say once per process that ``key = value`` in the user config ``path`` (whose relative
+    paths once meant the working directory) is read relative to that file's folder; called
+    only when that value is the one used, not when an argument or the environment wins."""
+    if value == used or (str(path), key, value) in _WARNED:
+        return
+    _WARNED.add((str(path), key, value))
+    warnings.warn(
+        f"{key} = {value!r} in {path} is relative: it is read relative to that file's folder, "
+        f"as {used} (not the working directory); write an absolute path: "
+        f"dload init --user --{key.replace('_', '-')} /absolute/path", stacklevel=3)
+
+
+def _load_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
@@ -133,7 +143,7 @@ def _load_toml(path: Path, user: bool = False) -> dict[str, Any]:
             kind = "text or a number of bytes" if key == "cache_budget" else "text"
             raise ConfigError(f"config file {path}: {key} = {value!r} must be {kind}, e.g. "
                               f"{key} = {_EXAMPLES[key]}")
-    return _anchor_paths(data, path, warn=user)
+    return data
 
 
 _EXAMPLES = {"root": '"s3://bucket/datasets"', "cache_dir": '"/scratch/dload-cache"',
@@ -152,10 +162,11 @@ def resolve_settings(**explicit: Any) -> Settings:
         )
     project = find_up("dload.toml")
     if project is not None:
-        layers.append((str(project), _load_toml(project)))
+        layers.append((str(project), _anchor_paths(_load_toml(project), project)))
     user = user_config_path()
-    if user.is_file():
-        layers.append((str(user), _load_toml(user, user=True)))
+    user_raw: dict[str, Any] = _load_toml(user) if user.is_file() else {}
+    if user_raw:
+        layers.append((str(user), _anchor_paths(user_raw, user)))
     layers.append(("default", {
         "root": str(_data_home() / "dload" / "root"),
         "cache_dir": str(_cache_home() / "dload"),
@@ -170,6 +181,9 @@ def resolve_settings(**explicit: Any) -> Settings:
                 values[key] = layer[key]
                 sources[key] = source
                 break
+    for key in _PATH_KEYS:
+        if sources.get(key) == str(user) and user_raw.get(key):
+            _warn_relative(user, key, user_raw[key], values[key])
     if values["root"] in ("", None):
         raise ConfigError("root is empty; set DLOAD_ROOT or 'root' in dload.toml")
     budget = str(values["cache_budget"]).strip()
@@ -182,7 +196,9 @@ def resolve_settings(**explicit: Any) -> Settings:
             raise ConfigError(f"{e}; or use 'auto' (half the free disk) or 'unlimited'") from e
     return Settings(
         root=str(values["root"]),
-        cache_dir=os.path.expanduser(str(values["cache_dir"])),
+        # absolute once, here: every part of a Repository (footers, shards, catalog) must
+        # use one folder, whatever os.chdir() happens later
+        cache_dir=os.path.abspath(os.path.expanduser(str(values["cache_dir"]))),
         cache_budget=str(values["cache_budget"]),
         endpoint_url=values["endpoint_url"],
         sources=sources,

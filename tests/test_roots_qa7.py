@@ -239,3 +239,40 @@ def test_a_filled_cache_this_user_cannot_write_gives_a_config_error_and_status_s
         assert json.loads(cli.stdout)["shards"] == 1
     finally:
         _writable(cache_dir)
+
+
+@pytest.mark.parametrize("via_env", [False, True])
+def test_a_relative_cache_dir_is_made_absolute_once_so_a_chdir_does_not_split_the_cache(
+        s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, via_env: bool) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    monkeypatch.chdir(a)
+    if via_env:
+        monkeypatch.setenv("DLOAD_CACHE_DIR", "relcache")
+        repo = Repository.open(s3_root)
+    else:
+        repo = Repository.open(s3_root, cache_dir="relcache")
+    assert repo.settings.cache_dir == str(a / "relcache")
+    repo.commit("d", [(f"k{i}", {"x": i}) for i in range(100)])
+    ds = repo.dataset("d")
+    ds[0]
+    monkeypatch.chdir(b)
+    assert sum(1 for _ in ds.samples()) == 100
+    assert repo.cache_status().used_bytes > 0
+    assert not (b / "relcache").exists()
+    assert (a / "relcache" / "shards").is_dir() and (a / "relcache" / "footers").is_dir()
+
+
+@pytest.mark.parametrize("overridden", [False, True])
+def test_a_relative_root_in_the_user_config_warns_once_and_only_when_used(
+        tmp_path: Path, overridden: bool) -> None:
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "dload" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('root = "userroot"\n')
+    env = dict(os.environ, DLOAD_CACHE_DIR=str(tmp_path / "cache"))
+    if overridden:
+        env["DLOAD_ROOT"] = str(tmp_path / "root")
+    r = subprocess.run([DLOAD, "status"], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("root = 'userroot'") == (0 if overridden else 1), r.stderr
