@@ -11,6 +11,8 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -276,3 +278,38 @@ def test_a_relative_root_in_the_user_config_warns_once_and_only_when_used(
     r = subprocess.run([DLOAD, "status"], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stderr.count("root = 'userroot'") == (0 if overridden else 1), r.stderr
+
+
+class _NotFoundEverywhere(BaseHTTPRequestHandler):
+    """An endpoint that is not S3 (a web server, a console port): 404 to every request."""
+
+    def _404(self) -> None:
+        self.close_connection = True
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+    do_GET = do_PUT = do_HEAD = do_POST = do_DELETE = _404
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_commit_to_an_endpoint_that_answers_404_to_everything_names_the_bucket_not_an_object(
+        cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _NotFoundEverywhere)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{srv.server_address[1]}"
+        for var, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing"),
+                           ("AWS_DEFAULT_REGION", "us-east-1"), ("DLOAD_ENDPOINT_URL", endpoint)):
+            monkeypatch.setenv(var, value)
+        repo = Repository.open("s3://nosuch-qa7/root", cache_dir=cache_dir)
+        with pytest.raises(StorageError) as err:
+            repo.commit("d", [("a", {"x": 1})])
+        text = str(err.value)
+        assert not isinstance(err.value, KeyError) and "no object" not in text
+        assert "nosuch-qa7" in text and endpoint in text
+    finally:
+        srv.shutdown()

@@ -22,6 +22,7 @@ from dload_arrow.storage.shared_fs import shared_filesystem
 __all__ = ["FsspecStorage"]
 
 _MEMORY_LOCK = threading.Lock()
+_WRITES = ("creating", "writing", "updating")  # _wrap's verbs for a write
 
 
 class FsspecStorage:
@@ -95,13 +96,21 @@ class FsspecStorage:
 
     def _wrap(self, e: Exception, path: str, what: str) -> Exception:
         text = str(e).lower()
-        if isinstance(e, FileNotFoundError) and self.protocol in ("s3", "s3a") and (
-                "nosuchbucket" in text or "bucket does not exist" in text):
-            return missing_bucket(self.fs, redact_url(self.url), self._base) or (
-                StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {e}"))
-        if isinstance(e, FileNotFoundError):
-            return NotFoundError(f"no object {path!r} under {redact_url(self.url)}")
-        return StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {e}")
+        failed = StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {e}")
+        if not isinstance(e, FileNotFoundError):
+            return failed
+        bucket_gone = "nosuchbucket" in text or "bucket does not exist" in text
+        # a 404 on a write is about where it goes: no bucket, or an endpoint that is not S3
+        if self.protocol in ("s3", "s3a") and (bucket_gone or what in _WRITES):
+            problem = missing_bucket(self.fs, redact_url(self.url), self._base)
+            if problem is not None or bucket_gone:
+                return problem or failed
+        if what in _WRITES:
+            return StorageError(
+                f"{what} {path!r} under {redact_url(self.url)} failed: the storage answered "
+                f"'not found' ({e}), so the bucket or the endpoint is wrong; check the root URL "
+                "and DLOAD_ENDPOINT_URL / endpoint_url")
+        return NotFoundError(f"no object {path!r} under {redact_url(self.url)}")
 
     def read(self, path: str) -> bytes:
         full = self._full(path)
