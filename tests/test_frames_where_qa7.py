@@ -9,11 +9,14 @@ of one float column the same NaN; a pandas map column raised Arrow's bare ArrowT
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pandas as pd
 import pyarrow as pa
 import pytest
 
-from dload_arrow import Repository, SchemaError
+from dload_arrow import Dataset, PredicateError, Repository, SchemaError
+from dload_arrow.catalog.filtering import compile_filter
 
 
 def test_an_integer_list_cell_holding_a_null_keeps_exact_integers(repo: Repository) -> None:
@@ -50,3 +53,70 @@ def test_a_pandas_map_column_is_refused_naming_the_column_and_the_fix(
     with pytest.raises(SchemaError, match=r"column 'm': value \[\('x', 1\)\] is not a value "
                                           r"Arrow can store.*pa\.map_"):
         repo.commit("d", df, key="k", progress=False)
+
+
+@pytest.fixture
+def nanos(repo: Repository) -> Dataset:
+    stamps = pa.array([1, 999, 2000, None], pa.timestamp("ns"))
+    zoned = pa.array([1, 999, 2000, None], pa.timestamp("ns", "UTC"))
+    repo.commit("n", pa.table({"k": ["a", "b", "c", "z"], "ts": stamps, "tz": zoned}), key="k",
+                progress=False, row_group_size=1)  # one row per row group: pruning decides
+    return repo.dataset("n")
+
+
+@pytest.mark.parametrize(("condition", "want"), [
+    ("ts = '1970-01-01T00:00:00.000000001'", ["a"]),
+    ("ts <= '1970-01-01T00:00:00.000000001'", ["a"]),
+    ("ts > '1970-01-01T00:00:00.000000500'", ["b", "c"]),
+    ("ts = '1970-01-01T00:00:00'", []),
+    ("ts != '1970-01-01T00:00:00.000000999'", ["a", "c"]),
+    ("ts < '1970-01-01T00:00:00.000000999'", ["a"]),
+    ("ts >= '1970-01-01T00:00:00.000000999'", ["b", "c"]),
+    ("ts IN ('1970-01-01T00:00:00.000000999', '1970-01-01T00:00:00.000002')", ["b", "c"]),
+    ("ts NOT IN ('1970-01-01T00:00:00.000000001')", ["b", "c"]),
+    ("ts BETWEEN '1970-01-01T00:00:00.000000002' AND '1970-01-01T00:00:00.000000999'", ["b"]),
+    ("ts NOT BETWEEN '1970-01-01T00:00:00.000000002' AND '1970-01-01T00:00:00.000001'", ["a",
+                                                                                          "c"]),
+    ("'1970-01-01T00:00:00.000000001' < ts", ["b", "c"]),
+    ("tz = '1970-01-01T00:00:00.000000999Z'", ["b"]),
+    ("tz < '1970-01-01T00:00:00.000000999'", ["a"]),
+    ("ts = '1970-01-01T00:00:00.0000000015'", []),  # finer than the unit: equals no value
+    ("ts < '1970-01-01T00:00:00.0000000015'", ["a"]),
+    ("ts < '3000-01-01'", ["a", "b", "c"]),  # beyond the nanosecond range
+])
+def test_where_compares_time_literals_to_the_nanosecond(
+        nanos: Dataset, condition: str, want: list[str]) -> None:
+    view = nanos.where(condition)
+    assert view.to_arrow()["__key__"].to_pylist() == want
+    if "3000" not in condition:  # (beyond the range, each row is compared with itself)
+        assert view.pruning["units_read"] == len(want)  # statistics pruned exactly
+    assert sorted(nanos.to_arrow().filter(
+        compile_filter(condition, nanos.schema).expression)["__key__"].to_pylist()) == want
+
+
+def test_where_reads_times_with_more_digits_than_the_column_unit(repo: Repository) -> None:
+    when = dt.datetime(2024, 1, 21, 10, 30, 0, 123000)
+    repo.commit("d", pa.table({
+        "k": ["a", "b"], "ms": pa.array([when, None], pa.timestamp("ms")),
+        "s": pa.array([when.replace(microsecond=0), None], pa.timestamp("s")),
+        "mstz": pa.array([when, None], pa.timestamp("ms", "UTC")),
+    }), key="k", progress=False)
+    ds = repo.dataset("d")
+
+    def keys(condition: str) -> list[str]:
+        return ds.where(condition).to_arrow()["__key__"].to_pylist()
+
+    assert keys(f"ms = '{when.isoformat()}'") == ["a"]  # '2024-01-21T10:30:00.123000'
+    assert keys("ms = '2024-01-21 10:30:00.123000'") == ["a"]
+    assert keys("mstz = '2024-01-21T10:30:00.123000Z'") == ["a"]
+    assert keys("s = '2024-01-21T10:30:00.000'") == ["a"]
+    assert keys("ms = '2024-01-21T10:30:00.1234'") == []  # no millisecond equals it
+    assert keys("ms != '2024-01-21T10:30:00.1234'") == ["a"]
+    assert keys("ms < '2024-01-21T10:30:00.123456'") == ["a"]
+    assert keys("ms > '2024-01-21T10:30:00.122999'") == ["a"]
+    assert keys("ms > '2024-01-21T10:30:00.123001'") == []
+    assert keys("ms BETWEEN '2024-01-21T10:30:00.1229' AND '2024-01-21T10:30:00.1231'") == ["a"]
+    assert ds.where("ms = '2024-01-21T10:30:00.1234'").to_polars().collect().height == 0
+    with pytest.raises(PredicateError, match=r"'soon' is not a timestamp\[ms\] value for column "
+                                             r"'ms'.*write an ISO time"):
+        ds.where("ms = 'soon'")

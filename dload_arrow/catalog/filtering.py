@@ -6,24 +6,25 @@ a row may pass, from the manifest's per-row-group statistics.
 
 Columns compare as :func:`~dload_arrow.catalog.masks.compared_type` gives them: a dictionary
 column (pandas or polars Categorical) by its value type, which also types its literals (the
-manifest has no statistics for it, so it prunes nothing), and float16 as float32.
+manifest has no statistics for it, so it prunes nothing), and float16 as float32. A string
+compared with a time column is read as a time: exactly, at any precision, against a timestamp
+column (:mod:`~dload_arrow.catalog.time_literals`, which also rewrites its IN and BETWEEN
+into comparisons).
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import operator
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.arrays import pylist, scalar, string_array
+from dload_arrow.arrays import scalar
 from dload_arrow.catalog.in_lists import value_set
-from dload_arrow.catalog.masks import compared_type, row_mask
+from dload_arrow.catalog.masks import compared_type, row_mask, time_scalar
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -40,6 +41,7 @@ from dload_arrow.catalog.predicate import (
     parse_predicate,
 )
 from dload_arrow.catalog.pruning import prune_units
+from dload_arrow.catalog.time_literals import time_compare, time_value
 from dload_arrow.rowfilter import RowFilter
 
 __all__ = ["CompiledFilter", "compile_filter", "prune_units"]
@@ -47,8 +49,6 @@ __all__ = ["CompiledFilter", "compile_filter", "prune_units"]
 _OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
         ">": operator.gt, ">=": operator.ge}
 _NULL_BOOL = scalar(None)  # built from buffers: pa.scalar() imports pandas
-# A time of day followed by a zone: Z, +HH, +HHMM or +HH:MM.
-_ZONE = re.compile(r"[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?P<zone>Z|[+-]\d{2}(?::?\d{2})?)$")
 
 
 def _kind(typ: pa.DataType) -> str:
@@ -118,55 +118,11 @@ class _Compiler:
         if lit == "null" or kind == lit:
             return node
         if kind == "temporal" and lit == "string":
-            return Literal(self.time(node.value, field))
+            return Literal(time_value(node.value, field, self.error))
         raise self.error(
             f"column {field.name!r} is {field.type} and cannot be compared with {node.value!r}"
             + ("; where() compares scalar columns (numbers, strings, bools, times), and "
                "tests any column with IS NULL" if kind == "other" else "")
-        )
-
-    def time(self, text: str, field: pa.Field) -> Any:
-        """The value of the time literal ``text`` compared with the time column ``field``.
-
-        Against a column with a zone, a time without an offset (``'2024-01-21'``) is a UTC
-        time; one with an offset (``...Z``, ``+02:00``) is that instant.
-        """
-        typ = compared_type(field.type)
-        text = self.naive_time(text, field)
-        arr = string_array([text])
-        try:
-            if pa.types.is_timestamp(typ) and typ.tz is not None and _ZONE.search(text) is None:
-                # a zoneless timestamp cast to a zoned type is read as UTC
-                arr = arr.cast(pa.timestamp(typ.unit))
-            return pylist(arr.cast(typ))[0]
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-            raise self.error(
-                f"{text!r} is not a {typ} value for column {field.name!r} ({e}); write an ISO "
-                "time, e.g. '2024-01-21' or '2024-01-21T10:30:00Z'") from e
-
-    def naive_time(self, text: str, field: pa.Field) -> str:
-        """``text`` without its zone when it is UTC and the column has no zone.
-
-        A column without a zone holds wall times, by convention UTC: a UTC time
-        (``...Z``, ``+00:00``) compares as that wall time; another offset is refused, with
-        the UTC time to write instead.
-        """
-        m = _ZONE.search(text)
-        typ = compared_type(field.type)
-        if m is None or not pa.types.is_timestamp(typ) or typ.tz is not None:
-            return text
-        zone = m.group("zone")
-        if zone == "Z" or zone.lstrip("+-").replace(":", "").strip("0") == "":
-            return text[: m.start("zone")]
-        try:
-            utc = dt.datetime.fromisoformat(text).astimezone(dt.UTC)
-            hint = f" (here {utc.replace(tzinfo=None).isoformat()!r})"
-        except ValueError:
-            hint = ""
-        raise self.error(
-            f"{text!r} has the zone offset {zone}, and column {field.name!r} is "
-            f"{field.type} without a zone (wall times, by convention UTC); write the time in "
-            f"UTC, without an offset or with Z{hint}"
         )
 
     def node(self, node: Node) -> Node:
@@ -196,12 +152,17 @@ class _Compiler:
                                      "cannot be compared")
             if not isinstance(left, (Column, Literal)) or not isinstance(right, (Column, Literal)):
                 raise self.error("comparisons take columns and values, not conditions")
+            if (isinstance(left, Column) and self.timestamp(left)
+                    and isinstance(right, Literal) and isinstance(right.value, str)):
+                return time_compare(op, left, right.value, self.column(left.name), self.error)
             return Compare(op, left, self.typed(right, left))
         if isinstance(node, IsNull):
             if not isinstance(node.operand, Column):
                 raise self.error("IS NULL applies to a column")
             self.column(node.operand.name)
             return node
+        if isinstance(node, In | Between) and self.timestamp(self.operand(node.operand)):
+            return self.node(_compares(node))  # each literal read exactly (time_literals)
         if isinstance(node, In):
             col = self.operand(node.operand)
             return In(col, tuple(self.typed(v, col) for v in node.values),  # type: ignore[misc]
@@ -218,6 +179,10 @@ class _Compiler:
             return Not(self.node(node.operand))
         raise self.error(f"unsupported part {node!r}")
 
+    def timestamp(self, node: Node) -> bool:
+        return isinstance(node, Column) and pa.types.is_timestamp(
+            compared_type(self.column(node.name).type))
+
     def operand(self, node: Node) -> Column:
         if not isinstance(node, Column):
             raise self.error("IN and BETWEEN apply to a column")
@@ -231,6 +196,17 @@ class _Compiler:
                              "columns (numbers, strings, bools, times); test it with IS NULL")
 
 
+def _compares(node: In | Between) -> Node:
+    """``x [NOT] IN (...)`` or ``x [NOT] BETWEEN a AND b`` as the comparisons it means (the
+    same under SQL's NULL rules)."""
+    if isinstance(node, In):
+        parts: list[Node] = [Compare("=", node.operand, v) for v in node.values]
+        e: Node = functools.reduce(Or, parts)
+    else:
+        e = And(Compare(">=", node.operand, node.low), Compare("<=", node.operand, node.high))
+    return Not(e) if node.negated else e
+
+
 _Casts = dict[str, pa.DataType]  # the columns compared as another type, and that type
 _Types = dict[str, pa.DataType]  # every column's compared type
 
@@ -240,6 +216,8 @@ def _value(node: Node, casts: _Casts) -> Any:
         field = pc.field(node.name)
         return field.cast(casts[node.name]) if node.name in casts else field
     assert isinstance(node, Literal)
+    if node.ticks is not None:  # a time, exact in its column's type
+        return time_scalar(node.ticks, node.time_type)
     return scalar(node.value)
 
 

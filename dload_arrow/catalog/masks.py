@@ -18,6 +18,7 @@ import functools
 import math
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,7 +38,7 @@ from dload_arrow.catalog.predicate import (
 )
 from dload_arrow.rowfilter import Mask
 
-__all__ = ["compared_type", "row_mask"]
+__all__ = ["compared_type", "row_mask", "time_array", "time_scalar"]
 
 _KERNELS = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
             ">": pc.greater, ">=": pc.greater_equal}
@@ -48,6 +49,18 @@ def compared_type(typ: pa.DataType) -> pa.DataType:
     if pa.types.is_dictionary(typ):
         typ = typ.value_type
     return pa.float32() if pa.types.is_float16(typ) else typ
+
+
+def time_array(ticks: int, typ: pa.DataType) -> pa.Array:
+    """The timestamp ``ticks`` units of the timestamp type ``typ`` after the epoch, as a
+    one-value array of ``typ`` (a time literal's :attr:`~Literal.ticks`)."""
+    data = np.asarray([ticks], np.int64)
+    return pa.Array.from_buffers(typ, 1, [None, pa.py_buffer(data)])
+
+
+def time_scalar(ticks: int, typ: pa.DataType) -> pa.Scalar:
+    """:func:`time_array`'s value as a scalar."""
+    return time_array(ticks, typ)[0]
 
 
 def row_mask(node: Node) -> Mask:
@@ -151,7 +164,11 @@ def _eval(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
         if any(isinstance(s, Literal) and s.value is None for s in (node.left, node.right)):
             return scalar(None)  # x = NULL is unknown for every row, as in SQL
         if isinstance(node.left, Column) and isinstance(node.right, Literal):
-            return _compare(node.op, _compared(node.left.name, data), node.right.value)
+            column = _compared(node.left.name, data)
+            if node.right.ticks is not None:  # a time, exact in the column's unit
+                return _KERNELS[node.op](column, time_scalar(node.right.ticks,
+                                                             node.right.time_type))
+            return _compare(node.op, column, node.right.value)
         if isinstance(node.left, Literal) and isinstance(node.right, Column):
             return _compare(_FLIPPED[node.op], _compared(node.right.name, data),
                             node.left.value)

@@ -4,7 +4,8 @@ Pruning uses the manifest's per-row-group statistics (``rg_min.<c>``, ``rg_max.<
 ``rg_nulls.<c>``, and ``rg_key_min``/``rg_key_max`` for ``__key__``). Each unit gets a
 three-valued verdict (could a row be true / false / unknown?); a unit is kept when some row
 could pass. The verdicts only ever over-approximate, so a pruned read returns exactly the rows
-of a full scan filtered by the same expression.
+of a full scan filtered by the same expression. A time literal compared with a timestamp
+column is compared as its exact count of the column's unit with the statistics' counts.
 """
 
 from __future__ import annotations
@@ -72,10 +73,20 @@ class _Stats:
                 nulls = (pylist(self.table.column(nulls_col)) if nulls_col in names
                          else [[0] * len(r) for r in self.rows])
                 typ = self.manifest.schema.field(name).type
-                self._cols[name] = (pylist(self.table.column(lo)),
-                                    pylist(self.table.column(hi)), nulls,
+                self._cols[name] = (_bounds(self.table.column(lo)),
+                                    _bounds(self.table.column(hi)), nulls,
                                     pa.types.is_floating(typ))
         return self._cols[name]
+
+
+def _bounds(column: pa.ChunkedArray) -> list[Any]:
+    """A statistics column's per-row-group lists; timestamps as their integer counts of the
+    column's unit, which time literals carry (:attr:`Literal.ticks`): exact to the
+    nanosecond, where datetimes stop at microseconds."""
+    t = column.type
+    if pa.types.is_list(t) and pa.types.is_timestamp(t.value_type):
+        column = column.cast(pa.list_(pa.int64()))
+    return pylist(column)
 
 
 def _compare(op: str, lo: Any, hi: Any, v: Any) -> tuple[bool, bool]:
@@ -95,7 +106,7 @@ def _compare(op: str, lo: Any, hi: Any, v: Any) -> tuple[bool, bool]:
 def _leaf(node: Compare, stats: _Stats, s: int, r: int) -> _Verdict:
     if not isinstance(node.left, Column) or not isinstance(node.right, Literal):
         return _ANY
-    v = node.right.value
+    v = node.right.value if node.right.ticks is None else node.right.ticks
     if v is None:
         return (False, False, True)
     col = stats.column(node.left.name)

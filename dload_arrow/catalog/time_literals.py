@@ -1,0 +1,128 @@
+"""Time literals of ``where()``: ISO text compared exactly with time columns.
+
+A string compared with a timestamp column is read at any precision (``'...00.123456789'``
+against a ``timestamp[ms]`` column, ``'...00.000'`` against ``timestamp[s]``), as the whole
+seconds Arrow parses plus the fractional digits as an exact fraction, and becomes a count of
+the column's unit since the epoch (:attr:`~dload_arrow.catalog.predicate.Literal.ticks`):
+every evaluator (compute kernels, the Arrow expression, row-group pruning) compares that
+integer in the column's own type, so nanoseconds are kept and nothing is rounded. A literal
+between two values of the unit is rewritten to the comparison it is equal to
+(:func:`time_compare`): ``x < 1.5 ms`` is ``x <= 1 ms``, and ``x = 1.5 ms`` matches no row.
+
+Date and time-of-day columns still take the literal through Arrow's cast to their type.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import re
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.arrays import pylist, string_array
+from dload_arrow.catalog.masks import compared_type, time_array
+from dload_arrow.catalog.predicate import And, Column, Compare, Literal, Node, Or
+
+__all__ = ["naive_time", "time_compare", "time_value"]
+
+Error = Callable[[str], Exception]
+
+# A time of day followed by a zone: Z, +HH, +HHMM or +HH:MM.
+_ZONE = re.compile(r"[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?P<zone>Z|[+-]\d{2}(?::?\d{2})?)$")
+_FRACTION = re.compile(r"(?<=[T ]\d{2}:\d{2}:\d{2})\.(?P<digits>\d+)")
+_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+_INT64 = (-(2**63), 2**63 - 1)
+_HINT = "write an ISO time, e.g. '2024-01-21' or '2024-01-21T10:30:00Z'"
+
+
+def time_compare(op: str, col: Column, text: str, field: pa.Field, error: Error) -> Node:
+    """``col <op> 'text'`` for a timestamp column, as exact comparisons in its unit."""
+    typ = compared_type(field.type)
+    ticks, exact = _ticks(naive_time(text, field, error), typ, field, error)
+    lo, hi = _INT64
+    below, above = ticks < lo, ticks > hi or (ticks == hi and not exact)
+    if below or above:  # beyond every value the column can hold
+        holds = op == "!=" or op in ((">", ">=") if below else ("<", "<="))
+        return Compare("=" if holds else "!=", col, col)  # true / false, null where null
+    if exact:
+        return Compare(op, col, _literal(ticks, typ))
+    low, high = _literal(ticks, typ), _literal(ticks + 1, typ)  # the values around it
+    if op == "=":  # never equal: false, and null for a null
+        return And(Compare(">", col, low), Compare("<", col, high))
+    if op == "!=":
+        return Or(Compare("<=", col, low), Compare(">=", col, high))
+    return Compare("<=" if op in ("<", "<=") else ">", col, low)
+
+
+def _ticks(text: str, typ: pa.DataType, field: pa.Field, error: Error) -> tuple[int, bool]:
+    """The time ``text`` in units of ``typ`` after the epoch (floored), and whether exact.
+
+    Without an offset the text is a wall time, by convention UTC (also against a column with
+    a zone); with one, that instant.
+    """
+    m = _FRACTION.search(text)
+    whole = text if m is None else text[: m.start()] + text[m.end():]
+    zone = "UTC" if _ZONE.search(text) is not None else None
+    try:
+        seconds = pylist(string_array([whole]).cast(pa.timestamp("s", zone)).cast(pa.int64()))[0]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise error(f"{text!r} is not a {typ} value for column {field.name!r} ({e}); "
+                    f"{_HINT}") from e
+    per = _PER_SECOND[typ.unit]
+    value = seconds * per + (0 if m is None else Fraction(int(m["digits"]) * per,
+                                                          10 ** len(m["digits"])))
+    return int(value // 1), value == int(value // 1)
+
+
+def _literal(ticks: int, typ: pa.DataType) -> Literal:
+    """A literal of ``ticks`` units of ``typ``; its value (what polars compares) is a
+    datetime, or a numpy datetime64 where a datetime cannot hold it (nanoseconds)."""
+    value: Any = np.datetime64(ticks, typ.unit)
+    if typ.unit != "ns":
+        with contextlib.suppress(ValueError, OverflowError):  # beyond years 1-9999
+            value = pylist(time_array(ticks, typ))[0]
+    elif typ.tz is not None:  # polars compares a zoned column with a zoned datetime only
+        value = pylist(time_array(ticks // 1000, pa.timestamp("us", typ.tz)))[0]
+    return Literal(value, ticks, typ)
+
+
+def time_value(text: str, field: pa.Field, error: Error) -> Any:
+    """The value of the time literal ``text`` compared with the date or time-of-day column
+    ``field`` (timestamps go through :func:`time_compare`)."""
+    typ = compared_type(field.type)
+    try:
+        return pylist(string_array([text]).cast(typ))[0]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise error(f"{text!r} is not a {typ} value for column {field.name!r} ({e}); "
+                    f"{_HINT}") from e
+
+
+def naive_time(text: str, field: pa.Field, error: Error) -> str:
+    """``text`` without its zone when it is UTC and the column has no zone.
+
+    A column without a zone holds wall times, by convention UTC: a UTC time
+    (``...Z``, ``+00:00``) compares as that wall time; another offset is refused, with
+    the UTC time to write instead.
+    """
+    m = _ZONE.search(text)
+    typ = compared_type(field.type)
+    if m is None or not pa.types.is_timestamp(typ) or typ.tz is not None:
+        return text
+    zone = m.group("zone")
+    if zone == "Z" or zone.lstrip("+-").replace(":", "").strip("0") == "":
+        return text[: m.start("zone")]
+    try:
+        utc = dt.datetime.fromisoformat(text).astimezone(dt.UTC)
+        hint = f" (here {utc.replace(tzinfo=None).isoformat()!r})"
+    except ValueError:
+        hint = ""
+    raise error(
+        f"{text!r} has the zone offset {zone}, and column {field.name!r} is "
+        f"{field.type} without a zone (wall times, by convention UTC); write the time in "
+        f"UTC, without an offset or with Z{hint}"
+    )
