@@ -252,3 +252,15 @@ def test_commit_with_a_schema_refuses_a_table_value_it_would_change(repo: Reposi
     with pytest.raises(SchemaError, match="would be stored as True"):
         repo.commit("s", pa.table({"k": ["a"], "flag": [7]}), key="k",
                     schema=pa.schema([("flag", pa.bool_())]), progress=False)
+
+
+def test_the_smallest_nanosecond_timestamp_commits_and_reads_back(repo: Repository) -> None:
+    # -2**63 ns is pandas' NaT: the shard statistics once went through pandas and failed
+    ticks = [-(2**63), 5, None, 2**63 - 1]
+    t = pa.table({"k": ["a", "b", "c", "d"], "t": pa.array(ticks, pa.timestamp("ns"))})
+    repo.commit("d", t, key="k", progress=False)
+    got = repo.dataset("d").to_arrow().column("t").cast(pa.int64()).to_pylist()
+    assert got == ticks
+    m = repo.manifest("d").table
+    assert m.column("min.t").cast(pa.int64()).to_pylist() == [-(2**63)]
+    assert m.column("max.t").cast(pa.int64()).to_pylist() == [2**63 - 1]

@@ -90,13 +90,15 @@ def shard_rows(shards: Sequence[ShardData], schema: pa.Schema) -> pa.Table:
             cols[f"rg_nulls.{c}"] = typed_array([s.rg_nulls[c] for s in shards],
                                                 pa.list_(pa.int64()))
             continue
-        cols[f"min.{c}"] = typed_array([s.stats[c][0] for s in shards], t)
-        cols[f"max.{c}"] = typed_array([s.stats[c][1] for s in shards], t)
+        ticks = pa.types.is_timestamp(t) or pa.types.is_duration(t)  # stats are int64 ticks
+        st = pa.int64() if ticks else t
+        cols[f"min.{c}"] = typed_array([s.stats[c][0] for s in shards], st).cast(t)
+        cols[f"max.{c}"] = typed_array([s.stats[c][1] for s in shards], st).cast(t)
         cols[f"nulls.{c}"] = typed_array([s.stats[c][2] for s in shards], pa.int64())
         cols[f"rg_min.{c}"] = typed_array([[x[0] for x in s.rg_stats[c]] for s in shards],
-                                          pa.list_(t))
+                                          pa.list_(st)).cast(pa.list_(t))
         cols[f"rg_max.{c}"] = typed_array([[x[1] for x in s.rg_stats[c]] for s in shards],
-                                          pa.list_(t))
+                                          pa.list_(st)).cast(pa.list_(t))
         cols[f"rg_nulls.{c}"] = typed_array(
             [[x[2] for x in s.rg_stats[c]] for s in shards], pa.list_(pa.int64())
         )

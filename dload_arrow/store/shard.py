@@ -131,6 +131,8 @@ def _row_groups(batches: Iterable[pa.RecordBatch], target: int) -> Iterator[pa.T
 def _col_stats(col: Any) -> tuple[Any, Any, int]:
     if pa.types.is_float16(col.type):  # Arrow has no min_max kernel for half floats
         col = col.cast(pa.float32())
+    if pa.types.is_timestamp(col.type) or pa.types.is_duration(col.type):
+        col = col.cast(pa.int64())  # ticks: exact (a datetime drops nanoseconds; -2**63 is NaT)
     mm = pc.min_max(col)
     return mm["min"].as_py(), mm["max"].as_py(), col.null_count
 
