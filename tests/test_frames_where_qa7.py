@@ -120,3 +120,19 @@ def test_where_reads_times_with_more_digits_than_the_column_unit(repo: Repositor
     with pytest.raises(PredicateError, match=r"'soon' is not a timestamp\[ms\] value for column "
                                              r"'ms'.*write an ISO time"):
         ds.where("ms = 'soon'")
+
+
+@pytest.mark.parametrize("typ", [pa.time32("s"), pa.time32("ms"), pa.time64("us"),
+                                 pa.time64("ns")])
+def test_a_time_of_day_column_compares_with_a_time_literal(repo: Repository,
+                                                           typ: pa.DataType) -> None:
+    times = pa.array([dt.time(9, 0), dt.time(10, 30), dt.time(11, 30)]).cast(typ)
+    repo.commit("d", pa.table({"k": ["a", "b", "c"], "t": times}), key="k", progress=False)
+    ds = repo.dataset("d")
+    for text, want in [("t < '10:30'", ["a"]), ("t = '10:30:00'", ["b"]),
+                       ("t >= '10:30:00.000001'", ["c"]), ("t in ('09:00', '11:30')", ["a", "c"]),
+                       ("t between '09:30' and '11:00'", ["b"])]:
+        assert [s["__key__"] for s in ds.where(text).samples()] == want, text
+        assert ds.where(text).to_polars().collect()["__key__"].to_list() == want, text
+    with pytest.raises(PredicateError, match="not a time of day"):
+        ds.where("t < '25:00'")

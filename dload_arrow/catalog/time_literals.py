@@ -95,6 +95,12 @@ def time_value(text: str, field: pa.Field, error: Error) -> Any:
     """The value of the time literal ``text`` compared with the date or time-of-day column
     ``field`` (timestamps go through :func:`time_compare`)."""
     typ = compared_type(field.type)
+    if pa.types.is_time(typ):  # Arrow casts no text to a time of day
+        try:
+            return dt.time.fromisoformat(text)
+        except ValueError as e:
+            raise error(f"{text!r} is not a time of day for column {field.name!r} ({typ}): "
+                        "write 'HH:MM', 'HH:MM:SS' or 'HH:MM:SS.ffffff'") from e
     try:
         return pylist(string_array([text]).cast(typ))[0]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
