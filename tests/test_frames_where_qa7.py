@@ -136,3 +136,15 @@ def test_a_time_of_day_column_compares_with_a_time_literal(repo: Repository,
         assert ds.where(text).to_polars().collect()["__key__"].to_list() == want, text
     with pytest.raises(PredicateError, match="not a time of day"):
         ds.where("t < '25:00'")
+
+
+def test_a_long_in_list_of_times_is_read(repo: Repository) -> None:
+    base = dt.datetime(2024, 1, 21, 10, 30)
+    ts = [base + dt.timedelta(seconds=i) for i in range(1600)]
+    repo.commit("t", pa.table({"k": [f"k{i:05d}" for i in range(1600)],
+                               "ts": pa.array(ts, pa.timestamp("us"))}), key="k",
+                progress=False)
+    ds = repo.dataset("t")
+    listed = ", ".join(f"'{t}'" for t in ts[:1500])
+    assert ds.where(f"ts in ({listed})").to_arrow().num_rows == 1500
+    assert ds.where(f"ts not in ({listed})").to_polars().collect().height == 100

@@ -201,10 +201,19 @@ def _compares(node: In | Between) -> Node:
     same under SQL's NULL rules)."""
     if isinstance(node, In):
         parts: list[Node] = [Compare("=", node.operand, v) for v in node.values]
-        e: Node = functools.reduce(Or, parts)
+        e: Node = _balanced(parts)
     else:
         e = And(Compare(">=", node.operand, node.low), Compare("<=", node.operand, node.high))
     return Not(e) if node.negated else e
+
+
+def _balanced(parts: list[Node]) -> Node:
+    """The OR of ``parts`` as a tree of depth log2(n): a list of 1,000 times chained
+    left to right overflowed the recursion of compiling and pruning it."""
+    if len(parts) == 1:
+        return parts[0]
+    half = len(parts) // 2
+    return Or(_balanced(parts[:half]), _balanced(parts[half:]))
 
 
 _Casts = dict[str, pa.DataType]  # the columns compared as another type, and that type
