@@ -222,6 +222,7 @@ def test_s3_archives_with_spaces_and_accents_in_their_names_are_read(
     ({"a.bin": b"1", "a/x.bin": b"2"}, "last"),                    # a folder beside a file
     ({"img.jpg": b"a", "img.seg.png": b"b", "img.txt": b"c"}, "last"),  # keys img, img.seg
     ({"x.seg.png": b"a", "x-1.jpg": b"b", "x.jpg": b"c"}, "first"),
+    ({"-dash.jpg": b"1", "a b\\c.jpg": b"2", "n.jpg": b"3"}, "last"),  # not tar's options
 ])
 def test_the_advised_command_writes_a_tar_in_key_order(
         tmp_path: Path, run: RunFn, files: dict[str, bytes], split: str) -> None:
@@ -349,3 +350,48 @@ def test_a_drive_letter_is_a_letter_and_is_checked_after_dropping_dot_slash(
 def test_dload_ingest_points_at_commit_from(run: RunFn) -> None:
     err = run("ingest", "x", rc=1).err
     assert "dload commit NAME --from PATH" in err and "init" not in err
+
+
+# --- review: what --exclude leaves out is never read -------------------------------------------
+
+
+def test_an_excluded_unreadable_subfolder_is_not_listed(
+        tmp_path: Path, run: RunFn, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "src"
+    for f in ("data/a.bin", "lost+found/b.bin"):
+        (src / f).parent.mkdir(parents=True, exist_ok=True)
+        (src / f).write_bytes(b"x")
+    real = os.scandir
+
+    def scandir(path: Any = ".") -> Any:  # a root-only lost+found, as a user sees it
+        if os.fspath(path).endswith("lost+found"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with pytest.raises(PermissionError, match="--exclude"):
+        open_source(str(src)).keys()
+    assert open_source(str(src), exclude=["lost+found"]).keys() == ["data/a"]
+    run("commit", "x", "--from", str(src), "--exclude", "lost+found")
+
+
+def test_an_excluded_zip_entry_with_an_unsupported_method_is_not_refused(
+        tmp_path: Path) -> None:
+    p = _rawzip(tmp_path / "x.zip", [(b"a.txt", b"hello", None, 0, 0),
+                                     (b"big/huge.bin", b"data", None, 0, 9)])
+    with pytest.raises(ConfigError, match="--exclude"):
+        open_source(str(p)).keys()
+    for exclude in (["big"], ["*.bin"]):
+        assert [s["txt"] for s in open_source(str(p), exclude=exclude)] == ["hello"]
+
+
+def test_a_skipped_name_that_is_not_utf8_is_shown_not_refused(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_bytes(b"x")
+    os.symlink(os.fsencode(src / "a.txt"), os.path.join(os.fsencode(src), b"lnk\xe9.txt"))
+    os.mkdir(os.path.join(os.fsencode(src), b".hid\xe9"))
+    s = open_source(str(src))
+    assert s.keys() == ["a"]
+    assert sorted(s.report.skipped) == [(".hid\\xe9/", "hidden directory (not read)"),
+                                        ("lnk\\xe9.txt", "symbolic link (not followed)")]

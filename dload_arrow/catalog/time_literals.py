@@ -71,7 +71,8 @@ def _ticks(text: str, typ: pa.DataType, field: pa.Field, error: Error) -> tuple[
     try:
         seconds = pylist(string_array([whole]).cast(pa.timestamp("s", zone)).cast(pa.int64()))[0]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise error(f"{text!r} is not a {typ} value for column {field.name!r} ({e}); "
+        why = str(e).replace(" as a scalar of type timestamp[s]", "")  # our cast, not theirs
+        raise error(f"{text!r} is not a {typ} value for column {field.name!r} ({why}); "
                     f"{_HINT}") from e
     per = _PER_SECOND[typ.unit]
     value = seconds * per + (0 if m is None else Fraction(int(m["digits"]) * per,

@@ -64,6 +64,8 @@ class DirectorySource(SampleSource):
                 elif d.startswith("."):
                     self._skipped.append((rel_dir + d + "/", "hidden directory (not read)"))
                     dirnames.remove(d)
+                elif self.globs.excludes_dir(rel_dir + d):
+                    dirnames.remove(d)  # excluded whole: not even listed
             for f in filenames:
                 full = os.path.join(dirpath, f)
                 name = rel_dir + f
@@ -98,7 +100,8 @@ class DirectorySource(SampleSource):
         where = e.filename or self.root
         raise type(e)(e.errno, f"cannot list the folder {where!r} in {self.location!r} "
                       f"({e.strerror}); its files would be left out: make it readable "
-                      f"(e.g. `chmod -R u+rX {where}`), or move it out of the folder") from e
+                      f"(e.g. `chmod -R u+rX {where}`), move it out of the folder, or leave it "
+                      "out with --exclude (exclude= in Python)") from e
 
     def _read(self, entry: Entry) -> bytes:
         with open(entry.ref, "rb") as f:

@@ -115,6 +115,15 @@ class Globs:
         included = not self.include or any(option == "include" for option, _ in hits)
         return included and not any(option == "exclude" for option, _ in hits)
 
+    def excludes_dir(self, path: str) -> bool:
+        """Whether an exclude pattern drops the whole directory ``path`` (``lost+found``):
+        nothing under it is listed, so an unreadable one is no error."""
+        _, _, dirs = _candidates(path.rstrip("/") + "/.")
+        hits = {key for key, (rxs, _) in self._patterns.items()
+                if key[0] == "exclude" and _hit(rxs, [], [], dirs)}
+        self._used |= hits
+        return bool(hits)
+
     def unused(self) -> list[tuple[str, str]]:
         """``(option, pattern)`` of every pattern that matched none of the files seen."""
         return [key for key in self._patterns if key not in self._used]

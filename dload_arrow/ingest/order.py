@@ -39,7 +39,7 @@ def key_order_command(split: str = "last", out: str = "../data.tar") -> str:
     ext = r"\.[^/]*$" if split == "first" else r"\.[^./]*$"
     return (f"find . -type f | sed 's,^\\./,,' | awk '{{k=$0; sub(/{ext}/, \"\", k); "
             f"print k \"\\t\" $0}}' | LC_ALL=C sort | cut -f2- | "
-            f"tar -cf {out} --no-recursion -T -")
+            f"tar -cf {out} --no-recursion --verbatim-files-from --no-unquote -T -")
 
 
 def check_adjacent(entries: Sequence[Entry], split: str, where: str) -> None:

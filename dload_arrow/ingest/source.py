@@ -14,7 +14,6 @@ not sorted by key gets another id than its folder: :class:`UnsortedWarning` says
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -118,9 +117,11 @@ class SampleSource:
     def _plan(self) -> tuple[dict[str, dict[str, Entry]], IngestReport]:
         report = IngestReport()
         entries = [e for e in self._list() if self.globs(e.name)]
-        for name in itertools.chain((e.name for e in entries), (n for n, _ in self._skipped)):
-            check_utf8(name, self.location)
-        report.skipped = list(self._skipped)
+        for e in entries:
+            check_utf8(e.name, self.location)
+        # a skipped name is only shown: bytes that are not UTF-8 as \x escapes
+        report.skipped = [(n.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
+                           why) for n, why in self._skipped]
         report.unused_globs = self.globs.describe_unused(self.location)
         if not self.random_access:
             check_adjacent(entries, self.split, self.location)

@@ -110,7 +110,8 @@ class ZipSource(SampleSource):
             elif info.flag_bits & 0x1:
                 self._skipped.append((name, "encrypted"))
             elif info.compress_type not in _METHODS:  # found now, not halfway through a commit
-                raise _unsupported(self.location, name, info.compress_type)
+                if self.globs(name):  # an excluded entry is never read
+                    raise _unsupported(self.location, name, info.compress_type)
             else:
                 # By its ZipInfo, not its name: two entries may share a header name (and
                 # differ by their Unicode Path field), and a read by name gets the last one.
@@ -137,7 +138,8 @@ def _unsupported(location: str, name: str, method: int) -> ConfigError:
         f"{location}: entry {name!r} is compressed with {what} (zip method {method}), which "
         "cannot be read here (only stored, deflate, bzip2 and LZMA); recompress the zip with "
         "deflate, e.g. extract it and `zip -r -Z deflate new.zip DIR` (Windows Explorer writes "
-        "Deflate64 for big files; 7-Zip: -mm=Deflate), or commit the extracted folder"
+        "Deflate64 for big files; 7-Zip: -mm=Deflate), commit the extracted folder, or leave "
+        "the entry out with --exclude"
     )
 
 
