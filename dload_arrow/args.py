@@ -11,13 +11,15 @@ import operator
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from dload_arrow.errors import shown
 
 __all__ = ["MAX_COUNT", "check_bool", "check_callable", "check_count", "column_names", "kind"]
 
-MAX_COUNT = 2**62
-"""The largest count or position accepted: plans are int64 numpy arrays and Arrow offsets, and
-a count this size leaves room for the arithmetic on it (``count * block``)."""
+MAX_COUNT = 2**63 - 1
+"""The largest count or position accepted (``sys.maxsize``, the usual "no limit"): plans are
+int64 numpy arrays and Arrow offsets."""
 
 
 def _call(op: str, name: str, value: Any) -> str:
@@ -62,6 +64,8 @@ def check_bool(op: str, name: str, value: Any, *, none: bool = False) -> Any:
     """
     if isinstance(value, bool) or (none and value is None):
         return value
+    if isinstance(value, np.bool_):  # a numpy comparison's answer
+        return bool(value)
     allowed = "True, False or None" if none else "True or False"
     raise TypeError(f"{_call(op, name, value)}: {name} must be {allowed}, got {kind(value)}")
 

@@ -156,7 +156,7 @@ class _Hasher:
         if dataclasses.is_dataclass(v):
             fields = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
             return {"dataclass": kind, "fields": self.value(fields, depth + 1)}
-        if any(t.__module__ in _PLAIN_MODULES for t in type(v).__mro__):
+        if any(t.__module__.split(".")[0] in _PLAIN_MODULES for t in type(v).__mro__):
             return {kind: repr(v)}
         if not isinstance(v, tuple | list | dict | set | frozenset):
             return f"<{kind}>"

@@ -33,8 +33,9 @@ class Lengths:
         if n is None:
             raise TypeError(
                 f"the length of {self!r} is only known by reading it (it has a filter, "
-                "flat_map, a source that may be endless, or a mix that stops at the first "
-                "exhausted input)"
+                "flat_map, a source that may end or not, or a mix that stops at the first "
+                "exhausted input); an iterator factory that never ends can say so: "
+                "from_iterable(fn, finite=False), and take(n) of it has n items"
             )
         return n
 

@@ -225,7 +225,11 @@ class RandomStreamPipe(Pipeline):
         self.seed, self.high, self.size = check_seed(seed), high, size
 
     def _params(self) -> dict[str, Any]:
-        return {"seed": self.seed, "high": self.high, "size": self.size}
+        params = {"seed": self.seed, "high": self.high, "size": self.size}
+        rows = _block_rows(self.size)
+        if rows != _RANDOM_BLOCK:  # wide items drawn in smaller blocks (since stop 26): other
+            params["rows"] = rows  # values, so another fingerprint than before
+        return params
 
     @property
     def finite(self) -> bool:
@@ -237,6 +241,11 @@ class RandomStreamPipe(Pipeline):
 
     def _build(self, epoch: int) -> Node:
         return _RandomNode(self.seed, epoch, self.high, self.size)
+
+
+def _block_rows(size: int | None) -> int:
+    """Rows drawn at once: 4,096, fewer for wide items (at most _RANDOM_VALUES values)."""
+    return max(1, min(_RANDOM_BLOCK, _RANDOM_VALUES // (size or 1)))
 
 
 class _RandomNode(Node):
@@ -254,7 +263,7 @@ class _RandomNode(Node):
 
     def next(self) -> Chunk:
         width = self.size or 1
-        rows = max(1, min(_RANDOM_BLOCK, _RANDOM_VALUES // width))  # wide items: fewer a block
+        rows = _block_rows(self.size)
         block, off = divmod(self.p, rows)
         g = rng(self.seed, self.epoch, "random_stream", block)
         values: np.ndarray = (

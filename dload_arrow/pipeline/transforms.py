@@ -155,6 +155,9 @@ class MapBatchesPipe(_OnePipe):
 class FilterPipe(_OnePipe):
     op = "filter"
 
+    def _schema(self) -> pa.Schema | None:
+        return self.child.schema  # the rows it keeps, as they were
+
     def _build(self, epoch: int) -> Node:
         pred = self.fn
 

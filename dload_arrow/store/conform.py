@@ -148,7 +148,7 @@ def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
             "2134, 'false' False)")
     got, leaf = leaf_type(col.type), leaf_type(want)
     if (pa.types.is_timestamp(got) and pa.types.is_timestamp(leaf)
-            and (got.tz is None) != (leaf.tz is None)):
+            and (got.tz is None) != (leaf.tz is None) and col.null_count < len(col)):
         raise ColumnMismatch(name, col.type, want) from SchemaError(
             "its values have" + zone_refusal(leaf)(got.tz is not None).removeprefix("has"))
     try:

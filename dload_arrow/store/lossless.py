@@ -208,7 +208,8 @@ def check_lossless(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Fiel
         if why is None:
             continue
         for (key, _), v in zip(rows, values, strict=True):
-            reason = None if v is None else why(v)
+            missing = v is None or type(v).__name__ == "NaTType"  # pandas' NaT: a null
+            reason = None if missing else why(v)
             if reason is not None:
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} {reason}")

@@ -14,6 +14,7 @@ become tensor columns (fixed-size lists with their shape in the field metadata).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -64,7 +65,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
             fields.append(pa.field(col, pa.null()))
         else:
             try:
-                typ = inferred_type([r.get(col) for _, r in rows])
+                typ = inferred_type(_without_nat([r.get(col) for _, r in rows]))
             except OverflowError as e:
                 big = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
                             and not -(2**63) <= v < 2**63), (rows[0][0], value))
@@ -127,8 +128,16 @@ def tensor_column(name: str, values: list[Any]) -> tuple[pa.Field, pa.Array]:
     return field, typed_array(flat, field.type)
 
 
+def _without_nat(values: list[Any]) -> list[Any]:
+    """``values`` with pandas' NaT (a missing time, which Arrow refuses) as None."""
+    if "pandas" not in sys.modules or not any(
+            k.__name__ == "NaTType" for k in set(map(type, values))):
+        return values
+    return [None if type(v).__name__ == "NaTType" else v for v in values]
+
+
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Array:
-    values = [r.get(field.name) for _, r in rows]
+    values = _without_nat([r.get(field.name) for _, r in rows])
     shape = field_shape(field)
     if shape is not None:
         values = [None if v is None else _tensor(k, field, v, shape)

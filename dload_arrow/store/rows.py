@@ -174,8 +174,8 @@ def _refuse_duplicate_keys(table: pa.Table, key: str | None) -> None:
     """A table in memory has its keys checked before any shard is written, rather than
     after every shard is uploaded (the publish checks them again, with the stored ones)."""
     name = key if key is not None else KEY_COLUMN
-    if name not in table.schema.names:
-        return  # generated keys; or a missing key column, which _with_key names
+    if table.schema.names.count(name) != 1:
+        return  # generated keys; a missing or doubled key column, refused with the batches
     try:
         keys = table.column(name).drop_null().cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):

@@ -98,9 +98,10 @@ def deal_of(pipe: Any, plan: Plan, workers: int, world_size: int, uneven: Uneven
         if total is None:
             raise ConfigError(
                 f"uneven={uneven!r} over {world_size} ranks needs the epoch's length, and this "
-                "pipeline's length is only known by reading it (a filter?); pass length= (the "
-                "epoch's item count), uneven='none' (ranks may then differ in length by one), "
-                "or end the pipeline with .take(n)"
+                "pipeline's length is only known by reading it (a filter? a source that may end "
+                "or not?); pass length= (the epoch's item count), uneven='none' (ranks may then "
+                "differ in length by one), or end the pipeline with .take(n) over an endless "
+                "source (from_iterable(fn, finite=False) declares one)"
             )
     return Deal(world_size, workers, plan.position, total, uneven)
 
