@@ -253,7 +253,8 @@ class PlanReport:
         widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
                  for r in rows]
-        lines.append(f"cache budget {fmt_budget(self.budget_bytes)}, free disk "
+        lines.append(f"cache {fmt_budget(self.budget_bytes)} (its budget, or what its disk can "
+                     f"hold if less), free disk "
                      f"{format_bytes(self.free_disk_bytes)}")
         return "\n".join(lines)
 
