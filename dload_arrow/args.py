@@ -8,10 +8,9 @@ not later and deep inside numpy or Arrow with an error that names neither.
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
-
-import numpy as np
 
 from dload_arrow.errors import shown
 
@@ -64,7 +63,8 @@ def check_bool(op: str, name: str, value: Any, *, none: bool = False) -> Any:
     """
     if isinstance(value, bool) or (none and value is None):
         return value
-    if isinstance(value, np.bool_):  # a numpy comparison's answer
+    np = sys.modules.get("numpy")  # not imported for this: `dload --help` stays light
+    if np is not None and isinstance(value, np.bool_):  # a numpy comparison's answer
         return bool(value)
     allowed = "True, False or None" if none else "True or False"
     raise TypeError(f"{_call(op, name, value)}: {name} must be {allowed}, got {kind(value)}")
