@@ -380,7 +380,7 @@ def test_an_intact_shard_that_this_pyarrow_cannot_decode_is_not_called_corrupt(
         local_root: str, cache_dir: str) -> None:
     # A shard written by a newer pyarrow (a list of fixed-size lists with nulls: pyarrow 25
     # wrote files 24 could not read) must not be deleted as corrupt: its bytes are right.
-    from dload_arrow.read.random_access import corrupt_shard
+    from dload_arrow.read.shard_errors import corrupt_shard
 
     repo = Repository.open(local_root, cache_dir=cache_dir)
     _commit(repo)

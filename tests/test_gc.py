@@ -333,3 +333,15 @@ def test_a_reader_of_a_dataset_removed_and_collected_is_told_so(gc_repo: Reposit
         gc_repo.storage.delete(path)
     with pytest.raises(NotFoundError, match=r"'kept.*' is missing under .*dload verify kept"):
         list(kept.samples())
+
+
+def test_a_lookup_of_a_deleted_remote_shard_names_the_shard_and_the_fix(
+        memory_root: str, cache_dir: str) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir)
+    repo.commit("d", rows("d"), **SMALL)
+    ds = repo.dataset("d")
+    for path in stored_shards(repo):
+        repo.storage.delete(path)
+    for lookup in (lambda: ds[3], lambda: ds.get("d0003")):
+        with pytest.raises(NotFoundError, match=r"shard \w+ of dataset 'd' is missing.*verify d"):
+            lookup()

@@ -17,7 +17,7 @@ from typing import Any
 from dload_arrow.read.cache import Hold
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.planner import ReadPlan, plan_read
-from dload_arrow.read.random_access import missing_shard
+from dload_arrow.read.shard_errors import missing_shard
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
 

@@ -241,7 +241,7 @@ class Cache(CacheBudget):
                 try:
                     size = storage.download(shard_path(digest), tmp, hasher)
                 except NotFoundError as e:
-                    from dload_arrow.read.random_access import missing_shard
+                    from dload_arrow.read.shard_errors import missing_shard
 
                     raise missing_shard(storage, digest, dataset or "") from e
                 got = (hasher.hexdigest() if size == nbytes

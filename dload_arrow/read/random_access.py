@@ -9,8 +9,6 @@ a local root is read in place.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import io
 import os
 import threading
@@ -22,9 +20,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dload_arrow.errors import DloadError, IntegrityError, NotFoundError
+from dload_arrow.errors import NotFoundError
 from dload_arrow.read.context import ReadContext
-from dload_arrow.storage import Storage, redact_url
+from dload_arrow.read.shard_errors import corrupt_shard, missing_shard
+from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest, ShardEntry
 from dload_arrow.store.names import KEY_COLUMN, check_digest, shard_path
 
@@ -129,71 +128,6 @@ def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
                             path) from e
 
 
-def missing_shard(storage: Storage, digest: str, dataset: str) -> NotFoundError:
-    """The error for a shard that is not in the root: removed with its dataset (``rm``, then
-    ``gc``) while a reader held it, or deleted outside dload."""
-    where = redact_url(storage.url)
-    name, _, version = dataset.partition("@")  # the cache's label: name@version prefix
-    try:
-        prefix = f"datasets/{name}/manifests/"
-        stored = [o.path[len(prefix):] for o in storage.list(prefix)] if name else [""]
-    except DloadError:
-        stored = [""]
-    if not any(v.startswith(version) for v in stored):
-        what = f"version {version} of {name!r}" if version and stored else repr(name)
-        return NotFoundError(
-            f"shard {digest[:12]} of dataset {dataset!r} is gone from {where}: {what} was "
-            "removed (rm) and gc collected its shards after this reader opened it; open a "
-            "version that exists (repo.versions(name), repo.datasets() list them)"
-        )
-    return NotFoundError(
-        f"shard {digest[:12]} of dataset {dataset!r} is missing under {where} (removed by "
-        f"gc, or deleted outside dload?): `dload verify {name}` lists what is missing; "
-        "restore it or commit the data again"
-    )
-
-
-def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str,
-                  path: str | None = None) -> IntegrityError:
-    """The error for a shard whose bytes do not read back (``why``: what failed).
-
-    ``path``, a copy in this machine's cache (not a local root's file), is removed: the root's
-    copy was verified by sha256 when it was downloaded, so the cached one went bad since, and
-    the next read fetches it anew."""
-    of = f" of dataset {dataset!r}" if dataset else ""
-    if path is not None and _intact(path, digest):  # the bytes are right: the reader is not
-        return IntegrityError(
-            f"shard {digest[:12]}{of} is intact (its bytes hash to its name), but pyarrow "
-            f"{pa.__version__} cannot decode it ({why}): it was written by a newer pyarrow; "
-            "upgrade pyarrow (pip install -U pyarrow)"
-        )
-    if path is not None and not ctx.in_place:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        return IntegrityError(
-            f"the cached copy of shard {digest[:12]}{of} in {os.path.dirname(path)} went bad "
-            f"after it was downloaded ({why}); it was removed from the cache: read again to "
-            "fetch it anew from the root"
-        )
-    return IntegrityError(
-        f"shard {digest[:12]}{of} under {redact_url(ctx.storage.url)} is corrupt ({why}): "
-        f"restore it from a copy, or run `dload verify {dataset or 'NAME'} --delete-bad` "
-        "(it checks every shard and deletes the corrupt ones) and commit the data again"
-    )
-
-
-def _intact(path: str, digest: str) -> bool:
-    """Whether the file at ``path`` hashes to ``digest`` (False when it cannot be read)."""
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            while block := f.read(1 << 20):
-                h.update(block)
-    except OSError:
-        return False
-    return h.hexdigest() == digest
-
-
 class RowGroupReader:
     """Reads single row groups of shards through ``ctx``: from the cache, in place, or by range.
 
@@ -229,9 +163,13 @@ class RowGroupReader:
                 with open_shard(self.ctx, local, ref.digest, dataset, verify=True) as pf:
                     return pf.read_row_group(rg, columns=columns)
             start = ref.rg_offsets[rg]
-            segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])
+            try:
+                segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])
+                meta = self.metadata(ref)
+            except NotFoundError as e:  # removed and collected, or deleted outside dload
+                raise missing_shard(self.ctx.storage, ref.digest, dataset) from e
             f = RangeFile(self.ctx.storage, path, ref.nbytes, {start: segment})
-            pf = pq.ParquetFile(f, metadata=self.metadata(ref), pre_buffer=False,
+            pf = pq.ParquetFile(f, metadata=meta, pre_buffer=False,
                                 page_checksum_verification=True)
             return pf.read_row_group(rg, columns=columns)
         except OSError as e:
