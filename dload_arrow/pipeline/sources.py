@@ -214,11 +214,10 @@ class RandomStreamPipe(Pipeline):
 
     def __init__(self, seed: int, high: int | None, size: int | None) -> None:
         super().__init__()
-        for what, v in (("high", high), ("size", size)):
+        for what, v, top in (("high", high, 1 << 63), ("size", size, _MAX_SIZE)):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise ValueError(f"random_stream: {what} must be an int >= 1 (or None), got "
                                  f"{v!r}")
-        for what, v, top in (("high", high, 1 << 63), ("size", size, _MAX_SIZE)):
             if v is not None and v > top:
                 raise ValueError(f"random_stream: {what} must be at most {top:,} (values are "
                                  f"int64 and float64 numpy arrays), got {v:,}")

@@ -150,7 +150,7 @@ def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
     if (pa.types.is_timestamp(got) and pa.types.is_timestamp(leaf)
             and (got.tz is None) != (leaf.tz is None) and col.null_count < len(col)):
         raise ColumnMismatch(name, col.type, want) from SchemaError(
-            "its values have" + zone_refusal(leaf)(got.tz is not None).removeprefix("has"))
+            "its values have" + zone_refusal(leaf, got.tz is not None))
     try:
         out = col.cast(want)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

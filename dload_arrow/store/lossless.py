@@ -110,7 +110,6 @@ def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
     if not pa.types.is_timestamp(t) or not any(
             issubclass(k, dt.datetime | np.datetime64) for k in kinds):
         return None
-    zone = zone_refusal(t)
     per_second = {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}[t.unit]
     fix = (f"round it to {t.unit} yourself, or give the column a finer unit (schema="
            f"pa.timestamp('ns'), or a new dataset)")
@@ -118,7 +117,7 @@ def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
     def finer(v: Any) -> str | None:
         aware = isinstance(v, dt.datetime) and v.utcoffset() is not None
         if aware is (t.tz is None):
-            return zone(aware)
+            return "has" + zone_refusal(t, aware)
         if isinstance(v, np.datetime64):
             unit = np.datetime_data(v.dtype)[0]
             if unit == t.unit:
@@ -135,21 +134,19 @@ def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
     return finer
 
 
-def zone_refusal(t: pa.DataType) -> Callable[[bool], str]:
+def zone_refusal(t: pa.DataType, aware: bool) -> str:
     """Why a timestamp with a time zone (``aware``) or without one cannot go into the
-    timestamp column ``t`` when ``t`` has not (or has) one: Arrow would store an aware
-    value's UTC wall time in a naive column, and read a naive value as UTC in an aware one."""
-    def why(aware: bool) -> str:
-        if aware:
-            return (f"has a time zone, but the column's timestamps ({t}) have none; Arrow "
-                    "would store the UTC time of day. Drop the zone yourself (datetime: "
-                    "v.replace(tzinfo=None) for the local time, pandas: "
-                    ".dt.tz_localize(None)), or commit the column with a time zone (a new "
-                    "dataset)")
-        return (f"has no time zone, but the column's timestamps ({t}) are in {t.tz}; Arrow "
-                f"would read it as UTC. Give it its zone (datetime: v.replace(tzinfo="
-                f"ZoneInfo({t.tz!r})), pandas: .dt.tz_localize({t.tz!r}))")
-    return why
+    timestamp column ``t`` when ``t`` has not (or has) one, after "has"/"have": Arrow would
+    store an aware value's UTC wall time in a naive column, and read a naive value as UTC in
+    an aware one."""
+    if aware:
+        return (f" a time zone, but the column's timestamps ({t}) have none; Arrow would "
+                "store the UTC time of day. Drop the zone yourself (datetime: "
+                "v.replace(tzinfo=None) for the local time, pandas: .dt.tz_localize(None)), "
+                "or commit the column with a time zone (a new dataset)")
+    return (f" no time zone, but the column's timestamps ({t}) are in {t.tz}; Arrow would "
+            f"read it as UTC. Give it its zone (datetime: v.replace(tzinfo=ZoneInfo("
+            f"{t.tz!r})), pandas: .dt.tz_localize({t.tz!r}))")
 
 
 _TEXT = (pa.types.is_string, pa.types.is_large_string)
