@@ -156,3 +156,42 @@ def test_a_pipeline_fingerprint_tells_dates_and_decimals_apart(repo: Any) -> Non
     repo.derive("recent", recent(dt.datetime(2024, 5, 1)), progress=False)
     repo.derive("recent", recent(dt.datetime(2024, 11, 1)), progress=False)
     assert [s["__key__"] for s in repo.dataset("recent").samples()] == ["c"]
+
+
+def _bump_positions(state: Any, by: int) -> Any:
+    if isinstance(state, dict):
+        return {k: (v + by if k == "position" else _bump_positions(v, by))
+                for k, v in state.items()}
+    return state
+
+
+@pytest.mark.parametrize("make", [
+    lambda repo: repo.dataset("a").pipeline(),
+    lambda repo: repo.dataset("a").shuffle(seed=1),
+    lambda repo: dl.from_iterable(list(range(50))),
+    lambda repo: dl.from_iterable(lambda: iter(range(50))),
+])
+def test_a_position_past_the_epochs_end_is_refused(tmp_path: Any, make: Any) -> None:
+    repo = dl.Repository.open(tmp_path / "root")
+    repo.commit("a", [(f"k{i:03d}", {"x": i}) for i in range(100)])
+    pipe = make(repo)
+    it = iter(pipe)
+    next(it)
+    state = pipe.state_dict()
+    at_end = make(repo)  # the end itself is a position a state can hold
+    at_end.load_state_dict(_bump_positions(state, len(list(make(repo))) - 1))
+    assert list(at_end) == []
+    pipe.load_state_dict(_bump_positions(state, 1000))
+    with pytest.raises(ValueError, match=r"past the end of the epoch \((100 rows|50 items)"):
+        list(pipe)
+
+
+def test_a_torch_position_past_the_epochs_end_is_refused() -> None:
+    from dload_arrow.torch import as_iterable_dataset
+
+    ds = as_iterable_dataset(dl.from_iterable(list(range(50))), to_tensors=False)
+    state = ds.state_dict()
+    ds.load_state_dict({**state, "position": 50})
+    assert list(ds) == []
+    with pytest.raises(ConfigError, match=r"position 51 is past the end of epoch 0 \(50 items"):
+        ds.load_state_dict({**state, "position": 51})

@@ -16,6 +16,7 @@ from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.check import sharing_budget, sources_at_once
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
 from dload_arrow.pipeline.node import BEFORE, CURSOR, EPOCH, OFFSET, ItemCursor, State
+from dload_arrow.pipeline.state_check import PastEndError
 
 if TYPE_CHECKING:
     from dload_arrow.pipeline.base import Pipeline
@@ -45,6 +46,8 @@ class PipelineIterator(Iterator[Any]):
             close = getattr(self.node, "close", None)
             if callable(close):
                 close()
+            if isinstance(e, PastEndError):
+                raise  # says all it needs to
             raise ValueError(
                 f"the loaded state's cursor does not fit this pipeline ({type(e).__name__}: "
                 f"{e}); restore a state that this pipeline's state_dict() returned"

@@ -22,6 +22,7 @@ import numpy as np
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk
 from dload_arrow.pipeline.node import POSITION, Node, State
+from dload_arrow.pipeline.state_check import check_position
 from dload_arrow.plan.seeds import check_seed, rng
 
 __all__ = ["FromIterablePipe", "RandomStreamPipe", "from_iterable", "random_stream"]
@@ -148,6 +149,7 @@ class _SequenceNode(Node):
 
     def reset(self, state: State | None = None) -> None:
         self.p = 0 if state is None else int(state[POSITION])
+        check_position(self.p, len(self.seq), "items")
 
     def get_state(self) -> State:
         return {POSITION: self.p}
@@ -182,9 +184,9 @@ class _IteratorNode(Node):
         if own is not None and hasattr(self.it, "load_state_dict"):
             self.it.load_state_dict(own)
             return
-        for _ in range(self.count):  # replay: deterministic factories give the same items
+        for i in range(self.count):  # replay: deterministic factories give the same items
             if next(self.it, _END) is _END:
-                break
+                check_position(self.count, i, "items its iterable gave this time")
 
     def get_state(self) -> State:
         state: State = {POSITION: self.count}

@@ -5,14 +5,16 @@ pipeline but not one edited by hand or damaged on the way: a negative position m
 ``from_iterable`` source yield 103 items of 100, a negative take count 60 of 50, a concat
 index of -1 replayed its last input. Every counter of the cursor tree (positions, offsets,
 input indexes, passes, windows) and the epoch must be an integer >= 0; a user's own values
-(a scan's accumulator, an iterable's own state) are not looked at.
+(a scan's accumulator, an iterable's own state) are not looked at. A source's position
+past the end of its epoch (which would load as an empty epoch) is refused when the source
+is started (:func:`check_position`), where the epoch's length is known.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["check_counters"]
+__all__ = ["PastEndError", "check_counters", "check_position"]
 
 _COUNTERS = frozenset({"position", "offset", "index", "pass", "window", "epoch"})
 _OPAQUE = frozenset({"acc", "iterable"})  # the user's values, as their code saved them
@@ -41,3 +43,17 @@ def check_counters(state: Any, where: str = "state") -> None:
                 "returned"
             )
         check_counters(value, path)
+
+
+class PastEndError(ValueError):
+    """A loaded position lies past the end of its source's epoch."""
+
+
+def check_position(position: int, end: int, what: str = "rows") -> None:
+    """Raise ValueError when a loaded ``position`` lies past an epoch of ``end`` items."""
+    if position > end:
+        raise PastEndError(
+            f"not a state of this pipeline: its position {position:,} is past the end of the "
+            f"epoch ({end:,} {what}), so it would resume into an empty epoch (was it edited, "
+            "or saved from another source?); pass what state_dict() returned"
+        )

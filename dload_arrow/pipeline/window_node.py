@@ -33,6 +33,7 @@ from dload_arrow.pipeline.check import budget_share
 from dload_arrow.pipeline.chunks import Chunk, row_dicts
 from dload_arrow.pipeline.full_window import chunk_cap, first_need_order, start_full
 from dload_arrow.pipeline.node import POSITION, Node, State
+from dload_arrow.pipeline.state_check import check_position
 from dload_arrow.pipeline.unit_rows import UnitRows
 from dload_arrow.pipeline.window_layout import (
     Window,
@@ -91,6 +92,7 @@ class DatasetNode(Node):
     def reset(self, state: State | None = None) -> None:
         self._stop_reader()
         self.p = 0 if state is None else int(state[POSITION])
+        check_position(self.p, self.n)
 
     def get_state(self) -> State:
         return {POSITION: self.p}

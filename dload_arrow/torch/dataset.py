@@ -29,6 +29,7 @@ from dload_arrow.torch.source import (
     as_source,
     check_length,
     compact,
+    refuse_past_end,
     source_schema,
 )
 from dload_arrow.torch.state import from_state, worker_state
@@ -156,6 +157,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 "this is one worker's state of a multi-worker loader and says nothing about "
                 "the others; load the whole loader state (loader.state_dict()) instead"
             )
+        refuse_past_end(self.pipe, plan.epoch, plan.position, self.length)
         self._loaded = plan
         self._device = None
         self._set_plan(plan)

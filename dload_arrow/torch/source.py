@@ -18,7 +18,10 @@ import pyarrow as pa
 from dload_arrow.args import MAX_COUNT
 from dload_arrow.errors import ConfigError, SchemaError, shown
 
-__all__ = ["as_source", "check_length", "compact", "epoch_length", "open_stream", "source_schema"]
+__all__ = [
+    "as_source", "check_length", "compact", "epoch_length", "open_stream", "refuse_past_end",
+    "source_schema",
+]
 
 _NEEDED = ("skip", "shard", "set_epoch", "__iter__")
 _SLACK = 1 << 16  # bytes of overhead not worth a copy
@@ -81,6 +84,18 @@ def epoch_length(pipe: Any, epoch: int, length: Any = None) -> int | None:
             "a filter); to use fewer items an epoch, end the pipeline with .take(n)"
         )
     return operator.index(n)
+
+
+def refuse_past_end(pipe: Any, epoch: int, position: int, length: Any = None) -> None:
+    """ConfigError when a loaded ``position`` lies past the end of epoch ``epoch`` (an edited
+    state, or one of another source: it would load as an empty epoch)."""
+    total = epoch_length(pipe, epoch, length)
+    if total is not None and position > total:
+        raise ConfigError(
+            f"this state's position {position:,} is past the end of epoch {epoch} "
+            f"({total:,} items), so it would resume into an empty epoch (was it edited, or "
+            "saved from another source?); load what state_dict() returned"
+        )
 
 
 def open_stream(pipe: Any, epoch: int, first: int, step: int) -> Iterator[Any]:
