@@ -121,8 +121,11 @@ def test_links_are_skipped_not_followed(tmp_path: Path) -> None:
     z = open_archive(str(write_zip(tmp_path / "l.zip", {"a.txt": "A"}, {"b.txt": "/etc/passwd"})))
     assert z.keys() == ["a"] and z.report.skipped == [("b.txt", "symbolic link (not followed)")]
     t = open_archive(str(write_tar(tmp_path / "l.tar", {"a.txt": "A"},
-                                   links={"b.txt": "/etc/passwd"}, hard={"c.txt": "a.txt"})))
-    assert t.keys() == ["a"] and [n for n, _ in t.report.skipped] == ["b.txt", "c.txt"]
+                                   links={"b.txt": "/etc/passwd"},
+                                   hard={"c.txt": "a.txt", "d.txt": "/etc/passwd"})))
+    assert t.keys() == ["a", "c"] and t.report.skipped == [
+        ("b.txt", "symbolic link (not followed)"), ("d.txt", "hard link to no earlier file")]
+    assert [s["txt"] for s in t] == ["A", "A"]  # a hard link reads as its target
 
 
 def test_corrupt_archives_name_the_entry(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from cli_run import RunFn, runner
 
@@ -128,24 +129,71 @@ def test_a_tar_changed_since_it_was_listed_fails_the_epoch(
 # --- 4. hard links in a tar -----------------------------------------------------------------------
 
 
-def test_a_tar_hard_link_is_reported_with_the_flag_that_stores_it(tmp_path: Path,
-                                                                   run: RunFn) -> None:
+def test_a_tar_hard_link_reads_as_its_target_and_the_tar_commits_as_its_folder(
+        tmp_path: Path, run: RunFn) -> None:
     src = tmp_path / "src"
     src.mkdir()
-    (src / "a.jpg").write_bytes(b"A")
+    (src / "a.jpg").write_bytes(b"A" * 300)
     os.link(src / "a.jpg", src / "b.jpg")
     (src / "c.jpg").write_bytes(b"C")
-    (src / "d.jpg").symlink_to("c.jpg")
+    np.save(src / "e.npy", np.arange(6).reshape(2, 3))
+    os.link(src / "e.npy", src / "f.npy")
     with tarfile.open(tmp_path / "x.tar", "w") as t:  # b.jpg: a hard link to a.jpg
-        for name in ("a.jpg", "b.jpg", "c.jpg", "d.jpg"):
+        for name in ("a.jpg", "b.jpg", "c.jpg", "e.npy", "f.npy"):
             t.add(src / name, name)
+    with tarfile.open(tmp_path / "x.tar") as t:
+        assert sum(m.islnk() for m in t) == 2
+    r = run("commit", "x", "--from", str(tmp_path / "x.tar"), "--json")
+    assert r.json["source"]["skipped"] == []
+    folder = run("commit", "x", "--from", str(src), "--json")
+    assert folder.json["version"] == r.json["version"]  # the same samples, the same id
+    rows = {s["__key__"]: s for s in open_source(str(tmp_path / "x.tar"))}
+    assert rows["b"]["jpg"] == rows["a"]["jpg"] == b"A" * 300
+    assert rows["f"]["npy"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    # the link alone (its target left out): read from the target all the same, and the
+    # .npy shape of a column whose only file is a link comes from the target too
+    only = open_source(str(tmp_path / "x.tar"), include=["b.jpg", "f.npy"])
+    assert [(s["__key__"], s["jpg"] is not None) for s in only] == [("b", True), ("f", False)]
+    assert only.schema.field("npy").metadata == {b"dload.shape": b"[2, 3]"}
+
+
+def test_a_tar_hard_link_to_no_earlier_file_is_reported_with_the_fix(tmp_path: Path,
+                                                                      run: RunFn) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "c.jpg").write_bytes(b"C")
+    (src / "d.jpg").symlink_to("c.jpg")
+    with tarfile.open(tmp_path / "x.tar", "w") as t:
+        t.add(src / "c.jpg", "c.jpg")
+        t.add(src / "d.jpg", "d.jpg")
+        info = tarfile.TarInfo("b.jpg")
+        info.type, info.linkname = tarfile.LNKTYPE, "gone.jpg"
+        t.addfile(info)
     r = run("commit", "x", "--from", str(tmp_path / "x.tar"), "--json")
     assert {(s["name"], s["reason"]) for s in r.json["source"]["skipped"]} == {
-        ("b.jpg", "hard link (not followed)"), ("d.jpg", "symbolic link (not followed)")}
+        ("b.jpg", "hard link to no earlier file"), ("d.jpg", "symbolic link (not followed)")}
     text = open_source(str(tmp_path / "x.tar")).report.skipped_text()
-    assert "1 hard links in a tar, not followed (b.jpg): recreate the tar with " \
-           "`tar --hard-dereference`" in text
+    assert "1 hard links in a tar to no file stored before them (b.jpg): recreate the tar " \
+           "with `tar --hard-dereference`" in text
     assert "`tar --dereference`" in text
+
+
+def test_a_tar_whose_link_target_changed_since_listing_is_refused(tmp_path: Path) -> None:
+    def write(target: bytes) -> None:
+        with tarfile.open(tmp_path / "x.tar", "w") as t:
+            info = tarfile.TarInfo("a.bin")
+            info.size = len(target)
+            t.addfile(info, io.BytesIO(target))
+            link = tarfile.TarInfo("b.bin")
+            link.type, link.linkname = tarfile.LNKTYPE, "a.bin"
+            t.addfile(link)
+
+    write(b"1234")
+    pipe = dl.from_archive(tmp_path / "x.tar", include=["b.bin"])
+    assert [s["bin"] for s in pipe] == [b"1234"]
+    write(b"12345")
+    with pytest.raises(IntegrityError, match="changed since it was listed"):
+        list(pipe)
 
 
 # --- 5. names that are not UTF-8 --------------------------------------------------------------

@@ -74,9 +74,9 @@ _SKIP_TEXT = {
     "symbolic link (not followed)": (
         "symbolic links, not followed", "copy the files they point to in their place (a tar: "
         "recreate it with `tar --dereference`)"),
-    "hard link (not followed)": (
-        "hard links in a tar, not followed", "recreate the tar with `tar --hard-dereference` "
-        "to store each name's data"),
+    "hard link to no earlier file": (
+        "hard links in a tar to no file stored before them", "recreate the tar with "
+        "`tar --hard-dereference` to store each name's data"),
     "hidden directory (not read)": ("hidden directories, not read", ""),
     "not a regular file": ("entries that are not regular files", ""),
 }

@@ -2,7 +2,9 @@
 
 A tar is a stream: the first pass reads the headers (checking names, links, adjacency and the
 integrity of the compressed stream before anything is committed), then each iteration streams
-the archive once more and yields one sample at a time.
+the archive once more and yields one sample at a time. A hard link (what GNU tar stores for a
+file's second name) reads as its target, an earlier member whose bytes are held from where it
+passes until its last link; symbolic links are skipped and reported.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import tarfile
 import warnings
 import zlib
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO
@@ -45,6 +48,14 @@ def _is_header(block: bytes) -> bool:
     except tarfile.HeaderError:
         return False
     return True
+
+
+def _link_target(linkname: str) -> str | None:
+    """A hard link's target as a normalised entry name (None: one no entry can have)."""
+    try:
+        return check_entry_name(linkname, "")
+    except ValueError:
+        return None
 
 
 class _Tail:
@@ -92,6 +103,7 @@ class TarSource(SampleSource):
         self.compression = compression
         self.endpoint_url = endpoint_url
         self._first: dict[str, bytes] = {}
+        self._links: dict[int, Entry] = {}  # a hard link's position -> its target's entry
         self._told = False  # the missing-checksum warning is given once (two passes read)
 
     @contextmanager
@@ -180,24 +192,30 @@ class TarSource(SampleSource):
 
     def _list(self) -> list[Entry]:
         out = []
+        data_of: dict[str, Entry] = {}  # a name -> the entry of the member holding its data
         with self._members() as members, self._counting() as count:
             for i, (m, tf) in enumerate(members):
                 count(i + 1)
                 name = check_entry_name(m.name, self.location)
                 if m.isdir() or not name:
                     continue
-                # A hard link's data is its target's, an earlier member that a stream has
-                # already passed: keeping every target's bytes until its links come could
-                # hold much of the archive in RAM, so links are skipped and reported.
-                if m.issym() or m.islnk():
-                    self._skipped.append(
-                        (name, "hard link (not followed)" if m.islnk()
-                         else "symbolic link (not followed)"))
+                if m.issym():
+                    self._skipped.append((name, "symbolic link (not followed)"))
+                    continue
+                if m.islnk():  # a file's second name: its data is an earlier member's
+                    target = data_of.get(_link_target(m.linkname))
+                    if target is None:
+                        self._skipped.append((name, "hard link to no earlier file"))
+                        continue
+                    entry = Entry(name, target.size, i)
+                    self._links[i] = target
+                    data_of[name] = target
+                    out.append(entry)
                     continue
                 if not m.isfile():
                     self._skipped.append((name, "not a regular file"))
                     continue
-                entry = Entry(name, m.size, i)
+                entry = data_of[name] = Entry(name, m.size, i)
                 parsed = split_name(name, self.split)
                 if (
                     parsed
@@ -224,26 +242,54 @@ class TarSource(SampleSource):
     def _first_bytes(self, entry: Entry) -> bytes:
         parsed = split_name(entry.name, self.split)
         assert parsed is not None  # only grouped entries reach here
+        if parsed[1] not in self._first:  # the column's first file is a hard link
+            target = self._links[entry.ref]
+            with self._members() as members:
+                for i, (m, tf) in enumerate(members):
+                    if i == target.ref:
+                        self._first[parsed[1]] = self._extract(tf, m, target)
+                        break
         return self._first[parsed[1]]
 
     def _stream(self) -> Iterator[tuple[Entry, bytes]]:
         # The plan holds each entry's position in the archive: the member found there must
         # be the same file, and every planned one must be found, else the archive was
-        # replaced since it was listed (an epoch must not quietly shrink).
+        # replaced since it was listed (an epoch must not quietly shrink). A hard link's
+        # target is held from where it passes until its last planned link.
         planned = {e.ref: e for group in self._plan[0].values() for e in group.values()}
+        links = {i: self._links[i] for i in planned if i in self._links}
+        waiting = Counter(t.ref for t in links.values())  # a target -> its links to come
+        targets = {t.ref: t for t in links.values()}
+        held: dict[int, bytes] = {}
         found = 0
         with self._members() as members:
             for i, (m, tf) in enumerate(members):
                 want = planned.get(i)
-                if want is None:  # not planned: skipped over without being read
+                if want is None and i not in waiting:
+                    continue  # not planned: skipped over without being read
+                if i in links:
+                    assert want is not None
+                    if not m.islnk() or check_entry_name(m.name, self.location) != want.name:
+                        raise IntegrityError(self._changed(f"entry {i + 1} was the hard link "
+                                                           f"{want.name!r}, now {m.name!r}"))
+                    t = links[i].ref
+                    waiting[t] -= 1
+                    data = held[t] if waiting[t] else held.pop(t)
+                    found += 1
+                    yield want, data
                     continue
-                if (not m.isfile() or m.issym() or m.islnk() or m.size != want.size
-                        or check_entry_name(m.name, self.location) != want.name):
+                expect = want or targets[i]
+                if (not m.isfile() or m.issym() or m.islnk() or m.size != expect.size
+                        or check_entry_name(m.name, self.location) != expect.name):
                     raise IntegrityError(self._changed(
-                        f"entry {i + 1} was {want.name!r} ({want.size} bytes), now {m.name!r} "
-                        f"({m.size} bytes)"))
-                found += 1
-                yield want, self._extract(tf, m, want)
+                        f"entry {i + 1} was {expect.name!r} ({expect.size} bytes), now "
+                        f"{m.name!r} ({m.size} bytes)"))
+                data = self._extract(tf, m, expect)
+                if i in waiting:
+                    held[i] = data
+                if want is not None:
+                    found += 1
+                    yield want, data
         if found != len(planned):
             raise IntegrityError(self._changed(
                 f"it now ends after {found} of the {len(planned)} files listed"))
