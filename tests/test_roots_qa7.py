@@ -313,3 +313,31 @@ def test_commit_to_an_endpoint_that_answers_404_to_everything_names_the_bucket_n
         assert "nosuch-qa7" in text and endpoint in text
     finally:
         srv.shutdown()
+
+
+def test_a_cache_subfolder_this_user_cannot_write_gives_a_config_error(
+        s3_root: str, cache_dir: str) -> None:
+    repo = Repository.open(s3_root, cache_dir=cache_dir)
+    repo.commit("d", [(f"k{i}", {"x": i}) for i in range(100)])
+    repo.pull("d")
+    digest = repo.dataset("d").manifest.shards[0].digest
+    folder = os.path.join(cache_dir, "shards", digest[:2])
+    os.remove(os.path.join(folder, f"{digest}.parquet"))  # to download again, into folder
+    os.chmod(folder, 0o555)
+    try:
+        code = textwrap.dedent(f"""
+            from dload_arrow import Repository
+            from dload_arrow.errors import ConfigError
+            try:
+                sum(1 for _ in Repository.open({s3_root!r}, cache_dir={cache_dir!r})
+                    .dataset("d").samples())
+                print("read")
+            except ConfigError as e:
+                print("ConfigError", {folder!r} in str(e), "cache dir" in str(e))
+        """)
+        r = subprocess.run(_unprivileged([sys.executable, "-c", code]),
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["ConfigError", "True", "True"], r.stdout
+    finally:
+        _writable(cache_dir)

@@ -101,7 +101,7 @@ class Cache(CacheBudget):
         is refused here (ReadContext.cache turns this into a ConfigError naming the setting)
         rather than on the first hold, deep inside a read."""
         subs = [os.path.join(self.dir, sub) for sub in ("shards", "holds", "locks")]
-        for folder in [self.dir, *subs]:
+        for folder in [self.dir, *subs, *_subfolders(subs)]:
             if os.path.isdir(folder) and not os.access(folder, os.W_OK):
                 raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), folder)
         lock = os.path.join(self.dir, "cache.lock")
@@ -271,3 +271,14 @@ def _sha256_file(path: str) -> str:
         while chunk := f.read(4 * 2**20):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _subfolders(folders: list[str]) -> list[str]:
+    """The folders inside ``folders`` (``shards/<aa>``: at most 256 of them)."""
+    out = []
+    for folder in folders:
+        try:
+            out += [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+        except OSError:  # absent, or unreadable (then its own check names it)
+            continue
+    return out
