@@ -50,12 +50,12 @@ def _is_header(block: bytes) -> bool:
     return True
 
 
-def _link_target(linkname: str) -> str | None:
-    """A hard link's target as a normalised entry name (None: one no entry can have)."""
+def _link_target(linkname: str) -> str:
+    """A hard link's target as a normalised entry name ("": one no entry can have)."""
     try:
         return check_entry_name(linkname, "")
     except ValueError:
-        return None
+        return ""
 
 
 class _Tail:
