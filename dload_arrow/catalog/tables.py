@@ -20,7 +20,7 @@ from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import KEY_COLUMN, check_digest, check_name, check_ref
-from dload_arrow.store.refs import read_ref
+from dload_arrow.store.refs import is_log_entry, read_ref
 
 __all__ = ["RAW_SCHEMAS", "Snapshot", "Snapshotter", "list_root", "parent_rows", "raw_table",
            "shard_rows", "version_row"]
@@ -88,7 +88,7 @@ def list_root(storage: Storage) -> dict[str, list[tuple[str, str]]]:
                 found["manifests"].append((name, vid))
         elif kind == "refs" and len(parts) == 4 and _valid(check_ref, parts[3]):
             found["refs"].append((name, parts[3]))
-        elif kind == "log" and len(parts) == 5 and parts[4].endswith(".json"):
+        elif kind == "log" and len(parts) == 5 and is_log_entry(parts[4]):
             found["log"].append((name, obj.path))
     return found
 

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.errors import IntegrityError, shown
+from dload_arrow.errors import IntegrityError, InvalidNameError, shown
 from dload_arrow.store.names import check_digest, check_name
 
 __all__ = ["FORMAT_VERSION", "KEY_INDEX_PARTS_FORMAT", "check_manifest"]
@@ -30,6 +30,7 @@ _FORMATS = (FORMAT_VERSION, KEY_INDEX_PARTS_FORMAT)
 _REQUIRED = ("digest", "bytes", "rows", "row_offset", "footer_offset", "rg_rows",
              "rg_offsets", "rg_bytes")
 _COUNTS = ("rows", "bytes", "row_offset")
+_ROW_GROUPS = ("rg_rows", "rg_offsets", "rg_bytes")
 
 
 def check_manifest(info: Any, table: pa.Table) -> None:
@@ -46,7 +47,7 @@ def check_manifest(info: Any, table: pa.Table) -> None:
     if not isinstance(info.get("schema"), str):
         raise IntegrityError("manifest has no sample schema: corrupt, or not a dload_arrow "
                              "manifest")
-    check_name(info.get("name", ""))
+    _stored_name(info.get("name", ""), "names its dataset")
     _check_table(table)
     for d in table.column("digest").to_pylist():
         check_digest(d, "shard digest in manifest")
@@ -55,8 +56,21 @@ def check_manifest(info: Any, table: pa.Table) -> None:
     if not isinstance(parents, list) or not all(isinstance(p, dict) for p in parents):
         raise IntegrityError(f"manifest parents {parents!r} are not a list of objects")
     for p in parents:
-        check_name(p.get("name", ""))
+        _stored_name(p.get("name", ""), "names a parent dataset")
         check_digest(p.get("version", ""), "parent version in manifest")
+
+
+def _stored_name(name: Any, what: str) -> None:
+    """A dataset name read from a manifest: one no dataset can have is a corrupt or hostile
+    manifest (said so, not as if the user had typed it)."""
+    try:
+        check_name(name)
+    except InvalidNameError:
+        raise InvalidNameError(
+            f"the manifest {what} {shown(name)}, which no dataset can be called: the manifest "
+            "is corrupt or hostile (written outside dload_arrow?) and is refused; remove that "
+            "version, or restore the root from a copy"
+        ) from None
 
 
 def _check_table(table: pa.Table) -> None:
@@ -75,6 +89,15 @@ def _check_table(table: pa.Table) -> None:
     if offsets != [0, *itertools.accumulate(rows)][: len(rows)]:
         raise IntegrityError("manifest row offsets do not add up its shards' row counts: the "
                              "manifest is corrupt")
+    groups = [table.column(c).to_pylist() for c in _ROW_GROUPS]
+    for i, (n, *lists) in enumerate(zip(rows, *groups, strict=True)):
+        if not all(isinstance(g, list) and all(isinstance(x, int) and x >= 0 for x in g)
+                   for g in lists) or len({len(g) for g in lists}) != 1 or sum(lists[0]) != n:
+            raise IntegrityError(
+                f"manifest shard {i}'s row groups ({', '.join(_ROW_GROUPS)}) are not lists of "
+                f"counts >= 0 of one length whose rows add up to its {n} rows: the manifest is "
+                "corrupt"
+            )
 
 
 _PART_INTS = ("bytes", "rows", "footer_offset")

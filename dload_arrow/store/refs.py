@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import json
 import random
+import re
 import socket
 import time
 from dataclasses import dataclass
@@ -20,7 +21,12 @@ from dload_arrow.errors import ConflictError, IntegrityError
 from dload_arrow.storage import Storage
 from dload_arrow.store.names import check_digest, check_name, check_ref
 
-__all__ = ["LogEntry", "RefValue", "delete_ref", "list_refs", "move_ref", "read_log", "read_ref"]
+__all__ = [
+    "LogEntry", "RefValue", "delete_ref", "is_log_entry", "list_refs", "move_ref", "read_log",
+    "read_ref",
+]
+
+_ENTRY = re.compile(r"\d+\.json")
 
 _MAX_TRIES = 64
 
@@ -115,9 +121,16 @@ def move_ref(
     )
 
 
+def is_log_entry(path: str) -> bool:
+    """Whether ``path`` names a log entry (``<seq>.json``); other files in a log folder (a
+    ``.DS_Store``, someone's notes) are not dload's and are passed over."""
+    return _ENTRY.fullmatch(path.rsplit("/", 1)[-1]) is not None
+
+
 def _last_seq(storage: Storage, name: str, ref: str) -> int:
     entries = storage.list(f"datasets/{name}/log/{ref}/")
-    return max((int(o.path.rsplit("/", 1)[-1].split(".")[0]) for o in entries), default=0)
+    return max((int(o.path.rsplit("/", 1)[-1].split(".")[0]) for o in entries
+                if is_log_entry(o.path)), default=0)
 
 
 def delete_ref(storage: Storage, name: str, ref: str) -> None:
@@ -161,6 +174,8 @@ def read_log(storage: Storage, name: str) -> list[LogEntry]:
     prefix = f"datasets/{check_name(name)}/log/"
     out = []
     for obj in storage.list(prefix):
+        if not is_log_entry(obj.path):
+            continue
         try:
             e = json.loads(storage.read(obj.path))
             out.append(LogEntry(
