@@ -58,7 +58,8 @@ class Dataset(VersionFields, PipelineShortcuts):
             return f"{head}, rows={self.num_rows}, {shards}"
         # A view's rows are known only by reading them: shown once counted, never read here
         # (a notebook displaying a view of a remote root would download every shard).
-        text = " AND ".join(f.text for f in getattr(self, "_filters", ()))
+        filters = [f.text for f in getattr(self, "_filters", ())]
+        text = " AND ".join(f"({t})" for t in filters) if len(filters) > 1 else "".join(filters)
         rows = (str(len(self._random_access)) if "_random_access" in self.__dict__
                 else f"? of {self.manifest.num_rows} (len() counts them)")
         return f"{head}, where={text!r}, rows={rows}, {shards}"

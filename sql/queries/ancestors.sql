@@ -5,19 +5,18 @@
 --          num_rows BIGINT (NULL when that version was removed)
 -- Everything a version was made from, nearest first: the rows of the `lineage` view with
 -- direction 'ancestor' for this version, walked from it alone (the view walks from every
--- version). The same rules: a path never revisits a version; each ancestor once, at its
--- smallest depth, with the relation of the edge next to it (a tie: the first by name).
-WITH RECURSIVE up(related_name, related_version, relation, depth, seen) AS (
-    SELECT parent_name, parent_version, relation, 1, [version, parent_version]
+-- version). The same rules: each ancestor once, at its smallest
+-- depth, with the relation of the edge next to it (a tie: the first by name).
+WITH RECURSIVE up(related_name, related_version, relation, depth) AS (
+    SELECT parent_name, parent_version, relation, 1
     FROM dload_raw_parents
     WHERE name = $name AND version = $version
-    UNION ALL
-    SELECT p.parent_name, p.parent_version, p.relation, up.depth + 1,
-           list_append(up.seen, p.parent_version)
+    UNION  -- one row per (version, depth, relation), not per path (lineage.sql)
+    SELECT p.parent_name, p.parent_version, p.relation, up.depth + 1
     FROM up
     JOIN dload_raw_parents AS p
       ON p.name = up.related_name AND p.version = up.related_version
-    WHERE NOT list_contains(up.seen, p.parent_version)
+    WHERE up.depth < (SELECT count(*) FROM dload_raw_parents)  -- (a hostile cycle)
 ), nearest AS (
     SELECT related_name, related_version,
            arg_min(relation, (depth, relation)) AS relation, min(depth)::INTEGER AS depth

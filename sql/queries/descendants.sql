@@ -5,19 +5,18 @@
 --          num_rows BIGINT (NULL when that version was removed)
 -- Everything made from a version (appends and derived datasets), nearest first: the rows
 -- of the `lineage` view with direction 'descendant' for this version, walked down from it
--- alone. The same rules: a path never revisits a version; each descendant once, at its
--- smallest depth, with the relation of the edge next to it (its own parent record).
-WITH RECURSIVE down(related_name, related_version, relation, depth, seen) AS (
-    SELECT name, version, relation, 1, [version, parent_version]
+-- alone. The same rules: each descendant once, at its smallest depth, with the relation of
+-- the edge next to it (its own parent record).
+WITH RECURSIVE down(related_name, related_version, relation, depth) AS (
+    SELECT name, version, relation, 1
     FROM dload_raw_parents
     WHERE parent_name = $name AND parent_version = $version
-    UNION ALL
-    SELECT p.name, p.version, p.relation, down.depth + 1,
-           list_append(down.seen, p.version)
+    UNION  -- one row per (version, depth, relation), not per path (lineage.sql)
+    SELECT p.name, p.version, p.relation, down.depth + 1
     FROM down
     JOIN dload_raw_parents AS p
       ON p.parent_name = down.related_name AND p.parent_version = down.related_version
-    WHERE NOT list_contains(down.seen, p.version)
+    WHERE down.depth < (SELECT count(*) FROM dload_raw_parents)  -- (a hostile cycle)
 ), nearest AS (
     SELECT related_name, related_version,
            arg_min(relation, (depth, relation)) AS relation, min(depth)::INTEGER AS depth
