@@ -8,7 +8,9 @@ Two shapes are accepted, one per stream:
   commit order, as for a table without keys (continuing after an append's stored rows).
 
 Column types are inferred from the first chunk unless ``schema=`` gives them; numpy arrays
-become tensor columns (fixed-size lists with their shape in the field metadata).
+become tensor columns (fixed-size lists with their shape in the field metadata). A struct
+value (a dict) with a field its column's type lacks is refused, as a column the schema lacks
+is: Arrow would drop it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import inferred_type, typed_array
 from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store.cast_check import extra_field_check
 from dload_arrow.store.lossless import check_whole_numbers
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
@@ -146,6 +149,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
         # arrays into a list column (shapes may vary): nested lists, as .tolist() gives
         values = [_native(v).tolist() if isinstance(v, np.ndarray) else v for v in values]
     check_whole_numbers(rows, field, values)
+    _refuse_extra_fields(rows, field, values)
     try:
         return typed_array(values, field.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError) as e:
@@ -160,6 +164,20 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
                 ) from e
         raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
 
+
+def _refuse_extra_fields(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
+    """Refuse a struct value with a field ``field``'s type lacks, naming key and path."""
+    extra = extra_field_check(field.type)
+    if extra is None or extra(values) is None:
+        return  # no struct in the type (no dict keys to look at), or no field it lacks
+    for (key, _), v in zip(rows, values, strict=True):
+        if (path := extra([v])) is not None:
+            raise SchemaError(
+                f"sample {key!r}, column {field.name!r}: field {field.name + path!r} is not in "
+                f"the column's type {field.type} (from schema=, or inferred from the first "
+                "samples), and would be lost; add the field to that type in schema= (samples "
+                "without it hold null), or drop it from the sample"
+            )
 
 
 def _key_of(k: Any, n: int, where: str) -> str:

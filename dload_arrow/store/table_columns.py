@@ -2,6 +2,11 @@
 
 - String and binary *views* become plain strings and binary: Parquet stores them so anyway,
   and compute kernels such as ``take`` and ``filter`` refuse views.
+- Large strings, binary and lists (what polars and pandas hand over) become plain ones, inside
+  lists, structs, maps and dictionaries too, so the same rows give the same version id (and
+  share shards) whichever library held them. A column with more than 2 GiB of values in one
+  batch, which 32-bit offsets cannot address, keeps its large type. A dataset stored with large
+  types (by ``schema=``, or before this rule) keeps them: an append is cast to its types.
 - Dictionary columns of non-string values are decoded: Arrow cannot read them back from
   Parquet (``Unsupported cast from int64 to dictionary``); string dictionaries (pandas and
   polars categoricals) stay, Parquet keeps them as dictionaries.
@@ -28,7 +33,9 @@ from dload_arrow.errors import SchemaError, shown
 
 __all__ = ["flat_tensor", "pandas_table", "storable"]
 
-_VIEWS = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+_PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
+          pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
+_WIDE = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
 _POLARS_META = b"_PL_"  # polars' own field metadata: enum values, categorical ordering
 
 
@@ -65,14 +72,45 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     if meta and any(k.startswith(_POLARS_META) for k in meta):
         kept = {k: v for k, v in meta.items() if not k.startswith(_POLARS_META)}
         field = field.with_metadata(kept) if kept else field.remove_metadata()
-    plain = _VIEWS.get(col.type)
-    if plain is not None:
-        return field.with_type(plain), col.cast(plain)
     t = col.type
     if pa.types.is_dictionary(t) and not (
             pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
-        return field.with_type(t.value_type), col.cast(t.value_type)
-    return field, col
+        t = t.value_type
+    plain = _plain(t)
+    if plain == col.type:
+        return field, col
+    try:
+        return field.with_type(plain), col.cast(plain)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        # over 2 GiB of values in one batch: only 64-bit offsets address them
+        wide = _plain(t, wide=True)
+        return (field, col) if wide == col.type else (field.with_type(wide), col.cast(wide))
+
+
+def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
+    """``t`` with its view and large string, binary and list types plain, at every depth
+    (``wide``: its views as large types, the large ones kept)."""
+    leaf = (_WIDE if wide else _PLAIN).get(t)
+    if leaf is not None:
+        return leaf
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)
+            or pa.types.is_large_list_view(t)):
+        large = wide and (pa.types.is_large_list(t) or pa.types.is_large_list_view(t))
+        return (pa.large_list if large else pa.list_)(_plain_field(t.value_field, wide))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(_plain_field(t.value_field, wide), t.list_size)
+    if pa.types.is_struct(t):
+        return pa.struct([_plain_field(f, wide) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_plain_field(t.key_field, wide), _plain_field(t.item_field, wide),
+                       t.keys_sorted)
+    if pa.types.is_dictionary(t):
+        return pa.dictionary(t.index_type, _plain(t.value_type, wide), t.ordered)
+    return t
+
+
+def _plain_field(f: pa.Field, wide: bool) -> pa.Field:
+    return f.with_type(_plain(f.type, wide))
 
 
 def _missing(v: Any) -> bool:
