@@ -252,7 +252,7 @@ def cache_status(root: str | None, cache_dir: str | None, cache_budget: str | No
     Example:
       dload cache status --json
     """
-    result = _as_dict(open_repo(root, cache_dir, cache_budget).cache_status())
+    result = _as_dict(open_repo(root, cache_dir, cache_budget, must_exist=False).cache_status())
     emit(result, as_json, lambda: cache_text(result))
 
 

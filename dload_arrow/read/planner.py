@@ -102,6 +102,11 @@ class ReadPlan:
         elif self.window_shards > 1:
             least = self.consumers * self.max_shard_bytes
             fixes.append(f"lower prefetch (prefetch=0 needs {fmt_budget(least)})")
+        if not self.full_shuffle and self.consumers > 1:
+            fixes.append(f"run fewer consumers on this machine (now {self.consumers}: "
+                         "DataLoader workers x local ranks)")
+        if not self.full_shuffle:
+            fixes.append("commit with a smaller shard_size")
         if disk_short(self.resident_bytes, self.cached_bytes, self.budget_bytes,
                        self.budget_setting_bytes, self.free_disk_bytes):
             fixes.append(f"free disk space under {self.cache_dir} or point cache_dir at a "
@@ -224,13 +229,15 @@ class PlanReport:
         if consumers > 1:
             fixes.append(f"run fewer consumers on this machine (now {consumers}: DataLoader "
                          "workers x local ranks)")
-        if any(p.window_shards > 1 for p in self.plans):
+        streamed = [p for p in self.plans if not p.full_shuffle]  # a full shuffle holds all
+        if any(p.window_shards > 1 for p in streamed):
             fixes.append("lower prefetch (prefetch=0 keeps one shard per consumer)")
         if disk_short(self.resident_bytes, self.cached_bytes, self.budget_bytes,
                        self.budget_setting_bytes, self.free_disk_bytes):
             fixes.append("free disk space under the cache dir or point cache_dir at a bigger "
                          "disk")
-        fixes.append("commit with a smaller shard_size")
+        if streamed:
+            fixes.append("commit with a smaller shard_size")
         return fixes
 
     def check(self) -> PlanReport:

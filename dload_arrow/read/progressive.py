@@ -64,12 +64,21 @@ class PartialShard:
                         # Parquet takes the file's size when opened: reopen as it grows.
                         self.close()
                         try:
-                            self._pf = pq.ParquetFile(pa.OSFile(path), metadata=self._meta())
+                            # pages checked against their CRCs: these bytes are not yet
+                            # hashed, and a bad one must not reach the consumer
+                            self._pf = pq.ParquetFile(pa.OSFile(path), metadata=self._meta(),
+                                                      page_checksum_verification=True)
                         except FileNotFoundError:
                             self.fetcher.get(0)
                             return None
                         self._opened = size
-                    return self._pf.read_row_group(rg, columns=columns)
+                    try:
+                        return self._pf.read_row_group(rg, columns=columns)
+                    except OSError as e:  # a page fails its CRC: the whole download's
+                        if e.errno is not None:  # sha256 decides (the fetcher raises the
+                            raise  # IntegrityError); if it passes, read the verified file
+                        self.fetcher.get(0)
+                        return None
             time.sleep(_POLL)
 
     def _meta(self) -> pq.FileMetaData:

@@ -158,25 +158,32 @@ class RowGroupReader:
             except (OSError, pa.ArrowInvalid):  # the cached copy went bad: read from the root
                 corrupt_shard(self.ctx, ref.digest, dataset, "unreadable", hold.path)
         local = self.ctx.storage.local_path(path)
+        if local is not None:
+            with open_shard(self.ctx, local, ref.digest, dataset, verify=True) as pf:
+                return self._decode(pf, ref, rg, columns, dataset)
+        start = ref.rg_offsets[rg]
         try:
-            if local is not None:
-                with open_shard(self.ctx, local, ref.digest, dataset, verify=True) as pf:
-                    return pf.read_row_group(rg, columns=columns)
-            start = ref.rg_offsets[rg]
-            try:
-                segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])
-                meta = self.metadata(ref)
-            except NotFoundError as e:  # removed and collected, or deleted outside dload
-                raise missing_shard(self.ctx.storage, ref.digest, dataset) from e
-            f = RangeFile(self.ctx.storage, path, ref.nbytes, {start: segment})
-            pf = pq.ParquetFile(f, metadata=meta, pre_buffer=False,
-                                page_checksum_verification=True)
+            segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])
+            meta = self.metadata(ref)
+        except NotFoundError as e:  # removed and collected, or deleted outside dload
+            raise missing_shard(self.ctx.storage, ref.digest, dataset) from e
+        f = RangeFile(self.ctx.storage, path, ref.nbytes, {start: segment})
+        pf = pq.ParquetFile(f, metadata=meta, pre_buffer=False, page_checksum_verification=True)
+        return self._decode(pf, ref, rg, columns, dataset)
+
+    def _decode(self, pf: pq.ParquetFile, ref: ShardRef, rg: int, columns: list[str] | None,
+                dataset: str) -> pa.Table:
+        """Row group ``rg`` of ``pf``; bytes that do not decode (a page failing its CRC, a
+        garbled page header) are an IntegrityError naming the shard, not Arrow's own error."""
+        try:
             return pf.read_row_group(rg, columns=columns)
-        except OSError as e:
-            if "CRC" not in str(e) and "checksum" not in str(e):
-                raise
-            raise corrupt_shard(self.ctx, ref.digest, dataset,
-                                f"row group {rg} fails its page checksum") from e
+        except (OSError, pa.ArrowInvalid) as e:
+            if isinstance(e, OSError) and e.errno is not None:
+                raise  # the system's (a disk's) error, not the shard's bytes
+            text = " ".join(str(e).split())
+            what = ("fails its page checksum" if "CRC" in text or "checksum" in text
+                    else f"does not decode: {text}")
+            raise corrupt_shard(self.ctx, ref.digest, dataset, f"row group {rg} {what}") from e
 
     def metadata(self, ref: ShardRef) -> pq.FileMetaData:
         """The parsed footer of ``ref``: memory, then the footer cache, then one ranged read."""
