@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -166,8 +167,17 @@ def recipe(spec: str, root: str | None, cache_dir: str | None, cache_budget: str
     m = repo.manifest(name, version)
     if m.recipe is None and not as_json:
         raise NotFoundError(f"{name}@{m.version[:12]} has no recipe; commit with --recipe FILE")
+    # verbatim into a file or a pipe (`> make.py` gives back the text committed: no newline
+    # added, and color=True keeps escape characters click would strip); on a terminal a last
+    # newline is added so the prompt starts on a line of its own
     emit({"name": name, "version": m.version, "recipe": m.recipe}, as_json,
-         lambda: click.echo(m.recipe, nl=not str(m.recipe).endswith("\n")))
+         lambda: click.echo(m.recipe, color=True,
+                            nl=_on_terminal() and not str(m.recipe).endswith("\n")))
+
+
+def _on_terminal() -> bool:
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(isatty and isatty())
 
 
 @click.command()

@@ -191,16 +191,31 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
             shown = ", ".join(report["ignored"][:5])
             click.echo(f"not read: {len(report['ignored'])} files that are not tables ({shown}"
                        f"{', ...' if len(report['ignored']) > 5 else ''})", err=True)
-        skipped = report.get("skipped", [])
-        for s in skipped[:5]:
-            click.echo(f"skipped {s['name']}: {s['reason']}", err=True)
-        if len(skipped) > 5:
-            click.echo(f"... and {len(skipped) - 5} more skipped (all of them: --json)", err=True)
+        for line in _skipped_lines(report.get("skipped", [])):
+            click.echo(line, err=True)
         for line in report.get("unused_globs", []):
             click.echo(f"warning: {line}", err=True)
         click.echo(v.version)
 
     emit(out, as_json, text)
+
+
+def _skipped_lines(skipped: list[dict[str, str]]) -> list[str]:
+    """One line per skip reason: how many, a few names, and the fix once (the ingest report's
+    wording: ``skipped 2 encrypted entries (a.txt, b.txt): recreate the zip without a
+    password``); then where every name is, when some were left out."""
+    from dload_arrow.ingest import IngestReport
+
+    by_reason: dict[str, list[tuple[str, str]]] = {}
+    for s in skipped:
+        by_reason.setdefault(s["reason"], []).append((s["name"], s["reason"]))
+    lines = [
+        "skipped " + IngestReport(skipped=group).skipped_text().removeprefix(
+            f"{len(group)} skipped: ")
+        for group in by_reason.values()]
+    if any(len(group) > 3 for group in by_reason.values()):  # skipped_text names 3 a reason
+        lines.append(f"(the names of all {len(skipped)} skipped: --json)")
+    return lines
 
 
 def _read_recipe(path: str) -> str:

@@ -8,12 +8,15 @@ version). A bare second argument after ``NAME@V1`` is first tried as a version o
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 import click
 
 from dload_arrow.cli.output import emit, json_option, open_repo, parse_spec, root_options
 from dload_arrow.errors import DloadError, NotFoundError
+from dload_arrow.repository.missing import unknown_dataset
+from dload_arrow.storage import redact_url
 from dload_arrow.store.names import KEY_COLUMN, shard_path
 
 __all__ = ["COMMANDS", "diff"]
@@ -30,6 +33,11 @@ def _shard_keys(repo: Any, digest: str) -> set[str]:
         return set(pf.read(columns=[KEY_COLUMN]).column(0).to_pylist())
 
 
+def _could_be_id(spec: str) -> bool:
+    """Whether ``spec`` has the form of a version id or id prefix (4 to 64 hex digits)."""
+    return 4 <= len(spec) <= 64 and all(c in string.hexdigits for c in spec)
+
+
 def _resolve(repo: Any, spec: str, other: str | None) -> tuple[str, str | None]:
     """``(name, version)`` of one argument; ``other`` is the other argument's name, if it
     gave one (``NAME@...``)."""
@@ -41,8 +49,12 @@ def _resolve(repo: Any, spec: str, other: str | None) -> tuple[str, str | None]:
             return other, spec
         except DloadError:
             pass
-    if spec in repo.datasets():
+    names = repo.datasets()
+    if spec in names:
         return spec, None
+    if not _could_be_id(spec):  # only a dataset name: say so, with the closest names
+        raise NotFoundError(unknown_dataset(spec, names, redact_url(repo.storage.url))
+                            + " A tag needs its dataset: NAME@TAG.")
     try:
         name, vid = repo.find_version(spec)
         return str(name), str(vid)

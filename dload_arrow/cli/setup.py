@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -69,7 +70,10 @@ def _check_budget(value: str) -> str:
 @json_option
 def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
          cache_budget: str | None, endpoint_url: str | None, as_json: bool) -> None:
-    """Write settings to the user config or to ./dload.toml (keeps other keys).
+    """Write settings to the user config or to ./dload.toml.
+
+    Only the keys given change: the file's other lines and comments are kept as they are.
+    A file holding a key dload does not read is refused, naming the key.
 
     A relative --root or --cache-dir is stored as given in ./dload.toml, where it is read
     relative to the directory holding the file (the same from every subdirectory), and made
@@ -84,26 +88,96 @@ def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
                                "(run init twice to write both)")
     scope = "project" if project else "user"
     path = user_config_path() if scope == "user" else Path.cwd() / "dload.toml"
-    current: dict[str, Any] = {}
-    if path.is_file():
-        try:
-            current = tomllib.loads(path.read_text())
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise ConfigError(f"cannot read {path}: {e}; fix or delete it") from e
     given = {"root": root, "cache_dir": cache_dir, "cache_budget": cache_budget,
              "endpoint_url": endpoint_url}
     if cache_budget is not None:
         _check_budget(cache_budget)
     if scope == "user":
         given["root"], given["cache_dir"] = _absolute(root), _absolute(cache_dir)
-    current.update({k: v for k, v in given.items() if v is not None})
-    lines = [f"# dload settings ({scope}); keys: {', '.join(KEYS)}"]
-    lines += [f"{k} = {json.dumps(str(current[k]))}" for k in KEYS if k in current]
+    updates = {k: str(v) for k, v in given.items() if v is not None}
+    old = _read_config(path)
+    text = _set_keys(path, old, updates) if old is not None else "".join(
+        [f"# dload settings ({scope}); keys: {', '.join(KEYS)}\n"]
+        + [f"{k} = {_toml_string(v)}\n" for k, v in updates.items()])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
-    shown = {k: redact_url(str(v)) for k, v in current.items()}
-    emit({"path": str(path), "settings": shown}, as_json,
-         lambda: click.echo(f"wrote {path}: " + ", ".join(f"{k}={v}" for k, v in shown.items())))
+    if text != old:
+        path.write_text(text, encoding="utf-8", newline="")
+    # what the file holds now, read back: the report never lists a key the file lacks
+    held = {k: redact_url(str(v)) for k, v in tomllib.loads(text).items()}
+    kept = {k: v for k, v in held.items() if k not in updates}
+
+    def said() -> None:
+        parts = [f"{what} " + ", ".join(f"{k}={v}" for k, v in items.items())
+                 for what, items in (("set", {k: held[k] for k in updates}), ("kept", kept))
+                 if items]
+        click.echo(f"wrote {path}: " + ("; ".join(parts) or "no settings (give --root, "
+                   "--cache-dir, --cache-budget or --endpoint-url)"))
+
+    emit({"path": str(path), "settings": held, "set": list(updates)}, as_json, said)
+
+
+def _read_config(path: Path) -> str | None:
+    """The text of the config file ``path`` (None: there is none), refused when it holds a key
+    dload does not read: every command refuses such a file, so writing to it fixes nothing."""
+    if not path.is_file():
+        return None
+    try:
+        with open(path, encoding="utf-8", newline="") as f:  # newline="": keep \r\n as is
+            text = f.read()
+        current = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"cannot read {path}: {e}; fix or delete it") from e
+    unknown = sorted(set(current) - set(KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{path} holds keys dload does not read: {', '.join(unknown)} (known keys: "
+            f"{', '.join(KEYS)}); every dload command refuses the file while they are there. "
+            "Nothing was written: remove those keys (keep notes as # comments), then run "
+            "init again")
+    return text
+
+
+def _toml_string(value: str) -> str:
+    """``value`` as a TOML basic string (JSON's escapes are TOML's; DEL must be escaped too,
+    and a character beyond the BMP written as itself, not as JSON's surrogate pair)."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+# `key = value  # comment` on one line; the value a one-line string or a bare word / number
+_VALUE = r"(?P<value>\"(?:[^\"\\]|\\.)*\"|'[^']*'|[^\s#\"']+)(?P<tail>[ \t]*(?:#.*)?)"
+
+
+def _set_keys(path: Path, text: str, updates: dict[str, str]) -> str:
+    """``text`` with each key of ``updates`` set: the value on its line replaced (the line's
+    comment kept) or a line added at the end; every other line and comment stays as it is."""
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", text)  # not splitlines: TOML breaks only at \n
+    eol = "\r\n" if "\r\n" in text else "\n"
+    for key, value in updates.items():
+        head = re.compile(rf"[ \t]*(?:{key}|\"{key}\"|'{key}')[ \t]*=[ \t]*")
+        for i, line in enumerate(lines):
+            body = line.rstrip("\r\n")
+            start = head.match(body)
+            if start is None:
+                continue
+            rest = re.fullmatch(_VALUE, body[start.end():])
+            tail = rest["tail"] if rest else ""  # else an odd value: the line is replaced
+            lines[i] = f"{start.group()}{_toml_string(value)}{tail}{line[len(body):]}"
+            break
+        else:
+            if lines and not lines[-1].endswith("\n"):
+                lines[-1] += eol
+            lines.append(f"{key} = {_toml_string(value)}{eol}")
+    out = "".join(lines)
+    try:
+        ok = tomllib.loads(out) == {**tomllib.loads(text), **updates}
+    except tomllib.TOMLDecodeError:
+        ok = False
+    if not ok:  # a value spanning lines, a table of a known key: not edited blindly
+        raise ConfigError(
+            f"cannot set {', '.join(updates)} in {path} in place (a value there spans lines "
+            "or is not a plain `key = value`); nothing was written: edit the file by hand "
+            "or delete it and run init again")
+    return out
 
 
 def _credentials(root: str) -> dict[str, Any]:
