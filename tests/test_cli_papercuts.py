@@ -37,7 +37,7 @@ def _folder(base: Path, n: int = 6) -> Path:
 READ_ONLY = [
     ["ls"], ["info", "x"], ["versions", "x"], ["recipe", "x"], ["log", "x"], ["head", "x"],
     ["diff", "x@a", "x@b"], ["sql", "select 1"], ["pull", "x"], ["verify", "x"],
-    ["export", "x", "k", "--to", "out"], ["cache", "status"], ["gc"], ["tag", "x", "v1"],
+    ["export", "x", "k", "--to", "out"], ["gc"], ["tag", "x", "v1"],
     ["pin", "x"], ["rm", "x", "--yes"],
 ]
 

@@ -35,6 +35,7 @@ def test_cache_status_needs_no_root(tmp_path: Path, capsys: pytest.CaptureFixtur
     missing = str(tmp_path / "no-root")
     r = run("cache", "status", "--root", missing, "--cache-dir", str(tmp_path / "c"), "--json")
     assert r.json["used_bytes"] == 0 and r.json["datasets"] == []
+    assert r.err.startswith(f"warning: root {missing} (from --root) does not exist")  # a typo?
     assert not Path(missing).exists()  # nothing made for it
 
 

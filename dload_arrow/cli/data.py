@@ -16,6 +16,7 @@ from dload_arrow.cli.output import (
     print_table,
     progress_enabled,
     root_options,
+    root_problem,
 )
 from dload_arrow.errors import IntegrityError, NotFoundError, UnsafePathError
 from dload_arrow.sizes import format_bytes
@@ -252,7 +253,12 @@ def cache_status(root: str | None, cache_dir: str | None, cache_budget: str | No
     Example:
       dload cache status --json
     """
-    result = _as_dict(open_repo(root, cache_dir, cache_budget, must_exist=False).cache_status())
+    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    problem = root_problem(repo)  # the cache serves the machine: shown all the same
+    if problem is not None:
+        click.echo(f"warning: {str(problem).split(';')[0]}: no dataset is shown as cached",
+                   err=True)
+    result = _as_dict(repo.cache_status())
     emit(result, as_json, lambda: cache_text(result))
 
 
