@@ -8,7 +8,9 @@ The rules (also in docs/DESIGN.md, "Ingestion and the CLI"):
   and DuckDB's ``json_extract`` or ``json.loads`` reads it back;
 - ``.cls``, ``.idx``, ``.index``, ``.label`` -> ``int64`` (the webdataset convention);
 - ``.npy`` -> a tensor: fixed-size list of the array's dtype with the shape in the field
-  metadata (every sample of the column must have the first sample's shape and dtype);
+  metadata (every sample of the column must have the first sample's shape and dtype). Numbers
+  and booleans only: an empty array (a 0 in its shape), text or bytes (``<U``, ``|S``),
+  datetime64/timedelta64, complex and structured dtypes are refused, naming the file;
 - everything else (images, audio, video, ``.bin``, ...) -> ``binary``, the file's bytes.
 """
 
@@ -72,9 +74,40 @@ def _load_npy(data: bytes, where: str) -> np.ndarray:
     return arr
 
 
+def _refuse_untensored(arr: np.ndarray, where: str) -> None:
+    """Refuse what a tensor column cannot hold and give back as the same ``.npy``."""
+    kind = arr.dtype.kind
+    if kind in "US":
+        what, fix = ("text", "a .txt or .json file") if kind == "U" else ("bytes", "a .bin file")
+        raise SchemaError(
+            f"{where}: a .npy of {what} (dtype {arr.dtype}) is not stored: tensors hold numbers "
+            f"and booleans; store each sample's {what} as {fix} instead"
+        )
+    if kind in "mM":  # Arrow has timestamps, but no tensor of them that reads back as .npy
+        raise SchemaError(
+            f"{where}: dtype {arr.dtype} has no Arrow tensor type; save the array as integers "
+            "(arr.view('int64'), the count of its unit since 1970) or as text in a .json file"
+        )
+    if arr.size == 0:  # a fixed-size list of size 0 is not storable (Arrow divides by it)
+        raise SchemaError(
+            f"{where}: the .npy array of shape {arr.shape} holds no element, and a tensor "
+            "column of zero-size tensors cannot be stored; drop the file, or save a non-empty "
+            "array"
+        )
+
+
+def _arrow_type(dtype: np.dtype) -> pa.DataType | None:
+    try:
+        return pa.from_numpy_dtype(dtype)
+    except (pa.ArrowNotImplementedError, TypeError):
+        return None  # complex, structured: not the column's type, whatever it is
+
+
 def npy_field(column: str, data: bytes, where: str) -> pa.Field:
-    """The tensor field for ``column`` from one sample's ``.npy`` bytes."""
+    """The tensor field for ``column`` from one sample's ``.npy`` bytes (SchemaError for what
+    a tensor cannot hold: see the module docstring)."""
     arr = _load_npy(data, where)
+    _refuse_untensored(arr, where)
     size = int(np.prod(arr.shape)) if arr.ndim else 1
     try:
         typ = pa.list_(pa.from_numpy_dtype(arr.dtype), size)
@@ -120,7 +153,7 @@ def decode_value(field: pa.Field, data: bytes, where: str) -> Any:
     if kind == "npy":
         arr = _load_npy(data, where)
         shape = json.loads((field.metadata or {})[SHAPE_META])
-        if list(arr.shape) != shape or pa.from_numpy_dtype(arr.dtype) != field.type.value_type:
+        if list(arr.shape) != shape or _arrow_type(arr.dtype) != field.type.value_type:
             raise SchemaError(
                 f"{where}: array of shape {list(arr.shape)} and dtype {arr.dtype} does not match "
                 f"the column's shape {shape} and type {field.type.value_type}; every sample of "

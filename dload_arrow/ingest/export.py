@@ -22,6 +22,17 @@ from dload_arrow.store.rows import field_shape
 __all__ = ["write_sample_files"]
 
 
+def _npy_dtype(t: pa.DataType) -> Any:
+    """The numpy dtype a tensor of ``t`` is saved with: text and bytes (tensors committed
+    from a .npy before such files were refused) as unicode and bytes, not objects, which
+    np.save cannot write without pickle."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return np.str_
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return np.bytes_
+    return t.to_pandas_dtype()
+
+
 def _encode(value: Any, field: pa.Field | None) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
@@ -30,9 +41,8 @@ def _encode(value: Any, field: pa.Field | None) -> bytes:
     shape = field_shape(field) if field is not None else None
     if isinstance(value, np.ndarray) or shape is not None:
         arr = np.asarray(value)
-        if shape is not None:
-            dtype = field.type.value_type.to_pandas_dtype() if field is not None else None
-            arr = arr.astype(dtype, copy=False).reshape(shape)
+        if shape is not None and field is not None:
+            arr = arr.astype(_npy_dtype(field.type.value_type), copy=False).reshape(shape)
         import io
 
         buf = io.BytesIO()

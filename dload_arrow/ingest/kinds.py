@@ -10,11 +10,13 @@ by its extension. Tables are recognised by extension (``.parquet``, ``.csv``, ``
 
 from __future__ import annotations
 
-from dload_arrow.errors import ConfigError, IntegrityError
+import shlex
+
+from dload_arrow.errors import ConfigError, IntegrityError, SchemaError
 from dload_arrow.ingest.location import open_binary
 
-__all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "file_kind", "sniff_archive",
-           "table_format", "table_kind", "wrong_as"]
+__all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "file_kind", "mixed_formats",
+           "sniff_archive", "table_format", "table_kind", "wrong_as"]
 
 TABLE_FORMATS = {
     ".parquet": "parquet",
@@ -119,4 +121,20 @@ def wrong_as(location: str, what: str, asked: str, fits: str, detail: str = "") 
     return ConfigError(
         f"{location!r} is {what}, not {asked}{detail}: read it with --as {fits}, or drop --as "
         f"to detect it (in Python: {_PYTHON[fits]})"
+    )
+
+
+def mixed_formats(path: str, files: list[str]) -> SchemaError:
+    """The error of a folder holding more than one table format, with the ways out."""
+    exts = sorted({next(e for e in TABLE_FORMATS if f.lower().endswith(e)) for f in files})
+    counts = ", ".join(f"{sum(f.lower().endswith(e) for f in files)} {e}" for e in exts)
+    first, *rest = exts
+    where = shlex.quote(path)
+    return SchemaError(
+        f"{path!r} mixes table formats ({counts} files), and one commit reads one format (CSV, "
+        "JSON Lines and Parquet type their columns differently): convert the files to one "
+        "format, or commit one format and append the others: "
+        f"`dload commit NAME --from {where} --include '*{first}'`, then "
+        + ", ".join(f"`dload append NAME --from {where} --include '*{e}'`" for e in rest)
+        + " (with the same --key-column, if any)"
     )

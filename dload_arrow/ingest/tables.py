@@ -6,6 +6,11 @@ missing from some files is null there, and a column whose type widens between fi
 then double, null then string) takes the wider type. Types that cannot be combined (int64 in
 one file, string in another) raise SchemaError naming the file and the column.
 
+CSV and JSON Lines text is typed by pyarrow's inference with the rules of
+:mod:`dload_arrow.ingest.table_text` (only an empty CSV cell is missing, keys are text as
+written, a column without values is text, integers that float64 would round are refused). A
+folder holds one format: CSV and JSON Lines infer types differently, so a mix is refused.
+
 In a folder, the markers that Spark, Hive and dbt write beside their tables (``_SUCCESS``,
 ``_committed_*``, any ``_`` or ``.`` file or directory, ``*.crc``) and README/LICENSE files
 are not read; :func:`table_listing` reports them.
@@ -22,8 +27,9 @@ import pyarrow as pa
 
 from dload_arrow.errors import DloadError, NotFoundError, SchemaError
 from dload_arrow.ingest.globs import Globs
-from dload_arrow.ingest.kinds import TABLE_FORMATS, file_kind, table_format, wrong_as
+from dload_arrow.ingest.kinds import TABLE_FORMATS, file_kind, mixed_formats, table_format, wrong_as
 from dload_arrow.ingest.location import is_remote, open_binary
+from dload_arrow.ingest.table_text import checked_batches, csv_convert, fill_empty_text, text_nulls
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
 
@@ -95,15 +101,9 @@ def _csv_options(size: int) -> Any:
     return pcsv.ReadOptions(block_size=max(1 << 20, min(size + 1, CSV_INFER_BYTES)))
 
 
-def _csv_text(text_columns: Sequence[str]) -> Any:
-    """CSV conversion that keeps ``text_columns`` as written (``007`` stays ``'007'``)."""
-    import pyarrow.csv as pcsv
-
-    return pcsv.ConvertOptions(column_types={c: pa.string() for c in text_columns})
-
-
 def _file_batches(path: str, fmt: str, endpoint_url: str | None,
-                  text_columns: Sequence[str] = ()) -> Iterator[pa.RecordBatch]:
+                  text_columns: Sequence[str] = (), key: str | None = None
+                  ) -> Iterator[pa.RecordBatch]:
     f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with f:
         if fmt == "parquet":
@@ -113,16 +113,19 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
-            yield from pcsv.open_csv(f, read_options=_csv_options(size),
-                                     convert_options=_csv_text(text_columns))
+            options = _csv_options(size)
+            reader = pcsv.open_csv(f, read_options=options,
+                                   convert_options=csv_convert(text_columns, key))
+            yield from checked_batches(reader, path, fmt, endpoint_url, options, key)
         else:
             import pyarrow.json as pjson
 
-            yield from pjson.read_json(f).to_batches()
+            batches = pjson.read_json(f).to_batches()
+            yield from checked_batches(iter(batches), path, fmt, endpoint_url)
 
 
 def _file_schema(path: str, fmt: str, endpoint_url: str | None,
-                 text_columns: Sequence[str] = ()) -> pa.Schema:
+                 text_columns: Sequence[str] = (), key: str | None = None) -> pa.Schema:
     f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with f:
         if fmt == "parquet":
@@ -133,7 +136,7 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
             import pyarrow.csv as pcsv
 
             schema = pcsv.open_csv(f, read_options=_csv_options(size),
-                                   convert_options=_csv_text(text_columns)).schema
+                                   convert_options=csv_convert(text_columns, key)).schema
         else:
             import pyarrow.json as pjson
 
@@ -154,13 +157,13 @@ def _read_error(path: str, fmt: str, e: Exception) -> SchemaError:
 
 
 def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | None,
-           text_columns: Sequence[str] = ()) -> pa.Schema:
+           text_columns: Sequence[str] = (), key: str | None = None) -> pa.Schema:
     """The schema every file fits: columns of all files, types widened where they differ."""
     schema = first
     everywhere = set(first.names)
     for f in files[1:]:
         try:
-            other = _file_schema(f, fmt, endpoint_url, text_columns)
+            other = _file_schema(f, fmt, endpoint_url, text_columns, key)
         except (pa.ArrowInvalid, OSError) as e:
             raise _read_error(f, fmt, e) from e
         everywhere &= set(other.names)
@@ -182,7 +185,8 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
 
 def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
                exclude: Sequence[str] = (), endpoint_url: str | None = None,
-               text_columns: Sequence[str] = ()) -> pa.RecordBatchReader:
+               text_columns: Sequence[str] = (), key: str | None = None
+               ) -> pa.RecordBatchReader:
     """A RecordBatchReader over a table file or folder of them (see the module docstring).
 
     Args:
@@ -195,6 +199,9 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         endpoint_url: S3 endpoint for remote files.
         text_columns: CSV columns read as text, not inferred (an append into a dataset that
             stores them as text: ``007`` would be read as the number 7, then stored "7").
+        key: the key column that ``repo.commit`` will be given (``key=``): a CSV reads it as
+            text, as written (``007`` stays ``'007'``; an empty cell is refused). A
+            ``__key__`` column is always read so.
     """
     path = os.fspath(path)
     globs = Globs(include, exclude)
@@ -204,12 +211,9 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     globs.warn_unused(path)
     formats = {table_format(f) for f in files}
     if len(formats) > 1:
-        raise SchemaError(
-            f"{path!r} mixes table formats {sorted(str(f) for f in formats)}; commit each "
-            "format separately"
-        )
+        raise mixed_formats(path, files)
     fmt = str(formats.pop())
-    first_iter = _file_batches(files[0], fmt, endpoint_url, text_columns)
+    first_iter = _file_batches(files[0], fmt, endpoint_url, text_columns, key)
     try:
         first = next(first_iter)
     except StopIteration:
@@ -218,18 +222,20 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         raise _read_error(files[0], fmt, e) from e
     schema = first.schema.remove_metadata()
     if len(files) > 1:
-        schema = _unify(schema, files, fmt, endpoint_url, text_columns)
+        schema = _unify(schema, files, fmt, endpoint_url, text_columns, key)
+    if fmt != "parquet":
+        schema = text_nulls(schema)  # a column without values: text that appends can fill
 
     def batches() -> Iterator[pa.RecordBatch]:
-        yield _conform(first, schema, files[0])
+        yield _conform(first, schema, files[0], fmt)
         yield from _rest(first_iter, files[0])
         for f in files[1:]:
-            yield from _rest(_file_batches(f, fmt, endpoint_url, text_columns), f)
+            yield from _rest(_file_batches(f, fmt, endpoint_url, text_columns, key), f)
 
     def _rest(it: Iterator[pa.RecordBatch], f: str) -> Iterator[pa.RecordBatch]:
         try:
             for b in it:
-                yield _conform(b, schema, f)
+                yield _conform(b, schema, f, fmt)
         except (pa.ArrowInvalid, OSError) as e:
             raise _read_error(f, fmt, e) from e
 
@@ -263,9 +269,12 @@ def _no_tables(path: str, globs: Globs, endpoint_url: str | None) -> DloadError:
     )
 
 
-def _conform(batch: pa.RecordBatch, schema: pa.Schema, where: str) -> pa.RecordBatch:
+def _conform(batch: pa.RecordBatch, schema: pa.Schema, where: str, fmt: str
+             ) -> pa.RecordBatch:
     """``batch`` in ``schema``: columns in its order, missing ones null, types widened."""
     batch = batch.replace_schema_metadata(None)
+    if fmt == "csv":
+        batch = fill_empty_text(batch, schema)
     if batch.schema.equals(schema):
         return batch
     try:

@@ -1,0 +1,177 @@
+"""How the text of CSV and JSON Lines tables becomes typed columns (Parquet has its types).
+
+Column types are pyarrow's inference, with these rules on top, so that no value changes
+silently:
+
+- CSV: only an empty cell is a missing value: null in a number, boolean or date/time column,
+  the empty string in a text column. Any other cell is read as written: ``nan``/``NaN`` in a
+  float column is NaN, and a column holding ``NA``, ``N/A`` or ``NULL`` beside numbers is text.
+- CSV: the key column (``key=``, ``--key-column``) and ``__key__`` are text as written
+  (``007`` stays ``'007'``), as are the columns an append's dataset stores as text.
+- A column without a value in any row is text (CSV: empty strings; JSON Lines: nulls), which
+  later files and appends can fill; where another file gives it a type, it takes that type.
+- An integer that float64 cannot hold exactly (beyond 2**53: ``9007199254740993``, or beyond
+  int64, where pyarrow infers float64 for the column; in JSON Lines also an int next to a
+  float) is refused with the file, column and value, rather than stored rounded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dload_arrow.errors import SchemaError
+from dload_arrow.ingest.location import open_binary
+from dload_arrow.store.names import KEY_COLUMN
+
+__all__ = ["checked_batches", "csv_convert", "fill_empty_text", "text_nulls"]
+
+_EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
+_LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
+# A JSON integer literal of 16 digits or more (not the digits of a float such as 1.5e+19).
+_LONG_LITERAL = re.compile(rb"(?<![0-9.])[0-9]{16,}(?![0-9.eE])")
+
+
+def csv_convert(text_columns: Sequence[str] = (), key: str | None = None,
+                include: Sequence[str] = ()) -> Any:
+    """CSV conversion options: the module's rules, ``text_columns`` and the keys as text."""
+    import pyarrow.csv as pcsv
+
+    text = {c: pa.string() for c in (*text_columns, KEY_COLUMN, *([key] if key else []))}
+    return pcsv.ConvertOptions(column_types=text, null_values=[""], strings_can_be_null=False,
+                               include_columns=list(include))
+
+
+def text_nulls(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its columns of type null (no value anywhere) as nullable strings."""
+    return pa.schema([pa.field(f.name, pa.string(), metadata=f.metadata)
+                      if pa.types.is_null(f.type) else f for f in schema])
+
+
+def fill_empty_text(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """A CSV batch's columns of type null (every cell empty) that ``schema`` stores as text,
+    as empty strings, as an empty cell of a text column reads."""
+    if not any(pa.types.is_null(f.type) for f in batch.schema):
+        return batch
+    columns = [pa.array([""] * batch.num_rows, pa.string())
+               if pa.types.is_null(f.type) and f.name in schema.names
+               and pa.types.is_string(schema.field(f.name).type) else col
+               for f, col in zip(batch.schema, batch.columns, strict=True)]
+    names = batch.schema.names
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _refuse_empty_keys(batch: pa.RecordBatch, key: str | None, path: str, at: int) -> None:
+    """Refuse an empty cell in a CSV key column (read as text, it would be the key '')."""
+    for name in sorted({key or KEY_COLUMN, KEY_COLUMN}):
+        if name in batch.schema.names:
+            col = batch.column(name)
+            if pa.types.is_string(col.type) and pc.any(pc.equal(col, "")).as_py():
+                row = at + pc.index(col, "").as_py() + 1
+                raise SchemaError(
+                    f"{path!r}: key column {name!r} is empty in data row {row}; every sample "
+                    "needs a key: fill the cell, or drop the row"
+                )
+
+
+def _suspects(batch: pa.RecordBatch) -> list[str]:
+    """The float64 columns of ``batch`` holding a value of 2**53 or more (maybe an integer
+    rounded: no smaller one is)."""
+    out = []
+    for f, col in zip(batch.schema, batch.columns, strict=True):
+        if not pa.types.is_float64(f.type) or col.null_count == len(col):
+            continue
+        low, high = pc.min_max(col).values()  # one pass; the exact test only past 2**53
+        if max(-low.as_py(), high.as_py()) < _EXACT:
+            continue
+        big = pc.and_(pc.is_finite(col), pc.greater_equal(pc.abs(col), _EXACT))
+        if pc.any(big).as_py():
+            out.append(f.name)
+    return out
+
+
+def _inexact(text: str) -> bool:
+    """Whether float64 rounds the integer ``text``."""
+    try:
+        return float(text) != int(text)
+    except ValueError:  # more digits than int() reads (4,300): far beyond float64
+        return True
+
+
+def _csv_inexact(path: str, columns: list[str], endpoint_url: str | None,
+                 read_options: Any) -> tuple[str, str] | None:
+    import pyarrow.csv as pcsv
+
+    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    with f:
+        reader = pcsv.open_csv(f, read_options=read_options,
+                               convert_options=csv_convert(columns, include=columns))
+        for batch in reader:
+            for name in columns:
+                col = batch.column(name)
+                for text in col.filter(pc.match_substring_regex(col, _LONG_INT)).to_pylist():
+                    if _inexact(text.strip()):
+                        return name, text.strip()
+    return None
+
+
+def _jsonl_inexact(path: str, columns: list[str], endpoint_url: str | None
+                   ) -> tuple[str, str] | None:
+    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    with f:
+        for line in f:
+            if not _LONG_LITERAL.search(line):
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:  # pyarrow read it: an integer of more than 4,300 digits
+                continue
+            for name in columns:
+                v = row.get(name) if isinstance(row, dict) else None
+                if type(v) is int and _inexact(str(v)):
+                    return name, str(v)
+    return None
+
+
+def _inexact_error(path: str, fmt: str, column: str, text: str) -> SchemaError:
+    if fmt == "csv":
+        fix = (f"convert the file to Parquet with the types you want (pyarrow.parquet."
+               f"write_table(pyarrow.csv.read_csv(path, convert_options=pyarrow.csv."
+               f"ConvertOptions(column_types={{{column!r}: pyarrow.string()}})), "
+               "'table.parquet'), or decimal128(38, 0) for numbers) and commit that")
+    else:
+        fix = ("write the numbers as JSON strings (\"" + text + "\") so they are read as text, "
+               "or convert the file to Parquet with the types you want and commit that")
+    return SchemaError(
+        f"{path!r}, column {column!r}: the integer {text} would be stored as "
+        f"{float(text)!r} (the column is read as float64, which "
+        "holds integers exactly only up to 2**53; pyarrow infers float64 for integers beyond "
+        f"int64 and for integers beside decimals); {fix}"
+    )
+
+
+def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
+                    endpoint_url: str | None, read_options: Any = None, key: str | None = None
+                    ) -> Iterator[pa.RecordBatch]:
+    """``batches`` of the CSV or JSON Lines file ``path``; SchemaError at the first with an
+    empty CSV key cell, or whose float64 columns hold an integer written in the file that
+    float64 rounds (the file's text is read again only for such columns)."""
+    checked: set[str] = set()
+    at = 0
+    for batch in batches:
+        if fmt == "csv":
+            _refuse_empty_keys(batch, key, path, at)
+        at += batch.num_rows
+        suspects = [c for c in _suspects(batch) if c not in checked]
+        if suspects:
+            found = (_csv_inexact(path, suspects, endpoint_url, read_options) if fmt == "csv"
+                     else _jsonl_inexact(path, suspects, endpoint_url))
+            if found is not None:
+                raise _inexact_error(path, fmt, *found)
+            checked.update(suspects)  # the whole file's text is fine for these columns
+        yield batch
