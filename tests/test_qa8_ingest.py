@@ -46,8 +46,6 @@ def test_csv_key_column_keeps_its_leading_zeros(tmp_path: Path, repo: Repository
     assert ds.get("007")["zip"] == 2134  # other columns keep pyarrow's inference
 
 
-@pytest.mark.xfail(strict=True, reason="cli/commit.py read_input must pass key=key_column "
-                                        "to open_table")
 def test_cli_key_column_keeps_its_leading_zeros(tmp_path: Path, run: RunFn,
                                                 repo: Repository) -> None:
     t = _write(tmp_path / "t.csv", "sku,v\n007,1\n7,2\n")

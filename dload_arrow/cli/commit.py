@@ -94,7 +94,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                     f"starts); {source!r} is read as a table, whose columns come from the "
                     "table itself: drop --split"
                 )
-            reader = open_table(source, include=include, exclude=exclude,
+            reader = open_table(source, include=include, exclude=exclude, key=key_column,
                                 endpoint_url=endpoint_url, text_columns=text_columns)
             globs = Globs(include, exclude)
             ignored = table_listing(source, globs=globs)[1]
