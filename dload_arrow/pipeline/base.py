@@ -271,8 +271,17 @@ class Pipeline(Lengths):
         if full is not False:
             check_bool("shuffle", "full", full)
             raise ValueError("shuffle(full=True) needs a dataset source: call it on the dataset "
-                             "(ds.shuffle(full=True, seed=...)) before map/filter/batch")
+                             f"(ds.shuffle(full=True, seed=...)) before {self._ops_above()}")
         if buffer is None or isinstance(buffer, str):
             raise ValueError(f"shuffle(buffer={buffer!r}) on a non-dataset pipeline needs a "
                              "buffer in items (an int); byte sizes are for dataset sources")
         return BufferShufflePipe(self, buffer, seed)
+
+    def _ops_above(self) -> str:
+        """``shard()/map()``: the operators between the source and here (for a message)."""
+        ops: list[str] = []
+        p: Pipeline = self
+        while len(p._children) == 1:
+            ops.append(f"{p.op}()")
+            p = p._children[0]
+        return "/".join(reversed(ops)) if ops and p.op == "dataset" else "map/filter/batch"

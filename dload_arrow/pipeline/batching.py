@@ -17,6 +17,7 @@ from dload_arrow.args import MAX_COUNT, check_bool
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
+from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State
 
 __all__ = ["BatchPipe", "UnbatchPipe", "check_same_columns", "default_collate"]
@@ -66,7 +67,8 @@ class BatchPipe(Pipeline):
     op = "batch"
 
     def __init__(self, child: Pipeline, size: int, drop_last: bool, collate: Any) -> None:
-        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_COUNT:
+        n = integer(size)
+        if n is None or not 1 <= n <= MAX_COUNT:
             raise ValueError(f"batch size must be a positive int, got {size!r} (the most is "
                              f"{MAX_COUNT:,})")
         check_bool("batch", "drop_last", drop_last)
@@ -74,7 +76,7 @@ class BatchPipe(Pipeline):
             raise TypeError(f"batch: collate must be a function of a list of items, got "
                             f"{collate!r}")
         super().__init__(child)
-        self.size, self.drop_last, self.collate = size, drop_last, collate
+        self.size, self.drop_last, self.collate = n, drop_last, collate
 
     def _params(self) -> dict[str, Any]:
         return {"size": self.size, "drop_last": self.drop_last, "collate": self.collate}

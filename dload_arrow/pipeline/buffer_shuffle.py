@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_len, chunk_take, concat_chunks
+from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State
 from dload_arrow.plan.seeds import check_seed, rng
 
@@ -27,12 +28,13 @@ class BufferShufflePipe(Pipeline):
 
     def __init__(self, child: Pipeline, buffer: int, seed: int) -> None:
         seed = check_seed(seed)
-        if isinstance(buffer, bool) or not isinstance(buffer, int):
+        n = integer(buffer)
+        if n is None:
             raise TypeError(f"shuffle buffer is a number of items (an int), got {buffer!r}")
-        if buffer < 1:
-            raise ValueError(f"shuffle buffer must be >= 1 item, got {buffer}")
+        if n < 1:
+            raise ValueError(f"shuffle buffer must be >= 1 item, got {n}")
         super().__init__(child)
-        self.buffer, self.seed = buffer, seed
+        self.buffer, self.seed = n, seed
 
     def _params(self) -> dict[str, Any]:
         return {"buffer": self.buffer, "seed": self.seed}

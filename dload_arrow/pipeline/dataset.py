@@ -134,17 +134,43 @@ class DatasetPipe(Pipeline):
 
         The default buffer is 16,384 rows or 8 row groups, whichever is more. A buffer smaller
         than a row group warns: each window would be one row group.
+
+        Raises:
+            ValueError: the pipeline is shuffled already (a second shuffle would replace the
+                first), or ``full=True`` or a byte-size buffer after ``shard()``.
         """
         check_bool("shuffle", "full", full)
         if full and buffer is not None:
             raise ValueError(f"shuffle(buffer={buffer!r}, full=True): a full shuffle permutes "
                              "the whole dataset and takes no buffer; give one or the other")
         if self.shard_spec[1] > 1:
-            return super().shuffle(buffer if isinstance(buffer, int) else DEFAULT_BUFFER, seed,
-                                   full=full)
+            return self._shuffle_shard(buffer, seed, full)
+        if self.order != "sequential":
+            call = (f"shuffle(full=True, seed={self.seed})" if self.order == "full" else
+                    f"shuffle({self.buffer}, seed={self.seed})")
+            raise ValueError(
+                f"this pipeline of dataset {self.name!r} is already shuffled ({call}): a second "
+                "shuffle would replace that one, not shuffle its output again; call shuffle "
+                "once, with the buffer (or full=True) and seed you want")
         if full:
             return self._replace(order="full", seed=seed)
         return self._replace(order="windowed", seed=seed, buffer=self._buffer_rows(buffer))
+
+    def _shuffle_shard(self, buffer: int | str | None, seed: int, full: bool) -> Pipeline:
+        """``shuffle`` after ``shard()`` (pushed into this source): a buffer of the shard's
+        items. The dataset's own shuffles plan the whole dataset's order, so they go first."""
+        index, count, block = self.shard_spec
+        at = f"shard({index}, {count})" if block == 1 else f"shard({index}, {count}, {block})"
+        if full:
+            raise ValueError(
+                f"shuffle(full=True) after {at}: a full shuffle orders the whole dataset, so it "
+                f"goes on the dataset before shard(): ds.shuffle(full=True, seed=...).{at}")
+        if isinstance(buffer, str):
+            raise ValueError(
+                f"shuffle({buffer!r}) after {at} shuffles the shard's items in a buffer of a "
+                f"number of items (an int); a byte size sets the dataset's windowed shuffle, "
+                f"which goes before shard(): ds.shuffle({buffer!r}, seed=...).{at}")
+        return super().shuffle(DEFAULT_BUFFER if buffer is None else buffer, seed)
 
     def _buffer_rows(self, buffer: int | str | None) -> int:
         typical = int(np.median(self.unit_rows)) if len(self.unit_rows) else 0

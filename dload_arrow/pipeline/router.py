@@ -26,6 +26,8 @@ import pyarrow as pa
 from dload_arrow.args import check_bool
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.combine import _check_pipes, _common_schema
+from dload_arrow.pipeline.exact_window import exact_window
+from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import Node
 from dload_arrow.pipeline.routes import RouterNode, normalized
 from dload_arrow.plan.orders import apportion
@@ -54,20 +56,29 @@ def mix(
         stop: ``"first"`` (end with the first exhausted input) or ``"all"``.
         exact: keep the proportions exactly within every window of ``window`` items.
         window: slots per exact window (default: the smallest of 1..1000 that makes every
-            ``weight * window`` whole, else 1000).
+            ``weight * window`` whole, else 1000, or more when an input's weight is below
+            1/1000: enough slots that every input of positive weight has one in each window).
+
+    Raises:
+        ValueError: with ``exact=True``, a ``window`` that gives an input of positive weight
+            no slot (it would never be drawn), or weights so uneven that a window giving every
+            input a slot would exceed 1,000,000 slots.
     """
     pipes = _check_pipes(pipes, "mix")
     check_bool("mix", "exact", exact)
     w = normalized(weights, len(pipes))
     if stop not in STOPS:
         raise ValueError(f"mix(stop={stop!r}): choose one of {STOPS}")
+    win = None
     if window is not None:
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        win = integer(window)
+        if win is None or win < 1:
             raise ValueError(f"mix(window={window!r}): need an int >= 1 (slots per window)")
         if not exact:
-            raise ValueError(f"mix(window={window}) sets the exact mode's window: pass "
+            raise ValueError(f"mix(window={win}) sets the exact mode's window: pass "
                              "exact=True too (a stochastic mix has no windows)")
-    win = (_exact_window(w) if window is None else window) if exact else None
+    if exact:
+        win = exact_window(w, weights, win)
     return RouterPipe(pipes, "mix", seed=seed, weights=w, stop=stop, window=win)
 
 
@@ -90,14 +101,6 @@ def select(index: Pipeline, pipes: Sequence[Pipeline], *, stop: str = "first") -
     if not isinstance(index, Pipeline):
         raise TypeError(f"select: index must be a Pipeline of ints, got {type(index).__name__}")
     return RouterPipe(_check_pipes(pipes, "select"), "select", stop=stop, control=index)
-
-
-def _exact_window(w: np.ndarray) -> int:
-    for n in range(1, 1001):
-        x = w * n
-        if np.all(np.abs(x - np.round(x)) < 1e-9):
-            return n
-    return 1000
 
 
 class RouterPipe(Pipeline):

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.errors import shown
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, concat_chunks
 from dload_arrow.pipeline.node import CHILDREN, CURSOR, DONE, POSITION, ItemCursor, Node, State
 from dload_arrow.pipeline.unit_rows import UnitRows
@@ -188,18 +189,29 @@ class RouterNode(Node):
                     raise IndexError(f"select: index {i} at slot {self.slot} is not in "
                                      f"[0, {len(self.cursors)})")
                 return i
-            probs = np.asarray(value, dtype=np.float64)
-            if probs.shape != (len(self.cursors),):
-                raise ValueError(
-                    f"choice: the probability pipeline gave {value!r} at slot {self.slot}; "
-                    f"each item must be a sequence of {len(self.cursors)} weights, one per "
-                    "input")
-            return self._by_weights(normalized(list(probs), len(self.cursors)))
+            return self._by_weights(self._probabilities(value))
         if pipe.window is not None:
             pattern, off = self._exact(self.slot)
             return int(pattern[off])
         assert pipe.weights is not None
         return self._by_weights(pipe.weights)
+
+    def _probabilities(self, value: Any) -> np.ndarray:
+        """A choice's probability item as normalized weights; an error naming the item else."""
+        n = len(self.cursors)
+        wanted = (f"choice: the probability pipeline gave {shown(value)} at slot {self.slot}; "
+                  f"each item must be a sequence of {n} weights, one per input (numbers >= 0 "
+                  "with a positive sum)")
+        try:
+            probs = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as e:  # text, None, a dict: one ValueError for all
+            raise ValueError(wanted) from e
+        if probs.shape != (n,):
+            raise ValueError(wanted)
+        try:
+            return normalized(list(probs), n)
+        except ValueError as e:
+            raise ValueError(wanted) from e
 
     def _by_weights(self, w: np.ndarray) -> int | None:
         if self.pipe.stop == "all" and any(self.done):

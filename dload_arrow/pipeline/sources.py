@@ -21,6 +21,7 @@ import numpy as np
 
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk
+from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import POSITION, Node, State
 from dload_arrow.pipeline.state_check import check_position
 from dload_arrow.plan.seeds import check_seed, rng
@@ -52,9 +53,10 @@ def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None,
     """
     if finite is not None and not isinstance(finite, bool):
         raise TypeError(f"from_iterable: finite must be True, False or None, got {finite!r}")
-    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+    n = integer(chunk)
+    if n is None or n < 1:
         raise ValueError(f"from_iterable: chunk must be an int >= 1, got {chunk!r}")
-    return FromIterablePipe(source, chunk=chunk, name=name, finite=finite)
+    return FromIterablePipe(source, chunk=n, name=name, finite=finite)
 
 
 def random_stream(seed: int, *, high: int | None = None, size: int | None = None) -> Pipeline:
@@ -216,14 +218,17 @@ class RandomStreamPipe(Pipeline):
 
     def __init__(self, seed: int, high: int | None, size: int | None) -> None:
         super().__init__()
+        ints: list[int | None] = []
         for what, v, top in (("high", high, 1 << 63), ("size", size, _MAX_SIZE)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            n = None if v is None else integer(v)
+            if v is not None and (n is None or n < 1):
                 raise ValueError(f"random_stream: {what} must be an int >= 1 (or None), got "
                                  f"{v!r}")
-            if v is not None and v > top:
+            if n is not None and n > top:
                 raise ValueError(f"random_stream: {what} must be at most {top:,} (values are "
-                                 f"int64 and float64 numpy arrays), got {v:,}")
-        self.seed, self.high, self.size = check_seed(seed), high, size
+                                 f"int64 and float64 numpy arrays), got {n:,}")
+            ints.append(n)
+        self.seed, (self.high, self.size) = check_seed(seed), ints
 
     def _params(self) -> dict[str, Any]:
         params = {"seed": self.seed, "high": self.high, "size": self.size}

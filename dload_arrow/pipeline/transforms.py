@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.args import check_bool
+from dload_arrow.args import kind as kind_of
 from dload_arrow.arrays import bool_array
+from dload_arrow.errors import shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, as_record_batch, chunk_items, chunk_len
 from dload_arrow.pipeline.node import CHILD, Node, State
@@ -181,7 +183,7 @@ class FlatMapPipe(_OnePipe):
         fn = self.fn
 
         def apply(chunk: Chunk) -> Chunk:
-            return [y for x in chunk_items(chunk) for y in fn(x)]
+            return [y for x in chunk_items(chunk) for y in _iterable(fn, x)]
 
         return _FnNode(self.child._build(epoch), apply, False)
 
@@ -219,7 +221,12 @@ class _ScanNode(_ChunkNode):
     def apply(self, chunk: Chunk) -> Chunk:
         out = []
         for x in chunk_items(chunk):
-            self.acc, y = self.fn(self.acc, x)
+            got = self.fn(self.acc, x)
+            if not isinstance(got, tuple | list) or len(got) != 2:
+                raise TypeError(f"scan({_name(self.fn)}) must return a pair (acc, out): the "
+                                f"new accumulator and the item to yield, got {_got(got)} "
+                                f"for item {shown(x)}")
+            self.acc, y = got
             out.append(y)
         return out
 
@@ -266,6 +273,21 @@ def _decode_acc(v: Any) -> Any:
         a = a.reshape(v["shape"]).copy()
         return a if kind == "ndarray" else a[()]
     return {k: _decode_acc(x) for k, x in v.items()}
+
+
+def _iterable(fn: Any, x: Any) -> Iterator[Any]:
+    """An iterator over ``fn(x)`` for flat_map; TypeError naming what fn gave if it is none."""
+    got = fn(x)
+    try:
+        return iter(got)
+    except TypeError as e:
+        raise TypeError(f"flat_map({_name(fn)}) must return an iterable of items (a list, "
+                        f"tuple or generator), got {_got(got)} for item {shown(x)}") from e
+
+
+def _got(value: Any) -> str:
+    """``an int 1`` (or ``None``): what a function returned, for a message."""
+    return "None" if value is None else f"{kind_of(value)} {shown(value)}"
 
 
 def _name(fn: Any) -> str:
