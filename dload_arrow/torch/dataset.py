@@ -104,7 +104,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         (``num_workers=0``) or a :class:`StatefulLoader` drives it, and through
         :func:`to_device` (what the loop received, not what was copied ahead). A plain
         DataLoader's workers read ahead unseen: its state is refused (ConfigError)."""
-        device = self._device
+        device = self._device and self._device()  # a weak reference (no cycle)
         if device is not None and torch.utils.data.get_worker_info() is None:
             received = device.received_state()
             if received is not None:
@@ -115,9 +115,9 @@ class StreamDataset(torch.utils.data.IterableDataset):
         """The state as this process counts it, items copied ahead by to_device included."""
         cur, fp = self._cursor, self._fingerprint()
         if torch.utils.data.get_worker_info() is not None:
-            if cur is None:
+            if cur is None:  # world_size: to count steps a loader took before a snapshot
                 plan = self._control.plan
-                return worker_state(plan.epoch, plan.position, fp)
+                return worker_state(plan.epoch, plan.position, fp, world_size=self.world_size)
             d = cur.deal
             return worker_state(
                 cur.epoch, d.start, fp, world_size=d.world_size, rank=cur.rank,
@@ -226,7 +226,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def _undrive(self) -> None:
         """An iteration that a to_device loader's thread did not start ends its link."""
-        device = self._device
+        device = self._device and self._device()  # a weak reference (no cycle)
         if device is not None and not device.drives(threading.current_thread()):
             self._device = None
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import queue
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -142,7 +143,10 @@ class DeviceLoader:
         thread = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
         self._thread = thread
         if self._dataset is not None:
-            self._dataset._device = self  # its state_dict() now reports what the loop got
+            # its state_dict() now reports what the loop got; a weak reference, since a
+            # cycle kept persistent DataLoader workers alive until the cyclic gc (which then
+            # ran their __del__ in a forked worker: "can only test a child process")
+            self._dataset._device = weakref.ref(self)
         thread.start()
         try:
             while True:

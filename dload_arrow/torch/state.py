@@ -112,14 +112,20 @@ def _from_workers(state: dict[str, Any], fingerprint: str | None) -> Plan:
     consumers = [s for c, s in parsed if c is not None and int(s[EPOCH]) == epoch]
     if state.get(_FINISHED):
         return Plan(epoch + 1, 0)
-    if not consumers:  # no worker began iterating: the plan they were given
-        first = parsed[0][1]
-        return Plan(int(first[EPOCH]), int(first[POSITION]))
+    steps = int(state.get(_STEPS_SINCE_SNAPSHOT, 0))
+    if not consumers:  # no worker snapshot since they began: the plan they were given, plus
+        first = parsed[0][1]  # the items the loop took since (snapshot_every_n_steps > 1)
+        if steps and "world_size" not in first:
+            raise _bad(state, f"{steps} items taken before the workers' first snapshot, saved "
+                              "by a dload_arrow that did not record the world size; resume "
+                              "with the same num_workers through the loader's load_state_dict")
+        return Plan(int(first[EPOCH]), int(first[POSITION]) + steps * int(first.get(
+            "world_size", 1)))
     start = {int(s[POSITION]) for s in consumers}
     world = {int(s["world_size"]) for s in consumers}
     if len(start) != 1 or len(world) != 1:
         raise _bad(state, "its workers disagree on the start position or the world size")
-    consumed = sum(int(s["yielded"]) for s in consumers) + int(state.get(_STEPS_SINCE_SNAPSHOT, 0))
+    consumed = sum(int(s["yielded"]) for s in consumers) + steps
     return Plan(epoch, start.pop() + consumed * world.pop())
 
 
