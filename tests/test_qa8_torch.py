@@ -54,3 +54,22 @@ def test_to_device_keeps_no_cycle_that_holds_persistent_workers(tmp_path: Path) 
         assert held() is None  # freed now, workers with it, not at some later gc
     finally:
         gc.enable()
+
+
+def test_a_fixed_size_list_without_a_recorded_shape_batches_into_a_tensor(
+        tmp_path: Path) -> None:
+    import pyarrow as pa
+    import torch
+
+    repo = Repository.open(tmp_path / "root")
+    values = pa.array([[float(4 * i + j) for j in range(4)] for i in range(10)],
+                      pa.list_(pa.float32(), 4))
+    repo.commit("t", pa.table({"__key__": [f"k{i}" for i in range(10)], "fsl": values}),
+                progress=False)
+    assert repo.dataset("t").schema.field("fsl").metadata is None  # no dload.shape
+    batches = list(as_iterable_dataset(repo.dataset("t").pipeline().batch(4)))
+    first = batches[0]["fsl"]
+    assert isinstance(first, torch.Tensor) and first.shape == (4, 4)
+    assert first.dtype == torch.float32 and first[1].tolist() == [4.0, 5.0, 6.0, 7.0]
+    sample = next(iter(as_iterable_dataset(repo.dataset("t").pipeline())))["fsl"]
+    assert isinstance(sample, torch.Tensor) and sample.shape == (4,)  # as per sample

@@ -55,17 +55,20 @@ def column_values(batch: pa.RecordBatch, i: int) -> Any:
     field = batch.schema.field(i)
     col = batch.column(i)
     shape = field_shape(field)
+    if shape is None and pa.types.is_fixed_size_list(col.type) and _numeric(col.type.value_type):
+        shape = (col.type.list_size,)  # a fixed-size list without a recorded shape (pyarrow)
     if shape is not None and pa.types.is_fixed_size_list(col.type):
         if col.null_count:
             return sample_values(field, col)
         flat = numpy_values(col.flatten())
         return flat.reshape((len(col), *shape))
-    t = field.type
-    if (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)) and (
-        col.null_count == 0
-    ):
+    if _numeric(field.type) and col.null_count == 0:
         return numpy_values(col)
     return pylist(col)
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
 
 
 def row_dicts(batch: pa.RecordBatch) -> list[dict[str, Any]]:
