@@ -34,7 +34,7 @@ def test_a_views_repr_reads_nothing_and_shows_its_filter(repo: Repository) -> No
     repo.commit("d", [(f"k{i:03d}", {"label": i % 10}) for i in range(100)], progress=False)
     view = repo.dataset("d").where("label = 3").where("label < 5")
     text = repr(view)
-    assert "where='label = 3 AND label < 5'" in text and "rows=? of 100" in text
+    assert "where='(label = 3) AND (label < 5)'" in text and "rows=? of 100" in text
     assert "_random_access" not in view.__dict__  # nothing was read to show it
     assert len(view) == 10
     assert "rows=10," in repr(view)
