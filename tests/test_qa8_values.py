@@ -10,6 +10,7 @@ libraries hand over large strings.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -157,3 +158,30 @@ def test_appends_to_a_dataset_stored_with_large_types_keep_them(repo: Repository
     assert got.column("s").to_pylist() == cols["s"]
     assert got.column("l").to_pylist() == cols["l"]
     assert got.column("b").to_pylist() == cols["b"]
+
+
+def test_the_rows_of_to_polars_commit_back_as_the_same_tensor_dataset(tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root")
+    rows = [(f"k{i}", {"image": np.full((4, 3), i, np.float32), "label": i}) for i in range(6)]
+    v = repo.commit("d", rows, progress=False)
+    df = repo.dataset("d").to_polars().collect()
+    assert isinstance(df.schema["image"], pl.Array)  # nested: shape (4, 3)
+    again = repo.commit("d", df, key="__key__", progress=False)
+    assert again.version == v.version and again.shards_uploaded == 0
+    assert repo.dataset("d")[2]["image"].shape == (4, 3)
+
+
+def test_a_dataset_that_stored_a_nested_list_keeps_it_on_append(tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root")
+    nested = pa.list_(pa.list_(pa.float32(), 3), 2)
+    schema = pa.schema([pa.field("__key__", pa.string(), False), pa.field("a", nested)])
+    values = pa.array([[[1.0, 2, 3], [4, 5, 6]], [[7, 8, 9], [0, 1, 2]]], nested)
+    repo.commit("n", pa.table({"__key__": ["x", "y"], "a": values}), schema=schema,
+                progress=False)
+    assert repo.dataset("n").schema.field("a").type == nested  # as schema= asked
+    more = pl.DataFrame({"__key__": ["z"], "a": [[[1.0, 1, 1], [2, 2, 2]]]},
+                        schema={"__key__": pl.String, "a": pl.Array(pl.Float32, (2, 3))})
+    repo.append("n", more, key="__key__", progress=False)
+    got = repo.dataset("n").to_arrow()
+    assert got.schema.field("a").type == nested
+    assert got.column("a").to_pylist()[2] == [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]

@@ -17,7 +17,7 @@ from dload_arrow.store.cast_check import changed_row
 from dload_arrow.store.lossless import leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
-from dload_arrow.store.table_columns import flat_tensor
+from dload_arrow.store.table_columns import flat_tensor, nested_tensor
 
 __all__ = ["ColumnMismatch", "conform_to", "fit_batch"]
 
@@ -135,6 +135,8 @@ def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
         shape = field_shape(f)
         if col.type != f.type and shape is not None:
             col = flat_tensor(col, shape) or col  # a polars Array of that shape
+        elif col.type != f.type and pa.types.is_fixed_size_list(f.type):
+            col = nested_tensor(col, f.type) or col  # a tensor into a nested list column
         if col.type != f.type:
             col = _cast(f.name, col, f.type)
         arrays.append(col)

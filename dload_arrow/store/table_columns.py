@@ -15,13 +15,18 @@
   as null while Arrow and samples read it; without it every reader sees the dictionary.
 - A pandas column of equal-shaped numpy arrays (what ``to_pandas()`` gives for a tensor
   column) becomes a tensor column (:func:`pandas_table`).
-- Appended to a tensor column, a nested fixed-size list of as many numbers (a polars
-  ``Array`` of shape (2, 3), what ``to_polars()`` gives) is flattened (:func:`flat_tensor`,
-  used by ``store/conform.py``). A commit keeps such a column as it is.
+- A nested fixed-size list of numbers (a polars ``Array`` of shape (2, 3), what
+  ``to_polars()`` gives for a tensor column) becomes a tensor column of that shape (flat,
+  with ``dload.shape``), as a pandas column of arrays does: the rows of ``to_polars()``
+  committed back get the dataset's own id (:func:`flat_tensor`; ``store/conform.py`` does the
+  same for an append to a tensor column, and nests a tensor again for a dataset that stored a
+  nested list before this rule, :func:`nested_tensor`). One with a missing inner value stays
+  nested.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -31,7 +36,7 @@ import pyarrow as pa
 from dload_arrow.arrays import list_slots
 from dload_arrow.errors import SchemaError, shown
 
-__all__ = ["flat_tensor", "pandas_table", "storable"]
+__all__ = ["flat_tensor", "nested_tensor", "pandas_table", "storable"]
 
 _PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
           pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
@@ -66,12 +71,54 @@ def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
     return pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
 
 
+def _as_tensor(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array] | None:
+    """A nested fixed-size list of numbers as the tensor column it stands for (None: not
+    one, or one with a missing inner value)."""
+    from dload_arrow.store.rows import SHAPE_META, field_shape  # rows imports this module
+
+    shape: list[int] = []
+    t = col.type
+    while pa.types.is_fixed_size_list(t):
+        shape.append(t.list_size)
+        t = t.value_type
+    if len(shape) < 2 or not _numeric(t) or field_shape(field) is not None:
+        return None
+    flat = flat_tensor(col, tuple(shape))
+    if flat is None:
+        return None
+    meta = {**(field.metadata or {}), SHAPE_META: json.dumps(shape).encode()}
+    return pa.field(field.name, flat.type, field.nullable, meta), flat
+
+
+def nested_tensor(col: pa.Array, want: pa.DataType) -> pa.Array | None:
+    """A flat tensor column as the nested fixed-size list type ``want`` of as many numbers
+    (a dataset that stored a polars ``Array`` nested); None when ``col`` is not one."""
+    sizes: list[int] = []
+    t = want
+    while pa.types.is_fixed_size_list(t):
+        sizes.append(t.list_size)
+        t = t.value_type
+    if (len(sizes) < 2 or not pa.types.is_fixed_size_list(col.type)
+            or col.type.value_type != t or col.type.list_size != math.prod(sizes)):
+        return None
+    values = col.flatten()
+    if col.offset or values.null_count:
+        return None
+    for size in reversed(sizes[1:]):
+        values = pa.FixedSizeListArray.from_arrays(values, size)
+    mask = col.is_null() if col.null_count else None
+    return pa.FixedSizeListArray.from_arrays(values, sizes[0], mask=mask)
+
+
 def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     """``field`` and ``col`` in the type dload stores (module doc)."""
     meta = field.metadata
     if meta and any(k.startswith(_POLARS_META) for k in meta):
         kept = {k: v for k, v in meta.items() if not k.startswith(_POLARS_META)}
         field = field.with_metadata(kept) if kept else field.remove_metadata()
+    tensor = _as_tensor(field, col)
+    if tensor is not None:
+        return tensor
     t = col.type
     if pa.types.is_dictionary(t) and not (
             pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
