@@ -26,8 +26,8 @@ from typing import Any
 from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 
-__all__ = ["KEYS", "Settings", "anchored", "find_up", "progress_wanted", "resolve_settings",
-           "user_config_path"]
+__all__ = ["KEYS", "Settings", "anchored", "find_up", "progress_bar", "progress_wanted",
+           "resolve_settings", "user_config_path"]
 
 KEYS = ("root", "cache_dir", "cache_budget", "endpoint_url")
 _ENV = {
@@ -212,6 +212,19 @@ def progress_wanted(progress: bool | None) -> bool:
         return bool(progress)
     isatty = getattr(sys.stderr, "isatty", None)
     return bool(isatty and isatty()) or _in_kernel()
+
+
+def progress_bar() -> Any:
+    """The tqdm class to draw with: a notebook widget where ipywidgets is installed (tqdm.auto),
+    else a text bar, without tqdm.auto's "IProgress not found" warning in a kernel that lacks
+    it (ipywidgets is not a dependency)."""
+    from importlib.util import find_spec
+
+    if find_spec("ipywidgets") is None:
+        from tqdm.std import tqdm
+    else:
+        from tqdm.auto import tqdm
+    return tqdm
 
 
 def _in_kernel() -> bool:

@@ -184,3 +184,25 @@ def test_a_shell_built_on_jupyters_counts_as_a_kernel(monkeypatch: pytest.Monkey
     ipython.get_ipython = Shell  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "IPython", ipython)
     assert progress_wanted(None) is True
+
+
+@pytest.mark.parametrize("widgets", [False, True])
+def test_a_kernel_without_ipywidgets_gets_a_text_bar_and_no_warning(
+        widgets: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # tqdm.auto in a Jupyter kernel without ipywidgets warns "IProgress not found. Please
+    # update jupyter and ipywidgets" (QA 8): the bar is picked by what is installed
+    import importlib.util
+    import warnings
+
+    import tqdm.auto
+    import tqdm.std
+
+    from dload_arrow.config import progress_bar
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: (
+        real("tqdm") if widgets else None) if name == "ipywidgets" else real(name, *a))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = progress_bar()
+    assert got is (tqdm.auto.tqdm if widgets else tqdm.std.tqdm)

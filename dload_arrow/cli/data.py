@@ -200,10 +200,10 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
     objects.extend((p["digest"], int(p["bytes"])) for p in m.key_index_parts)
     bar = None
     if progress_enabled():
-        from tqdm.auto import tqdm
+        from dload_arrow.config import progress_bar
 
-        bar = tqdm(total=sum(b for _, b in objects), unit="B", unit_scale=True,
-                   desc=f"verify {name}", leave=False)
+        bar = progress_bar()(total=sum(b for _, b in objects), unit="B", unit_scale=True,
+                             desc=f"verify {name}", leave=False)
     bad = []
     for digest, size in objects:
         try:

@@ -93,10 +93,11 @@ class SampleSource:
         if not progress_wanted(self.progress):
             yield lambda n: None
             return
-        from tqdm.auto import tqdm
+        from dload_arrow.config import progress_bar
 
         name = self.location.rstrip("/").rsplit("/", 1)[-1] or self.location
-        bar = tqdm(desc=f"listing {name}", bar_format="{desc}: {n:,} entries [{elapsed}]")
+        bar = progress_bar()(desc=f"listing {name}",
+                             bar_format="{desc}: {n:,} entries [{elapsed}]")
         try:
             yield lambda n: bar.update(n - bar.n)
         finally:

@@ -79,10 +79,10 @@ def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool | None = None,
     todo = {d: n for d, n in unique.items() if not cache.is_cached(d, n)}
     bar: Any = None
     if progress_wanted(progress) and todo:
-        from tqdm.auto import tqdm
+        from dload_arrow.config import progress_bar
 
-        bar = tqdm(total=sum(todo.values()), desc=f"pull {manifest.name}", unit="B",
-                   unit_scale=True, leave=False)
+        bar = progress_bar()(total=sum(todo.values()), desc=f"pull {manifest.name}",
+                             unit="B", unit_scale=True, leave=False)
     label = f"{manifest.name}@{manifest.version[:12]}"
 
     def fetch(item: tuple[str, int]) -> int:

@@ -86,10 +86,10 @@ class _Progress:
         self.shards = 0
         self._drawn = time.monotonic()
         if enabled:
-            from tqdm.auto import tqdm
+            from dload_arrow.config import progress_bar
 
-            self.bar = tqdm(desc=f"commit {name} (encoded)", unit="B", unit_scale=True,
-                            postfix=self._postfix(), **options)
+            self.bar = progress_bar()(desc=f"commit {name} (encoded)", unit="B",
+                                      unit_scale=True, postfix=self._postfix(), **options)
 
     def _postfix(self) -> str:
         return f"{self.rows:,} samples, shards stored: {self.shards}"
