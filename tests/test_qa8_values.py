@@ -185,3 +185,13 @@ def test_a_dataset_that_stored_a_nested_list_keeps_it_on_append(tmp_path: Path) 
     got = repo.dataset("n").to_arrow()
     assert got.schema.field("a").type == nested
     assert got.column("a").to_pylist()[2] == [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]]
+
+
+def test_an_append_into_a_null_column_says_how_to_keep_the_values(tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root")
+    repo.commit("o", pa.table({"__key__": ["a"], "c": pa.nulls(1)}), progress=False)
+    with pytest.raises(SchemaError) as e:
+        repo.append("o", pa.table({"__key__": ["b"], "c": ["x"]}), progress=False)
+    text = str(e.value)
+    assert "a null column holds no value" in text and "schema=" in text
+    assert "Cast the column to null" not in text  # that would throw the values away

@@ -102,11 +102,14 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
             try:
                 yield fit_batch(batch, schema)
             except ColumnMismatch as e:
-                raise SchemaError(
-                    f"{where}: column {e.name!r} is {e.got}, and {dataset!r} stores {e.want}; "
-                    f"{e.reason}. Cast the column to {e.want} in the input, or commit a new "
-                    "version with the new type"
-                ) from e
+                why = (f"{e.reason}. Cast the column to {e.want} in the input, or commit a "
+                       "new version with the new type")
+                if pa.types.is_null(e.want):  # a column with no value when it was committed
+                    why = ("a null column holds no value (it had none when committed): commit "
+                           "a new version with the column typed (e.g. commit(..., schema=...) "
+                           f"with {e.name!r} as {e.got}), then append")
+                raise SchemaError(f"{where}: column {e.name!r} is {e.got}, and {dataset!r} "
+                                  f"stores {e.want}; {why}") from e
 
     return pa.RecordBatchReader.from_batches(schema, batches())
 
