@@ -9,7 +9,8 @@ column (pandas or polars Categorical) by its value type, which also types its li
 manifest has no statistics for it, so it prunes nothing), and float16 as float32. A string
 compared with a time column is read as a time: exactly, at any precision, against a timestamp
 column (:mod:`~dload_arrow.catalog.time_literals`, which also rewrites its IN and BETWEEN
-into comparisons).
+into comparisons). A comparison of two values is answered here when they are of one kind
+(``1 = 1``) and refused otherwise (``true = 3``: likely a column named ``true``, unquoted).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pyarrow.compute as pc
 from dload_arrow.arrays import scalar
 from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.masks import compared_type, row_mask, time_scalar
+from dload_arrow.catalog.name_hints import literal_compare_hint
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -152,6 +154,8 @@ class _Compiler:
                                      "cannot be compared")
             if not isinstance(left, (Column, Literal)) or not isinstance(right, (Column, Literal)):
                 raise self.error("comparisons take columns and values, not conditions")
+            if isinstance(left, Literal) and isinstance(right, Literal):
+                return self.constant(op, left.value, right.value)
             if (isinstance(left, Column) and self.timestamp(left)
                     and isinstance(right, Literal) and isinstance(right.value, str)):
                 return time_compare(op, left, right.value, self.column(left.name), self.error)
@@ -178,6 +182,13 @@ class _Compiler:
         if isinstance(node, Not):
             return Not(self.node(node.operand))
         raise self.error(f"unsupported part {node!r}")
+
+    def constant(self, op: str, a: Any, b: Any) -> Literal:
+        """``a <op> b`` for two values: its answer if they are of one kind (``1 = 1``), else
+        refused here (Arrow has no kernel for ``TRUE = 3``; the read would fail)."""
+        if _literal_kind(a) != _literal_kind(b):  # NULL = 3 too: likely a column "null"
+            raise self.error(literal_compare_hint(a, op, b, self.schema.names))
+        return Literal(None if a is None else bool(_OPS[op](a, b)))  # NULL = NULL: unknown
 
     def timestamp(self, node: Node) -> bool:
         return isinstance(node, Column) and pa.types.is_timestamp(
@@ -273,7 +284,7 @@ def _expr(node: Node, casts: _Casts, types: _Types) -> Any:
 
 def compile_filter(text: str, schema: pa.Schema) -> CompiledFilter:
     """Parse ``text`` and check it against ``schema``; raise PredicateError if it is wrong."""
-    node = _Compiler(schema, text).node(parse_predicate(text))
+    node = _Compiler(schema, text).node(parse_predicate(text, schema.names))
     types = {f.name: compared_type(f.type) for f in schema}
     casts = {f.name: types[f.name] for f in schema if types[f.name] != f.type}
     return CompiledFilter(text=text, node=node, expression=_expr(node, casts, types))

@@ -23,15 +23,15 @@ a comparison with NULL is unknown, and rows whose filter is unknown are dropped.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from dload_arrow.catalog.name_hints import KEYWORDS, quote_hint
 from dload_arrow.errors import PredicateError
 
 __all__ = ["And", "Between", "Column", "Compare", "In", "IsNull", "Literal", "Node", "Not",
            "Or", "PredicateError", "flip", "parse_predicate"]
-
-
 
 
 @dataclass(frozen=True)
@@ -107,11 +107,19 @@ _TOKEN = re.compile(
     )""",
     re.VERBOSE,
 )
-_KEYWORDS = {"AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE"}
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-def _tokenize(text: str) -> list[tuple[str, Any, int]]:
+_EXAMPLE = "; write comparisons such as \"label = 3 and score > 0.5\""
+
+
+def _advice(text: str, at: int, columns: Iterable[str]) -> str:
+    """How to fix the filter where reading failed at ``at``: quote a column written there
+    bare, or the usual example."""
+    return quote_hint(text, at, columns) or _EXAMPLE
+
+
+def _tokenize(text: str, columns: Iterable[str] = ()) -> list[tuple[str, Any, int]]:
     tokens: list[tuple[str, Any, int]] = []
     pos = 0
     while pos < len(text):
@@ -121,8 +129,8 @@ def _tokenize(text: str) -> list[tuple[str, Any, int]]:
         if m is None or m.end() == pos:
             at = len(text[:pos]) + (len(text[pos:]) - len(text[pos:].lstrip()))
             raise PredicateError(
-                f"cannot read the filter {text!r} at position {at} ({text[at:at + 10]!r}); "
-                "write comparisons such as \"label = 3 and score > 0.5\""
+                f"cannot read the filter {text!r} at position {at} ({text[at:at + 10]!r})"
+                + _advice(text, at, columns)
             )
         kind = m.lastgroup or ""
         raw = m.group(kind)
@@ -133,7 +141,7 @@ def _tokenize(text: str) -> list[tuple[str, Any, int]]:
             value = raw[1:-1].replace("''", "'")
         elif kind == "quoted":
             kind, value = "column", raw[1:-1].replace('""', '"')
-        elif kind == "word" and raw.upper() in _KEYWORDS:
+        elif kind == "word" and raw.upper() in KEYWORDS:
             kind, value = "keyword", raw.upper()
         elif kind == "word":
             kind, value = "column", raw
@@ -145,16 +153,17 @@ def _tokenize(text: str) -> list[tuple[str, Any, int]]:
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, columns: Iterable[str] = ()) -> None:
         self.text = text
-        self.tokens = _tokenize(text)
+        self.columns = tuple(columns)
+        self.tokens = _tokenize(text, self.columns)
         self.i = 0
 
     def error(self, what: str) -> PredicateError:
         at = self.tokens[self.i][2] if self.i < len(self.tokens) else len(self.text)
         return PredicateError(
-            f"{what} at position {at} of the filter {self.text!r}; "
-            "write comparisons such as \"label = 3 and score > 0.5\""
+            f"{what} at position {at} of the filter {self.text!r}"
+            + _advice(self.text, at, self.columns)
         )
 
     def peek(self, kind: str, value: Any = None) -> bool:
@@ -247,11 +256,15 @@ class _Parser:
         raise self.error("expected a column, a value or '('")
 
 
-def parse_predicate(text: str) -> Node:
-    """Parse a filter expression into a :data:`Node` tree (raises PredicateError)."""
+def parse_predicate(text: str, columns: Iterable[str] = ()) -> Node:
+    """Parse a filter expression into a :data:`Node` tree (raises PredicateError).
+
+    ``columns``, the dataset's column names, only improve the errors: a name that needs
+    double quotes, written bare where parsing failed, is shown quoted.
+    """
     if not isinstance(text, str):
         raise PredicateError(f"a filter must be a string, got {type(text).__name__}")
-    return _Parser(text).parse()
+    return _Parser(text, columns).parse()
 
 
 def flip(op: str) -> str:

@@ -27,6 +27,7 @@ __all__ = ["Dataset"]
 
 
 _RAISE: Any = object()  # get()'s default: raise NotFoundError
+_WHERE_SHOWN = 200  # characters of a view's condition its repr shows
 
 
 class Dataset(VersionFields, PipelineShortcuts):
@@ -60,6 +61,8 @@ class Dataset(VersionFields, PipelineShortcuts):
         # (a notebook displaying a view of a remote root would download every shard).
         filters = [f.text for f in getattr(self, "_filters", ())]
         text = " AND ".join(f"({t})" for t in filters) if len(filters) > 1 else "".join(filters)
+        if len(text) > _WHERE_SHOWN:  # a 20,000-value IN list would print 130 KB in a notebook
+            text = f"{text[:_WHERE_SHOWN]}... ({len(text)} chars)"
         rows = (str(len(self._random_access)) if "_random_access" in self.__dict__
                 else f"? of {self.manifest.num_rows} (len() counts them)")
         return f"{head}, where={text!r}, rows={rows}, {shards}"

@@ -1,0 +1,99 @@
+"""Advice for filters that write a column's name where the parser reads something else.
+
+A where() filter reads a bare word as a column only when it looks like an identifier (ASCII
+letters, digits and ``_``, not starting with a digit) and is not a keyword; any other name
+needs double quotes: ``"é名" = 'v10'``, ``"1st" = 3``, ``"and" = 3``, ``"true" = 3``. Unquoted,
+such a name fails to parse, or (``true``, ``null``) becomes a value. These helpers add the
+quoted spelling to those errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["KEYWORDS", "literal_compare_hint", "needs_quotes", "quote_hint", "sql_literal"]
+
+KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE"})
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SHOWN = 80  # a longer filter is not repeated whole in a hint: only the quoted name is
+_LITERAL_WORDS = {True: "TRUE", False: "FALSE", None: "NULL"}
+
+
+def needs_quotes(name: str) -> bool:
+    """Whether a filter must double-quote ``name`` to read it as a column."""
+    return _PLAIN.match(name) is None or name.upper() in KEYWORDS
+
+
+def quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _bounded(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is not part of a longer word on either side."""
+    before = start == 0 or not (_word(text[start - 1]) and _word(text[start]))
+    after = end == len(text) or not (_word(text[end - 1]) and _word(text[end]))
+    return before and after
+
+
+def _spot(text: str, at: int, name: str) -> int | None:
+    """Where ``name`` is written as a whole word over position ``at`` of ``text``, or just
+    before it for NOT (read as the operator, "not = 3" fails after it, at "=")."""
+    for start in range(max(0, at - len(name) + 1), at + 1):
+        if text.startswith(name, start) and _bounded(text, start, start + len(name)):
+            return start
+    start = len(text[:at].rstrip()) - len(name)
+    if (name.upper() == "NOT" and start >= 0 and text.startswith(name, start)
+            and _bounded(text, start, start + len(name))):
+        return start
+    return None
+
+
+def quote_hint(text: str, at: int, columns: Iterable[str]) -> str:
+    """``'; to name the column 'é名', quote it: "é名" = 'v10'`` when a column whose name needs
+    quotes is written bare at position ``at`` of ``text`` (where parsing failed); else ''.
+
+    The longest such name wins ("x y" over "x").
+    """
+    best: tuple[int, str] | None = None
+    for name in columns:
+        if not name or not needs_quotes(name) or (best and len(name) <= len(best[1])):
+            continue
+        start = _spot(text, at, name)
+        if start is not None:
+            best = (start, name)
+    if best is None:
+        return ""
+    start, name = best
+    fixed = text[:start] + quoted(name) + text[start + len(name):]
+    shown = fixed if len(fixed) <= _SHOWN else quoted(name)
+    return f"; to name the column {name!r}, quote it: {shown}"
+
+
+def sql_literal(value: Any) -> str:
+    """A literal as a filter writes it: TRUE, NULL, 3, 'a'."""
+    if value is None or isinstance(value, bool):
+        return _LITERAL_WORDS[value]
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def literal_compare_hint(left: Any, op: str, right: Any, columns: Iterable[str]) -> str:
+    """Why ``left <op> right`` (two values) is refused, and the quoting that names a column."""
+    sides = [sql_literal(left), sql_literal(right)]
+    named = sorted(c for c in columns if c.upper() in sides and c.upper() in KEYWORDS)
+    if named:
+        name = named[0]
+        fixed = [quoted(name) if side == name.upper() else side for side in sides]
+        fix = f"if you meant the column {name!r}, double-quote it: {fixed[0]} {op} {fixed[1]}"
+    else:
+        fix = ('a column named like a keyword or a value must be double-quoted, e.g. '
+               '"true" = 3')
+    return (f"cannot compare {sides[0]} with {sides[1]}: a comparison needs a column on one "
+            f"side; {fix}")
