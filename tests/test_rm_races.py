@@ -115,8 +115,8 @@ def test_a_commit_reusing_shards_of_a_version_removed_meanwhile_keeps_them_from_
     a.rm("d", v1)
     real = gc_module.referenced_digests
 
-    def listed_then_commit_finishes(storage: Any) -> Any:
-        out = real(storage)  # neither V1 (removed) nor the new manifest (not stored yet)
+    def listed_then_commit_finishes(storage: Any, *seen: Any) -> Any:
+        out = real(storage, *seen)  # neither V1 (removed) nor the new manifest (not stored yet)
         held.finish()
         return out
 

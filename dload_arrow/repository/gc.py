@@ -8,10 +8,10 @@ import time
 from dataclasses import dataclass
 
 from dload_arrow.errors import NotFoundError
-from dload_arrow.storage import Storage
+from dload_arrow.storage import ObjectInfo, Storage
 from dload_arrow.store.manifest import Manifest
 
-__all__ = ["GcReport", "collect_garbage", "referenced_digests"]
+__all__ = ["BATCH", "GcReport", "collect_garbage", "referenced_digests"]
 
 
 @dataclass(frozen=True)
@@ -28,12 +28,24 @@ class GcReport:
     temp_bytes_reclaimed: int = 0
 
 
-def referenced_digests(storage: Storage) -> set[str]:
-    """Every shard digest referenced by any manifest of any dataset under the root."""
+BATCH = 100
+"""Candidates stat-ed, then checked against the manifests stored meanwhile, then deleted."""
+
+
+def referenced_digests(storage: Storage, seen: set[str] | None = None) -> set[str]:
+    """Every shard digest referenced by any manifest of any dataset under the root.
+
+    With ``seen`` (manifest paths already read), only the manifests not in it are read, and
+    added to it: one listing finds the manifests stored since the last call.
+    """
     refs: set[str] = set()
     for obj in storage.list("datasets/"):
         parts = obj.path.split("/")
         if len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow"):
+            if seen is not None:
+                if obj.path in seen:
+                    continue
+                seen.add(obj.path)
             vid = parts[3][: -len(".arrow")]
             try:
                 data = storage.read(obj.path)
@@ -53,39 +65,64 @@ def collect_garbage(storage: Storage, grace: float, dry_run: bool = False) -> Gc
     # List shards before reading manifests: a shard uploaded after the listing is not a
     # candidate, and a manifest stored after it only references shards we will see as young.
     shards = storage.list("shards/")
-    refs = referenced_digests(storage)
+    seen: set[str] = set()
+    refs = referenced_digests(storage, seen)
     now = time.time()
-    deleted, reclaimed, young, kept = [], 0, 0, 0
+    candidates, young, kept = [], 0, 0
     for obj in shards:
-        digest = obj.path.rsplit("/", 1)[-1].split(".")[0]
-        if digest in refs:
+        if _digest(obj.path) in refs:
             kept += 1
-            continue
-        if obj.mtime and now - obj.mtime < grace:
+        elif obj.mtime and now - obj.mtime < grace:
             young += 1
-            continue
-        if not dry_run:
-            # Stat again right before deleting: a commit reusing this shard touches it (and
-            # its manifest may be newer than the ones read above), which makes it young.
-            try:
-                fresh = storage.info(obj.path)
-            except NotFoundError:
-                continue
-            if fresh.mtime and time.time() - fresh.mtime < grace:
-                young += 1
-                continue
-            storage.delete(obj.path)
-        deleted.append(digest)
-        reclaimed += obj.size
+        else:
+            candidates.append(obj)
+    if dry_run:
+        deleted = candidates
+    else:
+        deleted = []
+        for start in range(0, len(candidates), BATCH):
+            old, young_now = _still_old(storage, candidates[start : start + BATCH], grace)
+            young += young_now
+            # A commit that took longer than the grace period may have stored its manifest
+            # since the manifests were read (and checked its shards exist): read the new ones
+            # right before deleting, so that only the deletes of this batch remain as a gap.
+            refs |= referenced_digests(storage, seen)
+            for obj in old:
+                if _digest(obj.path) in refs:
+                    kept += 1
+                    continue
+                storage.delete(obj.path)
+                deleted.append(obj)
     temps = _stale_temp_files(storage, now - grace)
     if not dry_run:
         for path, _ in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
     return GcReport(
-        deleted, reclaimed, kept, young, dry_run,
+        [_digest(o.path) for o in deleted], sum(o.size for o in deleted), kept, young, dry_run,
         temp_files_removed=len(temps), temp_bytes_reclaimed=sum(n for _, n in temps),
     )
+
+
+def _digest(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(".")[0]
+
+
+def _still_old(storage: Storage, objs: list[ObjectInfo], grace: float
+               ) -> tuple[list[ObjectInfo], int]:
+    """The shards of ``objs`` still stored and older than ``grace`` (stat-ed again: a commit
+    reusing one touches it, which makes it young), and how many became young."""
+    old, young = [], 0
+    for obj in objs:
+        try:
+            fresh = storage.info(obj.path)
+        except NotFoundError:
+            continue
+        if fresh.mtime and time.time() - fresh.mtime < grace:
+            young += 1
+        else:
+            old.append(obj)
+    return old, young
 
 
 def _stale_temp_files(storage: Storage, cutoff: float) -> list[tuple[str, int]]:

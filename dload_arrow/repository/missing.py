@@ -13,18 +13,24 @@ __all__ = ["SHOWN_NAMES", "unknown_dataset"]
 SHOWN_NAMES = 10  # known names listed at most; the rest are counted
 
 
-def unknown_dataset(name: str, known: list[str], where: str) -> str:
+def unknown_dataset(name: str, known: list[str], where: str, unpublished: int = 0) -> str:
     """Say that ``where`` holds no dataset ``name``, offering the closest of ``known`` first.
 
     Args:
         name: the name asked for.
         known: every dataset name under the root, sorted.
         where: the root, as it may be printed (credentials removed).
+        unpublished: manifests of ``name`` that no ref points at (a commit that stored its
+            manifest and stopped before moving ``latest``): then that is what the text says.
 
     Returns:
         e.g. "no dataset 'simpel' under file:///r. Did you mean 'simple'? Known datasets:
         simple, a1, ... and 3 more (`dload ls`). Create it with repo.commit() or `dload commit`."
     """
+    if unpublished:
+        return (f"no dataset {name!r} under {where}: {name!r} has {unpublished} unpublished "
+                "version(s) (a commit that did not finish): commit again to publish, or "
+                f"`dload rm {name} --yes` to remove them")
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     if not known:
         hint = " The root is empty."

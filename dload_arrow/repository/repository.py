@@ -26,6 +26,7 @@ from dload_arrow.store.commit import Version, commit_samples
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import check_name
+from dload_arrow.store.refs import read_ref
 from dload_arrow.store.shard import DEFAULT_ROW_GROUP_SIZE, DEFAULT_SHARD_SIZE
 
 if TYPE_CHECKING:
@@ -188,6 +189,8 @@ class Repository(VersionsMixin):
         try:
             return self.manifests.get(name, vid)
         except (NotFoundError, InvalidNameError) as e:  # the latter: cached under another name
+            if version in (None, "latest") and isinstance(e, NotFoundError):
+                self._check_latest(name, vid, e)
             if version is not None and not self._version_ids(name):  # a mistyped name with an id
                 raise NotFoundError(self._missing(name)) from e
             if version is not None or not isinstance(e, NotFoundError):
@@ -197,8 +200,21 @@ class Repository(VersionsMixin):
                 raise
             raise better from e
 
+    def _check_latest(self, name: str, vid: str, error: NotFoundError) -> None:
+        """Say so when ``latest`` points at ``vid``, whose manifest is gone."""
+        ref = read_ref(self.storage, name, "latest")
+        if ref is not None and ref.version == vid:
+            raise NotFoundError(
+                f"latest of {name!r} points at removed version {vid[:12]} (an interrupted "
+                f"rm?): run `dload rm {name} --version {vid} --yes` to finish it") from error
+
     def _missing(self, name: str) -> str:
-        return unknown_dataset(name, self.datasets(), redact_url(self.storage.url))
+        try:  # manifests no ref points at: a commit that stored its manifest, then stopped
+            unpublished = len(self._version_ids(name))
+        except InvalidNameError:
+            unpublished = 0
+        return unknown_dataset(name, self.datasets(), redact_url(self.storage.url),
+                               unpublished=unpublished)
 
     def dataset(self, name: str, version: str | None = None) -> Dataset:
         """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""

@@ -80,7 +80,12 @@ class VersionsMixin:
             refs.setdefault(value.version, []).append(ref)
         out = []
         for vid in ids:
-            m = self.manifest(name, vid)
+            try:
+                m = self.manifest(name, vid)
+            except NotFoundError:  # removed since the listing (rm, an append's stale one)
+                if self.storage.exists(manifest_path(name, vid)):
+                    raise
+                continue
             t, user = first_seen.get(vid, (None, None))
             out.append(VersionInfo(
                 name=name, version=vid, num_rows=m.num_rows, num_bytes=m.num_bytes,
@@ -229,8 +234,9 @@ class VersionsMixin:
             raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
         # A version already removed (by an rm that lost a race) may still have refs: they go
         remaining = [v for v in self.versions(name) if v.version != vid] if ids else []
-        self.storage.delete(manifest_path(name, vid))
-        self.manifests.forget(vid)
+        kept = self.manifests.get(name, vid) if vid in ids else None  # to undo, below
+        # Refs first, the manifest last: an rm cut off half-way leaves refs on stored
+        # manifests (an unreferenced one is harmless: rm again, or gc, sees it)
         for ref, value in list_refs(self.storage, name).items():
             if value.version != vid:
                 continue
@@ -240,7 +246,17 @@ class VersionsMixin:
                              only_if=vid)
             else:
                 delete_ref(self.storage, name, ref)
+        self.storage.delete(manifest_path(name, vid))
+        self.manifests.forget(vid)
         self._clear_memos(name, vid)
+        back = sorted(r for r, v in list_refs(self.storage, name).items() if v.version == vid)
+        if back and kept is not None and kept.version == vid:  # the bytes it was stored as
+            # A commit of the same samples moved a ref back to it since the refs moved (its
+            # own check for the manifest may have come before the delete): the commit wins
+            self.storage.put_if_absent(manifest_path(name, vid), kept.to_bytes())
+            raise ConflictError(
+                f"rm of {name!r} version {vid[:12]}: a commit published it again while rm ran "
+                f"({', '.join(back)} point at it), so it stays; rm again to remove it")
         return [vid]
 
     def _clear_memos(self, name: str, version: str | None) -> None:

@@ -3,13 +3,12 @@
 A commit's shards are uploaded first (``commit.py``); this builds the manifest that lists them
 (after the parent's shards, for an append), stores it, and moves ``latest``.
 
-**Appends race.** An append is built on the ``latest`` it read. Moving ``latest`` to it
-unconditionally would drop whatever another writer published meanwhile (two processes
-appending at once each kept only their own rows). So an append moves ``latest`` only while it
-still points at its parent (``move_ref(only_if=parent)``). When it has moved, the append is
-*rebased*: its shards are already stored (content addressed), so only a new manifest is built
-over the new ``latest``'s shards, its keys checked again for duplicates, and the move retried.
-Nothing is encoded or uploaded twice.
+**Appends race.** An append moves ``latest`` only while it still points at the parent it was
+built on (``move_ref(only_if=parent)``): moving it unconditionally dropped what another writer
+published meanwhile. When it has moved, the append is *rebased*: a manifest over the new
+``latest``'s shards (its own are stored already), its keys checked again, the move retried. The
+manifest of the lost race is deleted only once the rebased one is stored: a gc always finds
+this append's shards listed by one of them.
 
 **The parent may be removed while the append runs** (``rm`` of that version, then ``gc``
 deleting shards no manifest lists). The new manifest is stored before the parent is checked:
@@ -17,14 +16,14 @@ from then on a gc sees the parent's shards listed by one manifest or the other, 
 parent manifest still exists at the check, none of its shards can have been deleted; if it is
 gone, the append publishes nothing and says so.
 
-**Reused shards and gc.** A shard already stored is not uploaded again. If no manifest
-listed it, it may be old enough for gc to delete while this commit runs, so it is touched
-(its grace period restarts). One that the dataset's stored latest version (or an append's
-parent) lists is protected by that manifest and is not written at all (the same commit twice
-sends no PUT), unless that manifest is removed before this one is stored: then they are
-touched. Before the ref moves, every shard of the new version is checked to still exist (a gc
-whose grace is shorter than the commit took could have deleted an uploaded one too). An
-append given no ``meta`` or ``recipe`` keeps those of the version it is finally built on.
+**Reused shards and gc.** A stored shard is not uploaded again. One no manifest lists may be
+old enough for gc to delete while this commit runs, so it is touched (its grace restarts). One
+the dataset's stored latest version (or an append's parent) lists is protected by that
+manifest and not written at all (the same commit twice sends no PUT), unless that manifest is
+removed before this one is stored: then it is touched. Before the ref moves, every shard of the
+new version is checked to still exist (a gc whose grace is shorter than the commit took could
+have deleted an uploaded one too). An append given no ``meta`` or ``recipe`` keeps those of
+the version it is finally built on.
 """
 
 from __future__ import annotations
@@ -131,65 +130,73 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
     an append whose parent is no longer ``latest`` is rebased (module docstring).
     ``read_keys`` reads a parent's stored keys (an append needs it: ``key_index.py``)."""
     read_keys = None if read_keys is None else memoized(read_keys)
-    for attempt in itertools.count():
-        known = None
-        if parent is not None:
-            assert read_keys is not None, "an append needs read_keys"
-            near = overlapping_shards(parent, up.keys)  # only these can hold a duplicate
-            known = read_keys(parent, near) if near else None
-        try:
-            check_unique(up.keys, known, up.name)
-        except SchemaError as e:
-            if attempt == 0:
-                raise
-            raise ConflictError(
-                f"append to {up.name!r}: another append published rows meanwhile whose keys "
-                f"collide with this one's ({e}); nothing was published. A table without key= "
-                "is numbered from the row count when its append starts: append it again, or "
-                "give its rows their own keys"
-            ) from e
-        wrote, manifest = _manifest(storage, up, parent, read_keys, meta, recipe, parents)
-        _touch_if_unprotected(storage, up)
-        _check_stored(storage, up, manifest)
-        if parent is not None and not storage.exists(manifest_path(up.name, parent.version)):
-            if wrote:  # it lists shards gc may have deleted: no version may remain of it
-                storage.delete(manifest_path(up.name, manifest.version))
-            raise ConflictError(
-                f"append to {up.name!r}: the version it extends ({parent.version[:12]}) was "
-                "removed while it ran; nothing was published. Append again"
-            )
-        crash_point("manifest")  # stored, the ref not moved yet
-        if not move:
-            return manifest
-        try:
-            move_ref(storage, up.name, "latest", manifest.version, unless_there=True,
-                     action="append" if parent is not None else "commit",
-                     only_if=None if parent is None else parent.version)
-            if not storage.exists(manifest_path(up.name, manifest.version)):
-                _removed_meanwhile(storage, up, manifest)
-            return manifest
-        except ConflictError as e:
-            if wrote:  # built on a parent that is no longer latest: no one may open it
-                storage.delete(manifest_path(up.name, manifest.version))
-            if rebase is None:
-                raise  # a commit that lost every compare-and-swap: move_ref says so
-            if attempt >= REBASES:
+    stale: list[str] = []  # the manifest of a lost race, kept until a rebased one is stored
+    try:
+        for attempt in itertools.count():
+            known = None
+            if parent is not None:
+                assert read_keys is not None, "an append needs read_keys"
+                near = overlapping_shards(parent, up.keys)  # only these can hold a duplicate
+                known = read_keys(parent, near) if near else None
+            try:
+                check_unique(up.keys, known, up.name)
+            except SchemaError as e:
+                if attempt == 0:
+                    raise
                 raise ConflictError(
-                    f"append to {up.name!r}: latest kept moving while it ran ({attempt + 1} "
-                    "tries); nothing was published. Append again"
+                    f"append to {up.name!r}: another append published rows meanwhile whose "
+                    f"keys collide with this one's ({e}); nothing was published. A table "
+                    "without key= is numbered from the row count when its append starts: "
+                    "append it again, or give its rows their own keys"
                 ) from e
-        try:
-            parent = rebase()
-        except NotFoundError as e:
-            raise ConflictError(f"append to {up.name!r}: the dataset was removed while it "
-                                "ran; nothing was published") from e
-        if not up.schema.equals(parent.schema):
-            raise ConflictError(
-                f"append to {up.name!r}: latest moved to a version with another schema "
-                f"({parent.schema}) while it ran; nothing was published"
-            )
-        parents = [dict(p, version=parent.version) if p.get("relation") == "append" else p
-                   for p in parents]
+            wrote, manifest = _manifest(storage, up, parent, read_keys, meta, recipe, parents)
+            path = manifest_path(up.name, manifest.version)
+            mine = bool(wrote) or path in stale  # stored by this append (now or before)
+            for old in set(stale) - {path}:  # the rebased manifest lists its shards now
+                storage.delete(old)
+            stale.clear()
+            _touch_if_unprotected(storage, up)
+            _check_stored(storage, up, manifest)
+            if parent is not None and not storage.exists(manifest_path(up.name,
+                                                                       parent.version)):
+                if mine:  # it lists shards gc may have deleted: no version may remain of it
+                    storage.delete(path)
+                raise ConflictError(
+                    f"append to {up.name!r}: the version it extends ({parent.version[:12]}) "
+                    "was removed while it ran; nothing was published. Append again")
+            crash_point("manifest")  # stored, the ref not moved yet
+            if not move:
+                return manifest
+            try:
+                move_ref(storage, up.name, "latest", manifest.version, unless_there=True,
+                         action="append" if parent is not None else "commit",
+                         only_if=None if parent is None else parent.version)
+                if not storage.exists(path):
+                    _removed_meanwhile(storage, up, manifest)
+                return manifest
+            except ConflictError as e:
+                if mine:  # built on a parent no longer latest: no one may open it, but it
+                    stale.append(path)  # keeps this append's shards from gc until rebased
+                if rebase is None:
+                    raise  # a commit that lost every compare-and-swap: move_ref says so
+                if attempt >= REBASES:
+                    raise ConflictError(
+                        f"append to {up.name!r}: latest kept moving while it ran "
+                        f"({attempt + 1} tries); nothing was published. Append again") from e
+            try:
+                parent = rebase()
+            except NotFoundError as e:
+                raise ConflictError(f"append to {up.name!r}: the dataset was removed while it "
+                                    "ran; nothing was published") from e
+            if not up.schema.equals(parent.schema):
+                raise ConflictError(
+                    f"append to {up.name!r}: latest moved to a version with another schema "
+                    f"({parent.schema}) while it ran; nothing was published")
+            parents = [dict(p, version=parent.version) if p.get("relation") == "append"
+                       else p for p in parents]
+    finally:
+        for path in stale:  # a rebase that failed: nothing may remain of it
+            storage.delete(path)
     raise AssertionError("unreachable")
 
 
