@@ -73,3 +73,26 @@ def test_a_fixed_size_list_without_a_recorded_shape_batches_into_a_tensor(
     assert first.dtype == torch.float32 and first[1].tolist() == [4.0, 5.0, 6.0, 7.0]
     sample = next(iter(as_iterable_dataset(repo.dataset("t").pipeline())))["fsl"]
     assert isinstance(sample, torch.Tensor) and sample.shape == (4,)  # as per sample
+
+
+def test_the_to_device_wrappers_state_over_a_stateful_dataloader_counts_what_the_loop_got(
+        tmp_path: Path) -> None:
+    import time
+
+    stateful = pytest.importorskip("torchdata.stateful_dataloader")
+    full = [int(x["x"]) for x in as_iterable_dataset(_pipe(tmp_path))]
+    sdl = stateful.StatefulDataLoader(as_iterable_dataset(_pipe(tmp_path)), num_workers=2,
+                                      batch_size=None)
+    batches = to_device(sdl, "cpu", prefetch=4)
+    got = []
+    for x in batches:
+        got.append(int(x["x"]))
+        time.sleep(0.02)  # a slow step: the wrapper's queue fills ahead of the loop
+        if len(got) == 10:
+            break
+    state = batches.state_dict()
+    again = as_iterable_dataset(_pipe(tmp_path))
+    again.load_state_dict(state)
+    assert again.state_dict()["epoch"] == 0  # as the TUTORIAL's resume loop reads it
+    rest = [int(x["x"]) for x in StatefulLoader(again, num_workers=1)]
+    assert got + rest == full

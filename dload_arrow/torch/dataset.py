@@ -126,11 +126,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
         if cur is None:
             if self._control.iterated():
                 raise ConfigError(
-                    "a plain DataLoader's workers read ahead of the training loop, so this "
-                    "process cannot tell what the loop consumed: iterate the dataset with "
-                    "dload_arrow.torch.StatefulLoader(ds, num_workers=...) or torchdata's "
-                    "StatefulDataLoader to checkpoint mid-epoch (or call ds.set_epoch(e) and "
-                    "save at epoch boundaries)"
+                    "DataLoader workers read this dataset ahead of the training loop, so it "
+                    "cannot tell what the loop consumed: save the loader's state (a torchdata "
+                    "StatefulDataLoader's; in a to_device loop, the wrapper's), or iterate with "
+                    "dload_arrow.torch.StatefulLoader(ds, num_workers=...), whose dataset "
+                    "counts; a plain DataLoader keeps none (ds.set_epoch(e) at epoch starts)"
                 )
             return worker_state(self._next.epoch, self._next.position, fp)
         position = cur.deal.position_after(cur.consumed)
