@@ -158,3 +158,25 @@ def test_recipe_into_a_file_adds_no_newline(run: RunFn, tmp_path: Path,
     assert run("recipe", "r").out == text
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)  # a terminal: the prompt's line
     assert run("recipe", "r").out == text + "\n"
+
+
+def test_ctrl_c_while_the_cli_loads_is_interrupted_not_a_traceback(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    dload = str(Path(sys.executable).with_name("dload"))
+    codes = []
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.3):  # while pyarrow, click and the commands load
+        p = subprocess.Popen([dload, "ls", "--root", str(tmp_path / "r")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        p.send_signal(signal.SIGINT)
+        _out, err = p.communicate(timeout=60)
+        codes.append(p.returncode)
+        assert "Traceback" not in err, err
+        assert p.returncode in (1, 130), (p.returncode, err)  # 1: ls ran (no such root)
+        if p.returncode == 130:
+            assert err.strip().splitlines()[-1] == "dload: interrupted"
+    assert 130 in codes
