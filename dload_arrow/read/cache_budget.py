@@ -129,7 +129,7 @@ class CacheBudget(CacheSpace):
         while True:
             with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"),
                                                exclusive=True):
-                used, pending, candidates = self._scan_pending(cleanup=True)
+                used, pending, entries = self._scan_pending(cleanup=True)
                 limit = min(self.budget_bytes, self._disk_cap(used, pending))
                 if nbytes > limit:  # nothing evicted can make room: the disk is too small
                     raise InfeasiblePlanError(
@@ -139,10 +139,12 @@ class CacheBudget(CacheSpace):
                         "free disk space there, point cache_dir at a bigger disk, or commit "
                         "with a smaller shard_size"
                     )
+                excess = used + nbytes - limit
+                candidates = entries() if excess > 0 else []  # a stat per shard: when needed
                 if keep:
                     later = [c for c in candidates if c[1] in keep] if wait else []
                     candidates = [c for c in candidates if c[1] not in keep] + later
-                if self._evict_for(candidates, used + nbytes - limit):
+                if self._evict_for(candidates, excess):
                     final = self.shard_file(digest)
                     os.makedirs(os.path.dirname(final), exist_ok=True)
                     tmp = f"{final}.tmp-{nbytes}-{uuid.uuid4().hex[:12]}"

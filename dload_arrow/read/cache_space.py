@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dload_arrow.errors import ConfigError, InvalidNameError
 from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.cache_scan import FolderListings
 from dload_arrow.read.locks import FileLock, try_exclusive
 from dload_arrow.sizes import parse_size
 from dload_arrow.store.names import check_digest
@@ -104,6 +106,7 @@ def disk_reserve(path: str) -> int:
 
 
 _RESERVE_MAX = 64 * 2**20
+Entry = tuple[float, str, int]  # (last used, digest, bytes)
 
 
 def resolve_budget(budget: str | int, cache_dir: str, used: int = 0) -> int:
@@ -134,6 +137,7 @@ class CacheSpace:
 
     def __init__(self, cache_dir: str) -> None:
         self.dir = os.path.abspath(os.path.expanduser(cache_dir))
+        self._listings = FolderListings()
 
     def shard_file(self, digest: str) -> str:
         """Where the verified shard ``digest`` lives when cached."""
@@ -149,26 +153,33 @@ class CacheSpace:
     def free_disk(self) -> int:
         return free_disk(self.dir)
 
-    def _scan(self, cleanup: bool) -> tuple[int, list[tuple[float, str, int]]]:
+    def _scan(self, cleanup: bool) -> tuple[int, list[Entry]]:
         """Bytes used (files plus reservations) and the cached shards, least recently used first."""
         used, _pending, entries = self._scan_pending(cleanup)
-        return used, entries
+        return used, entries()
 
-    def _scan_pending(self, cleanup: bool) -> tuple[int, int, list[tuple[float, str, int]]]:
-        """:meth:`_scan`, and the bytes reserved by downloads in progress but not written yet
-        (counted in the bytes used, yet still free on the disk)."""
+    def _scan_pending(self, cleanup: bool) -> tuple[int, int, Callable[[], list[Entry]]]:
+        """Bytes used (files plus reservations), the bytes reserved by downloads in progress
+        but not written yet (counted in the bytes used, yet still free on the disk), and a
+        function giving the cached shards least recently used first (a stat per shard: only
+        eviction needs it). Folders that did not change are not listed again (cache_scan)."""
         used = pending = 0
         shards: dict[str, int] = {}
-        root = os.path.join(self.dir, "shards")
-        for sub in list_dir(root):
+        for sub in list_dir(os.path.join(self.dir, "shards")):
             if not sub.is_dir():
                 continue
+            known, mtime_ns = self._listings.known(sub.path)
+            if known is not None:
+                shards.update(known)
+                continue
+            listed_at, mine, clean = self._listings.now_ns(), {}, True
             for e in list_dir(sub.path):
                 name = e.name
                 if name.endswith(".parquet"):
                     with contextlib.suppress(FileNotFoundError):
-                        shards[name[: -len(".parquet")]] = e.stat().st_size
+                        mine[name[: -len(".parquet")]] = e.stat().st_size
                 elif ".parquet.tmp-" in name:
+                    clean = False
                     digest, rest = name.split(".parquet.tmp-", 1)
                     try:
                         size = e.stat().st_size
@@ -178,9 +189,9 @@ class CacheSpace:
                         # Renamed to its final name after the listing was taken (downloads
                         # finish outside cache.lock, and release their download lock right
                         # after): count the shard it became, once.
-                        if digest not in shards:
+                        if digest not in mine:
                             with contextlib.suppress(FileNotFoundError, InvalidNameError):
-                                shards[digest] = os.stat(self.shard_file(digest)).st_size
+                                mine[digest] = os.stat(self.shard_file(digest)).st_size
                         continue
                     try:
                         reserved = int(rest.split("-", 1)[0])
@@ -188,9 +199,12 @@ class CacheSpace:
                         reserved = size
                     used += max(size, reserved)
                     pending += max(0, reserved - size)
+            if clean:
+                self._listings.remember(sub.path, mtime_ns, mine, listed_at)
+            shards.update(mine)
         used += sum(shards.values())
-        entries = sorted((_mtime(self._hold_file(d)), d, n) for d, n in shards.items())
-        return used, pending, entries
+        return used, pending, lambda: sorted(
+            (_mtime(self._hold_file(d)), d, n) for d, n in shards.items())
 
     def _remove_stale_tmp(self, path: str, digest: str) -> bool:
         """Remove ``path`` if it belongs to a dead downloader (nobody holds its download lock).
@@ -225,7 +239,7 @@ class CacheSpace:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 
-    def _evict_for(self, candidates: list[tuple[float, str, int]], excess: int) -> bool:
+    def _evict_for(self, candidates: list[Entry], excess: int) -> bool:
         """Evict unheld ``candidates`` (in order) freeing at least ``excess`` bytes, or none.
 
         All or nothing: shards are deleted only when enough of them are unheld, so an
