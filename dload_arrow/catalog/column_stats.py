@@ -119,6 +119,7 @@ def manifest_rows(ctx: ReadContext, manifest: Manifest,
             footer.update(_footer_nulls(ctx, manifest, chosen, unknown) if chosen else {
                 f.name: 0 for f in unknown})
     out = []
+    index = {name: i for i, name in enumerate(t.column_names)}  # by name: O(1), not O(columns)
     for field in manifest.schema:
         c = field.name
         row: dict[str, Any] = {"column": c, "type": str(field.type), "count": None,
@@ -130,9 +131,9 @@ def manifest_rows(ctx: ReadContext, manifest: Manifest,
             lo_col, hi_col, nulls_col = "rg_key_min", "rg_key_max", None
         else:
             lo_col, hi_col, nulls_col = f"rg_min.{c}", f"rg_max.{c}", f"rg_nulls.{c}"
-        if lo_col in t.column_names:
-            lo, hi = pylist(t.column(lo_col)), pylist(t.column(hi_col))
-            nulls_l = pylist(t.column(nulls_col)) if nulls_col else None
+        if lo_col in index:
+            lo, hi = pylist(t.column(index[lo_col])), pylist(t.column(index[hi_col]))
+            nulls_l = pylist(t.column(index[nulls_col])) if nulls_col else None
             mins = [lo[s][r] for s, r in chosen if lo[s][r] is not None]
             maxs = [hi[s][r] for s, r in chosen if hi[s][r] is not None]
             n_null = sum(nulls_l[s][r] for s, r in chosen) if nulls_l else 0

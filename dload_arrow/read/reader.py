@@ -27,7 +27,7 @@ from dload_arrow.read.fetcher import ShardFetcher, visits_of
 from dload_arrow.read.planner import plan_read
 from dload_arrow.read.progressive import PartialShard
 from dload_arrow.read.random_access import corrupt_shard, open_shard
-from dload_arrow.read.second_decoder import SecondDecoder
+from dload_arrow.read.second_decoder import SecondDecoder, threads_pay_off
 from dload_arrow.rowfilter import Predicate, filter_rows
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
@@ -84,27 +84,6 @@ def one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
     if batch.schema != schema:
         batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
     return batch
-
-
-def threads_pay_off(row_group: pq.RowGroupMetaData, names: Sequence[str]) -> bool:
-    """Whether decoding the columns ``names`` of row groups like ``row_group`` gains from
-    Arrow's threads (one task per column).
-
-    Only when the columns besides the largest hold at least half its bytes: there is then
-    work to run beside it (tabular rows decode 17% faster with threads). When one column
-    holds nearly all the bytes (images, token sequences) nothing runs beside it, and the
-    tasks' hand-offs cost CPU (images: 270k -> 330k rows/s without them; speed-work.md,
-    "Ninth session"). The reader's own threads already decode units in parallel.
-    """
-    sizes = dict.fromkeys(names, 0)
-    for i in range(row_group.num_columns):
-        column = row_group.column(i)
-        path = column.path_in_schema  # a list's values are "name.list.element"
-        for name in sizes:
-            if path == name or path.startswith(name + "."):
-                sizes[name] += column.total_uncompressed_size
-    largest = max(sizes.values(), default=0)
-    return sum(sizes.values()) - largest >= largest / 2
 
 
 class _Unreadable(Exception):

@@ -12,17 +12,20 @@ is the slow part.
 It never works across a visit boundary. The reader waits for it, and has it close its file,
 before moving to the next visit. So a visit's hold on a cached shard is released only when
 neither decoder reads the file any more.
+
+:func:`threads_pay_off` decides the other way to decode in parallel: Arrow's own column
+threads, for row groups whose columns are alike in size.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["SecondDecoder"]
+__all__ = ["SecondDecoder", "threads_pay_off"]
 
 
 class SecondDecoder:
@@ -66,3 +69,29 @@ class SecondDecoder:
         if self._file is not None:
             self._file[1].close()
             self._file = None
+
+
+def threads_pay_off(row_group: pq.RowGroupMetaData, names: Sequence[str]) -> bool:
+    """Whether decoding the columns ``names`` of row groups like ``row_group`` gains from
+    Arrow's threads (one task per column).
+
+    Only when the columns besides the largest hold at least half its bytes: there is then
+    work to run beside it (tabular rows decode 17% faster with threads). When one column
+    holds nearly all the bytes (images, token sequences) nothing runs beside it, and the
+    tasks' hand-offs cost CPU (images: 270k -> 330k rows/s without them; speed-work.md,
+    "Ninth session"). The reader's own threads already decode units in parallel.
+    """
+    sizes = dict.fromkeys(names, 0)
+    for i in range(row_group.num_columns):
+        column = row_group.column(i)
+        path = column.path_in_schema  # a list's values are "name.list.element"
+        for name in _prefixes(path):  # the names it may belong to (a name may hold dots)
+            if name in sizes:
+                sizes[name] += column.total_uncompressed_size
+    largest = max(sizes.values(), default=0)
+    return sum(sizes.values()) - largest >= largest / 2
+
+
+def _prefixes(path: str) -> list[str]:
+    parts = path.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
