@@ -59,3 +59,17 @@ def test_a_chained_where_shows_each_filter_in_brackets(repo: Repository) -> None
     assert shown == "(grp = 4 or grp = 5) AND (label = 3)"
     assert len(repo.dataset("w").where(shown)) == len(view) == 20
     assert "where='label = 3'" in repr(repo.dataset("w").where("label = 3"))
+
+
+def test_queries_over_unchanged_manifests_reuse_their_tables(repo: Repository) -> None:
+    repo.commit("a", [("k", {"x": 1})], progress=False)
+    first = repo.catalog.refresh().tables["dload_raw_shards"]
+    assert repo.catalog.refresh().tables["dload_raw_shards"] is first  # nothing new: reused
+    repo.tag("a", repo.dataset("a").version, "v1")  # a ref moves: refs and log read again
+    snap = repo.catalog.refresh()
+    assert snap.tables["dload_raw_shards"] is first
+    assert ("a", "v1") in {(r["name"], r["ref"]) for r in snap.tables["dload_raw_refs"].to_pylist()}
+    v = repo.append("a", [("k2", {"x": 2})], progress=False)  # a new manifest: rebuilt
+    assert repo.catalog.refresh().tables["dload_raw_shards"] is not first
+    got = repo.sql("select version from versions where name = 'a'").column(0).to_pylist()
+    assert v.version in got and len(got) == 2

@@ -100,13 +100,21 @@ class Snapshotter:
         self.storage = storage
         self.manifests = manifests
         self._log_entries: dict[str, dict[str, Any]] = {}
+        # The manifest tables of the last snapshot, by its set of manifests: manifests never
+        # change, so a query over an unchanged set reuses them (rebuilding them per query was
+        # 1 s for `select 1` over 1,000 appended versions).
+        self._built: tuple[frozenset[tuple[str, str]], dict[str, pa.Table]] | None = None
 
     def snapshot(self) -> Snapshot:
-        """List the root once and build every raw table."""
+        """List the root once and build every raw table (the manifests' only when they
+        changed since the last snapshot)."""
         found = list_root(self.storage)
         manifests = {(n, v): self.manifests.get(n, v) for n, v in found["manifests"]}
+        key = frozenset(manifests)
+        if self._built is None or self._built[0] != key:
+            self._built = (key, self._manifest_tables(manifests))
         tables = {
-            **self._manifest_tables(manifests),
+            **self._built[1],
             "dload_raw_refs": self.refs(found["refs"]),
             "dload_raw_log": self.log(found["log"]),
         }
