@@ -78,7 +78,7 @@ def test_commits_from_a_project_subdirectory_use_the_project_root(
     (data / "a.txt").write_text("a")
     monkeypatch.chdir(proj)
     assert run("init", "--project", "--root", "./myroot").out == (
-        f"wrote {proj / 'dload.toml'}: root=./myroot\n")
+        f"wrote {proj / 'dload.toml'}: set root=./myroot\n")
     run("commit", "a", "--from", str(data))
     monkeypatch.chdir(proj / "sub")
     run("commit", "b", "--from", str(data))

@@ -15,8 +15,6 @@ import click
 
 from dload_arrow.cli.output import emit, json_option, open_repo, parse_spec, root_options
 from dload_arrow.errors import DloadError, NotFoundError
-from dload_arrow.repository.missing import unknown_dataset
-from dload_arrow.storage import redact_url
 from dload_arrow.store.names import KEY_COLUMN, shard_path
 
 __all__ = ["COMMANDS", "diff"]
@@ -53,6 +51,9 @@ def _resolve(repo: Any, spec: str, other: str | None) -> tuple[str, str | None]:
     if spec in names:
         return spec, None
     if not _could_be_id(spec):  # only a dataset name: say so, with the closest names
+        from dload_arrow.repository.missing import unknown_dataset  # (dload --help stays light)
+        from dload_arrow.storage import redact_url
+
         raise NotFoundError(unknown_dataset(spec, names, redact_url(repo.storage.url))
                             + " A tag needs its dataset: NAME@TAG.")
     try:
