@@ -15,6 +15,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from dload_arrow.args import check_bool, check_callable, check_count
+from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.iterator import FINGERPRINT, PipelineIterator
 from dload_arrow.pipeline.lengths import Lengths
 from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State
@@ -136,9 +137,11 @@ class Pipeline(Lengths):
                              "state_dict() returned")
         fp = state.get(FINGERPRINT)
         if fp is not None and fp != self._short_fp():
-            raise ValueError(
+            raise ConfigError(
                 f"this state was saved from another pipeline (fingerprint {fp}, this one is "
-                f"{self._short_fp()}): restore it into the pipeline that produced it"
+                f"{self._short_fp()}), or by a dload_arrow whose order for this one differs "
+                "(an upgrade): restore it into the pipeline and version that produced it, or "
+                "start the epoch anew"
             )
         check_counters(state)
         if self._live is not None:
