@@ -96,3 +96,25 @@ def test_the_to_device_wrappers_state_over_a_stateful_dataloader_counts_what_the
     assert again.state_dict()["epoch"] == 0  # as the TUTORIAL's resume loop reads it
     rest = [int(x["x"]) for x in StatefulLoader(again, num_workers=1)]
     assert got + rest == full
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_after_an_inline_to_device_loop_the_dataset_counts_what_the_loop_got(
+        tmp_path: Path, workers: int) -> None:
+    import time
+
+    full = [int(x["x"]) for x in as_iterable_dataset(_pipe(tmp_path))]
+    ds = as_iterable_dataset(_pipe(tmp_path))
+    loader = StatefulLoader(ds, num_workers=workers)
+    got = []
+    for x in to_device(loader, "cpu", prefetch=4):  # the wrapper lives only in this loop
+        got.append(int(x["x"]))
+        time.sleep(0.02)  # the queue fills ahead of the loop
+        if len(got) == 5:
+            break
+    gc.collect()
+    state = loader.state_dict()
+    assert state["position"] == 5 and ds.state_dict()["position"] == 5
+    again = as_iterable_dataset(_pipe(tmp_path))
+    again.load_state_dict(state)
+    assert got + [int(x["x"]) for x in StatefulLoader(again, num_workers=1)] == full

@@ -104,7 +104,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         (``num_workers=0``) or a :class:`StatefulLoader` drives it, and through
         :func:`to_device` (what the loop received, not what was copied ahead). A plain
         DataLoader's workers read ahead unseen: its state is refused (ConfigError)."""
-        device = self._device and self._device()  # a weak reference (no cycle)
+        device = self._device
         if device is not None and torch.utils.data.get_worker_info() is None:
             received = device.received_state()
             if received is not None:
@@ -226,7 +226,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def _undrive(self) -> None:
         """An iteration that a to_device loader's thread did not start ends its link."""
-        device = self._device and self._device()  # a weak reference (no cycle)
+        device = self._device
         if device is not None and not device.drives(threading.current_thread()):
             self._device = None
 

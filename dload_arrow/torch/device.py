@@ -19,7 +19,6 @@ from __future__ import annotations
 import queue
 import threading
 import warnings
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -64,6 +63,24 @@ class _Error:
         self.exc = exc
 
 
+class _Link:
+    """What a dataset keeps of the wrapper driving it: the state as of the last item the loop
+    received, and the wrapper's producer thread. Not the wrapper itself: that cycle (wrapper
+    -> loader -> dataset -> wrapper) kept persistent DataLoader workers alive until the cyclic
+    gc, and a weak reference died with an inline ``for b in to_device(...)`` loop, whose
+    dataset then counted the items copied ahead."""
+
+    def __init__(self) -> None:
+        self.state: Any = None
+        self.thread: threading.Thread | None = None
+
+    def received_state(self) -> Any:
+        return self.state
+
+    def drives(self, thread: threading.Thread) -> bool:
+        return thread is self.thread
+
+
 class DeviceLoader:
     """Iterate ``loader`` with its items on ``device``; see :func:`to_device`."""
 
@@ -72,9 +89,16 @@ class DeviceLoader:
         self.device = device
         self.prefetch = prefetch
         self.cuda = device.type == "cuda" and torch.cuda.is_available()
-        self._state: Any = None
-        self._thread: threading.Thread | None = None
+        self._link = _Link()
         self._dataset = _stream_dataset(loader)
+
+    @property
+    def _state(self) -> Any:
+        return self._link.state
+
+    @_state.setter
+    def _state(self, state: Any) -> None:
+        self._link.state = state
 
     def __repr__(self) -> str:
         return (f"DeviceLoader({type(self.loader).__name__}, device={self.device}, "
@@ -88,11 +112,11 @@ class DeviceLoader:
 
     def received_state(self) -> Any:
         """The state as of the last item the loop received (None before any iteration)."""
-        return self._state
+        return self._link.received_state()
 
     def drives(self, thread: threading.Thread) -> bool:
         """Whether ``thread`` is this wrapper's producer (it iterates the wrapped loader)."""
-        return thread is self._thread
+        return self._link.drives(thread)
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -141,12 +165,9 @@ class DeviceLoader:
         except ConfigError:  # a plain DataLoader's workers ran before: the first item tells
             self._state = None
         thread = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
-        self._thread = thread
+        self._link.thread = thread
         if self._dataset is not None:
-            # its state_dict() now reports what the loop got; a weak reference, since a
-            # cycle kept persistent DataLoader workers alive until the cyclic gc (which then
-            # ran their __del__ in a forked worker: "can only test a child process")
-            self._dataset._device = weakref.ref(self)
+            self._dataset._device = self._link  # its state_dict() now reports what we got
         thread.start()
         try:
             while True:
