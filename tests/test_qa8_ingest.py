@@ -156,8 +156,24 @@ def test_csv_column_without_values_is_text_and_an_append_fills_it(
     assert open_table(jan).schema.field("comment").type == pa.string()
     run("commit", "orders", "--from", str(jan), "--key-column", "id")
     run("append", "orders", "--from", str(feb), "--key-column", "id")
+    # no value anywhere: nulls (not ''), so an append may also bring another type's values
     assert repo.dataset("orders").to_arrow().column("comment").to_pylist() == [
-        "", "", "late delivery"]
+        None, None, "late delivery"]
+
+
+def test_an_empty_column_appends_to_a_typed_one_as_nulls(tmp_path: Path, run: RunFn,
+                                                          repo: Repository) -> None:
+    # a day with no readings: its empty int, float, bool and date columns append as nulls
+    jan = _write(tmp_path / "jan.csv", "id,n,f,b,t\na,1,1.5,true,2024-01-01\n")
+    feb = _write(tmp_path / "feb.csv", "id,n,f,b,t\nb,,,,\n")
+    run("commit", "m", "--from", str(jan), "--key-column", "id")
+    run("append", "m", "--from", str(feb), "--key-column", "id")
+    got = repo.dataset("m").to_arrow()
+    assert got.column("n").to_pylist() == [1, None] and got.schema.field("n").type == pa.int64()
+    assert got.column("t").to_pylist()[1] is None
+    jl = _write(tmp_path / "mar.jsonl", '{"id": "c", "n": null}\n')
+    repo.append("m", open_table(jl, key="id"), key="id", progress=False)
+    assert repo.dataset("m").to_arrow().column("n").to_pylist() == [1, None, None]
 
 
 def test_jsonl_column_of_nulls_is_nullable_text(tmp_path: Path) -> None:

@@ -53,13 +53,15 @@ def text_nulls(schema: pa.Schema) -> pa.Schema:
                       if pa.types.is_null(f.type) else f for f in schema])
 
 
-def fill_empty_text(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    """A CSV batch's columns of type null (every cell empty) that ``schema`` stores as text,
-    as empty strings, as an empty cell of a text column reads."""
+def fill_empty_text(batch: pa.RecordBatch, schema: pa.Schema,
+                    empty: frozenset[str] | set[str] = frozenset()) -> pa.RecordBatch:
+    """A CSV batch's columns of type null (every cell empty) that another file of ``schema``
+    gives text, as empty strings, as an empty cell of a text column reads; those in ``empty``
+    (no value in any file) stay null: an append casts them to the type its dataset stores."""
     if not any(pa.types.is_null(f.type) for f in batch.schema):
         return batch
     columns = [pa.array([""] * batch.num_rows, pa.string())
-               if pa.types.is_null(f.type) and f.name in schema.names
+               if pa.types.is_null(f.type) and f.name in schema.names and f.name not in empty
                and pa.types.is_string(schema.field(f.name).type) else col
                for f, col in zip(batch.schema, batch.columns, strict=True)]
     names = batch.schema.names

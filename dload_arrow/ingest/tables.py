@@ -223,11 +223,14 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     schema = first.schema.remove_metadata()
     if len(files) > 1:
         schema = _unify(schema, files, fmt, endpoint_url, text_columns, key)
+    # a column with no value in any file: text (nulls) that appends can fill, or that an
+    # append casts to the type its dataset stores
+    empty = {f.name for f in schema if pa.types.is_null(f.type)}
     if fmt != "parquet":
-        schema = text_nulls(schema)  # a column without values: text that appends can fill
+        schema = text_nulls(schema)
 
     def batches() -> Iterator[pa.RecordBatch]:
-        yield _conform(first, schema, files[0], fmt)
+        yield _conform(first, schema, files[0], fmt, empty)
         yield from _rest(first_iter, files[0])
         for f in files[1:]:
             yield from _rest(_file_batches(f, fmt, endpoint_url, text_columns, key), f)
@@ -235,7 +238,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     def _rest(it: Iterator[pa.RecordBatch], f: str) -> Iterator[pa.RecordBatch]:
         try:
             for b in it:
-                yield _conform(b, schema, f, fmt)
+                yield _conform(b, schema, f, fmt, empty)
         except (pa.ArrowInvalid, OSError) as e:
             raise _read_error(f, fmt, e) from e
 
@@ -269,12 +272,13 @@ def _no_tables(path: str, globs: Globs, endpoint_url: str | None) -> DloadError:
     )
 
 
-def _conform(batch: pa.RecordBatch, schema: pa.Schema, where: str, fmt: str
-             ) -> pa.RecordBatch:
-    """``batch`` in ``schema``: columns in its order, missing ones null, types widened."""
+def _conform(batch: pa.RecordBatch, schema: pa.Schema, where: str, fmt: str,
+             empty: set[str]) -> pa.RecordBatch:
+    """``batch`` in ``schema``: columns in its order, missing ones null, types widened
+    (``empty``: the columns with no value in any file, which stay null)."""
     batch = batch.replace_schema_metadata(None)
     if fmt == "csv":
-        batch = fill_empty_text(batch, schema)
+        batch = fill_empty_text(batch, schema, empty)
     if batch.schema.equals(schema):
         return batch
     try:

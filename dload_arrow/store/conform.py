@@ -147,6 +147,8 @@ def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 
 def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
+    if len(col) and col.null_count == len(col):  # no value to lose (a file's empty column)
+        return pa.nulls(len(col), want)
     if _textual(col.type) and not _textual(want):
         raise ColumnMismatch(name, col.type, want) from SchemaError(
             f"text is not parsed into {want} (a value such as '02134' would silently become "
