@@ -118,3 +118,14 @@ def test_after_an_inline_to_device_loop_the_dataset_counts_what_the_loop_got(
     again = as_iterable_dataset(_pipe(tmp_path))
     again.load_state_dict(state)
     assert got + [int(x["x"]) for x in StatefulLoader(again, num_workers=1)] == full
+
+
+def test_a_fixed_size_list_with_a_missing_number_batches_as_lists_unchanged(
+        tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    repo = Repository.open(tmp_path / "root")
+    values = pa.array([[2**53 + 1, None], [7, 8]], pa.list_(pa.int64(), 2))
+    repo.commit("t", pa.table({"__key__": ["a", "b"], "v": values}), progress=False)
+    batch = next(iter(repo.dataset("t").pipeline().batch(2)))
+    assert batch["v"] == [[2**53 + 1, None], [7, 8]]  # no float64, no NaN

@@ -195,3 +195,14 @@ def test_an_append_into_a_null_column_says_how_to_keep_the_values(tmp_path: Path
     text = str(e.value)
     assert "a null column holds no value" in text and "schema=" in text
     assert "Cast the column to null" not in text  # that would throw the values away
+
+
+def test_list_views_commit_intact_and_empty_fixed_size_lists_are_refused(
+        tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root")
+    lv = pa.ListViewArray.from_arrays(pa.array([0, 2]), pa.array([2, 1]), pa.array([1, 2, 3]))
+    repo.commit("lv", pa.table({"__key__": ["a", "b"], "v": lv}), progress=False)
+    assert repo.dataset("lv").to_arrow().column("v").to_pylist() == [[1, 2], [3]]
+    empty = pa.array([[], []], pa.list_(pa.int64(), 0))
+    with pytest.raises(SchemaError, match="column 'e': a fixed-size list of 0 values"):
+        repo.commit("e", pa.table({"__key__": ["a", "b"], "e": empty}), progress=False)

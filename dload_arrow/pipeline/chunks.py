@@ -55,7 +55,8 @@ def column_values(batch: pa.RecordBatch, i: int) -> Any:
     field = batch.schema.field(i)
     col = batch.column(i)
     shape = field_shape(field)
-    if shape is None and pa.types.is_fixed_size_list(col.type) and _numeric(col.type.value_type):
+    if (shape is None and pa.types.is_fixed_size_list(col.type) and _numeric(col.type.value_type)
+            and col.values.null_count == 0):  # (a missing number stays a list: no NaN)
         shape = (col.type.list_size,)  # a fixed-size list without a recorded shape (pyarrow)
     if shape is not None and pa.types.is_fixed_size_list(col.type):
         if col.null_count:

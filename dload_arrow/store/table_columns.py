@@ -123,7 +123,10 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     if pa.types.is_dictionary(t) and not (
             pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
         t = t.value_type
-    plain = _plain(t)
+    try:
+        plain = _plain(t)
+    except SchemaError as e:
+        raise SchemaError(f"column {field.name!r}: {e}") from None
     if plain == col.type:
         return field, col
     try:
@@ -140,11 +143,16 @@ def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
     leaf = (_WIDE if wide else _PLAIN).get(t)
     if leaf is not None:
         return leaf
-    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t)
-            or pa.types.is_large_list_view(t)):
-        large = wide and (pa.types.is_large_list(t) or pa.types.is_large_list_view(t))
+    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+        return t  # as given: pyarrow 26 casts [[1, 2], [3]] into a list as [[1, 2], []]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        large = wide and pa.types.is_large_list(t)
         return (pa.large_list if large else pa.list_)(_plain_field(t.value_field, wide))
     if pa.types.is_fixed_size_list(t):
+        if t.list_size == 0:
+            raise SchemaError(f"a fixed-size list of 0 values ({t}) holds nothing and is not "
+                              "stored (Parquet reads it back as an error): drop the column, "
+                              "or give it a size of 1 or more")
         return pa.list_(_plain_field(t.value_field, wide), t.list_size)
     if pa.types.is_struct(t):
         return pa.struct([_plain_field(f, wide) for f in t])
