@@ -206,3 +206,25 @@ def test_list_views_commit_intact_and_empty_fixed_size_lists_are_refused(
     empty = pa.array([[], []], pa.list_(pa.int64(), 0))
     with pytest.raises(SchemaError, match="column 'e': a fixed-size list of 0 values"):
         repo.commit("e", pa.table({"__key__": ["a", "b"], "e": empty}), progress=False)
+
+
+def test_a_polars_array_with_a_missing_number_in_a_later_chunk_commits_as_one_tensor(
+        tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root")
+    arr = pl.Array(pl.Float32, (2, 2))
+    dense = pl.DataFrame({"__key__": ["a", "b"], "x": [[[1, 2], [3, 4]], [[5, 6], [7, 8]]]},
+                         schema={"__key__": pl.String, "x": arr})
+    holey = pl.DataFrame({"__key__": ["c"], "x": [[[1, None], [3, 4]]]},
+                         schema={"__key__": pl.String, "x": arr})
+    df = pl.concat([dense, holey], rechunk=False)  # two chunks, as two files give
+    assert df["x"].n_chunks() == 2
+    repo.commit("t", df, key="__key__", progress=False)
+    ds = repo.dataset("t")
+    assert ds.schema.field("x").type == pa.list_(pa.float32(), 4)
+    assert ds.schema.field("x").metadata == {b"dload.shape": b"[2, 2]"}
+    assert ds.get("a")["x"].shape == (2, 2)
+    got = np.asarray(ds.get("c")["x"], dtype=np.float64).reshape(-1)
+    assert np.isnan(got[1]) and got[[0, 2, 3]].tolist() == [1, 3, 4]  # a float tensor: NaN
+    assert ds.to_arrow().column("x").to_pylist()[2] == [1, None, 3, 4]  # stored as a null
+    batch = next(iter(ds.pipeline().batch(3)))
+    assert batch["x"][2] is not None and batch["x"][0].shape == (2, 2)

@@ -59,7 +59,7 @@ def column_values(batch: pa.RecordBatch, i: int) -> Any:
             and col.values.null_count == 0):  # (a missing number stays a list: no NaN)
         shape = (col.type.list_size,)  # a fixed-size list without a recorded shape (pyarrow)
     if shape is not None and pa.types.is_fixed_size_list(col.type):
-        if col.null_count:
+        if col.null_count or col.values.null_count:  # (a missing number: no NaN in ints)
             return sample_values(field, col)
         flat = numpy_values(col.flatten())
         return flat.reshape((len(col), *shape))

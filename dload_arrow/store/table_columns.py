@@ -20,8 +20,8 @@
   with ``dload.shape``), as a pandas column of arrays does: the rows of ``to_polars()``
   committed back get the dataset's own id (:func:`flat_tensor`; ``store/conform.py`` does the
   same for an append to a tensor column, and nests a tensor again for a dataset that stored a
-  nested list before this rule, :func:`nested_tensor`). One with a missing inner value stays
-  nested.
+  nested list before this rule, :func:`nested_tensor`); a missing inner list or value is a
+  missing number of the tensor, so every batch of a column takes the same type.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from dload_arrow.arrays import list_slots
+from dload_arrow.arrays import list_slots, numpy_values
 from dload_arrow.errors import SchemaError, shown
 
 __all__ = ["flat_tensor", "nested_tensor", "pandas_table", "storable"]
@@ -50,8 +51,8 @@ def _numeric(t: pa.DataType) -> bool:
 
 def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
     """A nested fixed-size list column of numbers (a polars ``Array`` of shape (2, 3)) as the
-    flat fixed-size list a tensor column of shape ``want`` stores; None when ``col`` is not
-    one (another layout or shape, or a missing inner list or value in a present row)."""
+    flat fixed-size list a tensor column of shape ``want`` stores, a missing inner list or
+    number as missing numbers; None when ``col`` is not one (another layout or shape)."""
     shape: list[int] = []
     t = col.type
     while pa.types.is_fixed_size_list(t):
@@ -61,19 +62,21 @@ def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
         return None
     size = math.prod(shape)
     values: pa.Array = col
-    present = None
-    for _ in shape:  # down the nesting, the slots of present rows must all be there
-        dense = list_slots(values, present)
-        if dense is None:
-            return None
-        values, present = dense
+    for _ in shape:  # down the nesting: a missing list's slots are missing numbers
+        slots = list_slots(values, np.zeros(len(values), bool))
+        assert slots is not None  # (no row counts as present: never None)
+        if values.null_count:
+            missing = pa.array(np.repeat(numpy_values(values.is_null()), values.type.list_size))
+            values = pc.if_else(missing, pa.nulls(len(slots[0]), slots[0].type), slots[0])
+        else:
+            values = slots[0]
     mask = col.is_null() if col.null_count else None
     return pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
 
 
 def _as_tensor(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array] | None:
     """A nested fixed-size list of numbers as the tensor column it stands for (None: not
-    one, or one with a missing inner value)."""
+    one)."""
     from dload_arrow.store.rows import SHAPE_META, field_shape  # rows imports this module
 
     shape: list[int] = []
