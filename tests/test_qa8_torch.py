@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dload_arrow import Repository
+from dload_arrow import ConfigError, Repository
 from dload_arrow.torch import StatefulLoader, as_iterable_dataset, to_device
 
 
@@ -129,3 +129,20 @@ def test_a_fixed_size_list_with_a_missing_number_batches_as_lists_unchanged(
     repo.commit("t", pa.table({"__key__": ["a", "b"], "v": values}), progress=False)
     batch = next(iter(repo.dataset("t").pipeline().batch(2)))
     assert batch["v"] == [[2**53 + 1, None], [7, 8]]  # no float64, no NaN
+
+
+def test_a_rank_state_after_its_last_item_with_uneven_none_loads() -> None:
+    import dload_arrow as dl
+
+    ds = as_iterable_dataset(dl.from_iterable(list(range(61))), rank=0, world_size=2,
+                             uneven="none", to_tensors=False)
+    it = iter(ds)
+    got = [next(it) for _ in range(31)]  # rank 0's last item: the 61st of the epoch
+    state = ds.state_dict()
+    assert got[-1] == 60 and state["position"] == 62  # a round of 2 past the 61 items
+    again = as_iterable_dataset(dl.from_iterable(list(range(61))), rank=0, world_size=2,
+                                uneven="none", to_tensors=False)
+    again.load_state_dict(state)
+    assert list(again) == []  # the rest of epoch 0: nothing
+    with pytest.raises(ConfigError, match="past the end of epoch 0"):
+        again.load_state_dict({**state, "position": 63})

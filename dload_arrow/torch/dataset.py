@@ -157,7 +157,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 "this is one worker's state of a multi-worker loader and says nothing about "
                 "the others; load the whole loader state (loader.state_dict()) instead"
             )
-        refuse_past_end(self.pipe, plan.epoch, plan.position, self.length)
+        refuse_past_end(self.pipe, plan.epoch, plan.position, self.length, max(
+            self.world_size, int(state.get("world_size", 1)) if isinstance(state, dict) else 1))
         self._loaded = plan
         self._device = None
         self._set_plan(plan)

@@ -86,11 +86,14 @@ def epoch_length(pipe: Any, epoch: int, length: Any = None) -> int | None:
     return operator.index(n)
 
 
-def refuse_past_end(pipe: Any, epoch: int, position: int, length: Any = None) -> None:
+def refuse_past_end(pipe: Any, epoch: int, position: int, length: Any = None,
+                    world_size: int = 1) -> None:
     """ConfigError when a loaded ``position`` lies past the end of epoch ``epoch`` (an edited
-    state, or one of another source: it would load as an empty epoch)."""
+    state, or one of another source: it would load as an empty epoch). With
+    ``uneven="none"`` a rank's last item leaves it up to a round of ``world_size`` past the
+    end (61 items, 2 ranks: rank 0 ends at 62): that much is let through."""
     total = epoch_length(pipe, epoch, length)
-    if total is not None and position > total:
+    if total is not None and position > total + max(1, world_size) - 1:
         raise ConfigError(
             f"this state's position {position:,} is past the end of epoch {epoch} "
             f"({total:,} items), so it would resume into an empty epoch (was it edited, or "
