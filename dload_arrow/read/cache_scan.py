@@ -9,21 +9,28 @@ when it was last listed is taken from that listing, provided:
 
 - the listing held no download in progress (a temp file grows, and a stale one is cleaned up
   by a scan), and
-- the folder's mtime was already older than :data:`SETTLED_NS` when it was listed: a change
-  made within the filesystem's timestamp granularity of the one before could otherwise
-  leave the mtime as it was (git's "racy" index entries, the same problem).
+- the folder's mtime was already older than :data:`SETTLED_NS` when it was listed, by the
+  filesystem's own clock (a file of the cache touched just before listing, so a server whose
+  clock runs behind this machine's cannot make a fresh change look old), and older than
+  :data:`COARSE_SETTLED_NS` on a filesystem whose timestamps are whole seconds (FAT keeps
+  two): a change made within the timestamp granularity of the one before could otherwise
+  leave the mtime as it was (git's "racy" index entries, the same problem). Where that file
+  cannot be touched (a read-only cache), nothing is kept.
+
+A cache on NFS shared by several machines is not covered: a client may hold a folder's
+attributes (its mtime) for up to a minute. Give each machine its own cache.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
 from dataclasses import dataclass
 
-__all__ = ["SETTLED_NS", "FolderListings"]
+__all__ = ["COARSE_SETTLED_NS", "SETTLED_NS", "FolderListings"]
 
 SETTLED_NS = 2 * 10**8
+COARSE_SETTLED_NS = 3 * 10**9
 
 
 @dataclass(frozen=True)
@@ -35,7 +42,8 @@ class _Listing:
 class FolderListings:
     """The last clean listing of each ``shards/<aa>`` folder, by path (thread-safe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock_file: str) -> None:
+        self.clock_file = clock_file  # touched to read the filesystem's time
         self._listings: dict[str, _Listing] = {}
         self._lock = threading.Lock()
 
@@ -53,16 +61,24 @@ class FolderListings:
         return None, mtime_ns
 
     def remember(self, folder: str, mtime_ns: int, shards: dict[str, int],
-                 listed_at_ns: int) -> None:
-        """Keep a clean listing made at ``listed_at_ns`` (``time.time_ns()`` before listing)
-        of a folder whose mtime was then ``mtime_ns``; a folder changed too recently is not
-        kept (module doc)."""
+                 listed_at_ns: int | None) -> None:
+        """Keep a clean listing made at ``listed_at_ns`` (:meth:`now_ns` before listing) of
+        a folder whose mtime was then ``mtime_ns``; a folder changed too recently is not kept
+        (module doc)."""
+        settled = SETTLED_NS if (listed_at_ns or 0) % 10**9 else COARSE_SETTLED_NS
         with self._lock:
-            if listed_at_ns - mtime_ns > SETTLED_NS:
+            if listed_at_ns is not None and listed_at_ns - mtime_ns > settled:
                 self._listings[folder] = _Listing(mtime_ns, dict(shards))
             else:
                 self._listings.pop(folder, None)
 
-    @staticmethod
-    def now_ns() -> int:
-        return time.time_ns()
+    def now_ns(self) -> int | None:
+        """The filesystem's time now: the mtime of the clock file, touched (None: it cannot
+        be, and no listing is kept)."""
+        try:
+            with open(self.clock_file, "ab"):
+                pass
+            os.utime(self.clock_file)
+            return os.stat(self.clock_file).st_mtime_ns
+        except OSError:
+            return None

@@ -137,7 +137,7 @@ class CacheSpace:
 
     def __init__(self, cache_dir: str) -> None:
         self.dir = os.path.abspath(os.path.expanduser(cache_dir))
-        self._listings = FolderListings()
+        self._listings = FolderListings(os.path.join(self.dir, "cache.lock"))
 
     def shard_file(self, digest: str) -> str:
         """Where the verified shard ``digest`` lives when cached."""
@@ -160,11 +160,11 @@ class CacheSpace:
 
     def _scan_pending(self, cleanup: bool) -> tuple[int, int, Callable[[], list[Entry]]]:
         """Bytes used (files plus reservations), the bytes reserved by downloads in progress
-        but not written yet (counted in the bytes used, yet still free on the disk), and a
-        function giving the cached shards least recently used first (a stat per shard: only
-        eviction needs it). Folders that did not change are not listed again (cache_scan)."""
+        but not written yet (counted in used, yet still free on the disk), and a function of
+        the shards least recently used first (a stat per shard: only eviction needs it)."""
         used = pending = 0
         shards: dict[str, int] = {}
+        clock: list[int | None] = []  # the filesystem's time, read once before a listing
         for sub in list_dir(os.path.join(self.dir, "shards")):
             if not sub.is_dir():
                 continue
@@ -172,7 +172,8 @@ class CacheSpace:
             if known is not None:
                 shards.update(known)
                 continue
-            listed_at, mine, clean = self._listings.now_ns(), {}, True
+            clock = clock or [self._listings.now_ns()]
+            listed_at, mine, clean = clock[0], {}, True
             for e in list_dir(sub.path):
                 name = e.name
                 if name.endswith(".parquet"):
