@@ -29,7 +29,9 @@ class GcReport:
 
 
 BATCH = 100
-"""Candidates stat-ed, then checked against the manifests stored meanwhile, then deleted."""
+"""Candidates stat-ed, then checked against the manifests stored meanwhile, then deleted: at
+least this many a batch, and an eighth of them (at most 9 listings of ``datasets/``, whose
+objects include every log entry, however many candidates)."""
 
 
 def referenced_digests(storage: Storage, seen: set[str] | None = None) -> set[str]:
@@ -80,8 +82,9 @@ def collect_garbage(storage: Storage, grace: float, dry_run: bool = False) -> Gc
         deleted = candidates
     else:
         deleted = []
-        for start in range(0, len(candidates), BATCH):
-            old, young_now = _still_old(storage, candidates[start : start + BATCH], grace)
+        size = max(BATCH, -(-len(candidates) // 8))
+        for start in range(0, len(candidates), size):
+            old, young_now = _still_old(storage, candidates[start : start + size], grace)
             young += young_now
             # A commit that took longer than the grace period may have stored its manifest
             # since the manifests were read (and checked its shards exist): read the new ones
