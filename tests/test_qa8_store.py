@@ -20,7 +20,8 @@ def _with_column(m: Manifest, name: str, values: list[Any]) -> bytes:
     return _ipc(table)
 
 
-@pytest.mark.parametrize("edit", ["rows", "rg_rows", "rg_rows_negative", "rg_bytes_short"])
+@pytest.mark.parametrize("edit", ["rows", "rg_rows", "rg_rows_negative", "rg_bytes_short",
+                                  "rg_offsets_null", "rg_bytes_negative"])
 def test_row_group_counts_that_disagree_with_the_rows_are_refused(repo: Repository,
                                                                   edit: str) -> None:
     m = repo.commit("g", [(f"k{i:03d}", {"b": bytes(100)}) for i in range(40)],
@@ -35,6 +36,12 @@ def test_row_group_counts_that_disagree_with_the_rows_are_refused(repo: Reposito
         data = _with_column(m, "rg_rows", [[first[0] + 1, *first[1:]]])
     elif edit == "rg_rows_negative":  # adds up, but with a negative count
         data = _with_column(m, "rg_rows", [[first[0] + 1, -1, *first[2:]]])
+    elif edit == "rg_offsets_null":
+        offsets = t.column("rg_offsets").to_pylist()[0]
+        data = _with_column(m, "rg_offsets", [[offsets[0], None, *offsets[2:]]])
+    elif edit == "rg_bytes_negative":
+        sizes = t.column("rg_bytes").to_pylist()[0]
+        data = _with_column(m, "rg_bytes", [[*sizes[:-1], -sizes[-1]]])
     else:
         data = _with_column(m, "rg_bytes", [t.column("rg_bytes").to_pylist()[0][:-1]])
     with pytest.raises(IntegrityError, match=r"row groups .* the manifest is corrupt"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -89,15 +90,47 @@ def _check_table(table: pa.Table) -> None:
     if offsets != [0, *itertools.accumulate(rows)][: len(rows)]:
         raise IntegrityError("manifest row offsets do not add up its shards' row counts: the "
                              "manifest is corrupt")
-    groups = [table.column(c).to_pylist() for c in _ROW_GROUPS]
-    for i, (n, *lists) in enumerate(zip(rows, *groups, strict=True)):
-        if not all(isinstance(g, list) and all(isinstance(x, int) and x >= 0 for x in g)
-                   for g in lists) or len({len(g) for g in lists}) != 1 or sum(lists[0]) != n:
-            raise IntegrityError(
-                f"manifest shard {i}'s row groups ({', '.join(_ROW_GROUPS)}) are not lists of "
-                f"counts >= 0 of one length whose rows add up to its {n} rows: the manifest is "
-                "corrupt"
-            )
+    bad = _bad_row_groups(table, np.asarray(rows, dtype=np.int64))
+    if bad is not None:
+        raise IntegrityError(
+            f"manifest shard {bad}'s row groups ({', '.join(_ROW_GROUPS)}) are not lists of "
+            f"counts >= 0 of one length whose rows add up to its {rows[bad]} rows: the "
+            "manifest is corrupt"
+        )
+
+
+def _bad_row_groups(table: pa.Table, rows: np.ndarray) -> int | None:
+    """The first shard whose row-group lists are not counts >= 0 of one length adding up to
+    its rows (vectorised: a manifest of 100k shards is read in milliseconds); -1 for a
+    column of another type; None when all are sound."""
+    lengths = []
+    for name in _ROW_GROUPS:
+        col = table.column(name).combine_chunks()
+        if not (pa.types.is_list(col.type) and pa.types.is_integer(col.type.value_type)):
+            return 0 if len(rows) else None
+        values = pc.list_flatten(col)
+        if col.null_count:
+            return int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+        if values.null_count:  # (no null list: values and parent indices align)
+            inner = values.is_null().to_numpy(zero_copy_only=False)
+            return int(pc.list_parent_indices(col).to_numpy(zero_copy_only=False)[inner][0])
+        if len(values) and pc.min(values).as_py() < 0:
+            negative = np.repeat(np.arange(len(col)), _lengths(col))[
+                np.asarray(values.to_numpy(zero_copy_only=False)) < 0]
+            return int(negative[0])
+        lengths.append(_lengths(col))
+        if name == "rg_rows":
+            ends = np.cumsum(lengths[-1])
+            total = np.concatenate([[0], np.cumsum(values.to_numpy(zero_copy_only=False))])
+            wrong = np.flatnonzero(total[ends] - total[ends - lengths[-1]] != rows)
+            if len(wrong):
+                return int(wrong[0])
+    differ = np.flatnonzero((lengths[0] != lengths[1]) | (lengths[0] != lengths[2]))
+    return int(differ[0]) if len(differ) else None
+
+
+def _lengths(col: pa.Array) -> np.ndarray:
+    return np.asarray(pc.list_value_length(col).fill_null(0).to_numpy(zero_copy_only=False))
 
 
 _PART_INTS = ("bytes", "rows", "footer_offset")
