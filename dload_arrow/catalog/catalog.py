@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.args import kind
+from dload_arrow.catalog.case_twins import refuse_case_twins
 from dload_arrow.catalog.files import ShardFiles
 from dload_arrow.catalog.params import bindable_params
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
@@ -57,24 +58,6 @@ _UNPREPARABLE = (
     "query {query!r}); make a table instead: CREATE TEMP TABLE t AS SELECT ... FROM "
     "samples('<name>'), or repeat samples() in each query"
 )
-
-
-def _refuse_case_twins(name: str, schema: pa.Schema) -> None:
-    """Refuse a dataset with two columns whose names differ only in case: DuckDB matches
-    identifiers without regard to case, even quoted, so SQL would silently read one column
-    for the other (``"label"`` gives ``Label``'s values; ``*`` renames one to ``label_1``)."""
-    seen: dict[str, str] = {}
-    for col in schema.names:
-        first = seen.setdefault(col.lower(), col)
-        if first != col:
-            raise SqlError(
-                f"samples({name!r}) cannot be read by SQL: its columns {first!r} and {col!r} "
-                "differ only in case, and DuckDB matches column names without regard to case "
-                "(even double-quoted), so a query would read one for the other; rename one in "
-                "a new version (repo.derive or repo.commit, e.g. of ds.to_arrow()"
-                f".rename_columns(...)), or read it with ds.to_polars(), ds.to_arrow() or "
-                f"ds.where(), which keep {first!r} and {col!r} apart"
-            )
 
 
 def _duckdb() -> Any:
@@ -169,7 +152,7 @@ class Catalog:
                 for i, call in enumerate(calls):
                     manifest = self._resolve(call.name, call.version)
                     self._check_stored(call.name, manifest.version)
-                    _refuse_case_twins(call.name, manifest.schema)
+                    refuse_case_twins(call.name, manifest.schema)
                     files = self._shard_files(manifest)
                     held.append(files)
                     key = f"__dload_samples_{i}"

@@ -186,9 +186,13 @@ class _Compiler:
     def constant(self, op: str, a: Any, b: Any) -> Literal:
         """``a <op> b`` for two values: its answer if they are of one kind (``1 = 1``), else
         refused here (Arrow has no kernel for ``TRUE = 3``; the read would fail)."""
-        if _literal_kind(a) != _literal_kind(b):  # NULL = 3 too: likely a column "null"
+        if a is None or b is None:  # NULL = 3: unknown, as in SQL, unless "null" is a column
+            if "null" in (n.lower() for n in self.schema.names):
+                raise self.error(literal_compare_hint(a, op, b, self.schema.names))
+            return Literal(None)
+        if _literal_kind(a) != _literal_kind(b):
             raise self.error(literal_compare_hint(a, op, b, self.schema.names))
-        return Literal(None if a is None else bool(_OPS[op](a, b)))  # NULL = NULL: unknown
+        return Literal(bool(_OPS[op](a, b)))
 
     def timestamp(self, node: Node) -> bool:
         return isinstance(node, Column) and pa.types.is_timestamp(
