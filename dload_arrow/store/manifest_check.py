@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.arrays import numpy_values
 from dload_arrow.errors import IntegrityError, InvalidNameError, shown
 from dload_arrow.store.names import check_digest, check_name
 
@@ -110,18 +111,18 @@ def _bad_row_groups(table: pa.Table, rows: np.ndarray) -> int | None:
             return 0 if len(rows) else None
         values = pc.list_flatten(col)
         if col.null_count:
-            return int(np.flatnonzero(col.is_null().to_numpy(zero_copy_only=False))[0])
+            return int(np.flatnonzero(numpy_values(col.is_null()))[0])
         if values.null_count:  # (no null list: values and parent indices align)
-            inner = values.is_null().to_numpy(zero_copy_only=False)
-            return int(pc.list_parent_indices(col).to_numpy(zero_copy_only=False)[inner][0])
+            inner = numpy_values(values.is_null())
+            return int(numpy_values(pc.list_parent_indices(col))[inner][0])
         if len(values) and pc.min(values).as_py() < 0:
             negative = np.repeat(np.arange(len(col)), _lengths(col))[
-                np.asarray(values.to_numpy(zero_copy_only=False)) < 0]
+                numpy_values(values) < 0]
             return int(negative[0])
         lengths.append(_lengths(col))
         if name == "rg_rows":
             ends = np.cumsum(lengths[-1])
-            total = np.concatenate([[0], np.cumsum(values.to_numpy(zero_copy_only=False))])
+            total = np.concatenate([[0], np.cumsum(numpy_values(values))])
             wrong = np.flatnonzero(total[ends] - total[ends - lengths[-1]] != rows)
             if len(wrong):
                 return int(wrong[0])
@@ -130,7 +131,7 @@ def _bad_row_groups(table: pa.Table, rows: np.ndarray) -> int | None:
 
 
 def _lengths(col: pa.Array) -> np.ndarray:
-    return np.asarray(pc.list_value_length(col).fill_null(0).to_numpy(zero_copy_only=False))
+    return numpy_values(pc.list_value_length(col))  # (no null lists)
 
 
 _PART_INTS = ("bytes", "rows", "footer_offset")
