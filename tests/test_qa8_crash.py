@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 from cli_run import RunFn, runner
+from test_rm_races import _broken
 
 import dload_arrow.repository.gc as gc_module
 import dload_arrow.repository.versions as versions_module
 import dload_arrow.store.publish as publish_module
 from dload_arrow import ConflictError, NotFoundError, Repository
-from dload_arrow.store.names import manifest_path, shard_path
-from dload_arrow.store.refs import list_refs
+from dload_arrow.store.names import manifest_path
 
 
 @pytest.fixture
@@ -29,19 +29,6 @@ def run(capsys: pytest.CaptureFixture[str]) -> RunFn:
 
 def _open(root: str, tmp_path: Path, cache: str) -> Repository:
     return Repository.open(root, cache_dir=str(tmp_path / cache))
-
-
-def _broken(repo: Repository, name: str) -> list[str]:
-    """Refs to missing manifests, and missing shards of the manifests refs point at."""
-    problems = []
-    for ref, value in list_refs(repo.storage, name).items():
-        if not repo.storage.exists(manifest_path(name, value.version)):
-            problems.append(f"{ref} -> missing manifest {value.version[:12]}")
-            continue
-        for d in repo.manifests.get(name, value.version).digests():
-            if not repo.storage.exists(shard_path(d)):
-                problems.append(f"{ref} -> missing shard {d[:12]}")
-    return problems
 
 
 def _xs(repo: Repository, name: str) -> list[Any]:
