@@ -9,6 +9,7 @@ resolving methods, declared here for the type checker only.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -250,10 +251,11 @@ class VersionsMixin:
         self.manifests.forget(vid)
         self._clear_memos(name, vid)
         back = sorted(r for r, v in list_refs(self.storage, name).items() if v.version == vid)
-        if back and kept is not None and kept.version == vid:  # the bytes it was stored as
+        data = kept.to_bytes() if back and kept is not None else b""
+        if data and hashlib.sha256(data).hexdigest() == vid:  # the bytes it was stored as
             # A commit of the same samples moved a ref back to it since the refs moved (its
             # own check for the manifest may have come before the delete): the commit wins
-            self.storage.put_if_absent(manifest_path(name, vid), kept.to_bytes())
+            self.storage.put_if_absent(manifest_path(name, vid), data)
             raise ConflictError(
                 f"rm of {name!r} version {vid[:12]}: a commit published it again while rm ran "
                 f"({', '.join(back)} point at it), so it stays; rm again to remove it")
