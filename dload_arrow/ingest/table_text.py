@@ -8,8 +8,9 @@ silently:
   float column is NaN, and a column holding ``NA``, ``N/A`` or ``NULL`` beside numbers is text.
 - CSV: the key column (``key=``, ``--key-column``) and ``__key__`` are text as written
   (``007`` stays ``'007'``), as are the columns an append's dataset stores as text.
-- A column without a value in any row is text (CSV: empty strings; JSON Lines: nulls), which
-  later files and appends can fill; where another file gives it a type, it takes that type.
+- A column without a value in any row is text holding nulls, which later files and appends
+  can fill (and which an append casts to the type its dataset stores); where another file
+  gives it a type, it takes that type.
 - An integer that float64 cannot hold exactly (beyond 2**53: ``9007199254740993``, or beyond
   int64, where pyarrow infers float64 for the column; in JSON Lines also an int next to a
   float) is refused with the file, column and value, rather than stored rounded.
