@@ -67,6 +67,7 @@ class PartialShard:
                             # pages checked against their CRCs: these bytes are not yet
                             # hashed, and a bad one must not reach the consumer
                             self._pf = pq.ParquetFile(pa.OSFile(path), metadata=self._meta(),
+                                                      pre_buffer=False,  # a local file
                                                       page_checksum_verification=True)
                         except FileNotFoundError:
                             self.fetcher.get(0)
