@@ -1,4 +1,5 @@
-"""The second decoder: joins only while the consumer starves, keeps order, stops with the read."""
+"""The decoding threads: the visit's next units decode ahead, a second thread joins only while
+the consumer starves, the order is kept, decoded units stay bounded, all stop with the read."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dload_arrow import Repository
-from dload_arrow.read.reader import all_units, iter_units
+from dload_arrow.read.reader import DECODE_AHEAD, all_units, iter_units
 from dload_arrow.store.readahead import Starving
 
 
@@ -64,15 +65,41 @@ def test_a_starving_consumer_gets_a_second_decoder_and_the_same_stream(
                                                                   units)]
     assert [k for b in got for k in b] == [f"k{i:05d}" for i in range(800)]
     assert len(got) == len(units) == len(decoded_on)
-    assert any(n.startswith("dload-decode") for n in decoded_on)  # it joined in
+    assert "dload-decode1" in {n.split("_")[0] for n in decoded_on}  # the second joined in
     assert not any(t.name.startswith("dload-decode") for t in threading.enumerate())
 
 
-def test_a_busy_consumer_keeps_one_decoder(tokens: Any, decoded_on: list[str]) -> None:
+def test_a_visit_decodes_ahead_on_the_decoding_threads(
+        tokens: Any, decoded_on: list[str]) -> None:
+    """The reader decodes the first unit of each shard visit; the rest of the visit decodes on
+    the decoding threads, ahead, while the reader hands batches to the consumer."""
+    units = all_units(tokens.manifest)
+    heads = {j for j in range(len(units)) if j == 0 or units[j][0] != units[j - 1][0]}
+    for _ in iter_units(tokens.context, tokens.manifest, units):
+        time.sleep(0.001)
+    assert sorted(decoded_on).count("dload-read-ahead") == len(heads) == len(
+        tokens.manifest.shards)
+    assert sum(n.startswith("dload-decode") for n in decoded_on) == len(units) - len(heads)
+
+
+def test_a_busy_consumer_keeps_one_decoding_thread(tokens: Any, decoded_on: list[str]) -> None:
     it: Iterator[Any] = iter_units(tokens.context, tokens.manifest, all_units(tokens.manifest))
     for _ in it:
         time.sleep(0.02)  # the consumer is the bottleneck: the queue is always full
-    assert decoded_on and not any(n.startswith("dload-decode") for n in decoded_on[4:])
+    assert decoded_on and not any(n.startswith("dload-decode1") for n in decoded_on[6:])
+
+
+def test_decoded_units_stay_bounded_ahead_of_a_slow_consumer(
+        tokens: Any, decoded_on: list[str]) -> None:
+    """At most DECODE_AHEAD units on the decoding threads, DECODE_AHEAD in the queue and one
+    with the reader: memory is bounded by units, whatever the consumer's pace."""
+    taken = 0
+    most = 0
+    for _ in iter_units(tokens.context, tokens.manifest, all_units(tokens.manifest)):
+        taken += 1
+        time.sleep(0.01)
+        most = max(most, len(decoded_on) - taken)
+    assert 2 <= most <= 2 * DECODE_AHEAD + 1
 
 
 def test_closing_mid_visit_waits_for_the_second_decoder(

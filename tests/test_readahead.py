@@ -68,8 +68,8 @@ def test_closing_the_consumer_runs_the_sources_cleanup_before_returning() -> Non
 
 
 def test_a_stream_finalized_on_a_worker_thread_does_not_wait_for_its_producer() -> None:
-    """An abandoned reader may be garbage-collected on the second decoder's thread, which
-    the producer's cleanup (SecondDecoder.close) waits for: waiting there would deadlock (a
+    """An abandoned reader may be garbage-collected on the decoding threads, which
+    the producer's cleanup (Decoders.close) waits for: waiting there would deadlock (a
     hang seen at the suite's exit). On dload's worker threads the close returns at once and
     the producer still closes its source by itself."""
     release, closed = threading.Event(), threading.Event()
@@ -78,7 +78,7 @@ def test_a_stream_finalized_on_a_worker_thread_does_not_wait_for_its_producer() 
         try:
             yield from range(10)
         finally:
-            release.wait(10)  # like SecondDecoder.close waiting for its worker thread
+            release.wait(10)  # like Decoders.close waiting for its worker thread
             closed.set()
 
     stream = read_ahead(source(), depth=1)

@@ -70,7 +70,7 @@ def first_need_order(plan: Any, positions: Callable[[int, int], np.ndarray], cou
         first[filled] = np.minimum.reduceat(when, plan.unit_starts[:-1][filled])
     order = needed[np.argsort(first[needed], kind="stable")]
     # rounds of doubling size, each read in storage order: runs of units from one shard
-    # (one file opened per run, the reader's second decoder works within a run)
+    # (one file opened per run, the reader's decoding threads work within a run)
     at, size = 0, FIRST_ROUND
     while at < len(order):
         order[at:at + size] = np.sort(order[at:at + size])

@@ -1,17 +1,24 @@
-"""A second decoder for when the consumer waits for row groups.
+"""The decoding threads beside the reader: row groups decode ahead, off the reader's thread.
 
-Parquet decodes some columns slowly while turning them into samples is cheap. A list column
-carries a repetition and a definition level per element, so 2,048-token sequences decode at
-about 400 MB/s, and the rows become numpy views at once. The consumer then waits on the
-read-ahead queue with a core idle. :class:`SecondDecoder` decodes the next row group of the same
-shard visit on another thread while the reader decodes the current one. It does this only
-while the consumer is starving (:class:`~dload_arrow.store.readahead.Starving`), so a consumer
-that is itself the bottleneck keeps its core: for 10 KB images, turning values into ``bytes``
-is the slow part.
+The reader (``read/reader.py``) decodes the first unit of each shard visit itself and hands
+the visit's next ``DECODE_AHEAD`` units to :class:`Decoders`, so decoding runs on while the
+reader waits for the consumer to take a batch. Without this hand-off the reader decoded one
+unit, then blocked on the full queue, then decoded again: the consumer of ``ds.samples()``
+found nothing ready 57% of its time while the decoding threads were idle 40% of theirs
+(bench/notes/speed-work.md, "Sixteenth session").
 
-It never works across a visit boundary. The reader waits for it, and has it close its file,
-before moving to the next visit. So a visit's hold on a cached shard is released only when
-neither decoder reads the file any more.
+Units go to the first thread, in order. While the consumer starves
+(:class:`~dload_arrow.store.readahead.Starving`: it spends most of its time waiting) every
+other unit goes to the second thread, so two row groups decode at once. A consumer that is
+itself the bottleneck (10 KB images turned into ``bytes``) keeps its core: a second decoding
+thread there only takes CPU from it (sequential samples: 249k with one thread, 236k with two
+always on, 204k before the hand-off). Parquet decodes some columns slowly while turning them
+into samples is cheap: a list column carries a repetition and a definition level per element,
+so 2,048-token sequences decode at about 400 MB/s and that consumer starves.
+
+The threads never work across a visit boundary. The reader takes every unit of a visit
+before moving to the next, and has the threads close their files first. So a visit's hold on
+a cached shard is released only when no thread reads the file any more.
 
 :func:`threads_pay_off` decides the other way to decode in parallel: Arrow's own column
 threads, for row groups whose columns are alike in size.
@@ -25,50 +32,64 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["SecondDecoder", "threads_pay_off"]
+__all__ = ["Decoders", "threads_pay_off"]
 
 
-class SecondDecoder:
-    """Decode row groups on one background thread, each shard file opened once per visit.
+class Decoders:
+    """Decode row groups on ``threads`` background threads, each with its own memory-mapped
+    file of the visit's shard.
 
     Args:
-        decode: ``decode(parquet_file, row_group)``, safe to call from two threads at once.
+        decode: ``decode(parquet_file, row_group)``, safe to call from several threads at once.
+        threads: decoding threads (each decodes the units given to it in the order given).
     """
 
-    def __init__(self, decode: Callable[[pq.ParquetFile, int], pa.RecordBatch]) -> None:
+    def __init__(self, decode: Callable[[pq.ParquetFile, int], pa.RecordBatch],
+                 threads: int = 2) -> None:
         self._decode = decode
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="dload-decode")
-        # Opened on the pool thread; closed by the reader only when no decode is pending.
-        self._file: tuple[str, pq.ParquetFile] | None = None
+        self._pools = [ThreadPoolExecutor(1, thread_name_prefix=f"dload-decode{i}")
+                       for i in range(max(1, threads))]
+        # Each opened on its own thread; closed by the reader only when no decode is pending.
+        self._files: list[tuple[str, pq.ParquetFile] | None] = [None] * len(self._pools)
 
-    def submit(self, path: str, metadata: pq.FileMetaData, rg: int) -> Future[pa.RecordBatch]:
-        """Start decoding row group ``rg`` of the shard file at ``path``."""
-        return self._pool.submit(self._run, path, metadata, rg)
+    def submit(self, path: str, metadata: pq.FileMetaData, rg: int,
+               thread: int = 0) -> Future[pa.RecordBatch]:
+        """Start decoding row group ``rg`` of the shard file at ``path`` on thread ``thread``
+        (modulo the number of threads)."""
+        i = thread % len(self._pools)
+        return self._pools[i].submit(self._run, i, path, metadata, rg)
 
     def end_visit(self) -> None:
-        """Close the visit's file. Call it before leaving a visit, with no decode pending."""
+        """Close the visit's files. Call it before leaving a visit, with no decode pending."""
         self._close()
 
     def close(self) -> None:
-        """Wait for a decode in flight, stop the thread, close the file.
+        """Wait for the decodes in flight, stop the threads, close the files.
 
         No new work is submitted here: a reader's cleanup can run while another thread holds
         ``concurrent.futures``' global lock (a garbage-collected reader finalized inside a
         thread's start), and ``submit`` would wait for that lock forever.
         """
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        for pool in self._pools:
+            pool.shutdown(wait=True, cancel_futures=True)
         self._close()
 
-    def _run(self, path: str, metadata: pq.FileMetaData, rg: int) -> pa.RecordBatch:
-        if self._file is None or self._file[0] != path:
-            self._close()
-            self._file = (path, pq.ParquetFile(path, memory_map=True, metadata=metadata))
-        return self._decode(self._file[1], rg)
+    def _run(self, i: int, path: str, metadata: pq.FileMetaData, rg: int) -> pa.RecordBatch:
+        got = self._files[i]
+        if got is None or got[0] != path:
+            if got is not None:
+                got[1].close()
+            # pre_buffer off, as in open_shard: a memory-mapped file needs no IO threads
+            got = (path, pq.ParquetFile(path, memory_map=True, metadata=metadata,
+                                        pre_buffer=False))
+            self._files[i] = got
+        return self._decode(got[1], rg)
 
     def _close(self) -> None:
-        if self._file is not None:
-            self._file[1].close()
-            self._file = None
+        files, self._files = self._files, [None] * len(self._pools)
+        for got in files:
+            if got is not None:
+                got[1].close()
 
 
 def threads_pay_off(row_group: pq.RowGroupMetaData, names: Sequence[str]) -> bool:

@@ -23,11 +23,11 @@ import pyarrow.parquet as pq
 from dload_arrow.args import column_names
 from dload_arrow.errors import SchemaError
 from dload_arrow.read.context import ReadContext
+from dload_arrow.read.decoders import Decoders, threads_pay_off
 from dload_arrow.read.fetcher import ShardFetcher, visits_of
 from dload_arrow.read.planner import plan_read
 from dload_arrow.read.progressive import PartialShard
 from dload_arrow.read.random_access import corrupt_shard, open_shard
-from dload_arrow.read.second_decoder import SecondDecoder, threads_pay_off
 from dload_arrow.rowfilter import Predicate, filter_rows
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
@@ -36,7 +36,7 @@ from dload_arrow.store.readahead import Starving, read_ahead
 __all__ = ["DECODE_AHEAD", "all_units", "iter_units", "one_batch", "projection",
            "threads_pay_off"]
 
-DECODE_AHEAD = 3  # row groups decoded ahead of the consumer, in a background thread
+DECODE_AHEAD = 3  # row groups decoded ahead: in the read-ahead queue, and on the decoders
 _FOOTERS = 64
 _EARLY_MIN_BYTES = 16 * 2**20
 
@@ -121,7 +121,7 @@ class _Decoder:
     ) -> pa.RecordBatch | None:
         """Decode the table ``read(columns)`` returns (columns None: all; None passes through).
 
-        Thread-safe (the second decoder shares it): ``read_all`` only ever turns on, and each
+        Thread-safe (the decoding threads share it): ``read_all`` only ever turns on, and each
         call decides on the value it read, so a call racing the switch retries once.
         """
         read_all = self.read_all
@@ -178,7 +178,7 @@ def iter_units(
         return _generate(ctx, manifest, units, schema, predicate, plan.window_shards, None)
     # Decode ahead: read_row_group releases the GIL, so the next units decode on another core
     # while the consumer turns this one into samples, tensors or a training step; while the
-    # consumer still waits, a second decoder joins in (read/second_decoder.py).
+    # consumer still waits, a second decoding thread joins in (read/decoders.py).
     starving = Starving()
     # A shuffled window needs most of its first shard: it downloads first (not a full shuffle)
     head_first = not full_shuffle and _shuffled_head(units)
@@ -199,8 +199,9 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
               window: int, starving: Starving | None,
               head_first: bool = False) -> Iterator[pa.RecordBatch]:
     decoder = _Decoder(schema, predicate)
-    second = SecondDecoder(decoder.decode) if starving is not None else None
-    pending: tuple[int, Future[pa.RecordBatch]] | None = None  # the second decoder's unit
+    decoders = Decoders(decoder.decode) if starving is not None else None
+    pending: dict[int, Future[pa.RecordBatch]] = {}  # units of this visit on the decoders
+    ahead = 0  # the first unit not yet handed to the decoders (nor read here)
     fetcher = ShardFetcher(ctx, manifest, visits_of(units), window, head_first=head_first)
     # Time to first batch: while the first shard of a remote root is still downloading, its
     # row groups are decoded from the download's temp file as their bytes arrive (the footer
@@ -233,8 +234,9 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 current = shard
                 if pf is not None:
                     pf.close()
-                if second is not None:
-                    second.end_visit()  # before the hold moves on (no unit of it is pending)
+                if decoders is not None:
+                    assert not pending  # every unit of the visit was taken
+                    decoders.end_visit()  # before the hold moves on
                 path = fetcher.get(visit)
                 pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
                                 footers.get(shard))
@@ -242,15 +244,16 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 footers.move_to_end(shard)
                 if len(footers) > _FOOTERS:
                     footers.popitem(last=False)
+            ahead = max(ahead, j + 1)
+            if decoders is not None:  # the visit's next units decode while this one is read
+                while (ahead < len(units) and ahead <= j + DECODE_AHEAD
+                       and units[ahead][0] == shard):  # starving: on both threads
+                    pending[ahead] = decoders.submit(path, footers[shard], units[ahead][1],
+                                                     ahead % 2 if starving else 0)
+                    ahead += 1
             try:
-                if pending is not None and pending[0] == j:
-                    batch = pending[1].result()
-                    pending = None
-                else:
-                    if (second is not None and starving and j + 1 < len(units)
-                            and units[j + 1][0] == shard):  # the same visit: both at once
-                        pending = (j + 1, second.submit(path, footers[shard], units[j + 1][1]))
-                    batch = decoder.decode(pf, rg)
+                fut = pending.pop(j, None)
+                batch = decoder.decode(pf, rg) if fut is None else fut.result()
             except _Unreadable as e:  # a local root's shard is read unverified (in place)
                 raise corrupt_shard(ctx, manifest.shards[shard].digest, manifest.name,
                                     f"row group {rg} does not decode: {e.__cause__}", path) from e
@@ -258,8 +261,8 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
         if early is not None:
             fetcher.get(0)  # the stream ends inside the first shard: its sha256 must pass
     finally:
-        if second is not None:
-            second.close()  # waits for a pending unit: nothing reads the files after this
+        if decoders is not None:
+            decoders.close()  # waits for the units in flight: nothing reads the files after
         if early is not None:
             early.close()
         if pf is not None:
