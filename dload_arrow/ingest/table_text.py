@@ -13,7 +13,8 @@ silently:
   gives it a type, it takes that type.
 - An integer that float64 cannot hold exactly (beyond 2**53: ``9007199254740993``, or beyond
   int64, where pyarrow infers float64 for the column; in JSON Lines also an int next to a
-  float) is refused with the file, column and value, rather than stored rounded.
+  float, in a column or inside its objects and lists) is refused with the file, column (as
+  ``meta.scores[]`` inside one) and value, rather than stored rounded.
 """
 
 from __future__ import annotations
@@ -82,20 +83,54 @@ def _refuse_empty_keys(batch: pa.RecordBatch, key: str | None, path: str, at: in
                 )
 
 
-def _suspects(batch: pa.RecordBatch) -> list[str]:
-    """The float64 columns of ``batch`` holding a value of 2**53 or more (maybe an integer
-    rounded: no smaller one is)."""
+Path = tuple[str | None, ...]  # a column, then struct fields by name and None for list items
+
+
+def _suspects(batch: pa.RecordBatch) -> list[Path]:
+    """The float64 values of ``batch`` holding a value of 2**53 or more (maybe an integer
+    rounded: no smaller one is), as paths: a column, or a float inside its structs and lists."""
     out = []
     for f, col in zip(batch.schema, batch.columns, strict=True):
-        if not pa.types.is_float64(f.type) or col.null_count == len(col):
-            continue
-        low, high = pc.min_max(col).values()  # one pass; the exact test only past 2**53
-        if max(-low.as_py(), high.as_py()) < _EXACT:
-            continue
-        big = pc.and_(pc.is_finite(col), pc.greater_equal(pc.abs(col), _EXACT))
-        if pc.any(big).as_py():
-            out.append(f.name)
+        for path, values in _float_leaves((f.name,), col):
+            if values.null_count == len(values):
+                continue
+            low, high = pc.min_max(values).values()  # one pass; the exact test past 2**53
+            if max(-low.as_py(), high.as_py()) < _EXACT:
+                continue
+            big = pc.and_(pc.is_finite(values), pc.greater_equal(pc.abs(values), _EXACT))
+            if pc.any(big).as_py():
+                out.append(path)
     return out
+
+
+def _float_leaves(path: Path, col: pa.Array) -> Iterator[tuple[Path, pa.Array]]:
+    """The float64 arrays at and inside ``col`` (struct fields, list items), with their paths."""
+    t = col.type
+    if pa.types.is_float64(t):
+        yield path, col
+    elif pa.types.is_struct(t):
+        for i, child in enumerate(col.flatten()):  # the struct's offset and nulls applied
+            yield from _float_leaves((*path, t.field(i).name), child)
+    elif (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+          or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
+        yield from _float_leaves((*path, None), col.flatten())
+
+
+def _label(path: Path) -> str:
+    """``path`` as written in messages: ``meta.scores[]``."""
+    return str(path[0]) + "".join("[]" if s is None else f".{s}" for s in path[1:])
+
+
+def _values_at(value: Any, steps: Path) -> Iterator[Any]:
+    """The JSON values at ``steps`` inside ``value`` (field names, None: each list item)."""
+    if not steps:
+        yield value
+    elif steps[0] is None:
+        if isinstance(value, list):
+            for item in value:
+                yield from _values_at(item, steps[1:])
+    elif isinstance(value, dict) and steps[0] in value:
+        yield from _values_at(value[steps[0]], steps[1:])
 
 
 def _inexact(text: str) -> bool:
@@ -123,7 +158,7 @@ def _csv_inexact(path: str, columns: list[str], endpoint_url: str | None,
     return None
 
 
-def _jsonl_inexact(path: str, columns: list[str], endpoint_url: str | None
+def _jsonl_inexact(path: str, suspects: list[Path], endpoint_url: str | None
                    ) -> tuple[str, str] | None:
     f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with f:
@@ -134,10 +169,10 @@ def _jsonl_inexact(path: str, columns: list[str], endpoint_url: str | None
                 row = json.loads(line)
             except ValueError:  # pyarrow read it: an integer of more than 4,300 digits
                 continue
-            for name in columns:
-                v = row.get(name) if isinstance(row, dict) else None
-                if type(v) is int and _inexact(str(v)):
-                    return name, str(v)
+            for steps in suspects:
+                for v in _values_at(row, steps):
+                    if type(v) is int and _inexact(str(v)):
+                        return _label(steps), str(v)
     return None
 
 
@@ -164,15 +199,16 @@ def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
     """``batches`` of the CSV or JSON Lines file ``path``; SchemaError at the first with an
     empty CSV key cell, or whose float64 columns hold an integer written in the file that
     float64 rounds (the file's text is read again only for such columns)."""
-    checked: set[str] = set()
+    checked: set[Path] = set()
     at = 0
     for batch in batches:
         if fmt == "csv":
             _refuse_empty_keys(batch, key, path, at)
         at += batch.num_rows
         suspects = [c for c in _suspects(batch) if c not in checked]
-        if suspects:
-            found = (_csv_inexact(path, suspects, endpoint_url, read_options) if fmt == "csv"
+        if suspects:  # CSV columns are flat: each path is a column's name
+            found = (_csv_inexact(path, [str(c[0]) for c in suspects], endpoint_url,
+                                  read_options) if fmt == "csv"
                      else _jsonl_inexact(path, suspects, endpoint_url))
             if found is not None:
                 raise _inexact_error(path, fmt, *found)
