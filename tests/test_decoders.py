@@ -93,10 +93,9 @@ def test_decoded_units_stay_bounded_ahead_of_a_slow_consumer(
         tokens: Any, decoded_on: list[str]) -> None:
     """At most DECODE_AHEAD units on the decoding threads, DECODE_AHEAD in the queue and one
     with the reader: memory is bounded by units, whatever the consumer's pace."""
-    taken = 0
     most = 0
-    for _ in iter_units(tokens.context, tokens.manifest, all_units(tokens.manifest)):
-        taken += 1
+    units = iter_units(tokens.context, tokens.manifest, all_units(tokens.manifest))
+    for taken, _ in enumerate(units, 1):
         time.sleep(0.01)
         most = max(most, len(decoded_on) - taken)
     assert 2 <= most <= 2 * DECODE_AHEAD + 1

@@ -46,6 +46,9 @@ _STEPS_SINCE_SNAPSHOT = "_steps_since_snapshot"
 _FINISHED = "_iterator_finished"
 _NUM_YIELDED = "_num_yielded"
 _DATASET_STATE = "dataset_state"
+_MAIN_SNAPSHOT = "_main_snapshot"
+_SNAPSHOT_STEP = "_snapshot_step"
+_SAMPLER_ITER_STATE = "_sampler_iter_state"  # None unless a batch sampler (batch_size) runs
 
 
 def worker_state(epoch: int, position: int, fingerprint: str | None = None,
@@ -113,6 +116,7 @@ def _from_workers(state: dict[str, Any], fingerprint: str | None) -> Plan:
     if state.get(_FINISHED):
         return Plan(epoch + 1, 0)
     steps = int(state.get(_STEPS_SINCE_SNAPSHOT, 0))
+    batched = _batched_items(state, consumers, steps)  # ConfigError when not one position
     if not consumers:  # no worker snapshot since they began: the plan they were given, plus
         first = parsed[0][1]  # the items the loop took since (snapshot_every_n_steps > 1)
         if steps and "world_size" not in first:
@@ -125,8 +129,48 @@ def _from_workers(state: dict[str, Any], fingerprint: str | None) -> Plan:
     world = {int(s["world_size"]) for s in consumers}
     if len(start) != 1 or len(world) != 1:
         raise _bad(state, "its workers disagree on the start position or the world size")
-    consumed = sum(int(s["yielded"]) for s in consumers) + steps
+    consumed = batched if batched is not None else sum(
+        int(s["yielded"]) for s in consumers) + steps
     return Plan(epoch, start.pop() + consumed * world.pop())
+
+
+def _batched_items(state: dict[str, Any], consumers: list[dict[str, Any]],
+                   steps: int) -> int | None:
+    """The items a loader with a ``batch_size`` took (None: it has none, a step is an item).
+
+    Such a loader takes a whole batch from one worker a step, while the workers are dealt
+    items in turn: what it took is a prefix of the stream (one position) only with one
+    worker, or when every worker yielded its share of the same prefix. The steps taken since
+    the last snapshot count ``batch_size`` items each, read off the snapshot (the items the
+    worker had yielded by its step). Any other state is refused (ConfigError): only the same
+    loader layout can resume it.
+    """
+    main = state[_SNAPSHOT].get(_MAIN_SNAPSHOT)
+    if not isinstance(main, dict) or main.get(_SAMPLER_ITER_STATE) is None:
+        return None
+    yielded = {int(s["worker"]): int(s["yielded"]) for s in consumers}
+    workers = max((int(s["num_workers"]) for s in consumers), default=1)
+    items = sum(yielded.values())
+    at = int(state[_SNAPSHOT].get(_SNAPSHOT_STEP, 0))
+    if workers > 1:
+        if not steps and all(yielded.get(w, 0) == (items - w + workers - 1) // workers
+                             for w in range(workers)):
+            return items
+        why = (f"its {workers} workers had yielded {[yielded.get(w, 0) for w in range(workers)]} "
+               f"items (+{steps} steps since), whole batches from one worker at a time, which "
+               "is not a prefix of the stream")
+    elif not steps:
+        return items
+    elif at > 0 and items % at == 0:
+        return items + steps * (items // at)
+    else:
+        why = f"it was saved {steps} steps after its last snapshot, before one told the batch size"
+    raise ConfigError(
+        f"this StatefulDataLoader state (batch_size set) cannot resume with another layout: "
+        f"{why}. Resume it with the same num_workers through the loader's load_state_dict, or "
+        "batch in the pipeline (batch_size=None and pipe.batch(n)), whose states resume with "
+        "any number of workers and ranks"
+    )
 
 
 def from_state(
