@@ -21,7 +21,8 @@ before moving to the next, and has the threads close their files first. So a vis
 a cached shard is released only when no thread reads the file any more.
 
 :func:`threads_pay_off` decides the other way to decode in parallel: Arrow's own column
-threads, for row groups whose columns are alike in size.
+threads, for row groups whose columns are alike in size. :func:`one_batch` turns a decoded
+row group into the one record batch the reader yields.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-__all__ = ["Decoders", "threads_pay_off"]
+__all__ = ["Decoders", "one_batch", "threads_pay_off"]
 
 
 class Decoders:
@@ -116,3 +117,29 @@ def threads_pay_off(row_group: pq.RowGroupMetaData, names: Sequence[str]) -> boo
 def _prefixes(path: str) -> list[str]:
     parts = path.split(".")
     return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+
+def one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
+    """Exactly one RecordBatch with ``schema`` holding the rows of ``table`` (maybe none).
+
+    A decoded row group (one chunk per column, the projection's columns in order) becomes a
+    batch with a single call into Arrow. Every call that releases the GIL must take it back,
+    and while another thread runs Python (the consumer turning rows into samples) that wait
+    lasts up to the interpreter's switch interval, 5 ms: the extra calls of the general path
+    (select, combine_chunks, to_batches) cost a contended decoder 2-3 ms a row group
+    (bench/notes/speed-work.md, "Sixth session").
+    """
+    if table.schema.names != schema.names:
+        table = table.select(schema.names)
+    if table.num_rows == 0:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([], type=f.type) for f in schema], schema=schema
+        )
+    if table.schema.equals(schema, check_metadata=True) and all(
+            c.num_chunks == 1 for c in table.columns):
+        return table.to_batches()[0]
+    batches = table.combine_chunks().to_batches()
+    batch = batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).to_batches()[0]
+    if batch.schema != schema:
+        batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+    return batch

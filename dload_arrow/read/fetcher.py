@@ -131,6 +131,23 @@ class ShardFetcher:
                 self._holds[visit] = hold
         return hold.path
 
+    def refetch(self, visit: int) -> str:
+        """Visit ``visit``'s shard fetched anew (its cached copy was found bad and removed);
+        its old hold released."""
+        if self._pool is None:
+            return self.get(visit)
+        with self._lock:
+            self._release(visit)
+        hold = self._fetch(visit)
+        done: Future[Hold | None] = Future()
+        done.set_result(None)  # released with the visit, like a prefetched one's hold
+        with self._lock:
+            if self._pool is None:  # closed meanwhile
+                hold.release()
+                raise RuntimeError("the shard fetcher was closed")
+            self._futures[visit], self._holds[visit] = done, hold
+        return hold.path
+
     def ready(self, visit: int) -> bool:
         """Start fetching up to ``visit``'s window; True when its file is there (no waiting)."""
         if self._pool is None:

@@ -12,8 +12,10 @@ projected: they are read, used for filtering, and dropped.
 from __future__ import annotations
 
 import itertools
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from concurrent import futures
 from concurrent.futures import Future
 from functools import partial
 
@@ -21,9 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dload_arrow.args import column_names
-from dload_arrow.errors import SchemaError
+from dload_arrow.errors import IntegrityError, SchemaError
 from dload_arrow.read.context import ReadContext
-from dload_arrow.read.decoders import Decoders, threads_pay_off
+from dload_arrow.read.decoders import Decoders, one_batch, threads_pay_off
 from dload_arrow.read.fetcher import ShardFetcher, visits_of
 from dload_arrow.read.planner import plan_read
 from dload_arrow.read.progressive import PartialShard
@@ -58,32 +60,6 @@ def projection(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
         )
     names = [KEY_COLUMN] + [c for c in dict.fromkeys(columns) if c != KEY_COLUMN]
     return pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
-
-
-def one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
-    """Exactly one RecordBatch with ``schema`` holding the rows of ``table`` (maybe none).
-
-    A decoded row group (one chunk per column, the projection's columns in order) becomes a
-    batch with a single call into Arrow. Every call that releases the GIL must take it back,
-    and while another thread runs Python (the consumer turning rows into samples) that wait
-    lasts up to the interpreter's switch interval, 5 ms: the extra calls of the general path
-    (select, combine_chunks, to_batches) cost a contended decoder 2-3 ms a row group
-    (bench/notes/speed-work.md, "Sixth session").
-    """
-    if table.schema.names != schema.names:
-        table = table.select(schema.names)
-    if table.num_rows == 0:
-        return pa.RecordBatch.from_arrays(
-            [pa.array([], type=f.type) for f in schema], schema=schema
-        )
-    if table.schema.equals(schema, check_metadata=True) and all(
-            c.num_chunks == 1 for c in table.columns):
-        return table.to_batches()[0]
-    batches = table.combine_chunks().to_batches()
-    batch = batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).to_batches()[0]
-    if batch.schema != schema:
-        batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
-    return batch
 
 
 class _Unreadable(Exception):
@@ -215,6 +191,7 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
     try:
         visit = -1
         current = -1
+        refetched = -1  # the visit whose cached copy was fetched anew
         path = ""
         for j, (shard, rg) in enumerate(units):
             if early is not None:
@@ -238,8 +215,14 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                     assert not pending  # every unit of the visit was taken
                     decoders.end_visit()  # before the hold moves on
                 path = fetcher.get(visit)
-                pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
-                                footers.get(shard))
+                try:
+                    pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
+                                    footers.get(shard))
+                except IntegrityError:  # a bad cached copy is removed: fetch it anew, once
+                    if ctx.in_place or os.path.exists(path):
+                        raise
+                    refetched, path = visit, fetcher.refetch(visit)
+                    pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name)
                 footers[shard] = pf.metadata
                 footers.move_to_end(shard)
                 if len(footers) > _FOOTERS:
@@ -255,8 +238,26 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 fut = pending.pop(j, None)
                 batch = decoder.decode(pf, rg) if fut is None else fut.result()
             except _Unreadable as e:  # a local root's shard is read unverified (in place)
-                raise corrupt_shard(ctx, manifest.shards[shard].digest, manifest.name,
-                                    f"row group {rg} does not decode: {e.__cause__}", path) from e
+                err = corrupt_shard(ctx, manifest.shards[shard].digest, manifest.name,
+                                    f"row group {rg} does not decode: {e.__cause__}", path)
+                if ctx.in_place or refetched == visit or os.path.exists(path):
+                    raise err from e  # the root's copy, or bytes this pyarrow cannot decode
+                # The cached copy went bad after its download and was removed: fetch it anew
+                # (verified) and read on from this unit, once per visit.
+                refetched, ahead = visit, j + 1
+                futures.wait(pending.values())
+                pending.clear()
+                if decoders is not None:
+                    decoders.end_visit()
+                pf.close()
+                path = fetcher.refetch(visit)
+                pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name)
+                try:
+                    batch = decoder.decode(pf, rg)
+                except _Unreadable as e2:
+                    raise corrupt_shard(ctx, manifest.shards[shard].digest, manifest.name,
+                                        f"row group {rg} does not decode: {e2.__cause__}",
+                                        path) from e2
             yield batch
         if early is not None:
             fetcher.get(0)  # the stream ends inside the first shard: its sha256 must pass

@@ -2,8 +2,9 @@
 
 Each says what happened and what to do: a shard gone with a dataset removed and collected
 while a reader held it, a shard deleted outside dload (``dload verify``), a cached copy that
-went bad since its download (removed, fetched anew on the next read), a root's copy that is
-corrupt (``dload verify --delete-bad``), or an intact shard this pyarrow is too old to decode.
+went bad since its download (removed; a stream fetches it anew at once, other reads next
+time), a root's copy that is corrupt (``dload verify --delete-bad``), or an intact shard this
+pyarrow is too old to decode.
 """
 
 from __future__ import annotations
