@@ -287,3 +287,17 @@ def test_structurally_broken_manifests_are_integrity_errors(committed: Manifest)
     for what, data in cases.items():
         with pytest.raises(IntegrityError, match=what):
             Manifest.from_bytes(data)
+
+
+@pytest.mark.parametrize("bad", ["A" * 64, "a" * 63, "a" * 64 + "\n", None, 7])
+def test_a_shard_digest_that_is_not_sha256_hex_is_refused(committed: Manifest, bad: object
+                                                           ) -> None:
+    t = committed.table
+    i = t.schema.get_field_index("digest")
+    digests = t.column("digest").to_pylist()
+    digests[-1] = bad
+    typ = pa.int64() if isinstance(bad, int) else pa.string()
+    col = pa.array([bad] * len(digests), typ) if isinstance(bad, int) else pa.array(digests, typ)
+    with pytest.raises((IntegrityError, InvalidNameError),
+                       match=r"digest|not all sha256"):
+        Manifest.from_bytes(_with_table(committed, t.set_column(i, "digest", col)))

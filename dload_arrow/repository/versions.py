@@ -90,7 +90,7 @@ class VersionsMixin:
             t, user = first_seen.get(vid, (None, None))
             out.append(VersionInfo(
                 name=name, version=vid, num_rows=m.num_rows, num_bytes=m.num_bytes,
-                num_shards=len(m.shards), time=t, user=user,
+                num_shards=m.table.num_rows, time=t, user=user,
                 refs=tuple(sorted(refs.get(vid, []))),
                 parents=tuple(p["version"] for p in m.parents),
             ))

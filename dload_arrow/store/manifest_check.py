@@ -51,8 +51,13 @@ def check_manifest(info: Any, table: pa.Table) -> None:
                              "manifest")
     _stored_name(info.get("name", ""), "names its dataset")
     _check_table(table)
-    for d in table.column("digest").to_pylist():
-        check_digest(d, "shard digest in manifest")
+    digests = table.column("digest")
+    if not (pa.types.is_string(digests.type) and not digests.null_count
+            and pc.all(pc.match_substring_regex(digests, r"\A[0-9a-f]{64}\z")).as_py()):
+        for d in digests.to_pylist():  # the first bad one, said as check_digest says it
+            check_digest(d, "shard digest in manifest")
+        raise IntegrityError("manifest shard digests are not all sha256 hex digests: the "
+                             "manifest is corrupt")
     _check_key_index(fmt, info.get("key_index"), table)
     parents = info.get("parents", [])
     if not isinstance(parents, list) or not all(isinstance(p, dict) for p in parents):
