@@ -252,6 +252,7 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 pf.close()
                 path = fetcher.refetch(visit)
                 pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name)
+                footers[shard] = pf.metadata  # the bad copy's may have parsed wrong
                 try:
                     batch = decoder.decode(pf, rg)
                 except _Unreadable as e2:
