@@ -9,6 +9,8 @@ is an error. A local root's file is read in place and has no other copy: its err
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import pytest
 
@@ -70,5 +72,11 @@ def test_a_local_roots_bad_file_is_still_an_error(local_root: str) -> None:
     path = os.path.join(local_root, "shards", shard.digest[:2], shard.digest + ".parquet")
     assert os.path.exists(path)
     _spoil_keeping_mtime(path, shard.rg_offsets[1] + 40)
+    got = []
     with pytest.raises(IntegrityError, match="verify"):
-        [s["blob"] for s in repo.dataset("d").samples()]
+        got.extend(s["blob"] for s in repo.dataset("d").samples())
+    assert len(got) == shard.rg_rows[0]  # every row before the bad row group, in order
+    deadline = time.monotonic() + 5
+    while any(t.name.startswith("dload-") for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "the reader's threads outlived its error"
+        time.sleep(0.01)
