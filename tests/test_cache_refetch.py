@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -80,3 +81,25 @@ def test_a_local_roots_bad_file_is_still_an_error(local_root: str) -> None:
     while any(t.name.startswith("dload-") for t in threading.enumerate()):
         assert time.monotonic() < deadline, "the reader's threads outlived its error"
         time.sleep(0.01)
+
+
+def test_a_copy_removed_by_another_reader_mid_visit_is_read_through_our_mapping(
+        repo: Repository, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another reader of this cache found the copy bad and unlinked it while this stream was
+    inside the shard: the decoding threads cannot open the path any more, but the stream's
+    own mapping of the file still reads it (the error is not raised raw)."""
+    from dload_arrow.read import decoders
+
+    ds = repo.dataset("d")
+    want = [s["x"] for s in ds.samples()]
+    real = decoders.Decoders._run
+    removed: list[str] = []
+
+    def run(self: Any, i: int, path: str, metadata: Any, rg: int) -> Any:
+        if not removed:
+            removed.append(path)
+            os.unlink(path)  # as corrupt_shard in another process does
+        return real(self, i, path, metadata, rg)
+
+    monkeypatch.setattr(decoders.Decoders, "_run", run)
+    assert [s["x"] for s in repo.dataset("d").samples()] == want and removed

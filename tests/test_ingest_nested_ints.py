@@ -53,3 +53,16 @@ def test_cli_commit_of_a_nested_big_integer_stores_nothing(
     err = run("commit", "d", "--from", str(f), "--key-column", "id", rc=1).err
     assert f"column 'm.n': the integer {BIG}" in err and "JSON strings" in err
     assert "d" not in Repository.open(local_root).datasets()
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("t.jsonl", '{"id": "a", "v": @}\n{"id": "b", "v": 0.5}\n'),
+    ("n.jsonl", '{"id": "a", "m": {"v": [@]}}\n'),
+    ("t.csv", "id,v\na,@\nb,1\n"),
+])
+def test_an_integer_beyond_float64s_range_is_refused_not_stored_as_inf(
+        tmp_path: Path, name: str, text: str) -> None:
+    f = tmp_path / name
+    f.write_text(text.replace("@", "1" * 400))
+    with pytest.raises(SchemaError, match=r"the integer 1111.* would be stored as inf"):
+        open_table(f, key="id").read_all()

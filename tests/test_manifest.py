@@ -301,3 +301,10 @@ def test_a_shard_digest_that_is_not_sha256_hex_is_refused(committed: Manifest, b
     with pytest.raises((IntegrityError, InvalidNameError),
                        match=r"digest|not all sha256"):
         Manifest.from_bytes(_with_table(committed, t.set_column(i, "digest", col)))
+
+
+def test_digests_stored_as_large_strings_are_accepted(committed: Manifest) -> None:
+    t = committed.table
+    i = t.schema.get_field_index("digest")
+    wide = t.set_column(i, "digest", t.column("digest").cast(pa.large_string()))
+    assert Manifest.from_bytes(_with_table(committed, wide)).num_rows == committed.num_rows

@@ -97,7 +97,8 @@ def _suspects(batch: pa.RecordBatch) -> list[Path]:
             low, high = pc.min_max(values).values()  # one pass; the exact test past 2**53
             if max(-low.as_py(), high.as_py()) < _EXACT:
                 continue
-            big = pc.and_(pc.is_finite(values), pc.greater_equal(pc.abs(values), _EXACT))
+            # inf too: an integer beyond float64's range (1e309 and up) reads as inf
+            big = pc.greater_equal(pc.abs(values), _EXACT)
             if pc.any(big).as_py():
                 out.append(path)
     return out

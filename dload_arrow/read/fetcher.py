@@ -134,9 +134,11 @@ class ShardFetcher:
     def refetch(self, visit: int) -> str:
         """Visit ``visit``'s shard fetched anew (its cached copy was found bad and removed);
         its old hold released."""
-        if self._pool is None:
+        if self.ctx.in_place:
             return self.get(visit)
         with self._lock:
+            if self._pool is None:
+                raise RuntimeError("the shard fetcher was closed")
             self._release(visit)
         hold = self._fetch(visit)
         done: Future[Hold | None] = Future()

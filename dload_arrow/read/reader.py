@@ -131,8 +131,10 @@ def iter_units(
 
     The plan is checked first (InfeasiblePlanError before any request). Shards are fetched
     ahead by background threads into the cache and released as soon as the reading moves past
-    them; local roots are read in place. Row groups are decoded ``DECODE_AHEAD`` units ahead of
-    the consumer in a background thread; closing the iterator stops it and releases every hold.
+    them; local roots are read in place. Row groups are decoded ahead of the consumer on
+    background threads (``DECODE_AHEAD`` units queued, as many more being decoded:
+    read/decoders.py); closing the iterator stops them and releases every hold. A cached
+    copy found bad mid-stream is fetched anew, once per shard visit.
 
     Args:
         ctx: root and cache.
@@ -236,8 +238,11 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                     ahead += 1
             try:
                 fut = pending.pop(j, None)
-                batch = decoder.decode(pf, rg) if fut is None else fut.result()
-            except _Unreadable as e:  # a local root's shard is read unverified (in place)
+                try:
+                    batch = decoder.decode(pf, rg) if fut is None else fut.result()
+                except FileNotFoundError:  # another reader removed the cached copy the
+                    batch = decoder.decode(pf, rg)  # thread would open: ours still maps it
+            except _Unreadable as e:  # unverified bytes: a local root's, or a cached copy
                 err = corrupt_shard(ctx, manifest.shards[shard].digest, manifest.name,
                                     f"row group {rg} does not decode: {e.__cause__}", path)
                 if ctx.in_place or refetched == visit or os.path.exists(path):
