@@ -308,3 +308,11 @@ def test_digests_stored_as_large_strings_are_accepted(committed: Manifest) -> No
     i = t.schema.get_field_index("digest")
     wide = t.set_column(i, "digest", t.column("digest").cast(pa.large_string()))
     assert Manifest.from_bytes(_with_table(committed, wide)).num_rows == committed.num_rows
+
+
+@pytest.mark.parametrize("name", ["photos\n", "photos\n\n"])
+def test_a_dataset_name_ending_in_a_newline_is_refused(repo: Repository, name: str) -> None:
+    """Python's ``$`` matches before a final newline: names and digests are matched whole."""
+    with pytest.raises(InvalidNameError):
+        repo.commit(name, [("k", {"x": 1})], progress=False)
+    assert name not in repo.datasets()

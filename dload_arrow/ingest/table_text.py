@@ -83,10 +83,10 @@ def _refuse_empty_keys(batch: pa.RecordBatch, key: str | None, path: str, at: in
                 )
 
 
-Path = tuple[str | None, ...]  # a column, then struct fields by name and None for list items
+ValuePath = tuple[str | None, ...]  # a column, then struct fields by name and None for list items
 
 
-def _suspects(batch: pa.RecordBatch) -> list[Path]:
+def _suspects(batch: pa.RecordBatch) -> list[ValuePath]:
     """The float64 values of ``batch`` holding a value of 2**53 or more (maybe an integer
     rounded: no smaller one is), as paths: a column, or a float inside its structs and lists."""
     out = []
@@ -104,7 +104,7 @@ def _suspects(batch: pa.RecordBatch) -> list[Path]:
     return out
 
 
-def _float_leaves(path: Path, col: pa.Array) -> Iterator[tuple[Path, pa.Array]]:
+def _float_leaves(path: ValuePath, col: pa.Array) -> Iterator[tuple[ValuePath, pa.Array]]:
     """The float64 arrays at and inside ``col`` (struct fields, list items), with their paths."""
     t = col.type
     if pa.types.is_float64(t):
@@ -117,12 +117,12 @@ def _float_leaves(path: Path, col: pa.Array) -> Iterator[tuple[Path, pa.Array]]:
         yield from _float_leaves((*path, None), col.flatten())
 
 
-def _label(path: Path) -> str:
+def _label(path: ValuePath) -> str:
     """``path`` as written in messages: ``meta.scores[]``."""
     return str(path[0]) + "".join("[]" if s is None else f".{s}" for s in path[1:])
 
 
-def _values_at(value: Any, steps: Path) -> Iterator[Any]:
+def _values_at(value: Any, steps: ValuePath) -> Iterator[Any]:
     """The JSON values at ``steps`` inside ``value`` (field names, None: each list item)."""
     if not steps:
         yield value
@@ -159,7 +159,7 @@ def _csv_inexact(path: str, columns: list[str], endpoint_url: str | None,
     return None
 
 
-def _jsonl_inexact(path: str, suspects: list[Path], endpoint_url: str | None
+def _jsonl_inexact(path: str, suspects: list[ValuePath], endpoint_url: str | None
                    ) -> tuple[str, str] | None:
     f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with f:
@@ -200,7 +200,7 @@ def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
     """``batches`` of the CSV or JSON Lines file ``path``; SchemaError at the first with an
     empty CSV key cell, or whose float64 columns hold an integer written in the file that
     float64 rounds (the file's text is read again only for such columns)."""
-    checked: set[Path] = set()
+    checked: set[ValuePath] = set()
     at = 0
     for batch in batches:
         if fmt == "csv":

@@ -18,8 +18,8 @@ __all__ = [
 ]
 
 KEY_COLUMN = "__key__"
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # \Z: "$" lets a final "\n" in
+_DIGEST = re.compile(r"\A[0-9a-f]{64}\Z")
 
 
 def check_name(name: str) -> str:
