@@ -236,7 +236,7 @@ class Dataset(VersionFields, PipelineShortcuts):
         The shard files are read in place (local root) or from the cache, checked for
         feasibility and held (not evicted) while this dataset object lives.
         """
-        from dload_arrow.catalog.explore import scan_polars
+        from dload_arrow.catalog.polars_view import scan_polars
         from dload_arrow.catalog.predicate import And
 
         filters = getattr(self, "_filters", ())

@@ -33,6 +33,7 @@ from dload_arrow.store.publish import (
 )
 from dload_arrow.store.readahead import read_ahead
 from dload_arrow.store.rows import to_batches
+from dload_arrow.store.schema_check import check_schema
 from dload_arrow.store.shard import (
     DEFAULT_ROW_GROUP_SIZE,
     DEFAULT_SHARD_SIZE,
@@ -178,6 +179,7 @@ def commit_samples(
         raise SchemaError(f"nothing to {what} to {name!r}: the samples are empty")
     if first is not None:
         schema = first.schema
+        check_schema(schema)  # a shape that cannot reshape, a struct Parquet cannot store
         if parent is not None and not schema.equals(parent.schema):
             raise SchemaError(
                 f"appended samples have schema {schema} but {name!r} has {parent.schema}"

@@ -72,11 +72,17 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
             except OverflowError as e:
                 big = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
                             and not -(2**63) <= v < 2**63), (rows[0][0], value))
-                ints = [v for _, r in rows if isinstance(v := r.get(col), int)]
-                fits = (f"declare the column unsigned: schema=pa.schema([({col!r}, "
-                        "pa.uint64())]), or store it as a string or a float"
-                        if all(0 <= v < 2**64 for v in ints) else
-                        "store it as a string or a float (no integer column holds it)")
+                neg = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
+                            and v < 0), None)
+                if not 0 <= big[1] < 2**64:
+                    fits = "store it as a string or a float (no integer column holds it)"
+                elif neg is None:
+                    fits = (f"declare the column unsigned: schema=pa.schema([({col!r}, "
+                            "pa.uint64())]), or store it as a string or a float")
+                else:
+                    fits = (f"an unsigned column (uint64) would hold it, but sample "
+                            f"{neg[0]!r} has {neg[1]}, a negative value: no integer column "
+                            "holds both; store the column as a string or a float")
                 raise SchemaError(
                     f"sample {big[0]!r}, column {col!r}: integer {shown(big[1])} is outside "
                     f"the range of a signed 64-bit integer column, the type inferred; {fits}"
@@ -145,6 +151,8 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
     if shape is not None:
         values = [None if v is None else _tensor(k, field, v, shape)
                   for (k, _), v in zip(rows, values, strict=True)]
+    elif pa.types.is_fixed_size_list(field.type):
+        _refuse_flattening(rows, field, values)
     elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
         # arrays into a list column (shapes may vary): nested lists, as .tolist() gives
         values = [_native(v).tolist() if isinstance(v, np.ndarray) else v for v in values]
@@ -157,12 +165,33 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
             try:
                 pa.array([v], type=field.type)
             except Exception:
+                if pa.types.is_null(field.type):
+                    raise SchemaError(
+                        f"sample {key!r}, column {field.name!r}: value {shown(v)}, but the "
+                        "column's type is null: it was None in every sample its type was "
+                        f"inferred from (the first {_CHUNK} of the commit); pass its type, "
+                        f"e.g. schema=pa.schema([({field.name!r}, pa.string())])"
+                    ) from e
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
                     f"type {field.type}; fix the sample, or (in a commit) pass schema= with "
                     "a wider type"
                 ) from e
         raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
+
+
+def _refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
+    """A fixed-size list column without a tensor shape takes flat values: a 2-d or deeper
+    array would be flattened, its shape lost (and arrays of other shapes accepted later)."""
+    for (key, _), v in zip(rows, values, strict=True):
+        if isinstance(v, np.ndarray) and v.ndim > 1:
+            raise SchemaError(
+                f"sample {key!r}, column {field.name!r}: an array of shape {v.shape}, but the "
+                f"column's type {field.type} (from schema=) records no tensor shape, so it "
+                "would be stored flat and read back as a list; give that field its shape, "
+                f"pa.field({field.name!r}, <its type>, metadata={{'dload.shape': "
+                f"'{list(v.shape)}'}}), or pass arrays of one dimension"
+            )
 
 
 def _refuse_extra_fields(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
@@ -255,6 +284,23 @@ def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema) -
                 f"sample {key!r} has columns {sorted(extra)} that the schema lacks "
                 f"(schema columns: {schema.names[1:]})"
             )
-    keys = typed_array([k for k, _ in rows], pa.string())
+    try:
+        keys = typed_array([k for k, _ in rows], pa.string())
+    except UnicodeEncodeError as e:  # a lone surrogate ('\udcff' from surrogateescape)
+        bad = next(k for k, _ in rows if not _encodes(k))
+        raise SchemaError(
+            f"sample key {bad!r} is not valid Unicode (it holds a lone surrogate, as text "
+            "decoded with errors='surrogateescape' does) and cannot be stored as UTF-8; "
+            "fix the key, e.g. key.encode('utf-8', 'surrogateescape').decode('utf-8', "
+            "'replace')"
+        ) from e
     arrays = [keys, *[_column(rows, f) for f in schema][1:]]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

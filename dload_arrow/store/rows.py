@@ -62,8 +62,7 @@ def _table_batches(
             # Generated keys: zero-padded row numbers, so they sort in commit order.
             keys = string_array([f"{i:012d}" for i in range(offset, offset + batch.num_rows)])
         else:
-            col = batch.column(key)
-            keys = col.cast(pa.string()) if col.type != pa.string() else col
+            keys = _key_text(batch.column(key), key, offset - first)
             if keys.null_count:
                 raise SchemaError(f"key column {key!r} has null values; every sample needs a key")
         offset += batch.num_rows
@@ -76,6 +75,28 @@ def _table_batches(
         elif out.schema != target:
             out = _cast_batch(out, target, offset - first - batch.num_rows)
         yield out
+
+
+def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:
+    """Key column ``key`` (rows from ``at``) as strings; bytes that are not UTF-8 refused."""
+    if col.type == pa.string():
+        return col
+    try:
+        return col.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        if not (pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)):
+            raise SchemaError(f"key column {key!r} ({col.type}) does not convert to "
+                              f"strings: {e}; keys are strings or integers") from e
+        for i, v in enumerate(col.to_pylist()):
+            try:
+                (v or b"").decode()
+            except UnicodeDecodeError:
+                raise SchemaError(
+                    f"key column {key!r}, row {at + i}: key {v!r} is not UTF-8 text; keys "
+                    "are strings: decode the column first (e.g. with errors='replace'), or "
+                    "use another key column"
+                ) from e
+        raise SchemaError(f"key column {key!r} does not convert to strings: {e}") from e
 
 
 def _cast_batch(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBatch:

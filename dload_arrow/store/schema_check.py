@@ -1,0 +1,84 @@
+"""What a sample schema must satisfy before a shard is written: checked once per commit.
+
+Two things Arrow accepts and the stored dataset cannot hold:
+
+- a tensor shape (``dload.shape`` field metadata) that is not a JSON list of sizes whose
+  product is the fixed-size list's length: every read would fail to reshape it;
+- a struct without fields (``struct<>``, what ``{}`` infers to), at any depth: Parquet cannot
+  store it, and the writer's error names no sample and no fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+
+from dload_arrow.errors import SchemaError
+from dload_arrow.store.rows import SHAPE_META
+
+__all__ = ["check_schema"]
+
+
+def check_schema(schema: pa.Schema) -> None:
+    """Raise SchemaError for a column the dataset could not store or read back."""
+    for field in schema:
+        _check_shape(field)
+        path = _empty_struct(field.type, field.name)
+        if path is not None:
+            raise SchemaError(
+                f"column {field.name!r} holds a struct with no fields at {path!r} (type "
+                f"{field.type}, what an empty dict {{}} becomes), which Parquet cannot store; "
+                "give that struct at least one field (schema=, or a key in the samples' "
+                "dicts), or drop it"
+            )
+
+
+def _check_shape(field: pa.Field) -> None:
+    meta = field.metadata or {}
+    if SHAPE_META not in meta:
+        return
+    raw = meta[SHAPE_META]
+    fix = ("set it to the tensor's shape as a JSON list, e.g. metadata={'dload.shape': "
+           "'[2, 3]'} on a pa.list_(type, 6) field, or drop the metadata for a plain list")
+    if not pa.types.is_fixed_size_list(field.type):
+        raise SchemaError(
+            f"column {field.name!r} has a tensor shape ({SHAPE_META.decode()} "
+            f"{raw.decode(errors='replace')!r}) but type {field.type}: a tensor column is a "
+            "fixed-size list, pa.list_(value_type, size); change the type or drop the metadata"
+        )
+    try:
+        shape = json.loads(raw)
+    except ValueError:
+        shape = None
+    if not (isinstance(shape, list)
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+        raise SchemaError(
+            f"column {field.name!r}: its tensor shape ({SHAPE_META.decode()} "
+            f"{raw.decode(errors='replace')!r}) is not a JSON list of sizes; {fix}"
+        )
+    size = field.type.list_size
+    if math.prod(shape) != size:
+        raise SchemaError(
+            f"column {field.name!r}: tensor shape {tuple(shape)} holds {math.prod(shape)} "
+            f"values, but the column's fixed-size lists hold {size}; {fix}"
+        )
+
+
+def _empty_struct(t: pa.DataType, path: str) -> str | None:
+    """The path of the first struct without fields inside ``t``, or None."""
+    if pa.types.is_struct(t):
+        if t.num_fields == 0:
+            return path
+        for i in range(t.num_fields):
+            found = _empty_struct(t.field(i).type, f"{path}.{t.field(i).name}")
+            if found is not None:
+                return found
+        return None
+    if pa.types.is_map(t):
+        return (_empty_struct(t.key_type, f"{path}{{key}}")
+                or _empty_struct(t.item_type, f"{path}{{value}}"))
+    if isinstance(t, (pa.ListType, pa.LargeListType, pa.FixedSizeListType)):
+        return _empty_struct(t.value_type, f"{path}[]")
+    return None
