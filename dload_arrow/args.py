@@ -12,7 +12,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dload_arrow.errors import shown
+from dload_arrow.errors import ConfigError, shown
 
 __all__ = ["MAX_COUNT", "check_bool", "check_callable", "check_count", "column_names", "kind"]
 
@@ -48,9 +48,9 @@ def check_count(op: str, name: str, value: Any, *, low: int = 0, top: int = MAX_
         raise TypeError(f"{call}: {name} must be an int >= {low}, got {kind(value)}")
     n = operator.index(value)
     if n < low:
-        raise ValueError(f"{call}: {name} must be >= {low}")
+        raise ConfigError(f"{call}: {name} must be >= {low}")
     if n > top:
-        raise ValueError(f"{call}: {name} must be at most {top:,}")
+        raise ConfigError(f"{call}: {name} must be at most {top:,}")
     return n
 
 

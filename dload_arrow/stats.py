@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dload_arrow.errors import ConfigError
+
 __all__ = ["Metric", "ShuffleQuality", "shuffle_quality"]
 
 
@@ -84,15 +86,15 @@ def shuffle_quality(
     """
     raw = np.asarray(order)
     if raw.ndim != 1 or (raw.size and raw.dtype.kind not in "iu"):
-        raise ValueError(f"shuffle_quality needs a 1-D array of row numbers (ints), got "
-                         f"{raw.dtype} of shape {raw.shape}")
+        raise ConfigError(f"shuffle_quality needs a 1-D array of row numbers (ints), got "
+                          f"{raw.dtype} of shape {raw.shape}")
     order = raw.astype(np.int64)
     m = len(order)
     if m < 2:
-        raise ValueError(f"shuffle_quality needs at least 2 items, got {m}")
+        raise ConfigError(f"shuffle_quality needs at least 2 items, got {m}")
     n = m if n is None else int(n)
     if len(np.unique(order)) != m or order.min() < 0 or order.max() >= n:
-        raise ValueError(
+        raise ConfigError(
             f"shuffle_quality needs distinct row numbers in 0..{n - 1} (a permutation of "
             f"range(n), or a prefix of one); got {m} values in {order.min()}..{order.max()} "
             f"with {m - len(np.unique(order))} repeated. Pass n= for a prefix of a longer order"
@@ -113,7 +115,7 @@ def shuffle_quality(
     if shard_of is not None:
         shard_of = np.asarray(shard_of)
         if len(shard_of) < n:
-            raise ValueError(f"shard_of has {len(shard_of)} entries for {n} rows")
+            raise ConfigError(f"shard_of has {len(shard_of)} entries for {n} rows")
         s = shard_of[order]
         same = float(np.mean(s[1:] == s[:-1]))
         _, counts = np.unique(shard_of[:n], return_counts=True)

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from dload_arrow.args import check_bool
 from dload_arrow.catalog.column_stats import data_rows, manifest_rows
+from dload_arrow.errors import ConfigError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.read.reader import all_units, iter_units, projection
@@ -104,7 +105,7 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
     if check_bool("describe", "exact", exact, none=True) is None:
         exact = predicate is not None
     if not exact and predicate is not None:
-        raise ValueError(
+        raise ConfigError(
             "describe(exact=False) on a where() view would describe whole row groups, not the "
             "rows the filter keeps: call describe() (it reads the filtered rows), or describe "
             "the unfiltered dataset"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.ingest.directory import DirectorySource
 from dload_arrow.ingest.kinds import (
     archive_format,
@@ -109,5 +109,5 @@ def open_source(
         return open_archive(
             location, include=include, exclude=exclude, split=split, endpoint_url=endpoint_url
         )
-    raise ValueError(f"{location!r} is a {kind}, not a directory or an archive")
+    raise ConfigError(f"{location!r} is a {kind}, not a directory or an archive")
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dload_arrow.errors import InvalidNameError, SchemaError, UnsafePathError
+from dload_arrow.errors import ConfigError, InvalidNameError, SchemaError, UnsafePathError
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["Entry", "IngestReport", "check_entry_name", "check_utf8", "group_entries",
@@ -142,7 +142,7 @@ def split_name(name: str, split: str = "last") -> tuple[str, str] | None:
     elif split == "last":
         stem, dot, ext = base.rpartition(".")
     else:
-        raise ValueError(f"split must be 'first' or 'last', not {split!r}")
+        raise ConfigError(f"split must be 'first' or 'last', not {split!r}")
     if not dot or not stem or not ext:
         return None
     key = f"{directory}/{stem}" if directory else stem

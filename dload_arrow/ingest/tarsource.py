@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO
 
-from dload_arrow.errors import IntegrityError, user_stacklevel
+from dload_arrow.errors import ConfigError, IntegrityError, user_stacklevel
 from dload_arrow.ingest.columns import column_kind
 from dload_arrow.ingest.grouping import Entry, check_entry_name, split_name
 from dload_arrow.ingest.location import open_binary
@@ -99,7 +99,7 @@ class TarSource(SampleSource):
     ) -> None:
         super().__init__(location, include=include, exclude=exclude, split=split)
         if compression not in (None, "gz", "zst"):
-            raise ValueError(f"compression must be None, 'gz' or 'zst', not {compression!r}")
+            raise ConfigError(f"compression must be None, 'gz' or 'zst', not {compression!r}")
         self.compression = compression
         self.endpoint_url = endpoint_url
         self._first: dict[str, bytes] = {}

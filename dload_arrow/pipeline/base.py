@@ -133,8 +133,8 @@ class Pipeline(Lengths):
     def load_state_dict(self, state: State) -> None:
         """Make the next ``iter()`` continue exactly at ``state`` (from :meth:`state_dict`)."""
         if not isinstance(state, dict) or EPOCH not in state or CURSOR not in state:
-            raise ValueError(f"not a pipeline state: {str(state)[:80]!r}; pass what "
-                             "state_dict() returned")
+            raise ConfigError(f"not a pipeline state: {str(state)[:80]!r}; pass what "
+                              "state_dict() returned")
         fp = state.get(FINGERPRINT)
         if fp is not None and fp != self._short_fp():
             raise ConfigError(
@@ -273,11 +273,11 @@ class Pipeline(Lengths):
 
         if full is not False:
             check_bool("shuffle", "full", full)
-            raise ValueError("shuffle(full=True) needs a dataset source: call it on the dataset "
-                             f"(ds.shuffle(full=True, seed=...)) before {self._ops_above()}")
+            raise ConfigError("shuffle(full=True) needs a dataset source: call it on the dataset "
+                              f"(ds.shuffle(full=True, seed=...)) before {self._ops_above()}")
         if buffer is None or isinstance(buffer, str):
-            raise ValueError(f"shuffle(buffer={buffer!r}) on a non-dataset pipeline needs a "
-                             "buffer in items (an int); byte sizes are for dataset sources")
+            raise ConfigError(f"shuffle(buffer={buffer!r}) on a non-dataset pipeline needs a "
+                              "buffer in items (an int); byte sizes are for dataset sources")
         return BufferShufflePipe(self, buffer, seed)
 
     def _ops_above(self) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import MAX_COUNT, check_bool
-from dload_arrow.errors import SchemaError, shown
+from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
 from dload_arrow.pipeline.integers import integer
@@ -69,8 +69,8 @@ class BatchPipe(Pipeline):
     def __init__(self, child: Pipeline, size: int, drop_last: bool, collate: Any) -> None:
         n = integer(size)
         if n is None or not 1 <= n <= MAX_COUNT:
-            raise ValueError(f"batch size must be a positive int, got {size!r} (the most is "
-                             f"{MAX_COUNT:,})")
+            raise ConfigError(f"batch size must be a positive int, got {size!r} (the most is "
+                              f"{MAX_COUNT:,})")
         check_bool("batch", "drop_last", drop_last)
         if collate is not None and not callable(collate):
             raise TypeError(f"batch: collate must be a function of a list of items, got "

@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_len, chunk_take, concat_chunks
 from dload_arrow.pipeline.integers import integer
@@ -32,7 +33,7 @@ class BufferShufflePipe(Pipeline):
         if n is None:
             raise TypeError(f"shuffle buffer is a number of items (an int), got {buffer!r}")
         if n < 1:
-            raise ValueError(f"shuffle buffer must be >= 1 item, got {n}")
+            raise ConfigError(f"shuffle buffer must be >= 1 item, got {n}")
         super().__init__(child)
         self.buffer, self.seed = n, seed
 

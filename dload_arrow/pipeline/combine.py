@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.args import check_callable, kind
-from dload_arrow.errors import shown
+from dload_arrow.errors import ConfigError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.check import budget_share, sharing_budget
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
@@ -37,7 +37,7 @@ def _check_pipes(pipes: Sequence[Any], what: str) -> list[Pipeline]:
                         f"(or datasets), got {kind(pipes)}")
     pipes = list(pipes)
     if not pipes:
-        raise ValueError(f"{what} needs at least one pipeline")
+        raise ConfigError(f"{what} needs at least one pipeline")
     for i, p in enumerate(pipes):
         if not isinstance(p, Pipeline):
             pipe = getattr(p, "pipeline", None)

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import check_bool, column_names
-from dload_arrow.errors import user_stacklevel
+from dload_arrow.errors import ConfigError, user_stacklevel
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.node import Node
 from dload_arrow.pipeline.window_layout import schema_of
@@ -141,14 +141,14 @@ class DatasetPipe(Pipeline):
         """
         check_bool("shuffle", "full", full)
         if full and buffer is not None:
-            raise ValueError(f"shuffle(buffer={buffer!r}, full=True): a full shuffle permutes "
-                             "the whole dataset and takes no buffer; give one or the other")
+            raise ConfigError(f"shuffle(buffer={buffer!r}, full=True): a full shuffle permutes "
+                              "the whole dataset and takes no buffer; give one or the other")
         if self.shard_spec[1] > 1:
             return self._shuffle_shard(buffer, seed, full)
         if self.order != "sequential":
             call = (f"shuffle(full=True, seed={self.seed})" if self.order == "full" else
                     f"shuffle({self.buffer}, seed={self.seed})")
-            raise ValueError(
+            raise ConfigError(
                 f"this pipeline of dataset {self.name!r} is already shuffled ({call}): a second "
                 "shuffle would replace that one, not shuffle its output again; call shuffle "
                 "once, with the buffer (or full=True) and seed you want")
@@ -162,11 +162,11 @@ class DatasetPipe(Pipeline):
         index, count, block = self.shard_spec
         at = f"shard({index}, {count})" if block == 1 else f"shard({index}, {count}, {block})"
         if full:
-            raise ValueError(
+            raise ConfigError(
                 f"shuffle(full=True) after {at}: a full shuffle orders the whole dataset, so it "
                 f"goes on the dataset before shard(): ds.shuffle(full=True, seed=...).{at}")
         if isinstance(buffer, str):
-            raise ValueError(
+            raise ConfigError(
                 f"shuffle({buffer!r}) after {at} shuffles the shard's items in a buffer of a "
                 f"number of items (an int); a byte size sets the dataset's windowed shuffle, "
                 f"which goes before shard(): ds.shuffle({buffer!r}, seed=...).{at}")
@@ -184,7 +184,7 @@ class DatasetPipe(Pipeline):
             raise TypeError(f"shuffle buffer is a row count (an int) or a size such as "
                             f"'256MB', got {buffer!r}")
         elif buffer < 1:
-            raise ValueError(f"shuffle buffer must be >= 1 row, got {buffer}")
+            raise ConfigError(f"shuffle buffer must be >= 1 row, got {buffer}")
         else:
             rows = int(buffer)
         if rows < typical and len(self.unit_rows) > 1:

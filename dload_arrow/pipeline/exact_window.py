@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dload_arrow.errors import ConfigError
 from dload_arrow.plan.orders import apportion
 
 __all__ = ["MAX_WINDOW", "exact_window"]
@@ -43,7 +44,7 @@ def exact_window(w: np.ndarray, weights: Sequence[float] | None, window: int | N
         need = _slot_window(w)
         if need > MAX_WINDOW:
             i = _rarest(w, _starved(w, _WHOLE_UP_TO))
-            raise ValueError(
+            raise ConfigError(
                 f"mix(exact=True): {_input(i, w, weights)} needs a window of {need:,} slots to "
                 f"get one, more than the {MAX_WINDOW:,} a window may hold: raise its weight, "
                 "leave it out, or pass exact=False (it is then drawn at its weight's rate)")
@@ -53,7 +54,7 @@ def exact_window(w: np.ndarray, weights: Sequence[float] | None, window: int | N
         i = _rarest(w, starved)
         need = _slot_window(w)
         others = f" (and {len(starved) - 1} more input(s))" if len(starved) > 1 else ""
-        raise ValueError(
+        raise ConfigError(
             f"mix(exact=True, window={window}): {_input(i, w, weights)}{others} gets no slot "
             f"in a window of {window:,}, so its items would never be drawn; the smallest window "
             f"holding one slot of its weight is {need:,}: pass window={need} or more, or leave "

@@ -48,7 +48,7 @@ class PipelineIterator(Iterator[Any]):
                 close()
             if isinstance(e, PastEndError):
                 raise  # says all it needs to
-            raise ValueError(
+            raise ConfigError(
                 f"the loaded state's cursor does not fit this pipeline ({type(e).__name__}: "
                 f"{e}); restore a state that this pipeline's state_dict() returned"
             ) from e

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from dload_arrow.args import check_count
+from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.chunks import Chunk, chunk_len, chunk_slice
 
 __all__ = [
@@ -118,7 +119,7 @@ class ItemCursor:
             self._fill()
             self._offset = offset
             if self._chunk is None or offset > chunk_len(self._chunk):
-                raise ValueError(
+                raise ConfigError(
                     f"cannot restore: the chunk at this state has fewer than {offset} items; "
                     "the pipeline or its sources differ from the ones that saved the state"
                 )

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import check_bool
+from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.combine import _check_pipes, _common_schema
 from dload_arrow.pipeline.exact_window import exact_window
@@ -68,15 +69,15 @@ def mix(
     check_bool("mix", "exact", exact)
     w = normalized(weights, len(pipes))
     if stop not in STOPS:
-        raise ValueError(f"mix(stop={stop!r}): choose one of {STOPS}")
+        raise ConfigError(f"mix(stop={stop!r}): choose one of {STOPS}")
     win = None
     if window is not None:
         win = integer(window)
         if win is None or win < 1:
-            raise ValueError(f"mix(window={window!r}): need an int >= 1 (slots per window)")
+            raise ConfigError(f"mix(window={window!r}): need an int >= 1 (slots per window)")
         if not exact:
-            raise ValueError(f"mix(window={win}) sets the exact mode's window: pass "
-                             "exact=True too (a stochastic mix has no windows)")
+            raise ConfigError(f"mix(window={win}) sets the exact mode's window: pass "
+                              "exact=True too (a stochastic mix has no windows)")
     if exact:
         win = exact_window(w, weights, win)
     return RouterPipe(pipes, "mix", seed=seed, weights=w, stop=stop, window=win)
@@ -112,7 +113,7 @@ class RouterPipe(Pipeline):
                  weights: np.ndarray | None = None, stop: str = "first",
                  window: int | None = None, control: Pipeline | None = None) -> None:
         if stop not in STOPS:
-            raise ValueError(f"{kind}(stop={stop!r}): choose one of {STOPS}")
+            raise ConfigError(f"{kind}(stop={stop!r}): choose one of {STOPS}")
         seed = check_seed(seed)
         kids = [*pipes, control] if control is not None else list(pipes)
         super().__init__(*kids)

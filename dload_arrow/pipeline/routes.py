@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.errors import shown
+from dload_arrow.errors import ConfigError, shown
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, concat_chunks
 from dload_arrow.pipeline.node import CHILDREN, CURSOR, DONE, POSITION, ItemCursor, Node, State
 from dload_arrow.pipeline.unit_rows import UnitRows
@@ -38,10 +38,10 @@ def normalized(weights: Sequence[float] | None, n: int) -> np.ndarray:
     try:
         w = np.ones(n) if weights is None else np.asarray(list(weights), dtype=np.float64)
     except (TypeError, ValueError) as e:
-        raise ValueError(f"weights {weights!r} must be {n} finite non-negative numbers with a "
-                         f"positive sum (one per input): {e}") from e
+        raise ConfigError(f"weights {weights!r} must be {n} finite non-negative numbers with a "
+                          f"positive sum (one per input): {e}") from e
     if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-        raise ValueError(
+        raise ConfigError(
             f"weights {np.atleast_1d(w).tolist()} must be {n} finite non-negative numbers with a "
             "positive sum (one per input)"
         )
@@ -205,13 +205,13 @@ class RouterNode(Node):
         try:
             probs = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError) as e:  # text, None, a dict: one ValueError for all
-            raise ValueError(wanted) from e
+            raise ConfigError(wanted) from e
         if probs.shape != (n,):
-            raise ValueError(wanted)
+            raise ConfigError(wanted)
         try:
             return normalized(list(probs), n)
         except ValueError as e:
-            raise ValueError(wanted) from e
+            raise ConfigError(wanted) from e
 
     def _by_weights(self, w: np.ndarray) -> int | None:
         if self.pipe.stop == "all" and any(self.done):

@@ -16,6 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.args import MAX_COUNT, check_count
+from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_len, concat_chunks
 from dload_arrow.pipeline.node import CURSOR, POSITION, ItemCursor, Node, State
@@ -32,10 +33,10 @@ def shard(pipe: Pipeline, index: int, count: int, block: int = 1) -> Pipeline:
     block = check_count("shard", "block", block, low=1)
     index = check_count("shard", "index", index)
     if index >= count:
-        raise ValueError(f"shard(index={index}, count={count}): index must be in [0, {count})")
+        raise ConfigError(f"shard(index={index}, count={count}): index must be in [0, {count})")
     if count * block > MAX_COUNT:  # positions are int64: (position // block) % count
-        raise ValueError(f"shard(count={count}, block={block}): count * block must be at most "
-                         f"{MAX_COUNT:,}")
+        raise ConfigError(f"shard(count={count}, block={block}): count * block must be at most "
+                          f"{MAX_COUNT:,}")
     if count == 1:
         return pipe
     pushed = pipe._push_shard(index, count, block)

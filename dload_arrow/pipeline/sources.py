@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk
 from dload_arrow.pipeline.integers import integer
@@ -55,7 +56,7 @@ def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None,
         raise TypeError(f"from_iterable: finite must be True, False or None, got {finite!r}")
     n = integer(chunk)
     if n is None or n < 1:
-        raise ValueError(f"from_iterable: chunk must be an int >= 1, got {chunk!r}")
+        raise ConfigError(f"from_iterable: chunk must be an int >= 1, got {chunk!r}")
     return FromIterablePipe(source, chunk=n, name=name, finite=finite)
 
 
@@ -222,11 +223,11 @@ class RandomStreamPipe(Pipeline):
         for what, v, top in (("high", high, 1 << 63), ("size", size, _MAX_SIZE)):
             n = None if v is None else integer(v)
             if v is not None and (n is None or n < 1):
-                raise ValueError(f"random_stream: {what} must be an int >= 1 (or None), got "
-                                 f"{v!r}")
+                raise ConfigError(f"random_stream: {what} must be an int >= 1 (or None), got "
+                                  f"{v!r}")
             if n is not None and n > top:
-                raise ValueError(f"random_stream: {what} must be at most {top:,} (values are "
-                                 f"int64 and float64 numpy arrays), got {n:,}")
+                raise ConfigError(f"random_stream: {what} must be at most {top:,} (values are "
+                                  f"int64 and float64 numpy arrays), got {n:,}")
             ints.append(n)
         self.seed, (self.high, self.size) = check_seed(seed), ints
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dload_arrow.errors import ConfigError
+
 __all__ = ["PastEndError", "check_counters", "check_position"]
 
 _COUNTERS = frozenset({"position", "offset", "index", "pass", "window", "epoch"})
@@ -37,7 +39,7 @@ def check_counters(state: Any, where: str = "state") -> None:
             continue
         path = f"{where}[{key!r}]"
         if key in _COUNTERS and not _counter(value):
-            raise ValueError(
+            raise ConfigError(
                 f"not a state of this pipeline: {path} is {value!r}, and a state's counters "
                 "are integers >= 0 (was it edited or damaged?); pass what state_dict() "
                 "returned"

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from dload_arrow.args import check_bool
 from dload_arrow.args import kind as kind_of
 from dload_arrow.arrays import bool_array
-from dload_arrow.errors import shown
+from dload_arrow.errors import ConfigError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, as_record_batch, chunk_items, chunk_len
 from dload_arrow.pipeline.node import CHILD, Node, State
@@ -139,7 +139,7 @@ class MapBatchesPipe(_OnePipe):
             batch = as_record_batch(chunk) if not isinstance(chunk, pa.RecordBatch) else chunk
             out = as_record_batch(fn(batch))
             if keep and out.num_rows != batch.num_rows:
-                raise ValueError(
+                raise ConfigError(
                     f"map_batches({_name(fn)}, rows_preserved=True) returned {out.num_rows} "
                     f"rows for {batch.num_rows}; return one row per row or drop rows_preserved"
                 )

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import binary_array, int64_array, numpy_values
+from dload_arrow.errors import ConfigError
 
 __all__ = ["LARGE_VALUE_BYTES", "UnitRows"]
 
@@ -43,7 +44,7 @@ class UnitRows:
 
     def __init__(self, batches: Sequence[pa.RecordBatch], once: bool = False) -> None:
         if not batches:
-            raise ValueError("UnitRows needs at least one batch (the schema comes from it)")
+            raise ConfigError("UnitRows needs at least one batch (the schema comes from it)")
         self.batches = list(batches)
         self.schema = batches[0].schema
         counts = np.fromiter((b.num_rows for b in batches), np.int64, len(batches))

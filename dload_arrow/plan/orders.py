@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dload_arrow.errors import ConfigError
 from dload_arrow.plan.seeds import rng
 
 __all__ = [
@@ -66,7 +67,7 @@ def cut_windows(rows: np.ndarray, buffer: int) -> np.ndarray:
     """
     rows = np.asarray(rows, dtype=np.int64)
     if buffer < 1:
-        raise ValueError(f"shuffle buffer must be at least 1 row, got {buffer}")
+        raise ConfigError(f"shuffle buffer must be at least 1 row, got {buffer}")
     bounds = [0]
     acc = 0
     for i, r in enumerate(rows.tolist()):
@@ -134,7 +135,7 @@ class SamplePlan:
             order = np.arange(n, dtype=np.int64)
             bounds = np.asarray([0, n] if n else [0], dtype=np.int64)
         else:
-            raise ValueError(f"unknown order {mode!r}; choose one of {ORDERS}")
+            raise ConfigError(f"unknown order {mode!r}; choose one of {ORDERS}")
         return cls(order, rows[order], bounds, mode, seed, epoch)
 
     @property

@@ -26,6 +26,8 @@ from typing import Literal
 
 import numpy as np
 
+from dload_arrow.errors import ConfigError
+
 __all__ = ["UNEVEN_MODES", "Deal", "Uneven", "position_after"]
 
 Uneven = Literal["pad", "drop", "none"]
@@ -35,7 +37,7 @@ UNEVEN_MODES: tuple[str, ...] = ("pad", "drop", "none")
 def position_after(start: int, consumed_per_rank: int, world_size: int) -> int:
     """The global position once every one of ``world_size`` ranks consumed that many items."""
     if start < 0 or consumed_per_rank < 0 or world_size < 1:
-        raise ValueError(
+        raise ConfigError(
             f"position_after(start={start}, consumed_per_rank={consumed_per_rank}, "
             f"world_size={world_size}): counts must be >= 0 and world_size >= 1"
         )
@@ -63,17 +65,17 @@ class Deal:
 
     def __post_init__(self) -> None:
         if self.world_size < 1:
-            raise ValueError(f"world_size={self.world_size}: must be >= 1")
+            raise ConfigError(f"world_size={self.world_size}: must be >= 1")
         if self.num_workers < 0:
-            raise ValueError(f"num_workers={self.num_workers}: must be >= 0")
+            raise ConfigError(f"num_workers={self.num_workers}: must be >= 0")
         if self.start < 0:
-            raise ValueError(f"start={self.start}: a stream position must be >= 0")
+            raise ConfigError(f"start={self.start}: a stream position must be >= 0")
         if self.total is not None and self.total < 0:
-            raise ValueError(f"total={self.total}: an epoch length must be >= 0")
+            raise ConfigError(f"total={self.total}: an epoch length must be >= 0")
         if self.uneven not in UNEVEN_MODES:
-            raise ValueError(f"uneven={self.uneven!r}: choose one of {UNEVEN_MODES}")
+            raise ConfigError(f"uneven={self.uneven!r}: choose one of {UNEVEN_MODES}")
         if self.needs_total and self.total is None:
-            raise ValueError(
+            raise ConfigError(
                 f"uneven={self.uneven!r} with world_size={self.world_size} needs the epoch's "
                 "length (total=); pass uneven='none' or make the length known"
             )
@@ -95,9 +97,9 @@ class Deal:
     def consumer(self, rank: int, worker: int) -> int:
         """The consumer index ``rank + worker * R`` (what ``pipe.shard(index, count)`` gets)."""
         if not 0 <= rank < self.world_size:
-            raise ValueError(f"rank={rank}: must be in [0, {self.world_size})")
+            raise ConfigError(f"rank={rank}: must be in [0, {self.world_size})")
         if not 0 <= worker < self.workers:
-            raise ValueError(f"worker={worker}: must be in [0, {self.workers})")
+            raise ConfigError(f"worker={worker}: must be in [0, {self.workers})")
         return rank + worker * self.world_size
 
     @property
@@ -133,7 +135,7 @@ class Deal:
         """Global positions delivered by one consumer, in order (needs a known end)."""
         end = self.end
         if end is None:
-            raise ValueError("positions() needs the epoch's length (total=)")
+            raise ConfigError("positions() needs the epoch's length (total=)")
         c = self.consumer(rank, worker)
         return range(self.start + c, end, self.consumers)
 
@@ -141,7 +143,7 @@ class Deal:
         """Global positions delivered by one rank, in order (what its DataLoader yields)."""
         end = self.end
         if end is None:
-            raise ValueError("rank_positions() needs the epoch's length (total=)")
+            raise ConfigError("rank_positions() needs the epoch's length (total=)")
         return range(self.start + rank, end, self.world_size)
 
     def source_index(self, position: int) -> int:
@@ -149,7 +151,7 @@ class Deal:
         if self.total is None or position < self.total:
             return position
         if self.total == 0:
-            raise ValueError("an empty epoch has nothing to pad with")
+            raise ConfigError("an empty epoch has nothing to pad with")
         return (position - self.total) % self.total
 
     def padding(self, rank: int, worker: int) -> np.ndarray:

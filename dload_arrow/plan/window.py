@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dload_arrow.args import check_count
+from dload_arrow.errors import ConfigError
 
 __all__ = [
     "DEFAULT_PREFETCH",
@@ -33,7 +34,7 @@ UNLIMITED = 2**63 - 1
 def _sizes(shard_bytes: Sequence[int]) -> np.ndarray:
     arr = np.asarray(list(shard_bytes), dtype=np.int64)
     if arr.size and int(arr.min()) < 0:
-        raise ValueError(f"shard sizes must not be negative, got {int(arr.min())}")
+        raise ConfigError(f"shard sizes must not be negative, got {int(arr.min())}")
     return arr
 
 
@@ -48,7 +49,7 @@ def window_resident_bytes(shard_bytes: Sequence[int], window: int) -> int:
         window: shards resident at once (the one being read plus those fetched ahead).
     """
     if window < 0:
-        raise ValueError(f"window must not be negative, got {window}")
+        raise ConfigError(f"window must not be negative, got {window}")
     sizes = np.sort(_sizes(shard_bytes))[::-1]
     return int(sizes[:window].sum())
 

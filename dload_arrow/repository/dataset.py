@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import MAX_COUNT
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.repository.dataset_fields import VersionFields
 from dload_arrow.repository.shortcuts import PipelineShortcuts
 from dload_arrow.store.manifest import Manifest
@@ -256,8 +256,8 @@ class Dataset(VersionFields, PipelineShortcuts):
         from dload_arrow.catalog.explore import head
 
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or not 0 <= n <= MAX_COUNT:
-            raise ValueError(f"head(n) takes a row count of 0 or more (at most {MAX_COUNT:,}), "
-                             f"got {n!r}")
+            raise ConfigError(f"head(n) takes a row count of 0 or more (at most {MAX_COUNT:,}), "
+                              f"got {n!r}")
         return head(self.context, self.manifest, self.units, self.predicate, n, columns)
 
     def describe(self, exact: bool | None = None) -> pa.Table:

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import check_bool
-from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.errors import ConfigError, NotFoundError, SchemaError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import chunk_items
 from dload_arrow.pipeline.fingerprint import fingerprint
@@ -239,7 +239,7 @@ def derive(
         raise TypeError(f"derive({name!r}) got unexpected keyword argument(s) {unknown}; it "
                         f"takes meta, recipe, progress, force and {sorted(_COMMIT_OPTIONS)}")
     if not pipe.finite:
-        raise ValueError(
+        raise ConfigError(
             f"derive({name!r}) needs a finite pipeline, but {pipe!r} may never end; "
             "add .take(n), give repeat() a count, or declare a generator function's "
             "iterators finite: from_iterable(fn, finite=True)"

@@ -23,6 +23,8 @@ import multiprocessing.sharedctypes
 from dataclasses import dataclass
 from typing import Any
 
+from dload_arrow.errors import ConfigError
+
 __all__ = ["MAX_WORKERS", "Control", "Plan"]
 
 MAX_WORKERS = 256
@@ -98,7 +100,7 @@ class Control:
         ``restored``: this worker's own restored state, which that iteration follows instead
         (and the next iteration follows it)."""
         if not 0 <= slot < MAX_WORKERS:
-            raise ValueError(f"worker id {slot}: at most {MAX_WORKERS} DataLoader workers")
+            raise ConfigError(f"worker id {slot}: at most {MAX_WORKERS} DataLoader workers")
         a, at = self._arr, _SLOTS + _SLOT * slot
         with self._lock:
             gen = a[_GEN]

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from dload_arrow.errors import ConfigError
 from dload_arrow.torch.dataset import as_iterable_dataset
 
 __all__ = ["train_linear"]
@@ -51,6 +52,6 @@ def train_linear(
         losses.append(round(loss.item(), 4))
         seen += len(labels)
     if not losses:
-        raise ValueError("the stream yielded no batches to train on")
+        raise ConfigError("the stream yielded no batches to train on")
     return {"steps": len(losses), "samples": seen, "first_loss": losses[0],
             "last_loss": losses[-1]}
