@@ -79,7 +79,7 @@ def test_keys_that_are_not_utf8_are_refused_by_name(repo: Repository) -> None:
     with pytest.raises(SchemaError, match=r"key column 'id', row 1: key b'\\xff' is not UTF-8"):
         repo.commit("k", table, key="id", progress=False)
     nested = pa.table({"id": [{"a": 1}], "i": [1]})
-    with pytest.raises(SchemaError, match="key column 'id' .* does not convert to strings"):
+    with pytest.raises(SchemaError, match=r"key column 'id' .* does not convert to strings"):
         repo.commit("k", nested, key="id", progress=False)
     repo.commit("k", pa.table({"id": [b"caf\xc3\xa9"], "i": [1]}), key="id", progress=False)
     assert repo.dataset("k").get("café")["i"] == 1

@@ -185,13 +185,14 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
            cache_budget: str | None, as_json: bool) -> None:
     """Re-hash every shard of a version (and its key index parts) in the root against its digest.
 
-    Exits 1 if any shard is missing or corrupt. A missing shard is restored by committing
-    the same data again; a corrupt one once its bad copy is gone (--delete-bad).
+    Exits 1 if any shard is missing or corrupt (also after --delete-bad removed it). A
+    missing shard is restored by committing the same data again; a corrupt one once its bad
+    copy is gone (--delete-bad). That commit makes the version latest again.
 
     \b
     Example:
       dload verify photos
-      dload verify photos --delete-bad && dload commit photos --from ./photos
+      dload verify photos --delete-bad || dload commit photos --from ./photos
     """
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)

@@ -13,7 +13,6 @@ import gzip
 import os
 import tarfile
 import warnings
-import zlib
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,30 +23,12 @@ from dload_arrow.ingest.columns import column_kind
 from dload_arrow.ingest.grouping import Entry, check_entry_name, split_name
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.ingest.source import SampleSource
+from dload_arrow.ingest.tar_stream import BLOCK, Tail, drains, errors, is_header, zstd_unchecked
 
 __all__ = ["TarSource"]
 
-_BLOCK = 8 << 20
 _MAX_WINDOW = 1 << 31
 _PEEK = 4096
-# Skippable frames (magic 0x184D2A50-0x184D2A5F, then a 4-byte length): pzstd and seekable
-# zstd writers put one before the data frames.
-_SKIPPABLE = 0x184D2A50
-
-
-def _errors() -> tuple[type[BaseException], ...]:
-    import zstandard
-
-    return (tarfile.TarError, zlib.error, EOFError, OSError, zstandard.ZstdError)
-
-
-def _is_header(block: bytes) -> bool:
-    """Whether ``block`` is a tar header (its checksum matches)."""
-    try:
-        tarfile.TarInfo.frombuf(block, tarfile.ENCODING, "surrogateescape")
-    except tarfile.HeaderError:
-        return False
-    return True
 
 
 def _link_target(linkname: str) -> str:
@@ -56,30 +37,6 @@ def _link_target(linkname: str) -> str:
         return check_entry_name(linkname, "")
     except ValueError:
         return ""
-
-
-class _Tail:
-    """A reader that remembers the last bytes it returned, to inspect the end-of-archive
-    block after tarfile has consumed it."""
-
-    _KEEP = 64 * 1024
-
-    def __init__(self, f: IO[bytes]) -> None:
-        self.f = f
-        self.pos = 0
-        self.buf = b""
-
-    def read(self, n: int = -1) -> bytes:
-        data = self.f.read(n)
-        self.pos += len(data)
-        self.buf = (self.buf + data)[-self._KEEP :]
-        return data
-
-    def block(self, offset: int) -> bytes | None:
-        start = offset - (self.pos - len(self.buf))
-        if start < 0:
-            return None
-        return self.buf[start : start + tarfile.BLOCKSIZE]
 
 
 class TarSource(SampleSource):
@@ -108,7 +65,7 @@ class TarSource(SampleSource):
 
     @contextmanager
     def _members(self) -> Iterator[Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]]:
-        raw, _ = open_binary(self.location, endpoint_url=self.endpoint_url, block_size=_BLOCK)
+        raw, _ = open_binary(self.location, endpoint_url=self.endpoint_url, block_size=BLOCK)
         stream: IO[bytes] = raw
         if self.compression == "zst":
             import zstandard
@@ -120,10 +77,10 @@ class TarSource(SampleSource):
             # --long=28 or more ("too much memory"), which are valid archives. The decoder
             # allocates the window a frame asks for, not more.
             stream = zstandard.ZstdDecompressor(max_window_size=_MAX_WINDOW).stream_reader(
-                raw, read_size=_BLOCK)
+                raw, read_size=BLOCK)
         elif self.compression == "gz":  # GzipFile checks the CRC and length at the end
             stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-        tail = _Tail(stream)
+        tail = Tail(stream)
         last: list[str] = []
 
         def members() -> Iterator[tuple[tarfile.TarInfo, tarfile.TarFile]]:
@@ -137,11 +94,11 @@ class TarSource(SampleSource):
                     # end-of-archive block, then read to the end (gzip checks its CRC there).
                     if tail.block(tf.offset) != bytes(tarfile.BLOCKSIZE):
                         raise tarfile.ReadError("no end-of-archive marker: truncated or corrupt")
-                    while tail.read(_BLOCK):
+                    while tail.read(BLOCK):
                         pass
-            except GeneratorExit:  # abandoned (maybe at exit): _errors() would import
+            except GeneratorExit:  # abandoned (maybe at exit): errors() would import
                 raise
-            except _errors() as e:
+            except errors() as e:
                 raise IntegrityError(self._failure(e, tail, last[0] if last else None)) from e
 
         try:
@@ -150,7 +107,7 @@ class TarSource(SampleSource):
             stream.close()
             raw.close()
 
-    def _failure(self, e: BaseException, tail: _Tail, last: str | None) -> str:
+    def _failure(self, e: BaseException, tail: Tail, last: str | None) -> str:
         """Why reading failed, in the user's terms: truncated, not a tar, or corrupt."""
         fix = "re-download or recreate the archive"
         if last is None and self.compression is not None:
@@ -160,7 +117,9 @@ class TarSource(SampleSource):
             if decoded and tail.pos == 0 and codec == "zstd":  # a cut frame gives 0 bytes
                 return (f"{self.location} is truncated: its zstd stream ends before the first "
                         f"tar entry is complete ({type(e).__name__}: {e}); {fix}")
-            if decoded and start is not None and not _is_header(start):
+            # no tar header: not a tar, unless the compressed stream is itself corrupt (a
+            # byte changed early decodes to garbage; gzip's CRC at the end tells)
+            if decoded and start is not None and not is_header(start) and drains(tail):
                 return (f"{self.location} is a {codec}-compressed file but not a tar archive "
                         f"(what it decompresses to has no tar header): commit a tar of the "
                         f"files (e.g. `tar -czf data.tar.gz DIR`), or the folder of the "
@@ -170,20 +129,10 @@ class TarSource(SampleSource):
 
     def _warn_unchecked(self, head: bytes) -> None:
         """Say once that a ``.tar.zst`` written without frame checksums cannot be checked."""
-        import zstandard
-
         if self._told:
             return
         self._told = True
-        pos = 0
-        while len(head) >= pos + 8 and \
-                int.from_bytes(head[pos : pos + 4], "little") & ~0xF == _SKIPPABLE:
-            pos += 8 + int.from_bytes(head[pos + 4 : pos + 8], "little")
-        try:
-            checked = zstandard.get_frame_parameters(head[pos : pos + 18]).has_checksum
-        except zstandard.ZstdError:
-            return  # not a zstd frame (decompressing says so), or beyond what was peeked
-        if not checked:
+        if zstd_unchecked(head):
             warnings.warn(
                 f"{self.location}: this .tar.zst has no zstd checksums, so a byte changed in "
                 "transit or on disk cannot be detected and would be committed as it is; write "

@@ -59,7 +59,14 @@ def _stack(values: list[Any]) -> Any:
     if isinstance(first, (bool, int, float, np.number, np.bool_)) and all(
         isinstance(v, (bool, int, float, np.number, np.bool_)) for v in values
     ):
-        return np.asarray(values)
+        arr = np.asarray(values)
+        if arr.dtype.kind in "fO":  # numpy would round (or box) Python ints beyond int64
+            ints = [v for v in values if type(v) is int]
+            if len(ints) == len(values) and all(0 <= v < 2**64 for v in ints):
+                return np.asarray(values, dtype=np.uint64)
+            if any(not -(2**53) <= v <= 2**53 for v in ints):
+                return values  # no numpy dtype holds them exactly: Python ints, as given
+        return arr
     return values
 
 

@@ -56,10 +56,10 @@ def column_values(batch: pa.RecordBatch, i: int) -> Any:
     col = batch.column(i)
     shape = field_shape(field)
     if (shape is None and pa.types.is_fixed_size_list(col.type) and _numeric(col.type.value_type)
-            and col.values.null_count == 0):  # (a missing number stays a list: no NaN)
+            and col.flatten().null_count == 0):  # (a missing number stays a list: no NaN)
         shape = (col.type.list_size,)  # a fixed-size list without a recorded shape (pyarrow)
     if shape is not None and pa.types.is_fixed_size_list(col.type):
-        if col.null_count or col.values.null_count:  # (a missing number: no NaN in ints)
+        if col.null_count or col.flatten().null_count:  # (a missing number: no NaN in ints)
             return sample_values(field, col)
         flat = numpy_values(col.flatten())
         return flat.reshape((len(col), *shape))

@@ -1,15 +1,14 @@
 """The router's node: ``mix``, ``choice`` and ``select`` routed slot by slot, or in runs.
 
-:class:`RouterNode` decides the source of each output slot (see pipeline/router.py for the
-rules) and keeps the state: the slot, which sources are exhausted, each source's cursor.
+:class:`RouterNode` decides each output slot's source (rules: pipeline/router.py) and keeps
+the state: the slot, which sources are exhausted, each source's cursor.
 
-**Runs.** Routing slot by slot costs a few microseconds of Python and numpy per item: a uniform, a
-cumulative sum, a search and a one-item take from a source. With fixed weights the sources of
-the next slots are known ahead (they are a pure function of ``(seed, epoch, slot)``), so the
-router decides a *run* of slots at once: the sources of the next slots as one array
-(:func:`slot_sources`), cut where a source would need more items than its cursor has buffered
-(:func:`run_length`). Within a run no source can run out, so ``stop`` never applies and the
-output is the one routing slot by slot would give; one take per source and one
+**Runs.** Routing slot by slot costs a few microseconds of Python and numpy per item (a uniform,
+a cumulative sum, a search, a one-item take). With fixed weights the sources of the next slots
+are known ahead (a pure function of ``(seed, epoch, slot)``), so the router decides a *run* of
+slots at once (:func:`slot_sources`), cut where a source would need more items than its cursor
+has buffered (:func:`run_length`). Within a run no source can run out, so ``stop`` never
+applies and the output is the one routing slot by slot would give; one take per source and one
 :func:`interleave` replace a take per item. At a cut the router routes one slot the slow way,
 which loads the source's next chunk (or finds it exhausted) and the runs go on.
 """
@@ -106,6 +105,7 @@ class RouterNode(Node):
         self._pattern = np.zeros(0, dtype=np.int64)
         self._drawable = pipe.drawable()
         self._started = False
+        self._probs = np.ones(len(kids))  # the last probability item a choice drew with
         self.cheap_skip = all(k.cheap_skip for k in kids) and (
             control is None or control.cheap_skip)
 
@@ -189,7 +189,8 @@ class RouterNode(Node):
                     raise IndexError(f"select: index {i} at slot {self.slot} is not in "
                                      f"[0, {len(self.cursors)})")
                 return i
-            return self._by_weights(self._probabilities(value))
+            self._probs = self._probabilities(value)
+            return self._by_weights(self._probs)
         if pipe.window is not None:
             pattern, off = self._exact(self.slot)
             return int(pattern[off])
@@ -229,10 +230,12 @@ class RouterNode(Node):
         return got
 
     def _route_once(self, take: bool) -> Chunk | int | None:
+        again: np.ndarray | None = None  # a choice's probability item, drawn from again
         while True:
             if all(d or not k for d, k in zip(self.done, self._drawable, strict=True)):
                 return None  # every input a slot can name is exhausted
-            i = self._pick()
+            i = self._pick() if again is None else self._by_weights(again)
+            again = None
             self.slot += 1
             if i is None:
                 return None
@@ -247,6 +250,8 @@ class RouterNode(Node):
             self.done[i] = True
             if self.pipe.stop == "first":
                 return None
+            if self.control is not None and self.pipe.op != "select":  # choice: this item
+                again = self._probs  # comes from the inputs left (select skips its index)
 
     def _start(self) -> None:
         """Have every input start its first read now: they overlap instead of queuing."""

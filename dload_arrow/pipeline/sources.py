@@ -47,6 +47,7 @@ def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None,
             cannot start a second epoch or resume: pass the generator function instead.
         chunk: items per chunk handed downstream (raise it for many small items).
         name: a stable name used by ``fingerprint()`` for an object that is not a function.
+            A set is taken sorted (its own order differs between processes).
         finite: whether each epoch ends. By default a sized source (a sequence, set, dict,
             or an object with ``__len__``) is finite and anything else may be endless;
             ``finite=True`` declares that a factory's iterators end (so ``repo.derive``
@@ -57,6 +58,17 @@ def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None,
     n = integer(chunk)
     if n is None or n < 1:
         raise ConfigError(f"from_iterable: chunk must be an int >= 1, got {chunk!r}")
+    if isinstance(source, (set, frozenset)):
+        # a set iterates in hash order, which differs between processes (string hashing is
+        # salted per process): spawned workers and a resume elsewhere would see another order
+        try:
+            source = sorted(source)
+        except TypeError as e:
+            raise ConfigError(
+                "from_iterable: a set's order differs from one process to the next, so its "
+                "items are sorted, and these do not sort "
+                f"({e}); pass a list in the order you want"
+            ) from e
     return FromIterablePipe(source, chunk=n, name=name, finite=finite)
 
 

@@ -184,6 +184,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
             self._follow_workers()
             plan = self._next
             self._next = Plan(plan.epoch + 1, 0)
+            self._control.set(plan.epoch + 1, 0)  # a loader's workers go on after it
             return plan, 0
         worker, workers = info.id, info.num_workers
         local, self._local = self._local, None
@@ -221,7 +222,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def _follow_workers(self) -> None:
         """Main process: after epochs a plain DataLoader's workers ran, continue after them."""
-        last = self._control.last() if self._cursor is None else None
+        last = self._control.last()  # None: none since this process set the plan
         if last is not None:
             self._set_plan(Plan(last.epoch + 1, 0))
 

@@ -51,6 +51,8 @@ class StatefulLoader:
             )
         check_count("StatefulLoader", "num_workers", loader_kwargs.get("num_workers", 0))
         loader_kwargs["batch_size"] = None
+        if not dataset.to_tensors:  # torch's default_convert would make numpy tensors
+            loader_kwargs.setdefault("collate_fn", _as_given)
         self.dataset = dataset
         self.loader = torch.utils.data.DataLoader(dataset, **loader_kwargs)
 
@@ -105,3 +107,9 @@ class StatefulLoader:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from a state of this loader, the dataset or a StatefulDataLoader."""
         self.dataset.load_state_dict(state)
+
+
+def _as_given(item: Any) -> Any:
+    """The collate_fn of a dataset made with ``to_tensors=False``: items as the pipeline
+    made them (a module function: workers started by spawn unpickle it)."""
+    return item

@@ -140,6 +140,8 @@ def _value_to_torch(value: Any, shape: tuple[int, ...] | None,
     if isinstance(value, float) and dtype is None:  # as torch's default_collate: float64
         return torch.tensor(value, dtype=torch.float64)
     if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        if dtype is None and type(value) is int and not -(2**63) <= value < 2**63:
+            return value  # no default torch dtype holds it: it stays an int (a list, batched)
         return torch.tensor(value, dtype=dtype)
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         if dtype is None and value.dtype.kind == "f":  # np.float32 stays float32, and so on
@@ -208,6 +210,7 @@ def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             v.shape == values[0].shape and v.dtype == values[0].dtype for v in values
         ):
             out[name] = torch.stack(values)
-        else:
-            out[name] = values
+        else:  # a list: arrays as tensors, other values as they came
+            out[name] = [v if isinstance(s[name], np.ndarray) else s[name]
+                         for s, v in zip(samples, values, strict=True)]
     return out
