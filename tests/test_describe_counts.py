@@ -64,7 +64,8 @@ def test_a_filtered_view_does_not_report_whole_row_group_counts(memory_root: str
     repo.commit("d", _rows(30), progress=False)
     got = {r["column"]: r for r in repo.dataset("d").where("n < 10").describe().to_pylist()}
     assert got["n"]["count"] == 10
-    assert got["blob"]["nulls"] is None  # the manifest counts describe rows the filter drops
+    # counted from the rows the filter keeps, not the manifest's (of whole row groups)
+    assert (got["blob"]["nulls"], got["blob"]["count"]) == (4, 6)
 
 
 def _as_older_manifest(repo: Repository, name: str) -> str:
@@ -106,3 +107,12 @@ def test_an_append_to_an_older_manifest_keeps_working(
     rows = {r["column"]: r for r in manifest_rows(ds.context, ds.manifest, new)}
     assert rows["blob"]["nulls"] == _expected(30, start=30)["blob"]
     assert rows["tags"]["nulls"] == _expected(30, start=30)["tags"]
+
+
+def test_a_views_non_scalar_counts_are_those_of_its_rows(repo: Repository) -> None:
+    repo.commit("d", _rows(60), row_group_size=600, progress=False)
+    view = repo.dataset("d").where("n >= 12 AND n < 40")
+    got = {r["column"]: r for r in view.describe().to_pylist()}
+    for column, nulls in _expected(28, start=12).items():
+        assert (got[column]["nulls"], got[column]["count"]) == (nulls, 28 - nulls), column
+    assert {r["source"] for r in got.values()} == {"data"}

@@ -2,14 +2,14 @@
 
 Everything here honours a view's ``units`` (the row groups left after pruning) and
 ``predicate`` (the row filter). Arrow reads go through the read path's reader
-(:func:`dload_arrow.read.reader.iter_units`); polars scans the shards' Parquet files itself,
-in place for a local root or from the cache, so its optimiser pushes projections and
-predicates down into the files.
+(:func:`dload_arrow.read.reader.iter_units`); polars views are in
+:mod:`dload_arrow.catalog.polars_view`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -115,9 +115,11 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
         table = to_arrow(ctx, manifest, units, predicate, cols)
         full = {f.name for f in manifest.schema} - set(table.column_names)
         rows = data_rows(table)
-        # With a predicate, footer counts (of whole row groups) would not describe the rows.
-        rows += [r for r in manifest_rows(ctx, manifest, units, footers=predicate is None)
-                 if r["column"] in full]
+        if predicate is None:
+            rows += [r for r in manifest_rows(ctx, manifest, units) if r["column"] in full]
+        else:  # footer counts (of whole row groups) would not describe the rows: count them
+            rows += _counted_rows(ctx, manifest, units, predicate,
+                                  [f for f in manifest.schema if f.name in full])
         source = "data"
     else:
         rows, source = manifest_rows(ctx, manifest, units), "manifest"
@@ -126,3 +128,22 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
     for r in rows:
         r["source"] = source
     return pa.Table.from_pylist(rows, schema=_DESCRIBE)
+
+
+def _counted_rows(ctx: ReadContext, manifest: Manifest,
+                  units: Sequence[tuple[int, int]] | None, predicate: Predicate,
+                  fields: list[pa.Field]) -> list[dict[str, Any]]:
+    """Count and nulls of non-scalar columns over the rows ``predicate`` keeps, read a unit
+    at a time (a view of images is not held in memory to count its nulls)."""
+    count = dict.fromkeys((f.name for f in fields), 0)
+    nulls = dict(count)
+    if fields:
+        chosen = all_units(manifest) if units is None else list(units)
+        for batch in iter_units(ctx, manifest, chosen, columns=list(count),
+                                predicate=predicate):
+            for name in count:
+                col = batch.column(name)
+                count[name] += len(col) - col.null_count
+                nulls[name] += col.null_count
+    return [{"column": f.name, "type": str(f.type), "count": count[f.name],
+             "nulls": nulls[f.name], "min": None, "max": None, "mean": None} for f in fields]
