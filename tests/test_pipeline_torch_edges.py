@@ -100,3 +100,23 @@ def test_collate_keeps_ints_no_torch_dtype_holds() -> None:
     out = collate([{"u": 2**63 + 5, "i": 1}, {"u": 1, "i": 2}])
     assert out["u"] == [2**63 + 5, 1]
     assert out["i"].tolist() == [1, 2]
+
+
+def test_a_filter_expression_on_a_missing_column_names_the_columns(repo: dl.Repository) -> None:
+    import pyarrow.compute as pc
+
+    repo.commit("n", [(f"k{i}", {"label": i}) for i in range(5)], progress=False)
+    with pytest.raises(dl.SchemaError, match=r"which have columns \['__key__', 'label'\]"):
+        list(repo.dataset("n").pipeline().filter(pc.field("lable") == 3))
+
+
+def test_an_endless_stream_is_dealt_to_ranks_without_padding(repo: dl.Repository) -> None:
+    import itertools
+
+    repo.commit("n", [(f"k{i:03d}", {"i": i}) for i in range(50)], progress=False)
+    pipe = repo.dataset("n").pipeline().repeat()  # uneven="pad", the default, needs no length
+    got = [[s["i"] for s in itertools.islice(iter(as_iterable_dataset(pipe, rank=r,
+                                                                        world_size=2)), 75)]
+           for r in (0, 1)]
+    merged = [x for pair in zip(*got, strict=True) for x in pair]
+    assert merged == [i % 50 for i in range(150)]  # each pass once, dealt in turn

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from dload_arrow.args import check_bool
 from dload_arrow.args import kind as kind_of
 from dload_arrow.arrays import bool_array
-from dload_arrow.errors import ConfigError, shown
+from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, as_record_batch, chunk_items, chunk_len
 from dload_arrow.pipeline.node import CHILD, Node, State
@@ -166,7 +166,13 @@ class FilterPipe(_OnePipe):
         def apply(chunk: Chunk) -> Chunk:
             if isinstance(pred, pc.Expression):
                 batch = chunk if isinstance(chunk, pa.RecordBatch) else as_record_batch(chunk)
-                return batch.filter(pred)
+                try:
+                    return batch.filter(pred)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                    raise SchemaError(
+                        f"filter({pred}) does not apply to the rows, which have columns "
+                        f"{batch.schema.names}: {str(e).splitlines()[0]}; fix the expression"
+                    ) from e
             if isinstance(chunk, pa.RecordBatch):
                 mask = np.fromiter((bool(pred(x)) for x in chunk_items(chunk)), bool,
                                    chunk_len(chunk))

@@ -92,6 +92,8 @@ def deal_of(pipe: Any, plan: Plan, workers: int, world_size: int, uneven: Uneven
             length: Any) -> Deal:
     """How epoch ``plan`` from its position is dealt to ``world_size`` ranks of ``workers``."""
     total = None
+    if length is None and getattr(pipe, "endless", False) is True:
+        uneven = "none"  # a stream that never ends has no end to pad or cut
     # A given length is the epoch's count with one rank too, so len() and iteration agree.
     if (world_size > 1 and uneven != "none") or (world_size == 1 and length is not None):
         total = epoch_length(pipe, plan.epoch, length)
