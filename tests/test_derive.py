@@ -146,6 +146,10 @@ def test_deriving_under_another_name_creates_it_from_the_same_shards(src: Reposi
     v2 = src.derive("dbl-copy", pipeline(src))
     assert calls() == 100, "the map function ran again"
     assert v2.name == "dbl-copy" and v2.shards_uploaded == 0
+    # its own manifest is written, and counted as every commit counts it
+    stored = src.storage.read(f"datasets/dbl-copy/manifests/{v2.version}.arrow")
+    assert v2.bytes_uploaded == v2.manifest_bytes_uploaded == len(stored) > 0
+    assert src.derive("dbl-copy", pipeline(src)).bytes_uploaded == 0  # stored already
     assert src.datasets() == ["dbl", "dbl-copy", "src"]
     copy = src.dataset("dbl-copy")
     assert copy.version == v2.version != v1.version

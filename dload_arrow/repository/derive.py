@@ -118,21 +118,22 @@ def _stored(repo: Repository, memo: dict[str, Any]) -> Manifest | None:
 
 
 def _republish(repo: Repository, src: Manifest, name: str, meta: dict[str, Any],
-               recipe: str | None) -> Manifest | None:
-    """``src``'s shards as a version of ``name`` with ``meta``/``recipe`` (nothing uploaded);
-    None when a concurrent rm + gc removed them."""
+               recipe: str | None) -> tuple[Manifest, int] | None:
+    """``src``'s shards as a version of ``name`` with ``meta``/``recipe`` (no shard uploaded)
+    and the manifest bytes written (0: stored already); None when a concurrent rm + gc
+    removed them."""
     m = build_manifest(name, src.schema, src.table, keys_sorted=src.keys_sorted, meta=meta,
                        recipe=recipe, parents=src.parents, key_index=src.key_index,
                        settings=src.info.get("settings"))
     path = manifest_path(name, m.version)
-    wrote = store_manifest(repo.storage, m) > 0
+    wrote = store_manifest(repo.storage, m)
     # Stored first, then touched: a gc either sees this manifest or finds the shards young.
     intact = all(repo.storage.touch(shard_path(d)) for d in src.digests())
     if not intact:
         if wrote:
             repo.storage.delete(path)
         return None
-    return m
+    return m, wrote
 
 
 def _memoized(repo: Repository, name: str, fp: str, options: str,
@@ -147,15 +148,17 @@ def _memoized(repo: Repository, name: str, fp: str, options: str,
         want = src.meta if meta is None else {**meta, "derived": src.meta.get("derived")}
         text = src.recipe if recipe is None else recipe
         same = src.name == name and src.meta == want and src.recipe == text
-        m = src if same else _republish(repo, src, name, want, text)
-        if m is None:
+        got = (src, 0) if same else _republish(repo, src, name, want, text)
+        if got is None:
             continue
+        m, wrote = got
         move_ref(repo.storage, name, "latest", m.version, action="derive", unless_there=True)
         if memo["name"] != name or memo["version"] != m.version:
             _write_memo(repo, name, m.version, fp, options)
         return Version(name=name, version=m.version, num_rows=m.num_rows,
                        shards_total=len(m.shards), shards_uploaded=0,
-                       bytes_total=m.num_bytes, bytes_uploaded=0, seconds=0.0, manifest=m)
+                       bytes_total=m.num_bytes, bytes_uploaded=wrote, seconds=0.0, manifest=m,
+                       manifest_bytes_uploaded=wrote)
     return None
 
 
