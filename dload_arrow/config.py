@@ -129,7 +129,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read config file {path}: {e}; fix or delete it") from e
     unknown = set(data) - set(KEYS)
     if unknown:

@@ -105,8 +105,9 @@ def time_value(text: str, field: pa.Field, error: Error) -> Any:
     try:
         return pylist(string_array([text]).cast(typ))[0]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        hint = "write a date, e.g. '2024-01-21'" if pa.types.is_date(typ) else _HINT
         raise error(f"{text!r} is not a {typ} value for column {field.name!r} ({e}); "
-                    f"{_HINT}") from e
+                    f"{hint}") from e
 
 
 def naive_time(text: str, field: pa.Field, error: Error) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -12,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.sizes import format_bytes
 
 __all__ = [
@@ -85,6 +86,11 @@ def open_repo(root: str | None, cache_dir: str | None = None, cache_budget: str 
     from dload_arrow.repository import Repository
 
     repo = Repository.open(root, cache_dir=cache_dir, cache_budget=cache_budget)
+    if repo.storage.url.startswith("memory://"):
+        raise ConfigError(
+            f"root {repo.storage.url!r} is held in memory by one process, and each dload "
+            "command is a new process: what it wrote would be gone when it exits; use a "
+            "directory or s3://bucket/prefix (memory:// roots are for the Python API)")
     problem = root_problem(repo, dataset) if must_exist else None
     if problem is not None:
         raise problem
@@ -193,8 +199,16 @@ def cell(value: Any, width: int = 40) -> str:
         return f"<{format_bytes(len(value))}>"
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return f"<{value.dtype} {list(value.shape)}>"
-    text = str(value).replace("\n", "\\n")
+    text = _CONTROL.sub(_escaped, str(value))  # a key's ESC or CR must not drive the terminal
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    c = m.group()
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or f"\\x{ord(c):02x}"
 
 
 def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from dload_arrow.cli.output import emit, json_option, open_repo, parse_spec, root_options
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.sizes import format_bytes
 
 __all__ = ["COMMANDS", "gc", "pin", "rm", "tag", "unpin"]
@@ -127,7 +127,10 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
             expected = _ref_text(before, _refs_after_rm(before, vid, rest), future=True)
         click.confirm(f"remove {what}?{f' ({expected})' if expected else ''}", abort=True)
     removed = repo.rm(name, version)
-    after = repo.refs(name) if version is not None else {}
+    try:
+        after = repo.refs(name) if version is not None else {}
+    except NotFoundError:  # it was the only version: the dataset went with it
+        after = {}
     moved = {r: after[r] for r in before if r in after and after[r] != before[r]}
     deleted = sorted(r for r in before if r not in after)
 

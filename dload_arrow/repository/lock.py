@@ -38,8 +38,9 @@ def read_lock(path: Path | None = None) -> dict[str, str]:
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"cannot read {path}: {e}; fix it or run 'dload unpin'") from e
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read {path}: {e}; fix the file (TOML: [datasets] name = "
+                          "\"<version id>\") or delete it") from e
     pins = data.get("datasets", {})
     if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
         raise ConfigError(f"{path}: [datasets] must map names to version ids (strings); fix it "

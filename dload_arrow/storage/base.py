@@ -51,6 +51,14 @@ def redact_url(url: str) -> str:
     return re.sub(r"(?<=://)[^/@]*@", "***@", url)
 
 
+def redact_text(text: str, url: str) -> str:
+    """``text`` (an error message) without the ``user:secret@`` part of ``url``, wherever it
+    appears: fsspec repeats the path it was given, without its scheme."""
+    m = re.search(r"://([^/@]*)@", url)
+    text = redact_url(text)
+    return text.replace(m.group(1) + "@", "***@") if m and m.group(1) else text
+
+
 @runtime_checkable
 class Storage(Protocol):
     """What the store needs from a root. Implementations: local, fsspec (s3, memory, ...)."""

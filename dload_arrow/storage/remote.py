@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from dload_arrow.errors import NotFoundError, StorageError
-from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_url
+from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_text, redact_url
 from dload_arrow.storage.s3_get import s3_download, s3_get_object
 from dload_arrow.storage.s3_root import check_s3_url, missing_bucket
 from dload_arrow.storage.shared_fs import shared_filesystem
@@ -95,8 +95,9 @@ class FsspecStorage:
         return f"{self._base}/{path if self.input_object else check_relpath(path)}"
 
     def _wrap(self, e: Exception, path: str, what: str) -> Exception:
-        text = str(e).lower()
-        failed = StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {e}")
+        said = redact_text(str(e), self.url)
+        text = said.lower()
+        failed = StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {said}")
         if not isinstance(e, FileNotFoundError):
             return failed
         bucket_gone = "nosuchbucket" in text or "bucket does not exist" in text
@@ -108,7 +109,7 @@ class FsspecStorage:
         if what in _WRITES:
             return StorageError(
                 f"{what} {path!r} under {redact_url(self.url)} failed: the storage answered "
-                f"'not found' ({e}), so the bucket or the endpoint is wrong; check the root URL "
+                f"'not found' ({said}), so the bucket or the endpoint is wrong; check the root URL "
                 "and DLOAD_ENDPOINT_URL / endpoint_url")
         return NotFoundError(f"no object {path!r} under {redact_url(self.url)}")
 
