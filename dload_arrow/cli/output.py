@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import math
-import re
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
