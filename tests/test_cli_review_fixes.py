@@ -1,0 +1,90 @@
+"""CLI edges found by review: what a command reports after removing a dataset's last version,
+secrets in error text, roots a command cannot keep, unreadable config files, and terminal
+control characters in the data."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+from cli_run import RunFn, runner
+
+from dload_arrow.storage.base import redact_text
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
+
+
+def _folder(tmp_path: Path, names: dict[str, bytes]) -> str:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, data in names.items():
+        (src / name).write_bytes(data)
+    return str(src)
+
+
+def test_removing_the_only_version_reports_it_removed(run: RunFn, tmp_path: Path) -> None:
+    run("commit", "one", "--from", _folder(tmp_path, {"a.txt": b"x"}))
+    r = run("rm", "one", "--version", "latest", "--yes", "--json")
+    assert len(r.json["removed"]) == 1 and r.json["refs_deleted"] == ["latest"]
+    assert "(none)" in run("ls").out
+
+
+def test_head_escapes_control_characters(run: RunFn, tmp_path: Path) -> None:
+    run("commit", "c", "--from", _folder(tmp_path, {"k\x1b[2J.txt": b"red\x1b[31m\rover\ttab"}))
+    out = run("head", "c").out
+    assert "\x1b" not in out and "\r" not in out and "\t" not in out
+    assert "k\\x1b[2J" in out and "red\\x1b[31m\\rover\\ttab" in out
+
+
+def test_a_memory_root_is_refused_by_the_cli(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    run = runner(capsys)
+    r = run("commit", "q", "--from", _folder(tmp_path, {"a.txt": b"x"}), "--root", "memory://x",
+            rc=1)
+    assert "gone when it exits" in r.err
+
+
+@pytest.mark.parametrize("name", ["dload.toml", "dload.lock"])
+def test_a_settings_file_that_is_not_utf8_is_a_user_error(
+        run: RunFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    run("commit", "one", "--from", _folder(tmp_path, {"a.txt": b"x"}))
+    (tmp_path / name).write_bytes(b'root = "\xff"\n' if name == "dload.toml" else b"\xff")
+    monkeypatch.chdir(tmp_path)
+    r = run("ls", rc=1)
+    assert f"cannot read {'config file ' if name == 'dload.toml' else ''}" in r.err
+    assert "utf-8" in r.err
+
+
+def test_a_roots_secret_is_scrubbed_from_any_error_text() -> None:
+    url = "http://user:PWSECRET@127.0.0.1:1/y"
+    said = redact_text("user:PWSECRET@127.0.0.1:1/y/datasets and http://a:b@host/x", url)
+    assert "PWSECRET" not in said and ":b@" not in said
+    assert said == "***@127.0.0.1:1/y/datasets and http://***@host/x"
+    assert redact_text("plain", "s3://bucket/x") == "plain"
+
+
+def test_an_early_corrupt_byte_in_a_tar_gz_is_called_corrupt(run: RunFn, tmp_path: Path) -> None:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w") as tf:
+        for i in range(20):
+            data = os.urandom(4000)
+            info = tarfile.TarInfo(f"s{i:02d}.bin")
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    packed = bytearray(gzip.compress(raw.getvalue()))
+    packed[30] ^= 0xFF
+    (tmp_path / "early.tar.gz").write_bytes(bytes(packed))
+    r = run("commit", "x", "--from", str(tmp_path / "early.tar.gz"), rc=1)
+    assert "is corrupt" in r.err and "not a tar" not in r.err
+    # a gzip file that holds no tar is still told apart
+    (tmp_path / "plain.gz").write_bytes(gzip.compress(os.urandom(5000)))
+    (tmp_path / "plain.tar.gz").write_bytes((tmp_path / "plain.gz").read_bytes())
+    r = run("commit", "x", "--from", str(tmp_path / "plain.tar.gz"), rc=1)
+    assert "not a tar archive" in r.err
