@@ -88,3 +88,25 @@ def test_an_early_corrupt_byte_in_a_tar_gz_is_called_corrupt(run: RunFn, tmp_pat
     (tmp_path / "plain.tar.gz").write_bytes((tmp_path / "plain.gz").read_bytes())
     r = run("commit", "x", "--from", str(tmp_path / "plain.tar.gz"), rc=1)
     assert "not a tar archive" in r.err
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--root", ""], "--root is empty"),
+    (["--root", "s3://AKID:PWSECRET@bucket/x"], "holds credentials"),
+    (["--root", "s3://b/x"], "is not a valid bucket name"),
+    (["--root", "nosuchscheme://x/y"], "is not a storage this machine can open"),
+    (["--endpoint-url", "notaurl"], "is not an http(s) URL"),
+])
+def test_init_refuses_what_every_command_would_refuse(
+        capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
+    from dload_arrow.config import user_config_path
+
+    r = runner(capsys)("init", *args, rc=1)
+    assert words in r.err and "PWSECRET" not in r.err
+    assert not user_config_path().exists()  # nothing written
+
+
+def test_init_says_when_it_changed_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    run = runner(capsys)
+    assert run("init", "--root", "s3://bucket/x").out.startswith("wrote ")
+    assert "unchanged: it holds root=s3://bucket/x" in run("init", "--root", "s3://bucket/x").out

@@ -104,5 +104,5 @@ def test_init_user_stores_a_relative_root_as_an_absolute_path(run: RunFn) -> Non
     lines = user_config_path().read_text().splitlines()
     assert f'root = "{Path.cwd() / "here" / "root"}"' in lines
     assert 'cache_dir = "~/c"' in lines  # a home path already means the same everywhere
-    run("init", "--root", "s3://b/p")
-    assert 'root = "s3://b/p"' in user_config_path().read_text().splitlines()
+    run("init", "--root", "s3://bucket/p")
+    assert 'root = "s3://bucket/p"' in user_config_path().read_text().splitlines()

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import tomllib
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from dload_arrow.cli.output import (
 from dload_arrow.config import KEYS, anchored, resolve_settings, user_config_path
 from dload_arrow.errors import ConfigError, DloadError
 from dload_arrow.sizes import parse_size
-from dload_arrow.storage import LocalStorage, redact_url
+from dload_arrow.storage import LocalStorage, open_storage, redact_url
 
 __all__ = ["COMMANDS", "init", "status"]
 
@@ -92,6 +93,7 @@ def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
              "endpoint_url": endpoint_url}
     if cache_budget is not None:
         _check_budget(cache_budget)
+    _check_root(root, endpoint_url)
     if scope == "user":
         given["root"], given["cache_dir"] = _absolute(root), _absolute(cache_dir)
     updates = {k: str(v) for k, v in given.items() if v is not None}
@@ -110,10 +112,34 @@ def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
         parts = [f"{what} " + ", ".join(f"{k}={v}" for k, v in items.items())
                  for what, items in (("set", {k: held[k] for k in updates}), ("kept", kept))
                  if items]
+        if text == old:  # nothing written: say what it holds
+            click.echo(f"{path} unchanged: it holds " + (", ".join(
+                f"{k}={v}" for k, v in held.items()) or "no settings"))
+            return
         click.echo(f"wrote {path}: " + ("; ".join(parts) or "no settings (give --root, "
                    "--cache-dir, --cache-budget or --endpoint-url)"))
 
     emit({"path": str(path), "settings": held, "set": list(updates)}, as_json, said)
+
+
+def _check_root(root: str | None, endpoint_url: str | None) -> None:
+    """Refuse what every later command would refuse, before it is written to a file."""
+    if endpoint_url is not None:
+        parts = urllib.parse.urlsplit(endpoint_url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ConfigError(f"--endpoint-url {redact_url(endpoint_url)!r} is not an http(s) "
+                              "URL; write it as https://host[:port]")
+    if root is None:
+        return
+    if not root.strip():
+        raise ConfigError("--root is empty; give a directory or s3://bucket/prefix")
+    if re.search(r"://[^/]*@", root):
+        raise ConfigError(
+            f"--root {redact_url(root)!r} holds credentials, which dload never reads from a "
+            "URL and would write here in plain text; give them through the AWS chain "
+            "(AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, ~/.aws, an instance role)")
+    if "://" in root:
+        open_storage(root, endpoint_url=endpoint_url)  # an unknown scheme, no bucket: refused
 
 
 def _read_config(path: Path) -> str | None:
