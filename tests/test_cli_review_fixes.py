@@ -110,3 +110,14 @@ def test_init_says_when_it_changed_nothing(capsys: pytest.CaptureFixture[str]) -
     run = runner(capsys)
     assert run("init", "--root", "s3://bucket/x").out.startswith("wrote ")
     assert "unchanged: it holds root=s3://bucket/x" in run("init", "--root", "s3://bucket/x").out
+
+
+def test_a_delete_the_root_refuses_says_what_and_why(tmp_path: Path) -> None:
+    from dload_arrow.errors import StorageError
+    from dload_arrow.storage import LocalStorage
+
+    storage = LocalStorage(str(tmp_path / "root"))
+    (tmp_path / "root" / "datasets" / "x" / "refs" / "latest").mkdir(parents=True)
+    with pytest.raises(StorageError, match=r"cannot delete 'datasets/x/refs/latest' in root"):
+        storage.delete("datasets/x/refs/latest")  # a folder: unlink fails (EISDIR)
+    storage.delete("datasets/x/refs/absent")  # nothing there: nothing to do

@@ -181,8 +181,15 @@ class LocalStorage:
         return sorted(out, key=lambda o: o.path)
 
     def delete(self, path: str) -> None:
-        with suppress(FileNotFoundError):
+        try:
             os.unlink(self._full(path))
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise StorageError(
+                f"cannot delete {path!r} in root {self.root} ({e.strerror}); deleting needs "
+                "write permission on the root's folders: run it as a user who has it"
+            ) from e
 
     def download(self, path: str, dest: str, digest: Digest | None = None) -> int:
         try:
