@@ -54,8 +54,8 @@ def parse_duration(value: str | int | float | datetime.timedelta,
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", str(value).lower())
     unit = _UNIT_WORDS.get(m.group(2), m.group(2)) if m else None
     if not m or unit not in _DURATION:
-        raise ConfigError(f"{what} {value!r} is not a duration; use e.g. '30s', '2h', '7d', "
-                          "'1 hour' or a datetime.timedelta")
+        raise ConfigError(f"{what} {value!r} is not a duration; use e.g. '30s', '2h', '7d' "
+                          "or '1 hour' (in Python also seconds or a datetime.timedelta)")
     return float(m.group(1)) * _DURATION[unit]
 
 

@@ -121,3 +121,10 @@ def test_a_delete_the_root_refuses_says_what_and_why(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match=r"cannot delete 'datasets/x/refs/latest' in root"):
         storage.delete("datasets/x/refs/latest")  # a folder: unlink fails (EISDIR)
     storage.delete("datasets/x/refs/absent")  # nothing there: nothing to do
+
+
+def test_versions_of_name_at_version_says_what_it_takes(run: RunFn, tmp_path: Path) -> None:
+    run("commit", "photos", "--from", _folder(tmp_path, {"a.txt": b"x"}))
+    r = run("versions", "photos@nope", rc=1)
+    assert "versions takes a dataset NAME, not NAME@VERSION" in r.err
+    assert "younger than 1 s" in run("gc", "--grace", "1").out

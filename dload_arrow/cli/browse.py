@@ -16,7 +16,7 @@ from dload_arrow.cli.output import (
     print_table,
     root_options,
 )
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.names import is_digest, manifest_path
 
@@ -140,6 +140,11 @@ def versions(name: str, root: str | None, cache_dir: str | None, cache_budget: s
     Example:
       dload versions photos
     """
+    if "@" in name:
+        bare = name.partition("@")[0]
+        raise ConfigError(f"versions takes a dataset NAME, not NAME@VERSION ({name!r}): "
+                          f"`dload versions {bare}` lists every version, `dload info {name}` "
+                          "shows that one")
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     rows = [{"version": v.version, "time": _when(v.time), "user": v.user, "rows": v.num_rows,
              "bytes": v.num_bytes, "shards": v.num_shards, "refs": list(v.refs),

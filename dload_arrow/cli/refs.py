@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -189,7 +190,8 @@ def gc(grace: str, dry_run: bool, root: str | None, cache_dir: str | None,
              f"({format_bytes(r.temp_bytes_reclaimed)})" if r.temp_files_removed else "")
     emit(out, as_json, lambda: click.echo(
         f"{verb} {len(r.deleted)} shards ({format_bytes(r.bytes_reclaimed)}); kept "
-        f"{r.kept_referenced} referenced, {r.kept_young} younger than {grace}{temps}"))
+        f"{r.kept_referenced} referenced, {r.kept_young} younger than "
+        f"{f'{grace} s' if re.fullmatch(r'[0-9.]+', grace.strip()) else grace}{temps}"))
 
 
 COMMANDS = [pin, unpin, tag, rm, gc]
