@@ -6,7 +6,8 @@ a row may pass, from the manifest's per-row-group statistics.
 
 Columns compare as :func:`~dload_arrow.catalog.masks.compared_type` gives them: a dictionary
 column (pandas or polars Categorical) by its value type, which also types its literals (the
-manifest has no statistics for it, so it prunes nothing), and float16 as float32. A string
+manifest has no statistics for it, so it prunes nothing), and float16 as float32; a number
+compared with a float32 column is read as the float32 nearest it, as DuckDB reads it. A string
 compared with a time column is read as a time: exactly, at any precision, against a timestamp
 column (:mod:`~dload_arrow.catalog.time_literals`, which also rewrites its IN and BETWEEN
 into comparisons). A comparison of two values is answered here when they are of one kind
@@ -25,6 +26,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.arrays import scalar
 from dload_arrow.catalog.in_lists import value_set
+from dload_arrow.catalog.literal_kinds import column_kind, literal_kind, nearest_float32
 from dload_arrow.catalog.masks import compared_type, row_mask, time_scalar
 from dload_arrow.catalog.name_hints import literal_compare_hint
 from dload_arrow.catalog.predicate import (
@@ -51,30 +53,6 @@ __all__ = ["CompiledFilter", "compile_filter", "prune_units"]
 _OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
         ">": operator.gt, ">=": operator.ge}
 _NULL_BOOL = scalar(None)  # built from buffers: pa.scalar() imports pandas
-
-
-def _kind(typ: pa.DataType) -> str:
-    typ = compared_type(typ)
-    if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ):
-        return "number"
-    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
-        return "string"
-    if pa.types.is_boolean(typ):
-        return "bool"
-    if pa.types.is_temporal(typ) and not (
-            pa.types.is_duration(typ) or pa.types.is_interval(typ)):  # no text form to compare
-        return "temporal"
-    return "other"
-
-
-def _literal_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, (int, float)):
-        return "number"
-    return "string"
 
 
 @dataclass(frozen=True)
@@ -116,7 +94,9 @@ class _Compiler:
                 -(2**63) <= value < 2**64):
             raise self.error(f"{value} does not fit in 64 bits (no column holds it); use a "
                              f"float literal ({float(value):g}) to compare by magnitude")
-        kind, lit = _kind(field.type), _literal_kind(value)
+        kind, lit = column_kind(field.type), literal_kind(value)
+        if lit == "number" and pa.types.is_float32(compared_type(field.type)):
+            return nearest_float32(node)
         if lit == "null" or kind == lit:
             return node
         if kind == "temporal" and lit == "string":
@@ -149,7 +129,7 @@ class _Compiler:
                     self.operand_column(side)
             if isinstance(left, Column) and isinstance(right, Column):
                 a, b = self.column(left.name), self.column(right.name)
-                if _kind(a.type) != _kind(b.type):
+                if column_kind(a.type) != column_kind(b.type):
                     raise self.error(f"columns {a.name!r} ({a.type}) and {b.name!r} ({b.type}) "
                                      "cannot be compared")
             if not isinstance(left, (Column, Literal)) or not isinstance(right, (Column, Literal)):
@@ -190,7 +170,7 @@ class _Compiler:
             if "null" in (n.lower() for n in self.schema.names):
                 raise self.error(literal_compare_hint(a, op, b, self.schema.names))
             return Literal(None)
-        if _literal_kind(a) != _literal_kind(b):
+        if literal_kind(a) != literal_kind(b):
             raise self.error(literal_compare_hint(a, op, b, self.schema.names))
         return Literal(bool(_OPS[op](a, b)))
 
@@ -206,7 +186,7 @@ class _Compiler:
 
     def operand_column(self, col: Column) -> None:
         field = self.column(col.name)
-        if _kind(field.type) == "other":
+        if column_kind(field.type) == "other":
             raise self.error(f"column {col.name!r} is {field.type}; where() compares scalar "
                              "columns (numbers, strings, bools, times); test it with IS NULL")
 

@@ -75,8 +75,8 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
                 return pl.col(n.name).cast(pl.String)
             if n.name in zoned:
                 return pl.col(n.name).dt.convert_time_zone("UTC")
-            # float32 compared in float64, as Arrow compares it with a Python float (polars
-            # narrowed the literal: `f != 0.1` dropped the float32 0.1 that Arrow keeps)
+            # floats compared in float64 (a float32 column's literals are float32 values
+            # already: literal_kinds.nearest_float32), as the row filter compares them
             return pl.col(n.name).cast(pl.Float64) if n.name in floats else pl.col(n.name)
         assert isinstance(n, Literal)
         return pl.lit(n.value, dtype=pl.Boolean) if n.value is None else pl.lit(n.value)

@@ -1,0 +1,52 @@
+"""What kind of value a column holds, and a literal is, for where(); numbers compared with a
+float32 column read as float32."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.catalog.masks import compared_type
+from dload_arrow.catalog.predicate import Literal
+
+__all__ = ["column_kind", "literal_kind", "nearest_float32"]
+
+
+def column_kind(typ: pa.DataType) -> str:
+    """number, string, bool, temporal (a time with a text form) or other."""
+    typ = compared_type(typ)
+    if pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ):
+        return "number"
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        return "string"
+    if pa.types.is_boolean(typ):
+        return "bool"
+    if pa.types.is_temporal(typ) and not (
+            pa.types.is_duration(typ) or pa.types.is_interval(typ)):  # no text form to compare
+        return "temporal"
+    return "other"
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def nearest_float32(node: Literal) -> Literal:
+    """A number compared with a float32 column, as the float32 nearest it (what DuckDB's SQL
+    does): ``x = 0.1`` keeps the rows given 0.1, ``x > 0.3`` does not keep those given 0.3.
+    Compared in float64 with that value, every evaluator and pruning agree. A number beyond
+    float32's range stays as it is (it is not infinity)."""
+    v = float(node.value)
+    return Literal(float(np.float32(v))) if abs(v) <= _FLOAT32_MAX else node
+
+
+def literal_kind(value: Any) -> str:
+    """null, bool, number or string."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string"
