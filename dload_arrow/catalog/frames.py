@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.errors import SchemaError
 from dload_arrow.read.samples import column_values
 from dload_arrow.store.rows import field_shape
 
@@ -50,10 +51,12 @@ def pandas_frame(table: pa.Table) -> Any:
     """
     table = _binary_leaves(table)
     tensors = tensor_fields(table.schema)
-    if not tensors:
-        frame = table.to_pandas()
-    else:
-        frame = table.drop_columns([f.name for _, f, _ in tensors]).to_pandas()
+    plain = table if not tensors else table.drop_columns([f.name for _, f, _ in tensors])
+    try:
+        frame = plain.to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise _unconvertible(plain, e) from e
+    if tensors:
         for i, field, _ in tensors:  # ascending positions: each lands where it was
             cells = np.empty(table.num_rows, dtype=object)
             # one by one: a slice assignment would broadcast the equal-shaped arrays into 3-D
@@ -71,6 +74,19 @@ def pandas_frame(table: pa.Table) -> Any:
                 pc.list_flatten(c).null_count for c in column.chunks):
             frame.isetitem(i, _exact_list_cells(column))
     return frame
+
+
+def _unconvertible(table: pa.Table, e: Exception) -> SchemaError:
+    """The error for a column pandas cannot hold (a time of day with nanoseconds), named."""
+    for field, col in zip(table.schema, table.columns, strict=True):
+        try:
+            col.to_pandas()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return SchemaError(
+                f"to_pandas(): column {field.name!r} ({field.type}) holds values pandas cannot "
+                f"hold ({e}); read it with to_arrow() or to_polars(), or leave it out "
+                "(columns=[...])")
+    return SchemaError(f"to_pandas() failed: {e}; read the data with to_arrow()")
 
 
 def _binary_leaves(table: pa.Table) -> pa.Table:

@@ -202,7 +202,8 @@ class Pipeline(Lengths):
 
     def scan(self, fn: Callable[[Any, Any], tuple[Any, Any]], initial: Any) -> Pipeline:
         """Running state: ``acc, out = fn(acc, item)`` yields ``out``; ``acc`` is checkpointed
-        (so keep it small and picklable)."""
+        (so keep it small and picklable; JSON-able too for a JSON checkpoint: numbers, text,
+        bytes, tuples, lists, dicts and numpy values are, sets and datetimes are not)."""
         from dload_arrow.pipeline.transforms import ScanPipe
 
         return ScanPipe(self, fn, initial)
