@@ -59,10 +59,11 @@ class ShuffleQuality:
         return all(abs(m.z) <= z for m in self.metrics)
 
     def __str__(self) -> str:
-        lines = [f"shuffle quality over {self.n} items", "metric              value    uniform"
-                 "      z"]
+        width = max(len("metric"), *(len(m.name) for m in self.metrics)) + 2
+        lines = [f"shuffle quality over {self.n} items",
+                 f"{'metric':<{width}}{'value':>8}  {'uniform':>8} {'z':>7}"]
         for m in self.metrics:
-            lines.append(f"{m.name:<18}{m.value:>8.4f}  {m.uniform:>8.4f} {m.z:>7.1f}")
+            lines.append(f"{m.name:<{width}}{m.value:>8.4f}  {m.uniform:>8.4f} {m.z:>7.1f}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, dict[str, float]]:

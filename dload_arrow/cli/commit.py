@@ -251,7 +251,8 @@ def _uploaded_split(v: Any) -> tuple[int, int]:
 def _upload_text(v: Any, shard_bytes: int, manifest_bytes: int) -> str:
     if not v.bytes_uploaded:
         return "uploaded 0 shards and 0 bytes (this version was already stored)"
-    shards = f"uploaded {v.shards_uploaded} shards ({format_bytes(shard_bytes)})"
+    index = " with the key index" if getattr(v.manifest, "key_index_parts", None) else ""
+    shards = f"uploaded {v.shards_uploaded} shards ({format_bytes(shard_bytes)}{index})"
     if v.shards_uploaded == 0:
         shards = f"uploaded 0 shards (all {v.shards_total} already stored)" + (
             f", a {format_bytes(shard_bytes)} key index" if shard_bytes else "")
