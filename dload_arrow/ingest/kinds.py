@@ -10,13 +10,14 @@ by its extension. Tables are recognised by extension (``.parquet``, ``.csv``, ``
 
 from __future__ import annotations
 
+import os
 import shlex
 
-from dload_arrow.errors import ConfigError, IntegrityError, SchemaError
-from dload_arrow.ingest.location import open_binary
+from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFoundError, SchemaError
+from dload_arrow.ingest.location import is_remote, open_binary
 
 __all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "file_kind", "mixed_formats",
-           "sniff_archive", "table_format", "table_kind", "wrong_as"]
+           "no_tables", "sniff_archive", "table_format", "table_kind", "wrong_as"]
 
 TABLE_FORMATS = {
     ".parquet": "parquet",
@@ -137,4 +138,31 @@ def mixed_formats(path: str, files: list[str]) -> SchemaError:
         f"`dload commit NAME --from {where} --include '*{first}'`, then "
         + ", ".join(f"`dload append NAME --from {where} --include '*{e}'`" for e in rest)
         + " (with the same --key-column, if any)"
+    )
+
+
+def no_tables(path: str, unused: str, every: list[str], endpoint_url: str | None) -> DloadError:
+    """Why ``path`` gave no table file: the globs (``every``: the table files there without
+    them, ``unused``: the globs that matched nothing), or what the path is and the --as that
+    fits."""
+    if every:
+        example = os.path.relpath(every[0], path) if os.path.isdir(path) else every[0]
+        return NotFoundError(
+            f"no Parquet, CSV or JSON Lines files at {path!r} after --include/--exclude: they "
+            f"leave out all {len(every)} table files there (e.g. {example!r});{unused} check "
+            "the globs"
+        )
+    exts = ", ".join(TABLE_FORMATS)
+    if not is_remote(path) and not os.path.exists(path):
+        return NotFoundError(f"no file or directory {path!r}; check the path")
+    if not is_remote(path) and os.path.isdir(path):
+        return wrong_as(path, f"a folder of files with no table among them ({exts})",
+                        "a folder of tables", "files")
+    kind = file_kind(path, endpoint_url=endpoint_url)
+    if kind is not None:
+        return wrong_as(path, kind[0], "a table", kind[1])
+    return NotFoundError(
+        f"{path!r} is neither a table nor an archive: tables are recognised by extension "
+        f"({exts}), archives by extension or content; if it holds a table, rename it with "
+        "its format's extension"
     )

@@ -25,10 +25,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from dload_arrow.errors import DloadError, NotFoundError, SchemaError
+from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.ingest.csv_checks import QuoteCount, check_quotes_closed, refuse_bytes
 from dload_arrow.ingest.globs import Globs
-from dload_arrow.ingest.kinds import TABLE_FORMATS, file_kind, mixed_formats, table_format, wrong_as
+from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
 from dload_arrow.ingest.location import is_remote, open_binary
+from dload_arrow.ingest.partitions import Partitions
 from dload_arrow.ingest.table_text import checked_batches, csv_convert, fill_empty_text, text_nulls
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
@@ -114,9 +116,12 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
             import pyarrow.csv as pcsv
 
             options = _csv_options(size)
-            reader = pcsv.open_csv(f, read_options=options,
+            count = QuoteCount(f)
+            reader = pcsv.open_csv(count, read_options=options,
                                    convert_options=csv_convert(text_columns, key))
+            refuse_bytes(reader.schema, path)
             yield from checked_batches(reader, path, fmt, endpoint_url, options, key)
+            check_quotes_closed(count, path, endpoint_url)
         else:
             import pyarrow.json as pjson
 
@@ -137,6 +142,7 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
 
             schema = pcsv.open_csv(f, read_options=_csv_options(size),
                                    convert_options=csv_convert(text_columns, key)).schema
+            refuse_bytes(schema, path)
         else:
             import pyarrow.json as pjson
 
@@ -146,6 +152,9 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
 
 def _read_error(path: str, fmt: str, e: Exception) -> SchemaError:
     text = f"cannot read {path!r} as {fmt}: {e}"
+    if "utf8" in str(e).lower().replace("-", ""):
+        return SchemaError(text + "; the file is not UTF-8 text: re-encode it as UTF-8 (e.g. "
+                           "`iconv -f latin1 -t utf-8`) and commit that")
     if fmt == "csv" and "conversion error" in str(e).lower():
         text += (
             f". Column types are inferred from the first {format_bytes(CSV_INFER_BYTES)} of a "
@@ -207,19 +216,28 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     globs = Globs(include, exclude)
     files = table_listing(path, globs=globs)[0]
     if not files:
-        raise _no_tables(path, globs, endpoint_url)
+        raise no_tables(path, globs.unused_text(), table_files(path) if globs else [],
+                        endpoint_url)
     globs.warn_unused(path)
     formats = {table_format(f) for f in files}
     if len(formats) > 1:
         raise mixed_formats(path, files)
     fmt = str(formats.pop())
-    first_iter = _file_batches(files[0], fmt, endpoint_url, text_columns, key)
-    try:
-        first = next(first_iter)
-    except StopIteration:
-        raise NotFoundError(f"{files[0]!r} has no rows; nothing to commit") from None
-    except (pa.ArrowInvalid, OSError) as e:
-        raise _read_error(files[0], fmt, e) from e
+    parts = Partitions.of(path, files)
+    first, at = None, 0
+    while at < len(files):  # the first file with rows (Spark writes empty part files)
+        first_iter = _file_batches(files[at], fmt, endpoint_url, text_columns, key)
+        try:
+            first = next(first_iter)
+            break
+        except StopIteration:
+            at += 1
+        except (pa.ArrowInvalid, OSError) as e:
+            raise _read_error(files[at], fmt, e) from e
+    if first is None:
+        raise NotFoundError(f"{path!r}: no rows in its {len(files)} table file(s); nothing to "
+                            "commit")
+    files = [files[at], *files[at + 1:], *files[:at]]  # the empty ones last: no rows to read
     schema = first.schema.remove_metadata()
     if len(files) > 1:
         schema = _unify(schema, files, fmt, endpoint_url, text_columns, key)
@@ -228,9 +246,10 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     empty = {f.name for f in schema if pa.types.is_null(f.type)}
     if fmt != "parquet":
         schema = text_nulls(schema)
+    full = schema if parts is None else parts.extend(schema)
 
     def batches() -> Iterator[pa.RecordBatch]:
-        yield _conform(first, schema, files[0], fmt, empty)
+        yield from _rest(iter([first]), files[0])
         yield from _rest(first_iter, files[0])
         for f in files[1:]:
             yield from _rest(_file_batches(f, fmt, endpoint_url, text_columns, key), f)
@@ -238,38 +257,12 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     def _rest(it: Iterator[pa.RecordBatch], f: str) -> Iterator[pa.RecordBatch]:
         try:
             for b in it:
-                yield _conform(b, schema, f, fmt, empty)
+                b = _conform(b, schema, f, fmt, empty)
+                yield b if parts is None else parts.add(b, f)
         except (pa.ArrowInvalid, OSError) as e:
             raise _read_error(f, fmt, e) from e
 
-    return pa.RecordBatchReader.from_batches(schema, batches())
-
-
-def _no_tables(path: str, globs: Globs, endpoint_url: str | None) -> DloadError:
-    """Why ``path`` gave no table file: the globs, or what the path is and the --as that fits."""
-    every = table_files(path) if globs else []
-    if every:
-        unused = globs.unused_text()
-        example = os.path.relpath(every[0], path) if os.path.isdir(path) else every[0]
-        return NotFoundError(
-            f"no Parquet, CSV or JSON Lines files at {path!r} after --include/--exclude: they "
-            f"leave out all {len(every)} table files there (e.g. {example!r});{unused} check "
-            "the globs"
-        )
-    exts = ", ".join(TABLE_FORMATS)
-    if not is_remote(path) and not os.path.exists(path):
-        return NotFoundError(f"no file or directory {path!r}; check the path")
-    if not is_remote(path) and os.path.isdir(path):
-        return wrong_as(path, f"a folder of files with no table among them ({exts})",
-                        "a folder of tables", "files")
-    kind = file_kind(path, endpoint_url=endpoint_url)
-    if kind is not None:
-        return wrong_as(path, kind[0], "a table", kind[1])
-    return NotFoundError(
-        f"{path!r} is neither a table nor an archive: tables are recognised by extension "
-        f"({exts}), archives by extension or content; if it holds a table, rename it with "
-        "its format's extension"
-    )
+    return pa.RecordBatchReader.from_batches(full, batches())
 
 
 def _conform(batch: pa.RecordBatch, schema: pa.Schema, where: str, fmt: str,

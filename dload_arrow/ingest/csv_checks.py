@@ -1,0 +1,100 @@
+"""What pyarrow's CSV reader lets through, refused here with the file, line and fix.
+
+- **A quoted value that never closes.** The reader takes the rest of the file as that one
+  value: a 4-row file commits as 1 row. A reader counts the double quotes it passes
+  (:class:`QuoteCount`, no second read); an odd count is checked by :func:`unclosed_quote_line`,
+  which follows CSV's quoting rules (a quote opens a value only at its start, ``""`` inside
+  one is a quote), since a quote inside an unquoted value (``5" screen``) is just a character.
+- **Text that is not UTF-8.** The reader types such a column as binary: a Latin-1 file would
+  be stored as bytes, and turn the same column of every other file into bytes too.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import IO, Any
+
+import pyarrow as pa
+
+from dload_arrow.errors import SchemaError
+from dload_arrow.ingest.location import open_binary
+
+__all__ = ["QuoteCount", "check_quotes_closed", "refuse_bytes", "unclosed_quote_line"]
+
+_SPECIAL = re.compile(rb'[",\n]')
+
+
+class QuoteCount:
+    """A binary file that counts the double quotes read through it."""
+
+    def __init__(self, f: IO[bytes]) -> None:
+        self._f = f
+        self.quotes = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._f.read(n)
+        self.quotes += data.count(b'"')
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("readinto", "read1", "readinto1", "peek"):  # every byte goes via read()
+            raise AttributeError(name)
+        return getattr(self._f, name)
+
+
+def unclosed_quote_line(path: str, endpoint_url: str | None = None) -> int | None:
+    """The line (1-based) where a quoted value opens and never closes; None if none does."""
+    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    with f:
+        data = f.read()
+    line, opened, in_quote, start, prev, skip = 1, 0, False, True, -1, False
+    for m in _SPECIAL.finditer(data):
+        at, c = m.start(), m.group()
+        if skip:  # the second quote of a "" inside a quoted value
+            skip, prev = False, at
+            continue
+        if not in_quote and at != prev + 1:
+            start = False  # other characters came since the last delimiter
+        if c == b'"':
+            if in_quote:
+                if data[at + 1: at + 2] == b'"':
+                    skip = True
+                else:
+                    in_quote, start = False, False
+            elif start:
+                in_quote, opened = True, line
+        elif c == b"\n":
+            line += 1
+            if not in_quote:
+                start = True
+        elif not in_quote:
+            start = True
+        prev = at
+    return opened if in_quote else None
+
+
+def check_quotes_closed(count: QuoteCount, path: str, endpoint_url: str | None) -> None:
+    """Refuse ``path`` when a quoted value in it never closes (after an odd quote count)."""
+    if count.quotes % 2 == 0:
+        return
+    line = unclosed_quote_line(path, endpoint_url)
+    if line is not None:
+        raise SchemaError(
+            f"{path!r}: the quoted value that opens on line {line} is never closed, so the "
+            "rest of the file would be read as that one value; close the quote (a quote "
+            "inside a quoted value is written twice, \"\")"
+        )
+
+
+def refuse_bytes(schema: pa.Schema, path: str) -> None:
+    """Refuse a CSV file whose text is not UTF-8 (pyarrow reads such a column as bytes)."""
+    binary = [f.name for f in schema if pa.types.is_binary(f.type)
+              or pa.types.is_large_binary(f.type)]
+    if binary:
+        name = posixpath.basename(path.replace("\\", "/"))
+        raise SchemaError(
+            f"{path!r} is not UTF-8 text: column {binary[0]!r} holds bytes that are not UTF-8 "
+            "(it would be stored as binary); re-encode the file as UTF-8, e.g. `iconv -f "
+            f"latin1 -t utf-8 {name} > utf8-{name}`, and commit that"
+        )

@@ -1,0 +1,89 @@
+"""Table ingestion edges found by review: Hive partition folders keep their values, empty part
+files are skipped, and CSV text that pyarrow would misread (an unclosed quote, a file that is
+not UTF-8) is refused with the file, line and fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dload_arrow import NotFoundError, Repository, SchemaError
+from dload_arrow.ingest import open_table
+
+
+def test_hive_partition_folders_become_columns(repo: Repository, tmp_path: Path) -> None:
+    table = pa.table({"year": [2023, 2024, 2024, None], "city": ["a b", "x/y", "q", "q"],
+                      "x": [1, 2, 3, 4], "k": ["a", "b", "c", "d"]})
+    pq.write_to_dataset(table, str(tmp_path / "t"), partition_cols=["year", "city"])
+    repo.commit("h", open_table(tmp_path / "t", key="k"), key="k", progress=False)
+    got = repo.dataset("h").to_arrow()
+    assert got.schema.names == ["__key__", "x", "year", "city"]
+    assert got.schema.field("year").type == pa.int64()
+    rows = {r["__key__"]: (r["year"], r["city"], r["x"]) for r in got.to_pylist()}
+    assert rows == {"a": (2023, "a b", 1), "b": (2024, "x/y", 2), "c": (2024, "q", 3),
+                    "d": (None, "q", 4)}
+
+
+def test_partition_values_that_are_not_plain_integers_stay_text(tmp_path: Path) -> None:
+    for part in ("007", "12"):
+        (tmp_path / "t" / f"id={part}").mkdir(parents=True)
+        pq.write_table(pa.table({"x": [1]}), tmp_path / "t" / f"id={part}" / "p.parquet")
+    got = open_table(tmp_path / "t").read_all()
+    assert got.schema.field("id").type == pa.string()
+    assert sorted(got.column("id").to_pylist()) == ["007", "12"]
+
+
+def test_mixed_partition_layouts_and_clashing_names_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "m" / "year=2024").mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "m" / "year=2024" / "a.parquet")
+    pq.write_table(pa.table({"x": [2]}), tmp_path / "m" / "b.parquet")
+    with pytest.raises(SchemaError, match="mixes partition folders"):
+        open_table(tmp_path / "m")
+    (tmp_path / "c" / "x=1").mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "c" / "x=1" / "a.parquet")
+    with pytest.raises(SchemaError, match="column 'x' is both a partition folder"):
+        open_table(tmp_path / "c")
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_an_empty_first_file_is_skipped(tmp_path: Path, fmt: str) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    if fmt == "parquet":
+        pq.write_table(pa.table({"id": pa.array([], pa.string()), "x": pa.array([], pa.int64())}),
+                       folder / "part-0.parquet")
+        pq.write_table(pa.table({"id": ["a", "b"], "x": [1, 2]}), folder / "part-1.parquet")
+    else:
+        (folder / "a.csv").write_text("id,x\n")
+        (folder / "b.csv").write_text("id,x\na,1\nb,2\n")
+    got = open_table(folder, key="id").read_all()
+    assert got.column("id").to_pylist() == ["a", "b"] and got.column("x").to_pylist() == [1, 2]
+    (folder / ("part-1.parquet" if fmt == "parquet" else "b.csv")).unlink()
+    with pytest.raises(NotFoundError, match="no rows in its 1 table file"):
+        open_table(folder)
+
+
+def test_an_unclosed_quote_is_refused_with_its_line(tmp_path: Path) -> None:
+    bad = tmp_path / "a.csv"
+    bad.write_text('id,x\n1,"oops\n2,b\n3,c\n')
+    with pytest.raises(SchemaError, match="opens on line 2 is never closed"):
+        open_table(bad).read_all()
+    good = tmp_path / "b.csv"  # a quote inside an unquoted value, and "" inside a quoted one
+    good.write_text('id,x\n1,5" screen\n2,"a ""b"""\n3,"two\nlines"\n')
+    assert open_table(good).read_all().column("x").to_pylist() == [
+        '5" screen', 'a "b"', "two\nlines"]
+
+
+def test_csv_text_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "a.csv").write_bytes(b"id,name\n1,cafe\n")
+    (folder / "b.csv").write_bytes(b"id,name\n2,caf\xe9\n")
+    with pytest.raises(SchemaError, match=r"b\.csv' is not UTF-8 text: column 'name'"):
+        open_table(folder).read_all()
+    (tmp_path / "k.csv").write_bytes(b"id,n\ncaf\xe9,1\n")
+    with pytest.raises(SchemaError, match="not UTF-8 text: re-encode it"):
+        open_table(tmp_path / "k.csv", key="id").read_all()
