@@ -152,7 +152,7 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         kwargs["meta"] = parse_assignments(meta, "--meta")
     if recipe:
         kwargs["recipe"] = _read_recipe(recipe)
-    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    repo = open_repo(root, cache_dir, cache_budget, must_exist=False, keeps=True)
     stored = _latest_schema(repo, name) if append_mode else None
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
                                       repo.settings.endpoint_url, _text_columns(stored))

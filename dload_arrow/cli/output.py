@@ -75,18 +75,21 @@ def root_problem(repo: Any, dataset: str | None = None) -> NotFoundError | None:
 
 
 def open_repo(root: str | None, cache_dir: str | None = None, cache_budget: str | None = None,
-              *, must_exist: bool = True, dataset: str | None = None) -> Any:
+              *, must_exist: bool = True, dataset: str | None = None,
+              keeps: bool = False) -> Any:
     """The Repository for the command's root options.
 
     Args:
         must_exist: a missing local root is an error; False for commands that may create it
             (commit, append, demo) or never read it (unpin, cache clear, status).
         dataset: the dataset the command is about, named in that error.
+        keeps: the command stores data (commit, append): a memory:// root is refused, since
+            it would be gone when the process exits.
     """
     from dload_arrow.repository import Repository
 
     repo = Repository.open(root, cache_dir=cache_dir, cache_budget=cache_budget)
-    if repo.storage.url.startswith("memory://"):
+    if keeps and repo.storage.url.startswith("memory://"):
         raise ConfigError(
             f"root {repo.storage.url!r} is held in memory by one process, and each dload "
             "command is a new process: what it wrote would be gone when it exits; use a "
