@@ -87,3 +87,16 @@ def test_csv_text_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     (tmp_path / "k.csv").write_bytes(b"id,n\ncaf\xe9,1\n")
     with pytest.raises(SchemaError, match="not UTF-8 text: re-encode it"):
         open_table(tmp_path / "k.csv", key="id").read_all()
+
+
+def test_json_lines_keys_and_text_that_look_like_dates_stay_as_written(
+        repo: Repository, tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text('{"id": "2024-01-01", "x": 1}\n'
+                                      '{"id": "2024-01-02", "x": 2}\n')
+    repo.commit("d", open_table(tmp_path / "a.jsonl", key="id"), key="id", progress=False)
+    assert repo.dataset("d").to_arrow()["__key__"].to_pylist() == ["2024-01-01", "2024-01-02"]
+    (tmp_path / "s.jsonl").write_text('{"id": "b", "s": "2024-01-01"}\n')
+    got = open_table(tmp_path / "s.jsonl", key="id", text_columns=["s"]).read_all()
+    assert got.column("s").to_pylist() == ["2024-01-01"]
+    # elsewhere pyarrow's reading of times holds: a column of dates is a timestamp column
+    assert pa.types.is_timestamp(open_table(tmp_path / "s.jsonl").read_all().schema.field("s").type)

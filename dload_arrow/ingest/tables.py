@@ -34,6 +34,7 @@ from dload_arrow.ingest.partitions import Partitions
 from dload_arrow.ingest.table_text import checked_batches, csv_convert, fill_empty_text, text_nulls
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
+from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
            "table_format", "table_listing"]
@@ -123,10 +124,8 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
             yield from checked_batches(reader, path, fmt, endpoint_url, options, key)
             check_quotes_closed(count, path, endpoint_url)
         else:
-            import pyarrow.json as pjson
-
-            batches = pjson.read_json(f).to_batches()
-            yield from checked_batches(iter(batches), path, fmt, endpoint_url)
+            table = _read_json(f, path, endpoint_url, (*text_columns, key or "", KEY_COLUMN))
+            yield from checked_batches(iter(table.to_batches()), path, fmt, endpoint_url)
 
 
 def _file_schema(path: str, fmt: str, endpoint_url: str | None,
@@ -144,10 +143,25 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
                                    convert_options=csv_convert(text_columns, key)).schema
             refuse_bytes(schema, path)
         else:
-            import pyarrow.json as pjson
-
-            schema = pjson.read_json(f).schema
+            text = (*text_columns, key or "", KEY_COLUMN)
+            schema = _read_json(f, path, endpoint_url, text).schema
     return schema.remove_metadata()
+
+
+def _read_json(f: Any, path: str, endpoint_url: str | None, text: Sequence[str]) -> pa.Table:
+    """A JSON Lines file, with the ``text`` columns (the key; a text column appended to) kept
+    as written: pyarrow reads date-like strings as timestamps ("2024-01-01" as midnight)."""
+    import pyarrow.json as pjson
+
+    table = pjson.read_json(f)
+    dated = [c for c in dict.fromkeys(text) if c in table.schema.names
+             and pa.types.is_timestamp(table.schema.field(c).type)]
+    if not dated:
+        return table
+    again, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    with again:  # every value was a date-like string: they read as strings now
+        options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]))
+        return pjson.read_json(again, parse_options=options)
 
 
 def _read_error(path: str, fmt: str, e: Exception) -> SchemaError:
