@@ -100,3 +100,13 @@ def test_json_lines_keys_and_text_that_look_like_dates_stay_as_written(
     assert got.column("s").to_pylist() == ["2024-01-01"]
     # elsewhere pyarrow's reading of times holds: a column of dates is a timestamp column
     assert pa.types.is_timestamp(open_table(tmp_path / "s.jsonl").read_all().schema.field("s").type)
+
+
+def test_a_categorical_column_in_one_file_and_text_in_the_next_combine(tmp_path: Path) -> None:
+    (tmp_path / "t").mkdir()
+    pq.write_table(pa.table({"c": pa.array(["a", "b"]).dictionary_encode(), "n": [1, 2]}),
+                   tmp_path / "t" / "a.parquet")
+    pq.write_table(pa.table({"c": ["c", "d"], "n": [3, 4]}), tmp_path / "t" / "b.parquet")
+    got = open_table(tmp_path / "t").read_all()
+    assert got.schema.field("c").type == pa.string()
+    assert got.column("c").to_pylist() == ["a", "b", "c", "d"]

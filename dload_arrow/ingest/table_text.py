@@ -31,7 +31,7 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["checked_batches", "csv_convert", "fill_empty_text", "text_nulls"]
+__all__ = ["checked_batches", "csv_convert", "fill_empty_text", "read_json", "text_nulls"]
 
 _EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
 _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
@@ -215,3 +215,19 @@ def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
                 raise _inexact_error(path, fmt, *found)
             checked.update(suspects)  # the whole file's text is fine for these columns
         yield batch
+
+
+def read_json(f: Any, path: str, endpoint_url: str | None, text: Sequence[str]) -> pa.Table:
+    """A JSON Lines file, with the ``text`` columns (the key; a text column appended to) kept
+    as written: pyarrow reads date-like strings as timestamps ("2024-01-01" as midnight)."""
+    import pyarrow.json as pjson
+
+    table = pjson.read_json(f)
+    dated = [c for c in dict.fromkeys(text) if c in table.schema.names
+             and pa.types.is_timestamp(table.schema.field(c).type)]
+    if not dated:
+        return table
+    again, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    with again:  # every value was a date-like string: they read as strings now
+        options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]))
+        return pjson.read_json(again, parse_options=options)

@@ -31,7 +31,13 @@ from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.partitions import Partitions
-from dload_arrow.ingest.table_text import checked_batches, csv_convert, fill_empty_text, text_nulls
+from dload_arrow.ingest.table_text import (
+    checked_batches,
+    csv_convert,
+    fill_empty_text,
+    read_json,
+    text_nulls,
+)
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
 from dload_arrow.store.names import KEY_COLUMN
@@ -124,7 +130,7 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
             yield from checked_batches(reader, path, fmt, endpoint_url, options, key)
             check_quotes_closed(count, path, endpoint_url)
         else:
-            table = _read_json(f, path, endpoint_url, (*text_columns, key or "", KEY_COLUMN))
+            table = read_json(f, path, endpoint_url, (*text_columns, key or "", KEY_COLUMN))
             yield from checked_batches(iter(table.to_batches()), path, fmt, endpoint_url)
 
 
@@ -144,24 +150,8 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
             refuse_bytes(schema, path)
         else:
             text = (*text_columns, key or "", KEY_COLUMN)
-            schema = _read_json(f, path, endpoint_url, text).schema
+            schema = read_json(f, path, endpoint_url, text).schema
     return schema.remove_metadata()
-
-
-def _read_json(f: Any, path: str, endpoint_url: str | None, text: Sequence[str]) -> pa.Table:
-    """A JSON Lines file, with the ``text`` columns (the key; a text column appended to) kept
-    as written: pyarrow reads date-like strings as timestamps ("2024-01-01" as midnight)."""
-    import pyarrow.json as pjson
-
-    table = pjson.read_json(f)
-    dated = [c for c in dict.fromkeys(text) if c in table.schema.names
-             and pa.types.is_timestamp(table.schema.field(c).type)]
-    if not dated:
-        return table
-    again, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
-    with again:  # every value was a date-like string: they read as strings now
-        options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]))
-        return pjson.read_json(again, parse_options=options)
 
 
 def _read_error(path: str, fmt: str, e: Exception) -> SchemaError:
@@ -190,6 +180,7 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
         except (pa.ArrowInvalid, OSError) as e:
             raise _read_error(f, fmt, e) from e
         everywhere &= set(other.names)
+        schema, other = _plain(schema, other), _plain(other, schema)
         try:
             schema = pa.unify_schemas([schema, other], promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
@@ -204,6 +195,14 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
             ) from e
     # A column some files lack is null in their rows.
     return pa.schema([f if f.name in everywhere else f.with_nullable(True) for f in schema])
+
+
+def _plain(schema: pa.Schema, other: pa.Schema) -> pa.Schema:
+    """``schema`` with a dictionary column decoded where ``other`` stores it another way
+    (categorical in one file, plain strings in the next)."""
+    return pa.schema([f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type)
+                      and f.name in other.names and other.field(f.name).type != f.type
+                      else f for f in schema])
 
 
 def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
