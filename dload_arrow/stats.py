@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -57,6 +58,9 @@ class ShuffleQuality:
     def looks_uniform(self, z: float = 4.0) -> bool:
         """True when every metric is within ``z`` standard deviations of its reference."""
         return all(abs(m.z) <= z for m in self.metrics)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
+        p.text(str(self))
 
     def __str__(self) -> str:
         width = max(len("metric"), *(len(m.name) for m in self.metrics)) + 2

@@ -104,6 +104,9 @@ class CheckReport:
             raise InfeasiblePlanError(self.message)
         return self
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
+        p.text(str(self))
+
     def __str__(self) -> str:
         lines = [f"pipeline: {len(self.sources)} dataset source(s), "
                  f"{'finite' if self.finite else 'endless'}"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dload_arrow.args import check_bool
 from dload_arrow.errors import InfeasiblePlanError
@@ -118,6 +119,9 @@ class ReadPlan:
         if self.reasons:
             raise InfeasiblePlanError(self.message)
         return self
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
+        p.text(str(self))
 
     def __str__(self) -> str:
         mode = "full shuffle" if self.full_shuffle else f"window {self.window_shards} shards"
@@ -245,6 +249,9 @@ class PlanReport:
         if self.reasons:
             raise InfeasiblePlanError(self.message)
         return self
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
+        p.text(str(self))
 
     def __str__(self) -> str:
         head = ("source", "shards", "size", "mode", "consumers", "resident", "status")

@@ -36,6 +36,9 @@ class PullReport:
     in_place: bool
     shards_resident: int | None = None  # in the cache when the pull ended (None: in place)
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
+        p.text(str(self))
+
     def __str__(self) -> str:
         if self.in_place:
             return (f"{self.name}@{self.version[:12]}: local root, read in place "
@@ -145,6 +148,9 @@ class CacheStatus:
             "shards": self.shards, "held_shards": self.held_shards, "in_place": self.in_place,
             "datasets": [r.__dict__ for r in self.datasets],
         }
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
+        p.text(str(self))
 
     def __str__(self) -> str:
         lines = [f"cache {self.cache_dir}: {format_bytes(self.used_bytes)} used of "

@@ -23,6 +23,7 @@ from dload_arrow.sizes import format_bytes, parse_size
 from dload_arrow.storage import Storage
 from dload_arrow.store.key_index import KeyReader
 from dload_arrow.store.manifest import Manifest, check_meta
+from dload_arrow.store.manifest_meta import check_parents
 from dload_arrow.store.publish import (
     Rebase,
     Uploaded,
@@ -132,6 +133,14 @@ def _size(value: int | str, what: str) -> int:
     return n
 
 
+def _next_row_number(parent: Manifest) -> int:
+    """The first generated key of rows appended without keys: after the stored rows, and
+    after every stored row-number key (a recommit that dropped rows keeps its old keys)."""
+    numbered = [int(s.key_max) for s in parent.shards
+                if len(s.key_max) == 12 and s.key_max.isdigit()]
+    return max(parent.num_rows, 1 + max(numbered, default=-1))
+
+
 def commit_samples(
     storage: Storage,
     name: str,
@@ -164,6 +173,7 @@ def commit_samples(
     """
     start = time.perf_counter()
     check_meta(meta, recipe)  # before any upload, not when the manifest is built
+    check_parents(parents)
     shard_size = _size(shard_size, "shard_size")
     # A row group never spans shards: a shard_size under the row-group size sets both (a
     # 1 MiB shard_size gave 2 MiB shards, one default row group each).
@@ -172,7 +182,7 @@ def commit_samples(
         schema = schema or parent.schema
     batches = to_batches(samples, key=key, schema=schema,
                          append_to=None if parent is None else name,
-                         key_offset=0 if parent is None else parent.num_rows)
+                         key_offset=0 if parent is None else _next_row_number(parent))
     first = next(batches, None)
     if first is None:  # an empty append would only make a new id for the same rows
         what = "append" if parent is not None else "commit"

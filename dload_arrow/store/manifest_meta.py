@@ -1,13 +1,15 @@
-"""The user's ``meta`` and ``recipe`` of a manifest: checked before anything is uploaded."""
+"""The user's ``meta``, ``recipe`` and ``parents`` of a manifest: checked before anything is
+uploaded."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from dload_arrow.errors import ConfigError, shown
+from dload_arrow.errors import ConfigError, DloadError, shown
+from dload_arrow.store.names import check_digest, check_name
 
-__all__ = ["check_meta"]
+__all__ = ["check_meta", "check_parents"]
 
 
 def check_meta(meta: Any, recipe: Any) -> None:
@@ -50,3 +52,22 @@ def _non_str_key(value: Any) -> Any:
             if found is not None:
                 return found
     return None
+
+
+def check_parents(parents: Any) -> None:
+    """Refuse a commit's ``parents=`` that its manifest could not hold: a list of dicts, each
+    with the parent's dataset ``name`` and its 64-hex ``version`` id."""
+    example = "e.g. parents=[{'name': 'photos', 'version': repo.dataset('photos').version}]"
+    if parents is None:
+        return
+    if not isinstance(parents, (list, tuple)) or not all(isinstance(p, dict) for p in parents):
+        raise ConfigError(f"parents= must be a list of dicts, got {shown(parents)}; {example}")
+    for p in parents:
+        name, version = p.get("name"), p.get("version")
+        try:
+            check_name(name if isinstance(name, str) else "")
+            check_digest(version if isinstance(version, str) else "", "version")
+        except DloadError as e:
+            raise ConfigError(
+                f"parents= entry {shown(p)}: each needs 'name' (the parent's dataset) and "
+                f"'version' (its full 64-hex version id): {e}; {example}") from None

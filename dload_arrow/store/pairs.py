@@ -25,9 +25,9 @@ import pyarrow as pa
 
 from dload_arrow.arrays import inferred_type, typed_array
 from dload_arrow.errors import SchemaError, shown
-from dload_arrow.store.cast_check import extra_field_check
 from dload_arrow.store.lossless import check_whole_numbers
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.pair_checks import encodes, key_of, refuse_extra_fields, refuse_flattening
 from dload_arrow.store.rows import SHAPE_META, field_shape
 
 __all__ = ["samples_to_batches", "tensor_column"]
@@ -152,12 +152,12 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
         values = [None if v is None else _tensor(k, field, v, shape)
                   for (k, _), v in zip(rows, values, strict=True)]
     elif pa.types.is_fixed_size_list(field.type):
-        _refuse_flattening(rows, field, values)
+        refuse_flattening(rows, field, values)
     elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
         # arrays into a list column (shapes may vary): nested lists, as .tolist() gives
         values = [_native(v).tolist() if isinstance(v, np.ndarray) else v for v in values]
     check_whole_numbers(rows, field, values)
-    _refuse_extra_fields(rows, field, values)
+    refuse_extra_fields(rows, field, values)
     try:
         return typed_array(values, field.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError) as e:
@@ -169,8 +169,10 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
                     raise SchemaError(
                         f"sample {key!r}, column {field.name!r}: value {shown(v)}, but the "
                         "column's type is null: it was None in every sample its type was "
-                        f"inferred from (the first {_CHUNK} of the commit); pass its type, "
-                        f"e.g. schema=pa.schema([({field.name!r}, pa.string())])"
+                        f"inferred from (the first {_CHUNK} of the commit, or of the commit "
+                        "that stored the dataset an append goes to); commit with its type, "
+                        f"e.g. schema=pa.schema([({field.name!r}, pa.string())]) (an append "
+                        "keeps the stored types: commit the old rows and the new ones with it)"
                     ) from e
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
@@ -178,47 +180,6 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
                     "a wider type"
                 ) from e
         raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
-
-
-def _refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
-    """A fixed-size list column without a tensor shape takes flat values: a 2-d or deeper
-    array would be flattened, its shape lost (and arrays of other shapes accepted later)."""
-    for (key, _), v in zip(rows, values, strict=True):
-        if isinstance(v, np.ndarray) and v.ndim > 1:
-            raise SchemaError(
-                f"sample {key!r}, column {field.name!r}: an array of shape {v.shape}, but the "
-                f"column's type {field.type} (from schema=) records no tensor shape, so it "
-                "would be stored flat and read back as a list; give that field its shape, "
-                f"pa.field({field.name!r}, <its type>, metadata={{'dload.shape': "
-                f"'{list(v.shape)}'}}), or pass arrays of one dimension"
-            )
-
-
-def _refuse_extra_fields(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
-    """Refuse a struct value with a field ``field``'s type lacks, naming key and path."""
-    extra = extra_field_check(field.type)
-    if extra is None or extra(values) is None:
-        return  # no struct in the type (no dict keys to look at), or no field it lacks
-    for (key, _), v in zip(rows, values, strict=True):
-        if (path := extra([v])) is not None:
-            raise SchemaError(
-                f"sample {key!r}, column {field.name!r}: field {field.name + path!r} is not in "
-                f"the column's type {field.type} (from schema=, or inferred from the first "
-                "samples), and would be lost; add the field to that type in schema= (samples "
-                "without it hold null), or drop it from the sample"
-            )
-
-
-def _key_of(k: Any, n: int, where: str) -> str:
-    """Sample ``n``'s key ``k`` (an int becomes its decimal text), from ``where``."""
-    if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
-        return str(int(k))
-    if not isinstance(k, str) or not k:
-        raise SchemaError(
-            f"sample #{n}: its key ({where}) is {shown(k)}; keys must be non-empty strings "
-            "(or integers)"
-        )
-    return k
 
 
 def samples_to_batches(
@@ -249,12 +210,17 @@ def samples_to_batches(
                     "or none (keys are then row numbers)"
                 )
             if has:
-                k = _key_of(item[key_col], n, repr(key_col))
+                k = key_of(item[key_col], n, repr(key_col))
                 sample: Any = {c: v for c, v in item.items() if c != key_col}
             else:
                 k, sample = f"{offset + n:012d}", item
         else:
             pairs = True
+            if key is not None:
+                raise SchemaError(
+                    f"key={key!r} names the key column of sample dicts or a table, and these "
+                    "are (key, dict) pairs, which carry their own keys: drop key=, or pass "
+                    f"dicts holding a {key!r} column")
             try:
                 k, sample = item
             except (TypeError, ValueError) as e:
@@ -262,7 +228,7 @@ def samples_to_batches(
                     "expected (key, {column: value}) pairs or sample dicts with a "
                     f"{KEY_COLUMN!r}, got {shown(item)}"
                 ) from e
-            k = _key_of(k, n, "the pair's first item")
+            k = key_of(k, n, "the pair's first item")
             if not isinstance(sample, Mapping):
                 raise SchemaError(f"sample {k!r}: expected a dict of columns, got {type(sample)}")
         chunk.append((k, sample))
@@ -287,7 +253,7 @@ def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema) -
     try:
         keys = typed_array([k for k, _ in rows], pa.string())
     except UnicodeEncodeError as e:  # a lone surrogate ('\udcff' from surrogateescape)
-        bad = next(k for k, _ in rows if not _encodes(k))
+        bad = next(k for k, _ in rows if not encodes(k))
         raise SchemaError(
             f"sample key {bad!r} is not valid Unicode (it holds a lone surrogate, as text "
             "decoded with errors='surrogateescape' does) and cannot be stored as UTF-8; "
@@ -296,11 +262,3 @@ def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema) -
         ) from e
     arrays = [keys, *[_column(rows, f) for f in schema][1:]]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True

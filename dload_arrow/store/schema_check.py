@@ -1,11 +1,12 @@
 """What a sample schema must satisfy before a shard is written: checked once per commit.
 
-Two things Arrow accepts and the stored dataset cannot hold:
+What Arrow accepts and the stored dataset cannot hold or use:
 
 - a tensor shape (``dload.shape`` field metadata) that is not a JSON list of sizes whose
   product is the fixed-size list's length: every read would fail to reshape it;
 - a struct without fields (``struct<>``, what ``{}`` infers to), at any depth: Parquet cannot
-  store it, and the writer's error names no sample and no fix.
+  store it, and the writer's error names no sample and no fix;
+- a column named ``""`` (or only spaces): filters, SQL and DataFrames cannot address it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ __all__ = ["check_schema"]
 def check_schema(schema: pa.Schema) -> None:
     """Raise SchemaError for a column the dataset could not store or read back."""
     for field in schema:
+        if not field.name.strip():
+            raise SchemaError(
+                f"a column is named {field.name!r}: a column needs a name with a character "
+                "other than a space (filters, SQL and DataFrames address it by name); rename it"
+            )
         _check_shape(field)
         path = _empty_struct(field.type, field.name)
         if path is not None:

@@ -1,0 +1,64 @@
+"""Checks of (key, dict) pairs and sample dicts that name the sample: a key that is not
+text, a struct field its column lacks, an array that a shapeless fixed-size list would
+flatten."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store.cast_check import extra_field_check
+
+__all__ = ["encodes", "key_of", "refuse_extra_fields", "refuse_flattening"]
+
+
+def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
+    """A fixed-size list column without a tensor shape takes flat values: a 2-d or deeper
+    array would be flattened, its shape lost (and arrays of other shapes accepted later)."""
+    for (key, _), v in zip(rows, values, strict=True):
+        if isinstance(v, np.ndarray) and v.ndim > 1:
+            raise SchemaError(
+                f"sample {key!r}, column {field.name!r}: an array of shape {v.shape}, but the "
+                f"column's type {field.type} (from schema=) records no tensor shape, so it "
+                "would be stored flat and read back as a list; give that field its shape, "
+                f"pa.field({field.name!r}, <its type>, metadata={{'dload.shape': "
+                f"'{list(v.shape)}'}}), or pass arrays of one dimension"
+            )
+
+
+def refuse_extra_fields(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
+    """Refuse a struct value with a field ``field``'s type lacks, naming key and path."""
+    extra = extra_field_check(field.type)
+    if extra is None or extra(values) is None:
+        return  # no struct in the type (no dict keys to look at), or no field it lacks
+    for (key, _), v in zip(rows, values, strict=True):
+        if (path := extra([v])) is not None:
+            raise SchemaError(
+                f"sample {key!r}, column {field.name!r}: field {field.name + path!r} is not in "
+                f"the column's type {field.type} (from schema=, or inferred from the first "
+                "samples), and would be lost; add the field to that type in schema= (samples "
+                "without it hold null), or drop it from the sample"
+            )
+
+
+def key_of(k: Any, n: int, where: str) -> str:
+    """Sample ``n``'s key ``k`` (an int becomes its decimal text), from ``where``."""
+    if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+        return str(int(k))
+    if not isinstance(k, str) or not k:
+        raise SchemaError(
+            f"sample #{n}: its key ({where}) is {shown(k)}; keys must be non-empty strings "
+            "(or integers)"
+        )
+    return k
+
+
+def encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -1,0 +1,53 @@
+"""Python API edges found by review: keys generated after a recommit that dropped rows, what
+commit refuses up front (an empty column name, key= with pairs, a malformed parents=), and
+reports that show as their text in a notebook."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from dload_arrow import ConfigError, Repository, SchemaError
+
+
+def test_a_keyless_append_after_a_filtered_recommit_gets_new_keys(repo: Repository) -> None:
+    repo.commit("e", pa.table({"x": [1, 2, 3]}), progress=False)
+    repo.commit("e", repo.dataset("e").where("x >= 2").to_arrow(), progress=False)
+    repo.append("e", pa.table({"x": [4]}), progress=False)
+    got = repo.dataset("e").to_arrow().to_pylist()
+    assert got == [{"__key__": "000000000001", "x": 2}, {"__key__": "000000000002", "x": 3},
+                   {"__key__": "000000000003", "x": 4}]
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_a_column_without_a_name_is_refused(repo: Repository, name: str) -> None:
+    with pytest.raises(SchemaError, match="needs a name"):
+        repo.commit("n", [("a", {name: 1, "x": 2})], progress=False)
+
+
+def test_key_with_pairs_is_refused(repo: Repository) -> None:
+    with pytest.raises(SchemaError, match=r"key='id' .* these are \(key, dict\) pairs"):
+        repo.commit("p", [("a", {"id": "q", "x": 1})], key="id", progress=False)
+    repo.commit("p", [{"id": "q", "x": 1}], key="id", progress=False)  # dicts: the key column
+    assert repo.dataset("p").get("q")["x"] == 1
+
+
+@pytest.mark.parametrize(("parents", "words"), [
+    ([{"dataset": "src", "version": "ab" * 32}], "each needs 'name'"),
+    ([{"name": "src", "version": "abc"}], "not a sha256 hex digest"),
+    ({"name": "src"}, "must be a list of dicts"),
+])
+def test_a_malformed_parents_argument_is_named(repo: Repository, parents: object,
+                                                words: str) -> None:
+    with pytest.raises(ConfigError, match="parents=") as e:
+        repo.commit("d", [("a", {"x": 1})], parents=parents, progress=False)  # type: ignore[arg-type]
+    assert words in str(e.value) and "corrupt" not in str(e.value)
+
+
+def test_reports_show_their_text_in_a_notebook(repo: Repository) -> None:
+    from IPython.lib.pretty import pretty
+
+    repo.commit("d", [(f"k{i}", {"x": i}) for i in range(10)], progress=False)
+    ds = repo.dataset("d")
+    for report in (ds.plan(), ds.pipeline().check(), repo.cache_status(), repo.pull("d")):
+        assert pretty(report) == str(report)
