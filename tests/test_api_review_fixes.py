@@ -51,3 +51,31 @@ def test_reports_show_their_text_in_a_notebook(repo: Repository) -> None:
     ds = repo.dataset("d")
     for report in (ds.plan(), ds.pipeline().check(), repo.cache_status(), repo.pull("d")):
         assert pretty(report) == str(report)
+
+
+def test_lineage_of_a_version_the_dataset_never_had_is_not_found(repo: Repository) -> None:
+    from dload_arrow import NotFoundError
+
+    repo.commit("d", pa.table({"x": [1, 2]}), progress=False)
+    v2 = repo.append("d", pa.table({"x": [3]}), progress=False)
+    repo.rm("d", v2.version)
+    with pytest.raises(NotFoundError, match="never had version aaaaaaaaaaaa"):
+        repo.lineage("d", "a" * 64)
+    assert repo.lineage("d", v2.version).version == v2.version  # removed: its log knows it
+
+
+def test_a_nanosecond_datetime64_parameter_binds_as_a_time(repo: Repository) -> None:
+    import datetime as dt
+
+    import numpy as np
+
+    from dload_arrow import SqlError
+
+    ts = pa.array([dt.datetime(2024, 1, 1), dt.datetime(2024, 6, 1)], pa.timestamp("ns"))
+    repo.commit("ev", pa.table({"__key__": ["a", "b"], "ts": ts}), progress=False)
+    t = repo.dataset("ev").to_arrow()["ts"].to_numpy()[1]  # datetime64[ns]
+    assert repo.sql("SELECT $t AS t", t=t).to_pylist() == [{"t": dt.datetime(2024, 6, 1)}]
+    got = repo.sql("SELECT count(*) AS n FROM samples('ev') WHERE ts >= $t", t=t)
+    assert got.to_pylist() == [{"n": 1}]
+    with pytest.raises(SqlError, match="finer part"):
+        repo.sql("SELECT $t", t=np.datetime64("2024-06-01T00:00:00.000000001", "ns"))

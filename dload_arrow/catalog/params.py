@@ -13,7 +13,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.errors import SqlError
+
 __all__ = ["bindable", "bindable_params"]
+
+
+_FINE = ("ns", "ps", "fs", "as")
 
 
 def bindable(value: Any) -> Any:
@@ -22,6 +27,15 @@ def bindable(value: Any) -> Any:
     by element. Anything else (numpy arrays, strings, times...) is returned as it is."""
     if isinstance(value, (np.number, np.bool_)) and not isinstance(value, np.timedelta64):
         return value.item()
+    if isinstance(value, np.datetime64) and np.datetime_data(value.dtype)[0] in _FINE:
+        # DuckDB binds a nanosecond datetime64 as its integer count: make it a TIMESTAMP
+        micro = value.astype("datetime64[us]")
+        if micro.astype(value.dtype) != value:
+            raise SqlError(
+                f"parameter {np.datetime_as_string(value)}: DuckDB binds times to the "
+                "microsecond and this one has a finer part; pass it as text and cast it in "
+                "the query, e.g. CAST($t AS TIMESTAMP_NS) with t=str(value)")
+        return micro
     if isinstance(value, pa.Scalar):
         return value.as_py()
     if isinstance(value, (pa.Array, pa.ChunkedArray)):
