@@ -45,3 +45,15 @@ def test_a_stored_value_equals_the_literal_it_was_given(ds: Any) -> None:
     assert ds.where("x = 0.1").to_arrow()["x"].to_pylist() == [np.float32(0.1)]
     assert ds.where("x = 0.3").num_rows == 1
     assert ds.where("x > 0.3 AND x < 0.30001").num_rows == 0
+
+
+def test_whole_number_literals_compare_exactly_with_integer_columns(repo: Repository) -> None:
+    table = pa.table({"__key__": ["a", "b"], "n": [2**53, 2**53 + 1], "f": [1.0, 2.0]})
+    repo.commit("n", table, progress=False)
+    ds = repo.dataset("n")
+    for query, keys in [("n = 9007199254740993.0", ["b"]), ("n = 9007199254740992.0", ["a"]),
+                        ("n > 9.007199254740992e15", ["b"]), ("f < 9007199254740993", ["a", "b"]),
+                        ("f < 1e16", ["a", "b"]), ("n IN (9007199254740993.0)", ["b"])]:
+        view = ds.where(query)
+        assert view.to_arrow()["__key__"].to_pylist() == keys, query
+        assert view.to_polars().collect()["__key__"].to_list() == keys, query

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.arrays import scalar
 from dload_arrow.catalog.in_lists import value_set
-from dload_arrow.catalog.literal_kinds import column_kind, literal_kind, nearest_float32
+from dload_arrow.catalog.literal_kinds import as_column_number, column_kind, literal_kind
 from dload_arrow.catalog.masks import compared_type, row_mask, time_scalar
 from dload_arrow.catalog.name_hints import literal_compare_hint
 from dload_arrow.catalog.predicate import (
@@ -95,8 +95,8 @@ class _Compiler:
             raise self.error(f"{value} does not fit in 64 bits (no column holds it); use a "
                              f"float literal ({float(value):g}) to compare by magnitude")
         kind, lit = column_kind(field.type), literal_kind(value)
-        if lit == "number" and pa.types.is_float32(compared_type(field.type)):
-            return nearest_float32(node)
+        if lit == "number":
+            node = as_column_number(node, compared_type(field.type))
         if lit == "null" or kind == lit:
             return node
         if kind == "temporal" and lit == "string":

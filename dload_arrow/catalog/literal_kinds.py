@@ -11,7 +11,7 @@ import pyarrow as pa
 from dload_arrow.catalog.masks import compared_type
 from dload_arrow.catalog.predicate import Literal
 
-__all__ = ["column_kind", "literal_kind", "nearest_float32"]
+__all__ = ["as_column_number", "column_kind", "literal_kind", "nearest_float32"]
 
 
 def column_kind(typ: pa.DataType) -> str:
@@ -50,3 +50,20 @@ def literal_kind(value: Any) -> str:
     if isinstance(value, (int, float)):
         return "number"
     return "string"
+
+
+def as_column_number(node: Literal, typ: pa.DataType) -> Literal:
+    """A number literal as the column of type ``typ`` compares it, the same in every
+    evaluator (Arrow kernels, row masks, polars, pruning) and as DuckDB reads it: the float32
+    nearest it for a float32 column, a float for a float64 one (an Arrow kernel refuses an
+    integer beyond 2**53 against floats), and a whole float as an int for an integer column
+    (polars would compare it in float64: 2**53 + 1 equal to 2**53)."""
+    v = node.value
+    if pa.types.is_float32(typ):
+        return nearest_float32(node)
+    if pa.types.is_floating(typ) and isinstance(v, int):
+        return Literal(float(v))
+    if (pa.types.is_integer(typ) and isinstance(v, float) and v.is_integer()
+            and -(2**63) <= v < 2**64):
+        return Literal(int(v))
+    return node

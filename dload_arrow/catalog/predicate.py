@@ -22,6 +22,7 @@ a comparison with NULL is unknown, and rows whose filter is unknown are dropped.
 
 from __future__ import annotations
 
+import decimal
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ def _tokenize(text: str, columns: Iterable[str] = ()) -> list[tuple[str, Any, in
         raw = m.group(kind)
         start = m.start(kind)
         if kind == "number":
-            value: Any = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            value: Any = _number(raw)
         elif kind == "string":
             value = raw[1:-1].replace("''", "'")
         elif kind == "quoted":
@@ -254,6 +255,18 @@ class _Parser:
             if self.accept("keyword", word):
                 return Literal(value)
         raise self.error("expected a column, a value or '('")
+
+
+def _number(raw: str) -> int | float:
+    """A number literal: an int when written as one, or when written with a point or an
+    exponent but whole and beyond float64's exact integers (2**53) within 64 bits, so that
+    ``n = 9007199254740993.0`` compares exactly (a float would be 2**53)."""
+    if not any(c in raw for c in ".eE"):
+        return int(raw)
+    exact = decimal.Decimal(raw)
+    if exact == exact.to_integral_value() and abs(exact) > 2**53 and -(2**63) <= exact < 2**64:
+        return int(exact)
+    return float(raw)
 
 
 def parse_predicate(text: str, columns: Iterable[str] = ()) -> Node:
