@@ -79,3 +79,16 @@ def test_a_nanosecond_datetime64_parameter_binds_as_a_time(repo: Repository) -> 
     assert got.to_pylist() == [{"n": 1}]
     with pytest.raises(SqlError, match="finer part"):
         repo.sql("SELECT $t", t=np.datetime64("2024-06-01T00:00:00.000000001", "ns"))
+
+
+def test_find_version_takes_the_name_at_version_it_advises(repo: Repository) -> None:
+    from dload_arrow import InvalidNameError
+
+    v = repo.commit("photos", pa.table({"x": [1]}), progress=False)
+    repo.tag("photos", v.version, "v1")
+    with pytest.raises(InvalidNameError, match="give NAME@VERSION"):
+        repo.find_version("v1")
+    assert repo.find_version("photos@v1") == ("photos", v.version)
+    assert repo.find_version(f"photos@{v.version[:8]}") == ("photos", v.version)
+    with pytest.raises(InvalidNameError, match=r"repo\.dataset\('photos', 'v1'\)"):
+        repo.dataset("photos@v1")

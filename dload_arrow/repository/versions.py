@@ -20,13 +20,7 @@ from dload_arrow.errors import (
     InvalidNameError,
     NotFoundError,
 )
-from dload_arrow.repository.lock import (
-    editing,
-    lock_path,
-    pinned_version,
-    read_lock,
-    write_lock,
-)
+from dload_arrow.repository.lock import editing, lock_path, pinned_version, read_lock, write_lock
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import LogEntry, delete_ref, list_refs, move_ref, read_log, read_ref
 
@@ -135,9 +129,12 @@ class VersionsMixin:
         )
 
     def find_version(self, version: str) -> tuple[str, str]:
-        """``(dataset name, full version id)`` of a version id or unique id prefix (at least
-        4 hex digits), searched in every dataset of the root: a version id names its dataset
-        too, so ``dload diff V1 V2`` needs no names."""
+        """``(dataset name, full version id)`` of a version id or unique id prefix (4+ hex
+        digits) of any dataset of the root (``dload diff V1 V2`` needs no names), or of
+        ``NAME@VERSION`` (a tag, id or prefix of that dataset)."""
+        if isinstance(version, str) and "@" in version:
+            return (name := version.partition("@")[0]), self.resolve(
+                name, version.partition("@")[2] or None)
         v = version.lower() if isinstance(version, str) else ""
         if len(v) < 4 or any(c not in "0123456789abcdef" for c in v):
             raise InvalidNameError(

@@ -25,10 +25,13 @@ _DIGEST = re.compile(r"\A[0-9a-f]{64}\Z")
 def check_name(name: str) -> str:
     """A dataset name: letters, digits, ``._-``, at most 128 characters, no ``..``."""
     if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
+        at = (f" (NAME@VERSION is the CLI's form: in Python give the version apart, "
+              f"repo.dataset({name.partition('@')[0]!r}, {name.partition('@')[2]!r}))"
+              if isinstance(name, str) and "@" in name else "")
         raise InvalidNameError(
             f"dataset name {name!r} is not allowed: use letters, digits, '.', '_' and '-', "
             "starting with a letter or digit (no '/', no '..', at most 128 characters), e.g. "
-            "'imagenet-small'"
+            f"'imagenet-small'{at}"
         )
     return name
 
