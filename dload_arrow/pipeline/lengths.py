@@ -30,14 +30,25 @@ class Lengths:
             TypeError: when only reading would tell (a filter, flat_map, a stop="first" mix).
         """
         n = self._length()
+        if n is None and self.endless:
+            raise TypeError(f"{self!r} never ends (repeat() without a count, random_stream): "
+                            "it has no length; take(n) of it has n items")
         if n is None:
+            ops = set(self._ops())
+            hint = ("; map_batches(fn, rows_preserved=True) says fn keeps every row"
+                    if "map_batches" in ops else "")
             raise TypeError(
                 f"the length of {self!r} is only known by reading it (it has a filter, "
-                "flat_map, a source that may end or not, or a mix that stops at the first "
-                "exhausted input); an iterator factory that never ends can say so: "
-                "from_iterable(fn, finite=False), and take(n) of it has n items"
+                "flat_map, a source that may end or not, a map_batches that may change the "
+                "rows, or a mix that stops at the first exhausted input); an iterator factory "
+                "that never ends can say so: from_iterable(fn, finite=False), and take(n) of "
+                f"it has n items{hint}"
             )
         return n
+
+    def _ops(self) -> list[str]:
+        """The operators of this pipeline and every pipeline under it."""
+        return [str(getattr(self, "op", "")), *(o for c in self._children for o in c._ops())]
 
     @property
     def finite(self) -> bool:
