@@ -128,3 +128,17 @@ def test_versions_of_name_at_version_says_what_it_takes(run: RunFn, tmp_path: Pa
     r = run("versions", "photos@nope", rc=1)
     assert "versions takes a dataset NAME, not NAME@VERSION" in r.err
     assert "younger than 1 s" in run("gc", "--grace", "1").out
+
+
+def test_sql_prints_intervals_readably_and_lists_as_strict_json(run: RunFn, tmp_path: Path) -> None:
+    import json
+
+    run("commit", "one", "--from", _folder(tmp_path, {"a.txt": b"x"}))
+    q = ("SELECT [1.5, 'nan'::double] AS l, to_milliseconds(5500) AS i, "
+         "INTERVAL '1 month 2 days 3 hours' AS j")
+    csv_out = run("sql", q, "--csv").out.splitlines()
+    assert csv_out[1] == '"[1.5, null]",0:00:05.500000,1 month 2 days 3:00:00'
+    assert "0:00:05.500000" in run("sql", q).out
+    got = json.loads(run("sql", q, "--json").out)[0]
+    assert got["i"] == {"months": 0, "days": 0, "nanoseconds": 5_500_000_000}
+    assert got["l"] == [1.5, None]

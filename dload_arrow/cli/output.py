@@ -148,6 +148,8 @@ def _finite(o: Any) -> Any:
     """
     if isinstance(o, float):
         return o if math.isfinite(o) else None
+    if _interval(o):  # a namedtuple, which would print as an unlabeled list
+        return {"months": o.months, "days": o.days, "nanoseconds": o.nanoseconds}
     if isinstance(o, dict):
         return {k: _finite(v) for k, v in o.items()}
     if isinstance(o, (list, tuple)):
@@ -183,7 +185,28 @@ def _csv_value(value: Any) -> Any:
         return value
     if isinstance(value, bytes):
         return _default(value)
-    return json.dumps(value, default=_default) if isinstance(value, (list, dict)) else str(value)
+    if _interval(value):
+        return interval_text(value)
+    if isinstance(value, (list, dict)):  # as JSON (NaN and infinities null: JSON has none)
+        return json.dumps(_finite(value), default=_default, allow_nan=False)
+    return str(value)
+
+
+def _interval(o: Any) -> bool:
+    """Whether ``o`` is Arrow's month-day-nanosecond interval (what DuckDB's INTERVAL gives),
+    told by name: importing pyarrow here would slow every command's start."""
+    return type(o).__name__ == "MonthDayNano"
+
+
+def interval_text(o: Any) -> str:
+    """An interval as text: ``1 month 2 days 0:00:05.5`` (the time part as a timedelta)."""
+    import datetime as dt
+
+    parts = [f"{n} {unit}{'s' if n != 1 else ''}"
+             for n, unit in ((o.months, "month"), (o.days, "day")) if n]
+    if o.nanoseconds or not parts:
+        parts.append(str(dt.timedelta(microseconds=o.nanoseconds / 1000)))
+    return " ".join(parts)
 
 
 def emit_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> None:
@@ -202,6 +225,8 @@ def cell(value: Any, width: int = 40) -> str:
         return f"<{format_bytes(len(value))}>"
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return f"<{value.dtype} {list(value.shape)}>"
+    if _interval(value):
+        return interval_text(value)
     text = _CONTROL.sub(_escaped, str(value))  # a key's ESC or CR must not drive the terminal
     return text if len(text) <= width else text[: width - 1] + "…"
 
