@@ -27,6 +27,8 @@ from dload_arrow.storage.http_get import direct_get, presigned_url, refused, wri
 
 __all__ = ["READ_SIZE", "s3_download", "s3_get_object"]
 
+_BODY_RETRIES = 5  # reads of a body that break off, each resumed from its last byte
+
 READ_SIZE = 8 * 2**20
 
 
@@ -78,7 +80,7 @@ def s3_download(fs: Any, full: str, dest: str, digest: Digest | None) -> int:
 
     bucket, key, version = fs.split_path(full)
     retryable = _retryable()
-    retries = max(1, int(getattr(fs, "retries", 5)))
+    retries = _BODY_RETRIES  # not the client's: a download resumes where its body broke off
 
     async def get(start: int) -> Any:
         kw: dict[str, Any] = dict(getattr(fs, "req_kw", {}))
