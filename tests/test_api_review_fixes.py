@@ -92,3 +92,34 @@ def test_find_version_takes_the_name_at_version_it_advises(repo: Repository) -> 
     assert repo.find_version(f"photos@{v.version[:8]}") == ("photos", v.version)
     with pytest.raises(InvalidNameError, match=r"repo\.dataset\('photos', 'v1'\)"):
         repo.dataset("photos@v1")
+
+
+def test_cache_status_counts_downloads_in_progress(s3_repo: Repository) -> None:
+    """A download's reservation (its temp file, named with the shard's size) counts in the
+    budget; status shows it as used and being downloaded, as admission counts it."""
+    import os
+
+    s3_repo.commit("d", [(f"k{i}", {"x": i}) for i in range(10)], progress=False)
+    cache = s3_repo.read_context.cache()
+    digest = s3_repo.dataset("d").manifest.shards[0].digest
+    final = cache.shard_file(digest)
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    with open(f"{final}.tmp-5000000-abcdef012345", "wb"):  # a download that has just begun
+        pass
+    status = s3_repo.cache_status()
+    assert status.downloading_bytes == 5_000_000
+    assert status.used_bytes >= 5_000_000 and status.shards == 0
+    assert "5.0 MB being downloaded" in str(status)
+
+
+def test_a_hold_says_whether_its_acquire_downloaded_the_shard(s3_repo: Repository) -> None:
+    s3_repo.commit("d", [(f"k{i}", {"x": i}) for i in range(10)], progress=False)
+    shard = s3_repo.dataset("d").manifest.shards[0]
+    cache = s3_repo.read_context.cache()
+    first = cache.acquire(s3_repo.storage, shard.digest, shard.bytes)
+    again = cache.acquire(s3_repo.storage, shard.digest, shard.bytes)
+    assert (first.downloaded, again.downloaded) == (True, False)  # pull counts only the first
+    first.release()
+    again.release()
+    report = s3_repo.pull("d")  # everything is there: nothing fetched, and it says so
+    assert (report.shards_fetched, report.bytes_fetched) == (0, 0)

@@ -42,7 +42,9 @@ def cache_text(d: dict[str, Any], residency: bool = True) -> None:
         format_bytes(budget) if isinstance(budget, int) else "?")
     used = d.get("used_bytes")
     click.echo(f"cache: {d.get('cache_dir')}: {format_bytes(used or 0)} used of {shown}"
-               f" ({d.get('shards', '?')} shards, {d.get('held_shards', 0)} held); "
+               f" ({d.get('shards', '?')} shards, {d.get('held_shards', 0)} held"
+               + (f", {format_bytes(d['downloading_bytes'])} being downloaded"
+                  if d.get("downloading_bytes") else "") + "); "
                f"{format_bytes(d.get('free_disk_bytes') or 0)} free disk"
                + (" (local root: shards read in place)" if d.get("in_place") else ""))
     rows = d.get("datasets") or []
@@ -90,7 +92,8 @@ def pull_text(r: dict[str, Any]) -> str:
     resident = r.get("shards_resident")
     if resident is not None and resident < r["shards_total"]:
         return (f"{label}: only {resident} of {_count(r['shards_total'], 'shard')} in the "
-                f"cache now (other readers needed the room); downloaded "
+                f"cache now (evicted since: other readers needed the room, or the cache was "
+                f"cleared); downloaded "
                 f"{_count(r['shards_fetched'], 'shard')}")
     if not r["shards_fetched"]:
         return f"{label}: already in the cache ({whole}); nothing downloaded"

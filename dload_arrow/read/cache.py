@@ -47,10 +47,12 @@ __all__ = ["Cache", "CacheEntry", "Hold", "free_disk", "resolve_budget"]
 class Hold:
     """A reader's claim on a local shard file: it is not evicted until released."""
 
-    def __init__(self, path: str, digest: str, lock: FileLock | None) -> None:
+    def __init__(self, path: str, digest: str, lock: FileLock | None,
+                 downloaded: bool = False) -> None:
         self.path = path
         self.digest = digest
         self._lock = lock
+        self.downloaded = downloaded  # this acquire fetched it (not another reader, not before)
 
     def release(self) -> None:
         if self._lock is not None:
@@ -144,11 +146,12 @@ class Cache(CacheBudget):
             dl = FileLock.acquire(self._lock_file(digest), exclusive=True,
                                   timeout=self.wait_timeout)
             try:
-                if not self._usable(final, digest, nbytes):
+                fetch = not self._usable(final, digest, nbytes)
+                if fetch:
                     self._download(storage, digest, nbytes, dataset, keep=keep)
             finally:
                 dl.release()  # no unlink: a waiter on the old inode would hold a hidden lock
-            return Hold(final, digest, hold)
+            return Hold(final, digest, hold, fetch)
         except BaseException:
             hold.release()
             raise

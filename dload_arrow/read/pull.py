@@ -17,7 +17,7 @@ from dload_arrow.read.reader import all_units
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.manifest import Manifest
 
-__all__ = ["CacheStatus", "PullReport", "Residency", "cache_status", "pull"]
+__all__ = ["CacheStatus", "PullReport", "Residency", "cache_status", "downloading", "pull"]
 
 PULL_THREADS = 8
 
@@ -48,8 +48,8 @@ class PullReport:
                    f"{self.seconds:.1f}s")
         if self.shards_resident is not None and self.shards_resident < self.shards_total:
             return (f"{self.name}@{self.version[:12]}: only {self.shards_resident} of "
-                    f"{self.shards_total} shards are in the cache now (other readers needed "
-                    f"the room); {fetched}")
+                    f"{self.shards_total} shards are in the cache now (evicted since: other "
+                    f"readers needed the room, or the cache was cleared); {fetched}")
         return (f"{self.name}@{self.version[:12]}: {self.shards_total} shards "
                 f"({format_bytes(self.bytes_total)}) in the cache; {fetched}")
 
@@ -90,19 +90,20 @@ def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool | None = None,
 
     def fetch(item: tuple[str, int]) -> int:
         digest, nbytes = item
-        cache.acquire(ctx.storage, digest, nbytes, dataset=label).release()
+        hold = cache.acquire(ctx.storage, digest, nbytes, dataset=label)
+        hold.release()
         if bar is not None:
             bar.update(nbytes)
-        return nbytes
+        return nbytes if hold.downloaded else -1  # -1: another reader brought it meanwhile
 
     try:
         with ThreadPoolExecutor(max(1, threads), thread_name_prefix="dload-pull") as pool:
-            fetched = sum(pool.map(fetch, todo.items()))
+            got = [n for n in pool.map(fetch, todo.items()) if n >= 0]
     finally:
         if bar is not None:
             bar.close()
     resident = sum(cache.is_cached(d, n) for d, n in unique.items())
-    return PullReport(manifest.name, manifest.version, len(unique), len(todo), total, fetched,
+    return PullReport(manifest.name, manifest.version, len(unique), len(got), total, sum(got),
                       time.perf_counter() - start, False, resident)
 
 
@@ -134,6 +135,7 @@ class CacheStatus:
     held_shards: int
     in_place: bool
     datasets: tuple[Residency, ...]
+    downloading_bytes: int = 0  # reserved by downloads in progress (counted in the budget)
 
     @property
     def budget(self) -> str:
@@ -146,6 +148,7 @@ class CacheStatus:
             "budget_bytes": None if self.budget_bytes >= UNLIMITED else self.budget_bytes,
             "used_bytes": self.used_bytes, "free_disk_bytes": self.free_disk_bytes,
             "shards": self.shards, "held_shards": self.held_shards, "in_place": self.in_place,
+            "downloading_bytes": self.downloading_bytes,
             "datasets": [r.__dict__ for r in self.datasets],
         }
 
@@ -154,7 +157,8 @@ class CacheStatus:
 
     def __str__(self) -> str:
         lines = [f"cache {self.cache_dir}: {format_bytes(self.used_bytes)} used of "
-                 f"{self.budget} ({self.shards} shards, {self.held_shards} held), "
+                 f"{self.budget} ({self.shards} shards, {self.held_shards} held"
+                 f"{downloading(self.downloading_bytes)}), "
                  f"{format_bytes(self.free_disk_bytes)} free on disk"]
         if self.in_place:
             lines.append("the root is a local directory: shards are read in place, not cached")
@@ -181,5 +185,13 @@ def cache_status(ctx: ReadContext, manifests: Iterable[Manifest]) -> CacheStatus
         hit = {d: n for d, n in unique.items() if present.get(d) == n}
         rows.append(Residency(m.name, m.version, sum(hit.values()), sum(unique.values()),
                               len(hit), len(unique)))
-    return CacheStatus(cache.dir, cache.budget_bytes, sum(present.values()), cache.free_disk(),
-                       len(entries), sum(e.held for e in entries), ctx.in_place, tuple(rows))
+    files = sum(present.values())
+    reserved = max(0, cache._scan_pending(cleanup=False)[0] - files)  # downloads under way
+    return CacheStatus(cache.dir, cache.budget_bytes, files + reserved, cache.free_disk(),
+                       len(entries), sum(e.held for e in entries), ctx.in_place, tuple(rows),
+                       reserved)
+
+
+def downloading(nbytes: int) -> str:
+    """``", 2.2 MB being downloaded"`` for a status line (empty when none is)."""
+    return f", {format_bytes(nbytes)} being downloaded" if nbytes else ""
