@@ -83,6 +83,7 @@ def test_verify_finds_a_corrupted_shard(tmp_path: Path, local_root: str) -> None
     shard.write_bytes(bytes(data))
     r = dload("verify", "v", "--root", local_root, cwd=cwd, rc=1)
     assert "1 BAD" in r.out and "missing or corrupt" in r.err
+    assert f"  BAD {shard.stem}" in r.out  # which one, by its full digest
     assert "dload verify v --delete-bad" in r.err
     # What the message says restores the version: the same-size corrupt copy blocked the
     # commit's upload (it skips shards whose object exists) until it is deleted.

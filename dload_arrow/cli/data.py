@@ -226,10 +226,17 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
             b["deleted"] = True
     out = {"name": name, "version": m.version, "checked": len(objects), "bad": bad,
            "ok": not bad}
-    emit(out, as_json, lambda: click.echo(
-        f"{name}@{m.version[:12]}: {len(objects)} objects checked, "
-        + ("all ok" if not bad else f"{len(bad)} BAD")
-        + (f", {len(corrupt)} corrupt deleted" if delete_bad and corrupt else "")))
+    def text() -> None:
+        click.echo(f"{name}@{m.version[:12]}: {len(objects)} objects checked, "
+                   + ("all ok" if not bad else f"{len(bad)} BAD")
+                   + (f", {len(corrupt)} corrupt deleted" if delete_bad and corrupt else ""))
+        for b in bad[:_LISTED]:  # which ones (--json lists every one)
+            click.echo(f"  BAD {b['digest']}  {b['problem'][:60]}"
+                       + ("  (deleted)" if b.get("deleted") else ""))
+        if len(bad) > _LISTED:
+            click.echo(f"  ... {len(bad) - _LISTED} more (--json lists them all)")
+
+    emit(out, as_json, text)
     if bad:
         fix = ("commit the same data again to restore them" if delete_bad or not corrupt
                else f"run `dload verify {spec} --delete-bad` to remove the corrupt copies, "
@@ -239,6 +246,9 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
             f"{len(bad)} of {len(objects)} objects of {name}@{m.version[:12]} are missing or "
             f"corrupt (first: {bad[0]['digest'][:12]} {bad[0]['problem'][:40]}); {fix}"
         )
+
+
+_LISTED = 20  # bad objects verify names in its text output
 
 
 @click.group()
