@@ -99,7 +99,8 @@ def test_verify_reports_a_missing_shard_and_checks_the_rest(run: RunFn, local_ro
     gone = sorted(digests)[1]
     os.remove(os.path.join(local_root, shard_path(gone)))
     r = run("verify", "s", rc=1)
-    assert r.out == f"s@{v[:12]}: {len(digests)} objects checked, 1 BAD\n"
+    assert r.out == (f"s@{v[:12]}: {len(digests)} objects checked, 1 BAD\n"
+                     f"  BAD {gone}  missing\n")
     assert r.err == (f"dload: error: 1 of {len(digests)} objects of s@{v[:12]} are missing or "
                      f"corrupt (first: {gone[:12]} missing); commit the same data again to "
                      "restore them\n")
