@@ -123,3 +123,25 @@ def test_a_hold_says_whether_its_acquire_downloaded_the_shard(s3_repo: Repositor
     again.release()
     report = s3_repo.pull("d")  # everything is there: nothing fetched, and it says so
     assert (report.shards_fetched, report.bytes_fetched) == (0, 0)
+
+
+def test_untag_deletes_a_tag_and_keeps_its_version(repo: Repository,
+                                                   capsys: pytest.CaptureFixture[str],
+                                                   local_root: str) -> None:
+    from cli_run import runner
+
+    from dload_arrow import InvalidNameError, NotFoundError
+
+    v = repo.commit("d", [("a", {"x": 1})], progress=False)
+    repo.tag("d", v.version, "oops")
+    assert repo.untag("d", "oops") == v.version
+    assert "oops" not in repo.refs("d") and repo.dataset("d").version == v.version
+    assert [e.action for e in repo.log("d")][-1] == "delete"
+    with pytest.raises(NotFoundError, match="has no tag 'oops'"):
+        repo.untag("d", "oops")
+    with pytest.raises(InvalidNameError, match="managed by commits"):
+        repo.untag("d", "latest")
+    run = runner(capsys, ["--root", local_root])
+    run("tag", "d", "v1")
+    assert run("tag", "d", "v1", "--delete", "--json").json["deleted"] == v.version
+    assert "v1" not in repo.refs("d")

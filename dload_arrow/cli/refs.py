@@ -70,18 +70,28 @@ def unpin(name: str, root: str | None, cache_dir: str | None, cache_budget: str 
 @click.command()
 @click.argument("spec", metavar="NAME[@VERSION]")
 @click.argument("tag_name", metavar="TAG")
+@click.option("--delete", is_flag=True, help="Delete TAG (the version stays).")
 @root_options
 @json_option
-def tag(spec: str, tag_name: str, root: str | None, cache_dir: str | None,
+def tag(spec: str, tag_name: str, delete: bool, root: str | None, cache_dir: str | None,
         cache_budget: str | None, as_json: bool) -> None:
     """Point TAG of NAME at a version (default: latest); NAME@TAG then resolves to it.
 
     \b
-    Example:
+    Examples:
       dload tag photos@3f2a9c v1
+      dload tag photos v1 --delete
     """
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
+    if delete:
+        if version is not None:
+            raise ConfigError(f"--delete takes NAME TAG, not NAME@VERSION ({spec!r}): a tag "
+                              "names one version already")
+        was = repo.untag(name, tag_name)
+        emit({"name": name, "tag": tag_name, "deleted": was}, as_json,
+             lambda: click.echo(f"deleted tag {tag_name} of {name} (it pointed at {was[:12]})"))
+        return
     before = repo.refs(name).get(tag_name)
     vid = repo.tag(name, version or "latest", tag_name)
     moved = before is not None and before != vid

@@ -21,6 +21,7 @@ from dload_arrow.errors import (
     NotFoundError,
 )
 from dload_arrow.repository.lock import editing, lock_path, pinned_version, read_lock, write_lock
+from dload_arrow.repository.tags import TagsMixin
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import LogEntry, delete_ref, list_refs, move_ref, read_log, read_ref
 
@@ -47,7 +48,7 @@ class VersionInfo:
     parents: tuple[str, ...]
 
 
-class VersionsMixin:
+class VersionsMixin(TagsMixin):
     """Versions, refs, pins and removal; mixed into :class:`Repository`."""
 
     storage: Storage
@@ -157,22 +158,6 @@ class VersionsMixin:
 
     # --- refs, pins, removal --------------------------------------------------------------
 
-    def tag(self, name: str, version: str, tag: str) -> str:
-        """Point tag ``tag`` of ``name`` at ``version``; return the version id."""
-        if check_ref(tag) == "latest":
-            raise InvalidNameError("'latest' is managed by commits; choose another tag name")
-        if all(c in "0123456789abcdefABCDEF" for c in tag):
-            # NAME@<tag> would then shadow the versions whose ids start with it
-            raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
-                                   "only); choose a name with another letter, e.g. 'v1'")
-        vid = self.manifest(name, version).version
-        if not self.storage.exists(manifest_path(name, vid)):  # removed since it was cached
-            self.manifests.forget(vid)
-            raise NotFoundError(f"{name!r} has no stored version {vid[:12]} (it was removed); "
-                                f"list them with `dload versions {name}`")
-        move_ref(self.storage, name, tag, vid, action="tag")
-        return vid
-
     def pin(self, name: str, version: str | None = None) -> str:
         """Pin ``name`` to a version (default: latest) in dload.lock; return the id."""
         vid = self.resolve(name, version) if version is not None else self._latest(name)
@@ -207,7 +192,8 @@ class VersionsMixin:
     def rm(self, name: str, version: str | None = None) -> list[str]:
         """Remove a version, or the whole dataset; return the removed version ids.
 
-        Shards stay until :meth:`gc`. Refs that pointed at a removed version move back to the
+        ``version`` may be an id, a prefix or a tag: the version it names is removed (to
+        delete only a tag, :meth:`untag`). Shards stay until :meth:`gc`. Refs that pointed at a removed version move back to the
         newest remaining version or are deleted; derived memos of the dataset are cleared.
         Removing the whole dataset deletes its refs (each deletion logged) and manifests but
         keeps its log: who removed it, and when, stays on record (``log(name)``).

@@ -1,0 +1,59 @@
+"""Tags of a dataset: names that point at one of its versions (``v1``, ``best``), moved and
+deleted by the user, each move and deletion recorded in the dataset's log. ``latest`` is
+managed by commits."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dload_arrow.errors import InvalidNameError, NotFoundError
+from dload_arrow.store.names import check_ref, manifest_path
+from dload_arrow.store.refs import delete_ref, move_ref, read_ref
+
+if TYPE_CHECKING:
+    from dload_arrow.storage import Storage
+    from dload_arrow.store.manifest import Manifest
+    from dload_arrow.store.manifest_cache import ManifestCache
+
+__all__ = ["TagsMixin"]
+
+
+class TagsMixin:
+    """``tag`` and ``untag``; mixed into :class:`~dload_arrow.repository.Repository`."""
+
+    storage: Storage
+    manifests: ManifestCache
+
+    if TYPE_CHECKING:  # provided by Repository
+
+        def manifest(self, name: str, version: str | None = None) -> Manifest: ...
+
+    def tag(self, name: str, version: str, tag: str) -> str:
+        """Point tag ``tag`` of ``name`` at ``version``; return the version id."""
+        if check_ref(tag) == "latest":
+            raise InvalidNameError("'latest' is managed by commits; choose another tag name")
+        if all(c in "0123456789abcdefABCDEF" for c in tag):
+            # NAME@<tag> would then shadow the versions whose ids start with it
+            raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
+                                   "only); choose a name with another letter, e.g. 'v1'")
+        vid = self.manifest(name, version).version
+        if not self.storage.exists(manifest_path(name, vid)):  # removed since it was cached
+            self.manifests.forget(vid)
+            raise NotFoundError(f"{name!r} has no stored version {vid[:12]} (it was removed); "
+                                f"list them with `dload versions {name}`")
+        move_ref(self.storage, name, tag, vid, action="tag")
+        return vid
+
+    def untag(self, name: str, tag: str) -> str:
+        """Delete tag ``tag`` of ``name`` (the version stays); return the id it pointed at.
+
+        ``rm(name, tag)`` removes the version a tag names; this removes only the name.
+        """
+        if check_ref(tag) == "latest":
+            raise InvalidNameError("'latest' is managed by commits; rm removes versions")
+        ref = read_ref(self.storage, name, tag)
+        if ref is None:
+            raise NotFoundError(f"{name!r} has no tag {tag!r}; repo.refs({name!r}) (or "
+                                f"`dload info {name}`) lists its tags")
+        delete_ref(self.storage, name, tag)
+        return ref.version
