@@ -193,8 +193,9 @@ class VersionsMixin(TagsMixin):
         """Remove a version, or the whole dataset; return the removed version ids.
 
         ``version`` may be an id, a prefix or a tag: the version it names is removed (to
-        delete only a tag, :meth:`untag`). Shards stay until :meth:`gc`. Refs that pointed at a removed version move back to the
-        newest remaining version or are deleted; derived memos of the dataset are cleared.
+        delete only a tag, :meth:`untag`). Shards stay until :meth:`gc`. Refs that pointed at
+        a removed version move back to the newest remaining version or are deleted; derived
+        memos of the dataset are cleared.
         Removing the whole dataset deletes its refs (each deletion logged) and manifests but
         keeps its log: who removed it, and when, stays on record (``log(name)``).
         """
