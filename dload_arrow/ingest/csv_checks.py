@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+import mmap
+import os
 import posixpath
 import re
 from typing import IO, Any
@@ -18,11 +20,11 @@ from typing import IO, Any
 import pyarrow as pa
 
 from dload_arrow.errors import SchemaError
-from dload_arrow.ingest.location import open_binary
+from dload_arrow.ingest.location import is_remote, open_binary
 
 __all__ = ["QuoteCount", "check_quotes_closed", "refuse_bytes", "unclosed_quote_line"]
 
-_SPECIAL = re.compile(rb'[",\n]')
+_QUOTE = re.compile(rb'"')
 
 
 class QuoteCount:
@@ -44,33 +46,36 @@ class QuoteCount:
 
 
 def unclosed_quote_line(path: str, endpoint_url: str | None = None) -> int | None:
-    """The line (1-based) where a quoted value opens and never closes; None if none does."""
-    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
-    with f:
-        data = f.read()
-    line, opened, in_quote, start, prev, skip = 1, 0, False, True, -1, False
-    for m in _SPECIAL.finditer(data):
-        at, c = m.start(), m.group()
+    """The line (1-based) where a quoted value opens and never closes; None if none does.
+
+    Only the quotes are visited (a local file is memory-mapped, not read into memory): a quote
+    opens a value at the file's start or after a delimiter or line end, and inside one ``""``
+    is a quote and a lone ``"`` closes it."""
+    if is_remote(path):
+        f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+        with f:
+            return _unclosed(f.read())
+    with open(path, "rb") as local:
+        if os.fstat(local.fileno()).st_size == 0:
+            return None
+        with mmap.mmap(local.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return _unclosed(data)
+
+
+def _unclosed(data: Any) -> int | None:
+    line, counted, opened, in_quote, skip = 1, 0, 0, False, False
+    for m in _QUOTE.finditer(data):
+        at = m.start()
         if skip:  # the second quote of a "" inside a quoted value
-            skip, prev = False, at
-            continue
-        if not in_quote and at != prev + 1:
-            start = False  # other characters came since the last delimiter
-        if c == b'"':
-            if in_quote:
-                if data[at + 1: at + 2] == b'"':
-                    skip = True
-                else:
-                    in_quote, start = False, False
-            elif start:
-                in_quote, opened = True, line
-        elif c == b"\n":
-            line += 1
-            if not in_quote:
-                start = True
-        elif not in_quote:
-            start = True
-        prev = at
+            skip = False
+        elif in_quote:
+            if data[at + 1: at + 2] == b'"':
+                skip = True
+            else:
+                in_quote = False
+        elif at == 0 or data[at - 1: at] in (b",", b"\n", b"\r"):
+            line += data[counted:at].count(b"\n")
+            counted, in_quote, opened = at, True, line
     return opened if in_quote else None
 
 
