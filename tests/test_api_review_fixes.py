@@ -145,3 +145,20 @@ def test_untag_deletes_a_tag_and_keeps_its_version(repo: Repository,
     run("tag", "d", "v1")
     assert run("tag", "d", "v1", "--delete", "--json").json["deleted"] == v.version
     assert "v1" not in repo.refs("d")
+
+
+def test_keyless_append_counts_row_numbers_in_a_shard_with_other_keys(
+        repo: Repository) -> None:
+    repo.commit("e", pa.table({"__key__": ["a", "b", "c"], "x": [1, 2, 3]}), progress=False)
+    repo.append("e", pa.table({"x": [4, 5, 6]}), progress=False)  # 000000000003..5
+    repo.commit("e", repo.dataset("e").where("x >= 3").to_arrow(), progress=False)
+    assert repo.dataset("e").manifest.shards[0].key_max == "c"  # hides the row numbers
+    repo.append("e", pa.table({"x": [7]}), progress=False)
+    assert repo.dataset("e").get("000000000006")["x"] == 7
+
+
+def test_s3_client_retries_are_capped_unless_given() -> None:
+    from dload_arrow.storage.shared_fs import s3_filesystem
+
+    assert s3_filesystem({"endpoint_url": "http://127.0.0.1:1"}).retries == 2
+    assert s3_filesystem({"endpoint_url": "http://127.0.0.1:1", "retries": 10}).retries == 10

@@ -110,3 +110,11 @@ def test_a_categorical_column_in_one_file_and_text_in_the_next_combine(tmp_path:
     got = open_table(tmp_path / "t").read_all()
     assert got.schema.field("c").type == pa.string()
     assert got.column("c").to_pylist() == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize(("name", "rows"), [("csv", "x,y\n1,2\n"), ("jsonl", '{"x": 1, "y": 2}\n')])
+def test_a_zero_byte_part_file_is_skipped(tmp_path: Path, name: str, rows: str) -> None:
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / f"a.{name}").write_text("")
+    (tmp_path / "t" / f"b.{name}").write_text(rows)
+    assert open_table(tmp_path / "t").read_all().to_pylist() == [{"x": 1, "y": 2}]

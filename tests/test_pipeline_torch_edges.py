@@ -120,3 +120,22 @@ def test_an_endless_stream_is_dealt_to_ranks_without_padding(repo: dl.Repository
            for r in (0, 1)]
     merged = [x for pair in zip(*got, strict=True) for x in pair]
     assert merged == [i % 50 for i in range(150)]  # each pass once, dealt in turn
+
+
+def test_a_choice_item_weighting_only_exhausted_inputs_gives_no_item() -> None:
+    a = dl.from_iterable(range(3)).map(lambda i: f"a{i}")
+    b = dl.from_iterable(range(10)).map(lambda i: f"b{i}")
+    probs = dl.from_iterable([[1.0, 0.0], [0.0, 1.0]] * 20)
+    out = list(dl.choice([a, b], probs, seed=0, stop="all"))
+    assert out == ["a0", "b0", "a1", "b1", "a2", "b2", *(f"b{i}" for i in range(3, 10))]
+
+
+def test_state_after_workers_ran_past_a_main_process_epoch_is_refused(
+        repo: dl.Repository) -> None:
+    repo.commit("e", [(f"k{i:02d}", {"x": i}) for i in range(20)], progress=False)
+    ds = as_iterable_dataset(repo.dataset("e").shuffle(8, seed=1), to_tensors=False)
+    assert len(list(ds)) == 20  # epoch 0 in this process: its state is exact
+    assert ds.state_dict()["epoch"] == 1
+    assert len(list(tud.DataLoader(ds, batch_size=None, num_workers=2))) == 20  # epoch 1
+    with pytest.raises(dl.ConfigError, match="cannot tell what the loop consumed"):
+        ds.state_dict()

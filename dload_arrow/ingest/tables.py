@@ -115,6 +115,8 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
                   ) -> Iterator[pa.RecordBatch]:
     f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with f:
+        if size == 0 and fmt != "parquet":  # an empty part file (Spark writes them): no rows
+            return
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -138,6 +140,8 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
                  text_columns: Sequence[str] = (), key: str | None = None) -> pa.Schema:
     f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with f:
+        if size == 0 and fmt != "parquet":
+            return pa.schema([])  # no columns: the others' are null in its (no) rows
         if fmt == "parquet":
             import pyarrow.parquet as pq
 

@@ -203,22 +203,19 @@ class RouterNode(Node):
         wanted = (f"choice: the probability pipeline gave {shown(value)} at slot {self.slot}; "
                   f"each item must be a sequence of {n} weights, one per input (numbers >= 0 "
                   "with a positive sum)")
-        try:
+        try:  # text, None, a dict, another length: one ConfigError for all
             probs = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError) as e:  # text, None, a dict: one ValueError for all
-            raise ConfigError(wanted) from e
-        if probs.shape != (n,):
-            raise ConfigError(wanted)
-        try:
+            if probs.shape != (n,):
+                raise ValueError(probs.shape)
             return normalized(list(probs), n)
-        except ValueError as e:
+        except (TypeError, ValueError) as e:
             raise ConfigError(wanted) from e
 
-    def _by_weights(self, w: np.ndarray) -> int | None:
+    def _by_weights(self, w: np.ndarray) -> int | None:  # -1: a choice item with no live input
         if self.pipe.stop == "all" and any(self.done):
             w = np.where(self.done, 0.0, w)
             if w.sum() <= 0:
-                return None
+                return -1 if self.control is not None else None
         u, off = self._uniforms(self.slot)
         return int(slot_sources(w, u[off:off + 1])[0])
 
@@ -239,6 +236,8 @@ class RouterNode(Node):
             self.slot += 1
             if i is None:
                 return None
+            if i < 0:  # a choice item weighting only exhausted inputs gives no item
+                continue
             if self.done[i]:
                 if self.pipe.stop == "first":
                     return None

@@ -17,12 +17,9 @@ from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_text, redact_url
 from dload_arrow.storage.s3_get import s3_download, s3_get_object
 from dload_arrow.storage.s3_root import check_s3_url, missing_bucket
-from dload_arrow.storage.shared_fs import shared_filesystem
+from dload_arrow.storage.shared_fs import s3_filesystem
 
 __all__ = ["FsspecStorage"]
-
-# s3fs repeats a failed call (a timeout too) this many times, each with botocore's attempts
-_CLIENT_RETRIES = 2
 
 _MEMORY_LOCK = threading.Lock()
 _WRITES = ("creating", "writing", "updating")  # _wrap's verbs for a write
@@ -75,18 +72,7 @@ class FsspecStorage:
             opts = dict(self._options)
             try:
                 if self.protocol in ("s3", "s3a"):
-                    # No listing cache: other processes create and delete objects (commits,
-                    # gc), and a stale cached listing would make exists() lie about a deleted
-                    # shard. Without one, roots with the same options share one instance.
-                    opts.setdefault("use_listings_cache", False)
-                    # A refused endpoint fails in 1-3 s, not after botocore's and s3fs's
-                    # retries stacked (7-20 s for one `dload ls`); one that accepts and never
-                    # answers in about 2 minutes, not after 60 s read timeouts retried (5 min).
-                    opts.setdefault("config_kwargs", {
-                        "connect_timeout": 10, "read_timeout": 20,
-                        "retries": {"max_attempts": 2, "mode": "standard"}})
-                    self._fs = shared_filesystem(self.protocol, opts)
-                    self._fs.retries = min(self._fs.retries, _CLIENT_RETRIES)
+                    self._fs = s3_filesystem(opts)
                 else:
                     self._fs = fsspec.filesystem(self.protocol, **opts)
             except ImportError as e:

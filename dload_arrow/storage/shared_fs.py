@@ -20,7 +20,7 @@ import os
 import threading
 from typing import Any
 
-__all__ = ["shared_filesystem"]
+__all__ = ["s3_filesystem", "shared_filesystem"]
 
 _LOCK = threading.Lock()
 _CACHE: dict[str, Any] = {}
@@ -52,3 +52,26 @@ def shared_filesystem(protocol: str, options: dict[str, Any]) -> Any:
             _CACHE[key] = fs
         return fs
 
+
+# s3fs repeats a failed call (a timeout too) this many times, each with botocore's attempts
+_CLIENT_RETRIES = 2
+
+
+def s3_filesystem(options: dict[str, Any]) -> Any:
+    """The shared s3fs filesystem of a root's ``options``, with dload's defaults.
+
+    No listing cache: other processes create and delete objects (commits, gc), and a stale
+    cached listing would make exists() lie about a deleted shard; without one, roots with the
+    same options share one instance. Timeouts and retries: a refused endpoint fails in 1-3 s,
+    not after botocore's and s3fs's retries stacked (7-20 s for one `dload ls`); one that
+    accepts and never answers in about 2 minutes, not after 60 s read timeouts retried
+    (5 min). The user's own ``config_kwargs`` or ``retries`` replace these.
+    """
+    opts = dict(options)
+    opts.setdefault("use_listings_cache", False)
+    opts.setdefault("config_kwargs", {"connect_timeout": 10, "read_timeout": 20,
+                                      "retries": {"max_attempts": 2, "mode": "standard"}})
+    fs = shared_filesystem("s3", opts)  # ``retries`` is in its key: an instance of its own
+    given = options.get("retries")  # s3fs takes no such argument: it is set on the instance
+    fs.retries = min(fs.retries, _CLIENT_RETRIES) if given is None else int(given)
+    return fs

@@ -133,12 +133,27 @@ def _size(value: int | str, what: str) -> int:
     return n
 
 
-def _next_row_number(parent: Manifest) -> int:
+def _next_row_number(parent: Manifest, read_keys: KeyReader | None) -> int:
     """The first generated key of rows appended without keys: after the stored rows, and
-    after every stored row-number key (a recommit that dropped rows keeps its old keys)."""
-    numbered = [int(s.key_max) for s in parent.shards
-                if len(s.key_max) == 12 and s.key_max.isdigit()]
-    return max(parent.num_rows, 1 + max(numbered, default=-1))
+    after every stored row-number key (a recommit that dropped rows keeps its old keys). A
+    shard's key range names its largest row number unless it also holds keys sorting after
+    digits (``'c'``): only those shards' keys are read."""
+    numbered, mixed = [-1], []
+    for i, s in enumerate(parent.shards):
+        if _row_number(s.key_max):
+            numbered.append(int(s.key_max))
+        elif s.key_min <= _LAST_ROW_NUMBER:
+            mixed.append(i)
+    if mixed and read_keys is not None:
+        numbered += [int(k) for k in read_keys(parent, mixed).to_pylist() if _row_number(k)]
+    return max(parent.num_rows, 1 + max(numbered))
+
+
+_LAST_ROW_NUMBER = "9" * 12
+
+
+def _row_number(key: str) -> bool:
+    return len(key) == 12 and key.isdigit()
 
 
 def commit_samples(
@@ -182,7 +197,7 @@ def commit_samples(
         schema = schema or parent.schema
     batches = to_batches(samples, key=key, schema=schema,
                          append_to=None if parent is None else name,
-                         key_offset=0 if parent is None else _next_row_number(parent))
+                         key_offset=0 if parent is None else _next_row_number(parent, read_keys))
     first = next(batches, None)
     if first is None:  # an empty append would only make a new id for the same rows
         what = "append" if parent is not None else "commit"

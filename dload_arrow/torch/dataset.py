@@ -123,8 +123,9 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 cur.epoch, d.start, fp, world_size=d.world_size, rank=cur.rank,
                 num_workers=d.workers, worker=cur.worker, yielded=cur.yielded, done=cur.done,
             )
-        if cur is None:
-            if self._control.iterated():
+        last = self._control.last()  # a plain DataLoader's workers ran an epoch after ours:
+        if cur is None or (last is not None and last.epoch > cur.epoch):  # our cursor is old
+            if last is not None:
                 raise ConfigError(
                     "DataLoader workers read this dataset ahead of the training loop, so it "
                     "cannot tell what the loop consumed: save the loader's state (a torchdata "
@@ -167,8 +168,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         """The pipeline's feasibility report for this machine's readers, with no I/O.
 
         Readers: ``num_workers`` (at least one) per rank, times ``LOCAL_WORLD_SIZE`` ranks on
-        this machine (set by torchrun; default 1). None when the pipeline cannot tell.
-        """
+        this machine (set by torchrun; default 1). None when the pipeline cannot tell."""
         check = getattr(self.pipe, "check", None)
         if check is None:
             return None
