@@ -1,5 +1,5 @@
-"""What kind of value a column holds, and a literal is, for where(); numbers compared with a
-float32 column read as float32."""
+"""What kind of value a column holds, and a literal is, for where(); a number literal as the
+value its column compares (:func:`as_column_number`), the same for every evaluator."""
 
 from __future__ import annotations
 
