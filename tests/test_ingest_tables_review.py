@@ -118,3 +118,17 @@ def test_a_zero_byte_part_file_is_skipped(tmp_path: Path, name: str, rows: str) 
     (tmp_path / "t" / f"a.{name}").write_text("")
     (tmp_path / "t" / f"b.{name}").write_text(rows)
     assert open_table(tmp_path / "t").read_all().to_pylist() == [{"x": 1, "y": 2}]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_a_key_without_a_value_names_the_file_and_row(tmp_path: Path, fmt: str) -> None:
+    (tmp_path / "t").mkdir()
+    first, second = tmp_path / "t" / f"a.{fmt}", tmp_path / "t" / f"b.{fmt}"
+    if fmt == "parquet":
+        pq.write_table(pa.table({"id": ["x", "y"], "v": [1, 2]}), first)
+        pq.write_table(pa.table({"id": ["z", None], "v": [3, 4]}), second)
+    else:
+        first.write_text('{"id": "x", "v": 1}\n{"id": "y", "v": 2}\n')
+        second.write_text('{"id": "z", "v": 3}\n{"id": null, "v": 4}\n')
+    with pytest.raises(SchemaError, match=r"b\.\w+': key column 'id' has no value in data row 2"):
+        open_table(tmp_path / "t", key="id").read_all()

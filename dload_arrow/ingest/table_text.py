@@ -31,7 +31,8 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["checked_batches", "csv_convert", "fill_empty_text", "read_json", "text_nulls"]
+__all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "fill_empty_text",
+           "null_key", "read_json", "text_nulls"]
 
 _EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
 _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
@@ -231,3 +232,18 @@ def read_json(f: Any, path: str, endpoint_url: str | None, text: Sequence[str]) 
     with again:  # every value was a date-like string: they read as strings now
         options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]))
         return pjson.read_json(again, parse_options=options)
+
+
+def decoded_dictionaries(schema: pa.Schema, other: pa.Schema) -> pa.Schema:
+    """``schema`` with a dictionary column decoded where ``other`` stores it another way
+    (categorical in one file, plain strings in the next)."""
+    return pa.schema([f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type)
+                      and f.name in other.names and other.field(f.name).type != f.type
+                      else f for f in schema])
+
+
+def null_key(path: str, key: str, before: int, col: pa.Array) -> SchemaError:
+    """The error for a key cell with no value in file ``path`` (``before`` rows read)."""
+    row = before + 1 + int(pc.index(col.is_null(), True).as_py())
+    return SchemaError(f"{path!r}: key column {key!r} has no value in data row {row}; every "
+                       "sample needs a key: fill it in, or pick another --key-column (key=)")

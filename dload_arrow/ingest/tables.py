@@ -34,7 +34,9 @@ from dload_arrow.ingest.partitions import Partitions
 from dload_arrow.ingest.table_text import (
     checked_batches,
     csv_convert,
+    decoded_dictionaries,
     fill_empty_text,
+    null_key,
     read_json,
     text_nulls,
 )
@@ -184,7 +186,7 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
         except (pa.ArrowInvalid, OSError) as e:
             raise _read_error(f, fmt, e) from e
         everywhere &= set(other.names)
-        schema, other = _plain(schema, other), _plain(other, schema)
+        schema, other = decoded_dictionaries(schema, other), decoded_dictionaries(other, schema)
         try:
             schema = pa.unify_schemas([schema, other], promote_options="permissive")
         except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
@@ -199,14 +201,6 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
             ) from e
     # A column some files lack is null in their rows.
     return pa.schema([f if f.name in everywhere else f.with_nullable(True) for f in schema])
-
-
-def _plain(schema: pa.Schema, other: pa.Schema) -> pa.Schema:
-    """``schema`` with a dictionary column decoded where ``other`` stores it another way
-    (categorical in one file, plain strings in the next)."""
-    return pa.schema([f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type)
-                      and f.name in other.names and other.field(f.name).type != f.type
-                      else f for f in schema])
 
 
 def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
@@ -271,10 +265,15 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         for f in files[1:]:
             yield from _rest(_file_batches(f, fmt, endpoint_url, text_columns, key), f)
 
+    seen: dict[str, int] = {}  # rows read of each file
+
     def _rest(it: Iterator[pa.RecordBatch], f: str) -> Iterator[pa.RecordBatch]:
         try:
             for b in it:
                 b = _conform(b, schema, f, fmt, empty)
+                if key is not None and key in b.schema.names and b.column(key).null_count:
+                    raise null_key(f, key, seen.get(f, 0), b.column(key))
+                seen[f] = seen.get(f, 0) + b.num_rows
                 yield b if parts is None else parts.add(b, f)
         except (pa.ArrowInvalid, OSError) as e:
             raise _read_error(f, fmt, e) from e
