@@ -218,12 +218,15 @@ def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
         yield batch
 
 
-def read_json(f: Any, path: str, endpoint_url: str | None, text: Sequence[str]) -> pa.Table:
-    """A JSON Lines file, with the ``text`` columns (the key; a text column appended to) kept
-    as written: pyarrow reads date-like strings as timestamps ("2024-01-01" as midnight)."""
+def read_json(f: Any, path: str, endpoint_url: str | None, text_columns: Sequence[str],
+              key: str | None) -> pa.Table:
+    """A JSON Lines file, with the key, ``__key__`` and ``text_columns`` (a text column
+    appended to) kept as written: pyarrow reads date-like strings as timestamps ("2024-01-01"
+    as midnight)."""
     import pyarrow.json as pjson
 
     table = pjson.read_json(f)
+    text = (*text_columns, *([key] if key else []), KEY_COLUMN)
     dated = [c for c in dict.fromkeys(text) if c in table.schema.names
              and pa.types.is_timestamp(table.schema.field(c).type)]
     if not dated:

@@ -42,7 +42,6 @@ from dload_arrow.ingest.table_text import (
 )
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
-from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
            "table_format", "table_listing"]
@@ -134,7 +133,7 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
             yield from checked_batches(reader, path, fmt, endpoint_url, options, key)
             check_quotes_closed(count, path, endpoint_url)
         else:
-            table = read_json(f, path, endpoint_url, (*text_columns, key or "", KEY_COLUMN))
+            table = read_json(f, path, endpoint_url, text_columns, key)
             yield from checked_batches(iter(table.to_batches()), path, fmt, endpoint_url)
 
 
@@ -155,8 +154,7 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
                                    convert_options=csv_convert(text_columns, key)).schema
             refuse_bytes(schema, path)
         else:
-            text = (*text_columns, key or "", KEY_COLUMN)
-            schema = read_json(f, path, endpoint_url, text).schema
+            schema = read_json(f, path, endpoint_url, text_columns, key).schema
     return schema.remove_metadata()
 
 

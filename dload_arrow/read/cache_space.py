@@ -268,7 +268,7 @@ class CacheSpace:
 
     def used_bytes(self) -> int:
         """Bytes of cached shards plus downloads in progress."""
-        return self._scan(cleanup=False)[0]
+        return self._scan_pending(cleanup=False)[0]  # no stat per shard: only sizes
 
     def entries(self) -> list[CacheEntry]:
         """Every cached shard, least recently used first."""

@@ -186,7 +186,7 @@ def cache_status(ctx: ReadContext, manifests: Iterable[Manifest]) -> CacheStatus
         rows.append(Residency(m.name, m.version, sum(hit.values()), sum(unique.values()),
                               len(hit), len(unique)))
     files = sum(present.values())
-    reserved = max(0, cache._scan_pending(cleanup=False)[0] - files)  # downloads under way
+    reserved = max(0, cache.used_bytes() - files)  # downloads under way
     return CacheStatus(cache.dir, cache.budget_bytes, files + reserved, cache.free_disk(),
                        len(entries), sum(e.held for e in entries), ctx.in_place, tuple(rows),
                        reserved)

@@ -123,8 +123,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 cur.epoch, d.start, fp, world_size=d.world_size, rank=cur.rank,
                 num_workers=d.workers, worker=cur.worker, yielded=cur.yielded, done=cur.done,
             )
-        last = self._control.last()  # a plain DataLoader's workers ran an epoch after ours:
-        if cur is None or (last is not None and last.epoch > cur.epoch):  # our cursor is old
+        last = self._control.last()  # workers' last iteration (a later epoch: cur is stale)
+        if cur is None or (last is not None and last.epoch > cur.epoch):
             if last is not None:
                 raise ConfigError(
                     "DataLoader workers read this dataset ahead of the training loop, so it "
