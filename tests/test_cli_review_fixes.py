@@ -142,3 +142,15 @@ def test_sql_prints_intervals_readably_and_lists_as_strict_json(run: RunFn, tmp_
     got = json.loads(run("sql", q, "--json").out)[0]
     assert got["i"] == {"months": 0, "days": 0, "nanoseconds": 5_500_000_000}
     assert got["l"] == [1.5, None]
+
+
+def test_the_upload_line_says_when_it_includes_the_key_index(run: RunFn, tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("b.txt", "a.txt"):
+        (src / name).write_text(name)
+    with tarfile.open(tmp_path / "x.tar", "w") as tf:  # b before a: keys out of order
+        for name in ("b.txt", "a.txt"):
+            tf.add(src / name, arcname=name)
+    out = run("commit", "u", "--from", str(tmp_path / "x.tar")).out
+    assert "with the key index" in out

@@ -139,3 +139,20 @@ def test_state_after_workers_ran_past_a_main_process_epoch_is_refused(
     assert len(list(tud.DataLoader(ds, batch_size=None, num_workers=2))) == 20  # epoch 1
     with pytest.raises(dl.ConfigError, match="cannot tell what the loop consumed"):
         ds.state_dict()
+
+
+def test_len_says_why_it_is_unknown() -> None:
+    with pytest.raises(TypeError, match="never ends"):
+        len(dl.from_iterable(range(5)).repeat())
+    with pytest.raises(TypeError, match=r"map_batches\(fn, rows_preserved=True\)"):
+        len(dl.from_iterable(range(5)).map_batches(lambda b: b))
+    assert len(dl.from_iterable(range(5)).map_batches(lambda b: b, rows_preserved=True)) == 5
+
+
+def test_shuffle_quality_aligns_its_longest_metric() -> None:
+    from dload_arrow.stats import shuffle_quality
+
+    text = str(shuffle_quality(np.random.default_rng(0).permutation(1000),
+                               shard_of=np.arange(1000) // 100)).splitlines()
+    starts = {line.index(line.split()[1]) for line in text[2:]}  # where each value begins
+    assert len(starts) == 1 and "same_shard_adjacent" in text[3]
