@@ -132,3 +132,30 @@ def test_a_key_without_a_value_names_the_file_and_row(tmp_path: Path, fmt: str) 
         second.write_text('{"id": "z", "v": 3}\n{"id": null, "v": 4}\n')
     with pytest.raises(SchemaError, match=r"b\.\w+': key column 'id' has no value in data row 2"):
         open_table(tmp_path / "t", key="id").read_all()
+
+
+def test_a_csv_header_naming_a_column_twice_is_refused_with_the_file_and_name(
+        tmp_path: Path) -> None:
+    (tmp_path / "d.csv").write_text("a,b,a\n1,2,3\n")
+    with pytest.raises(SchemaError, match=r"d\.csv', line 1: the header names column 'a' 2 "
+                                          r"times \(columns 1, 3\).*rename"):
+        open_table(tmp_path / "d.csv").read_all()
+
+
+@pytest.mark.parametrize(("row", "fields"), [("3,4,5", 3), ("3", 1)])
+def test_a_csv_row_with_too_many_or_too_few_fields_names_its_line(
+        tmp_path: Path, row: str, fields: int) -> None:
+    # a quoted value over two lines and an empty line before it: the line is the file's
+    (tmp_path / "r.csv").write_text(f'a,b\n1,2\n\n"x\ny",2\n{row}\n6,7\n')
+    with pytest.raises(SchemaError, match=rf"r\.csv', line 6: {fields} fields? where the "
+                                          r"header has 2 columns.*one value per column"):
+        open_table(tmp_path / "r.csv").read_all()
+
+
+def test_a_ragged_csv_row_deep_in_a_file_names_its_line(tmp_path: Path) -> None:
+    with open(tmp_path / "big.csv", "w") as f:
+        f.write("a,b\n")
+        f.writelines(f"{i},{i}\n" for i in range(400_000))
+        f.write("1,2,3\n")
+    with pytest.raises(SchemaError, match=r"big\.csv', line 400002: 3 fields"):
+        open_table(tmp_path / "big.csv").read_all()

@@ -7,6 +7,8 @@
   one is a quote), since a quote inside an unquoted value (``5" screen``) is just a character.
 - **Text that is not UTF-8.** The reader types such a column as binary: a Latin-1 file would
   be stored as bytes, and turn the same column of every other file into bytes too.
+- **A header that names a column twice.** The reader keeps both columns under one name, which
+  no dataset can store, and a later error could not say which file it was.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import pyarrow as pa
 from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.location import is_remote, open_binary
 
-__all__ = ["QuoteCount", "check_quotes_closed", "refuse_bytes", "unclosed_quote_line"]
+__all__ = ["QuoteCount", "check_quotes_closed", "refuse_bytes", "refuse_repeated_names",
+           "unclosed_quote_line"]
 
 _QUOTE = re.compile(rb'"')
 
@@ -103,3 +106,17 @@ def refuse_bytes(schema: pa.Schema, path: str) -> None:
             "(it would be stored as binary); re-encode the file as UTF-8, e.g. `iconv -f "
             f"latin1 -t utf-8 {name} > utf8-{name}`, and commit that"
         )
+
+
+def refuse_repeated_names(schema: pa.Schema, path: str) -> None:
+    """Refuse a CSV file whose header (line 1) names a column more than once."""
+    seen: set[str] = set()
+    for name in schema.names:
+        if name in seen:
+            where = [i + 1 for i, n in enumerate(schema.names) if n == name]
+            raise SchemaError(
+                f"{path!r}, line 1: the header names column {name!r} "
+                f"{len(where)} times (columns {', '.join(map(str, where))}); a table's columns "
+                "need distinct names: rename the copies in the header (or delete them)"
+            )
+        seen.add(name)

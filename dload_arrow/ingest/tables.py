@@ -26,11 +26,17 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.errors import NotFoundError, SchemaError
-from dload_arrow.ingest.csv_checks import QuoteCount, check_quotes_closed, refuse_bytes
+from dload_arrow.ingest.csv_checks import (
+    QuoteCount,
+    check_quotes_closed,
+    refuse_bytes,
+    refuse_repeated_names,
+)
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.partitions import Partitions
+from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, read_error
 from dload_arrow.ingest.table_text import (
     checked_batches,
     csv_convert,
@@ -40,14 +46,10 @@ from dload_arrow.ingest.table_text import (
     read_json,
     text_nulls,
 )
-from dload_arrow.sizes import format_bytes
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
 
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
            "table_format", "table_listing"]
-
-CSV_INFER_BYTES = 32 << 20
-"""A CSV file's column types are inferred from its first block, up to this many bytes."""
 
 _DOC_STEMS = ("readme", "license", "licence", "notice", "changelog", "authors")
 
@@ -130,6 +132,7 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
             reader = pcsv.open_csv(count, read_options=options,
                                    convert_options=csv_convert(text_columns, key))
             refuse_bytes(reader.schema, path)
+            refuse_repeated_names(reader.schema, path)
             yield from checked_batches(reader, path, fmt, endpoint_url, options, key)
             check_quotes_closed(count, path, endpoint_url)
         else:
@@ -153,24 +156,10 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
             schema = pcsv.open_csv(f, read_options=_csv_options(size),
                                    convert_options=csv_convert(text_columns, key)).schema
             refuse_bytes(schema, path)
+            refuse_repeated_names(schema, path)
         else:
             schema = read_json(f, path, endpoint_url, text_columns, key).schema
     return schema.remove_metadata()
-
-
-def _read_error(path: str, fmt: str, e: Exception) -> SchemaError:
-    text = f"cannot read {path!r} as {fmt}: {e}"
-    if "utf8" in str(e).lower().replace("-", ""):
-        return SchemaError(text + "; the file is not UTF-8 text: re-encode it as UTF-8 (e.g. "
-                           "`iconv -f latin1 -t utf-8`) and commit that")
-    if fmt == "csv" and "conversion error" in str(e).lower():
-        text += (
-            f". Column types are inferred from the first {format_bytes(CSV_INFER_BYTES)} of a "
-            "CSV file and a later value does not fit them; convert the file to Parquet with "
-            "the types you want (pyarrow.parquet.write_table(pyarrow.csv.read_csv(path), "
-            "'table.parquet')) and commit that"
-        )
-    return SchemaError(text)
 
 
 def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | None,
@@ -182,7 +171,7 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
         try:
             other = _file_schema(f, fmt, endpoint_url, text_columns, key)
         except (pa.ArrowInvalid, OSError) as e:
-            raise _read_error(f, fmt, e) from e
+            raise read_error(f, fmt, e, endpoint_url) from e
         everywhere &= set(other.names)
         schema, other = decoded_dictionaries(schema, other), decoded_dictionaries(other, schema)
         try:
@@ -242,7 +231,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         except StopIteration:
             at += 1
         except (pa.ArrowInvalid, OSError) as e:
-            raise _read_error(files[at], fmt, e) from e
+            raise read_error(files[at], fmt, e, endpoint_url) from e
     if first is None:
         raise NotFoundError(f"{path!r}: no rows in its {len(files)} table file(s); nothing to "
                             "commit")
@@ -274,7 +263,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
                 seen[f] = seen.get(f, 0) + b.num_rows
                 yield b if parts is None else parts.add(b, f)
         except (pa.ArrowInvalid, OSError) as e:
-            raise _read_error(f, fmt, e) from e
+            raise read_error(f, fmt, e, endpoint_url) from e
 
     return pa.RecordBatchReader.from_batches(full, batches())
 
