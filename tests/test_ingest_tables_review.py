@@ -159,3 +159,26 @@ def test_a_ragged_csv_row_deep_in_a_file_names_its_line(tmp_path: Path) -> None:
         f.write("1,2,3\n")
     with pytest.raises(SchemaError, match=r"big\.csv', line 400002: 3 fields"):
         open_table(tmp_path / "big.csv").read_all()
+
+
+def _jsonl_with(path: Path, bad: str) -> None:
+    """50,000 good lines (past pyarrow's first 1 MiB block), then ``bad`` on line 50,001."""
+    with open(path, "w") as f:
+        f.writelines(f'{{"i": {i}, "s": "{"x" * 20}", "m": {{"l": [{i}]}}}}\n'
+                     for i in range(50_000))
+        f.write(bad + "\n" + '{"i": 1, "s": "y", "m": {"l": [2]}}\n')
+
+
+@pytest.mark.parametrize(("bad", "why"), [
+    ('{"i": 1, "s": oops}', r"column 15: Expecting value.*fix the line"),
+    ('{"i": 1e400, "s": "a"}', r"the number 1e400 is beyond float64's range.*as a string"),
+    ('{"i": "text", "s": "a"}', r"changed from number to string \(i is a string.*one type"),
+    ('{"i": 1, "m": {"l": ["x"]}}', r"m/l/\[\] is a string"),
+    ('{"i": 1, "i": 2}', r"an object names 'i' twice"),
+])
+def test_a_bad_json_lines_line_is_named_by_its_line_in_the_file(
+        tmp_path: Path, bad: str, why: str) -> None:
+    _jsonl_with(tmp_path / "j.jsonl", bad)
+    with pytest.raises(SchemaError, match=rf"j\.jsonl', line 50001: .*{why}") as e:
+        open_table(tmp_path / "j.jsonl").read_all()
+    assert "in row" not in str(e.value)  # pyarrow's count from its block's start

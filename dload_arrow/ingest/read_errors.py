@@ -10,24 +10,39 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import math
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.sizes import format_bytes
 
-__all__ = ["CSV_INFER_BYTES", "read_error", "ragged_row"]
+__all__ = ["CSV_INFER_BYTES", "bad_json_line", "read_error", "ragged_row"]
 
 CSV_INFER_BYTES = 32 << 20
 """A CSV file's column types are inferred from its first block, up to this many bytes."""
 
 _RAGGED = re.compile(r"Expected (\d+) columns, got (\d+)")
+_IN_ROW = re.compile(r"\.? in row \d+$")  # pyarrow's row count, from the block's start
+_FIX_LINE = "fix the line (it holds one JSON object, or several) or remove it"
+_FIX_BIG = ("write the number as a string (\"1e400\") to keep it as text, or remove the "
+            "line")
+_CHANGED = re.compile(r"Column\((.*)\) changed from (\w+) to (\w+)")
 
 
 def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = None
                ) -> SchemaError:
     """The SchemaError for pyarrow's error ``e`` reading ``path`` (a ``fmt`` file)."""
     text = f"cannot read {path!r} as {fmt}: {e}"
+    if fmt == "jsonl":
+        bad = bad_json_line(path, str(e), endpoint_url)
+        if bad is not None:
+            line, why, row, fix = bad
+            return SchemaError(f"{path!r}, line {line}: {_IN_ROW.sub('', str(e))} ({why}: "
+                               f"{row[:80]!r}); {fix}")
     if "utf8" in str(e).lower().replace("-", ""):
         return SchemaError(text + "; the file is not UTF-8 text: re-encode it as UTF-8 (e.g. "
                            "`iconv -f latin1 -t utf-8`) and commit that")
@@ -72,3 +87,94 @@ def ragged_row(path: str, endpoint_url: str | None = None
         except csv.Error:  # a value longer than csv's field limit: no line then
             return None
     return None
+
+
+def bad_json_line(path: str, message: str, endpoint_url: str | None = None
+                  ) -> tuple[int, str, str, str] | None:
+    """``(line, why, line text, fix)`` of the first line of the JSON Lines file ``path`` that is
+    not UTF-8 or JSON objects, holds a number beyond float64 or a key twice, or (as pyarrow's
+    ``message`` says ``Column(/a/b) changed from number to string``) gives a field another
+    kind of value than an earlier line."""
+    changed = _CHANGED.search(message)
+    steps = [s for s in changed.group(1).split("/") if s] if changed else None
+    seen: set[str] = set()
+    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    with f:
+        for n, raw in enumerate(f, 1):
+            text = raw.decode("utf-8", "replace").rstrip("\r\n")
+            try:
+                rows = list(_objects(raw.decode("utf-8")))
+            except UnicodeDecodeError:
+                return n, "not UTF-8 text", text, "re-encode the file as UTF-8"
+            except json.JSONDecodeError as e:
+                return n, f"column {e.colno}: {e.msg}", text, _FIX_LINE
+            except ValueError as e:
+                fix = _FIX_BIG if "float64" in str(e) else _FIX_LINE
+                return n, str(e), text, fix
+            if changed is None or steps is None:
+                continue
+            for row in rows:
+                for v in _at(row, steps):
+                    kind = _kind(v)
+                    if kind == changed.group(3) and changed.group(2) in seen:
+                        return (n, f"{'/'.join(steps) or 'the line'} is a {kind}", text,
+                                "give the field one type on every line (a string on every "
+                                "line, say), or remove the line")
+                    if kind != "null":
+                        seen.add(kind)
+    return None
+
+
+def _objects(line: str) -> Iterator[Any]:
+    """The JSON values of one line, as pyarrow reads them (several may share a line)."""
+    decoder = json.JSONDecoder(parse_float=_finite, parse_int=_finite,
+                               object_pairs_hook=_no_repeats)
+    at, end = 0, len(line)
+    while True:
+        while at < end and line[at] in " \t\r\n":
+            at += 1
+        if at == end:
+            return
+        value, at = decoder.raw_decode(line, at)
+        if not isinstance(value, dict):
+            raise ValueError(f"a JSON {_kind(value)}, not an object")
+        yield value
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text} is beyond float64's range")
+    return value
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"an object names {k!r} twice")
+        out[k] = v
+    return out
+
+
+def _at(value: Any, steps: list[str]) -> Iterator[Any]:
+    """The values at pyarrow's column path ``steps`` (``[]``: each list item)."""
+    if not steps:
+        yield value
+    elif steps[0] == "[]":
+        if isinstance(value, list):
+            for item in value:
+                yield from _at(item, steps[1:])
+    elif isinstance(value, dict) and steps[0] in value:
+        yield from _at(value[steps[0]], steps[1:])
+
+
+def _kind(value: Any) -> str:
+    """The JSON kind of ``value`` as pyarrow names it."""
+    if value is None:
+        return "null"
+    for t, name in ((bool, "boolean"), (int | float, "number"), (str, "string"),
+                    (list, "array"), (dict, "object")):
+        if isinstance(value, t):
+            return name
+    return type(value).__name__
