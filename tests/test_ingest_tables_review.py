@@ -182,3 +182,36 @@ def test_a_bad_json_lines_line_is_named_by_its_line_in_the_file(
     with pytest.raises(SchemaError, match=rf"j\.jsonl', line 50001: .*{why}") as e:
         open_table(tmp_path / "j.jsonl").read_all()
     assert "in row" not in str(e.value)  # pyarrow's count from its block's start
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_times_with_zones_keep_the_instant_in_json_lines_as_in_csv(
+        tmp_path: Path, fmt: str) -> None:
+    from datetime import UTC, datetime
+
+    values = ["2024-01-01T10:00:00+02:00", "2024-01-01T10:00:00Z", "2024-01-01 10:00:00-0130"]
+    path = tmp_path / f"t.{fmt}"
+    path.write_text("t\n" + "\n".join(values) + "\n" if fmt == "csv"
+                    else "".join(f'{{"t": "{v}"}}\n' for v in values))
+    got = open_table(path).read_all()
+    assert got.schema.field("t").type == pa.timestamp("s", "UTC")
+    utc = [datetime(2024, 1, 1, h, m, tzinfo=UTC) for h, m in ((8, 0), (10, 0), (11, 30))]
+    assert [v.astimezone(UTC) for v in got.column("t").to_pylist()] == utc
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_times_of_which_only_some_name_a_zone_stay_text_as_written(
+        tmp_path: Path, fmt: str) -> None:
+    values = ["2024-01-01T10:00:00+02:00", "2024-01-01T10:00:00"]
+    path = tmp_path / f"t.{fmt}"
+    path.write_text("t\n" + "\n".join(values) + "\n" if fmt == "csv"
+                    else "".join(f'{{"t": "{v}"}}\n' for v in values))
+    got = open_table(path).read_all()
+    assert got.schema.field("t").type == pa.string()
+    assert got.column("t").to_pylist() == values
+
+
+def test_json_lines_times_without_zones_stay_naive(tmp_path: Path) -> None:
+    (tmp_path / "t.jsonl").write_text('{"t": "2024-01-01T10:00:00"}\n{"t": null}\n')
+    got = open_table(tmp_path / "t.jsonl").read_all()
+    assert got.schema.field("t").type == pa.timestamp("s")

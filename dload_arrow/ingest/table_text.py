@@ -8,6 +8,9 @@ silently:
   float column is NaN, and a column holding ``NA``, ``N/A`` or ``NULL`` beside numbers is text.
 - CSV: the key column (``key=``, ``--key-column``) and ``__key__`` are text as written
   (``007`` stays ``'007'``), as are the columns an append's dataset stores as text.
+- A date/time column whose every value names its zone (``2024-01-01T10:00:00+02:00``) is a
+  UTC timestamp column (the instant kept), one where some values name a zone and others do not
+  is text as written, in JSON Lines as in CSV (pyarrow's JSON reader drops the zones).
 - A column without a value in any row is text holding nulls, which later files and appends
   can fill (and which an append casts to the type its dataset stores); where another file
   gives it a type, it takes that type.
@@ -37,6 +40,8 @@ __all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "fill_empty
 _EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
 _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
 # A JSON integer literal of 16 digits or more (not the digits of a float such as 1.5e+19).
+# A time of day then a zone, as pyarrow's ISO 8601 reading takes them: Z, +02, +0200, +02:00.
+_ZONED = r"[0-9]:[0-9]{2}(:[0-9]{2}(\.[0-9]*)?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 _LONG_LITERAL = re.compile(rb"(?<![0-9.])[0-9]{16,}(?![0-9.eE])")
 
 
@@ -222,19 +227,31 @@ def read_json(f: Any, path: str, endpoint_url: str | None, text_columns: Sequenc
               key: str | None) -> pa.Table:
     """A JSON Lines file, with the key, ``__key__`` and ``text_columns`` (a text column
     appended to) kept as written: pyarrow reads date-like strings as timestamps ("2024-01-01"
-    as midnight)."""
+    as midnight). A timestamp column whose every value names its zone (``+02:00``, ``Z``) is
+    a UTC timestamp column, as in a CSV; one where only some do is text as written (pyarrow
+    would drop the zones, shifting the times without one)."""
     import pyarrow.json as pjson
 
     table = pjson.read_json(f)
     text = (*text_columns, *([key] if key else []), KEY_COLUMN)
-    dated = [c for c in dict.fromkeys(text) if c in table.schema.names
-             and pa.types.is_timestamp(table.schema.field(c).type)]
+    dated = [f.name for f in table.schema if pa.types.is_timestamp(f.type)]
     if not dated:
         return table
     again, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
-    with again:  # every value was a date-like string: they read as strings now
+    with again:  # the date-like strings as written
         options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]))
-        return pjson.read_json(again, parse_options=options)
+        written = pjson.read_json(again, parse_options=options)
+    for c in dated:
+        col = written.column(c)
+        if c not in text:
+            zoned = pc.sum(pc.match_substring_regex(col, _ZONED)).as_py() or 0
+            if zoned == 0:
+                continue  # no zones: pyarrow's naive timestamps
+            if zoned == len(col) - col.null_count:
+                col = col.cast(pa.timestamp(table.schema.field(c).type.unit, "UTC"))
+        i = table.schema.get_field_index(c)
+        table = table.set_column(i, table.schema.field(c).with_type(col.type), col)
+    return table
 
 
 def decoded_dictionaries(schema: pa.Schema, other: pa.Schema) -> pa.Schema:
