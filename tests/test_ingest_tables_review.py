@@ -4,6 +4,7 @@ not UTF-8) is refused with the file, line and fix."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -215,3 +216,26 @@ def test_json_lines_times_without_zones_stay_naive(tmp_path: Path) -> None:
     (tmp_path / "t.jsonl").write_text('{"t": "2024-01-01T10:00:00"}\n{"t": null}\n')
     got = open_table(tmp_path / "t.jsonl").read_all()
     assert got.schema.field("t").type == pa.timestamp("s")
+
+
+@pytest.mark.parametrize("value", ["1e400", "-1E+400", "9" * 320 + ".5"])
+def test_a_csv_number_beyond_float64_is_refused_not_stored_as_inf(
+        tmp_path: Path, value: str) -> None:
+    (tmp_path / "n.csv").write_text(f"x,y\n1.5,a\n{value},b\n")
+    shown = re.escape(value[:30])
+    with pytest.raises(SchemaError, match=rf"n\.csv', column 'x': the number {shown}.* beyond "
+                                          r"float64's range.*stored as inf"):
+        open_table(tmp_path / "n.csv").read_all()
+
+
+def test_csv_inf_as_written_stays_inf(tmp_path: Path) -> None:
+    (tmp_path / "n.csv").write_text("x\n1.5\ninf\n-Infinity\n")
+    got = open_table(tmp_path / "n.csv").read_all().column("x").to_pylist()
+    assert got == [1.5, float("inf"), float("-inf")]
+
+
+def test_a_json_lines_number_beyond_float64_is_refused_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "n.jsonl").write_text('{"x": 1.5}\n{"x": 1e400}\n')
+    with pytest.raises(SchemaError, match=r"n\.jsonl', line 2: .*the number 1e400 is beyond "
+                                          r"float64's range.*as a string"):
+        open_table(tmp_path / "n.jsonl").read_all()

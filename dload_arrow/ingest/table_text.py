@@ -17,12 +17,15 @@ silently:
 - An integer that float64 cannot hold exactly (beyond 2**53: ``9007199254740993``, or beyond
   int64, where pyarrow infers float64 for the column; in JSON Lines also an int next to a
   float, in a column or inside its objects and lists) is refused with the file, column (as
-  ``meta.scores[]`` inside one) and value, rather than stored rounded.
+  ``meta.scores[]`` inside one) and value, rather than stored rounded. A CSV number beyond
+  float64's range (``1e400``), which pyarrow reads as inf, is refused so too (``inf`` as
+  written stays inf); pyarrow's JSON reader refuses one itself.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -39,6 +42,8 @@ __all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "fill_empty
 
 _EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
 _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
+# A number that may be beyond float64's range (1.8e308): a 3-digit exponent, or 300 digits.
+_HUGE = r"^\s*[+-]?([0-9.]+[eE]\+?[0-9]{3,}|[0-9]*\.?[0-9]{300,}\.?[0-9]*)\s*$"
 # A JSON integer literal of 16 digits or more (not the digits of a float such as 1.5e+19).
 # A time of day then a zone, as pyarrow's ISO 8601 reading takes them: Z, +02, +0200, +02:00.
 _ZONED = r"[0-9]:[0-9]{2}(:[0-9]{2}(\.[0-9]*)?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
@@ -162,6 +167,9 @@ def _csv_inexact(path: str, columns: list[str], endpoint_url: str | None,
                 for text in col.filter(pc.match_substring_regex(col, _LONG_INT)).to_pylist():
                     if _inexact(text.strip()):
                         return name, text.strip()
+                for text in col.filter(pc.match_substring_regex(col, _HUGE)).to_pylist():
+                    if math.isinf(float(text)):  # 1e400: pyarrow reads inf
+                        return name, text.strip()
     return None
 
 
@@ -184,6 +192,16 @@ def _jsonl_inexact(path: str, suspects: list[ValuePath], endpoint_url: str | Non
 
 
 def _inexact_error(path: str, fmt: str, column: str, text: str) -> SchemaError:
+    if math.isinf(float(text)) and not text.lstrip("+-").isdigit():
+        shown = text if len(text) < 40 else text[:30] + "..."
+        return SchemaError(
+            f"{path!r}, column {column!r}: the number {shown} "
+            "is beyond float64's range (about 1.8e308) and would be stored as inf; write inf "
+            "(or -inf) if that is what it means, or "
+            "convert the file to Parquet with the column as text (pyarrow.parquet.write_table("
+            "pyarrow.csv.read_csv(path, convert_options=pyarrow.csv.ConvertOptions("
+            f"column_types={{{column!r}: pyarrow.string()}})), 'table.parquet')) and commit that"
+        )
     if fmt == "csv":
         fix = (f"convert the file to Parquet with the types you want (pyarrow.parquet."
                f"write_table(pyarrow.csv.read_csv(path, convert_options=pyarrow.csv."
