@@ -130,6 +130,7 @@ def test_cli_excludes_a_directory_and_prints_one_line_per_unused_glob(
     assert r.json["rows"] == 4 and r.json["source"]["columns"] == {"jpg": 4}
     r = run("commit", "q", "--from", str(photos), "--exclude", "cat", "--exclude", "dogs")
     assert r.err == (
+        "not read: 1 folder (dogs/), left out by --include/--exclude\n"
         f"warning: --exclude 'cat' (exclude= in Python) matched no file of {str(photos)!r}; "
         "a pattern matches a file's path there (e.g. 'UPPER.JPG'), its name, or a directory "
         "on its path: check the pattern\n"
@@ -139,9 +140,10 @@ def test_cli_excludes_a_directory_and_prints_one_line_per_unused_glob(
 def test_cli_names_the_glob_when_nothing_is_left(run: RunFn, photos: Path) -> None:
     r = run("commit", "p", "--from", str(photos), "--include", "*.png", rc=1)
     assert r.err == (
-        f"dload: error: {photos}: no files to ingest (0 without an extension or hidden, "
-        "0 skipped); --include '*.png' matched no file; check the path and the "
-        "--include/--exclude globs\n"
+        f"dload: error: {photos}: no files to ingest: --include '*.png' (include=/exclude= in "
+        "Python) left out every file there (6 files); --include '*.png' matched no file; "
+        "loosen the globs (a pattern matches a file's path, its name or a directory on its "
+        "path; '*' matches every file)\n"
     )
 
 

@@ -191,7 +191,7 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
             shown = ", ".join(report["ignored"][:5])
             click.echo(f"not read: {len(report['ignored'])} files that are not tables ({shown}"
                        f"{', ...' if len(report['ignored']) > 5 else ''})", err=True)
-        for line in _skipped_lines(report.get("skipped", [])):
+        for line in _skipped_lines(report):
             click.echo(line, err=True)
         for line in report.get("unused_globs", []):
             click.echo(f"warning: {line}", err=True)
@@ -200,12 +200,14 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
     emit(out, as_json, text)
 
 
-def _skipped_lines(skipped: list[dict[str, str]]) -> list[str]:
-    """One line per skip reason: how many, a few names, and the fix once (the ingest report's
-    wording: ``skipped 2 encrypted entries (a.txt, b.txt): recreate the zip without a
-    password``); then where every name is, when some were left out."""
+def _skipped_lines(report: dict[str, Any]) -> list[str]:
+    """What the globs left out, then per skip reason how many, a few names and the fix once
+    (``skipped 2 encrypted entries (a.txt, b.txt): recreate the zip without a password``)."""
     from dload_arrow.ingest import IngestReport
 
+    left_out = IngestReport(excluded=report.get("excluded", 0), excluded_dirs=report.get(
+        "excluded_dirs", [])).excluded_text()
+    skipped = report.get("skipped", [])
     by_reason: dict[str, list[tuple[str, str]]] = {}
     for s in skipped:
         by_reason.setdefault(s["reason"], []).append((s["name"], s["reason"]))
@@ -215,7 +217,7 @@ def _skipped_lines(skipped: list[dict[str, str]]) -> list[str]:
         for group in by_reason.values()]
     if any(len(group) > 3 for group in by_reason.values()):  # skipped_text names 3 a reason
         lines.append(f"(the names of all {len(skipped)} skipped: --json)")
-    return lines
+    return [f"not read: {left_out}, left out by --include/--exclude"] * bool(left_out) + lines
 
 
 def _read_recipe(path: str) -> str:

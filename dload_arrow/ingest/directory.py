@@ -66,6 +66,7 @@ class DirectorySource(SampleSource):
                     dirnames.remove(d)
                 elif self.globs.excludes_dir(rel_dir + d):
                     dirnames.remove(d)  # excluded whole: not even listed
+                    self._excluded_dirs.append(rel_dir + d + "/")
             for f in filenames:
                 full = os.path.join(dirpath, f)
                 name = rel_dir + f

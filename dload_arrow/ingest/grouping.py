@@ -43,6 +43,19 @@ class IngestReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     unused_globs: list[str] = field(default_factory=list)
     """One line per ``--include`` / ``--exclude`` pattern that matched no file."""
+    excluded: int = 0
+    """How many files the ``--include`` / ``--exclude`` patterns left out (listed ones)."""
+    excluded_dirs: list[str] = field(default_factory=list)
+    """Folders an ``--exclude`` pattern left out whole (their files are not listed)."""
+
+    def excluded_text(self) -> str:
+        """What the globs left out: ``"3 files and 1 folder (tmp/)"``; empty: nothing."""
+        parts = [f"{self.excluded} file{'s' * (self.excluded != 1)}"] if self.excluded else []
+        if self.excluded_dirs:
+            n = len(self.excluded_dirs)
+            shown = ", ".join(self.excluded_dirs[:3]) + (", ..." if n > 3 else "")
+            parts.append(f"{n} folder{'s' * (n != 1)} ({shown})")
+        return " and ".join(parts)
 
     def skipped_text(self) -> str:
         """``"N skipped"``, then per reason how many, a few names and the fix where there is
@@ -65,6 +78,8 @@ class IngestReport:
             "unmatched": list(self.unmatched),
             "skipped": [{"name": n, "reason": r} for n, r in self.skipped],
             "unused_globs": list(self.unused_globs),
+            "excluded": self.excluded,
+            "excluded_dirs": list(self.excluded_dirs),
         }
 
 

@@ -64,6 +64,7 @@ class SampleSource:
         self.include, self.exclude = self.globs.include, self.globs.exclude
         self.split = split
         self._skipped: list[tuple[str, str]] = []
+        self._excluded_dirs: list[str] = []  # folders an exclude pattern drops whole
 
     # --- what subclasses provide ------------------------------------------------------------
 
@@ -117,7 +118,10 @@ class SampleSource:
     @cached_property
     def _plan(self) -> tuple[dict[str, dict[str, Entry]], IngestReport]:
         report = IngestReport()
-        entries = [e for e in self._list() if self.globs(e.name)]
+        listed = self._list()
+        entries = [e for e in listed if self.globs(e.name)]
+        report.excluded = len(listed) - len(entries)
+        report.excluded_dirs = sorted(self._excluded_dirs)
         for e in entries:
             check_utf8(e.name, self.location)
         # a skipped name is only shown: bytes that are not UTF-8 as \x escapes
@@ -132,14 +136,30 @@ class SampleSource:
         else:  # once: the plan is cached
             warn_unsorted(list(groups), self.split, self.location)
         if not groups:
-            unused = self.globs.unused_text()
-            raise NotFoundError(
-                f"{self.location}: no files to ingest ({len(report.unmatched)} without an "
-                f"extension or hidden, {report.skipped_text()});{unused} check the path and "
-                "the --include/--exclude globs"
-            )
+            raise self._nothing_left(report, listed)
         self.globs.warn_unused(self.location)
         return groups, report
+
+    def _nothing_left(self, report: IngestReport, listed: list[Entry]) -> NotFoundError:
+        """The error of a source with no file to ingest: what left each file out."""
+        unused = self.globs.unused_text()
+        if report.excluded == len(listed) and report.excluded_text():
+            globs = " ".join(f"--{o} {p!r}" for o, ps in (("include", self.include),
+                                                          ("exclude", self.exclude)) for p in ps)
+            skipped = f" ({report.skipped_text()})" if report.skipped else ""
+            return NotFoundError(
+                f"{self.location}: no files to ingest: {globs} (include=/exclude= in Python) "
+                f"left out every file there ({report.excluded_text()}){skipped};{unused} "
+                "loosen the globs (a pattern matches a file's path, its name or a directory "
+                "on its path; '*' matches every file)"
+            )
+        left_out = (f"{report.excluded_text()} left out by --include/--exclude, "
+                    if report.excluded_text() else "")
+        return NotFoundError(
+            f"{self.location}: no files to ingest ({left_out}{len(report.unmatched)} without "
+            f"an extension or hidden, {report.skipped_text()});{unused} check the path and "
+            "the --include/--exclude globs"
+        )
 
     @property
     def report(self) -> IngestReport:
