@@ -171,5 +171,5 @@ def test_lineage_answers_as_the_whole_root_catalog(repo: Repository) -> None:
     first = repo.sql("SELECT version FROM versions WHERE name = 'a' ORDER BY num_rows")
     down = repo.lineage("a", first.column("version")[0].as_py())
     assert {r["other_name"] for r in down.shared.to_pylist()} >= {"a", "d"}
-    # b reached a through b1, whose manifest (and so its parent record) was removed
-    assert {r["name"] for r in down.descendants.to_pylist()} == {"a", "c", "e"}
+    # b1 was removed, but its parents stayed on record (store/removals.py): a reaches b
+    assert {r["name"] for r in down.descendants.to_pylist()} == {"a", "b", "c", "e"}

@@ -51,4 +51,4 @@ def test_wheel_holds_the_package_and_the_console_script(wheel: Path) -> None:
     assert "dload_arrow/store/commit.py" in names
     assert "dload_arrow/py.typed" in names  # PEP 561: type checkers read our annotations
     assert not any(n.startswith("tests/") for n in names)
-    assert "dload = dload_arrow.cli.entry:main" in scripts
+    assert "dload = dload_arrow.cli.entry:console" in scripts

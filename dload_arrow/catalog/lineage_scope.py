@@ -6,7 +6,9 @@ a lineage needs far less. One listing of the root names every version; their
 by version id) say which versions the lineage reaches. The tables then hold:
 
 * ``dload_raw_versions`` and ``dload_raw_parents``: the dataset's own versions, the versions
-  its lineage reaches (ancestors, across datasets) and those reaching it (descendants);
+  its lineage reaches (ancestors, across datasets) and those reaching it (descendants); the
+  parents of a removed version come from its removal record (``store/removals.py``), so the
+  walk goes on through it;
 * ``dload_raw_shards``: the shards (digest and bytes) of every version of the root that lists
   a shard of this version: ``shared`` is root-wide, as in the full catalog;
 * ``dload_raw_refs`` and ``dload_raw_log``: the dataset's own refs and log entries.
@@ -42,18 +44,20 @@ def lineage_tables(catalog: Catalog, name: str, version: str) -> dict[str, pa.Ta
     summaries = catalog.summaries.of(found["manifests"])
     up: dict[Node, list[Node]] = defaultdict(list)
     down: dict[Node, list[Node]] = defaultdict(list)
-    for node, s in summaries.items():
-        for p in s.parents:
+    snap = catalog.snapshotter
+    removed = snap.removed(found, summaries)  # the edges of removed versions
+    edges = {node: s.parents for node, s in summaries.items()} | removed
+    for node, rows in edges.items():
+        for p in rows:
             up[node].append((p["parent_name"], p["parent_version"]))
             down[(p["parent_name"], p["parent_version"])].append(node)
     me = (name, version)
     scope = sorted(_reached(me, up) | _reached(me, down)
                    | {node for node in summaries if node[0] == name})
     inside = [summaries[node] for node in scope if node in summaries]
-    snap = catalog.snapshotter
     return {
         "dload_raw_versions": raw_table([s.row for s in inside], "dload_raw_versions"),
-        "dload_raw_parents": raw_table([p for s in inside for p in s.parents],
+        "dload_raw_parents": raw_table([p for node in scope for p in edges.get(node, ())],
                                        "dload_raw_parents"),
         "dload_raw_shards": _sharing(summaries, summaries.get(me)),
         "dload_raw_refs": snap.refs([r for r in found["refs"] if r[0] == name]),

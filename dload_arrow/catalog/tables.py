@@ -9,6 +9,7 @@ Paths that do not parse as valid names are ignored: nothing under the root is tr
 from __future__ import annotations
 
 import json
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import KEY_COLUMN, check_digest, check_name, check_ref
 from dload_arrow.store.refs import is_log_entry, read_ref
+from dload_arrow.store.removals import REMOVED, parse_removal, removal_path
 
 __all__ = ["RAW_SCHEMAS", "Snapshot", "Snapshotter", "list_root", "parent_rows", "raw_table",
            "shard_rows", "version_row"]
@@ -74,9 +76,11 @@ def _valid(check: Any, value: str) -> bool:
 
 
 def list_root(storage: Storage) -> dict[str, list[tuple[str, str]]]:
-    """One listing of ``datasets/``: ``manifests`` (name, vid), ``refs`` (name, ref) and
-    ``log`` (name, path); paths that do not parse as valid names are left out."""
-    found: dict[str, list[tuple[str, str]]] = {"manifests": [], "refs": [], "log": []}
+    """One listing of ``datasets/``: ``manifests`` (name, vid), ``refs`` (name, ref), ``log``
+    (name, path) and ``removed`` (name, vid: removal records, ``store/removals.py``); paths
+    that do not parse as valid names are left out."""
+    found: dict[str, list[tuple[str, str]]] = {"manifests": [], "refs": [], "log": [],
+                                               "removed": []}
     for obj in storage.list("datasets/"):
         parts = obj.path.split("/")
         if len(parts) < 4 or not _valid(check_name, parts[1]):
@@ -90,6 +94,10 @@ def list_root(storage: Storage) -> dict[str, list[tuple[str, str]]]:
             found["refs"].append((name, parts[3]))
         elif kind == "log" and len(parts) == 5 and is_log_entry(parts[4]):
             found["log"].append((name, obj.path))
+        elif kind == REMOVED and len(parts) == 4 and parts[3].endswith(".json"):
+            vid = parts[3][: -len(".json")]
+            if _valid(check_digest, vid):
+                found["removed"].append((name, vid))
     return found
 
 
@@ -100,6 +108,7 @@ class Snapshotter:
         self.storage = storage
         self.manifests = manifests
         self._log_entries: dict[str, dict[str, Any]] = {}
+        self._removed: dict[tuple[str, str], list[dict[str, Any]]] = {}
         # The manifest tables of the last snapshot, by its set of manifests: manifests never
         # change, so a query over an unchanged set reuses them (rebuilding them per query was
         # 1 s for `select 1` over 1,000 appended versions).
@@ -115,6 +124,10 @@ class Snapshotter:
             self._built = (key, self._manifest_tables(manifests))
         tables = {
             **self._built[1],
+            "dload_raw_parents": pa.concat_tables([
+                self._built[1]["dload_raw_parents"],
+                raw_table([p for rows in self.removed(found, manifests).values() for p in rows],
+                          "dload_raw_parents")]),
             "dload_raw_refs": self.refs(found["refs"]),
             "dload_raw_log": self.log(found["log"]),
         }
@@ -143,6 +156,26 @@ class Snapshotter:
                 rows.append({"name": name, "ref": ref, "version": value.version,
                              "seq": value.seq})
         return raw_table(rows, "dload_raw_refs")
+
+    def removed(self, found: dict[str, list[tuple[str, str]]],
+                stored: Container[tuple[str, str]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+        """The ``dload_raw_parents`` rows of each removed version (by ``(name, vid)``) of
+        ``found`` (a listing) whose manifest is not in ``stored``: a version committed again
+        has its manifest's edges. Each record is read once (records never change)."""
+        out = {}
+        for node in found["removed"]:
+            if node in stored:
+                continue
+            rows = self._removed.get(node)
+            if rows is None:
+                path = removal_path(*node)
+                r = parse_removal(*node, self.storage.read(path), path)
+                rows = self._removed[node] = [{
+                    "name": r.name, "version": r.version, "parent_name": p["name"],
+                    "parent_version": p["version"], "relation": p["relation"],
+                    "fingerprint": p["fingerprint"]} for p in r.parents]
+            out[node] = rows
+        return out
 
     def log(self, paths: list[tuple[str, str]]) -> pa.Table:
         """``dload_raw_log`` of ``(name, path)`` pairs, each entry read once (never changed)."""

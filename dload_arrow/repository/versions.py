@@ -17,6 +17,7 @@ from dload_arrow.errors import (
     ConfigError,
     ConflictError,
     DloadError,
+    IntegrityError,
     InvalidNameError,
     NotFoundError,
 )
@@ -24,6 +25,7 @@ from dload_arrow.repository.lock import editing, lock_path, pinned_version, read
 from dload_arrow.repository.tags import TagsMixin
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import LogEntry, delete_ref, list_refs, move_ref, read_log, read_ref
+from dload_arrow.store.removals import REMOVED, record_removal
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -197,18 +199,26 @@ class VersionsMixin(TagsMixin):
         a removed version move back to the newest remaining version or are deleted; derived
         memos of the dataset are cleared.
         Removing the whole dataset deletes its refs (each deletion logged) and manifests but
-        keeps its log: who removed it, and when, stays on record (``log(name)``).
+        keeps its log: who removed it, and when, stays on record (``log(name)``). Each removed
+        version's parents stay on record too, so lineage walks through it
+        (:mod:`~dload_arrow.store.removals`).
         """
         ids = self._version_ids(name)
         refs = list_refs(self.storage, name)  # may point at removed versions (a lost race)
         if not ids and not refs:
             raise NotFoundError(self._missing(name))
         if version is None:
+            for vid in ids:  # lineage through them stays (store/removals.py)
+                try:
+                    m = self.manifests.get(name, vid)
+                except (IntegrityError, NotFoundError):  # corrupt or gone: no parents to keep
+                    continue
+                record_removal(self.storage, name, vid, m)
             for ref in refs:
                 delete_ref(self.storage, name, ref)
-            log = f"datasets/{name}/log/"
+            kept_dirs = (f"datasets/{name}/log/", f"datasets/{name}/{REMOVED}/")
             for obj in self.storage.list(f"datasets/{name}/"):
-                if not obj.path.startswith(log):
+                if not obj.path.startswith(kept_dirs):
                     self.storage.delete(obj.path)
             for vid in ids:
                 self.manifests.forget(vid)
@@ -231,6 +241,8 @@ class VersionsMixin(TagsMixin):
                              only_if=vid)
             else:
                 delete_ref(self.storage, name, ref)
+        if kept is not None:  # its parent edges outlive the manifest, for lineage
+            record_removal(self.storage, name, vid, kept)
         self.storage.delete(manifest_path(name, vid))
         self.manifests.forget(vid)
         self._clear_memos(name, vid)
