@@ -90,6 +90,17 @@ def test_csv_text_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
         open_table(tmp_path / "k.csv", key="id").read_all()
 
 
+def test_json_lines_text_that_is_not_utf8_is_refused_with_its_line(tmp_path: Path) -> None:
+    lines = [b'{"id": "k%d", "name": "cafe"}' % i for i in range(2000)]
+    lines[1500] = b'{"id": "k1500", "name": "caf\xe9"}'  # Latin-1, read by pyarrow unchecked
+    (tmp_path / "a.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(SchemaError, match=r"a\.jsonl', line 1501 is not UTF-8 text .*re-encode"):
+        open_table(tmp_path / "a.jsonl").read_all()
+    (tmp_path / "k.jsonl").write_bytes(b'{"id": "caf\xe9", "n": 1}\n')  # in the key too
+    with pytest.raises(SchemaError, match="line 1 is not UTF-8 text"):
+        open_table(tmp_path / "k.jsonl", key="id").read_all()
+
+
 def test_json_lines_keys_and_text_that_look_like_dates_stay_as_written(
         repo: Repository, tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text('{"id": "2024-01-01", "x": 1}\n'

@@ -30,6 +30,7 @@ _IN_ROW = re.compile(r"\.? in row \d+$")  # pyarrow's row count, from the block'
 _FIX_LINE = "fix the line (it holds one JSON object, or several) or remove it"
 _FIX_BIG = ("write the number as a string (\"1e400\") to keep it as text, or remove the "
             "line")
+_NOT_UTF8 = "not UTF-8 text"
 _CHANGED = re.compile(r"Column\((.*)\) changed from (\w+) to (\w+)")
 
 
@@ -41,6 +42,8 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
         bad = bad_json_line(path, str(e), endpoint_url)
         if bad is not None:
             line, why, row, fix = bad
+            if why == _NOT_UTF8:  # pyarrow's own words add nothing (chunks, string indices)
+                return SchemaError(f"{path!r}, line {line} is {why} ({row[:80]!r}); {fix}")
             return SchemaError(f"{path!r}, line {line}: {_IN_ROW.sub('', str(e))} ({why}: "
                                f"{row[:80]!r}); {fix}")
     if "utf8" in str(e).lower().replace("-", ""):
@@ -105,7 +108,8 @@ def bad_json_line(path: str, message: str, endpoint_url: str | None = None
             try:
                 rows = list(_objects(raw.decode("utf-8")))
             except UnicodeDecodeError:
-                return n, "not UTF-8 text", text, "re-encode the file as UTF-8"
+                return n, _NOT_UTF8, text, ("re-encode the file as UTF-8 (e.g. `iconv -f "
+                                            "latin1 -t utf-8`) and commit that")
             except json.JSONDecodeError as e:
                 return n, f"column {e.colno}: {e.msg}", text, _FIX_LINE
             except ValueError as e:

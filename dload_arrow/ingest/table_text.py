@@ -251,6 +251,9 @@ def read_json(f: Any, path: str, endpoint_url: str | None, text_columns: Sequenc
     import pyarrow.json as pjson
 
     table = pjson.read_json(f)
+    # pyarrow's JSON reader copies string bytes unchecked: text that is not UTF-8 would be
+    # stored, then fail in every reader. ArrowInvalid: the caller names the line (read_errors).
+    table.validate(full=True)
     text = (*text_columns, *([key] if key else []), KEY_COLUMN)
     dated = [f.name for f in table.schema if pa.types.is_timestamp(f.type)]
     if not dated:
