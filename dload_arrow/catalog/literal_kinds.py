@@ -3,13 +3,14 @@ value its column compares (:func:`as_column_number`), the same for every evaluat
 
 from __future__ import annotations
 
+import decimal
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from dload_arrow.catalog.masks import compared_type
-from dload_arrow.catalog.predicate import Literal
+from dload_arrow.catalog.predicate import Literal, WrittenFloat
 
 __all__ = ["as_column_number", "column_kind", "literal_kind", "nearest_float32"]
 
@@ -47,7 +48,7 @@ def literal_kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "bool"
-    if isinstance(value, (int, float)):
+    if isinstance(value, (int, float, decimal.Decimal)):
         return "number"
     return "string"
 
@@ -56,9 +57,13 @@ def as_column_number(node: Literal, typ: pa.DataType) -> Literal:
     """A number literal as the column of type ``typ`` compares it, the same in every
     evaluator (Arrow kernels, row masks, polars, pruning) and as DuckDB reads it: the float32
     nearest it for a float32 column, a float for a float64 one (an Arrow kernel refuses an
-    integer beyond 2**53 against floats), and a whole float as an int for an integer column
-    (polars would compare it in float64: 2**53 + 1 equal to 2**53)."""
+    integer beyond 2**53 against floats), a whole float as an int for an integer column
+    (polars would compare it in float64: 2**53 + 1 equal to 2**53), and for a decimal column
+    the exact decimal written (``12345678901234567.89``, which float64 rounds; a number with
+    an exponent is a float there, as in DuckDB)."""
     v = node.value
+    if pa.types.is_decimal(typ) and isinstance(v, (int, WrittenFloat)):  # as written
+        return Literal(decimal.Decimal(v.text if isinstance(v, WrittenFloat) else v))
     if pa.types.is_float32(typ):
         return nearest_float32(node)
     if pa.types.is_floating(typ) and isinstance(v, int):

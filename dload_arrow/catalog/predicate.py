@@ -32,7 +32,7 @@ from dload_arrow.catalog.name_hints import KEYWORDS, quote_hint
 from dload_arrow.errors import PredicateError
 
 __all__ = ["And", "Between", "Column", "Compare", "In", "IsNull", "Literal", "Node", "Not",
-           "Or", "PredicateError", "flip", "parse_predicate"]
+           "Or", "PredicateError", "WrittenFloat", "flip", "parse_predicate"]
 
 
 @dataclass(frozen=True)
@@ -257,6 +257,19 @@ class _Parser:
         raise self.error("expected a column, a value or '('")
 
 
+class WrittenFloat(float):
+    """A float literal written with a point and no exponent, which keeps its text: a decimal
+    column compares the exact value (``d = 12345678901234567.89``), not the float64 nearest
+    it. As in DuckDB, where such a literal is a DECIMAL and one with an exponent a DOUBLE."""
+
+    text: str
+
+    def __new__(cls, text: str) -> WrittenFloat:
+        value = super().__new__(cls, text)
+        value.text = text
+        return value
+
+
 def _number(raw: str) -> int | float:
     """A number literal: an int when written as one, or when written with a point or an
     exponent but whole and beyond float64's exact integers (2**53) within 64 bits, so that
@@ -266,7 +279,7 @@ def _number(raw: str) -> int | float:
     exact = decimal.Decimal(raw)
     if exact == exact.to_integral_value() and abs(exact) > 2**53 and -(2**63) <= exact < 2**64:
         return int(exact)
-    return float(raw)
+    return float(raw) if "e" in raw.lower() else WrittenFloat(raw)
 
 
 def parse_predicate(text: str, columns: Iterable[str] = ()) -> Node:

@@ -1,0 +1,58 @@
+"""A number compared with a decimal column is read exactly as written, not as the float64
+nearest it: where() (Arrow, row masks, row-group pruning), polars and SQL keep the same rows,
+the rows Python's Decimal comparison keeps. A number with an exponent is a float, as in
+DuckDB."""
+
+from __future__ import annotations
+
+import decimal
+import operator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from dload_arrow import Repository
+
+D = decimal.Decimal
+VALUES = [D("12345678901234567.89"), D("12345678901234567.88"), D("-0.01"), D("0.10"),
+          D("99999999999999999.99"), None, D("0.00"), D("12345678901234568.00")]
+
+
+@pytest.fixture
+def ds(repo: Repository) -> Any:
+    keys = [f"k{i}" for i in range(len(VALUES))]
+    repo.commit("d", pa.table({"__key__": keys, "d": pa.array(VALUES, pa.decimal128(20, 2))}),
+                row_group_size=2, progress=False)  # row groups of 2: pruning takes part
+    return repo.dataset("d")
+
+
+_OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+        ">": operator.gt, ">=": operator.ge}
+
+
+@pytest.mark.parametrize(("op", "literal"), [
+    ("=", "12345678901234567.89"), ("=", "12345678901234567.88"), (">", "12345678901234567.88"),
+    (">=", "12345678901234567.89"), ("<", "12345678901234567.89"), ("!=", "12345678901234567.89"),
+    ("=", "0.1"), ("<", "0"), ("=", "12345678901234568"), (">", "1.2345678901234567885e16"),
+    ("<=", "99999999999999999.99"), ("=", "12345678901234567.885"),
+])
+def test_where_keeps_the_rows_decimal_comparison_keeps(repo: Repository, ds: Any, op: str,
+                                                        literal: str) -> None:
+    query = f"d {op} {literal}"
+    exact = "e" not in literal  # with an exponent: a float, as in DuckDB (a DOUBLE)
+    want = sorted(f"k{i}" for i, v in enumerate(VALUES) if v is not None and (
+        _OPS[op](v, D(literal)) if exact else _OPS[op](float(v), float(literal))))
+    view = ds.where(query)
+    assert sorted(view.to_arrow()["__key__"].to_pylist()) == want, query
+    assert sorted(view.to_polars().collect()["__key__"].to_list()) == want, query
+    assert sorted(s["__key__"] for s in view.samples()) == want, query
+    sql = repo.sql(f"SELECT __key__ FROM samples('d') WHERE {query}")
+    assert sorted(sql["__key__"].to_pylist()) == want, query
+
+
+def test_in_and_between_over_a_decimal_column_are_exact(ds: Any) -> None:
+    got = ds.where("d IN (12345678901234567.89, 0.1)").to_arrow()["__key__"].to_pylist()
+    assert sorted(got) == ["k0", "k3"]
+    got = ds.where("d BETWEEN 12345678901234567.885 AND 12345678901234567.89").to_arrow()
+    assert got["__key__"].to_pylist() == ["k0"]
