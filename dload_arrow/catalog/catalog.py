@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +29,7 @@ from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
 
-__all__ = ["Catalog", "SqlError"]
+__all__ = ["Catalog", "SqlError", "close_all"]
 
 # (name, version or None) -> the manifest to read; the repository resolves tags and pins.
 Resolver = Callable[[str, "str | None"], Manifest]
@@ -120,6 +121,7 @@ class Catalog:
                 for view in VIEW_ORDER:
                     con.execute(statement(view).text)
                 self._con, self._pid = con, os.getpid()
+                _OPEN.add(self)
             return self._con
 
     def refresh(self) -> Snapshot:
@@ -261,6 +263,16 @@ class Catalog:
             if self._con is not None:
                 self._con.close()
                 self._con = None
+
+
+_OPEN: weakref.WeakSet[Catalog] = weakref.WeakSet()  # catalogs holding a connection
+
+
+def close_all() -> None:
+    """Close every catalog's DuckDB connection (a process about to end without the
+    interpreter's shutdown, the ``dload`` script: DuckDB then removes its spill files)."""
+    for catalog in list(_OPEN):
+        catalog.close()
 
 
 def _register(con: Any, name: str, table: pa.Table) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Container
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,8 @@ from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import KEY_COLUMN, check_digest, check_name, check_ref
 from dload_arrow.store.refs import is_log_entry, read_ref
 from dload_arrow.store.removals import REMOVED, parse_removal, removal_path
+
+_READ_THREADS = 8  # removal records read at once
 
 __all__ = ["RAW_SCHEMAS", "Snapshot", "Snapshotter", "list_root", "parent_rows", "raw_table",
            "shard_rows", "version_row"]
@@ -162,20 +165,18 @@ class Snapshotter:
         """The ``dload_raw_parents`` rows of each removed version (by ``(name, vid)``) of
         ``found`` (a listing) whose manifest is not in ``stored``: a version committed again
         has its manifest's edges. Each record is read once (records never change)."""
-        out = {}
-        for node in found["removed"]:
-            if node in stored:
-                continue
-            rows = self._removed.get(node)
-            if rows is None:
-                path = removal_path(*node)
-                r = parse_removal(*node, self.storage.read(path), path)
-                rows = self._removed[node] = [{
-                    "name": r.name, "version": r.version, "parent_name": p["name"],
-                    "parent_version": p["version"], "relation": p["relation"],
-                    "fingerprint": p["fingerprint"]} for p in r.parents]
-            out[node] = rows
-        return out
+        wanted = [node for node in found["removed"] if node not in stored]
+        unread = [node for node in wanted if node not in self._removed]
+        if unread:  # one GET each, several at once (a root may hold hundreds)
+            with ThreadPoolExecutor(min(_READ_THREADS, len(unread))) as pool:
+                for node, data in zip(unread, pool.map(
+                        lambda n: self.storage.read(removal_path(*n)), unread), strict=True):
+                    r = parse_removal(*node, data, removal_path(*node))
+                    self._removed[node] = [{
+                        "name": r.name, "version": r.version, "parent_name": p["name"],
+                        "parent_version": p["version"], "relation": p["relation"],
+                        "fingerprint": p["fingerprint"]} for p in r.parents]
+        return {node: self._removed[node] for node in wanted}
 
     def log(self, paths: list[tuple[str, str]]) -> pa.Table:
         """``dload_raw_log`` of ``(name, path)`` pairs, each entry read once (never changed)."""

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from dload_arrow.cli.append_fit import fit_to, latest_schema, text_columns
 from dload_arrow.cli.output import (
     emit,
     json_option,
@@ -16,7 +17,7 @@ from dload_arrow.cli.output import (
     progress_enabled,
     root_options,
 )
-from dload_arrow.errors import ConfigError, NotFoundError, SchemaError
+from dload_arrow.errors import ConfigError, SchemaError
 from dload_arrow.sizes import format_bytes, parse_size
 
 __all__ = ["COMMANDS", "append", "commit", "read_input"]
@@ -112,35 +113,6 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
         return src.reader(), None, {"kind": kind, **src.report.to_dict()}
 
 
-def _latest_schema(repo: Any, name: str) -> Any:
-    """The schema of ``name``'s latest version, for an append (None: nothing to append to,
-    which the append itself says)."""
-    try:
-        return repo.manifest(name, "latest").schema
-    except NotFoundError:
-        return None
-
-
-def _text_columns(schema: Any) -> list[str]:
-    """The columns ``schema`` stores as text: a CSV appended to them reads them as written
-    (inferred, ``007`` would become 7 and then be stored as "7")."""
-    import pyarrow as pa
-
-    return [] if schema is None else [
-        f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-
-
-def _fit_to(schema: Any, name: str, source: str, samples: Any, key: str | None,
-            kind: str) -> Any:
-    """``samples`` fitted to the columns of ``name``'s latest version, for an append."""
-    from dload_arrow.store.conform import conform_to
-
-    if schema is None:
-        return samples
-    # A table without keys gets row numbers continuing the stored rows' (store/rows.py).
-    return conform_to(samples, schema, key, where=source, dataset=name, files=kind != "table")
-
-
 def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence[str],
          exclude: Sequence[str], split: str | None, key_column: str | None,
          recipe: str | None, meta: Sequence[str], shard_size: int | None,
@@ -153,12 +125,12 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
     if recipe:
         kwargs["recipe"] = _read_recipe(recipe)
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False, keeps=True)
-    stored = _latest_schema(repo, name) if append_mode else None
+    stored = latest_schema(repo, name) if append_mode else None
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
-                                      repo.settings.endpoint_url, _text_columns(stored))
+                                      repo.settings.endpoint_url, text_columns(stored))
     kwargs["key"] = key
     if append_mode:
-        samples = _fit_to(stored, name, source, samples, key, report["kind"])
+        samples = fit_to(stored, name, source, samples, key, report["kind"])
     if shard_size:
         kwargs["shard_size"] = shard_size
     if row_group_size:

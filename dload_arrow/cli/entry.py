@@ -42,6 +42,9 @@ def console() -> None:
     """The ``dload`` script: :func:`main`, then its output flushed and the process ended with
     the exit code, without the interpreter's shutdown (see the module's docstring)."""
     code = main()
+    if "dload_arrow.catalog.catalog" in sys.modules:  # DuckDB removes its spill files on close
+        with contextlib.suppress(Exception):
+            sys.modules["dload_arrow.catalog.catalog"].close_all()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a reader that left: nothing to tell
             stream.flush()

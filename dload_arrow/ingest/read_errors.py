@@ -131,7 +131,7 @@ def bad_json_line(path: str, message: str, endpoint_url: str | None = None
 
 def _objects(line: str) -> Iterator[Any]:
     """The JSON values of one line, as pyarrow reads them (several may share a line)."""
-    decoder = json.JSONDecoder(parse_float=_finite, parse_int=_finite,
+    decoder = json.JSONDecoder(parse_float=_finite,  # an int of any size is read
                                object_pairs_hook=_no_repeats)
     at, end = 0, len(line)
     while True:

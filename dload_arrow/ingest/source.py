@@ -120,7 +120,9 @@ class SampleSource:
         report = IngestReport()
         listed = self._list()
         entries = [e for e in listed if self.globs(e.name)]
-        report.excluded = len(listed) - len(entries)
+        # hidden files (.DS_Store) are never read: not counted as the globs' doing
+        report.excluded = sum(1 for e in listed if not self.globs(e.name)
+                              and not any(p.startswith(".") for p in e.name.split("/")))
         report.excluded_dirs = sorted(self._excluded_dirs)
         for e in entries:
             check_utf8(e.name, self.location)
@@ -143,7 +145,8 @@ class SampleSource:
     def _nothing_left(self, report: IngestReport, listed: list[Entry]) -> NotFoundError:
         """The error of a source with no file to ingest: what left each file out."""
         unused = self.globs.unused_text()
-        if report.excluded == len(listed) and report.excluded_text():
+        visible = [e for e in listed if not any(p.startswith(".") for p in e.name.split("/"))]
+        if report.excluded == len(visible) and report.excluded_text():
             globs = " ".join(f"--{o} {p!r}" for o, ps in (("include", self.include),
                                                           ("exclude", self.exclude)) for p in ps)
             skipped = f" ({report.skipped_text()})" if report.skipped else ""

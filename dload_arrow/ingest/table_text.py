@@ -43,7 +43,9 @@ __all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "fill_empty
 _EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
 _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
 # A number that may be beyond float64's range (1.8e308): a 3-digit exponent, or 300 digits.
-_HUGE = r"^\s*[+-]?([0-9.]+[eE]\+?[0-9]{3,}|[0-9]*\.?[0-9]{300,}\.?[0-9]*)\s*$"
+# Candidates for a number beyond float64 (each is then read): a 3-digit exponent, or 200 digits
+# and a 1-2 digit one, or 290 digits (10**308 is the largest power float64 holds).
+_HUGE = r"^\s*[+-]?([0-9.]+[eE]\+?[0-9]{3,}|[0-9.]{200,}[eE]\+?[0-9]{1,2}|[0-9.]{290,})\s*$"
 # A JSON integer literal of 16 digits or more (not the digits of a float such as 1.5e+19).
 # A time of day then a zone, as pyarrow's ISO 8601 reading takes them: Z, +02, +0200, +02:00.
 _ZONED = r"[0-9]:[0-9]{2}(:[0-9]{2}(\.[0-9]*)?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
@@ -253,14 +255,19 @@ def read_json(f: Any, path: str, endpoint_url: str | None, text_columns: Sequenc
     table = pjson.read_json(f)
     # pyarrow's JSON reader copies string bytes unchecked: text that is not UTF-8 would be
     # stored, then fail in every reader. ArrowInvalid: the caller names the line (read_errors).
-    table.validate(full=True)
+    try:
+        table.validate(full=True)  # values; a key (a column's name) fails as it is decoded
+    except UnicodeDecodeError as e:
+        raise pa.ArrowInvalid(f"a key is not UTF-8 text ({e})") from e
     text = (*text_columns, *([key] if key else []), KEY_COLUMN)
     dated = [f.name for f in table.schema if pa.types.is_timestamp(f.type)]
     if not dated:
         return table
     again, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     with again:  # the date-like strings as written
-        options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]))
+        # only the dated columns are parsed into values (half the time of a whole read)
+        options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]),
+                                     unexpected_field_behavior="ignore")
         written = pjson.read_json(again, parse_options=options)
     for c in dated:
         col = written.column(c)

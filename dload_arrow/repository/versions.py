@@ -17,7 +17,6 @@ from dload_arrow.errors import (
     ConfigError,
     ConflictError,
     DloadError,
-    IntegrityError,
     InvalidNameError,
     NotFoundError,
 )
@@ -211,7 +210,7 @@ class VersionsMixin(TagsMixin):
             for vid in ids:  # lineage through them stays (store/removals.py)
                 try:
                     m = self.manifests.get(name, vid)
-                except (IntegrityError, NotFoundError):  # corrupt or gone: no parents to keep
+                except DloadError:  # corrupt, gone or misnamed: no parents to keep
                     continue
                 record_removal(self.storage, name, vid, m)
             for ref in refs:
