@@ -47,3 +47,29 @@ def test_a_commit_reports_the_files_the_globs_left_out(run: RunFn, tree: Path) -
     r = run("commit", "y", "--from", str(tree), "--exclude", "a.txt", "--json")
     assert r.json["rows"] == 2
     assert (r.json["source"]["excluded"], r.json["source"]["excluded_dirs"]) == (1, [])
+
+
+def test_hidden_files_are_not_counted_as_left_out_by_the_globs(run: RunFn, tree: Path) -> None:
+    (tree / ".DS_Store").write_bytes(b"\0")
+    r = run("commit", "x", "--from", str(tree), "--include", "a.txt", "--json")
+    assert r.json["source"]["excluded"] == 2  # b.txt and sub/c.txt; .DS_Store is never read
+    r = run("commit", "y", "--from", str(tree), "--include", "*.csv", rc=1)
+    assert "left out every file there (3 files)" in r.err
+
+
+def test_zoned_json_lines_times_append_to_a_column_stored_without_a_zone(
+        run: RunFn, tmp_path: Path, local_root: str) -> None:
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from dload_arrow import Repository
+
+    repo = Repository.open(local_root)  # as JSON Lines were stored before December 2026
+    repo.commit("ev", pa.table({"__key__": ["1"], "t": pa.array(
+        [dt.datetime(2024, 1, 1, 8)], pa.timestamp("s"))}), progress=False)
+    (tmp_path / "d.jsonl").write_text('{"id": "2", "t": "2024-01-01T10:00:00+02:00"}\n')
+    run("append", "ev", "--from", str(tmp_path / "d.jsonl"), "--key-column", "id")
+    got = repo.dataset("ev").to_arrow()
+    assert got.schema.field("t").type == pa.timestamp("s")
+    assert got["t"].to_pylist() == [dt.datetime(2024, 1, 1, 8)] * 2  # 10:00+02:00 is 08:00 UTC

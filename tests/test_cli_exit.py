@@ -50,3 +50,14 @@ def test_the_scripts_exit_codes_and_errors_still_come_through(tmp_path: Path) ->
     assert p.stderr.startswith("dload: error:") and "nosuch" in p.stderr
     # the sitecustomize probe ran (it is imported): the shutdown it hooks did not
     assert not (tmp_path / "shutdown-ran").exists()
+
+
+def test_the_script_leaves_no_duckdb_spill_files_behind(tmp_path: Path) -> None:
+    Repository.open(tmp_path / "r").commit("a", [("k", {"x": 1})], progress=False)
+    query = ("SET memory_limit='30MB'; SET threads=1; SELECT count(*) AS n FROM (SELECT "
+             "md5(range::VARCHAR) m FROM range(1500000) ORDER BY m)")  # spills to disk
+    p = subprocess.run([_DLOAD, "sql", query, "--json", "--root", str(tmp_path / "r")],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [{"n": 1500000}]
+    assert not (tmp_path / ".tmp").exists()  # DuckDB's spill folder, removed as it closed

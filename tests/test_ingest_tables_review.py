@@ -229,7 +229,7 @@ def test_json_lines_times_without_zones_stay_naive(tmp_path: Path) -> None:
     assert got.schema.field("t").type == pa.timestamp("s")
 
 
-@pytest.mark.parametrize("value", ["1e400", "-1E+400", "9" * 320 + ".5"])
+@pytest.mark.parametrize("value", ["1e400", "-1E+400", "9" * 320 + ".5", "1" + "0" * 300 + "e10"])
 def test_a_csv_number_beyond_float64_is_refused_not_stored_as_inf(
         tmp_path: Path, value: str) -> None:
     (tmp_path / "n.csv").write_text(f"x,y\n1.5,a\n{value},b\n")
@@ -250,3 +250,15 @@ def test_a_json_lines_number_beyond_float64_is_refused_with_its_line(tmp_path: P
     with pytest.raises(SchemaError, match=r"n\.jsonl', line 2: .*the number 1e400 is beyond "
                                           r"float64's range.*as a string"):
         open_table(tmp_path / "n.jsonl").read_all()
+
+
+def test_a_json_lines_key_that_is_not_utf8_is_refused_with_its_line(tmp_path: Path) -> None:
+    (tmp_path / "k.jsonl").write_bytes(b'{"a": "x"}\n{"\xe9": "y"}\n')
+    with pytest.raises(SchemaError, match=r"k\.jsonl', line 2 is not UTF-8 text"):
+        open_table(tmp_path / "k.jsonl").read_all()
+
+
+def test_a_type_change_after_a_huge_integer_names_the_line_that_changed(tmp_path: Path) -> None:
+    (tmp_path / "h.jsonl").write_text('{"a": 1, "b": ' + "1" * 400 + '}\n{"a": 2}\n{"a": "x"}\n')
+    with pytest.raises(SchemaError, match=r"h\.jsonl', line 3: .*a is a string"):
+        open_table(tmp_path / "h.jsonl").read_all()

@@ -116,3 +116,13 @@ def test_cli_log_after_rm_of_a_middle_version(repo: Repository, local_root: str,
     text = run("log", f"a@{c.v1[:12]}").out
     assert f"-> 1 append  a @ {c.v2[:12]} (removed)" in text
     assert f"-> 3 derive  b @ {c.b[:12]} (5 rows)" in text
+
+
+def test_rm_of_a_dataset_whose_manifest_names_another_still_removes_it(
+        repo: Repository, local_root: str) -> None:
+    import shutil
+
+    repo.commit("a", make_table(5), progress=False)
+    shutil.copytree(Path(local_root, "datasets", "a"), Path(local_root, "datasets", "a2"))
+    repo.rm("a2")  # its manifest names 'a': no record to keep, but rm is the way to clean up
+    assert "a2" not in repo.datasets() and "a" in repo.datasets()
