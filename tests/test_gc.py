@@ -342,6 +342,6 @@ def test_a_lookup_of_a_deleted_remote_shard_names_the_shard_and_the_fix(
     ds = repo.dataset("d")
     for path in stored_shards(repo):
         repo.storage.delete(path)
-    for lookup in (lambda: ds[3], lambda: ds.get("d0003")):
+    for lookup in (lambda: ds[3], lambda: ds.get("d0003"), lambda: ds.head(2)):
         with pytest.raises(NotFoundError, match=r"shard \w+ of dataset 'd' is missing.*verify d"):
             lookup()
