@@ -8,7 +8,7 @@ Columns compare as :func:`~dload_arrow.catalog.masks.compared_type` gives them: 
 column (pandas or polars Categorical) by its value type, which also types its literals (the
 manifest has no statistics for it, so it prunes nothing), and float16 as float32; a number
 compared with a float32 column is read as the float32 nearest it, as DuckDB reads it. A string
-compared with a time column is read as a time: exactly, at any precision, against a timestamp
+compared with a time column is read as a time: exactly, against a timestamp or time-of-day
 column (:mod:`~dload_arrow.catalog.time_literals`, which also rewrites its IN and BETWEEN
 into comparisons). A comparison of two values is answered here when they are of one kind
 (``1 = 1``) and refused otherwise (``true = 3``: likely a column named ``true``, unquoted).
@@ -136,7 +136,7 @@ class _Compiler:
                 raise self.error("comparisons take columns and values, not conditions")
             if isinstance(left, Literal) and isinstance(right, Literal):
                 return self.constant(op, left.value, right.value)
-            if (isinstance(left, Column) and self.timestamp(left)
+            if (isinstance(left, Column) and self.timed(left)
                     and isinstance(right, Literal) and isinstance(right.value, str)):
                 return time_compare(op, left, right.value, self.column(left.name), self.error)
             return Compare(op, left, self.typed(right, left))
@@ -145,7 +145,7 @@ class _Compiler:
                 raise self.error("IS NULL applies to a column")
             self.column(node.operand.name)
             return node
-        if isinstance(node, In | Between) and self.timestamp(self.operand(node.operand)):
+        if isinstance(node, In | Between) and self.timed(self.operand(node.operand)):
             return self.node(_compares(node))  # each literal read exactly (time_literals)
         if isinstance(node, In):
             col = self.operand(node.operand)
@@ -174,9 +174,10 @@ class _Compiler:
             raise self.error(literal_compare_hint(a, op, b, self.schema.names))
         return Literal(bool(_OPS[op](a, b)))
 
-    def timestamp(self, node: Node) -> bool:
-        return isinstance(node, Column) and pa.types.is_timestamp(
-            compared_type(self.column(node.name).type))
+    def timed(self, node: Node) -> bool:
+        """A timestamp or time-of-day column: its literals become exact ticks."""
+        typ = compared_type(self.column(node.name).type) if isinstance(node, Column) else None
+        return typ is not None and (pa.types.is_timestamp(typ) or pa.types.is_time(typ))
 
     def operand(self, node: Node) -> Column:
         if not isinstance(node, Column):

@@ -52,9 +52,9 @@ def compared_type(typ: pa.DataType) -> pa.DataType:
 
 
 def time_array(ticks: int, typ: pa.DataType) -> pa.Array:
-    """The timestamp ``ticks`` units of the timestamp type ``typ`` after the epoch, as a
-    one-value array of ``typ`` (a time literal's :attr:`~Literal.ticks`)."""
-    data = np.asarray([ticks], np.int64)
+    """The time ``ticks`` units of the timestamp or time-of-day type ``typ`` after the epoch
+    (or midnight), as a one-value array of ``typ`` (a time literal's :attr:`~Literal.ticks`)."""
+    data = np.asarray([ticks], np.int32 if typ.bit_width == 32 else np.int64)
     return pa.Array.from_buffers(typ, 1, [None, pa.py_buffer(data)])
 
 

@@ -39,6 +39,8 @@ from dload_arrow.store.manifest import Manifest
 
 __all__ = ["polars_expr", "scan_polars"]
 
+_NANOS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+
 
 def _pl() -> Any:
     try:
@@ -79,6 +81,9 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
             # already: literal_kinds.nearest_float32), as the row filter compares them
             return pl.col(n.name).cast(pl.Float64) if n.name in floats else pl.col(n.name)
         assert isinstance(n, Literal)
+        if n.ticks is not None and pa.types.is_time(n.time_type):
+            # polars' Time counts nanoseconds; a datetime.time would drop them
+            return pl.lit(n.ticks * _NANOS[n.time_type.unit]).cast(pl.Time)
         return pl.lit(n.value, dtype=pl.Boolean) if n.value is None else pl.lit(n.value)
 
     def in_set(n: In) -> Any:

@@ -43,11 +43,12 @@ class Column:
 @dataclass(frozen=True)
 class Literal:
     value: Any  # int, float, str, bool, None, or a time (datetime or numpy datetime64)
-    # A time compared with a timestamp column: its exact count of units of the column's type
-    # ``time_type`` since the epoch (:mod:`dload_arrow.catalog.time_literals`), which
-    # evaluators compare (a scalar of that type; the data read may have a finer unit).
+    # A time compared with a timestamp (time-of-day) column: its exact count of units of the
+    # column's type ``time_type`` since the epoch (midnight)
+    # (:mod:`dload_arrow.catalog.time_literals`), which evaluators compare (a scalar of that
+    # type; the data read may have a finer unit).
     ticks: int | None = None
-    time_type: Any = None  # a pyarrow timestamp type when ticks is set
+    time_type: Any = None  # a pyarrow timestamp or time type when ticks is set
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,11 @@ Pruning uses the manifest's per-row-group statistics (``rg_min.<c>``, ``rg_max.<
 ``rg_nulls.<c>``, and ``rg_key_min``/``rg_key_max`` for ``__key__``). Each unit gets a
 three-valued verdict (could a row be true / false / unknown?); a unit is kept when some row
 could pass. The verdicts only ever over-approximate, so a pruned read returns exactly the rows
-of a full scan filtered by the same expression. A time literal compared with a timestamp
-column is compared as its exact count of the column's unit with the statistics' counts.
+of a full scan filtered by the same expression. A time literal compared with a timestamp or
+time-of-day column is compared as its exact count of the column's unit with the statistics'
+counts. Manifests written before time-of-day statistics were exact hold a ``time64[ns]``
+maximum floored to the microsecond: such a maximum (a whole microsecond) is read as the last
+nanosecond of that microsecond, so that it never excludes a matching row group.
 """
 
 from __future__ import annotations
@@ -73,20 +76,30 @@ class _Stats:
                 nulls = (pylist(self.table.column(nulls_col)) if nulls_col in names
                          else [[0] * len(r) for r in self.rows])
                 typ = self.manifest.schema.field(name).type
-                self._cols[name] = (_bounds(self.table.column(lo)),
-                                    _bounds(self.table.column(hi)), nulls,
+                highs = _bounds(self.table.column(hi))
+                if typ == pa.time64("ns"):  # maybe floored to the microsecond (see above)
+                    highs = [[_ceil_us(h) for h in per] for per in highs]
+                self._cols[name] = (_bounds(self.table.column(lo)), highs, nulls,
                                     pa.types.is_floating(typ))
         return self._cols[name]
 
 
 def _bounds(column: pa.ChunkedArray) -> list[Any]:
-    """A statistics column's per-row-group lists; timestamps as their integer counts of the
-    column's unit, which time literals carry (:attr:`Literal.ticks`): exact to the
-    nanosecond, where datetimes stop at microseconds."""
+    """A statistics column's per-row-group lists; timestamps and times of day as their integer
+    counts of the column's unit, which time literals carry (:attr:`Literal.ticks`): exact to
+    the nanosecond, where datetimes stop at microseconds."""
     t = column.type
-    if pa.types.is_list(t) and pa.types.is_timestamp(t.value_type):
-        column = column.cast(pa.list_(pa.int64()))
+    if pa.types.is_list(t) and (pa.types.is_timestamp(t.value_type)
+                                or pa.types.is_time(t.value_type)):
+        ints = pa.int32() if t.value_type.bit_width == 32 else pa.int64()
+        column = column.cast(pa.list_(ints))
     return pylist(column)
+
+
+def _ceil_us(ns: int | None) -> int | None:
+    """A ``time64[ns]`` maximum that is a whole microsecond, as the microsecond's last
+    nanosecond: the true maximum of an older manifest's floored statistic is no later."""
+    return ns + 999 if ns is not None and ns % 1000 == 0 else ns
 
 
 def _compare(op: str, lo: Any, hi: Any, v: Any) -> tuple[bool, bool]:

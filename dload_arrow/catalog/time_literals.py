@@ -9,7 +9,11 @@ integer in the column's own type, so nanoseconds are kept and nothing is rounded
 between two values of the unit is rewritten to the comparison it is equal to
 (:func:`time_compare`): ``x < 1.5 ms`` is ``x <= 1 ms``, and ``x = 1.5 ms`` matches no row.
 
-Date and time-of-day columns still take the literal through Arrow's cast to their type.
+A time-of-day column takes the same path, in units of its type after midnight: the literal is
+read as DuckDB reads it against that column, to the nanosecond for ``time64[ns]`` (DuckDB's
+TIME_NS) and to the microsecond for the others (its TIME; further digits are dropped), so a
+``time64[ns]`` column keeps its nanoseconds where a ``datetime.time`` would lose them.
+Date columns still take the literal through Arrow's cast to their type.
 """
 
 from __future__ import annotations
@@ -35,16 +39,22 @@ Error = Callable[[str], Exception]
 # A time of day followed by a zone: Z, +HH, +HHMM or +HH:MM.
 _ZONE = re.compile(r"[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?P<zone>Z|[+-]\d{2}(?::?\d{2})?)$")
 _FRACTION = re.compile(r"(?<=[T ]\d{2}:\d{2}:\d{2})\.(?P<digits>\d+)")
+_DAY_FRACTION = re.compile(r"[.,](?P<digits>\d+)")  # the only '.' or ',' of an ISO time
 _PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
 _INT64 = (-(2**63), 2**63 - 1)
 _HINT = "write an ISO time, e.g. '2024-01-21' or '2024-01-21T10:30:00Z'"
 
 
 def time_compare(op: str, col: Column, text: str, field: pa.Field, error: Error) -> Node:
-    """``col <op> 'text'`` for a timestamp column, as exact comparisons in its unit."""
+    """``col <op> 'text'`` for a timestamp or time-of-day column, as exact comparisons in
+    its unit."""
     typ = compared_type(field.type)
-    ticks, exact = _ticks(naive_time(text, field, error), typ, field, error)
-    lo, hi = _INT64
+    if pa.types.is_time(typ):  # a time of day holds less than a day (Arrow's format says so)
+        ticks, exact = _day_ticks(text, typ, field, error)
+        lo, hi = 0, 86400 * _PER_SECOND[typ.unit] - 1
+    else:
+        ticks, exact = _ticks(naive_time(text, field, error), typ, field, error)
+        lo, hi = _INT64
     below, above = ticks < lo, ticks > hi or (ticks == hi and not exact)
     if below or above:  # beyond every value the column can hold
         holds = op == "!=" or op in ((">", ">=") if below else ("<", "<="))
@@ -80,9 +90,29 @@ def _ticks(text: str, typ: pa.DataType, field: pa.Field, error: Error) -> tuple[
     return int(value // 1), value == int(value // 1)
 
 
+def _day_ticks(text: str, typ: pa.DataType, field: pa.Field, error: Error) -> tuple[int, bool]:
+    """The time of day ``text`` in units of the time type ``typ`` after midnight (floored),
+    and whether exact; read to the nanosecond for ``time64[ns]``, else to the microsecond."""
+    try:
+        t = dt.time.fromisoformat(text)  # checks the text (it keeps microseconds only)
+    except ValueError as e:
+        fraction = "fffffffff" if typ.unit == "ns" else "ffffff"
+        raise error(f"{text!r} is not a time of day for column {field.name!r} ({typ}): "
+                    f"write 'HH:MM', 'HH:MM:SS' or 'HH:MM:SS.{fraction}'") from e
+    m = _DAY_FRACTION.search(text)
+    kept = 9 if typ.unit == "ns" else 6
+    nanos = t.microsecond * 1000 if m is None else int(m["digits"][:kept].ljust(9, "0"))
+    total = ((t.hour * 60 + t.minute) * 60 + t.second) * 10**9 + nanos
+    value = Fraction(total * _PER_SECOND[typ.unit], 10**9)
+    return int(value // 1), value == int(value // 1)
+
+
 def _literal(ticks: int, typ: pa.DataType) -> Literal:
-    """A literal of ``ticks`` units of ``typ``; its value (what polars compares) is a
-    datetime, or a numpy datetime64 where a datetime cannot hold it (nanoseconds)."""
+    """A literal of ``ticks`` units of ``typ``; its value is a datetime (or time), or a numpy
+    datetime64 where a datetime cannot hold it (nanoseconds); polars compares that value,
+    or for a time of day, the ticks (a time stops at microseconds)."""
+    if pa.types.is_time(typ):
+        return Literal(pylist(time_array(ticks, typ))[0], ticks, typ)
     value: Any = np.datetime64(ticks, typ.unit)
     if typ.unit != "ns":
         with contextlib.suppress(ValueError, OverflowError):  # beyond years 1-9999
@@ -93,15 +123,9 @@ def _literal(ticks: int, typ: pa.DataType) -> Literal:
 
 
 def time_value(text: str, field: pa.Field, error: Error) -> Any:
-    """The value of the time literal ``text`` compared with the date or time-of-day column
-    ``field`` (timestamps go through :func:`time_compare`)."""
+    """The value of the time literal ``text`` compared with the date column ``field``
+    (timestamps and times of day go through :func:`time_compare`)."""
     typ = compared_type(field.type)
-    if pa.types.is_time(typ):  # Arrow casts no text to a time of day
-        try:
-            return dt.time.fromisoformat(text)
-        except ValueError as e:
-            raise error(f"{text!r} is not a time of day for column {field.name!r} ({typ}): "
-                        "write 'HH:MM', 'HH:MM:SS' or 'HH:MM:SS.ffffff'") from e
     try:
         return pylist(string_array([text]).cast(typ))[0]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:

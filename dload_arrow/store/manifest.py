@@ -90,8 +90,9 @@ def shard_rows(shards: Sequence[ShardData], schema: pa.Schema) -> pa.Table:
             cols[f"rg_nulls.{c}"] = typed_array([s.rg_nulls[c] for s in shards],
                                                 pa.list_(pa.int64()))
             continue
-        ticks = pa.types.is_timestamp(t) or pa.types.is_duration(t)  # stats are int64 ticks
-        st = pa.int64() if ticks else t
+        # times are stored as ticks (store/shard.py), cast to the column's type here
+        ticks = pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time(t)
+        st = (pa.int32() if t.bit_width == 32 else pa.int64()) if ticks else t
         cols[f"min.{c}"] = typed_array([s.stats[c][0] for s in shards], st).cast(t)
         cols[f"max.{c}"] = typed_array([s.stats[c][1] for s in shards], st).cast(t)
         cols[f"nulls.{c}"] = typed_array([s.stats[c][2] for s in shards], pa.int64())

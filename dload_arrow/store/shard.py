@@ -133,6 +133,8 @@ def _col_stats(col: Any) -> tuple[Any, Any, int]:
         col = col.cast(pa.float32())
     if pa.types.is_timestamp(col.type) or pa.types.is_duration(col.type):
         col = col.cast(pa.int64())  # ticks: exact (a datetime drops nanoseconds; -2**63 is NaT)
+    elif pa.types.is_time(col.type):  # ticks after midnight (a datetime.time drops ns)
+        col = col.cast(pa.int32() if col.type.bit_width == 32 else pa.int64())
     mm = pc.min_max(col)
     return mm["min"].as_py(), mm["max"].as_py(), col.null_count
 
