@@ -79,6 +79,10 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
             # already: literal_kinds.nearest_float32), as the row filter compares them
             return pl.col(n.name).cast(pl.Float64) if n.name in floats else pl.col(n.name)
         assert isinstance(n, Literal)
+        if n.ticks is not None and n.time_type.tz is not None:
+            utc = _utc_literal(pl, n.ticks, n.time_type)
+            if utc is not None:
+                return utc
         return pl.lit(n.value, dtype=pl.Boolean) if n.value is None else pl.lit(n.value)
 
     def in_set(n: In) -> Any:
@@ -89,9 +93,12 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
         if values is None:
             return None
         col = value(n.operand)
+        array = values.array
+        if n.operand.name in zoned:  # the column is converted to UTC: so are the values
+            array = array.cast(pa.timestamp(values.type.unit, "UTC"))
         if pa.types.is_floating(values.type):
             col = col.cast(pl.Float64)  # NaN is in no set: false, as the row filter says
-        found = col.is_in(pl.from_arrow(values.array).implode())
+        found = col.is_in(pl.from_arrow(array).implode())
         e = pl.when(col.is_null()).then(pl.lit(None, dtype=pl.Boolean)).otherwise(found)
         return e | pl.lit(None, dtype=pl.Boolean) if values.has_null else e
 
@@ -129,6 +136,16 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
         raise TypeError(n)
 
     return go(node)
+
+
+def _utc_literal(pl: Any, ticks: int, typ: pa.DataType) -> Any:
+    """A time literal against a zoned column as a polars UTC datetime of its exact ticks,
+    the zone the column is converted to (polars refuses to compare 'UTC' with
+    'Europe/Berlin', or even 'Etc/UTC'); None beyond what polars' units hold."""
+    unit, count = ("ms", ticks * 1000) if typ.unit == "s" else (typ.unit, ticks)  # no 's'
+    if not -(2**63) <= count < 2**63:
+        return None
+    return pl.lit(count, dtype=pl.Int64).cast(pl.Datetime(unit, "UTC"))
 
 
 _OFFSET = re.compile(r"\A[+-]\d\d:(\d\d)\Z")

@@ -81,7 +81,8 @@ def _ticks(text: str, typ: pa.DataType, field: pa.Field, error: Error) -> tuple[
 
 
 def _literal(ticks: int, typ: pa.DataType) -> Literal:
-    """A literal of ``ticks`` units of ``typ``; its value (what polars compares) is a
+    """A literal of ``ticks`` units of ``typ``; its value (what polars compares against a
+    column without a zone: a zoned one compares UTC ticks, ``polars_view._utc_literal``) is a
     datetime, or a numpy datetime64 where a datetime cannot hold it (nanoseconds)."""
     value: Any = np.datetime64(ticks, typ.unit)
     if typ.unit != "ns":
