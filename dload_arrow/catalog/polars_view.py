@@ -85,6 +85,19 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
                 return utc
         return pl.lit(n.value, dtype=pl.Boolean) if n.value is None else pl.lit(n.value)
 
+    def sides(left: Node, right: Node) -> tuple[Any, Any]:
+        """Both sides' expressions; a number column compared with a float32 column is
+        rounded to float32 first, as DuckDB and the row filter compare them
+        (:mod:`dload_arrow.catalog.column_pairs`)."""
+        a, b = value(left), value(right)
+        if schema is not None and isinstance(left, Column) and isinstance(right, Column):
+            lt, rt = (compared_type(schema.field(c.name).type) for c in (left, right))
+            if rt == pa.float32() and not pa.types.is_floating(lt):
+                a = a.cast(pl.Float32)
+            elif lt == pa.float32() and not pa.types.is_floating(rt):
+                b = b.cast(pl.Float32)
+        return a, b
+
     def in_set(n: In) -> Any:
         """``x IN (...)`` as one ``is_in`` (:mod:`dload_arrow.catalog.in_lists`), or None."""
         if schema is None or not isinstance(n.operand, Column):
@@ -108,7 +121,7 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
         if isinstance(n, Compare):
             if any(isinstance(s, Literal) and s.value is None for s in (n.left, n.right)):
                 return pl.lit(None, dtype=pl.Boolean)
-            e = ops[n.op](value(n.left), value(n.right))
+            e = ops[n.op](*sides(n.left, n.right))
             # NaN as Arrow (IEEE) compares it, not as polars (NaN = NaN, NaN above all)
             for side in (n.left, n.right):
                 if isinstance(side, Column) and side.name in floats:
