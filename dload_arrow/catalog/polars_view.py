@@ -179,6 +179,35 @@ def _refuse_polars_zones(manifest: Manifest) -> None:
             )
 
 
+def _filter_columns(node: Node | None) -> set[str]:
+    """The columns a filter tree reads."""
+    if node is None or isinstance(node, Literal):
+        return set()
+    if isinstance(node, Column):
+        return {node.name}
+    if isinstance(node, Compare | And | Or):
+        return _filter_columns(node.left) | _filter_columns(node.right)
+    if isinstance(node, IsNull | Not | In):
+        return _filter_columns(node.operand)
+    if isinstance(node, Between):
+        return _filter_columns(node.operand) | _filter_columns(node.low) | _filter_columns(
+            node.high)
+    raise TypeError(node)
+
+
+def _refuse_wide_decimals(manifest: Manifest, schema: pa.Schema, node: Node | None) -> None:
+    """polars holds decimals of at most 38 digits: a wider decimal256 column it reads failed
+    only at ``collect()``, without naming the column ("precision must be between 1 and 38",
+    or "Can't decode Decimal256" in a filter). Say so first; inside a list it reads them."""
+    read = set(schema.names) | _filter_columns(node)
+    for f in manifest.schema:
+        if f.name in read and pa.types.is_decimal(f.type) and f.type.precision > 38:
+            raise SchemaError(
+                f"to_polars() cannot read column {f.name!r} of {manifest.name!r}: it is "
+                f"{f.type}, and polars holds decimals of at most 38 digits; leave it out "
+                "(columns=[...] without it, and no where() on it), or read it with to_arrow()")
+
+
 def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
                 node: Node | None, columns: Sequence[str] | None = None) -> tuple[Any, ShardFiles]:
     """A polars LazyFrame over the view's shard files, and the files it holds in the cache.
@@ -189,6 +218,7 @@ def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int,
     pl = _pl()
     _refuse_polars_zones(manifest)
     schema = projection(manifest.schema, columns)
+    _refuse_wide_decimals(manifest, schema, node)
     entries = manifest.shards
     chosen = all_units(manifest) if units is None else list(units)
     shard_ids = sorted({s for s, _ in chosen})
