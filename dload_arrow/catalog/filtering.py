@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import scalar
+from dload_arrow.catalog.column_pairs import compare_columns, uncomparable
 from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.literal_kinds import as_column_number, column_kind, literal_kind
 from dload_arrow.catalog.masks import compared_type, row_mask, time_scalar
@@ -132,6 +133,11 @@ class _Compiler:
                 if column_kind(a.type) != column_kind(b.type):
                     raise self.error(f"columns {a.name!r} ({a.type}) and {b.name!r} ({b.type}) "
                                      "cannot be compared")
+                why = uncomparable(compared_type(a.type), compared_type(b.type))
+                if why is not None:
+                    raise self.error(f"columns {a.name!r} ({a.type}) and {b.name!r} ({b.type}): "
+                                     f"{why}; compare each with a value, or read them with "
+                                     "to_arrow(columns=[...]) and compare them there")
             if not isinstance(left, (Column, Literal)) or not isinstance(right, (Column, Literal)):
                 raise self.error("comparisons take columns and values, not conditions")
             if isinstance(left, Literal) and isinstance(right, Literal):
@@ -247,6 +253,9 @@ def _expr(node: Node, casts: _Casts, types: _Types) -> Any:
     if isinstance(node, Compare):
         if any(isinstance(s, Literal) and s.value is None for s in (node.left, node.right)):
             return pc.scalar(_NULL_BOOL)  # x = NULL is unknown for every row, as in SQL
+        if isinstance(node.left, Column) and isinstance(node.right, Column):
+            return compare_columns(node.op, _value(node.left, casts), types[node.left.name],
+                                   _value(node.right, casts), types[node.right.name])
         return _OPS[node.op](_value(node.left, casts), _value(node.right, casts))
     if isinstance(node, IsNull):
         e = pc.field(node.operand.name).is_null()  # type: ignore[union-attr]

@@ -8,8 +8,9 @@ polars gets ``pl.Array(dtype, shape=(2, 3))``.
 
 Where Arrow's pandas conversion loses information or fails, :func:`pandas_frame` converts the
 column itself: nulls in integer and bool columns (nullable dtypes), null next to NaN in a float
-column (``Float64``), nulls inside integer list cells (object cells of exact ints), and
-fixed-size binary inside lists (bytes).
+column (``Float64``), nulls inside integer list cells (object cells of exact ints), integers
+that hold nulls at any depth of a struct, map or list (:mod:`.exact_cells`), and fixed-size
+binary inside lists (bytes).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.catalog.exact_cells import exact_cells, is_nested
 from dload_arrow.errors import SchemaError
 from dload_arrow.read.samples import column_values
 from dload_arrow.store.rows import field_shape
@@ -47,7 +49,8 @@ def pandas_frame(table: pa.Table) -> Any:
     Likewise a list cell of integers that holds a null is an object array of ints and None
     (the other cells stay integer arrays), and a float column that holds both null and NaN
     is ``Float64`` (null is ``<NA>``, NaN stays NaN); a float column with only one of them
-    stays float64, where both read as NaN.
+    stays float64, where both read as NaN. Integers that hold a null deeper inside a struct,
+    map or list stay exact ints and None too (dicts, tuples and arrays as Arrow gives them).
     """
     table = _binary_leaves(table)
     tensors = tensor_fields(table.schema)
@@ -63,6 +66,7 @@ def pandas_frame(table: pa.Table) -> Any:
             for row, value in enumerate(column_values(field, table.column(i))):
                 cells[row] = value
             frame.insert(i, field.name, cells)
+    shaped = {i for i, _, _ in tensors}
     for i, column in enumerate(table.columns):
         if column.null_count and (pa.types.is_integer(column.type)
                                   or pa.types.is_boolean(column.type)):
@@ -73,6 +77,9 @@ def pandas_frame(table: pa.Table) -> Any:
         elif _integer_lists(column.type) and column.num_chunks and any(
                 pc.list_flatten(c).null_count for c in column.chunks):
             frame.isetitem(i, _exact_list_cells(column))
+        elif i not in shaped and is_nested(column.type) and (
+                nested := exact_cells(column)) is not None:
+            frame.isetitem(i, nested)
     return frame
 
 

@@ -9,7 +9,8 @@ tests/test_where.py checks that both give the same rows.
 
 Compare kernels see every column as :func:`compared_type` gives it: a dictionary column
 (pandas or polars Categorical) by its value type, a half-float column as float32 (Arrow has no
-comparison kernel for float16; the cast is exact).
+comparison kernel for float16; the cast is exact). Two number columns compare as DuckDB
+compares them (:mod:`dload_arrow.catalog.column_pairs`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import scalar
+from dload_arrow.catalog.column_pairs import KERNELS, compare_columns
 from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.predicate import (
     And,
@@ -40,8 +42,7 @@ from dload_arrow.rowfilter import Mask
 
 __all__ = ["compared_type", "row_mask", "time_array", "time_scalar"]
 
-_KERNELS = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal,
-            ">": pc.greater, ">=": pc.greater_equal}
+_KERNELS = KERNELS
 
 
 def compared_type(typ: pa.DataType) -> pa.DataType:
@@ -172,6 +173,9 @@ def _eval(node: Node, data: pa.RecordBatch | pa.Table) -> Any:
         if isinstance(node.left, Literal) and isinstance(node.right, Column):
             return _compare(_FLIPPED[node.op], _compared(node.right.name, data),
                             node.left.value)
+        if isinstance(node.left, Column) and isinstance(node.right, Column):
+            left, right = _value(node.left, data), _value(node.right, data)
+            return compare_columns(node.op, left, left.type, right, right.type)
         return _KERNELS[node.op](_value(node.left, data), _value(node.right, data))
     if isinstance(node, IsNull):
         assert isinstance(node.operand, Column)

@@ -84,7 +84,24 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
         if n.ticks is not None and pa.types.is_time(n.time_type):
             # polars' Time counts nanoseconds; a datetime.time would drop them
             return pl.lit(n.ticks * _NANOS[n.time_type.unit]).cast(pl.Time)
+        if n.ticks is not None and n.time_type.tz is not None:
+            utc = _utc_literal(pl, n.ticks, n.time_type)
+            if utc is not None:
+                return utc
         return pl.lit(n.value, dtype=pl.Boolean) if n.value is None else pl.lit(n.value)
+
+    def sides(left: Node, right: Node) -> tuple[Any, Any]:
+        """Both sides' expressions; a number column compared with a float32 column is
+        rounded to float32 first, as DuckDB and the row filter compare them
+        (:mod:`dload_arrow.catalog.column_pairs`)."""
+        a, b = value(left), value(right)
+        if schema is not None and isinstance(left, Column) and isinstance(right, Column):
+            lt, rt = (compared_type(schema.field(c.name).type) for c in (left, right))
+            if rt == pa.float32() and not pa.types.is_floating(lt):
+                a = a.cast(pl.Float32)
+            elif lt == pa.float32() and not pa.types.is_floating(rt):
+                b = b.cast(pl.Float32)
+        return a, b
 
     def in_set(n: In) -> Any:
         """``x IN (...)`` as one ``is_in`` (:mod:`dload_arrow.catalog.in_lists`), or None."""
@@ -94,9 +111,12 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
         if values is None:
             return None
         col = value(n.operand)
+        array = values.array
+        if n.operand.name in zoned:  # the column is converted to UTC: so are the values
+            array = array.cast(pa.timestamp(values.type.unit, "UTC"))
         if pa.types.is_floating(values.type):
             col = col.cast(pl.Float64)  # NaN is in no set: false, as the row filter says
-        found = col.is_in(pl.from_arrow(values.array).implode())
+        found = col.is_in(pl.from_arrow(array).implode())
         e = pl.when(col.is_null()).then(pl.lit(None, dtype=pl.Boolean)).otherwise(found)
         return e | pl.lit(None, dtype=pl.Boolean) if values.has_null else e
 
@@ -106,7 +126,7 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
         if isinstance(n, Compare):
             if any(isinstance(s, Literal) and s.value is None for s in (n.left, n.right)):
                 return pl.lit(None, dtype=pl.Boolean)
-            e = ops[n.op](value(n.left), value(n.right))
+            e = ops[n.op](*sides(n.left, n.right))
             # NaN as Arrow (IEEE) compares it, not as polars (NaN = NaN, NaN above all)
             for side in (n.left, n.right):
                 if isinstance(side, Column) and side.name in floats:
@@ -136,6 +156,16 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
     return go(node)
 
 
+def _utc_literal(pl: Any, ticks: int, typ: pa.DataType) -> Any:
+    """A time literal against a zoned column as a polars UTC datetime of its exact ticks,
+    the zone the column is converted to (polars refuses to compare 'UTC' with
+    'Europe/Berlin', or even 'Etc/UTC'); None beyond what polars' units hold."""
+    unit, count = ("ms", ticks * 1000) if typ.unit == "s" else (typ.unit, ticks)  # no 's'
+    if not -(2**63) <= count < 2**63:
+        return None
+    return pl.lit(count, dtype=pl.Int64).cast(pl.Datetime(unit, "UTC"))
+
+
 _OFFSET = re.compile(r"\A[+-]\d\d:(\d\d)\Z")
 
 
@@ -154,6 +184,35 @@ def _refuse_polars_zones(manifest: Manifest) -> None:
             )
 
 
+def _filter_columns(node: Node | None) -> set[str]:
+    """The columns a filter tree reads."""
+    if node is None or isinstance(node, Literal):
+        return set()
+    if isinstance(node, Column):
+        return {node.name}
+    if isinstance(node, Compare | And | Or):
+        return _filter_columns(node.left) | _filter_columns(node.right)
+    if isinstance(node, IsNull | Not | In):
+        return _filter_columns(node.operand)
+    if isinstance(node, Between):
+        return _filter_columns(node.operand) | _filter_columns(node.low) | _filter_columns(
+            node.high)
+    raise TypeError(node)
+
+
+def _refuse_wide_decimals(manifest: Manifest, schema: pa.Schema, node: Node | None) -> None:
+    """polars holds decimals of at most 38 digits: a wider decimal256 column it reads failed
+    only at ``collect()``, without naming the column ("precision must be between 1 and 38",
+    or "Can't decode Decimal256" in a filter). Say so first; inside a list it reads them."""
+    read = set(schema.names) | _filter_columns(node)
+    for f in manifest.schema:
+        if f.name in read and pa.types.is_decimal(f.type) and f.type.precision > 38:
+            raise SchemaError(
+                f"to_polars() cannot read column {f.name!r} of {manifest.name!r}: it is "
+                f"{f.type}, and polars holds decimals of at most 38 digits; leave it out "
+                "(columns=[...] without it, and no where() on it), or read it with to_arrow()")
+
+
 def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] | None,
                 node: Node | None, columns: Sequence[str] | None = None) -> tuple[Any, ShardFiles]:
     """A polars LazyFrame over the view's shard files, and the files it holds in the cache.
@@ -164,6 +223,7 @@ def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int,
     pl = _pl()
     _refuse_polars_zones(manifest)
     schema = projection(manifest.schema, columns)
+    _refuse_wide_decimals(manifest, schema, node)
     entries = manifest.shards
     chosen = all_units(manifest) if units is None else list(units)
     shard_ids = sorted({s for s, _ in chosen})

@@ -109,8 +109,9 @@ def _day_ticks(text: str, typ: pa.DataType, field: pa.Field, error: Error) -> tu
 
 def _literal(ticks: int, typ: pa.DataType) -> Literal:
     """A literal of ``ticks`` units of ``typ``; its value is a datetime (or time), or a numpy
-    datetime64 where a datetime cannot hold it (nanoseconds); polars compares that value,
-    or for a time of day, the ticks (a time stops at microseconds)."""
+    datetime64 where a datetime cannot hold it (nanoseconds). polars compares that value
+    against a column without a zone; a zoned one compares UTC ticks
+    (``polars_view._utc_literal``), and a time of day its ticks (a time stops at microseconds)."""
     if pa.types.is_time(typ):
         return Literal(pylist(time_array(ticks, typ))[0], ticks, typ)
     value: Any = np.datetime64(ticks, typ.unit)

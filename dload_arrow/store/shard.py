@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.time_range import check_time_range
 
 __all__ = ["DEFAULT_ROW_GROUP_SIZE", "DEFAULT_SHARD_SIZE", "ShardData", "digest_of", "is_scalar",
            "write_shards"]
@@ -170,6 +171,7 @@ class _Open:
         self.rg_key_min.append(kmin)
         self.rg_key_max.append(kmax)
         for c in self.scalar:
+            check_time_range(c, table.column(c))
             self.rg_stats[c].append(_col_stats(table.column(c)))
         for c, nulls in self.rg_nulls.items():
             nulls.append(table.column(c).null_count)

@@ -1,0 +1,52 @@
+"""Times a commit refuses: dates and timestamps outside years 1-9999.
+
+Arrow and Parquet hold them (a date32 reaches year 5.8 million), but Python's ``datetime``
+does not, so the shard statistics of such a column (``date value out of range`` at commit)
+and every reader going through Python values (``describe()``, ``samples()``, ``head()``,
+``get()``) failed on them, far from the commit. Refused at the commit
+instead, naming the column, the value and what to store. ``timestamp[ns]`` always fits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dload_arrow.errors import SchemaError
+
+__all__ = ["check_time_range"]
+
+_FIRST, _END = -62135596800, 253402300800  # 0001-01-01 and 10000-01-01, seconds after 1970
+_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6}
+
+
+def check_time_range(name: str, col: pa.Array | pa.ChunkedArray) -> None:
+    """Raise SchemaError if the date or timestamp column ``col`` holds a time outside years
+    1-9999 (the range of Python's datetime)."""
+    t = col.type
+    if pa.types.is_date32(t):
+        unit, per = "D", None
+        lo, hi = _FIRST // 86400, _END // 86400 - 1
+    elif pa.types.is_date64(t) or (pa.types.is_timestamp(t) and t.unit != "ns"):
+        unit = "ms" if pa.types.is_date64(t) else t.unit
+        per = _PER_SECOND[unit]
+        lo, hi = _FIRST * per, _END * per - 1
+    else:
+        return
+    if col.null_count == len(col):
+        return
+    ticks = col.cast(pa.int32() if pa.types.is_date32(t) else pa.int64())
+    mm = pc.min_max(ticks)
+    low, high = mm["min"].as_py(), mm["max"].as_py()
+    if lo <= low and high <= hi:
+        return
+    bad = high if high > hi else low
+    when = str(np.array(bad, dtype=f"datetime64[{unit}]"))
+    counted = "days" if per is None else {"s": "seconds", "ms": "milliseconds",
+                                          "us": "microseconds"}[unit]
+    raise SchemaError(
+        f"column {name!r} ({t}) holds {when} ({bad} {counted} after 1970-01-01), outside years "
+        "1-9999: Python's datetime cannot hold it, so describe() and samples() would fail on "
+        "it; store the column as int64 "
+        f"(col.cast(pa.int64()), {counted} after 1970-01-01), or leave those rows out")
