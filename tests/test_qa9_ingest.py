@@ -1,0 +1,57 @@
+"""Ingestion findings of QA round 9: labels checked as int64 digits, ``a:b.jpg`` in archives,
+archives joined with ``cat``, the append hint for ``--split first``, ``file://`` folders and
+globs anchored with a leading ``/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cli_run import RunFn, runner
+
+from dload_arrow import Repository, SchemaError
+from dload_arrow.ingest import open_source
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
+
+
+def _tree(root: Path, files: dict[str, bytes]) -> Path:
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return root
+
+
+# --- 1. a label is plain digits within int64, and its error names the file and the fix -------
+
+def test_a_label_beyond_int64_is_refused_naming_the_file_and_the_fix(
+        run: RunFn, tmp_path: Path) -> None:
+    src = _tree(tmp_path / "c", {"a.cls": b"99999999999999999999"})
+    r = run("commit", "c", "--from", str(src), rc=1)
+    assert "a.cls: the label 99999999999999999999 does not fit in int64" in r.err
+    assert "rename the file's extension" in r.err and "--exclude '*.cls'" in r.err
+
+
+def test_a_label_with_underscores_is_refused_not_read_as_a_number(
+        repo: Repository, tmp_path: Path) -> None:
+    src = _tree(tmp_path / "c", {"a.cls": b"1_000"})
+    with pytest.raises(SchemaError, match=r"a\.cls: expected an integer label .* b'1_000'"):
+        repo.commit("c", open_source(str(src)), progress=False)
+
+
+def test_a_checkpoint_index_file_names_the_file_and_the_exclude(
+        run: RunFn, tmp_path: Path) -> None:
+    src = _tree(tmp_path / "m", {"model.ckpt.index": b"\x00\x01binary", "model.txt": b"x"})
+    r = run("commit", "m", "--from", str(src), rc=1)
+    assert "model.ckpt.index: expected an integer label" in r.err
+    assert "--exclude '*.index'" in r.err
+
+
+def test_labels_with_a_sign_and_whitespace_still_read(repo: Repository, tmp_path: Path) -> None:
+    src = _tree(tmp_path / "c", {"a.cls": b" -12\n", "b.cls": b"+7",
+                                 "c.cls": b"9223372036854775807"})
+    repo.commit("c", open_source(str(src)), progress=False)
+    assert repo.dataset("c").to_arrow()["cls"].to_pylist() == [-12, 7, 2**63 - 1]
