@@ -55,3 +55,21 @@ def test_labels_with_a_sign_and_whitespace_still_read(repo: Repository, tmp_path
                                  "c.cls": b"9223372036854775807"})
     repo.commit("c", open_source(str(src)), progress=False)
     assert repo.dataset("c").to_arrow()["cls"].to_pylist() == [-12, 7, 2**63 - 1]
+
+
+# --- 2. 'a:b.jpg' is a name, not a drive: archives give the folder's keys ---------------------
+
+def test_a_colon_after_a_letter_gives_the_same_keys_in_tar_zip_and_folder(tmp_path: Path) -> None:
+    import tarfile
+    import zipfile
+
+    names = {"a:b.jpg": b"1", "d/x:y.txt": b"2"}
+    folder = _tree(tmp_path / "f", names)
+    with tarfile.open(tmp_path / "t.tar", "w") as tf:
+        tf.add(folder, arcname=".")
+    with zipfile.ZipFile(tmp_path / "z.zip", "w") as zf:
+        for name, data in names.items():
+            zf.writestr(name, data)
+    want = ["a:b", "d/x:y"]
+    for src in (folder, tmp_path / "t.tar", tmp_path / "z.zip"):
+        assert sorted(open_source(str(src)).keys()) == want, src
