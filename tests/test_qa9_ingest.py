@@ -73,3 +73,50 @@ def test_a_colon_after_a_letter_gives_the_same_keys_in_tar_zip_and_folder(tmp_pa
     want = ["a:b", "d/x:y"]
     for src in (folder, tmp_path / "t.tar", tmp_path / "z.zip"):
         assert sorted(open_source(str(src)).keys()) == want, src
+
+
+# --- 3. archives joined with `cat` are refused, not cut to the first one ------------------------
+
+def _tar_bytes(files: dict[str, bytes]) -> bytes:
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _compress(data: bytes, ext: str) -> bytes:
+    import gzip
+
+    import zstandard
+
+    if ext == "tar.gz":
+        return gzip.compress(data)
+    if ext == "tar.zst":
+        return zstandard.ZstdCompressor(write_checksum=True).compress(data)
+    return data
+
+
+@pytest.mark.parametrize("ext", ["tar", "tar.gz", "tar.zst"])
+def test_archives_joined_with_cat_are_refused_naming_the_offset_and_the_fix(
+        run: RunFn, tmp_path: Path, ext: str) -> None:
+    a, b = _tar_bytes({"x.txt": b"1"}), _tar_bytes({"y.txt": b"2"})
+    joined = tmp_path / f"all.{ext}"
+    joined.write_bytes(_compress(a, ext) + _compress(b, ext))
+    r = run("commit", "all", "--from", str(joined), rc=1)
+    assert f"all.{ext}: another tar header (entry 'y.txt') at byte {len(a)}" in r.err
+    assert "joined with `cat`" in r.err and "tar -xif" in r.err and "tar -cf all.tar" in r.err
+
+
+@pytest.mark.parametrize("ext", ["tar", "tar.gz", "tar.zst"])
+def test_zeros_after_the_end_of_archive_marker_are_still_read(
+        repo: Repository, tmp_path: Path, ext: str) -> None:
+    padded = tmp_path / f"p.{ext}"
+    padded.write_bytes(_compress(_tar_bytes({"x.txt": b"1"}) + bytes(1 << 20), ext))
+    repo.commit("p", open_source(str(padded)), progress=False)
+    assert repo.dataset("p").to_arrow()["txt"].to_pylist() == ["1"]
