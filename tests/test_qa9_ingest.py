@@ -120,3 +120,24 @@ def test_zeros_after_the_end_of_archive_marker_are_still_read(
     padded.write_bytes(_compress(_tar_bytes({"x.txt": b"1"}) + bytes(1 << 20), ext))
     repo.commit("p", open_source(str(padded)), progress=False)
     assert repo.dataset("p").to_arrow()["txt"].to_pylist() == ["1"]
+
+
+# --- 4. an append without the dataset's --split is told to use it, not to drop the files -------
+
+def test_an_append_without_split_first_is_told_to_use_it(run: RunFn, tmp_path: Path) -> None:
+    sp = _tree(tmp_path / "sp", {"x.seg.png": b"a", "x.jpg": b"b"})
+    sp2 = _tree(tmp_path / "sp2", {"y.seg.png": b"c", "y.jpg": b"d"})
+    run("commit", "sp", "--from", str(sp), "--split", "first")
+    r = run("append", "sp", "--from", str(sp2), rc=1)
+    hint = r.err.split("append adds rows, not columns: ", 1)[1]
+    assert hint.startswith("its columns ['seg.png'] were read with --split first")
+    assert "append with --split first; otherwise leave those files out" in hint
+    run("append", "sp", "--from", str(sp2), "--split", "first")
+
+
+def test_an_append_with_split_first_to_a_last_split_dataset_is_told_to_drop_it(
+        run: RunFn, tmp_path: Path) -> None:
+    sp = _tree(tmp_path / "sp", {"x.seg.png": b"a", "x.jpg": b"b"})
+    run("commit", "sp", "--from", str(sp))
+    r = run("append", "sp", "--from", str(sp), "--split", "first", rc=1)
+    assert "append without --split first" in r.err
