@@ -141,3 +141,14 @@ def test_an_append_with_split_first_to_a_last_split_dataset_is_told_to_drop_it(
     run("commit", "sp", "--from", str(sp))
     r = run("append", "sp", "--from", str(sp), "--split", "first", rc=1)
     assert "append without --split first" in r.err
+
+
+# --- 5. a folder given as a file:// URL is read, as an archive's is -------------------------------
+
+def test_a_file_url_reads_a_folder(run: RunFn, repo: Repository, tmp_path: Path) -> None:
+    src = _tree(tmp_path / "d", {"a.txt": b"1", "sub/b.txt": b"2"})
+    assert open_source(src.as_uri()).keys() == ["a", "sub/b"]
+    r = run("commit", "d", "--from", src.as_uri(), "--json")
+    assert r.json["rows"] == 2
+    r = run("commit", "e", "--from", (tmp_path / "none").as_uri(), rc=1)
+    assert "none" in r.err and "check the path" in r.err
