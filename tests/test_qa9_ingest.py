@@ -152,3 +152,22 @@ def test_a_file_url_reads_a_folder(run: RunFn, repo: Repository, tmp_path: Path)
     assert r.json["rows"] == 2
     r = run("commit", "e", "--from", (tmp_path / "none").as_uri(), rc=1)
     assert "none" in r.err and "check the path" in r.err
+
+
+# --- 6. a leading '/' anchors a glob to the top, as in .gitignore ---------------------------------
+
+def test_a_leading_slash_anchors_an_exclude_to_the_top(run: RunFn, tmp_path: Path) -> None:
+    import zipfile
+
+    files = {"cats/a.jpg": b"1", "pets/cats/b.jpg": b"2", "c.jpg": b"3", "dogs/d.jpg": b"4"}
+    src = _tree(tmp_path / "d", files)
+    with zipfile.ZipFile(tmp_path / "z.zip", "w") as zf:
+        for name, data in files.items():
+            zf.writestr(name, data)
+    for where in (src, tmp_path / "z.zip"):
+        assert open_source(str(where), exclude=["/cats"]).keys() == ["c", "dogs/d", "pets/cats/b"]
+        assert open_source(str(where), include=["/*.jpg"]).keys() == ["c"]
+        assert open_source(str(where), include=["/**/cats"]).keys() == ["cats/a", "pets/cats/b"]
+    r = run("commit", "x", "--from", str(src), "--exclude", "/cats", "--json")
+    assert r.json["rows"] == 3 and r.json["source"]["excluded_dirs"] == ["cats/"]
+    assert "matched no file" not in r.err
