@@ -374,7 +374,7 @@ def test_a_skippable_first_frame_gives_no_missing_checksum_warning(tmp_path: Pat
 @pytest.mark.parametrize(("name", "ok"), [
     ("1:a.jpg", "1:a.jpg"), ("./1:a.jpg", "1:a.jpg"), ("a/C:/x.bin", "a/C:/x.bin"),
     ("C:/evil.bin", None), ("./C:/evil.bin", None), (".\\c:\\evil.bin", None),
-    ("C:evil.bin", None), ("/x.bin", None),
+    ("C:evil.bin", "C:evil.bin"), ("a:b.jpg", "a:b.jpg"), ("C:", None), ("/x.bin", None),
 ])
 def test_a_drive_letter_is_a_letter_and_is_checked_after_dropping_dot_slash(
         tmp_path: Path, name: str, ok: str | None) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -130,6 +131,32 @@ def field_for(column: str, sample_bytes: bytes | None, where: str) -> pa.Field:
     return pa.field(column, pa.binary())
 
 
+_LABEL = re.compile(rb"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _decode_label(column: str, data: bytes, where: str) -> int:
+    """A ``.cls``/``.idx``/``.index``/``.label`` file as an int64: plain digits with an optional
+    sign and surrounding whitespace (not ``int()``'s ``1_000``, which no other reader takes)."""
+    ext = column.rsplit(".", 1)[-1]
+    fix = (
+        f"labels are stored as int64; rename the file's extension (e.g. .{ext} -> .txt or "
+        f".bin) to store it as text or bytes, or leave such files out with --exclude "
+        f"'*.{ext}' (exclude= in Python)"
+    )
+    text = data.strip()
+    if _LABEL.fullmatch(text) is None:
+        raise SchemaError(
+            f"{where}: expected an integer label (digits with an optional sign) in a .{ext} "
+            f"file, got {data[:40]!r}{'...' if len(data) > 40 else ''}; {fix}"
+        )
+    value = int(text)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        shown = text[:40].decode("ascii") + ("..." if len(text) > 40 else "")
+        raise SchemaError(f"{where}: the label {shown} does not fit in int64; {fix}")
+    return value
+
+
 def decode_value(field: pa.Field, data: bytes, where: str) -> Any:
     """The column value of one file's bytes (``where`` names the file in errors).
 
@@ -146,10 +173,7 @@ def decode_value(field: pa.Field, data: bytes, where: str) -> Any:
                 "to keep its bytes"
             ) from e
     if kind == "int":
-        try:
-            return int(data.decode("ascii").strip())
-        except (UnicodeDecodeError, ValueError) as e:
-            raise SchemaError(f"{where}: expected an integer label, got {data[:40]!r}") from e
+        return _decode_label(field.name, data, where)
     if kind == "npy":
         arr = _load_npy(data, where)
         shape = json.loads((field.metadata or {})[SHAPE_META])

@@ -32,7 +32,9 @@ class DirectorySource(SampleSource):
         exclude: Sequence[str] = (),
         split: str = "last",
     ) -> None:
-        self.root = os.path.abspath(os.fspath(path))
+        local = os.fspath(path)  # a file:// URL is its path, as for archives (location.py)
+        local = local[len("file://") :] if local.startswith("file://") else local
+        self.root = os.path.abspath(local)
         remote = is_remote(os.fspath(path))
         if remote:
             # A remote folder (not read yet) or a missing object says so here.

@@ -10,7 +10,11 @@ matches:
   rsync, .gitignore and tar, ``--exclude cats`` and ``--exclude cats/`` leave out everything
   under ``cats/``.
 
-A pattern ending in ``/`` matches directories only; a leading ``./`` is ignored. A pattern
+A pattern ending in ``/`` matches directories only; a leading ``./`` is ignored. A leading
+``/`` anchors the pattern to the top of the folder or archive, as in .gitignore and rsync:
+``--exclude /cats`` leaves out the top level's ``cats/``, not ``pets/cats/`` (the path from
+the top is the only form it is matched against), and there, as in .gitignore, ``*`` and
+``?`` do not cross ``/`` (``/*.jpg``: the top level's) while ``**`` does. A pattern
 that matched no file at all is almost always a mistake: :meth:`Globs.unused` names those, and
 :meth:`Globs.warn_unused` warns (:class:`GlobWarning`).
 """
@@ -42,22 +46,69 @@ def _lowered(name: str) -> list[str]:
     return out
 
 
-def _candidates(name: str) -> tuple[list[str], list[str], list[str]]:
-    """``(file forms, lowered file forms, directory forms)`` a pattern is matched against."""
+Forms = tuple[list[str], list[str], list[str]]
+
+
+def _candidates(name: str, anchored: bool = False) -> Forms:
+    """``(file forms, lowered file forms, directory forms)`` a pattern is matched against;
+    ``anchored`` (a pattern with a leading ``/``): the paths from the top only."""
     directory, _, base = name.rpartition("/")
     lowered = _lowered(name)
     dirs: list[str] = []
     if directory:
         parts = directory.split("/")
-        dirs = ["/".join(parts[: i + 1]) for i in range(len(parts))] + parts
+        dirs = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        dirs += [] if anchored else parts
+    if anchored:
+        return [name], lowered, dirs
     return ([name, base], list(dict.fromkeys(lowered + [n.rpartition("/")[2] for n in lowered])),
             list(dict.fromkeys(dirs)))
 
 
-def _compile(pattern: str) -> list[re.Pattern[str]]:
+def _anchored_regex(pattern: str) -> str:
+    """A pattern anchored with a leading ``/`` as .gitignore reads it: ``*`` and ``?`` stay
+    within one directory (``/*.jpg`` is the top level's), ``**`` crosses them (``/**/x``
+    takes ``x`` at any depth), ``[...]`` is a set as in fnmatch."""
+    out, i, n = [], 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif c == "*":
+            out.append("[^/]*")
+            i += 1
+        elif c == "?":
+            out.append("[^/]")
+            i += 1
+        elif c == "[" and (j := _set_end(pattern, i)) > 0:
+            body = pattern[i + 1 : j].replace("\\", "\\\\")
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else
+                              "\\" + body if body.startswith("^") else body) + "]")
+            i = j + 1
+        else:
+            out.append(re.escape(c))
+            i += 1
+    return "(?s:" + "".join(out) + r")\Z"
+
+
+def _set_end(pattern: str, i: int) -> int:
+    """Where the ``[...]`` set opened at ``i`` closes, as fnmatch finds it (a ``]`` first,
+    after an optional ``!``, is a member); -1: none, the ``[`` is a character."""
+    j = i + 1
+    j += pattern.startswith("!", j)
+    j += pattern.startswith("]", j)
+    return pattern.find("]", j)
+
+
+def _compile(pattern: str, anchored: bool = False) -> list[re.Pattern[str]]:
     """The pattern as written, then with its extension lowercased (matched against lowered
     file forms: ``*.JPG`` takes ``x.jpg``, ``*.jpg`` takes ``X.JPG``)."""
-    return [re.compile(fnmatch.translate(p)) for p in [pattern, *_lowered(pattern)]]
+    translate = _anchored_regex if anchored else fnmatch.translate
+    return [re.compile(translate(p)) for p in [pattern, *_lowered(pattern)]]
 
 
 def glob_list(value: Sequence[str] | str | None, option: str) -> tuple[str, ...]:
@@ -89,11 +140,15 @@ class Globs:
                  ) -> None:
         self.include = glob_list(include, "include")
         self.exclude = glob_list(exclude, "exclude")
-        self._patterns: dict[tuple[str, str], tuple[list[re.Pattern[str]], bool]] = {}
+        # (option, pattern) -> (regexes, directories only, anchored at the top)
+        self._patterns: dict[tuple[str, str], tuple[list[re.Pattern[str]], bool, bool]] = {}
         for option, patterns in (("include", self.include), ("exclude", self.exclude)):
             for p in patterns:
                 body = p[2:] if p.startswith("./") else p
-                self._patterns[option, p] = (_compile(body.rstrip("/")), body.endswith("/"))
+                anchored = body.startswith("/")
+                body = body.lstrip("/") if anchored else body
+                rxs = _compile(body.rstrip("/"), anchored)
+                self._patterns[option, p] = (rxs, body.endswith("/"), anchored)
         self._used: set[tuple[str, str]] = set()
         self._seen = 0
         self._example: str | None = None
@@ -108,9 +163,9 @@ class Globs:
             self._example = name
         if not self._patterns:
             return True
-        files, lowered, dirs = _candidates(name)
-        hits = {key for key, (rxs, dir_only) in self._patterns.items()
-                if _hit(rxs, [] if dir_only else files, [] if dir_only else lowered, dirs)}
+        forms = {a: _candidates(name, a) for a in (False, True)}
+        hits = {key for key, (rxs, dir_only, anchored) in self._patterns.items()
+                if _hit(rxs, *_only_dirs(forms[anchored], dir_only))}
         self._used |= hits
         included = not self.include or any(option == "include" for option, _ in hits)
         return included and not any(option == "exclude" for option, _ in hits)
@@ -118,9 +173,9 @@ class Globs:
     def excludes_dir(self, path: str) -> bool:
         """Whether an exclude pattern drops the whole directory ``path`` (``lost+found``):
         nothing under it is listed, so an unreadable one is no error."""
-        _, _, dirs = _candidates(path.rstrip("/") + "/.")
-        hits = {key for key, (rxs, _) in self._patterns.items()
-                if key[0] == "exclude" and _hit(rxs, [], [], dirs)}
+        name = path.rstrip("/") + "/."
+        hits = {key for key, (rxs, _, anchored) in self._patterns.items()
+                if key[0] == "exclude" and _hit(rxs, [], [], _candidates(name, anchored)[2])}
         self._used |= hits
         return bool(hits)
 
@@ -147,6 +202,10 @@ class Globs:
         """A :class:`GlobWarning` for each pattern that matched no file."""
         for text in self.describe_unused(where):
             warnings.warn(text, GlobWarning, stacklevel=user_stacklevel())
+
+
+def _only_dirs(forms: Forms, dir_only: bool) -> Forms:
+    return ([], [], forms[2]) if dir_only else forms
 
 
 def _hit(rxs: list[re.Pattern[str]], files: list[str], lowered: list[str],

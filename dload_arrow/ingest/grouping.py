@@ -110,8 +110,10 @@ def check_entry_name(name: str, where: str) -> str:
     name = name.replace("\\", "/")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     # The drive letter is looked for once './' is dropped ('./C:/x' is 'C:/x'), and only a
-    # letter makes one ('1:a.jpg' is a plain Linux name).
-    if "\x00" in name or name.startswith("/") or (parts and _DRIVE.match(parts[0])):
+    # letter alone before the first separator makes one ('C:', 'C:/x', 'C:\\x'): 'a:b.jpg' and
+    # '1:a.jpg' are plain Linux names, read from a folder as they are (export still checks
+    # that each file it writes stays inside its target, so Windows' 'C:x' cannot escape).
+    if "\x00" in name or name.startswith("/") or (parts and _DRIVE.fullmatch(parts[0])):
         raise UnsafePathError(
             f"{where}: entry {raw!r} has an absolute path; refusing the archive (it could write "
             "outside its target). Recreate it with relative names"

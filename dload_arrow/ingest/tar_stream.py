@@ -63,6 +63,22 @@ class Tail:
             return None
         return self.buf[start : start + tarfile.BLOCKSIZE]
 
+    def data_after(self, offset: int) -> tuple[int, bytes] | None:
+        """The offset of the first non-zero byte at or after ``offset`` (held in ``buf``) to
+        the end of the stream, with the bytes from its block on; None when only zeros follow
+        (read to the end, so a compressed stream's checksum is checked there)."""
+        base = self.pos - len(self.buf)
+        seen = self.buf[max(offset - base, 0) :]
+        base = self.pos - len(seen)
+        while True:
+            data = seen.lstrip(b"\0")
+            if data:
+                at = base + len(seen) - len(data)
+                skip = (at - offset) % tarfile.BLOCKSIZE  # from the block it lies in
+                return at, seen[len(seen) - len(data) - skip :] + self.read(tarfile.BLOCKSIZE)
+            base, seen = self.pos, self.read(BLOCK)
+            if not seen:
+                return None
 
 
 def zstd_unchecked(head: bytes) -> bool:

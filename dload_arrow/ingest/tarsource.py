@@ -1,10 +1,11 @@
 """``TarSource``: samples of a .tar, .tar.gz or .tar.zst archive, streamed, never extracted.
 
 A tar is a stream: the first pass reads the headers (checking names, links, adjacency and the
-integrity of the compressed stream before anything is committed), then each iteration streams
-the archive once more and yields one sample at a time. A hard link (what GNU tar stores for a
-file's second name) reads as its target, an earlier member whose bytes are held from where it
-passes until its last link; symbolic links are skipped and reported.
+integrity of the compressed stream, and that only zeros follow the end-of-archive marker,
+before anything is committed), then each iteration streams the archive once more and yields
+one sample at a time. A hard link (what GNU tar stores for a file's second name) reads as its
+target, an earlier member whose bytes are held from where it passes until its last link;
+symbolic links are skipped and reported.
 """
 
 from __future__ import annotations
@@ -94,8 +95,9 @@ class TarSource(SampleSource):
                     # end-of-archive block, then read to the end (gzip checks its CRC there).
                     if tail.block(tf.offset) != bytes(tarfile.BLOCKSIZE):
                         raise tarfile.ReadError("no end-of-archive marker: truncated or corrupt")
-                    while tail.read(BLOCK):
-                        pass
+                    after = tail.data_after(tf.offset)
+                    if after is not None:
+                        raise IntegrityError(self._joined(tf.offset, *after))
             except GeneratorExit:  # abandoned (maybe at exit): errors() would import
                 raise
             except errors() as e:
@@ -106,6 +108,22 @@ class TarSource(SampleSource):
         finally:
             stream.close()
             raw.close()
+
+    def _joined(self, end: int, at: int, block: bytes) -> str:
+        """Data after the end-of-archive marker: most likely tars joined with ``cat``, whose
+        later members tar (without ``-i``) and tarfile never read. Zero padding is normal."""
+        what = "data"
+        if len(block) >= tarfile.BLOCKSIZE and is_header(block[: tarfile.BLOCKSIZE]):
+            name = tarfile.TarInfo.frombuf(
+                block[: tarfile.BLOCKSIZE], tarfile.ENCODING, "surrogateescape").name
+            what = f"another tar header (entry {name!r})"
+        within = " of the decompressed tar" if self.compression else ""
+        return (
+            f"{self.location}: {what} at byte {at}{within} follows its end-of-archive marker "
+            f"(at byte {end}); it looks like archives joined with `cat`, whose members after the "
+            "first archive's end would be left out. Recreate one archive (e.g. `tar -cf "
+            "all.tar -C dir .`), or extract it with `tar -xif` and commit the folder"
+        )
 
     def _failure(self, e: BaseException, tail: Tail, last: str | None) -> str:
         """Why reading failed, in the user's terms: truncated, not a tar, or corrupt."""

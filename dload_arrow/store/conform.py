@@ -31,10 +31,26 @@ def _textual(t: pa.DataType) -> bool:
             or pa.types.is_string_view(t) or pa.types.is_binary_view(t))
 
 
-def _extra_hint(extra: list[str], files: bool, keyed: bool) -> str:
+def _split_hint(extra: list[str], names: set[str]) -> str:
+    """How the files were split when the dataset's columns are those of the other ``split``:
+    ``x.seg.png`` is column ``seg.png`` with ``--split first`` and ``png`` without. Excluding
+    the files instead would leave the stored column null in every new row."""
+    dotted = sorted(n for n in names if "." in n)
+    fits = [n for n in dotted if any(n.endswith("." + c) for c in extra)]
+    if fits:
+        return (f"its columns {fits} were read with --split first (split='first' in Python: "
+                "the extension starts at the first dot, x.seg.png -> 'seg.png'): append with "
+                "--split first; otherwise ")
+    if not dotted and all("." in c and c.rsplit(".", 1)[1] in names for c in extra):
+        return ("its columns were read with the extension after the last dot (x.seg.png -> "
+                "'png'): append without --split first (split='last' in Python); otherwise ")
+    return ""
+
+
+def _extra_hint(extra: list[str], files: bool, keyed: bool, names: set[str]) -> str:
     if files:
         globs = " ".join(f"--exclude '*.{c}'" for c in extra)
-        return f"leave those files out ({globs})"
+        return f"{_split_hint(extra, names)}leave those files out ({globs})"
     drop = "drop those columns from the table"
     if len(extra) == 1 and not keyed:
         # The usual cause: the dataset was committed with --key-column, which moves that
@@ -77,7 +93,7 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
         raise SchemaError(
             f"{where} has column(s) {extra} that {dataset!r} does not have (its columns: "
             f"{sorted(names)}); append adds rows, not columns: "
-            f"{_extra_hint(extra, files, keycol is not None)}, "
+            f"{_extra_hint(extra, files, keycol is not None, names)}, "
             "or commit a new version with every column"
         )
     for f in columns:
