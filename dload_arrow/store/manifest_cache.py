@@ -19,7 +19,7 @@ from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, manifest_path
 
-__all__ = ["ManifestCache", "root_id"]
+__all__ = ["ManifestCache", "corrupt_manifest", "root_id"]
 
 
 def root_id(storage: Storage) -> str:
@@ -27,6 +27,18 @@ def root_id(storage: Storage) -> str:
     options = getattr(storage, "_options", None) or {}
     ident = f"{storage.url}\n{options.get('endpoint_url') or ''}"
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def corrupt_manifest(storage: Storage, name: str, version: str,
+                     e: IntegrityError) -> IntegrityError:
+    """The error for a manifest object of the root that does not parse or hash to its name:
+    which dataset, which object, which root, and the fix. Nothing else can mend it: every
+    command that reads the version (or all versions: ``versions``, ``sql``, ``gc``) fails on
+    it, and ``rm`` of that version removes it without reading it."""
+    return IntegrityError(
+        f"{e} (dataset {name!r}, object datasets/{name}/manifests/{version}.arrow under "
+        f"{redact_url(storage.url)}); restore the object from a copy, or remove that version "
+        f"with `dload rm {name} --version {version[:12]} --yes`")
 
 
 class ManifestCache:
@@ -79,7 +91,10 @@ class ManifestCache:
                 f"{redact_url(self.storage.url)} (was it removed?)"
             ) from e
         self.fetched += 1
-        manifest = Manifest.from_bytes(data, version)  # verifies the hash before we keep it
+        try:
+            manifest = Manifest.from_bytes(data, version)  # verifies the hash before we keep it
+        except IntegrityError as e:
+            raise corrupt_manifest(self.storage, name, version, e) from e
         self._store(version, data)
         return manifest
 
