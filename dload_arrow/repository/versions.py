@@ -87,7 +87,7 @@ class VersionsMixin(RemovalMixin):
         out, bad = [], []
         for vid in ids:
             try:
-                m = self.manifest(name, vid)
+                m = self.manifests.get(name, vid)  # listed: no existence check of its own
             except NotFoundError:  # removed since the listing (rm, an append's stale one)
                 if self.storage.exists(manifest_path(name, vid)):
                     raise

@@ -48,6 +48,7 @@ class ManifestCache:
         self.storage = storage
         self.folder = Path(cache_dir) / "manifests" / root_id(storage)
         self._memory: dict[str, Manifest] = {}
+        self._stored: set[str] = set()  # versions this process saw in the root itself
         self.fetched = 0  # manifests read from the root (tests count these)
 
     def get(self, name: str, version: str) -> Manifest:
@@ -65,9 +66,25 @@ class ManifestCache:
             )
         return got
 
+    def check_stored(self, name: str, version: str) -> None:
+        """NotFoundError unless the root still stores the manifest of ``version``.
+
+        For a version named by its full id, which nothing else has looked up in the root: a
+        local copy only says the root had it once (it may have been removed, and its shards
+        collected, since). One existence check per version and process; none for a manifest
+        this process read from the root itself."""
+        if version in self._stored:
+            return
+        if not self.storage.exists(manifest_path(name, version)):
+            raise NotFoundError(
+                f"version {version[:12]} of {name!r} has no manifest under "
+                f"{redact_url(self.storage.url)} (was it removed?)")
+        self._stored.add(version)
+
     def forget(self, version: str) -> None:
         """Drop a removed version's copies (memory and disk) on this machine."""
         self._memory.pop(version, None)
+        self._stored.discard(version)
         (self.folder / f"{check_digest(version, 'version id')}.arrow").unlink(missing_ok=True)
 
     def _from_disk(self, version: str) -> Manifest | None:
@@ -91,6 +108,7 @@ class ManifestCache:
                 f"{redact_url(self.storage.url)} (was it removed?)"
             ) from e
         self.fetched += 1
+        self._stored.add(version)
         try:
             manifest = Manifest.from_bytes(data, version)  # verifies the hash before we keep it
         except IntegrityError as e:
