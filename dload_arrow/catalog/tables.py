@@ -9,6 +9,7 @@ Paths that do not parse as valid names are ignored: nothing under the root is tr
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Container
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.arrays import typed_array
-from dload_arrow.errors import DloadError, IntegrityError
+from dload_arrow.errors import DloadError, IntegrityError, user_stacklevel
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
@@ -121,7 +122,13 @@ class Snapshotter:
         """List the root once and build every raw table (the manifests' only when they
         changed since the last snapshot)."""
         found = list_root(self.storage)
-        manifests = {(n, v): self.manifests.get(n, v) for n, v in found["manifests"]}
+        manifests = {}
+        for n, v in found["manifests"]:
+            try:
+                manifests[(n, v)] = self.manifests.get(n, v)
+            except IntegrityError as e:  # one bad object must not hide the root (nor its fix)
+                warnings.warn(f"the catalog leaves out a version of {n!r}: {e}",
+                              stacklevel=user_stacklevel())
         key = frozenset(manifests)
         if self._built is None or self._built[0] != key:
             self._built = (key, self._manifest_tables(manifests))

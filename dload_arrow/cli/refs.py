@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+import warnings
 from typing import Any
 
 import click
@@ -123,7 +124,9 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
     """
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     what = f"version {version} of {name!r}" if version else f"dataset {name!r} (every version)"
-    versions = repo.versions(name)  # unknown dataset: a clear error before asking anything
+    with warnings.catch_warnings():  # a corrupt version is left out: rm is what removes it
+        warnings.simplefilter("ignore")
+        versions = repo.versions(name)  # unknown dataset: a clear error before asking anything
     warning = _pin_warning(repo, name, version)
     if warning:  # before the question, so the answer can take it into account
         click.echo(warning, err=True)

@@ -19,16 +19,17 @@ processes sharing a small budget never wait on each other's look-ahead. See docs
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import os
 import threading
+import time
 from collections.abc import Iterable
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
 from dload_arrow.errors import IntegrityError, NotFoundError
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.cache_budget import CacheBudget
+from dload_arrow.read.cache_disk import cache_disk_error
 from dload_arrow.read.cache_space import (
     VERIFIED_NS,
     CacheEntry,
@@ -36,37 +37,14 @@ from dload_arrow.read.cache_space import (
     list_dir,
     resolve_budget,
 )
-from dload_arrow.read.locks import FileLock, try_exclusive
+from dload_arrow.read.locks import FileLock, Hold, try_exclusive
 from dload_arrow.sizes import format_bytes
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.names import shard_path
 
 __all__ = ["Cache", "CacheEntry", "Hold", "free_disk", "resolve_budget"]
 
-
-class Hold:
-    """A reader's claim on a local shard file: it is not evicted until released."""
-
-    def __init__(self, path: str, digest: str, lock: FileLock | None,
-                 downloaded: bool = False) -> None:
-        self.path = path
-        self.digest = digest
-        self._lock = lock
-        self.downloaded = downloaded  # this acquire fetched it (not another reader, not before)
-
-    def release(self) -> None:
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
-
-    def __enter__(self) -> Hold:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def __repr__(self) -> str:
-        return f"Hold({self.digest[:12]}, held={self._lock is not None})"
+_DISK_FULL_TRIES = 4  # a reader's download that the local disk refused: evict, try again
 
 
 class Cache(CacheBudget):
@@ -97,19 +75,6 @@ class Cache(CacheBudget):
                 cls._shared[key] = cache  # only once usable: every later open fails alike
             return cache
 
-    def check_writable(self) -> None:
-        """Raise PermissionError unless this user can write the cache: readers create hold,
-        lock and download files in it. A cache filled by another user, or made read-only,
-        is refused here (ReadContext.cache turns this into a ConfigError naming the setting)
-        rather than on the first hold, deep inside a read."""
-        subs = [os.path.join(self.dir, sub) for sub in ("shards", "holds", "locks")]
-        for folder in [self.dir, *subs, *_subfolders(subs)]:
-            if os.path.isdir(folder) and not os.access(folder, os.W_OK):
-                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), folder)
-        lock = os.path.join(self.dir, "cache.lock")
-        if os.path.exists(lock) and not os.access(lock, os.W_OK):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), lock)
-
     def __repr__(self) -> str:
         budget = "unlimited" if self.budget_bytes >= UNLIMITED else format_bytes(self.budget_bytes)
         return f"Cache({self.dir!r}, budget={budget})"
@@ -138,7 +103,10 @@ class Cache(CacheBudget):
         unheld shard.
         """
         final = self.shard_file(digest)
-        hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
+        try:
+            hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
+        except OSError as e:  # a hold file is a new inode: a full disk refuses it too
+            self._reraise(e, digest, nbytes, dataset)
         try:
             os.utime(hold.path)  # the LRU clock
             if self._trusted(final, nbytes):
@@ -148,13 +116,36 @@ class Cache(CacheBudget):
             try:
                 fetch = not self._usable(final, digest, nbytes)
                 if fetch:
-                    self._download(storage, digest, nbytes, dataset, keep=keep)
+                    self._download_making_room(storage, digest, nbytes, dataset, keep)
             finally:
                 dl.release()  # no unlink: a waiter on the old inode would hold a hidden lock
             return Hold(final, digest, hold, fetch)
         except BaseException:
             hold.release()
             raise
+
+    def _download_making_room(self, storage: Storage, digest: str, nbytes: int,
+                              dataset: str | None, keep: frozenset[str]) -> None:
+        """A reader's download. When the local disk refuses it (another program filled the
+        disk since admission measured it, or downloads ahead took the room), downloads ahead
+        pause, unheld shards are evicted and it tries again; then the error names the cache."""
+        for attempt in range(_DISK_FULL_TRIES):
+            try:
+                self._download(storage, digest, nbytes, dataset, keep=keep)
+                return
+            except OSError as e:
+                if self.disk_refused(e) is None or attempt + 1 == _DISK_FULL_TRIES:
+                    self._reraise(e, digest, nbytes, dataset)
+                if not self.free_room(nbytes, keep):
+                    time.sleep(0.1 * 2**attempt)  # downloads ahead in flight give up meanwhile
+
+    def _reraise(self, e: OSError, digest: str, nbytes: int, dataset: str | None) -> NoReturn:
+        """Raise ``e``, or when the local disk refused the write, the cache's own error naming
+        this directory (not the root the shard came from) and the fix."""
+        full = self.disk_refused(e)
+        if full is None:
+            raise e
+        raise cache_disk_error(self.dir, digest, nbytes, dataset, full) from e
 
     def prefetch(self, storage: Storage, digest: str, nbytes: int, *,
                  dataset: str | None = None, keep: frozenset[str] = frozenset()) -> bool:
@@ -167,14 +158,27 @@ class Cache(CacheBudget):
         each wait only for shards being read. It never evicts the shards in ``keep`` (the
         caller's other shards fetched ahead, not yet read: evicting one would fetch it twice).
         True when the shard is cached and verified; False when it was skipped (the reader's
-        ``acquire`` fetches it then).
+        ``acquire`` fetches it then), also when the local disk refused it or another download
+        lately (:meth:`disk_refused`): its partial file is removed, and the reader's
+        ``acquire`` makes room by eviction and says so if there is still none.
         """
+        try:
+            return self._prefetch(storage, digest, nbytes, dataset, keep)
+        except OSError as e:
+            if self.disk_refused(e) is None:
+                raise
+            return False
+
+    def _prefetch(self, storage: Storage, digest: str, nbytes: int, dataset: str | None,
+                  keep: frozenset[str]) -> bool:
         final = self.shard_file(digest)
         hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
         try:
             os.utime(hold.path)  # the LRU clock: evicted after the shards read before it
             if self._trusted(final, nbytes):
                 return True
+            if self.look_ahead_paused():
+                return False  # the disk refused a download lately: the reader's come first
             dl = try_exclusive(self._lock_file(digest))
             if dl is None:
                 return False  # being downloaded by another process or thread
@@ -274,14 +278,3 @@ def _sha256_file(path: str) -> str:
         while chunk := f.read(4 * 2**20):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _subfolders(folders: list[str]) -> list[str]:
-    """The folders inside ``folders`` (``shards/<aa>``: at most 256 of them)."""
-    out = []
-    for folder in folders:
-        try:
-            out += [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
-        except OSError:  # absent, or unreadable (then its own check names it)
-            continue
-    return out

@@ -14,6 +14,7 @@ one set for a bigger disk, slides over data larger than the disk instead of fill
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -22,11 +23,15 @@ import warnings
 
 from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.cache_disk import disk_full
 from dload_arrow.read.cache_space import CacheSpace, claim_cache_dir, disk_reserve, resolve_budget
 from dload_arrow.read.locks import FileLock
 from dload_arrow.sizes import format_bytes
 
-__all__ = ["CacheBudget"]
+__all__ = ["LOOK_AHEAD_PAUSE", "CacheBudget"]
+
+#: Seconds that downloads ahead of the readers pause after the local disk refused a download.
+LOOK_AHEAD_PAUSE = 5.0
 
 _POLL = 0.05
 _TELL_AFTER = 5.0  # seconds of waiting for room before a reader says it waits
@@ -53,6 +58,20 @@ class CacheBudget(CacheSpace):
         self._tlock = threading.Lock()
         used = self.used_bytes() if str(budget).strip().lower() == "auto" else 0
         self.budget_bytes = resolve_budget(budget, self.dir, used)
+        self._refused_at = -LOOK_AHEAD_PAUSE  # when the disk last refused a download
+
+    def check_writable(self) -> None:
+        """Raise PermissionError unless this user can write the cache: readers create hold,
+        lock and download files in it. A cache filled by another user, or made read-only,
+        is refused here (ReadContext.cache turns this into a ConfigError naming the setting)
+        rather than on the first hold, deep inside a read."""
+        subs = [os.path.join(self.dir, sub) for sub in ("shards", "holds", "locks")]
+        for folder in [self.dir, *subs, *_subfolders(subs)]:
+            if os.path.isdir(folder) and not os.access(folder, os.W_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), folder)
+        lock = os.path.join(self.dir, "cache.lock")
+        if os.path.exists(lock) and not os.access(lock, os.W_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), lock)
 
     def limit(self) -> int:
         """The budget in effect now: the configured one, or less when the disk cannot hold
@@ -86,6 +105,33 @@ class CacheBudget(CacheSpace):
                 if self._evict(cand):
                     freed += size
         return freed
+
+    def free_room(self, nbytes: int, keep: frozenset[str] = frozenset()) -> int:
+        """Evict least recently used shards no live reader holds, those in ``keep`` last,
+        until ``nbytes`` are freed; the bytes freed. For a download the disk refused: the
+        disk had less room than admission measured (another program wrote to it since)."""
+        freed = 0
+        with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
+            candidates = self._scan(cleanup=True)[1]
+            for _stamp, digest, size in sorted(candidates, key=lambda c: c[1] in keep):
+                if freed >= nbytes:
+                    break
+                if self._evict(digest):
+                    freed += size
+        return freed
+
+    def disk_refused(self, e: BaseException) -> OSError | None:
+        """The error in ``e``'s chain saying the local disk refused a write (full, over quota,
+        file too large), remembered: downloads ahead pause for :data:`LOOK_AHEAD_PAUSE`
+        seconds, so that they do not take the room the readers' own downloads retry in."""
+        full = disk_full(e)
+        if full is not None:
+            self._refused_at = time.monotonic()
+        return full
+
+    def look_ahead_paused(self) -> bool:
+        """Whether the disk refused a download less than :data:`LOOK_AHEAD_PAUSE` s ago."""
+        return time.monotonic() - self._refused_at < LOOK_AHEAD_PAUSE
 
     def clear(self) -> int:
         """Remove every shard no live reader holds, and the cached footers (small, fetched
@@ -168,3 +214,13 @@ class CacheBudget(CacheSpace):
                     "prefetch, or run fewer readers on this machine at once"
                 )
             time.sleep(_POLL)
+
+def _subfolders(folders: list[str]) -> list[str]:
+    """The folders inside ``folders`` (``shards/<aa>``: at most 256 of them)."""
+    out = []
+    for folder in folders:
+        try:
+            out += [e.path for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+        except OSError:  # absent, or unreadable (then its own check names it)
+            continue
+    return out

@@ -1,4 +1,5 @@
-"""flock()-based locks on files of the cache directory, safe across processes and crashes.
+"""flock()-based locks on files of the cache directory, safe across processes and crashes,
+and the reader's :class:`Hold` on a shard that one of them keeps from eviction.
 
 The kernel drops a process's flock()s when it exits, however it exits (SIGKILL included), so
 nothing here ever needs cleaning up after a crash. Lock files may be unlinked by whoever holds
@@ -16,7 +17,7 @@ import time
 
 from dload_arrow.errors import DloadError
 
-__all__ = ["FileLock", "LockTimeout", "try_exclusive"]
+__all__ = ["FileLock", "Hold", "LockTimeout", "try_exclusive"]
 
 
 class LockTimeout(DloadError, TimeoutError):
@@ -132,3 +133,28 @@ def try_exclusive(path: str) -> FileLock | None:
         os.close(fd)
         return try_exclusive(path)
     return FileLock(path, fd, True)
+
+
+class Hold:
+    """A reader's claim on a local shard file: it is not evicted until released."""
+
+    def __init__(self, path: str, digest: str, lock: FileLock | None,
+                 downloaded: bool = False) -> None:
+        self.path = path
+        self.digest = digest
+        self._lock = lock
+        self.downloaded = downloaded  # this acquire fetched it (not another reader, not before)
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> Hold:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"Hold({self.digest[:12]}, held={self._lock is not None})"

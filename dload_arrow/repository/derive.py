@@ -112,7 +112,7 @@ def _stored(repo: Repository, memo: dict[str, Any]) -> Manifest | None:
         name, vid = check_name(memo["name"]), memo["version"]
         if not repo.storage.exists(manifest_path(name, vid)):
             return None
-        return repo.manifest(name, vid)
+        return repo.manifests.get(name, vid)
     except (NotFoundError, ValueError):
         return None
 

@@ -7,9 +7,10 @@ import os
 import time
 from dataclasses import dataclass
 
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import IntegrityError, NotFoundError
 from dload_arrow.storage import ObjectInfo, Storage
 from dload_arrow.store.manifest import Manifest
+from dload_arrow.store.manifest_cache import corrupt_manifest
 
 __all__ = ["BATCH", "GcReport", "collect_garbage", "referenced_digests"]
 
@@ -53,8 +54,10 @@ def referenced_digests(storage: Storage, seen: set[str] | None = None) -> set[st
                 data = storage.read(obj.path)
             except NotFoundError:
                 continue  # removed (rm) since the listing: its shards are unreferenced now
-            # A corrupt manifest raises IntegrityError: gc stops rather than guess.
-            refs.update(Manifest.from_bytes(data, vid).digests())
+            try:
+                refs.update(Manifest.from_bytes(data, vid).digests())
+            except IntegrityError as e:  # gc stops rather than guess which shards it lists
+                raise corrupt_manifest(storage, parts[1], vid, e) from e
     return refs
 
 

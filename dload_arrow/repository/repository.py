@@ -42,8 +42,7 @@ class Repository(VersionsMixin):
     def __init__(self, storage: Storage, settings: Settings) -> None:
         self.storage = storage
         self.settings = settings
-        # Manifests are immutable: each is fetched from the root once per machine.
-        self.manifests = ManifestCache(storage, settings.cache_dir)
+        self.manifests = ManifestCache(storage, settings.cache_dir)  # fetched once per machine
 
     @classmethod
     def open(
@@ -187,6 +186,8 @@ class Repository(VersionsMixin):
         """The validated manifest of a version (resolved like :meth:`dataset`)."""
         vid = self.resolve(name, version)
         try:
+            if version == vid:  # a full id, taken as given: the root must still store it
+                self.manifests.check_stored(name, vid)
             return self.manifests.get(name, vid)
         except (NotFoundError, InvalidNameError) as e:  # the latter: cached under another name
             if version in (None, "latest") and isinstance(e, NotFoundError):
@@ -220,7 +221,7 @@ class Repository(VersionsMixin):
         """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""
         return Dataset(self, self.manifest(name, version))
 
-    # --- derive, gc (versions, refs, pins and removal: versions.VersionsMixin) ------------
+    # --- derive, gc (versions, refs, pins: versions.py; removal: removal.py) --------------
 
     def derive(self, name: str, pipe: Any, **kwargs: Any) -> Version:
         """Run a finite deterministic pipeline once and commit it as ``name`` (memoized by the
@@ -251,8 +252,8 @@ class Repository(VersionsMixin):
         """Budget, bytes used and residency of every dataset version in this machine's cache."""
         from dload_arrow.read.pull import cache_status
 
-        manifests = [self.manifest(n, v) for n in self.datasets() for v in self._version_ids(n)]
-        return cache_status(self.read_context, manifests)
+        listed = [(n, v) for n in self.datasets() for v in self._version_ids(n)]
+        return cache_status(self.read_context, [self.manifests.get(n, v) for n, v in listed])
 
     def cache_clear(self) -> int:
         """Remove every cached shard no live reader holds; return the bytes freed."""

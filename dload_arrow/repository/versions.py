@@ -1,30 +1,30 @@
-"""Versions, refs, pins and removal of a dataset: the version half of ``Repository``.
+"""Versions, refs and pins of a dataset: the version half of ``Repository``.
 
-:class:`VersionsMixin` holds the methods that list a dataset's stored versions, move its tags,
-pin it in ``dload.lock`` and remove versions; :class:`~dload_arrow.repository.Repository`
-inherits them. They reach the root through the facade's ``storage``, ``manifests`` and its
-resolving methods, declared here for the type checker only.
+:class:`VersionsMixin` holds the methods that list a dataset's stored versions, resolve them
+and pin them in ``dload.lock`` (tags: tags.py; removal: removal.py);
+:class:`~dload_arrow.repository.Repository` inherits them. They reach the root through the
+facade's ``storage``, ``manifests`` and its resolving methods, declared here for the type
+checker only.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dload_arrow.errors import (
     ConfigError,
-    ConflictError,
     DloadError,
+    IntegrityError,
     InvalidNameError,
     NotFoundError,
+    user_stacklevel,
 )
 from dload_arrow.repository.lock import editing, lock_path, pinned_version, read_lock, write_lock
-from dload_arrow.repository.tags import TagsMixin
+from dload_arrow.repository.removal import RemovalMixin
 from dload_arrow.store.names import check_name, check_ref, manifest_path
-from dload_arrow.store.refs import LogEntry, delete_ref, list_refs, move_ref, read_log, read_ref
-from dload_arrow.store.removals import REMOVED, record_removal
+from dload_arrow.store.refs import LogEntry, list_refs, read_log, read_ref
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -49,7 +49,7 @@ class VersionInfo:
     parents: tuple[str, ...]
 
 
-class VersionsMixin(TagsMixin):
+class VersionsMixin(RemovalMixin):
     """Versions, refs, pins and removal; mixed into :class:`Repository`."""
 
     storage: Storage
@@ -64,7 +64,16 @@ class VersionsMixin(TagsMixin):
         def _missing(self, name: str) -> str: ...
 
     def versions(self, name: str) -> list[VersionInfo]:
-        """Every stored version of ``name``, newest first (times from the ref log)."""
+        """Every stored version of ``name``, newest first (times from the ref log). A version
+        whose manifest is corrupt is left out with a warning that names it and the fix."""
+        out, bad = self._stored_versions(name)
+        for error in bad:
+            warnings.warn(f"left out a version of {name!r}: {error}",
+                          stacklevel=user_stacklevel())
+        return out
+
+    def _stored_versions(self, name: str) -> tuple[list[VersionInfo], list[str]]:
+        """:meth:`versions`, and the errors of those whose manifest is corrupt."""
         ids = self._version_ids(name)
         if not ids:
             raise NotFoundError(self._missing(name))
@@ -75,13 +84,16 @@ class VersionsMixin(TagsMixin):
         refs: dict[str, list[str]] = {}
         for ref, value in list_refs(self.storage, name).items():
             refs.setdefault(value.version, []).append(ref)
-        out = []
+        out, bad = [], []
         for vid in ids:
             try:
-                m = self.manifest(name, vid)
+                m = self.manifests.get(name, vid)  # listed: no existence check of its own
             except NotFoundError:  # removed since the listing (rm, an append's stale one)
                 if self.storage.exists(manifest_path(name, vid)):
                     raise
+                continue
+            except IntegrityError as e:  # one bad object must not hide the others, nor rm
+                bad.append(str(e))
                 continue
             t, user = first_seen.get(vid, (None, None))
             out.append(VersionInfo(
@@ -90,7 +102,7 @@ class VersionsMixin(TagsMixin):
                 refs=tuple(sorted(refs.get(vid, []))),
                 parents=tuple(p["version"] for p in m.parents),
             ))
-        return sorted(out, key=lambda v: (v.time or 0.0, v.version), reverse=True)
+        return sorted(out, key=lambda v: (v.time or 0.0, v.version), reverse=True), bad
 
     def resolve(self, name: str, version: str | None = None) -> str:
         """A version id from an id, a unique id prefix, a tag, the lock file, or ``latest``."""
@@ -189,83 +201,6 @@ class VersionsMixin(TagsMixin):
         if ref is None:
             raise NotFoundError(self._missing(name))
         return ref.version
-
-    def rm(self, name: str, version: str | None = None) -> list[str]:
-        """Remove a version, or the whole dataset; return the removed version ids.
-
-        ``version`` may be an id, a prefix or a tag: the version it names is removed (to
-        delete only a tag, :meth:`untag`). Shards stay until :meth:`gc`. Refs that pointed at
-        a removed version move back to the newest remaining version or are deleted; derived
-        memos of the dataset are cleared.
-        Removing the whole dataset deletes its refs (each deletion logged) and manifests but
-        keeps its log: who removed it, and when, stays on record (``log(name)``). Each removed
-        version's parents stay on record too, so lineage walks through it
-        (:mod:`~dload_arrow.store.removals`).
-        """
-        ids = self._version_ids(name)
-        refs = list_refs(self.storage, name)  # may point at removed versions (a lost race)
-        if not ids and not refs:
-            raise NotFoundError(self._missing(name))
-        if version is None:
-            for vid in ids:  # lineage through them stays (store/removals.py)
-                try:
-                    m = self.manifests.get(name, vid)
-                except DloadError:  # corrupt, gone or misnamed: no parents to keep
-                    continue
-                record_removal(self.storage, name, vid, m)
-            for ref in refs:
-                delete_ref(self.storage, name, ref)
-            kept_dirs = (f"datasets/{name}/log/", f"datasets/{name}/{REMOVED}/")
-            for obj in self.storage.list(f"datasets/{name}/"):
-                if not obj.path.startswith(kept_dirs):
-                    self.storage.delete(obj.path)
-            for vid in ids:
-                self.manifests.forget(vid)
-            self._clear_memos(name, None)
-            return ids
-        vid = self.resolve(name, version)
-        if vid not in ids and not any(r.version == vid for r in refs.values()):
-            raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
-        # A version already removed (by an rm that lost a race) may still have refs: they go
-        remaining = [v for v in self.versions(name) if v.version != vid] if ids else []
-        kept = self.manifests.get(name, vid) if vid in ids else None  # to undo, below
-        # Refs first, the manifest last: an rm cut off half-way leaves refs on stored
-        # manifests (an unreferenced one is harmless: rm again, or gc, sees it)
-        for ref, value in list_refs(self.storage, name).items():
-            if value.version != vid:
-                continue
-            if ref == "latest" and remaining:
-                with contextlib.suppress(ConflictError):  # a commit moved it: nothing to undo
-                    move_ref(self.storage, name, ref, remaining[0].version, action="rm",
-                             only_if=vid)
-            else:
-                delete_ref(self.storage, name, ref)
-        if kept is not None:  # its parent edges outlive the manifest, for lineage
-            record_removal(self.storage, name, vid, kept)
-        self.storage.delete(manifest_path(name, vid))
-        self.manifests.forget(vid)
-        self._clear_memos(name, vid)
-        back = sorted(r for r, v in list_refs(self.storage, name).items() if v.version == vid)
-        data = kept.to_bytes() if back and kept is not None else b""
-        if data and hashlib.sha256(data).hexdigest() == vid:  # the bytes it was stored as
-            # A commit of the same samples moved a ref back to it since the refs moved (its
-            # own check for the manifest may have come before the delete): the commit wins
-            self.storage.put_if_absent(manifest_path(name, vid), data)
-            raise ConflictError(
-                f"rm of {name!r} version {vid[:12]}: a commit published it again while rm ran "
-                f"({', '.join(back)} point at it), so it stays; rm again to remove it")
-        return [vid]
-
-    def _clear_memos(self, name: str, version: str | None) -> None:
-        import json
-
-        for obj in self.storage.list("derived/"):
-            try:
-                memo = json.loads(self.storage.read(obj.path))
-            except (ValueError, NotFoundError):
-                continue
-            if memo.get("name") == name and version in (None, memo.get("version")):
-                self.storage.delete(obj.path)
 
     def refs(self, name: str) -> dict[str, str]:
         """Ref and tag names of ``name`` -> version ids (NotFoundError for an unknown name)."""

@@ -19,7 +19,7 @@ from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, manifest_path
 
-__all__ = ["ManifestCache", "root_id"]
+__all__ = ["ManifestCache", "corrupt_manifest", "root_id"]
 
 
 def root_id(storage: Storage) -> str:
@@ -29,6 +29,18 @@ def root_id(storage: Storage) -> str:
     return hashlib.sha256(ident.encode()).hexdigest()[:16]
 
 
+def corrupt_manifest(storage: Storage, name: str, version: str,
+                     e: IntegrityError) -> IntegrityError:
+    """The error for a manifest object of the root that does not parse or hash to its name:
+    which dataset, which object, which root, and the fix. Nothing else can mend it: every
+    command that reads the version (or all versions: ``versions``, ``sql``, ``gc``) fails on
+    it, and ``rm`` of that version removes it without reading it."""
+    return IntegrityError(
+        f"{e} (dataset {name!r}, object datasets/{name}/manifests/{version}.arrow under "
+        f"{redact_url(storage.url)}); restore the object from a copy, or remove that version "
+        f"with `dload rm {name} --version {version[:12]} --yes`")
+
+
 class ManifestCache:
     """Manifests by version id: memory, then ``<cache_dir>/manifests``, then the root."""
 
@@ -36,6 +48,7 @@ class ManifestCache:
         self.storage = storage
         self.folder = Path(cache_dir) / "manifests" / root_id(storage)
         self._memory: dict[str, Manifest] = {}
+        self._stored: set[str] = set()  # versions this process saw in the root itself
         self.fetched = 0  # manifests read from the root (tests count these)
 
     def get(self, name: str, version: str) -> Manifest:
@@ -53,9 +66,25 @@ class ManifestCache:
             )
         return got
 
+    def check_stored(self, name: str, version: str) -> None:
+        """NotFoundError unless the root still stores the manifest of ``version``.
+
+        For a version named by its full id, which nothing else has looked up in the root: a
+        local copy only says the root had it once (it may have been removed, and its shards
+        collected, since). One existence check per version and process; none for a manifest
+        this process read from the root itself."""
+        if version in self._stored:
+            return
+        if not self.storage.exists(manifest_path(name, version)):
+            raise NotFoundError(
+                f"version {version[:12]} of {name!r} has no manifest under "
+                f"{redact_url(self.storage.url)} (was it removed?)")
+        self._stored.add(version)
+
     def forget(self, version: str) -> None:
         """Drop a removed version's copies (memory and disk) on this machine."""
         self._memory.pop(version, None)
+        self._stored.discard(version)
         (self.folder / f"{check_digest(version, 'version id')}.arrow").unlink(missing_ok=True)
 
     def _from_disk(self, version: str) -> Manifest | None:
@@ -79,7 +108,11 @@ class ManifestCache:
                 f"{redact_url(self.storage.url)} (was it removed?)"
             ) from e
         self.fetched += 1
-        manifest = Manifest.from_bytes(data, version)  # verifies the hash before we keep it
+        self._stored.add(version)
+        try:
+            manifest = Manifest.from_bytes(data, version)  # verifies the hash before we keep it
+        except IntegrityError as e:
+            raise corrupt_manifest(self.storage, name, version, e) from e
         self._store(version, data)
         return manifest
 
