@@ -30,3 +30,18 @@ def test_demo_on_the_embedded_default_root() -> None:
     text = dload("demo", "--root", str(cwd / "r2"), cwd=cwd).out  # ids do not depend on root
     assert out["versions"]["demo-images"][:12] in text and "same id" in text
     assert ("trained a linear model" in text) or ("skipped training" in text)
+
+
+def test_the_demo_skips_training_when_torch_is_installed_but_does_not_import(
+        tmp_path: Path) -> None:
+    fake = tmp_path / "fake"
+    (fake / "torch").mkdir(parents=True)  # found by find_spec, fails as a broken CUDA build does
+    (fake / "torch" / "__init__.py").write_text("raise ImportError('libcudart.so.12: cannot "
+                                                "open shared object file')\n")
+    path = os.pathsep.join(p for p in (str(fake), os.environ.get("PYTHONPATH", "")) if p)
+    out = dload("demo", "--json", "--root", str(tmp_path / "r"), cwd=tmp_path,
+                env={"PYTHONPATH": path}).json
+    assert out["train"] is None and out["versions"]["demo-images"]
+    text = dload("demo", "--root", str(tmp_path / "r"), cwd=tmp_path,
+                 env={"PYTHONPATH": path}).out
+    assert "skipped training: torch is installed but does not import (ImportError: " in text

@@ -171,3 +171,14 @@ def test_a_leading_slash_anchors_an_exclude_to_the_top(run: RunFn, tmp_path: Pat
     r = run("commit", "x", "--from", str(src), "--exclude", "/cats", "--json")
     assert r.json["rows"] == 3 and r.json["source"]["excluded_dirs"] == ["cats/"]
     assert "matched no file" not in r.err
+
+
+def test_a_leading_double_star_matches_at_the_top_level_too(tmp_path: Path) -> None:
+    from dload_arrow.ingest import Globs
+
+    assert Globs(include="**/*.jpg")("top.jpg") and Globs(include="**/*.jpg")("a/b/x.jpg")
+    assert Globs(include="**/top.jpg")("top.jpg")
+    cats = Globs(exclude="**/cats")
+    assert not cats("cats/c.jpg") and not cats("a/cats/d.jpg")
+    assert cats.excludes_dir("cats") and cats.excludes_dir("a/cats")
+    assert Globs(exclude="**/cats")("dogs/cats.jpg")  # a name, not the folder

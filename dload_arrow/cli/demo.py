@@ -112,10 +112,10 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
     # The mix ends with its first exhausted input; repeat it so --steps is always reached.
     pipe = dl.mix([images.shuffle(seed=0), extra.shuffle(seed=0)], weights=[0.8, 0.2],
                   seed=0).repeat().batch(32)
-    if importlib.util.find_spec("torch") is None:
+    broken = _torch_import_error()
+    if broken is not None:
         out["train"] = None
-        _say(quiet, "6. skipped training: torch is not installed "
-                    "(pip install 'dload-arrow[torch]')")
+        _say(quiet, f"6. skipped training: {broken}")
     else:
         res = step("train", lambda: _train(pipe, steps))
         out["train"] = res
@@ -132,3 +132,16 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
 
 
 COMMANDS = [demo]
+
+
+def _torch_import_error() -> str | None:
+    """Why torch cannot train here (not installed, or an install that fails to import), or
+    None: the demo then skips its training step instead of failing."""
+    if importlib.util.find_spec("torch") is None:
+        return "torch is not installed (pip install 'dload-arrow[torch]')"
+    try:
+        import torch  # noqa: F401
+    except Exception as e:  # a broken install (a CUDA build without its libraries, ...)
+        return (f"torch is installed but does not import ({type(e).__name__}: {e}); "
+                "reinstall it (pip install torch==2.13.0) to train")
+    return None

@@ -104,11 +104,19 @@ def _set_end(pattern: str, i: int) -> int:
     return pattern.find("]", j)
 
 
-def _compile(pattern: str, anchored: bool = False) -> list[re.Pattern[str]]:
+Compiled = list[tuple[re.Pattern[str], bool]]  # a regex, and whether it is a lowered form
+
+
+def _compile(pattern: str, anchored: bool = False) -> Compiled:
     """The pattern as written, then with its extension lowercased (matched against lowered
-    file forms: ``*.JPG`` takes ``x.jpg``, ``*.jpg`` takes ``X.JPG``)."""
+    file forms: ``*.JPG`` takes ``x.jpg``, ``*.jpg`` takes ``X.JPG``); a leading ``**/`` also
+    without it (``**/*.jpg`` takes ``top.jpg``)."""
     translate = _anchored_regex if anchored else fnmatch.translate
-    return [re.compile(translate(p)) for p in [pattern, *_lowered(pattern)]]
+    forms = [pattern]
+    while not anchored and forms[-1].startswith("**/"):  # as in .gitignore: '**/x' is x at
+        forms.append(forms[-1][3:])                        # any depth, the top level too
+    return [(re.compile(translate(p)), lowered) for f in forms
+            for p, lowered in [(f, False), *((x, True) for x in _lowered(f))]]
 
 
 def glob_list(value: Sequence[str] | str | None, option: str) -> tuple[str, ...]:
@@ -141,7 +149,7 @@ class Globs:
         self.include = glob_list(include, "include")
         self.exclude = glob_list(exclude, "exclude")
         # (option, pattern) -> (regexes, directories only, anchored at the top)
-        self._patterns: dict[tuple[str, str], tuple[list[re.Pattern[str]], bool, bool]] = {}
+        self._patterns: dict[tuple[str, str], tuple[Compiled, bool, bool]] = {}
         for option, patterns in (("include", self.include), ("exclude", self.exclude)):
             for p in patterns:
                 body = p[2:] if p.startswith("./") else p
@@ -208,10 +216,7 @@ def _only_dirs(forms: Forms, dir_only: bool) -> Forms:
     return ([], [], forms[2]) if dir_only else forms
 
 
-def _hit(rxs: list[re.Pattern[str]], files: list[str], lowered: list[str],
-         dirs: list[str]) -> bool:
-    """Whether the pattern as written matches a file or directory form, or a lowered pattern
+def _hit(rxs: Compiled, files: list[str], lowered: list[str], dirs: list[str]) -> bool:
+    """Whether a pattern as written matches a file or directory form, or a lowered pattern
     matches a lowered file form."""
-    first, *rest = rxs
-    return (any(first.match(c) for c in files + lowered + dirs)
-            or any(rx.match(c) for rx in rest for c in lowered))
+    return any(rx.match(c) for rx, low in rxs for c in (lowered if low else files + lowered + dirs))
