@@ -10,7 +10,7 @@ import pytest
 from catalog_data import make_table
 from cli_run import runner
 
-from dload_arrow import IntegrityError, Repository
+from dload_arrow import IntegrityError, NotFoundError, Repository
 from dload_arrow.store.removals import removal_path
 
 
@@ -126,3 +126,19 @@ def test_rm_of_a_dataset_whose_manifest_names_another_still_removes_it(
     shutil.copytree(Path(local_root, "datasets", "a"), Path(local_root, "datasets", "a2"))
     repo.rm("a2")  # its manifest names 'a': no record to keep, but rm is the way to clean up
     assert "a2" not in repo.datasets() and "a" in repo.datasets()
+
+
+def test_a_removed_version_is_found_by_its_prefix_also_after_rm_of_the_dataset(
+        repo: Repository, local_root: str, capsys: pytest.CaptureFixture[str]) -> None:
+    c = _chain(repo)
+    repo.rm("a", c.v1)
+    got = repo.lineage("a", c.v1[:12])  # the log and its record know it
+    assert got.version == c.v1 and got.descendants.column("version").to_pylist()[0] == c.v2
+    repo.rm("a")  # the whole dataset: its log and records stay
+    for spec in (c.v3[:12], c.v3):
+        assert repo.lineage("a", spec).version == c.v3
+    run = runner(capsys, ["--root", local_root])
+    text = run("log", f"a@{c.v2[:12]}").out
+    assert c.v2[:12] in text and c.v3[:12] in text
+    with pytest.raises(NotFoundError, match="never had version|no version|no dataset"):
+        repo.lineage("a", "0123456789ab")

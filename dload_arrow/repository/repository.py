@@ -290,11 +290,7 @@ class Repository(VersionsMixin):
         """Ancestors, descendants, ref moves and shared shards of a version (default latest;
         a removed one too: the log knows it). NotFoundError for a version it never had."""
         from dload_arrow.catalog import lineage_of
-        from dload_arrow.store.refs import read_log
+        from dload_arrow.store.removals import known_version
 
-        vid = self.resolve(name, version)
-        if vid not in self._version_ids(name) and all(
-                e.version != vid for e in read_log(self.storage, name)):
-            raise NotFoundError(f"{name!r} never had version {vid[:12]} (not stored, not in "
-                                f"its log); `dload versions {name}` lists its versions")
+        vid = known_version(self.storage, name, version, self.resolve, self._version_ids)
         return lineage_of(self.catalog, name, vid)

@@ -19,15 +19,18 @@ import getpass
 import json
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dload_arrow.errors import DloadError, IntegrityError
+from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFoundError
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, check_name
+from dload_arrow.store.refs import read_log
 
-__all__ = ["REMOVED", "Removal", "parse_removal", "record_removal", "removal_path"]
+__all__ = ["REMOVED", "Removal", "known_version", "parse_removal", "record_removal",
+           "removal_path"]
 
 REMOVED = "removed"
 """The folder under ``datasets/<name>/`` holding the records."""
@@ -89,3 +92,35 @@ def parse_removal(name: str, version: str, data: bytes, where: str) -> Removal:
     except (ValueError, KeyError, TypeError, AttributeError, DloadError) as e:
         raise IntegrityError(f"removal record {where} is malformed: {e}; delete it (the "
                              "lineage then stops at that removed version)") from e
+
+
+def known_version(storage: Storage, name: str, version: str | None,
+                  resolve: Callable[[str, str | None], str],
+                  stored: Callable[[str], list[str]]) -> str:
+    """The version id a lineage of ``name`` at ``version`` is about: a stored version or ref
+    (``resolve``), or a removed version its log or a removal record knows, also by a prefix
+    of its id (``dload log a@d07fa0d513cb`` after ``rm``). NotFoundError for one it never had.
+    """
+    try:
+        vid = resolve(name, version)
+        found = None
+    except NotFoundError as e:
+        if not version:
+            raise
+        found = e
+        vid = version.lower()
+    if found is None and vid in stored(name):
+        return vid
+    logged = {v for e in read_log(storage, name) for v in (e.version, e.previous) if v}
+    logged |= {o.path.rsplit("/", 1)[-1].removesuffix(".json")
+               for o in storage.list(f"datasets/{name}/{REMOVED}/")}
+    matches = sorted(v for v in logged if v.startswith(vid))
+    if len(matches) > 1 and vid not in matches:
+        raise ConfigError(f"{version!r} is the start of {len(matches)} versions of {name!r} "
+                          f"({', '.join(m[:16] for m in matches[:3])}); give more of the id")
+    if not matches:
+        if found is not None:
+            raise found
+        raise NotFoundError(f"{name!r} never had version {vid[:12]} (not stored, not in its "
+                            f"log); `dload versions {name}` lists its versions")
+    return vid if vid in matches else matches[0]
