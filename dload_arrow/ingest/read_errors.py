@@ -18,6 +18,7 @@ from typing import Any
 
 from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.location import open_binary
+from dload_arrow.ingest.table_text import values_at
 from dload_arrow.sizes import format_bytes
 
 __all__ = ["CSV_INFER_BYTES", "bad_json_line", "read_error", "ragged_row"]
@@ -118,7 +119,7 @@ def bad_json_line(path: str, message: str, endpoint_url: str | None = None
             if changed is None or steps is None:
                 continue
             for row in rows:
-                for v in _at(row, steps):
+                for v in values_at(row, tuple(None if s == "[]" else s for s in steps)):
                     kind = _kind(v)
                     if kind == changed.group(3) and changed.group(2) in seen:
                         return (n, f"{'/'.join(steps) or 'the line'} is a {kind}", text,
@@ -159,18 +160,6 @@ def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"an object names {k!r} twice")
         out[k] = v
     return out
-
-
-def _at(value: Any, steps: list[str]) -> Iterator[Any]:
-    """The values at pyarrow's column path ``steps`` (``[]``: each list item)."""
-    if not steps:
-        yield value
-    elif steps[0] == "[]":
-        if isinstance(value, list):
-            for item in value:
-                yield from _at(item, steps[1:])
-    elif isinstance(value, dict) and steps[0] in value:
-        yield from _at(value[steps[0]], steps[1:])
 
 
 def _kind(value: Any) -> str:

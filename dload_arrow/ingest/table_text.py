@@ -38,7 +38,7 @@ from dload_arrow.ingest.location import open_binary
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "fill_empty_text",
-           "null_key", "read_json", "text_nulls"]
+           "null_key", "read_json", "text_nulls", "values_at"]
 
 _EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
 _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
@@ -135,16 +135,16 @@ def _label(path: ValuePath) -> str:
     return str(path[0]) + "".join("[]" if s is None else f".{s}" for s in path[1:])
 
 
-def _values_at(value: Any, steps: ValuePath) -> Iterator[Any]:
+def values_at(value: Any, steps: ValuePath) -> Iterator[Any]:
     """The JSON values at ``steps`` inside ``value`` (field names, None: each list item)."""
     if not steps:
         yield value
     elif steps[0] is None:
         if isinstance(value, list):
             for item in value:
-                yield from _values_at(item, steps[1:])
+                yield from values_at(item, steps[1:])
     elif isinstance(value, dict) and steps[0] in value:
-        yield from _values_at(value[steps[0]], steps[1:])
+        yield from values_at(value[steps[0]], steps[1:])
 
 
 def _inexact(text: str) -> bool:
@@ -187,7 +187,7 @@ def _jsonl_inexact(path: str, suspects: list[ValuePath], endpoint_url: str | Non
             except ValueError:  # pyarrow read it: an integer of more than 4,300 digits
                 continue
             for steps in suspects:
-                for v in _values_at(row, steps):
+                for v in values_at(row, steps):
                     if type(v) is int and _inexact(str(v)):
                         return _label(steps), str(v)
     return None
