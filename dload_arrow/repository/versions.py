@@ -1,30 +1,22 @@
-"""Versions, refs, pins and removal of a dataset: the version half of ``Repository``.
+"""Versions, refs and pins of a dataset: the version half of ``Repository``.
 
-:class:`VersionsMixin` holds the methods that list a dataset's stored versions, move its tags,
-pin it in ``dload.lock`` and remove versions; :class:`~dload_arrow.repository.Repository`
+:class:`VersionsMixin` holds the methods that list a dataset's stored versions, move its tags
+and pin it in ``dload.lock``; it inherits ``rm`` (``remove.py``) and ``tag`` / ``untag``
+(``tags.py``). :class:`~dload_arrow.repository.Repository`
 inherits them. They reach the root through the facade's ``storage``, ``manifests`` and its
 resolving methods, declared here for the type checker only.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dload_arrow.errors import (
-    ConfigError,
-    ConflictError,
-    DloadError,
-    InvalidNameError,
-    NotFoundError,
-)
+from dload_arrow.errors import ConfigError, DloadError, InvalidNameError, NotFoundError
 from dload_arrow.repository.lock import editing, lock_path, pinned_version, read_lock, write_lock
-from dload_arrow.repository.tags import TagsMixin
+from dload_arrow.repository.remove import RemoveMixin
 from dload_arrow.store.names import check_name, check_ref, manifest_path
-from dload_arrow.store.refs import LogEntry, delete_ref, list_refs, move_ref, read_log, read_ref
-from dload_arrow.store.removals import REMOVED, record_removal
+from dload_arrow.store.refs import LogEntry, list_refs, read_log, read_ref
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -49,8 +41,8 @@ class VersionInfo:
     parents: tuple[str, ...]
 
 
-class VersionsMixin(TagsMixin):
-    """Versions, refs, pins and removal; mixed into :class:`Repository`."""
+class VersionsMixin(RemoveMixin):
+    """Versions, refs and pins (removal: ``remove.py``); mixed into :class:`Repository`."""
 
     storage: Storage
     manifests: ManifestCache
@@ -189,83 +181,6 @@ class VersionsMixin(TagsMixin):
         if ref is None:
             raise NotFoundError(self._missing(name))
         return ref.version
-
-    def rm(self, name: str, version: str | None = None) -> list[str]:
-        """Remove a version, or the whole dataset; return the removed version ids.
-
-        ``version`` may be an id, a prefix or a tag: the version it names is removed (to
-        delete only a tag, :meth:`untag`). Shards stay until :meth:`gc`. Refs that pointed at
-        a removed version move back to the newest remaining version or are deleted; derived
-        memos of the dataset are cleared.
-        Removing the whole dataset deletes its refs (each deletion logged) and manifests but
-        keeps its log: who removed it, and when, stays on record (``log(name)``). Each removed
-        version's parents stay on record too, so lineage walks through it
-        (:mod:`~dload_arrow.store.removals`).
-        """
-        ids = self._version_ids(name)
-        refs = list_refs(self.storage, name)  # may point at removed versions (a lost race)
-        if not ids and not refs:
-            raise NotFoundError(self._missing(name))
-        if version is None:
-            for vid in ids:  # lineage through them stays (store/removals.py)
-                try:
-                    m = self.manifests.get(name, vid)
-                except DloadError:  # corrupt, gone or misnamed: no parents to keep
-                    continue
-                record_removal(self.storage, name, vid, m)
-            for ref in refs:
-                delete_ref(self.storage, name, ref)
-            kept_dirs = (f"datasets/{name}/log/", f"datasets/{name}/{REMOVED}/")
-            for obj in self.storage.list(f"datasets/{name}/"):
-                if not obj.path.startswith(kept_dirs):
-                    self.storage.delete(obj.path)
-            for vid in ids:
-                self.manifests.forget(vid)
-            self._clear_memos(name, None)
-            return ids
-        vid = self.resolve(name, version)
-        if vid not in ids and not any(r.version == vid for r in refs.values()):
-            raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
-        # A version already removed (by an rm that lost a race) may still have refs: they go
-        remaining = [v for v in self.versions(name) if v.version != vid] if ids else []
-        kept = self.manifests.get(name, vid) if vid in ids else None  # to undo, below
-        # Refs first, the manifest last: an rm cut off half-way leaves refs on stored
-        # manifests (an unreferenced one is harmless: rm again, or gc, sees it)
-        for ref, value in list_refs(self.storage, name).items():
-            if value.version != vid:
-                continue
-            if ref == "latest" and remaining:
-                with contextlib.suppress(ConflictError):  # a commit moved it: nothing to undo
-                    move_ref(self.storage, name, ref, remaining[0].version, action="rm",
-                             only_if=vid)
-            else:
-                delete_ref(self.storage, name, ref)
-        if kept is not None:  # its parent edges outlive the manifest, for lineage
-            record_removal(self.storage, name, vid, kept)
-        self.storage.delete(manifest_path(name, vid))
-        self.manifests.forget(vid)
-        self._clear_memos(name, vid)
-        back = sorted(r for r, v in list_refs(self.storage, name).items() if v.version == vid)
-        data = kept.to_bytes() if back and kept is not None else b""
-        if data and hashlib.sha256(data).hexdigest() == vid:  # the bytes it was stored as
-            # A commit of the same samples moved a ref back to it since the refs moved (its
-            # own check for the manifest may have come before the delete): the commit wins
-            self.storage.put_if_absent(manifest_path(name, vid), data)
-            raise ConflictError(
-                f"rm of {name!r} version {vid[:12]}: a commit published it again while rm ran "
-                f"({', '.join(back)} point at it), so it stays; rm again to remove it")
-        return [vid]
-
-    def _clear_memos(self, name: str, version: str | None) -> None:
-        import json
-
-        for obj in self.storage.list("derived/"):
-            try:
-                memo = json.loads(self.storage.read(obj.path))
-            except (ValueError, NotFoundError):
-                continue
-            if memo.get("name") == name and version in (None, memo.get("version")):
-                self.storage.delete(obj.path)
 
     def refs(self, name: str) -> dict[str, str]:
         """Ref and tag names of ``name`` -> version ids (NotFoundError for an unknown name)."""

@@ -1,0 +1,83 @@
+"""Two writers at once (rm and rm, derive and rm, rm of a dataset and a commit, tag and rm,
+untag and tag): whatever interleaving, no ref is left on a removed version while both report
+success.
+
+Each race is one deterministic interleaving of real calls on one local root: the second
+writer (its own Repository, as another process would) runs from a hook on the first one's
+ref move, the risky moment; the storage is real.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dload_arrow.repository.remove as remove_module
+from dload_arrow import ConflictError, Repository
+from dload_arrow.store.names import manifest_path
+from dload_arrow.store.refs import list_refs
+
+
+def _dangling(repo: Repository, name: str) -> list[str]:
+    """Refs of ``name`` that point at a missing manifest."""
+    return [f"{ref} -> {v.version[:12]}" for ref, v in list_refs(repo.storage, name).items()
+            if not repo.storage.exists(manifest_path(name, v.version))]
+
+
+def _before_first(monkeypatch: pytest.MonkeyPatch, module: Any, attr: str,
+                  other: Any) -> None:
+    """Run ``other()`` once, just before the first call of ``module.attr``."""
+    real = getattr(module, attr)
+
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(module, attr, real)
+        other()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, attr, hooked)
+
+
+def test_two_rms_at_once_leave_latest_on_a_version_that_remains(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    v1 = repo.commit("ds", [("a", {"x": 1})], progress=False).version
+    v2 = repo.append("ds", [("b", {"x": 2})], progress=False).version
+    v3 = repo.append("ds", [("c", {"x": 3})], progress=False).version
+    # rm v3 is about to step latest back to v2 when another rm removes v2
+    _before_first(monkeypatch, remove_module, "move_ref",
+                  lambda: Repository.open(root).rm("ds", v2))
+    assert repo.rm("ds", v3) == [v3]
+    fresh = Repository.open(root)
+    assert fresh.refs("ds") == {"latest": v1} and _dangling(fresh, "ds") == []
+    assert fresh.dataset("ds").to_pandas()["x"].tolist() == [1]
+
+
+def test_an_rm_whose_version_became_the_fallback_meanwhile_keeps_it_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    v1 = repo.commit("ds", [("a", {"x": 1})], progress=False).version
+    v2 = repo.append("ds", [("b", {"x": 2})], progress=False).version
+    v3 = repo.append("ds", [("c", {"x": 3})], progress=False).version
+    other = Repository.open(root)
+    real_delete = other.storage.delete
+
+    def rm_v3_first(path: str) -> None:
+        # rm v2 saw latest on v3 and left it; now, before it deletes v2's manifest, rm v3
+        # runs whole: it steps latest back to v2, still stored at its check
+        if path == manifest_path("ds", v2):
+            monkeypatch.setattr(other.storage, "delete", real_delete)
+            assert repo.rm("ds", v3) == [v3]
+        real_delete(path)
+
+    monkeypatch.setattr(other.storage, "delete", rm_v3_first)
+    with pytest.raises(ConflictError, match="rm again"):
+        other.rm("ds", v2)
+    fresh = Repository.open(root)
+    assert fresh.refs("ds") == {"latest": v2} and _dangling(fresh, "ds") == []
+    assert fresh.dataset("ds").to_pandas()["x"].tolist() == [1, 2]
+    assert fresh.rm("ds", v2) == [v2] and fresh.refs("ds") == {"latest": v1}
