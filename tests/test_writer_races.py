@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import dload_arrow.repository.derive as derive_module
 import dload_arrow.repository.remove as remove_module
 from dload_arrow import ConflictError, Repository
 from dload_arrow.store.names import manifest_path
@@ -81,3 +82,47 @@ def test_an_rm_whose_version_became_the_fallback_meanwhile_keeps_it_and_says_so(
     assert fresh.refs("ds") == {"latest": v2} and _dangling(fresh, "ds") == []
     assert fresh.dataset("ds").to_pandas()["x"].tolist() == [1, 2]
     assert fresh.rm("ds", v2) == [v2] and fresh.refs("ds") == {"latest": v1}
+
+
+@pytest.mark.parametrize("collected", [False, True], ids=["rm", "rm and gc"])
+def test_a_derive_reusing_its_memo_as_rm_removes_that_version_leaves_it_readable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collected: bool) -> None:
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    repo.commit("src", [(f"k{i}", {"x": i}) for i in range(100)], progress=False)
+    pipe = repo.dataset("src").pipeline().map(lambda s: {**s, "y": s["x"] + 1})
+    v1 = repo.derive("der", pipe).version
+    repo.commit("der", [("other", {"x": 1, "y": 2})], progress=False)  # latest moves away
+
+    def rm_it() -> None:  # the memo was found, latest is about to move back to it
+        other = Repository.open(root)
+        other.rm("der", v1)
+        if collected:
+            assert other.gc(grace=0).deleted  # its shard goes too
+    _before_first(monkeypatch, derive_module, "move_ref", rm_it)
+    assert repo.derive("der", pipe).version == v1
+    fresh = Repository.open(root)
+    assert fresh.refs("der") == {"latest": v1} and _dangling(fresh, "der") == []
+    assert fresh.dataset("der").to_pandas()["y"].tolist() == list(range(1, 101))
+
+
+def test_a_derive_whose_reused_version_rm_removes_right_after_the_move_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    repo.commit("src", [(f"k{i}", {"x": i}) for i in range(10)], progress=False)
+    pipe = repo.dataset("src").pipeline()
+    v1 = repo.derive("der", pipe).version
+    v2 = repo.commit("der", [("other", {"x": 1})], progress=False).version
+    real = derive_module.move_ref
+
+    def move_then_rm(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        Repository.open(root).rm("der", v1)  # steps latest back to v2: the rm wins
+        return out
+
+    monkeypatch.setattr(derive_module, "move_ref", move_then_rm)
+    with pytest.raises(ConflictError, match="derive again"):
+        repo.derive("der", pipe)
+    fresh = Repository.open(root)
+    assert fresh.refs("der") == {"latest": v2} and _dangling(fresh, "der") == []
