@@ -9,6 +9,7 @@ ref move, the risky moment; the storage is real.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 
 import dload_arrow.repository.derive as derive_module
 import dload_arrow.repository.remove as remove_module
+import dload_arrow.store.publish as publish_module
 from dload_arrow import ConflictError, Repository
 from dload_arrow.store.names import manifest_path
 from dload_arrow.store.refs import list_refs
@@ -126,3 +128,44 @@ def test_a_derive_whose_reused_version_rm_removes_right_after_the_move_says_so(
         repo.derive("der", pipe)
     fresh = Repository.open(root)
     assert fresh.refs("der") == {"latest": v2} and _dangling(fresh, "der") == []
+
+
+def test_a_commit_that_lands_while_the_whole_dataset_is_removed_is_kept_and_rm_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(tmp_path / "root")
+    Repository.open(root).commit("ds", [(f"k{i}", {"x": i}) for i in range(10)],
+                                 progress=False)
+    stored, go, out = threading.Event(), threading.Event(), {}
+    real_point = publish_module.crash_point
+
+    def pause(step: str) -> None:  # the commit's manifest is stored, latest not moved yet
+        if step == "manifest" and threading.current_thread() is commit:
+            stored.set()
+            go.wait(30)
+        real_point(step)
+
+    monkeypatch.setattr(publish_module, "crash_point", pause)
+    commit = threading.Thread(target=lambda: out.setdefault(
+        "v", Repository.open(root).commit("ds", [("new", {"x": 99})], progress=False)))
+    commit.start()
+    assert stored.wait(30)
+    rm = Repository.open(root)
+    real_list = rm.storage.list
+
+    def listed_then_commit(prefix: str) -> Any:
+        # rm has deleted the refs and lists what to delete: the commit moves latest and
+        # checks its manifest (still there) before rm deletes it
+        found = real_list(prefix)
+        if prefix == "datasets/ds/":
+            go.set()
+            commit.join(30)
+        return found
+
+    monkeypatch.setattr(rm.storage, "list", listed_then_commit)
+    with pytest.raises(ConflictError, match="a commit published to it while rm ran"):
+        rm.rm("ds")
+    v = out["v"].version
+    fresh = Repository.open(root)
+    assert fresh.refs("ds") == {"latest": v} and _dangling(fresh, "ds") == []
+    assert fresh.dataset("ds").to_pandas()["x"].tolist() == [99]
+    assert fresh.rm("ds") == [v] and fresh.datasets() == []

@@ -11,10 +11,14 @@ it, as a commit checks its own move (``store/publish.py``):
   at it when it re-reads the refs, and restores it (ConflictError: rm again).
 * **A commit of the removed version's samples** moving a ref back to it meanwhile: the same
   re-read restores the manifest (the commit wins; ConflictError).
+* **A commit during** ``rm(name)``: it may move latest after rm deleted the refs and check its
+  manifest before rm deletes it, so it reports success. rm reads the refs again at the end: a
+  ref there means a commit won; its manifest is stored again and rm raises ConflictError.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from typing import TYPE_CHECKING
 
@@ -27,6 +31,7 @@ from dload_arrow.store.removals import REMOVED, record_removal
 if TYPE_CHECKING:
     from dload_arrow.repository.versions import VersionInfo
     from dload_arrow.storage import Storage
+    from dload_arrow.store.manifest import Manifest
     from dload_arrow.store.manifest_cache import ManifestCache
 
 __all__ = ["RemoveMixin"]
@@ -65,22 +70,7 @@ class RemoveMixin(TagsMixin):
         if not ids and not refs:
             raise NotFoundError(self._missing(name))
         if version is None:
-            for vid in ids:  # lineage through them stays (store/removals.py)
-                try:
-                    m = self.manifests.get(name, vid)
-                except DloadError:  # corrupt, gone or misnamed: no parents to keep
-                    continue
-                record_removal(self.storage, name, vid, m)
-            for ref in refs:
-                delete_ref(self.storage, name, ref)
-            kept_dirs = (f"datasets/{name}/log/", f"datasets/{name}/{REMOVED}/")
-            for obj in self.storage.list(f"datasets/{name}/"):
-                if not obj.path.startswith(kept_dirs):
-                    self.storage.delete(obj.path)
-            for vid in ids:
-                self.manifests.forget(vid)
-            self._clear_memos(name, None)
-            return ids
+            return self._rm_all(name, ids, list(refs))
         vid = self.resolve(name, version)
         if vid not in ids and not any(r.version == vid for r in refs.values()):
             raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
@@ -112,6 +102,51 @@ class RemoveMixin(TagsMixin):
                 f"(or another rm stepped latest back to it: {', '.join(back)} point at it), "
                 "so it stays; rm again to remove it")
         return [vid]
+
+    def _rm_all(self, name: str, ids: list[str], refs: list[str]) -> list[str]:
+        """Remove every ref and manifest of ``name`` (its log and removal records stay)."""
+        stored: dict[str, Manifest] = {}
+        for vid in ids:  # lineage through them stays (store/removals.py)
+            try:
+                stored[vid] = m = self.manifests.get(name, vid)
+            except DloadError:  # corrupt, gone or misnamed: no parents to keep
+                continue
+            record_removal(self.storage, name, vid, m)
+        for ref in refs:
+            delete_ref(self.storage, name, ref)
+        kept_dirs = (f"datasets/{name}/log/", f"datasets/{name}/{REMOVED}/")
+        manifests = f"datasets/{name}/manifests/"
+        for obj in self.storage.list(f"datasets/{name}/"):
+            if obj.path.startswith(kept_dirs):
+                continue
+            vid = obj.path[len(manifests):].removesuffix(".arrow")
+            if obj.path.startswith(manifests) and vid not in stored:
+                with contextlib.suppress(DloadError):  # stored since ids: kept to restore
+                    stored[vid] = self.manifests.get(name, vid)
+            self.storage.delete(obj.path)
+        for vid in ids:
+            self.manifests.forget(vid)
+        self._clear_memos(name, None)
+        # A commit that moved latest after the refs went, and checked its manifest before it
+        # was deleted, reported success: its version stays (module docstring)
+        back = list_refs(self.storage, name)
+        if not back:
+            return ids
+        lost = []
+        for vid in sorted({v.version for v in back.values()}):
+            had = stored.get(vid)
+            data = b"" if had is None else had.to_bytes()
+            if data and hashlib.sha256(data).hexdigest() == vid:
+                self.storage.put_if_absent(manifest_path(name, vid), data)
+            elif not self.storage.exists(manifest_path(name, vid)):
+                lost.append(vid[:12])
+        where = ", ".join(f"{r} -> {v.version[:12]}" for r, v in sorted(back.items()))
+        raise ConflictError(
+            f"rm of dataset {name!r}: a commit published to it while rm ran ({where}), so "
+            "the dataset stays with that version" + (
+                f"; the manifest of {', '.join(lost)} was deleted before rm could keep it: "
+                "commit that data again" if lost else "") + f"; run `dload rm {name}` again to "
+            "remove it")
 
     def _fall_back(self, name: str, vid: str, remaining: list[str]) -> None:
         """Move ``latest`` from ``vid`` (being removed) to the newest of ``remaining`` that is
