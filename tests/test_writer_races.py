@@ -17,8 +17,9 @@ import pytest
 
 import dload_arrow.repository.derive as derive_module
 import dload_arrow.repository.remove as remove_module
+import dload_arrow.repository.tags as tags_module
 import dload_arrow.store.publish as publish_module
-from dload_arrow import ConflictError, Repository
+from dload_arrow import ConflictError, NotFoundError, Repository
 from dload_arrow.store.names import manifest_path
 from dload_arrow.store.refs import list_refs
 
@@ -169,3 +170,40 @@ def test_a_commit_that_lands_while_the_whole_dataset_is_removed_is_kept_and_rm_s
     assert fresh.refs("ds") == {"latest": v} and _dangling(fresh, "ds") == []
     assert fresh.dataset("ds").to_pandas()["x"].tolist() == [99]
     assert fresh.rm("ds") == [v] and fresh.datasets() == []
+
+
+def test_a_tag_moved_to_a_version_rm_removes_meanwhile_is_deleted_again_and_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    v1 = repo.commit("ds", [(f"k{i}", {"x": i}) for i in range(10)], progress=False).version
+    v2 = repo.append("ds", [("z", {"x": 1})], progress=False).version
+    # tag found v1 stored and is about to move the tag when an rm of v1 runs
+    _before_first(monkeypatch, tags_module, "move_ref",
+                  lambda: Repository.open(root).rm("ds", v1))
+    with pytest.raises(NotFoundError, match="tag 'good' was moved to it"):
+        repo.tag("ds", v1, "good")
+    fresh = Repository.open(root)
+    assert fresh.refs("ds") == {"latest": v2} and _dangling(fresh, "ds") == []
+
+
+def test_an_rm_that_deletes_the_manifest_after_a_tag_landed_keeps_the_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    v1 = repo.commit("ds", [("a", {"x": 1})], progress=False).version
+    v2 = repo.append("ds", [("b", {"x": 2})], progress=False).version
+    other = Repository.open(root)
+    real_delete = other.storage.delete
+
+    def tag_first(path: str) -> None:  # rm moved v1's refs; the tag lands before the delete
+        if path == manifest_path("ds", v1):
+            monkeypatch.setattr(other.storage, "delete", real_delete)
+            assert repo.tag("ds", v1, "good") == v1
+        real_delete(path)
+
+    monkeypatch.setattr(other.storage, "delete", tag_first)
+    with pytest.raises(ConflictError, match="rm again"):
+        other.rm("ds", v1)
+    fresh = Repository.open(root)
+    assert fresh.refs("ds") == {"latest": v2, "good": v1} and _dangling(fresh, "ds") == []
