@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import dload_arrow.repository.derive as derive_module
@@ -207,3 +208,24 @@ def test_an_rm_that_deletes_the_manifest_after_a_tag_landed_keeps_the_version(
         other.rm("ds", v1)
     fresh = Repository.open(root)
     assert fresh.refs("ds") == {"latest": v2, "good": v1} and _dangling(fresh, "ds") == []
+
+
+def test_a_local_reader_whose_version_rm_and_gc_took_meanwhile_is_told_so(
+        tmp_path: Path) -> None:
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    rng = np.random.default_rng(0)  # incompressible: several shards
+    rows = [(f"k{i:05d}", {"x": i, "pad": rng.bytes(2000)}) for i in range(600)]
+    v1 = repo.commit("ds", rows, shard_size="200KB", row_group_size="50KB", progress=False)
+    repo.commit("ds", [("only", {"x": 1, "pad": b""})], progress=False)
+    ds = repo.dataset("ds", v1.version)
+    assert len(ds.manifest.shards) > 2
+    with pytest.raises(NotFoundError) as e:
+        for i, _ in enumerate(ds.samples()):
+            if i == 10:  # another process removes the version being read and collects it
+                other = Repository.open(root)
+                other.rm("ds", v1.version)
+                assert other.gc(grace=0).deleted
+    assert (f"version {v1.version[:12]} of 'ds' was removed (rm) and gc collected its shards"
+            in str(e.value))
+    assert "dload verify" not in str(e.value)  # latest is intact: nothing to verify
