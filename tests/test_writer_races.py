@@ -229,3 +229,27 @@ def test_a_local_reader_whose_version_rm_and_gc_took_meanwhile_is_told_so(
     assert (f"version {v1.version[:12]} of 'ds' was removed (rm) and gc collected its shards"
             in str(e.value))
     assert "dload verify" not in str(e.value)  # latest is intact: nothing to verify
+
+
+def test_an_untag_that_undoes_a_concurrent_tag_move_says_so_and_logs_both(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    v1 = repo.commit("ds", [("a", {"x": 1})], progress=False).version
+    v2 = repo.append("ds", [("b", {"x": 2})], progress=False).version
+    repo.tag("ds", v1, "prod")
+    real_delete = repo.storage.delete
+
+    def tag_first(path: str) -> None:  # untag read prod (v1); another process moves it
+        if path.endswith("/refs/prod"):
+            monkeypatch.setattr(repo.storage, "delete", real_delete)
+            assert Repository.open(root).tag("ds", v2, "prod") == v2
+        real_delete(path)
+
+    monkeypatch.setattr(repo.storage, "delete", tag_first)
+    with pytest.raises(ConflictError, match=f"ds:prod.*to {v2[:12]}.*undone"):
+        repo.untag("ds", "prod")
+    log = [(e.seq, e.action, e.version) for e in Repository.open(root).log("ds")
+           if e.ref == "prod"]
+    assert log == [(1, "tag", v1), (2, "tag", v2), (3, "delete", None)]
+

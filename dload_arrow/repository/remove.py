@@ -113,7 +113,7 @@ class RemoveMixin(TagsMixin):
                 continue
             record_removal(self.storage, name, vid, m)
         for ref in refs:
-            delete_ref(self.storage, name, ref)
+            delete_ref(self.storage, name, ref, moved_ok=True)  # moved meanwhile: gone too
         kept_dirs = (f"datasets/{name}/log/", f"datasets/{name}/{REMOVED}/")
         manifests = f"datasets/{name}/manifests/"
         for obj in self.storage.list(f"datasets/{name}/"):
