@@ -16,7 +16,7 @@ from cli_run import RunFn, runner
 from test_rm_races import _broken
 
 import dload_arrow.repository.gc as gc_module
-import dload_arrow.repository.removal as removal_module
+import dload_arrow.repository.remove as remove_module
 import dload_arrow.store.publish as publish_module
 from dload_arrow import ConflictError, NotFoundError, Repository
 from dload_arrow.store.names import manifest_path
@@ -158,7 +158,7 @@ def test_an_rm_of_latest_cut_off_half_way_leaves_a_readable_dataset(
         raise KeyboardInterrupt  # Ctrl-C (or a kill) at this call
 
     if cut_at == "ref move":
-        monkeypatch.setattr(removal_module, "move_ref", interrupted)
+        monkeypatch.setattr(remove_module, "move_ref", interrupted)
     else:
         real_delete = repo.storage.delete
         monkeypatch.setattr(repo.storage, "delete", lambda p: (

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import dload_arrow.repository.gc as gc_module
-import dload_arrow.repository.removal as removal_module
+import dload_arrow.repository.remove as remove_module
 import dload_arrow.store.commit as commit_module
 import dload_arrow.store.publish as publish_module
 from dload_arrow import NotFoundError, Repository
@@ -133,7 +133,7 @@ def test_rm_of_a_version_finishes_when_a_commit_moves_latest_meanwhile(
     a.commit("d", [("k1", {"x": 1})], progress=False)
     v2 = a.commit("d", [("k2", {"x": 2})], progress=False).version
     a.tag("d", v2, "v2tag")
-    real, landed = removal_module.list_refs, []
+    real, landed = remove_module.list_refs, []
 
     def refs_then_a_commit(storage: Any, name: str) -> Any:
         out = real(storage, name)
@@ -141,7 +141,7 @@ def test_rm_of_a_version_finishes_when_a_commit_moves_latest_meanwhile(
             landed.append(b.commit("d", [("k3", {"x": 3})], progress=False).version)
         return out
 
-    monkeypatch.setattr(removal_module, "list_refs", refs_then_a_commit)
+    monkeypatch.setattr(remove_module, "list_refs", refs_then_a_commit)
     assert a.rm("d", v2) == [v2]  # no ConflictError halfway
     assert a.refs("d") == {"latest": landed[0]}  # the tag went too; the commit stays latest
     assert _broken(a, "d") == []

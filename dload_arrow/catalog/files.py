@@ -73,7 +73,8 @@ def shard_files(
         local = [context.storage.local_path(shard_path(e.digest)) for e in chosen]
         for e, path in zip(chosen, local, strict=True):
             if path is not None and not os.path.exists(path):  # else polars' or DuckDB's error
-                raise missing_shard(context.storage, e.digest, manifest.name)
+                raise missing_shard(context.storage, e.digest, manifest.name,
+                                    manifest.version)
         return ShardFiles([p for p in local if p is not None], [], plan)
     cache = context.cache()
     label = f"{manifest.name}@{manifest.version[:12]}"

@@ -114,17 +114,19 @@ class RangeFile(io.RawIOBase):
 
 
 def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
-               metadata: pq.FileMetaData | None = None, verify: bool = False) -> pq.ParquetFile:
+               metadata: pq.FileMetaData | None = None, verify: bool = False,
+               version: str | None = None) -> pq.ParquetFile:
     """The shard file at local ``path``, memory-mapped (``verify``: pages checked against
     their CRCs); a missing file is NotFoundError and an unreadable footer IntegrityError,
-    both naming the shard and the dataset."""
+    both naming the shard and the dataset (``version``: the version read, for the message of
+    a shard gone with it)."""
     try:
         # pre_buffer (Arrow's default) reads each column chunk on its IO thread pool: for a
         # memory-mapped file that is only a hand-off, 20% of a row group's decode
         return pq.ParquetFile(path, memory_map=True, metadata=metadata, pre_buffer=False,
                               page_checksum_verification=verify)
     except FileNotFoundError as e:
-        raise missing_shard(ctx.storage, digest, dataset) from e
+        raise missing_shard(ctx.storage, digest, dataset, version) from e
     except (OSError, pa.ArrowInvalid) as e:
         raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}",
                             path) from e

@@ -219,12 +219,13 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 path = fetcher.get(visit)
                 try:
                     pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
-                                    footers.get(shard))
+                                    footers.get(shard), version=manifest.version)
                 except IntegrityError:  # a bad cached copy is removed: fetch it anew, once
                     if ctx.in_place or os.path.exists(path):
                         raise
                     refetched, path = visit, fetcher.refetch(visit)
-                    pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name)
+                    pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
+                                    version=manifest.version)
                 footers[shard] = pf.metadata
                 footers.move_to_end(shard)
                 if len(footers) > _FOOTERS:
@@ -256,7 +257,8 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                     decoders.end_visit()
                 pf.close()
                 path = fetcher.refetch(visit)
-                pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name)
+                pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
+                                version=manifest.version)
                 footers[shard] = pf.metadata  # the bad copy's may have parsed wrong
                 try:
                     batch = decoder.decode(pf, rg)

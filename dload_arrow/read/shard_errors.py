@@ -22,11 +22,15 @@ from dload_arrow.storage import Storage, redact_url
 __all__ = ["corrupt_shard", "missing_shard"]
 
 
-def missing_shard(storage: Storage, digest: str, dataset: str) -> NotFoundError:
+def missing_shard(storage: Storage, digest: str, dataset: str,
+                  version: str | None = None) -> NotFoundError:
     """The error for a shard that is not in the root: removed with its dataset (``rm``, then
-    ``gc``) while a reader held it, or deleted outside dload."""
+    ``gc``) while a reader held it, or deleted outside dload. ``dataset`` is the name or the
+    cache's label (``name@version prefix``); ``version``, the version read, when the label
+    lacks it (a local root's shards are opened in place, not through the cache)."""
     where = redact_url(storage.url)
-    name, _, version = dataset.partition("@")  # the cache's label: name@version prefix
+    name, _, label_version = dataset.partition("@")
+    version = (version or label_version)[:12]
     try:
         prefix = f"datasets/{name}/manifests/"
         stored = [o.path[len(prefix):] for o in storage.list(prefix)] if name else [""]

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import check_bool
-from dload_arrow.errors import ConfigError, NotFoundError, SchemaError
+from dload_arrow.errors import ConfigError, ConflictError, NotFoundError, SchemaError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import chunk_items
 from dload_arrow.pipeline.fingerprint import fingerprint
@@ -38,7 +38,7 @@ from dload_arrow.store.commit import Version
 from dload_arrow.store.manifest import Manifest, build_manifest, check_meta
 from dload_arrow.store.names import KEY_COLUMN, check_name, manifest_path, shard_path
 from dload_arrow.store.publish import store_manifest
-from dload_arrow.store.refs import move_ref
+from dload_arrow.store.refs import move_ref, read_ref
 
 if TYPE_CHECKING:
     from dload_arrow.repository.repository import Repository
@@ -153,6 +153,8 @@ def _memoized(repo: Repository, name: str, fp: str, options: str,
             continue
         m, wrote = got
         move_ref(repo.storage, name, "latest", m.version, action="derive", unless_there=True)
+        if not _kept(repo, name, m):
+            continue  # removed and collected meanwhile: the pipeline runs (and commits)
         if memo["name"] != name or memo["version"] != m.version:
             _write_memo(repo, name, m.version, fp, options)
         return Version(name=name, version=m.version, num_rows=m.num_rows,
@@ -160,6 +162,30 @@ def _memoized(repo: Repository, name: str, fp: str, options: str,
                        bytes_total=m.num_bytes, bytes_uploaded=wrote, seconds=0.0, manifest=m,
                        manifest_bytes_uploaded=wrote)
     return None
+
+
+def _kept(repo: Repository, name: str, m: Manifest) -> bool:
+    """Whether ``m`` is still stored now that ``latest`` points at it, as a commit checks
+    (``store/publish.py``): an rm of it may have run between the memo's check and the move.
+    While latest still points here, derive wins: the same bytes restore exactly this version
+    and its shards are touched (stored first, then touched, as in :func:`_republish`); False
+    when a gc collected one meanwhile (the pipeline runs again). Once the rm has moved latest
+    away, the rm wins: ConflictError."""
+    path = manifest_path(name, m.version)
+    if repo.storage.exists(path):
+        return True
+    ref = read_ref(repo.storage, name, "latest")
+    if ref is None or ref.version != m.version:
+        raise ConflictError(
+            f"derive of {name!r}: the version it reused ({m.version[:12]}) was removed (rm) "
+            "just as latest moved to it, and latest moved away from it; derive again")
+    repo.manifests.forget(m.version)
+    wrote = store_manifest(repo.storage, m)
+    if all(repo.storage.touch(shard_path(d)) for d in m.digests()):
+        return True
+    if wrote:  # it lists shards gc deleted: the commit of the pipeline's rows replaces it
+        repo.storage.delete(path)
+    return False
 
 
 def _write_memo(repo: Repository, name: str, version: str, fp: str, options: str) -> None:

@@ -221,7 +221,7 @@ class Repository(VersionsMixin):
         """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""
         return Dataset(self, self.manifest(name, version))
 
-    # --- derive, gc (versions, refs, pins: versions.py; removal: removal.py) --------------
+    # --- derive, gc (versions, refs, pins: versions.py; removal: remove.py) ---------------
 
     def derive(self, name: str, pipe: Any, **kwargs: Any) -> Version:
         """Run a finite deterministic pipeline once and commit it as ``name`` (memoized by the

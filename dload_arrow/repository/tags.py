@@ -4,7 +4,7 @@ managed by commits."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from dload_arrow.errors import InvalidNameError, NotFoundError
 from dload_arrow.store.names import check_ref, manifest_path
@@ -38,11 +38,23 @@ class TagsMixin:
                                    "only); choose a name with another letter, e.g. 'v1'")
         vid = self.manifest(name, version).version
         if not self.storage.exists(manifest_path(name, vid)):  # removed since it was cached
-            self.manifests.forget(vid)
-            raise NotFoundError(f"{name!r} has no stored version {vid[:12]} (it was removed); "
-                                f"list them with `dload versions {name}`")
+            self._removed(name, vid)
         move_ref(self.storage, name, tag, vid, action="tag")
+        # An rm of the version may have run since the check, its ref re-read before the move
+        # (as a commit checks its own move): the tag goes again. An rm deleting the manifest
+        # after this check sees the tag at its own re-read and keeps the version.
+        if not self.storage.exists(manifest_path(name, vid)):
+            now = read_ref(self.storage, name, tag)
+            if now is not None and now.version == vid:
+                delete_ref(self.storage, name, tag)
+            self._removed(name, vid, f" while tag {tag!r} was moved to it, so the tag was "
+                                     "deleted again")
         return vid
+
+    def _removed(self, name: str, vid: str, how: str = "") -> NoReturn:
+        self.manifests.forget(vid)
+        raise NotFoundError(f"{name!r} has no stored version {vid[:12]} (it was removed"
+                            f"{how}); list them with `dload versions {name}`")
 
     def untag(self, name: str, tag: str) -> str:
         """Delete tag ``tag`` of ``name`` (the version stays); return the id it pointed at.

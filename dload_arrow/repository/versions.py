@@ -1,10 +1,10 @@
 """Versions, refs and pins of a dataset: the version half of ``Repository``.
 
-:class:`VersionsMixin` holds the methods that list a dataset's stored versions, resolve them
-and pin them in ``dload.lock`` (tags: tags.py; removal: removal.py);
-:class:`~dload_arrow.repository.Repository` inherits them. They reach the root through the
-facade's ``storage``, ``manifests`` and its resolving methods, declared here for the type
-checker only.
+:class:`VersionsMixin` holds the methods that list a dataset's stored versions, move its tags
+and pin it in ``dload.lock``; it inherits ``rm`` (``remove.py``) and ``tag`` / ``untag``
+(``tags.py``). :class:`~dload_arrow.repository.Repository`
+inherits them. They reach the root through the facade's ``storage``, ``manifests`` and its
+resolving methods, declared here for the type checker only.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dload_arrow.errors import (
     user_stacklevel,
 )
 from dload_arrow.repository.lock import editing, lock_path, pinned_version, read_lock, write_lock
-from dload_arrow.repository.removal import RemovalMixin
+from dload_arrow.repository.remove import RemoveMixin
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import LogEntry, list_refs, read_log, read_ref
 
@@ -49,8 +49,8 @@ class VersionInfo:
     parents: tuple[str, ...]
 
 
-class VersionsMixin(RemovalMixin):
-    """Versions, refs, pins and removal; mixed into :class:`Repository`."""
+class VersionsMixin(RemoveMixin):
+    """Versions, refs and pins (removal: ``remove.py``); mixed into :class:`Repository`."""
 
     storage: Storage
     manifests: ManifestCache

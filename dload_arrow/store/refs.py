@@ -112,13 +112,30 @@ def move_ref(
         new = RefValue(version, (old.seq if old else _last_seq(storage, name, ref)) + 1)
         body = json.dumps({"version": new.version, "seq": new.seq}, sort_keys=True).encode()
         if storage.compare_and_swap(path, body, None if got is None else got[1]):
-            _append_log(storage, name, ref, new, old.version if old else None, action)
+            if not _append_log(storage, name, ref, new, old.version if old else None, action):
+                _undone_by_delete(storage, name, ref, new, old, action)
             return new
         time.sleep(min(0.5, 0.005 * 2**attempt) * random.random())
     raise ConflictError(
         f"could not move {name}:{ref} after {_MAX_TRIES} tries: too many concurrent writers; "
         "retry the commit"
     )
+
+
+def _undone_by_delete(storage: Storage, name: str, ref: str, new: RefValue,
+                      old: RefValue | None, action: str) -> None:
+    """This move's log entry clashed: a delete that read the ref before the move logged its
+    deletion under the same number, after deleting the ref this move had just set. The move
+    is logged after it, and ConflictError says it was undone."""
+    seq = new.seq
+    while not _append_log(storage, name, ref, RefValue(new.version, seq),
+                          old.version if old else None, action):
+        seq += 1
+    if read_ref(storage, name, ref) is None:
+        raise ConflictError(
+            f"ref {name}:{ref} was moved to {new.version[:12]} ({action}), but a concurrent "
+            "delete of it (untag, rm) removed it just after; the log records both. Run the "
+            f"{action} again if {ref} should stay")
 
 
 def is_log_entry(path: str) -> bool:
@@ -133,13 +150,42 @@ def _last_seq(storage: Storage, name: str, ref: str) -> int:
                 if is_log_entry(o.path)), default=0)
 
 
-def delete_ref(storage: Storage, name: str, ref: str) -> None:
-    """Remove a ref (a log entry records it)."""
+def delete_ref(storage: Storage, name: str, ref: str, *, moved_ok: bool = False) -> None:
+    """Remove a ref (a log entry records it).
+
+    Storage has no conditional delete, so a move by another writer between the read and the
+    delete is undone by it. That move took the sequence number this deletion's log entry
+    would take: the clash is how it is seen. The deletion is then logged after that move and
+    ConflictError names the ref and the undone move (``moved_ok``: the caller is removing the
+    whole dataset, so the move is gone with it anyway). A clash with a move made after the
+    delete (the ref is back, with that number) undid nothing; that move's entry records it."""
     old = read_ref(storage, name, ref)
     storage.delete(_ref_path(name, ref))
-    if old is not None:
-        entry = RefValue(old.version, old.seq + 1)
-        _append_log(storage, name, ref, entry, old.version, "delete", deleted=True)
+    if old is None:
+        return
+    seq = old.seq + 1
+    if _append_log(storage, name, ref, RefValue(old.version, seq), old.version, "delete",
+                   deleted=True):
+        return
+    now = read_ref(storage, name, ref)
+    if now is not None and now.seq >= seq:
+        return  # moved (re-created) after the delete: nothing undone
+    try:
+        undone = json.loads(storage.read(f"datasets/{name}/log/{ref}/{seq:012d}.json"))
+    except ValueError:
+        undone = {}
+    while not _append_log(storage, name, ref, RefValue(old.version, seq), undone.get(
+            "version"), "delete", deleted=True):
+        seq += 1  # the deletion is recorded after the move it undid
+    if moved_ok:
+        return
+    to = undone.get("version")
+    raise ConflictError(
+        f"deleting ref {name}:{ref}: another writer moved it ({undone.get('action', '?')}"
+        f"{f' to {to[:12]}' if isinstance(to, str) else ''}) between this delete's read and "
+        "its delete, so that move was undone too (the log records both)"
+        + (f"; if it should stay, run `dload tag {name} {to} {ref}`" if isinstance(to, str)
+           else "") + "; otherwise nothing to do")
 
 
 def _append_log(
@@ -150,7 +196,8 @@ def _append_log(
     previous: str | None,
     action: str,
     deleted: bool = False,
-) -> None:
+) -> bool:
+    """Write the entry of ``new.seq``; False when one is there already (a clash)."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
@@ -166,7 +213,7 @@ def _append_log(
         "action": action,
     }
     path = f"datasets/{name}/log/{ref}/{new.seq:012d}.json"
-    storage.put_if_absent(path, json.dumps(entry, sort_keys=True).encode())
+    return storage.put_if_absent(path, json.dumps(entry, sort_keys=True).encode())
 
 
 def read_log(storage: Storage, name: str) -> list[LogEntry]:
