@@ -3,8 +3,14 @@ StopIteration in user functions, truthiness, and errors mid-chunk."""
 
 from __future__ import annotations
 
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
+import dload_arrow as dl
 from dload_arrow import Repository
 
 
@@ -25,3 +31,29 @@ def test_skip_on_a_dataset_source_does_not_map_the_skipped_rows(repo: Repository
     p = src.map(lambda r: calls.append(1) or r["i"]).skip(900)
     assert list(p) == every[900:]
     assert len(calls) == 100
+
+
+def _within(seconds: float, fn: Callable[[], Any]) -> Any:
+    """``fn()`` run in a daemon thread; fails (instead of hanging the suite) if it spins."""
+    out: list[Any] = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still running after {seconds}s (loops forever)"
+    return out[0]
+
+
+def test_endless_repeat_of_a_stream_filtered_to_nothing_ends(repo: Repository) -> None:
+    p = dl.from_iterable([1, 2, 3]).filter(lambda x: x > 10).repeat()
+    assert _within(20, lambda: list(itertools.islice(p, 5))) == []
+    _commit_nums(repo, 300)
+    q = repo.dataset("nums").shuffle(10).filter(lambda r: r["lab"] == 99).repeat()
+    assert _within(60, lambda: list(itertools.islice(q, 5))) == []
+
+
+def test_repeat_times_goes_on_after_an_empty_pass() -> None:
+    p = dl.from_iterable(lambda e: [] if e == 1 else [e])
+    assert list(p.repeat(3)) == [0, 2]
+    assert list(p.repeat(4)) == [0, 2, 3]
+    assert list(itertools.islice(p.repeat(), 3)) == [0, 2, 3]
+    assert list(p.filter(lambda x: x != 1).repeat(3)) == [0, 2]

@@ -238,7 +238,8 @@ class Pipeline(Lengths):
         return UnbatchPipe(self)
 
     def repeat(self, times: int | None = None) -> Pipeline:
-        """The stream ``times`` times (forever when None); each pass is a new inner epoch."""
+        """The stream ``times`` times (forever when None); each pass is a new inner epoch. An
+        empty pass is passed over; forever ends when two passes in a row give no item."""
         from dload_arrow.pipeline.control import RepeatPipe
 
         return RepeatPipe(self, times)
