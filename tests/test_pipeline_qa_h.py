@@ -57,3 +57,32 @@ def test_repeat_times_goes_on_after_an_empty_pass() -> None:
     assert list(p.repeat(4)) == [0, 2, 3]
     assert list(itertools.islice(p.repeat(), 3)) == [0, 2, 3]
     assert list(p.filter(lambda x: x != 1).repeat(3)) == [0, 2]
+
+
+def _stop_at_3(x: Any) -> Any:
+    if x == 3:
+        raise StopIteration
+    return x
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: p.map(_stop_at_3),
+    lambda p: p.filter(_stop_at_3),
+    lambda p: p.flat_map(lambda x: [_stop_at_3(x)]),
+    lambda p: p.scan(lambda acc, x: (acc, _stop_at_3(x)), 0),
+    lambda p: p.map(lambda x: {"x": x}).map_batches(lambda b: _stop_at_3(3)),
+    lambda p: dl.zip_with([p, p], lambda a, b: _stop_at_3(a)),
+    lambda p: p.batch(2, collate=lambda c: _stop_at_3(c[-1])),
+    lambda p: dl.mix([p.map(_stop_at_3), dl.from_iterable([7] * 10)], stop="all"),
+], ids=["map", "filter", "flat_map", "scan", "map_batches", "zip_with", "collate", "mix"])
+def test_stop_iteration_in_a_user_function_is_an_error_not_the_end(make: Any) -> None:
+    with pytest.raises(RuntimeError, match="raised StopIteration") as err:
+        list(make(dl.from_iterable(list(range(10)))))
+    assert isinstance(err.value.__cause__, StopIteration)
+
+
+def test_stop_iteration_in_a_dataset_map_is_an_error(repo: Repository) -> None:
+    _commit_nums(repo, 100)
+    p = repo.dataset("nums").map(lambda r: _stop_at_3(r["i"]))
+    with pytest.raises(RuntimeError, match=r"map\(.*\) raised StopIteration"):
+        list(p)

@@ -204,7 +204,7 @@ class Pipeline(Lengths):
         """Running state: ``acc, out = fn(acc, item)`` yields ``out``; ``acc`` is checkpointed
         (so keep it small and picklable; JSON-able too for a JSON checkpoint: numbers, text,
         bytes, tuples, lists, dicts and numpy values are, sets and datetimes are not)."""
-        from dload_arrow.pipeline.transforms import ScanPipe
+        from dload_arrow.pipeline.scan import ScanPipe
 
         return ScanPipe(self, fn, initial)
 

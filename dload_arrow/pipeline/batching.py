@@ -18,7 +18,7 @@ from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
 from dload_arrow.pipeline.integers import integer
-from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State
+from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State, stop_error
 
 __all__ = ["BatchPipe", "UnbatchPipe", "check_same_columns", "default_collate"]
 
@@ -134,7 +134,11 @@ class _BatchNode(Node):
         chunk = concat_chunks(parts)
         if self.collate is not default_collate:  # a user's collate gets the items (dicts)
             chunk = chunk_items(chunk)
-        return [self.collate(chunk)]
+        try:
+            return [self.collate(chunk)]
+        except StopIteration as e:  # the user's collate: not the end of the stream
+            name = getattr(self.collate, "__qualname__", type(self.collate).__name__)
+            raise stop_error(f"batch(collate={name})") from e
 
     def skip(self, n: int) -> int:
         got = self.cursor.skip(n * self.size)

@@ -1,5 +1,6 @@
 """Operators that turn each input chunk into one output chunk: map, map_batches, filter,
-flat_map, scan (select, which keeps columns: :mod:`dload_arrow.pipeline.columns`).
+flat_map (scan: :mod:`dload_arrow.pipeline.scan`; select, which keeps columns:
+:mod:`dload_arrow.pipeline.columns`).
 
 Their node state is the child's state (plus the accumulator for ``scan``): a chunk out is a
 pure function of a chunk in, so a cursor on the child is a cursor on the output. ``map``
@@ -10,8 +11,6 @@ past).
 
 from __future__ import annotations
 
-import base64
-import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -25,11 +24,9 @@ from dload_arrow.arrays import bool_array
 from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, as_record_batch, chunk_items, chunk_len
-from dload_arrow.pipeline.node import CHILD, Node, State
+from dload_arrow.pipeline.node import CHILD, Node, State, stop_error
 
-__all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe", "ScanPipe"]
-
-ACC = "acc"
+__all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe"]
 
 
 class _ChunkNode(Node):
@@ -37,6 +34,8 @@ class _ChunkNode(Node):
 
     #: True when apply() turns its input into Python items anyway (map).
     items_in = False
+    #: The user's function, for errors: ``map(f)``.
+    what = "a pipeline function"
 
     def __init__(self, child: Node, one_to_one: bool) -> None:
         self.child = child
@@ -56,7 +55,11 @@ class _ChunkNode(Node):
         return {CHILD: self.child.get_state()}
 
     def next(self) -> Chunk:
-        return self.apply(self.child.next())
+        chunk = self.child.next()
+        try:
+            return self.apply(chunk)
+        except StopIteration as e:  # the user's function: not the end of the stream
+            raise stop_error(self.what) from e
 
     def skip(self, n: int) -> int:
         return self.child.skip(n)
@@ -69,9 +72,10 @@ class _ChunkNode(Node):
 
 
 class _FnNode(_ChunkNode):
-    def __init__(self, child: Node, fn: Callable[[Chunk], Chunk], one_to_one: bool) -> None:
+    def __init__(self, child: Node, fn: Callable[[Chunk], Chunk], one_to_one: bool,
+                 what: str) -> None:
         super().__init__(child, one_to_one)
-        self.fn = fn
+        self.fn, self.what = fn, what
 
     def apply(self, chunk: Chunk) -> Chunk:
         return self.fn(chunk)
@@ -99,6 +103,11 @@ class _OnePipe(Pipeline):
     def _params(self) -> dict[str, Any]:
         return {"fn": self.fn}
 
+    @property
+    def what(self) -> str:
+        """``map(f)``: the operator and its function, for errors."""
+        return f"{self.op}({_name(self.fn)})"
+
 
 class MapPipe(_OnePipe):
     op = "map"
@@ -108,7 +117,8 @@ class MapPipe(_OnePipe):
 
     def _build(self, epoch: int) -> Node:
         fn = self.fn
-        node = _FnNode(self.child._build(epoch), lambda c: [fn(x) for x in chunk_items(c)], True)
+        node = _FnNode(self.child._build(epoch), lambda c: [fn(x) for x in chunk_items(c)], True,
+                       self.what)
         node.items_in = True
         return node
 
@@ -145,7 +155,7 @@ class MapBatchesPipe(_OnePipe):
                 )
             return out
 
-        return _FnNode(self.child._build(epoch), apply, keep)
+        return _FnNode(self.child._build(epoch), apply, keep, self.what)
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         if not self.rows_preserved:
@@ -179,7 +189,7 @@ class FilterPipe(_OnePipe):
                 return chunk.filter(bool_array(mask))
             return [x for x in chunk if pred(x)]
 
-        return _FnNode(self.child._build(epoch), apply, False)
+        return _FnNode(self.child._build(epoch), apply, False, self.what)
 
 
 class FlatMapPipe(_OnePipe):
@@ -191,94 +201,7 @@ class FlatMapPipe(_OnePipe):
         def apply(chunk: Chunk) -> Chunk:
             return [y for x in chunk_items(chunk) for y in _iterable(fn, x)]
 
-        return _FnNode(self.child._build(epoch), apply, False)
-
-
-class ScanPipe(_OnePipe):
-    op = "scan"
-
-    def __init__(self, child: Pipeline, fn: Any, initial: Any) -> None:
-        super().__init__(child, fn)
-        self.initial = initial
-
-    def _params(self) -> dict[str, Any]:
-        return {"fn": self.fn, "initial": self.initial}
-
-    def _length(self) -> int | None:
-        return self.child._length()
-
-    def _build(self, epoch: int) -> Node:
-        return _ScanNode(self.child._build(epoch), self.fn, self.initial)
-
-
-class _ScanNode(_ChunkNode):
-    def __init__(self, child: Node, fn: Any, initial: Any) -> None:
-        super().__init__(child, False)
-        self.fn, self.initial = fn, initial
-        self.acc = initial
-
-    def reset(self, state: State | None = None) -> None:
-        super().reset(state)
-        self.acc = self.initial if state is None else _decode_acc(state[ACC])
-
-    def get_state(self) -> State:
-        return {CHILD: self.child.get_state(), ACC: _encode_acc(self.acc)}
-
-    def apply(self, chunk: Chunk) -> Chunk:
-        out = []
-        for x in chunk_items(chunk):
-            got = self.fn(self.acc, x)
-            if not isinstance(got, tuple | list) or len(got) != 2:
-                raise TypeError(f"scan({_name(self.fn)}) must return a pair (acc, out): the "
-                                f"new accumulator and the item to yield, got {_got(got)} "
-                                f"for item {shown(x)}")
-            self.acc, y = got
-            out.append(y)
-        return out
-
-
-_TAG = "__dload__"
-
-
-def _encode_acc(v: Any) -> Any:
-    """The accumulator in JSON's types where it holds tuples, bytes or numpy values (tagged,
-    so :func:`_decode_acc` rebuilds them exactly): a scan's state survives a JSON round trip.
-    Other objects stay as they are (the state is then pickle-able only)."""
-    if isinstance(v, tuple):
-        return {_TAG: "tuple", "items": [_encode_acc(x) for x in v]}
-    if isinstance(v, list):
-        return [_encode_acc(x) for x in v]
-    if isinstance(v, dict):
-        if all(isinstance(k, str) for k in v) and _TAG not in v:
-            return {k: _encode_acc(x) for k, x in v.items()}
-        # JSON would make int keys text ({0: 1} -> {"0": 1}): the pairs keep them as they are
-        return {_TAG: "dict", "items": [[_encode_acc(k), _encode_acc(x)] for k, x in v.items()]}
-    if isinstance(v, bytes):
-        return {_TAG: "bytes", "b64": base64.b64encode(v).decode()}
-    if isinstance(v, np.ndarray | np.generic) and v.dtype != object:
-        a = np.asarray(v)
-        return {_TAG: "ndarray" if isinstance(v, np.ndarray) else "npscalar", "dtype": a.dtype.str,
-                "shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode()}
-    return copy.deepcopy(v)
-
-
-def _decode_acc(v: Any) -> Any:
-    if isinstance(v, list):
-        return [_decode_acc(x) for x in v]
-    if not isinstance(v, dict):
-        return copy.deepcopy(v)
-    kind = v.get(_TAG)
-    if kind == "tuple":
-        return tuple(_decode_acc(x) for x in v["items"])
-    if kind == "bytes":
-        return base64.b64decode(v["b64"])
-    if kind == "dict":
-        return {_decode_acc(k): _decode_acc(x) for k, x in v["items"]}
-    if kind in ("ndarray", "npscalar"):
-        a = np.frombuffer(base64.b64decode(v["b64"]), dtype=np.dtype(v["dtype"]))
-        a = a.reshape(v["shape"]).copy()
-        return a if kind == "ndarray" else a[()]
-    return {k: _decode_acc(x) for k, x in v.items()}
+        return _FnNode(self.child._build(epoch), apply, False, self.what)
 
 
 def _iterable(fn: Any, x: Any) -> Iterator[Any]:
