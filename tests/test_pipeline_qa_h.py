@@ -86,3 +86,15 @@ def test_stop_iteration_in_a_dataset_map_is_an_error(repo: Repository) -> None:
     p = repo.dataset("nums").map(lambda r: _stop_at_3(r["i"]))
     with pytest.raises(RuntimeError, match=r"map\(.*\) raised StopIteration"):
         list(p)
+
+
+def test_a_pipeline_is_always_true(repo: Repository) -> None:
+    filtered = dl.from_iterable([1, 2, 3]).filter(lambda x: x > 10)
+    empty = dl.from_iterable([])
+    endless = dl.from_iterable([1]).repeat()
+    for p in (filtered, empty, endless):
+        assert bool(p) is True
+        assert (p or None) is p
+    _commit_nums(repo, 10)
+    view = repo.dataset("nums").where("i > 100")
+    assert bool(view.pipeline().filter(lambda r: True))

@@ -33,6 +33,9 @@ __all__ = ["Pipeline", "PipelineIterator"]
 class Pipeline(Lengths):
     """A lazy stream of items; operators return new pipelines.
 
+    A pipeline object is always true (``bool(p)``), as a generator is, whatever its length:
+    test for items with ``next(iter(p), None)``.
+
     Subclasses implement ``_build(epoch) -> Node`` and describe themselves through
     ``_params()`` and ``_children`` (fingerprint, check, lineage).
     """
