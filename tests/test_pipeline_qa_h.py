@@ -98,3 +98,51 @@ def test_a_pipeline_is_always_true(repo: Repository) -> None:
     _commit_nums(repo, 10)
     view = repo.dataset("nums").where("i > 100")
     assert bool(view.pipeline().filter(lambda r: True))
+
+
+def _fails_at_5(flag: Any) -> Callable[[Any], Any]:
+    def f(x: Any) -> Any:
+        if x == 5 and not flag.exists():
+            raise ValueError(f"bad sample {x}")
+        return x
+    return f
+
+
+@pytest.mark.parametrize("op", ["map", "filter", "flat_map", "dataset map", "dataset filter"])
+def test_an_error_in_a_user_function_keeps_the_items_before_it_and_the_state_at_it(
+        repo: Repository, tmp_path: Any, op: str) -> None:
+    flag = tmp_path / "fixed"  # f is fixed when this file exists (same function, same fp)
+    f = _fails_at_5(flag)
+    _commit_nums(repo, 600)
+    ds = repo.dataset("nums")
+    make = {
+        "map": lambda: dl.from_iterable(list(range(1000))).map(f),
+        "filter": lambda: dl.from_iterable(list(range(1000))).filter(lambda x: f(x) % 2 == 0),
+        "flat_map": lambda: dl.from_iterable(list(range(1000))).flat_map(lambda x: [f(x)] * 2),
+        "dataset map": lambda: ds.shuffle(300, seed=1).map(lambda r: f(r["i"])),
+        "dataset filter": lambda: ds.pipeline().filter(lambda r: f(r["i"]) % 3 == 0),
+    }[op]
+    flag.touch()
+    every = list(make())
+    flag.unlink()
+    p = make()
+    it = iter(p)
+    got: list[Any] = []
+    with pytest.raises(ValueError, match="bad sample 5"):
+        for x in it:
+            got.append(x)
+    before_5 = {"map": 5, "filter": 3, "flat_map": 10, "dataset filter": 2}.get(op)
+    before_5 = every.index(5) if before_5 is None else before_5
+    assert got == every[:before_5]  # the items before the failing one were delivered
+    state = p.state_dict()
+    with pytest.raises(ValueError, match="bad sample 5"):  # the state points at the item
+        q = make()
+        q.load_state_dict(state)
+        list(q)
+    with pytest.raises(ValueError, match="bad sample 5"):  # so does the same iterator
+        next(it)
+    flag.touch()  # the user fixes f: the rest of the epoch, nothing lost or repeated
+    q = make()
+    q.load_state_dict(state)
+    assert got + list(q) == every
+    assert got + list(it) == every

@@ -23,8 +23,14 @@ from dload_arrow.args import kind as kind_of
 from dload_arrow.arrays import bool_array
 from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
-from dload_arrow.pipeline.chunks import Chunk, as_record_batch, chunk_items, chunk_len
-from dload_arrow.pipeline.node import CHILD, Node, State, stop_error
+from dload_arrow.pipeline.chunks import (
+    Chunk,
+    as_record_batch,
+    chunk_items,
+    chunk_len,
+    chunk_slice,
+)
+from dload_arrow.pipeline.node import CHILD, OFFSET, Node, State, stop_error
 
 __all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe"]
 
@@ -36,10 +42,14 @@ class _ChunkNode(Node):
     items_in = False
     #: The user's function, for errors: ``map(f)``.
     what = "a pipeline function"
+    #: True when apply() may raise :class:`_Partial` (it calls a function item by item).
+    partial = False
 
     def __init__(self, child: Node, one_to_one: bool) -> None:
         self.child = child
         self.cheap_skip = one_to_one and child.cheap_skip
+        self._drop = 0  # input items of the next chunk already done (see next())
+        self._error: BaseException | None = None
 
     def prefer_items(self) -> None:
         if self.items_in:
@@ -50,19 +60,48 @@ class _ChunkNode(Node):
 
     def reset(self, state: State | None = None) -> None:
         self.child.reset(None if state is None else state[CHILD])
+        self._drop = 0 if state is None else int(state.get(OFFSET, 0))
+        self._error = None
 
     def get_state(self) -> State:
-        return {CHILD: self.child.get_state()}
+        state: State = {CHILD: self.child.get_state()}
+        if self._drop:
+            state[OFFSET] = self._drop
+        return state
 
     def next(self) -> Chunk:
+        if self._error is not None:  # the items before it went out: now the error
+            error, self._error = self._error, None
+            raise error
+        drop = self._drop
+        before = self.child.get_state() if self.partial else None
         chunk = self.child.next()
+        if drop:
+            self._drop = 0
+            chunk = chunk_slice(chunk, drop, chunk_len(chunk))
         try:
             return self.apply(chunk)
         except StopIteration as e:  # the user's function: not the end of the stream
             raise stop_error(self.what) from e
+        except _Partial as p:
+            part = p
+        # The function failed at an item: the items before it go out, then the error. The
+        # state points at that item (the chunk re-read, the done items dropped), so a resume,
+        # or the next call, runs it again instead of losing the rest of the chunk.
+        self.child.reset(before)
+        self._drop = drop + part.done
+        error = part.error
+        if isinstance(error, StopIteration):
+            error = stop_error(self.what)
+            error.__cause__ = part.error
+        if not chunk_len(part.out):
+            raise error
+        self._error = error
+        return part.out
 
     def skip(self, n: int) -> int:
-        return self.child.skip(n)
+        drop, self._drop, self._error = self._drop, 0, None
+        return max(0, self.child.skip(drop + n) - drop)
 
     def close(self) -> None:
         self.child.close()
@@ -71,11 +110,31 @@ class _ChunkNode(Node):
         raise NotImplementedError
 
 
+class _Partial(Exception):
+    """apply() failed at input item ``done`` of its chunk; ``out`` is the items before's."""
+
+    def __init__(self, out: Chunk, done: int, error: Exception) -> None:
+        super().__init__(error)
+        self.out, self.done, self.error = out, done, error
+
+
+def _each(fn: Callable[[Any], Any], chunk: Chunk) -> list[Any]:
+    """``[fn(x) for x in items]``; when fn raises, :class:`_Partial` with the results so far."""
+    out: list[Any] = []
+    add = out.append
+    try:
+        for x in chunk_items(chunk):
+            add(fn(x))
+    except Exception as e:
+        raise _Partial(out, len(out), e) from e
+    return out
+
+
 class _FnNode(_ChunkNode):
     def __init__(self, child: Node, fn: Callable[[Chunk], Chunk], one_to_one: bool,
-                 what: str) -> None:
+                 what: str, partial: bool = False) -> None:
         super().__init__(child, one_to_one)
-        self.fn, self.what = fn, what
+        self.fn, self.what, self.partial = fn, what, partial
 
     def apply(self, chunk: Chunk) -> Chunk:
         return self.fn(chunk)
@@ -117,8 +176,7 @@ class MapPipe(_OnePipe):
 
     def _build(self, epoch: int) -> Node:
         fn = self.fn
-        node = _FnNode(self.child._build(epoch), lambda c: [fn(x) for x in chunk_items(c)], True,
-                       self.what)
+        node = _FnNode(self.child._build(epoch), lambda c: _each(fn, c), True, self.what, True)
         node.items_in = True
         return node
 
@@ -183,13 +241,14 @@ class FilterPipe(_OnePipe):
                         f"filter({pred}) does not apply to the rows, which have columns "
                         f"{batch.schema.names}: {str(e).splitlines()[0]}; fix the expression"
                     ) from e
-            if isinstance(chunk, pa.RecordBatch):
-                mask = np.fromiter((bool(pred(x)) for x in chunk_items(chunk)), bool,
-                                   chunk_len(chunk))
-                return chunk.filter(bool_array(mask))
-            return [x for x in chunk if pred(x)]
+            try:
+                keep = _each(pred, chunk)
+            except _Partial as p:
+                p.out = _kept(chunk_slice(chunk, 0, p.done), p.out)
+                raise
+            return _kept(chunk, keep)
 
-        return _FnNode(self.child._build(epoch), apply, False, self.what)
+        return _FnNode(self.child._build(epoch), apply, False, self.what, True)
 
 
 class FlatMapPipe(_OnePipe):
@@ -199,9 +258,20 @@ class FlatMapPipe(_OnePipe):
         fn = self.fn
 
         def apply(chunk: Chunk) -> Chunk:
-            return [y for x in chunk_items(chunk) for y in _iterable(fn, x)]
+            try:
+                return [y for ys in _each(lambda x: list(_iterable(fn, x)), chunk) for y in ys]
+            except _Partial as p:
+                p.out = [y for ys in p.out for y in ys]
+                raise
 
-        return _FnNode(self.child._build(epoch), apply, False, self.what)
+        return _FnNode(self.child._build(epoch), apply, False, self.what, True)
+
+
+def _kept(chunk: Chunk, keep: list[Any]) -> Chunk:
+    """The items of ``chunk`` whose ``keep`` value is true."""
+    if isinstance(chunk, pa.RecordBatch):
+        return chunk.filter(bool_array(np.fromiter(map(bool, keep), bool, len(keep))))
+    return [x for x, k in zip(chunk, keep, strict=True) if k]
 
 
 def _iterable(fn: Any, x: Any) -> Iterator[Any]:
