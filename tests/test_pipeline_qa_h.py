@@ -146,3 +146,29 @@ def test_an_error_in_a_user_function_keeps_the_items_before_it_and_the_state_at_
     q.load_state_dict(state)
     assert got + list(q) == every
     assert got + list(it) == every
+
+
+@pytest.mark.parametrize("where", ["map", "collate"])
+def test_a_batch_that_fails_is_made_again_on_resume(tmp_path: Any, where: str) -> None:
+    flag = tmp_path / "fixed"
+    f = _fails_at_5(flag)
+
+    def collate(items: list[Any]) -> Any:
+        return [f(x) for x in items]
+
+    def make() -> Any:
+        src = dl.from_iterable(list(range(100)))
+        return src.map(f).batch(4) if where == "map" else src.batch(4, collate=collate)
+
+    every = [list(range(i, i + 4)) for i in range(0, 100, 4)]
+    p = make()
+    it = iter(p)
+    got = [list(next(it))]
+    with pytest.raises(ValueError, match="bad sample 5"):
+        next(it)
+    state = p.state_dict()
+    flag.touch()
+    q = make()
+    q.load_state_dict(state)
+    assert got + [list(b) for b in q] == every
+    assert got + [list(b) for b in it] == every
