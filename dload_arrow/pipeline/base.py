@@ -33,6 +33,9 @@ __all__ = ["Pipeline", "PipelineIterator"]
 class Pipeline(Lengths):
     """A lazy stream of items; operators return new pipelines.
 
+    A pipeline object is always true (``bool(p)``), as a generator is, whatever its length:
+    test for items with ``next(iter(p), None)``.
+
     Subclasses implement ``_build(epoch) -> Node`` and describe themselves through
     ``_params()`` and ``_children`` (fingerprint, check, lineage).
     """
@@ -204,7 +207,7 @@ class Pipeline(Lengths):
         """Running state: ``acc, out = fn(acc, item)`` yields ``out``; ``acc`` is checkpointed
         (so keep it small and picklable; JSON-able too for a JSON checkpoint: numbers, text,
         bytes, tuples, lists, dicts and numpy values are, sets and datetimes are not)."""
-        from dload_arrow.pipeline.transforms import ScanPipe
+        from dload_arrow.pipeline.scan import ScanPipe
 
         return ScanPipe(self, fn, initial)
 
@@ -238,7 +241,8 @@ class Pipeline(Lengths):
         return UnbatchPipe(self)
 
     def repeat(self, times: int | None = None) -> Pipeline:
-        """The stream ``times`` times (forever when None); each pass is a new inner epoch."""
+        """The stream ``times`` times (forever when None); each pass is a new inner epoch. An
+        empty pass is passed over; forever ends when two passes in a row give no item."""
         from dload_arrow.pipeline.control import RepeatPipe
 
         return RepeatPipe(self, times)

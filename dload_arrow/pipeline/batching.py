@@ -18,7 +18,7 @@ from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
 from dload_arrow.pipeline.integers import integer
-from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State
+from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State, stop_error
 
 __all__ = ["BatchPipe", "UnbatchPipe", "check_same_columns", "default_collate"]
 
@@ -110,17 +110,37 @@ class _BatchNode(Node):
         self.cursor = ItemCursor(child)
         self.size, self.drop_last, self.collate = size, drop_last, collate
         self.cheap_skip = child.cheap_skip
+        self._redo: State | None = None  # the cursor before a batch that failed
 
     def reset(self, state: State | None = None) -> None:
+        self._redo = None
         self.cursor.reset(None if state is None else state[CURSOR])
 
     def get_state(self) -> State:
-        return {CURSOR: self.cursor.get_state()}
+        return {CURSOR: self.cursor.get_state() if self._redo is None else self._redo}
 
     def start_ahead(self) -> None:
         self.cursor.child.start_ahead()
 
+    def _rewind(self) -> None:
+        if self._redo is not None:
+            self.cursor.reset(self._redo)
+            self._redo = None
+
     def next(self) -> Chunk:
+        # A batch that fails (its map, its collate) leaves the state at its start, not past
+        # the items it had taken: a resume, or the next call, makes the batch again.
+        self._rewind()
+        start = self.cursor.get_state()
+        try:
+            return self._make()
+        except StopIteration:
+            raise
+        except Exception:
+            self._redo = start
+            raise
+
+    def _make(self) -> Chunk:
         parts: list[Chunk] = []
         have = 0
         while have < self.size:
@@ -134,9 +154,14 @@ class _BatchNode(Node):
         chunk = concat_chunks(parts)
         if self.collate is not default_collate:  # a user's collate gets the items (dicts)
             chunk = chunk_items(chunk)
-        return [self.collate(chunk)]
+        try:
+            return [self.collate(chunk)]
+        except StopIteration as e:  # the user's collate: not the end of the stream
+            name = getattr(self.collate, "__qualname__", type(self.collate).__name__)
+            raise stop_error(f"batch(collate={name})") from e
 
     def skip(self, n: int) -> int:
+        self._rewind()
         got = self.cursor.skip(n * self.size)
         full, rest = divmod(got, self.size)
         return full + (1 if rest and not self.drop_last else 0)

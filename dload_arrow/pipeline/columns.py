@@ -80,7 +80,7 @@ class SelectPipe(Pipeline):
                     raise
                 raise why from e
 
-        return _FnNode(self._children[0]._build(epoch), apply, True)
+        return _FnNode(self._children[0]._build(epoch), apply, True, "select")
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         inner = self._children[0]._push_shard(index, count, block)

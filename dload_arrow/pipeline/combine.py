@@ -21,6 +21,7 @@ from dload_arrow.pipeline.node import (
     ItemCursor,
     Node,
     State,
+    stop_error,
 )
 
 __all__ = ["ConcatPipe", "ZipPipe", "concat", "zip_with"]
@@ -174,7 +175,11 @@ class _ZipNode(Node):
         cols = [chunk_items(c.take(n) or []) for c in self.cursors]  # n items each
         if self.fn is None:
             return list(zip(*cols, strict=True))
-        return [self.fn(*xs) for xs in zip(*cols, strict=True)]
+        try:
+            return [self.fn(*xs) for xs in zip(*cols, strict=True)]
+        except StopIteration as e:  # the user's function: not the end of the stream
+            name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+            raise stop_error(f"zip_with({name})") from e
 
     def close(self) -> None:
         for c in self.cursors:

@@ -67,12 +67,14 @@ class _RepeatNode(Node):
         self.stride = times if times is not None else 1 << 32
         self.cheap_skip = False
         self.r = 0
+        self._got, self._empty = False, 0  # see next()
         self.child: Node | None = None
         self.share = budget_share()  # its passes are built later, with the same share
 
     def _open(self, state: State | None) -> None:
         if self.child is not None:
             self.child.close()
+        self._got = False  # this pass has given an item
         with sharing_budget(self.share):
             self.child = self.pipe._build(self.epoch * self.stride + self.r)
         self.child.reset(state)
@@ -86,21 +88,24 @@ class _RepeatNode(Node):
         return {PASS: self.r, CHILD: self.child.get_state()}
 
     def next(self) -> Chunk:
-        empty_passes = 0
         while self.times is None or self.r < self.times:
             assert self.child is not None
             try:
                 chunk = self.child.next()
-                empty_passes = 0
-                return chunk
             except StopIteration:
-                empty_passes += 1
-                if empty_passes > 1:  # an empty stream repeated forever is empty
+                # A pass that gave no item is empty however many empty chunks (a filter's) it
+                # returned; only an endless repeat of empty passes ends (it would spin forever).
+                self._empty = 0 if self._got else self._empty + 1
+                if self.times is None and self._empty > 1:
                     break
                 self.r += 1
                 if self.times is not None and self.r >= self.times:
                     break
                 self._open(None)
+                continue
+            if chunk_len(chunk):
+                self._got, self._empty = True, 0
+            return chunk
         raise StopIteration
 
     def close(self) -> None:

@@ -23,6 +23,11 @@ class Lengths:
         """Items per epoch when known without reading (None otherwise)."""
         return None
 
+    def __bool__(self) -> bool:
+        """Always True, as for a generator: ``pipe or default`` keeps ``pipe``, even one
+        that is empty or whose length is unknown (``len`` would read data, or raise)."""
+        return True
+
     def __len__(self) -> int:
         """Items per epoch, when the pipeline knows it without reading any data.
 

@@ -35,6 +35,7 @@ __all__ = [
     "Node",
     "State",
     "check_count",
+    "stop_error",
 ]
 
 State = dict[str, Any]
@@ -48,6 +49,14 @@ OFFSET = "offset"
 POSITION = "position"
 DONE = "done"
 EPOCH = "epoch"
+
+
+def stop_error(what: str) -> RuntimeError:
+    """The error for a user's function that raised StopIteration (raise it ``from`` that): a
+    node's StopIteration means "no more items", so letting it through would end the stream
+    silently, losing the rest. Generators do the same since PEP 479."""
+    return RuntimeError(f"{what} raised StopIteration, which would silently end the stream; "
+                        "raise another exception (or return a value) in that function")
 
 
 class Node:

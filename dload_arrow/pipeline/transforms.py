@@ -1,5 +1,6 @@
 """Operators that turn each input chunk into one output chunk: map, map_batches, filter,
-flat_map, scan (select, which keeps columns: :mod:`dload_arrow.pipeline.columns`).
+flat_map (scan: :mod:`dload_arrow.pipeline.scan`; select, which keeps columns:
+:mod:`dload_arrow.pipeline.columns`).
 
 Their node state is the child's state (plus the accumulator for ``scan``): a chunk out is a
 pure function of a chunk in, so a cursor on the child is a cursor on the output. ``map``
@@ -10,8 +11,6 @@ past).
 
 from __future__ import annotations
 
-import base64
-import copy
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,12 +23,16 @@ from dload_arrow.args import kind as kind_of
 from dload_arrow.arrays import bool_array
 from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
-from dload_arrow.pipeline.chunks import Chunk, as_record_batch, chunk_items, chunk_len
-from dload_arrow.pipeline.node import CHILD, Node, State
+from dload_arrow.pipeline.chunks import (
+    Chunk,
+    as_record_batch,
+    chunk_items,
+    chunk_len,
+    chunk_slice,
+)
+from dload_arrow.pipeline.node import CHILD, OFFSET, Node, State, stop_error
 
-__all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe", "ScanPipe"]
-
-ACC = "acc"
+__all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe"]
 
 
 class _ChunkNode(Node):
@@ -37,10 +40,16 @@ class _ChunkNode(Node):
 
     #: True when apply() turns its input into Python items anyway (map).
     items_in = False
+    #: The user's function, for errors: ``map(f)``.
+    what = "a pipeline function"
+    #: True when apply() may raise :class:`_Partial` (it calls a function item by item).
+    partial = False
 
     def __init__(self, child: Node, one_to_one: bool) -> None:
         self.child = child
         self.cheap_skip = one_to_one and child.cheap_skip
+        self._drop = 0  # input items of the next chunk already done (see next())
+        self._error: BaseException | None = None
 
     def prefer_items(self) -> None:
         if self.items_in:
@@ -51,15 +60,48 @@ class _ChunkNode(Node):
 
     def reset(self, state: State | None = None) -> None:
         self.child.reset(None if state is None else state[CHILD])
+        self._drop = 0 if state is None else int(state.get(OFFSET, 0))
+        self._error = None
 
     def get_state(self) -> State:
-        return {CHILD: self.child.get_state()}
+        state: State = {CHILD: self.child.get_state()}
+        if self._drop:
+            state[OFFSET] = self._drop
+        return state
 
     def next(self) -> Chunk:
-        return self.apply(self.child.next())
+        if self._error is not None:  # the items before it went out: now the error
+            error, self._error = self._error, None
+            raise error
+        drop = self._drop
+        before = self.child.get_state() if self.partial else None
+        chunk = self.child.next()
+        if drop:
+            self._drop = 0
+            chunk = chunk_slice(chunk, drop, chunk_len(chunk))
+        try:
+            return self.apply(chunk)
+        except StopIteration as e:  # the user's function: not the end of the stream
+            raise stop_error(self.what) from e
+        except _Partial as p:
+            part = p
+        # The function failed at an item: the items before it go out, then the error. The
+        # state points at that item (the chunk re-read, the done items dropped), so a resume,
+        # or the next call, runs it again instead of losing the rest of the chunk.
+        self.child.reset(before)
+        self._drop = drop + part.done
+        error = part.error
+        if isinstance(error, StopIteration):
+            error = stop_error(self.what)
+            error.__cause__ = part.error
+        if not chunk_len(part.out):
+            raise error
+        self._error = error
+        return part.out
 
     def skip(self, n: int) -> int:
-        return self.child.skip(n)
+        drop, self._drop, self._error = self._drop, 0, None
+        return max(0, self.child.skip(drop + n) - drop)
 
     def close(self) -> None:
         self.child.close()
@@ -68,10 +110,31 @@ class _ChunkNode(Node):
         raise NotImplementedError
 
 
+class _Partial(Exception):
+    """apply() failed at input item ``done`` of its chunk; ``out`` is the items before's."""
+
+    def __init__(self, out: Chunk, done: int, error: Exception) -> None:
+        super().__init__(error)
+        self.out, self.done, self.error = out, done, error
+
+
+def _each(fn: Callable[[Any], Any], chunk: Chunk) -> list[Any]:
+    """``[fn(x) for x in items]``; when fn raises, :class:`_Partial` with the results so far."""
+    out: list[Any] = []
+    add = out.append
+    try:
+        for x in chunk_items(chunk):
+            add(fn(x))
+    except Exception as e:
+        raise _Partial(out, len(out), e) from e
+    return out
+
+
 class _FnNode(_ChunkNode):
-    def __init__(self, child: Node, fn: Callable[[Chunk], Chunk], one_to_one: bool) -> None:
+    def __init__(self, child: Node, fn: Callable[[Chunk], Chunk], one_to_one: bool,
+                 what: str, partial: bool = False) -> None:
         super().__init__(child, one_to_one)
-        self.fn = fn
+        self.fn, self.what, self.partial = fn, what, partial
 
     def apply(self, chunk: Chunk) -> Chunk:
         return self.fn(chunk)
@@ -99,6 +162,11 @@ class _OnePipe(Pipeline):
     def _params(self) -> dict[str, Any]:
         return {"fn": self.fn}
 
+    @property
+    def what(self) -> str:
+        """``map(f)``: the operator and its function, for errors."""
+        return f"{self.op}({_name(self.fn)})"
+
 
 class MapPipe(_OnePipe):
     op = "map"
@@ -108,7 +176,7 @@ class MapPipe(_OnePipe):
 
     def _build(self, epoch: int) -> Node:
         fn = self.fn
-        node = _FnNode(self.child._build(epoch), lambda c: [fn(x) for x in chunk_items(c)], True)
+        node = _FnNode(self.child._build(epoch), lambda c: _each(fn, c), True, self.what, True)
         node.items_in = True
         return node
 
@@ -145,7 +213,7 @@ class MapBatchesPipe(_OnePipe):
                 )
             return out
 
-        return _FnNode(self.child._build(epoch), apply, keep)
+        return _FnNode(self.child._build(epoch), apply, keep, self.what)
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         if not self.rows_preserved:
@@ -173,13 +241,14 @@ class FilterPipe(_OnePipe):
                         f"filter({pred}) does not apply to the rows, which have columns "
                         f"{batch.schema.names}: {str(e).splitlines()[0]}; fix the expression"
                     ) from e
-            if isinstance(chunk, pa.RecordBatch):
-                mask = np.fromiter((bool(pred(x)) for x in chunk_items(chunk)), bool,
-                                   chunk_len(chunk))
-                return chunk.filter(bool_array(mask))
-            return [x for x in chunk if pred(x)]
+            try:
+                keep = _each(pred, chunk)
+            except _Partial as p:
+                p.out = _kept(chunk_slice(chunk, 0, p.done), p.out)
+                raise
+            return _kept(chunk, keep)
 
-        return _FnNode(self.child._build(epoch), apply, False)
+        return _FnNode(self.child._build(epoch), apply, False, self.what, True)
 
 
 class FlatMapPipe(_OnePipe):
@@ -189,96 +258,20 @@ class FlatMapPipe(_OnePipe):
         fn = self.fn
 
         def apply(chunk: Chunk) -> Chunk:
-            return [y for x in chunk_items(chunk) for y in _iterable(fn, x)]
+            try:
+                return [y for ys in _each(lambda x: list(_iterable(fn, x)), chunk) for y in ys]
+            except _Partial as p:
+                p.out = [y for ys in p.out for y in ys]
+                raise
 
-        return _FnNode(self.child._build(epoch), apply, False)
-
-
-class ScanPipe(_OnePipe):
-    op = "scan"
-
-    def __init__(self, child: Pipeline, fn: Any, initial: Any) -> None:
-        super().__init__(child, fn)
-        self.initial = initial
-
-    def _params(self) -> dict[str, Any]:
-        return {"fn": self.fn, "initial": self.initial}
-
-    def _length(self) -> int | None:
-        return self.child._length()
-
-    def _build(self, epoch: int) -> Node:
-        return _ScanNode(self.child._build(epoch), self.fn, self.initial)
+        return _FnNode(self.child._build(epoch), apply, False, self.what, True)
 
 
-class _ScanNode(_ChunkNode):
-    def __init__(self, child: Node, fn: Any, initial: Any) -> None:
-        super().__init__(child, False)
-        self.fn, self.initial = fn, initial
-        self.acc = initial
-
-    def reset(self, state: State | None = None) -> None:
-        super().reset(state)
-        self.acc = self.initial if state is None else _decode_acc(state[ACC])
-
-    def get_state(self) -> State:
-        return {CHILD: self.child.get_state(), ACC: _encode_acc(self.acc)}
-
-    def apply(self, chunk: Chunk) -> Chunk:
-        out = []
-        for x in chunk_items(chunk):
-            got = self.fn(self.acc, x)
-            if not isinstance(got, tuple | list) or len(got) != 2:
-                raise TypeError(f"scan({_name(self.fn)}) must return a pair (acc, out): the "
-                                f"new accumulator and the item to yield, got {_got(got)} "
-                                f"for item {shown(x)}")
-            self.acc, y = got
-            out.append(y)
-        return out
-
-
-_TAG = "__dload__"
-
-
-def _encode_acc(v: Any) -> Any:
-    """The accumulator in JSON's types where it holds tuples, bytes or numpy values (tagged,
-    so :func:`_decode_acc` rebuilds them exactly): a scan's state survives a JSON round trip.
-    Other objects stay as they are (the state is then pickle-able only)."""
-    if isinstance(v, tuple):
-        return {_TAG: "tuple", "items": [_encode_acc(x) for x in v]}
-    if isinstance(v, list):
-        return [_encode_acc(x) for x in v]
-    if isinstance(v, dict):
-        if all(isinstance(k, str) for k in v) and _TAG not in v:
-            return {k: _encode_acc(x) for k, x in v.items()}
-        # JSON would make int keys text ({0: 1} -> {"0": 1}): the pairs keep them as they are
-        return {_TAG: "dict", "items": [[_encode_acc(k), _encode_acc(x)] for k, x in v.items()]}
-    if isinstance(v, bytes):
-        return {_TAG: "bytes", "b64": base64.b64encode(v).decode()}
-    if isinstance(v, np.ndarray | np.generic) and v.dtype != object:
-        a = np.asarray(v)
-        return {_TAG: "ndarray" if isinstance(v, np.ndarray) else "npscalar", "dtype": a.dtype.str,
-                "shape": list(a.shape), "b64": base64.b64encode(a.tobytes()).decode()}
-    return copy.deepcopy(v)
-
-
-def _decode_acc(v: Any) -> Any:
-    if isinstance(v, list):
-        return [_decode_acc(x) for x in v]
-    if not isinstance(v, dict):
-        return copy.deepcopy(v)
-    kind = v.get(_TAG)
-    if kind == "tuple":
-        return tuple(_decode_acc(x) for x in v["items"])
-    if kind == "bytes":
-        return base64.b64decode(v["b64"])
-    if kind == "dict":
-        return {_decode_acc(k): _decode_acc(x) for k, x in v["items"]}
-    if kind in ("ndarray", "npscalar"):
-        a = np.frombuffer(base64.b64decode(v["b64"]), dtype=np.dtype(v["dtype"]))
-        a = a.reshape(v["shape"]).copy()
-        return a if kind == "ndarray" else a[()]
-    return {k: _decode_acc(x) for k, x in v.items()}
+def _kept(chunk: Chunk, keep: list[Any]) -> Chunk:
+    """The items of ``chunk`` whose ``keep`` value is true."""
+    if isinstance(chunk, pa.RecordBatch):
+        return chunk.filter(bool_array(np.fromiter(map(bool, keep), bool, len(keep))))
+    return [x for x, k in zip(chunk, keep, strict=True) if k]
 
 
 def _iterable(fn: Any, x: Any) -> Iterator[Any]:

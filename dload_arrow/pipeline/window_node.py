@@ -57,6 +57,7 @@ class DatasetNode(Node):
         self.plan = pipe.plan(epoch)
         self.n = self.plan.num_rows
         self.index, self.count, self.block = pipe.shard_spec
+        self.cheap_skip = pipe.predicate is None  # a filter's output positions are unknown
         self.p = 0
         self._reader: Iterator[pa.RecordBatch] | None = None
         self._needed = np.zeros(0, np.int64)
