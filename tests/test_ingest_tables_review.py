@@ -67,6 +67,17 @@ def test_an_empty_first_file_is_skipped(tmp_path: Path, fmt: str) -> None:
         open_table(folder)
 
 
+def test_an_empty_parquet_part_of_other_types_adds_nothing(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    pq.write_table(pa.table({"id": ["a", "b"], "x": [1.5, 2.5]}), folder / "part-0.parquet")
+    pq.write_table(pa.table({"id": pa.array([], pa.string()), "x": pa.array([], pa.string()),
+                             "y": pa.array([], pa.int64())}), folder / "part-1.parquet")
+    got = open_table(folder, key="id").read_all()  # its string x and its y: no rows, no say
+    assert got.schema.field("x").type == pa.float64() and "y" not in got.schema.names
+    assert got.column("x").to_pylist() == [1.5, 2.5]
+
+
 def test_an_unclosed_quote_is_refused_with_its_line(tmp_path: Path) -> None:
     bad = tmp_path / "a.csv"
     bad.write_text('id,x\n1,"oops\n2,b\n3,c\n')

@@ -149,7 +149,10 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            schema = pq.read_schema(f)
+            meta = pq.ParquetFile(f).metadata
+            if meta.num_rows == 0:  # a Spark part with no rows: its types add nothing either
+                return pa.schema([])
+            schema = meta.schema.to_arrow_schema()
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
