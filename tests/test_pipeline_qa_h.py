@@ -172,3 +172,14 @@ def test_a_batch_that_fails_is_made_again_on_resume(tmp_path: Any, where: str) -
     q.load_state_dict(state)
     assert got + [list(b) for b in q] == every
     assert got + [list(b) for b in it] == every
+
+
+def test_from_iterable_of_a_dataframe_is_refused_naming_the_row_form() -> None:
+    import pandas as pd
+    import polars as pl
+
+    for df in (pd.DataFrame({"a": [1, 2, 3], "b": [4, 5, 6]}), pl.DataFrame({"a": [1, 2, 3]})):
+        with pytest.raises(dl.ConfigError, match=r"its column names .*to_dict\('records'\)"):
+            dl.from_iterable(df)
+    rows = pd.DataFrame({"a": [1, 2], "b": [3, 4]}).to_dict("records")
+    assert list(dl.from_iterable(rows)) == [{"a": 1, "b": 3}, {"a": 2, "b": 4}]

@@ -58,17 +58,17 @@ def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None,
     n = integer(chunk)
     if n is None or n < 1:
         raise ConfigError(f"from_iterable: chunk must be an int >= 1, got {chunk!r}")
-    if isinstance(source, (set, frozenset)):
-        # a set iterates in hash order, which differs between processes (string hashing is
-        # salted per process): spawned workers and a resume elsewhere would see another order
+    if type(source).__name__ == "DataFrame" and hasattr(source, "columns"):  # pandas, polars
+        raise ConfigError("from_iterable: a DataFrame iterates its column names (or columns), "
+                          "not its rows; pass df.to_dict('records') (pandas) or df.to_dicts() "
+                          "(polars) for rows as dicts, or commit it and read the dataset")
+    if isinstance(source, (set, frozenset)):  # hash order differs between processes: sorted
         try:
             source = sorted(source)
         except TypeError as e:
-            raise ConfigError(
-                "from_iterable: a set's order differs from one process to the next, so its "
-                "items are sorted, and these do not sort "
-                f"({e}); pass a list in the order you want"
-            ) from e
+            raise ConfigError("from_iterable: a set's order differs from one process to the "
+                              f"next, so its items are sorted, and these do not sort ({e}); "
+                              "pass a list in the order you want") from e
     return FromIterablePipe(source, chunk=n, name=name, finite=finite)
 
 
