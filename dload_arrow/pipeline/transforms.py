@@ -290,4 +290,7 @@ def _got(value: Any) -> str:
 
 
 def _name(fn: Any) -> str:
-    return getattr(fn, "__qualname__", type(fn).__name__)
+    try:  # an object's __getattr__ may raise anything (a proxy not connected yet)
+        return str(getattr(fn, "__qualname__", type(fn).__name__))
+    except Exception:
+        return type(fn).__name__
