@@ -183,3 +183,12 @@ def test_from_iterable_of_a_dataframe_is_refused_naming_the_row_form() -> None:
             dl.from_iterable(df)
     rows = pd.DataFrame({"a": [1, 2], "b": [3, 4]}).to_dict("records")
     assert list(dl.from_iterable(rows)) == [{"a": 1, "b": 3}, {"a": 2, "b": 4}]
+
+
+def test_seeds_beyond_128_bits_give_their_own_orders() -> None:
+    def order(seed: int) -> list[int]:
+        return list(dl.from_iterable(list(range(50))).shuffle(50, seed=seed))
+
+    assert order(2**128) != order(0) and order(-1) != order(2**128 - 1)
+    assert order(2**200) == order(2**200) and order(-(2**130)) != order(2**130)
+    assert order(7) == order(7) != order(8)

@@ -24,7 +24,11 @@ def _encode(part: int | str | bytes) -> bytes:
     if isinstance(part, bool):
         part = int(part)
     if isinstance(part, int):
-        return b"i" + struct.pack("<QQ", (part >> 64) & _MASK64, part & _MASK64)
+        if -(2**127) <= part < 2**127:  # 128 bits, as always: every such seed keeps its order
+            return b"i" + struct.pack("<QQ", (part >> 64) & _MASK64, part & _MASK64)
+        # beyond: all its bits (taken modulo 2**128, 2**128 was seed 0 and -1 was 2**128 - 1)
+        data = part.to_bytes((part.bit_length() + 8) // 8, "little", signed=True)
+        return b"I" + struct.pack("<Q", len(data)) + data
     if isinstance(part, str):
         data = part.encode()
         return b"s" + struct.pack("<Q", len(data)) + data
