@@ -15,7 +15,8 @@ from dload_arrow.config import find_up
 from dload_arrow.errors import ConfigError, InvalidNameError, NotFoundError
 from dload_arrow.store.names import check_digest, check_name
 
-__all__ = ["LOCK_FILE", "editing", "lock_path", "pinned_version", "read_lock", "write_lock"]
+__all__ = ["LOCK_FILE", "editing", "is_pinned", "lock_path", "pinned_version", "read_lock",
+           "stale_pin", "write_lock"]
 
 LOCK_FILE = "dload.lock"
 
@@ -158,12 +159,27 @@ def _same_but_pins(old: str, new: str, pins: dict[str, str]) -> bool:
     return after == before
 
 
-def stale_pin(name: str, vid: str, error: NotFoundError) -> NotFoundError:
+def is_pinned(name: str, vid: str) -> bool:
+    """True when the lock file pins ``name`` to ``vid`` (a local read, no request)."""
+    path = lock_path()
+    return path is not None and read_lock(path).get(name) == vid
+
+
+def stale_pin(name: str, vid: str, error: NotFoundError, removed: bool = False
+              ) -> NotFoundError:
     """``error`` (no manifest for ``vid``) told as a pin to a version this root lacks, when
-    ``name`` is pinned to ``vid`` by the lock file; else ``error`` itself."""
+    ``name`` is pinned to ``vid`` by the lock file; else ``error`` itself. ``removed``: the
+    root holds a removal record of ``vid`` (``dload rm --version`` took it)."""
     path = lock_path()
     if path is None or read_lock(path).get(name) != vid:
         return error
+    if removed:
+        return NotFoundError(
+            f"{name!r} is pinned to version {vid[:12]} by {path}, and that version was removed "
+            f"from the root (`dload rm {name} --version`). Re-lock: run `dload pin {name}` to "
+            f"pin latest (or `dload pin {name}@VERSION`; `dload versions {name}` lists them), "
+            f"`dload unpin {name}` to follow latest, or ask for a version explicitly"
+        )
     return NotFoundError(
         f"{name!r} is pinned to version {vid[:12]} by {path}, and this root has no such "
         f"version ({error}). Run `dload unpin {name}` to follow latest, ask for "

@@ -17,7 +17,7 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
-from dload_arrow.repository.lock import stale_pin
+from dload_arrow.repository.lock import is_pinned, stale_pin
 from dload_arrow.repository.missing import unknown_dataset
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
@@ -27,6 +27,7 @@ from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import check_name
 from dload_arrow.store.refs import read_ref
+from dload_arrow.store.removals import removal_path
 from dload_arrow.store.shard import DEFAULT_ROW_GROUP_SIZE, DEFAULT_SHARD_SIZE
 
 if TYPE_CHECKING:
@@ -185,8 +186,8 @@ class Repository(VersionsMixin):
     def manifest(self, name: str, version: str | None = None) -> Manifest:
         """The validated manifest of a version (resolved like :meth:`dataset`)."""
         vid = self.resolve(name, version)
-        try:
-            if version == vid:  # a full id, taken as given: the root must still store it
+        try:  # a full id or a pin, taken as given: the root must still store it
+            if version == vid or (version is None and is_pinned(name, vid)):
                 self.manifests.check_stored(name, vid)
             return self.manifests.get(name, vid)
         except (NotFoundError, InvalidNameError) as e:  # the latter: cached under another name
@@ -196,7 +197,8 @@ class Repository(VersionsMixin):
                 raise NotFoundError(self._missing(name)) from e
             if version is not None or not isinstance(e, NotFoundError):
                 raise
-            better = stale_pin(name, vid, e)  # a pin to a version this root lacks, if pinned
+            better = stale_pin(name, vid, e,  # a pin to a version this root lacks, if pinned
+                               removed=self.storage.exists(removal_path(name, vid)))
             if better is e:
                 raise
             raise better from e
