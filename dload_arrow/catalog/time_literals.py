@@ -39,6 +39,8 @@ Error = Callable[[str], Exception]
 # A time of day followed by a zone: Z, +HH, +HHMM or +HH:MM.
 _ZONE = re.compile(r"[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?P<zone>Z|[+-]\d{2}(?::?\d{2})?)$")
 _FRACTION = re.compile(r"(?<=[T ]\d{2}:\d{2}:\d{2})\.(?P<digits>\d+)")
+# The zone a time of day may end with in dt.time.fromisoformat: Z, +HH, +HHMM, +HH:MM[:SS[.f]].
+_DAY_ZONE = re.compile(r"(?:Z|[+-]\d{2}(?::?\d{2}(?::?\d{2}(?:\.\d+)?)?)?)$", re.IGNORECASE)
 _DAY_FRACTION = re.compile(r"[.,](?P<digits>\d+)")  # the only '.' or ',' of an ISO time
 _PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
 _INT64 = (-(2**63), 2**63 - 1)
@@ -99,6 +101,12 @@ def _day_ticks(text: str, typ: pa.DataType, field: pa.Field, error: Error) -> tu
         fraction = "fffffffff" if typ.unit == "ns" else "ffffff"
         raise error(f"{text!r} is not a time of day for column {field.name!r} ({typ}): "
                     f"write 'HH:MM', 'HH:MM:SS' or 'HH:MM:SS.{fraction}'") from e
+    if t.tzinfo is not None:  # a time of day has no zone to convert to (DuckDB's TIME drops or
+        # refuses the offset): refused, not silently read as the wall time before it
+        m = _DAY_ZONE.search(text)
+        plain = "" if m is None else f" (e.g. {text[: m.start()]!r})"
+        raise error(f"{text!r} has a zone offset, and column {field.name!r} ({typ}) holds times "
+                    f"of day without a zone; write the time without an offset{plain}")
     m = _DAY_FRACTION.search(text)
     kept = 9 if typ.unit == "ns" else 6
     nanos = t.microsecond * 1000 if m is None else int(m["digits"][:kept].ljust(9, "0"))
