@@ -138,8 +138,10 @@ def test_a_rank_state_after_its_last_item_with_uneven_none_loads() -> None:
                              uneven="none", to_tensors=False)
     it = iter(ds)
     got = [next(it) for _ in range(31)]  # rank 0's last item: the 61st of the epoch
-    state = ds.state_dict()
-    assert got[-1] == 60 and state["position"] == 62  # a round of 2 past the 61 items
+    assert got[-1] == 60 and (ds.state_dict()["epoch"], ds.state_dict()["position"]) == (1, 0)
+    # A cursor a round of 2 past the 61 items (rank 0's, counted without the epoch's length,
+    # as a worker counts) still loads, as the rest of epoch 0: nothing
+    state = {**ds.state_dict(), "epoch": 0, "position": 62}
     again = as_iterable_dataset(dl.from_iterable(list(range(61))), rank=0, world_size=2,
                                 uneven="none", to_tensors=False)
     again.load_state_dict(state)

@@ -33,6 +33,25 @@ class Cursor:
     yielded: int = 0  # items this consumer produced (from the deal's start)
     consumed: int = 0  # items of the rank the trainer took (main process only)
     done: bool = False
+    total: int | None = -1  # the epoch's len() where the deal has no end (-1: not asked yet)
+
+    def ended(self, pipe: Any, length: Any) -> bool:
+        """Whether the trainer took this rank's last item of the epoch: ``done``, or its
+        next position is past the deal's end. A deal without an end (one rank, or
+        ``uneven="none"``, without ``length=``) asks the pipeline's len() once per iteration
+        (no read: None when only reading would tell), so a state taken right after the last
+        item says the next epoch with one rank as with several; a pipeline of unknown length
+        says so only once its iterator ends (seeing the end would read one more item)."""
+        if self.done:
+            return True
+        deal, end = self.deal, self.deal.end
+        if end is None:
+            if self.total == -1:
+                self.total = epoch_length(pipe, self.epoch, length)
+            if self.total is None:
+                return False
+            end = max(self.total, deal.start)
+        return deal.position_after(self.consumed) + self.rank >= end
 
 
 def stream_share(

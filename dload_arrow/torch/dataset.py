@@ -134,11 +134,9 @@ class StreamDataset(torch.utils.data.IterableDataset):
                     "counts; a plain DataLoader keeps none (ds.set_epoch(e) at epoch starts)"
                 )
             return worker_state(self._next.epoch, self._next.position, fp)
-        position = cur.deal.position_after(cur.consumed)
-        end = cur.deal.end
-        if cur.done or (end is not None and position >= end):
+        if cur.ended(self.pipe, self.length):
             return worker_state(cur.epoch + 1, 0, fp)
-        return worker_state(cur.epoch, position, fp)
+        return worker_state(cur.epoch, cur.deal.position_after(cur.consumed), fp)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from ``state``: this dataset's, or a whole StatefulDataLoader's. Any
