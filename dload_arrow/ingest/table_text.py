@@ -13,7 +13,7 @@ silently:
   is text as written, in JSON Lines as in CSV (pyarrow's JSON reader drops the zones).
 - A column without a value in any row is text holding nulls, which later files and appends
   can fill (and which an append casts to the type its dataset stores); where another file
-  gives it a type, it takes that type.
+  gives it a type, it takes that type (:mod:`dload_arrow.ingest.empty_columns`).
 - An integer that float64 cannot hold exactly (beyond 2**53: ``9007199254740993``, or beyond
   int64, where pyarrow infers float64 for the column; in JSON Lines also an int next to a
   float, in a column or inside its objects and lists) is refused with the file, column (as
@@ -37,8 +37,8 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "fill_empty_text",
-           "null_key", "read_json", "text_nulls", "values_at"]
+__all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "null_key", "read_json",
+           "values_at"]
 
 _EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
 _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
@@ -60,27 +60,6 @@ def csv_convert(text_columns: Sequence[str] = (), key: str | None = None,
     text = {c: pa.string() for c in (*text_columns, KEY_COLUMN, *([key] if key else []))}
     return pcsv.ConvertOptions(column_types=text, null_values=[""], strings_can_be_null=False,
                                include_columns=list(include))
-
-
-def text_nulls(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with its columns of type null (no value anywhere) as nullable strings."""
-    return pa.schema([pa.field(f.name, pa.string(), metadata=f.metadata)
-                      if pa.types.is_null(f.type) else f for f in schema])
-
-
-def fill_empty_text(batch: pa.RecordBatch, schema: pa.Schema,
-                    empty: frozenset[str] | set[str] = frozenset()) -> pa.RecordBatch:
-    """A CSV batch's columns of type null (every cell empty) that another file of ``schema``
-    gives text, as empty strings, as an empty cell of a text column reads; those in ``empty``
-    (no value in any file) stay null: an append casts them to the type its dataset stores."""
-    if not any(pa.types.is_null(f.type) for f in batch.schema):
-        return batch
-    columns = [pa.array([""] * batch.num_rows, pa.string())
-               if pa.types.is_null(f.type) and f.name in schema.names and f.name not in empty
-               and pa.types.is_string(schema.field(f.name).type) else col
-               for f, col in zip(batch.schema, batch.columns, strict=True)]
-    names = batch.schema.names
-    return pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def _refuse_empty_keys(batch: pa.RecordBatch, key: str | None, path: str, at: int) -> None:
