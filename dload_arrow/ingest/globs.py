@@ -216,6 +216,18 @@ class Globs:
         self._used |= hits
         return bool(hits)
 
+    def note_skipped(self, name: str) -> None:
+        """Count the patterns matching ``name``, a link, special file or hidden folder the
+        source skips anyway, as used: ``--exclude link.jpg`` did match, and it is no mistake
+        (a ``name`` ending in ``/`` is a folder)."""
+        folder = name.endswith("/")
+        for key, (rxs, dir_only, anchored, exact) in self._patterns.items():
+            files = ([], [], []) if folder else _only_dirs(
+                _as_written(_candidates(name, anchored), exact), dir_only)
+            dirs = _candidates(name.rstrip("/") + "/.", anchored)[2]
+            if _hit(rxs, *files) or _hit(rxs, [], [], dirs):
+                self._used.add(key)
+
     def unused(self) -> list[tuple[str, str]]:
         """``(option, pattern)`` of every pattern that matched none of the files seen."""
         return [key for key in self._patterns if key not in self._used]

@@ -88,6 +88,7 @@ def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
         for d in sorted(dirnames):
             if d.startswith((".", "_")):
                 others.append(rel + d + "/")
+                select.note_skipped(rel + d + "/")  # --exclude .cache is no mistake
                 dirnames.remove(d)
         for f in filenames:
             if not select(rel + f):
