@@ -34,6 +34,7 @@ from dload_arrow.ingest.csv_checks import (
 )
 from dload_arrow.ingest.empty_columns import blank_text, fill_empty_text, text_nulls
 from dload_arrow.ingest.globs import Globs
+from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.partitions import Partitions
@@ -43,7 +44,6 @@ from dload_arrow.ingest.table_text import (
     csv_convert,
     decoded_dictionaries,
     null_key,
-    read_json,
 )
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
 
