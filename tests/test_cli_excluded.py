@@ -57,6 +57,30 @@ def test_hidden_files_are_not_counted_as_left_out_by_the_globs(run: RunFn, tree:
     assert "left out every file there (3 files)" in r.err
 
 
+@pytest.mark.parametrize("pattern", ["link.txt", "/link.txt", "linkdir", "linkdir/",
+                                     ".git"])
+def test_excluding_a_link_or_hidden_folder_ingest_skips_anyway_is_no_unused_glob(
+        run: RunFn, tree: Path, tmp_path: Path, pattern: str) -> None:
+    (tmp_path / "secret.txt").write_text("s")
+    (tree / "link.txt").symlink_to(tmp_path / "secret.txt")
+    (tree / "linkdir").symlink_to(tree / "sub")
+    (tree / ".git").mkdir()
+    (tree / "a.jpg").write_bytes(b"a")
+    r = run("commit", "x", "--from", str(tree), "--exclude", pattern, "--json")
+    assert r.json["source"]["unused_globs"] == []
+    assert "warning" not in r.err
+    r = run("commit", "y", "--from", str(tree), "--exclude", "nothing", "--json")
+    assert len(r.json["source"]["unused_globs"]) == 1
+
+
+def test_excluding_a_hidden_folder_of_a_table_folder_is_no_unused_glob(
+        run: RunFn, tmp_path: Path) -> None:
+    (tmp_path / "t" / "_tmp").mkdir(parents=True)
+    (tmp_path / "t" / "a.csv").write_text("id,v\n1,2\n")
+    r = run("commit", "x", "--from", str(tmp_path / "t"), "--exclude", "_tmp")
+    assert "warning" not in r.err
+
+
 def test_zoned_json_lines_times_append_to_a_column_stored_without_a_zone(
         run: RunFn, tmp_path: Path, local_root: str) -> None:
     import datetime as dt

@@ -240,6 +240,46 @@ def test_json_lines_times_without_zones_stay_naive(tmp_path: Path) -> None:
     assert got.schema.field("t").type == pa.timestamp("s")
 
 
+def test_json_lines_times_are_parsed_with_the_file_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.json as pjson
+
+    real, files = pjson.read_json, []
+
+    def counting(source: object, *args: object, **kwargs: object) -> pa.Table:
+        if not isinstance(source, pa.BufferReader):  # the first lines, to find the times
+            files.append(source)
+        return real(source, *args, **kwargs)
+
+    monkeypatch.setattr(pjson, "read_json", counting)
+    rows = [f'{{"id": {i}, "t": "2024-01-01T10:00:00+02:00", "n": "2024-01-0{i + 1}", '
+            '"v": 1.5}' for i in range(3)]
+    (tmp_path / "t.jsonl").write_text("\n".join(rows) + "\n")
+    got = open_table(tmp_path / "t.jsonl", key="n").read_all()
+    assert len(files) == 1
+    assert got.schema.names == ["id", "t", "n", "v"]  # the file's order
+    assert got.schema.field("t").type == pa.timestamp("s", "UTC")
+    assert got.column("n").to_pylist() == ["2024-01-01", "2024-01-02", "2024-01-03"]
+
+
+def test_json_lines_times_first_found_after_the_first_mib_keep_their_zones(
+        tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    head = '{"id": 0, "t": null, "u": "2024-01-01T10:00:00", "w": "2024-01-01"}\n' * 20000
+    tail = ('{"id": 1, "t": "2024-01-01T10:00:00+02:00", "u": "x", "w": "2024-01-02 10:00"}'
+            '\n')
+    (tmp_path / "t.jsonl").write_text(head + tail)
+    got = open_table(tmp_path / "t.jsonl").read_all()
+    assert got.schema.names == ["id", "t", "u", "w"]
+    assert got.schema.field("t").type == pa.timestamp("s", "UTC")
+    assert got.column("t")[-1].as_py() == datetime(2024, 1, 1, 8, tzinfo=UTC)
+    assert got.schema.field("u").type == pa.string()  # a time, then text: text as written
+    assert got.column("u")[-1].as_py() == "x"
+    assert got.schema.field("w").type == pa.timestamp("s")
+    assert got.column("w")[-1].as_py() == datetime(2024, 1, 2, 10)
+
+
 @pytest.mark.parametrize("value", ["1e400", "-1E+400", "9" * 320 + ".5", "1" + "0" * 300 + "e10"])
 def test_a_csv_number_beyond_float64_is_refused_not_stored_as_inf(
         tmp_path: Path, value: str) -> None:

@@ -5,6 +5,7 @@ archive holding an entry twice, and an append that forgot --key-column."""
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 import warnings
 import zipfile
@@ -135,6 +136,34 @@ def test_cli_excludes_a_directory_and_prints_one_line_per_unused_glob(
         "a pattern matches a file's path there (e.g. 'UPPER.JPG'), its name, or a directory "
         "on its path: check the pattern\n"
     )
+
+
+@pytest.mark.parametrize("archive", [False, True])
+def test_the_case_clash_advice_leaves_out_just_the_file_it_names(
+        run: RunFn, repo: Repository, tmp_path: Path, archive: bool) -> None:
+    files = {"sub/x.jpg": b"lower", "sub/x.JPG": b"upper", "y.jpg": b"y"}
+    if archive:
+        src = _zip(tmp_path / "a.zip", files)
+    else:
+        src = tmp_path / "src"
+        for name, data in files.items():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            (src / name).write_bytes(data)
+    err = run("commit", "p", "--from", str(src), rc=1).err
+    assert "both give column 'jpg' of sample 'sub/x'" in err
+    advice = re.search(r"--exclude '(/[^']+)'", err)
+    assert advice is not None
+    left_out = advice.group(1).lstrip("/")
+    r = run("commit", "p", "--from", str(src), "--exclude", advice.group(1), "--json")
+    assert r.json["source"]["unused_globs"] == []
+    kept = {k: v for k, v in files.items() if k != left_out}
+    got = repo.dataset("p").to_arrow().sort_by("__key__").to_pylist()
+    assert [(row["__key__"], row["jpg"]) for row in got] == [
+        (k.rsplit(".", 1)[0], v) for k, v in sorted(kept.items())]
+    # the other way round too: the exact path of the other file leaves out only that one
+    other = next(k for k in files if k.startswith("sub/") and k != left_out)
+    r = run("commit", "q", "--from", str(src), "--exclude", f"/{other}", "--json")
+    assert repo.dataset("q").to_arrow().column("jpg").to_pylist().count(files[left_out]) == 1
 
 
 def test_cli_names_the_glob_when_nothing_is_left(run: RunFn, photos: Path) -> None:

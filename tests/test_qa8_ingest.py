@@ -176,6 +176,25 @@ def test_an_empty_column_appends_to_a_typed_one_as_nulls(tmp_path: Path, run: Ru
     assert repo.dataset("m").to_arrow().column("n").to_pylist() == [1, None, None]
 
 
+def test_a_csv_column_with_no_value_appends_as_nulls_as_it_commits(
+        tmp_path: Path, run: RunFn, repo: Repository) -> None:
+    # the append reads the stored text column as text: its empty cells were '' there
+    day = _write(tmp_path / "d1.csv", "id,v,note\n1,2,\n2,3,\n")
+    run("commit", "m", "--from", str(day), "--key-column", "id")
+    _write(tmp_path / "d2" / "a.csv", "id,v,note\n3,4,\n4,5,\n")
+    run("append", "m", "--from", str(tmp_path / "d2"), "--key-column", "id")
+    got = repo.dataset("m").to_arrow().sort_by("__key__")
+    assert got.column("note").to_pylist() == [None] * 4
+    # another file giving the column text: empty cells are '' then, in a commit as in an append
+    _write(tmp_path / "d3" / "a.csv", "id,v,note\n5,6,\n")
+    _write(tmp_path / "d3" / "b.csv", "id,v,note\n6,7,late\n7,8,\n")
+    run("append", "m", "--from", str(tmp_path / "d3"), "--key-column", "id")
+    run("commit", "c", "--from", str(tmp_path / "d3"), "--key-column", "id")
+    want = ["", "late", ""]
+    assert repo.dataset("m").to_arrow().sort_by("__key__").column("note").to_pylist()[4:] == want
+    assert repo.dataset("c").to_arrow().sort_by("__key__").column("note").to_pylist() == want
+
+
 def test_jsonl_column_of_nulls_is_nullable_text(tmp_path: Path) -> None:
     t = _write(tmp_path / "t.jsonl", '{"id": 1, "c": null}\n{"id": 2}\n')
     table = open_table(t).read_all()

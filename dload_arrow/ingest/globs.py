@@ -14,7 +14,10 @@ A pattern ending in ``/`` matches directories only; a leading ``./`` is ignored.
 ``/`` anchors the pattern to the top of the folder or archive, as in .gitignore and rsync:
 ``--exclude /cats`` leaves out the top level's ``cats/``, not ``pets/cats/`` (the path from
 the top is the only form it is matched against), and there, as in .gitignore, ``*`` and
-``?`` do not cross ``/`` (``/*.jpg``: the top level's) while ``**`` does. A pattern
+``?`` do not cross ``/`` (``/*.jpg``: the top level's) while ``**`` does. An anchored
+pattern without wildcards (``[*]`` is a literal ``*``) is one exact path, compared as written
+(``/x.JPG`` takes ``x.JPG``, not ``x.jpg``): the one way to pick one of two files whose
+extensions differ only in case, which give the same column. A pattern
 that matched no file at all is almost always a mistake: :meth:`Globs.unused` names those, and
 :meth:`Globs.warn_unused` warns (:class:`GlobWarning`).
 """
@@ -28,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from dload_arrow.errors import user_stacklevel
 
-__all__ = ["GlobWarning", "Globs", "glob_list"]
+__all__ = ["GlobWarning", "Globs", "exact_path", "glob_list"]
 
 
 class GlobWarning(UserWarning):
@@ -107,6 +110,30 @@ def _set_end(pattern: str, i: int) -> int:
 Compiled = list[tuple[re.Pattern[str], bool]]  # a regex, and whether it is a lowered form
 
 
+def exact_path(name: str) -> str:
+    """The anchored pattern that selects the file ``name`` alone (``/x.JPG``, not ``x.jpg``);
+    its wildcard characters as one-character sets (``[*]``)."""
+    return "/" + re.sub(r"([*?\[])", r"[\1]", name)
+
+
+def _literal(pattern: str) -> str | None:
+    """The path an anchored ``pattern`` names when it has no wildcard (a one-character set
+    ``[*]`` is that character, a ``[`` that opens no set is itself); None otherwise."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c in "*?":
+            return None
+        if c == "[" and (j := _set_end(pattern, i)) > 0:
+            if j != i + 2 or pattern[i + 1] == "!":
+                return None
+            c, i = pattern[i + 1], j
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+
 def _compile(pattern: str, anchored: bool = False) -> Compiled:
     """The pattern as written, then with its extension lowercased (matched against lowered
     file forms: ``*.JPG`` takes ``x.jpg``, ``*.jpg`` takes ``X.JPG``); a leading ``**/`` also
@@ -148,15 +175,17 @@ class Globs:
                  ) -> None:
         self.include = glob_list(include, "include")
         self.exclude = glob_list(exclude, "exclude")
-        # (option, pattern) -> (regexes, directories only, anchored at the top)
-        self._patterns: dict[tuple[str, str], tuple[Compiled, bool, bool]] = {}
+        # (option, pattern) -> (regexes, directories only, anchored at the top, exact path)
+        self._patterns: dict[tuple[str, str], tuple[Compiled, bool, bool, bool]] = {}
         for option, patterns in (("include", self.include), ("exclude", self.exclude)):
             for p in patterns:
                 body = p[2:] if p.startswith("./") else p
                 anchored = body.startswith("/")
                 body = body.lstrip("/") if anchored else body
-                rxs = _compile(body.rstrip("/"), anchored)
-                self._patterns[option, p] = (rxs, body.endswith("/"), anchored)
+                exact = _literal(body.rstrip("/")) if anchored else None
+                rxs = (_compile(body.rstrip("/"), anchored) if exact is None
+                       else [(re.compile(re.escape(exact) + r"\Z"), False)])
+                self._patterns[option, p] = (rxs, body.endswith("/"), anchored, exact is not None)
         self._used: set[tuple[str, str]] = set()
         self._seen = 0
         self._example: str | None = None
@@ -172,8 +201,8 @@ class Globs:
         if not self._patterns:
             return True
         forms = {a: _candidates(name, a) for a in (False, True)}
-        hits = {key for key, (rxs, dir_only, anchored) in self._patterns.items()
-                if _hit(rxs, *_only_dirs(forms[anchored], dir_only))}
+        hits = {key for key, (rxs, dir_only, anchored, exact) in self._patterns.items()
+                if _hit(rxs, *_only_dirs(_as_written(forms[anchored], exact), dir_only))}
         self._used |= hits
         included = not self.include or any(option == "include" for option, _ in hits)
         return included and not any(option == "exclude" for option, _ in hits)
@@ -182,10 +211,22 @@ class Globs:
         """Whether an exclude pattern drops the whole directory ``path`` (``lost+found``):
         nothing under it is listed, so an unreadable one is no error."""
         name = path.rstrip("/") + "/."
-        hits = {key for key, (rxs, _, anchored) in self._patterns.items()
+        hits = {key for key, (rxs, _, anchored, _) in self._patterns.items()
                 if key[0] == "exclude" and _hit(rxs, [], [], _candidates(name, anchored)[2])}
         self._used |= hits
         return bool(hits)
+
+    def note_skipped(self, name: str) -> None:
+        """Count the patterns matching ``name``, a link, special file or hidden folder the
+        source skips anyway, as used: ``--exclude link.jpg`` did match, and it is no mistake
+        (a ``name`` ending in ``/`` is a folder)."""
+        folder = name.endswith("/")
+        for key, (rxs, dir_only, anchored, exact) in self._patterns.items():
+            files = ([], [], []) if folder else _only_dirs(
+                _as_written(_candidates(name, anchored), exact), dir_only)
+            dirs = _candidates(name.rstrip("/") + "/.", anchored)[2]
+            if _hit(rxs, *files) or _hit(rxs, [], [], dirs):
+                self._used.add(key)
 
     def unused(self) -> list[tuple[str, str]]:
         """``(option, pattern)`` of every pattern that matched none of the files seen."""
@@ -210,6 +251,10 @@ class Globs:
         """A :class:`GlobWarning` for each pattern that matched no file."""
         for text in self.describe_unused(where):
             warnings.warn(text, GlobWarning, stacklevel=user_stacklevel())
+
+
+def _as_written(forms: Forms, exact: bool) -> Forms:
+    return (forms[0], [], forms[2]) if exact else forms
 
 
 def _only_dirs(forms: Forms, dir_only: bool) -> Forms:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dload_arrow.errors import ConfigError, InvalidNameError, SchemaError, UnsafePathError
+from dload_arrow.ingest.globs import exact_path
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["Entry", "IngestReport", "check_entry_name", "check_utf8", "group_entries",
@@ -194,8 +195,10 @@ def group_entries(
         if column in sample:
             raise SchemaError(
                 f"{where}: {sample[column].name!r} and {entry.name!r} both give column "
-                f"{column!r} of sample {key!r} (extensions compare case-insensitively); "
-                "rename one or exclude it with --exclude"
+                f"{column!r} of sample {key!r} (extensions compare case-insensitively, in "
+                "globs too); rename one, or leave one out by its exact path from the top, "
+                f"which compares as written: --exclude {exact_path(entry.name)!r} "
+                "(exclude=[...] in Python)"
             )
         sample[column] = entry
     report.samples = len(groups)

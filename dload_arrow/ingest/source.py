@@ -129,6 +129,8 @@ class SampleSource:
         # a skipped name is only shown: bytes that are not UTF-8 as \x escapes
         report.skipped = [(n.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
                            why) for n, why in self._skipped]
+        for n, _ in self._skipped:
+            self.globs.note_skipped(n)
         report.unused_globs = self.globs.describe_unused(self.location)
         if not self.random_access:
             check_adjacent(entries, self.split, self.location)

@@ -13,7 +13,7 @@ silently:
   is text as written, in JSON Lines as in CSV (pyarrow's JSON reader drops the zones).
 - A column without a value in any row is text holding nulls, which later files and appends
   can fill (and which an append casts to the type its dataset stores); where another file
-  gives it a type, it takes that type.
+  gives it a type, it takes that type (:mod:`dload_arrow.ingest.empty_columns`).
 - An integer that float64 cannot hold exactly (beyond 2**53: ``9007199254740993``, or beyond
   int64, where pyarrow infers float64 for the column; in JSON Lines also an int next to a
   float, in a column or inside its objects and lists) is refused with the file, column (as
@@ -37,8 +37,7 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "fill_empty_text",
-           "null_key", "read_json", "text_nulls", "values_at"]
+__all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "null_key", "values_at"]
 
 _EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
 _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
@@ -47,8 +46,6 @@ _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all
 # and a 1-2 digit one, or 290 digits (10**308 is the largest power float64 holds).
 _HUGE = r"^\s*[+-]?([0-9.]+[eE]\+?[0-9]{3,}|[0-9.]{200,}[eE]\+?[0-9]{1,2}|[0-9.]{290,})\s*$"
 # A JSON integer literal of 16 digits or more (not the digits of a float such as 1.5e+19).
-# A time of day then a zone, as pyarrow's ISO 8601 reading takes them: Z, +02, +0200, +02:00.
-_ZONED = r"[0-9]:[0-9]{2}(:[0-9]{2}(\.[0-9]*)?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 _LONG_LITERAL = re.compile(rb"(?<![0-9.])[0-9]{16,}(?![0-9.eE])")
 
 
@@ -60,27 +57,6 @@ def csv_convert(text_columns: Sequence[str] = (), key: str | None = None,
     text = {c: pa.string() for c in (*text_columns, KEY_COLUMN, *([key] if key else []))}
     return pcsv.ConvertOptions(column_types=text, null_values=[""], strings_can_be_null=False,
                                include_columns=list(include))
-
-
-def text_nulls(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with its columns of type null (no value anywhere) as nullable strings."""
-    return pa.schema([pa.field(f.name, pa.string(), metadata=f.metadata)
-                      if pa.types.is_null(f.type) else f for f in schema])
-
-
-def fill_empty_text(batch: pa.RecordBatch, schema: pa.Schema,
-                    empty: frozenset[str] | set[str] = frozenset()) -> pa.RecordBatch:
-    """A CSV batch's columns of type null (every cell empty) that another file of ``schema``
-    gives text, as empty strings, as an empty cell of a text column reads; those in ``empty``
-    (no value in any file) stay null: an append casts them to the type its dataset stores."""
-    if not any(pa.types.is_null(f.type) for f in batch.schema):
-        return batch
-    columns = [pa.array([""] * batch.num_rows, pa.string())
-               if pa.types.is_null(f.type) and f.name in schema.names and f.name not in empty
-               and pa.types.is_string(schema.field(f.name).type) else col
-               for f, col in zip(batch.schema, batch.columns, strict=True)]
-    names = batch.schema.names
-    return pa.RecordBatch.from_arrays(columns, names=names)
 
 
 def _refuse_empty_keys(batch: pa.RecordBatch, key: str | None, path: str, at: int) -> None:
@@ -241,45 +217,6 @@ def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
                 raise _inexact_error(path, fmt, *found)
             checked.update(suspects)  # the whole file's text is fine for these columns
         yield batch
-
-
-def read_json(f: Any, path: str, endpoint_url: str | None, text_columns: Sequence[str],
-              key: str | None) -> pa.Table:
-    """A JSON Lines file, with the key, ``__key__`` and ``text_columns`` (a text column
-    appended to) kept as written: pyarrow reads date-like strings as timestamps ("2024-01-01"
-    as midnight). A timestamp column whose every value names its zone (``+02:00``, ``Z``) is
-    a UTC timestamp column, as in a CSV; one where only some do is text as written (pyarrow
-    would drop the zones, shifting the times without one)."""
-    import pyarrow.json as pjson
-
-    table = pjson.read_json(f)
-    # pyarrow's JSON reader copies string bytes unchecked: text that is not UTF-8 would be
-    # stored, then fail in every reader. ArrowInvalid: the caller names the line (read_errors).
-    try:
-        table.validate(full=True)  # values; a key (a column's name) fails as it is decoded
-    except UnicodeDecodeError as e:
-        raise pa.ArrowInvalid(f"a key is not UTF-8 text ({e})") from e
-    text = (*text_columns, *([key] if key else []), KEY_COLUMN)
-    dated = [f.name for f in table.schema if pa.types.is_timestamp(f.type)]
-    if not dated:
-        return table
-    again, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
-    with again:  # the date-like strings as written
-        # only the dated columns are parsed into values (half the time of a whole read)
-        options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]),
-                                     unexpected_field_behavior="ignore")
-        written = pjson.read_json(again, parse_options=options)
-    for c in dated:
-        col = written.column(c)
-        if c not in text:
-            zoned = pc.sum(pc.match_substring_regex(col, _ZONED)).as_py() or 0
-            if zoned == 0:
-                continue  # no zones: pyarrow's naive timestamps
-            if zoned == len(col) - col.null_count:
-                col = col.cast(pa.timestamp(table.schema.field(c).type.unit, "UTC"))
-        i = table.schema.get_field_index(c)
-        table = table.set_column(i, table.schema.field(c).with_type(col.type), col)
-    return table
 
 
 def decoded_dictionaries(schema: pa.Schema, other: pa.Schema) -> pa.Schema:

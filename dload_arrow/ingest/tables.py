@@ -32,7 +32,9 @@ from dload_arrow.ingest.csv_checks import (
     refuse_bytes,
     refuse_repeated_names,
 )
+from dload_arrow.ingest.empty_columns import blank_text, fill_empty_text, text_nulls
 from dload_arrow.ingest.globs import Globs
+from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.partitions import Partitions
@@ -41,10 +43,7 @@ from dload_arrow.ingest.table_text import (
     checked_batches,
     csv_convert,
     decoded_dictionaries,
-    fill_empty_text,
     null_key,
-    read_json,
-    text_nulls,
 )
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
 
@@ -89,6 +88,7 @@ def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
         for d in sorted(dirnames):
             if d.startswith((".", "_")):
                 others.append(rel + d + "/")
+                select.note_skipped(rel + d + "/")  # --exclude .cache is no mistake
                 dirnames.remove(d)
         for f in filenames:
             if not select(rel + f):
@@ -156,10 +156,13 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
-            schema = pcsv.open_csv(f, read_options=_csv_options(size),
-                                   convert_options=csv_convert(text_columns, key)).schema
+            reader = pcsv.open_csv(f, read_options=_csv_options(size),
+                                   convert_options=csv_convert(text_columns, key))
+            schema = reader.schema
             refuse_bytes(schema, path)
             refuse_repeated_names(schema, path)
+            if text_columns:  # the first block decides, as where types are inferred
+                schema = blank_text(schema, next(iter(reader), None), text_columns, key)
         else:
             schema = read_json(f, path, endpoint_url, text_columns, key).schema
     return schema.remove_metadata()
@@ -240,6 +243,8 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
                             "commit")
     files = [files[at], *files[at + 1:], *files[:at]]  # the empty ones last: no rows to read
     schema = first.schema.remove_metadata()
+    if fmt == "csv":
+        schema = blank_text(schema, first, text_columns, key)
     if len(files) > 1:
         schema = _unify(schema, files, fmt, endpoint_url, text_columns, key)
     # a column with no value in any file: text (nulls) that appends can fill, or that an

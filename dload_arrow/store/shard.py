@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dload_arrow.store.names import KEY_COLUMN
-from dload_arrow.store.time_range import check_time_range
+from dload_arrow.store.time_range import check_nested_time_range, check_time_range
 
 __all__ = ["DEFAULT_ROW_GROUP_SIZE", "DEFAULT_SHARD_SIZE", "ShardData", "digest_of", "is_scalar",
            "write_shards"]
@@ -174,6 +174,7 @@ class _Open:
             check_time_range(c, table.column(c))
             self.rg_stats[c].append(_col_stats(table.column(c)))
         for c, nulls in self.rg_nulls.items():
+            check_nested_time_range(c, table.column(c))
             nulls.append(table.column(c).null_count)
 
     def finish(self, keys_sorted: bool, digest: bool = True) -> ShardData:

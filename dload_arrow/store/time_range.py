@@ -5,6 +5,8 @@ does not, so the shard statistics of such a column (``date value out of range`` 
 and every reader going through Python values (``describe()``, ``samples()``, ``head()``,
 ``get()``) failed on them, far from the commit. Refused at the commit
 instead, naming the column, the value and what to store. ``timestamp[ns]`` always fits.
+Times nested in lists, structs and maps are checked too, named by their path in the column
+(``col[].field``; a map's keys and values are ``col[].key`` and ``col[].value``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError
 
-__all__ = ["check_time_range"]
+__all__ = ["check_nested_time_range", "check_time_range"]
 
 _FIRST, _END = -62135596800, 253402300800  # 0001-01-01 and 10000-01-01, seconds after 1970
 _PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6}
@@ -50,3 +52,44 @@ def check_time_range(name: str, col: pa.Array | pa.ChunkedArray) -> None:
         "1-9999: Python's datetime cannot hold it, so describe() and samples() would fail on "
         "it; store the column as int64 "
         f"(col.cast(pa.int64()), {counted} after 1970-01-01), or leave those rows out")
+
+
+def check_nested_time_range(name: str, col: pa.Array | pa.ChunkedArray) -> None:
+    """:func:`check_time_range` for each date or timestamp inside the nested column ``col``
+    (lists, structs, maps, dictionaries), naming it by its path (``name[].field``)."""
+    if not _holds_time(col.type):
+        return
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    for chunk in chunks:
+        _check_values(name, chunk)
+
+
+def _holds_time(t: pa.DataType) -> bool:
+    if pa.types.is_date(t) or pa.types.is_timestamp(t):
+        return True
+    if pa.types.is_dictionary(t):
+        return _holds_time(t.value_type)
+    return any(_holds_time(t.field(i).type) for i in range(t.num_fields))
+
+
+def _check_values(path: str, arr: pa.Array) -> None:
+    """Walk ``arr`` down to its times; each level keeps only the values of valid parents
+    (a child under a null struct or list is never read back, whatever it holds)."""
+    t = arr.type
+    if not _holds_time(t):
+        return
+    if pa.types.is_dictionary(t):
+        _check_values(path, arr.dictionary_decode())
+    elif pa.types.is_map(t):
+        # MapArray.keys/.items ignore a slice's offset: go through list<struct<key, value>>
+        entries = pa.struct([t.key_field, t.item_field])
+        flat = arr.cast(pa.list_(pa.field("entries", entries, nullable=False))).flatten()
+        for f, child in zip(entries, flat.flatten(), strict=True):
+            _check_values(f"{path}[].{f.name}", child)
+    elif pa.types.is_struct(t):
+        for f, child in zip(t, arr.flatten(), strict=True):  # children masked by the parent
+            _check_values(f"{path}.{f.name}", child)
+    elif t.num_fields == 1 and hasattr(arr, "flatten"):  # list, large_list, fixed_size, view
+        _check_values(f"{path}[]", arr.flatten())
+    else:
+        check_time_range(path, arr)
