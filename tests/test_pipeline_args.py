@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import dload_arrow as dl
+from dload_arrow import Repository
 
 
 def _resume_through_json(make: Any, at: int) -> list[Any]:
@@ -78,3 +79,25 @@ def test_choice_and_select_say_what_their_control_stream_must_yield() -> None:
     with pytest.raises(TypeError, match="must yield ints"):
         list(dl.select(dl.from_iterable([0.7, 1.2]), [a, b]))
     assert list(dl.select(dl.from_iterable([1, 0, np.int64(1)]), [a, b])) == [5, 0, 6]
+
+
+def test_a_shard_of_a_batch_too_big_for_int64_positions_is_refused_at_build(
+        repo: Repository) -> None:
+    repo.commit("rows", [(f"r{i:03d}", {"i": i}) for i in range(100)], progress=False)
+    ds = repo.dataset("rows")
+    for make in (lambda: ds.pipeline().batch(2**62).shard(0, 2),
+                 lambda: ds.pipeline().batch(2**40).batch(2**40).shard(0, 2),
+                 lambda: ds.pipeline().map(lambda r: r).batch(2**32).shard(1, 2, block=2**31)):
+        with pytest.raises(dl.ConfigError, match=r"batch\(size=.*count \* block \* size must "
+                                                 r"be at most 9,223,372,036,854,775,807"):
+            make()
+    assert [b["i"].tolist() for b in ds.pipeline().batch(60).shard(1, 2)] == [
+        list(range(60, 100))]
+
+
+def test_an_exact_mix_window_too_big_to_hold_is_refused() -> None:
+    pipes = [dl.from_iterable([1]), dl.from_iterable([2])]
+    with pytest.raises(dl.ConfigError, match=r"window=4,611,686,018,427,387,904.*at most "
+                                             r"100,000,000 slots"):
+        dl.mix(pipes, exact=True, window=2**62)
+    assert sorted(dl.mix(pipes, exact=True, window=1000, stop="all")) == [1, 2]

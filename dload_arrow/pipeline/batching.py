@@ -99,6 +99,11 @@ class BatchPipe(Pipeline):
                           self.collate or default_collate)
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
+        if count * block * self.size > MAX_COUNT:  # positions below are int64 rows
+            raise ConfigError(
+                f"shard(count={count}, block={block}) of batch(size={self.size:,}): below the "
+                f"batch the shard counts rows, blocks of block * size, so count * block * size "
+                f"must be at most {MAX_COUNT:,} (int64); pass a smaller batch size")
         inner = self._children[0]._push_shard(index, count, block * self.size)
         return None if inner is None else BatchPipe(inner, self.size, self.drop_last,
                                                     self.collate)

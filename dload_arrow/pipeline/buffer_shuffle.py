@@ -55,23 +55,38 @@ class _BufferShuffleNode(Node):
         self.cursor = ItemCursor(child)
         self.buffer, self.seed, self.epoch = buffer, seed, epoch
         self.w = 0
+        # A window whose input failed at an item (a user's function): its items so far and
+        # the cursor at its start, which stays the state until the window is complete.
+        self._parts: list[Chunk] = []
+        self._start: State | None = None
 
     def reset(self, state: State | None = None) -> None:
         self.w = 0 if state is None else int(state[WINDOW])
+        self._parts, self._start = [], None
         self.cursor.reset(None if state is None else state[CURSOR])
 
     def get_state(self) -> State:
-        return {WINDOW: self.w, CURSOR: self.cursor.get_state()}
+        cursor = self._start if self._start is not None else self.cursor.get_state()
+        return {WINDOW: self.w, CURSOR: cursor}
 
     def next(self) -> Chunk:
-        parts: list[Chunk] = []
-        have = 0
-        while have < self.buffer:
-            got = self.cursor.take(self.buffer - have)
-            if got is None:
-                break
-            parts.append(got)
-            have += chunk_len(got)
+        parts, self._parts = self._parts, []
+        start, self._start = self._start, None
+        if start is None:
+            start = self.cursor.get_state()
+        have = sum(chunk_len(c) for c in parts)
+        try:
+            while have < self.buffer:
+                got = self.cursor.take(self.buffer - have)
+                if got is None:
+                    break
+                parts.append(got)
+                have += chunk_len(got)
+        except Exception:
+            # Going on completes this window from the failing item (nothing read twice); a
+            # resume re-reads it from its start.
+            self._parts, self._start = parts, start
+            raise
         if not have:
             raise StopIteration
         window = concat_chunks(parts)

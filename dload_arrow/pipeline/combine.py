@@ -155,9 +155,10 @@ class _ZipNode(Node):
         self.cursors = [ItemCursor(c) for c in children]
         self.fn = fn
         self._started = False
+        self._error: Exception | None = None  # raised by the next call (see next())
 
     def reset(self, state: State | None = None) -> None:
-        self._started = False
+        self._started, self._error = False, None
         for i, c in enumerate(self.cursors):
             c.reset(None if state is None else state[CHILDREN][i])
 
@@ -165,6 +166,9 @@ class _ZipNode(Node):
         return {CHILDREN: [c.get_state() for c in self.cursors]}
 
     def next(self) -> Chunk:
+        if self._error is not None:  # the items before it went out: now the error
+            pending, self._error = self._error, None
+            raise pending
         if not self._started:  # the inputs' first reads overlap
             self._started = True
             for c in self.cursors:
@@ -175,14 +179,29 @@ class _ZipNode(Node):
         cols = [chunk_items(c.take(n) or []) for c in self.cursors]  # n items each
         if self.fn is None:
             return list(zip(*cols, strict=True))
+        fn = self.fn
+        out: list[Any] = []
+        add = out.append
         try:
-            return [self.fn(*xs) for xs in zip(*cols, strict=True)]
-        except StopIteration as e:  # the user's function: not the end of the stream
-            name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
-            raise stop_error(f"zip_with({name})") from e
+            for xs in zip(*cols, strict=True):
+                add(fn(*xs))
+        except Exception as e:
+            # fn failed at an item: the ones before go out, then the error; the cursors
+            # give back the items from the failing one on, so it is zipped again next.
+            for c in self.cursors:
+                c.untake(n - len(out))
+            error: Exception = e
+            if isinstance(e, StopIteration):  # the user's function: not the end of the stream
+                name = getattr(fn, "__qualname__", type(fn).__name__)
+                error = stop_error(f"zip_with({name})")
+                error.__cause__ = e
+            if not out:
+                if error is e:
+                    raise
+                raise error from e
+            self._error = error
+        return out
 
     def close(self) -> None:
         for c in self.cursors:
             c.close()
-
-

@@ -25,6 +25,7 @@ from dload_arrow.pipeline.node import (
 __all__ = ["RepeatPipe", "SkipPipe", "TakePipe"]
 
 PASS = "pass"
+LEFT = "left"
 
 
 class RepeatPipe(Pipeline):
@@ -206,20 +207,29 @@ class SkipPipe(Pipeline):
 
 class _SkipNode(Node):
     def __init__(self, child: Node, n: int) -> None:
-        self.cursor, self.n, self.skipped = ItemCursor(child), n, False
+        self.cursor, self.n, self.left = ItemCursor(child), n, n  # left: still to skip
         self.cheap_skip = child.cheap_skip
 
     def reset(self, state: State | None = None) -> None:
-        self.skipped = False if state is None else bool(state[DONE])
+        self.left = self.n if state is None else 0 if state[DONE] else int(
+            state.get(LEFT, self.n))
         self.cursor.reset(None if state is None else state[CURSOR])
 
     def get_state(self) -> State:
-        return {DONE: self.skipped, CURSOR: self.cursor.get_state()}
+        state: State = {DONE: not self.left, CURSOR: self.cursor.get_state()}
+        if self.left and self.left != self.n:
+            state[LEFT] = self.left
+        return state
 
     def _skip_head(self) -> None:
-        if not self.skipped:
-            self.cursor.skip(self.n)
-            self.skipped = True
+        if self.left:
+            read = self.cursor.count
+            try:
+                self.cursor.skip(self.left)
+            except Exception:  # the input failed at an item: what it read before is skipped
+                self.left -= self.cursor.count - read
+                raise
+            self.left = 0
 
     def next(self) -> Chunk:
         self._skip_head()

@@ -18,11 +18,13 @@ import numpy as np
 from dload_arrow.errors import ConfigError
 from dload_arrow.plan.orders import apportion
 
-__all__ = ["MAX_WINDOW", "exact_window"]
+__all__ = ["MAX_GIVEN_WINDOW", "MAX_WINDOW", "exact_window"]
 
 MAX_WINDOW = 1_000_000
 """The largest default window: each window's order is a permutation of its slots, drawn as
 the mix enters it, so a window costs its size in memory and time."""
+MAX_GIVEN_WINDOW = 100_000_000
+"""The largest window a caller may pass (800 MB of slot order)."""
 _WHOLE_UP_TO = 1000  # the default looks this far for a window that makes every count whole
 
 
@@ -49,6 +51,11 @@ def exact_window(w: np.ndarray, weights: Sequence[float] | None, window: int | N
                 f"get one, more than the {MAX_WINDOW:,} a window may hold: raise its weight, "
                 "leave it out, or pass exact=False (it is then drawn at its weight's rate)")
         return need
+    if window > MAX_GIVEN_WINDOW:
+        raise ConfigError(
+            f"mix(exact=True, window={window:,}): a window may hold at most "
+            f"{MAX_GIVEN_WINDOW:,} slots (its order, a permutation of its slots, is held in "
+            "memory at 8 bytes a slot); pass a smaller window")
     starved = _starved(w, window)
     if starved:
         i = _rarest(w, starved)

@@ -107,6 +107,11 @@ class ItemCursor:
     The state is the child's state taken just before the current chunk, plus how many items
     of that chunk were consumed: restoring resets the child, re-reads that chunk and drops the
     consumed items. Nodes that regroup items (batch, mix, shard, ...) read through this.
+
+    ``count`` is how many items were taken or skipped since the last reset, kept exact when
+    the child raises in the middle of a :meth:`skip` (a user's function failing at an item):
+    a node that counts positions (shard, skip) reads its progress there, so an error loses
+    no position.
     """
 
     def __init__(self, child: Node) -> None:
@@ -115,9 +120,10 @@ class ItemCursor:
         self._offset = 0
         self._before: State | None = None
         self._done = False
+        self.count = 0
 
     def reset(self, state: State | None = None) -> None:
-        self._chunk, self._offset, self._done = None, 0, False
+        self._chunk, self._offset, self._done, self.count = None, 0, False, 0
         if state is None:
             self.child.reset(None)
             self._before = None
@@ -157,10 +163,18 @@ class ItemCursor:
         if not self._fill():
             return None
         assert self._chunk is not None
-        stop = min(chunk_len(self._chunk), self._offset + n)
-        out = chunk_slice(self._chunk, self._offset, stop)
+        start = self._offset
+        stop = min(chunk_len(self._chunk), start + n)
         self._offset = stop
-        return out
+        self.count += stop - start
+        return chunk_slice(self._chunk, start, stop)
+
+    def untake(self, n: int) -> None:
+        """Give back the last ``n`` items taken, all from the current chunk (an error in the
+        function that was to use them: they are read again next)."""
+        assert 0 <= n <= self._offset
+        self._offset -= n
+        self.count -= n
 
     def take_with_state(self, n: int) -> tuple[State, Chunk] | None:
         """Like :meth:`take`, also returning the state just before the items taken."""
@@ -189,18 +203,21 @@ class ItemCursor:
     def skip(self, n: int) -> int:
         """Advance ``n`` items (fewer only at the end); cheap when the child can skip."""
         done = 0
-        if self._chunk is not None:
-            k = min(n, chunk_len(self._chunk) - self._offset)
-            self._offset += k
-            done += k
-        if done < n and self.child.cheap_skip and not self._done:
-            self._chunk = None
-            done += self.child.skip(n - done)
-        while done < n:
-            got = self.take(n - done)
-            if got is None:
-                break
-            done += chunk_len(got)
+        try:  # (count stays exact when the child raises while read and dropped)
+            if self._chunk is not None:
+                k = min(n, chunk_len(self._chunk) - self._offset)
+                self._offset += k
+                done += k
+            if done < n and self.child.cheap_skip and not self._done:
+                self._chunk = None
+                done += self.child.skip(n - done)
+            while done < n and self._fill():
+                assert self._chunk is not None
+                k = min(n - done, chunk_len(self._chunk) - self._offset)
+                self._offset += k
+                done += k
+        finally:
+            self.count += done
         return done
 
     def close(self) -> None:

@@ -3,90 +3,25 @@
 :class:`RouterNode` decides each output slot's source (rules: pipeline/router.py) and keeps
 the state: the slot, which sources are exhausted, each source's cursor.
 
-**Runs.** Routing slot by slot costs a few microseconds of Python and numpy per item (a uniform,
-a cumulative sum, a search, a one-item take). With fixed weights the sources of the next slots
-are known ahead (a pure function of ``(seed, epoch, slot)``), so the router decides a *run* of
-slots at once (:func:`slot_sources`), cut where a source would need more items than its cursor
-has buffered (:func:`run_length`). Within a run no source can run out, so ``stop`` never
-applies and the output is the one routing slot by slot would give; one take per source and one
-:func:`interleave` replace a take per item. At a cut the router routes one slot the slow way,
-which loads the source's next chunk (or finds it exhausted) and the runs go on.
+How it routes runs of slots at once, where the sources are known ahead: see
+:mod:`dload_arrow.pipeline.route_runs`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from dload_arrow.errors import ConfigError, shown
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, concat_chunks
 from dload_arrow.pipeline.node import CHILDREN, CURSOR, DONE, POSITION, ItemCursor, Node, State
-from dload_arrow.pipeline.unit_rows import UnitRows
+from dload_arrow.pipeline.route_runs import interleave, normalized, run_length, slot_sources
 from dload_arrow.plan.orders import MIX_BLOCK, exact_pattern, mix_uniforms
 
 __all__ = ["RouterNode", "interleave", "normalized", "run_length", "slot_sources"]
 
 _OUT_CHUNK = 256
-
-
-def normalized(weights: Sequence[float] | None, n: int) -> np.ndarray:
-    """``weights`` (default equal) as probabilities; ValueError unless n valid ones."""
-    try:
-        w = np.ones(n) if weights is None else np.asarray(list(weights), dtype=np.float64)
-    except (TypeError, ValueError) as e:
-        raise ConfigError(f"weights {weights!r} must be {n} finite non-negative numbers with a "
-                          f"positive sum (one per input): {e}") from e
-    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-        raise ConfigError(
-            f"weights {np.atleast_1d(w).tolist()} must be {n} finite non-negative numbers with a "
-            "positive sum (one per input)"
-        )
-    return w / w.sum()
-
-
-def slot_sources(weights: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """The source of each slot drawn with ``uniforms`` (as the slot-by-slot pick computes it)."""
-    cdf = np.cumsum(weights / weights.sum())
-    picks = np.searchsorted(cdf, uniforms, side="right")
-    return np.minimum(picks, len(cdf) - 1)
-
-
-def run_length(picks: np.ndarray, available: Sequence[int]) -> int:
-    """The longest prefix of ``picks`` naming each source ``i`` at most ``available[i]`` times."""
-    n = len(picks)
-    for i, a in enumerate(available):
-        hits = np.flatnonzero(picks[:n] == i)
-        if len(hits) > a:
-            n = int(hits[a])
-    return n
-
-
-def interleave(parts: Sequence[Chunk | None], picks: np.ndarray) -> Chunk:
-    """The items of ``parts``, each in its order, placed where ``picks`` names their source.
-
-    ``parts[i]`` holds exactly as many items as ``picks`` names ``i`` (None for none). Record
-    batches of one schema stay one record batch; anything else becomes a list of items.
-    """
-    given = [i for i, p in enumerate(parts) if p is not None]
-    batches = [(i, p) for i, p in enumerate(parts) if isinstance(p, pa.RecordBatch)]
-    if batches and len(batches) == len(given) and all(
-            b.schema.equals(batches[0][1].schema) for _, b in batches):
-        starts = np.zeros(len(parts), np.int64)
-        at = 0
-        for i, b in batches:
-            starts[i] = at
-            at += b.num_rows
-        order = np.empty(len(picks), np.int64)
-        for i in given:
-            where = np.flatnonzero(picks == i)
-            order[where] = starts[i] + np.arange(len(where))
-        # one copy of each large value (no concatenation of the parts first)
-        return UnitRows([b for _, b in batches], once=True).take(order)
-    its = [iter(chunk_items(p)) if p is not None else iter(()) for p in parts]
-    return [next(its[i]) for i in picks.tolist()]
 
 
 class RouterNode(Node):
@@ -105,12 +40,13 @@ class RouterNode(Node):
         self._pattern = np.zeros(0, dtype=np.int64)
         self._drawable = pipe.drawable()
         self._started = False
+        self._error: Exception | None = None  # raised by the next call (see next())
         self._probs = np.ones(len(kids))  # the last probability item a choice drew with
         self.cheap_skip = all(k.cheap_skip for k in kids) and (
             control is None or control.cheap_skip)
 
     def reset(self, state: State | None = None) -> None:
-        self._started = False
+        self._started, self._error = False, None
         self.slot = 0 if state is None else int(state[POSITION])
         self.done = [False] * len(self.cursors) if state is None else list(state[DONE])
         for i, c in enumerate(self.cursors):
@@ -220,8 +156,21 @@ class RouterNode(Node):
         return int(slot_sources(w, u[off:off + 1])[0])
 
     def _route(self, take: bool) -> Chunk | int | None:
-        """Advance one slot: the item (or 1 when not taking), or None at the end."""
-        got = self._route_once(take)
+        """Advance one slot: the item (or 1 when not taking), or None at the end.
+
+        When an input (or the control stream) fails at an item, the slot, the exhausted inputs
+        and the control cursor go back to where they were: the failing input's cursor points
+        at its failing item, so going on (or a resume) routes this slot again, the same way.
+        """
+        slot, done = self.slot, list(self.done)
+        ctl = None if self.control is None else self.control.get_state()
+        try:
+            got = self._route_once(take)
+        except Exception:
+            self.slot, self.done = slot, done
+            if self.control is not None and ctl is not None:
+                self.control.reset(ctl)
+            raise
         if got is None:
             self.done = [True] * len(self.done)  # ended: later calls end too
         return got
@@ -261,22 +210,31 @@ class RouterNode(Node):
                     c.child.start_ahead()
 
     def next(self) -> Chunk:
+        if self._error is not None:  # the items before it went out: now the error
+            error, self._error = self._error, None
+            raise error
         self._start()
         parts: list[Chunk] = []
         have = 0
-        while have < _OUT_CHUNK:
-            got = self._run(_OUT_CHUNK - have, True)
-            if got is None:
-                got = self._route(True)
+        try:
+            while have < _OUT_CHUNK:
+                got = self._run(_OUT_CHUNK - have, True)
                 if got is None:
-                    break
-            parts.append(got)  # type: ignore[arg-type]
-            have += chunk_len(got)  # type: ignore[arg-type]
+                    got = self._route(True)
+                    if got is None:
+                        break
+                parts.append(got)  # type: ignore[arg-type]
+                have += chunk_len(got)  # type: ignore[arg-type]
+        except Exception as e:  # an input failed (see _route): the items before go out first
+            if not parts:
+                raise
+            self._error = e
         if not parts:
             raise StopIteration
         return concat_chunks(parts)
 
     def skip(self, n: int) -> int:
+        self._error = None
         k = 0
         while k < n:
             got = self._run(n - k, False)

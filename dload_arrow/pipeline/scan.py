@@ -12,8 +12,8 @@ import numpy as np
 from dload_arrow.errors import shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
-from dload_arrow.pipeline.node import CHILD, Node, State
-from dload_arrow.pipeline.transforms import _ChunkNode, _got, _name, _OnePipe
+from dload_arrow.pipeline.node import Node, State
+from dload_arrow.pipeline.transforms import _ChunkNode, _got, _name, _OnePipe, _Partial
 
 __all__ = ["ScanPipe"]
 
@@ -42,6 +42,7 @@ class _ScanNode(_ChunkNode):
         super().__init__(child, False)
         self.fn, self.initial = fn, initial
         self.what = f"scan({_name(fn)})"
+        self.partial = True
         self.acc = initial
 
     def reset(self, state: State | None = None) -> None:
@@ -49,18 +50,23 @@ class _ScanNode(_ChunkNode):
         self.acc = self.initial if state is None else _decode_acc(state[ACC])
 
     def get_state(self) -> State:
-        return {CHILD: self.child.get_state(), ACC: _encode_acc(self.acc)}
+        state = super().get_state()  # the child's, and the items done of a failed chunk
+        state[ACC] = _encode_acc(self.acc)
+        return state
 
     def apply(self, chunk: Chunk) -> Chunk:
-        out = []
-        for x in chunk_items(chunk):
-            got = self.fn(self.acc, x)
-            if not isinstance(got, tuple | list) or len(got) != 2:
-                raise TypeError(f"scan({_name(self.fn)}) must return a pair (acc, out): the "
-                                f"new accumulator and the item to yield, got {_got(got)} "
-                                f"for item {shown(x)}")
-            self.acc, y = got
-            out.append(y)
+        out: list[Any] = []
+        try:
+            for x in chunk_items(chunk):
+                got = self.fn(self.acc, x)
+                if not isinstance(got, tuple | list) or len(got) != 2:
+                    raise TypeError(f"scan({_name(self.fn)}) must return a pair (acc, out): "
+                                    f"the new accumulator and the item to yield, got "
+                                    f"{_got(got)} for item {shown(x)}")
+                self.acc, y = got
+                out.append(y)
+        except Exception as e:  # the accumulator holds the items before: they go out
+            raise _Partial(out, len(out), e) from e
         return out
 
 

@@ -71,16 +71,37 @@ class _ShardNode(Node):
         self.cursor = ItemCursor(child)
         self.index, self.count, self.block = index, count, block
         self.p = 0  # position in the input stream
+        self._error: Exception | None = None  # raised by the next call (see next())
 
     def reset(self, state: State | None = None) -> None:
         self.p = 0 if state is None else int(state[POSITION])
+        self._error = None
         self.cursor.reset(None if state is None else state[CURSOR])
 
     def get_state(self) -> State:
         return {POSITION: self.p, CURSOR: self.cursor.get_state()}
 
     def next(self) -> Chunk:
+        if self._error is not None:  # the items before it went out: now the error
+            error, self._error = self._error, None
+            raise error
         parts: list[Chunk] = []
+        start, read = self.p, self.cursor.count
+        try:
+            self._gather(parts)
+        except Exception as e:
+            # The input failed at an item (a user's function): the position counts what was
+            # read before it, the own items gathered go out, then the error; the cursor
+            # points at the failing item, so going on (or a resume) runs it again.
+            self.p = start + self.cursor.count - read
+            if not parts:
+                raise
+            self._error = e
+        if not parts:
+            raise StopIteration
+        return concat_chunks(parts)
+
+    def _gather(self, parts: list[Chunk]) -> None:
         have = 0
         while have < _SHARD_CHUNK:
             b, off = divmod(self.p, self.block)
@@ -102,9 +123,6 @@ class _ShardNode(Node):
             parts.append(got_chunk)
             if self.cursor.buffered() == 0:
                 break  # do not read ahead into the next chunk of the input
-        if not parts:
-            raise StopIteration
-        return concat_chunks(parts)
 
     def prefer_items(self) -> None:
         self.cursor.child.prefer_items()

@@ -205,7 +205,10 @@ class MapBatchesPipe(_OnePipe):
             if not isinstance(chunk, pa.RecordBatch) and not len(chunk):
                 return chunk  # no items (a filter kept none): no columns to give fn
             batch = as_record_batch(chunk) if not isinstance(chunk, pa.RecordBatch) else chunk
-            out = as_record_batch(fn(batch))
+            try:
+                out = as_record_batch(fn(batch))
+            except Exception as e:  # no row of the batch done: the state stays before it
+                raise _Partial([], 0, e) from e
             if keep and out.num_rows != batch.num_rows:
                 raise ConfigError(
                     f"map_batches({_name(fn)}, rows_preserved=True) returned {out.num_rows} "
@@ -213,7 +216,7 @@ class MapBatchesPipe(_OnePipe):
                 )
             return out
 
-        return _FnNode(self.child._build(epoch), apply, keep, self.what)
+        return _FnNode(self.child._build(epoch), apply, keep, self.what, True)
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         if not self.rows_preserved:

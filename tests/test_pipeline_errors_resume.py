@@ -1,0 +1,118 @@
+"""An error raised by a user's function under a combinator (mix, zip_with, shard, take, skip,
+a buffered shuffle, map_batches, scan) loses no item: the items before it come out, the state
+taken right after it points at the failing item, and going on delivers every item once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import dload_arrow as dl
+from dload_arrow.pipeline.base import Pipeline
+
+
+class _Once:
+    """A function of an item that raises once, at item ``k``; the same object after."""
+
+    def __init__(self, k: int) -> None:
+        self.k, self.armed = k, False
+
+    def __call__(self, x: Any) -> Any:
+        if self.armed and x == self.k:
+            self.armed = False
+            raise ValueError(f"bad sample {x}")
+        return x
+
+
+def _src(n: int = 2000, chunk: int = 64) -> Pipeline:
+    return dl.from_iterable(list(range(n)), chunk=chunk)
+
+
+def _batch_fn(f: _Once) -> Callable[[Any], Any]:
+    def g(b: Any) -> Any:
+        for x in b.column("x").to_pylist():
+            f(x)
+        return b
+    return g
+
+
+def _scan_fn(f: _Once) -> Callable[[Any, Any], Any]:
+    return lambda acc, x: (acc + 1, (acc, f(x)))
+
+
+CASES: dict[str, Callable[[_Once], Pipeline]] = {
+    "mix": lambda f: dl.mix([_src().map(f), _src(500).map(lambda x: -x - 1)], [3, 1], seed=2,
+                            stop="all"),
+    "mix of filters": lambda f: dl.mix([_src().filter(lambda x: f(x) % 3 != 0),
+                                        _src(700).map(lambda x: -x - 1)], seed=5, stop="all"),
+    "mix exact": lambda f: dl.mix([_src().map(f), _src().map(lambda x: -x - 1)], [3, 1],
+                                  seed=1, exact=True),
+    "choice": lambda f: dl.choice([_src().map(f), _src(300).map(lambda x: -x - 1)],
+                                  dl.random_stream(4).map(lambda u: [u, 1 - u]), seed=1,
+                                  stop="all"),
+    "zip": lambda f: dl.zip_with([_src(), _src().map(lambda x: -x)],
+                                 lambda a, b: (f(a), b)),
+    "zip of maps": lambda f: dl.zip_with([_src().map(f), _src(chunk=50)]),
+    "shard": lambda f: _src().filter(lambda x: f(x) % 5 != 0).shard(1, 3),
+    "shard map": lambda f: _src().map(f).shard(0, 2),
+    "shard block": lambda f: _src().flat_map(lambda x: [f(x)]).shard(1, 2, block=7),
+    "take": lambda f: _src().filter(lambda x: f(x) % 2 == 0).take(700),
+    "take of shard": lambda f: _src().filter(lambda x: f(x) > -1).shard(0, 2).take(600),
+    "skip": lambda f: _src().filter(lambda x: f(x) > -1).skip(300),
+    "shuffle": lambda f: _src().map(f).shuffle(100, seed=3),
+    "shuffle of filter": lambda f: _src().filter(lambda x: f(x) % 2 == 0).shuffle(77, seed=3),
+    "map_batches": lambda f: _src().map(lambda x: {"x": x}).map_batches(_batch_fn(f)),
+    "scan": lambda f: _src().scan(_scan_fn(f), 0),
+    "batch": lambda f: _src().map(f).batch(50, collate=list),
+    "shard of batch": lambda f: _src().filter(lambda x: f(x) > -1).batch(30, collate=list)
+    .shard(1, 2),
+}
+
+
+@pytest.mark.parametrize("k", [0, 6, 130, 1000])
+@pytest.mark.parametrize("case", list(CASES))
+def test_an_error_under_a_combinator_loses_no_item(case: str, k: int) -> None:
+    every = list(CASES[case](_Once(k)))  # not armed: the stream without the error
+    f = _Once(k)
+    f.armed = True
+    p = CASES[case](f)
+    it = iter(p)
+    got: list[Any] = []
+    with pytest.raises(ValueError, match=f"bad sample {k}"):
+        for x in it:
+            got.append(x)
+    state = p.state_dict()  # right after the error: it points at the failing item
+    assert got == every[:len(got)]
+    rest = list(it)  # the user catches the error and goes on
+    assert got + rest == every
+    q = CASES[case](_Once(k))  # a new process: the same pipeline, restored
+    q.load_state_dict(state)
+    assert got + list(q) == every
+
+
+@pytest.mark.parametrize("case", ["shard", "mix", "shuffle", "scan", "take"])
+def test_a_state_restored_after_an_error_raises_it_again_when_the_function_still_fails(
+        case: str) -> None:
+    every = list(CASES[case](_Once(130)))
+    f = _Once(130)
+    f.armed = True
+    p = CASES[case](f)
+    it = iter(p)
+    got: list[Any] = []
+    with pytest.raises(ValueError):
+        for x in it:
+            got.append(x)
+    state = p.state_dict()
+    g = _Once(130)
+    g.armed = True
+    q = CASES[case](g)
+    q.load_state_dict(state)
+    it = iter(q)
+    more: list[Any] = []
+    with pytest.raises(ValueError):  # the failing item is run again, not skipped
+        for x in it:
+            more.append(x)
+    assert more == []
+    assert got + list(it) == every
