@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from dload_arrow.arrays import table_rows
+from dload_arrow.row_values import table_rows
 from dload_arrow.sizes import format_bytes
 
 if TYPE_CHECKING:

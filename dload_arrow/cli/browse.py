@@ -231,7 +231,7 @@ def head(spec: str, n: int, root: str | None, cache_dir: str | None, cache_budge
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     ds = repo.dataset(name, version)
-    from dload_arrow.arrays import table_rows
+    from dload_arrow.row_values import table_rows
 
     rows = table_rows(_head_table(ds, n))
     emit(rows, as_json, lambda: print_table(_tensors_as_shapes(rows, ds.schema)))

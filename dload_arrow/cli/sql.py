@@ -77,7 +77,7 @@ def sql(query: str, params: tuple[str, ...], limit: int, as_csv: bool, root: str
         raise click.UsageError("choose one of --json and --csv")
     bound = parse_params(params)
     table = open_repo(root, cache_dir, cache_budget).sql(query, **bound)
-    from dload_arrow.arrays import table_rows
+    from dload_arrow.row_values import table_rows
 
     names = unique_names(table.column_names)
     if names != table.column_names:

@@ -1,0 +1,48 @@
+"""Catalog, SQL and CLI-output findings of a QA pass: times beyond Python's years in `dload
+sql`, samples() in a multi-statement query, derive and removals in the log, control characters
+in names, JSON numbers and objects, describe() of decimals and durations, a long tag name."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from cli_run import RunFn, runner
+
+from dload_arrow import Repository
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
+
+
+@pytest.fixture
+def photos(local_root: str) -> Repository:
+    repo = Repository.open(local_root)
+    repo.commit("photos", pa.table({"__key__": ["a", "b", "c"], "x": [1, 2, 3]}), progress=False)
+    return repo
+
+
+# --- 1. a date or timestamp beyond Python's years prints as DuckDB's text of it ------------
+
+_FAR = ("select date '9999-12-31' + 1 d, 'infinity'::timestamp t, date '-0100-01-01' b, "
+        "timestamp '2000-01-01 10:00:00.5' + interval 10000 year y, date '2000-01-02' ok")
+
+
+def test_times_python_cannot_hold_print_as_duckdbs_text(run: RunFn, photos: Repository) -> None:
+    want = {"d": "10000-01-01", "t": "infinity", "b": "0101-01-01 (BC)",
+            "y": "12000-01-01 10:00:00.5", "ok": "2000-01-02"}
+    assert run("sql", _FAR, "--json").json == [want]
+    assert run("sql", _FAR, "--csv").out.splitlines()[1] == ",".join(want.values())
+    text = run("sql", _FAR).out
+    assert all(v in text for v in want.values())
+    direct = photos.sql("select d::varchar d, t::varchar t, b::varchar b, y::varchar y "
+                        f"from ({_FAR})").to_pylist()[0]
+    assert direct == {k: v for k, v in want.items() if k != "ok"}  # DuckDB's own text
+
+
+def test_out_of_range_times_inside_lists_and_structs_print_as_text(
+        run: RunFn, photos: Repository) -> None:
+    got = run("sql", "select [date '9999-12-31' + 1, null, date '2000-01-01'] l, "
+                     "{'a': '-infinity'::timestamptz, 'b': 1} s", "--json").json
+    assert got == [{"l": ["10000-01-01", None, "2000-01-01"], "s": {"a": "-infinity", "b": 1}}]
