@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 from cli_run import RunFn, runner
 
-from dload_arrow import Repository
+from dload_arrow import Repository, SqlError
 
 
 @pytest.fixture
@@ -46,3 +46,20 @@ def test_out_of_range_times_inside_lists_and_structs_print_as_text(
     got = run("sql", "select [date '9999-12-31' + 1, null, date '2000-01-01'] l, "
                      "{'a': '-infinity'::timestamptz, 'b': 1} s", "--json").json
     assert got == [{"l": ["10000-01-01", None, "2000-01-01"], "s": {"a": "-infinity", "b": 1}}]
+
+
+# --- 2. samples() and $params in any statement of a multi-statement query -------------------
+
+def test_samples_works_in_a_statement_before_the_last(run: RunFn, photos: Repository) -> None:
+    q = ("create temp table t as select * from samples('photos') where x > $n; "
+         "select count(*) c from t")
+    assert run("sql", q, "--param", "n=1", "--json").json == [{"c": 2}]
+    assert photos.sql(q, n=0).to_pylist() == [{"c": 3}]
+    both = photos.sql("select * from samples('photos') where x = $a; "
+                      "select count(*) c from samples('photos') where x > $b", a=1, b=2)
+    assert both.to_pylist() == [{"c": 1}]
+
+
+def test_a_parameter_missing_from_an_earlier_statement_is_named(photos: Repository) -> None:
+    with pytest.raises(SqlError, match=r"parameters: n \(parameters given: \['m'\]\)"):
+        photos.sql("select $n; select 1", m=1)
