@@ -63,3 +63,15 @@ def test_samples_works_in_a_statement_before_the_last(run: RunFn, photos: Reposi
 def test_a_parameter_missing_from_an_earlier_statement_is_named(photos: Repository) -> None:
     with pytest.raises(SqlError, match=r"parameters: n \(parameters given: \['m'\]\)"):
         photos.sql("select $n; select 1", m=1)
+
+
+# --- 3. a derive that runs logs `derive`, as a memoized one does ----------------------------
+
+def test_a_derive_that_runs_logs_derive(run: RunFn, photos: Repository) -> None:
+    photos.derive("small", photos.dataset("photos").where("x < 3"))
+    photos.derive("small", photos.dataset("photos").where("x < 3"), meta={"m": 1})  # memo
+    log = photos.sql("select action from log where name = 'small' order by time").to_pylist()
+    assert log == [{"action": "derive"}, {"action": "derive"}]
+    assert photos.sql("select action from log where name = 'photos'").to_pylist() == [
+        {"action": "commit"}]
+    assert "derive" in run("log", "small").out
