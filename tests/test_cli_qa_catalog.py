@@ -75,3 +75,30 @@ def test_a_derive_that_runs_logs_derive(run: RunFn, photos: Repository) -> None:
     assert photos.sql("select action from log where name = 'photos'").to_pylist() == [
         {"action": "commit"}]
     assert "derive" in run("log", "small").out
+
+
+# --- 4. removals in the log; a removed dataset is said to be removed ------------------------
+
+def test_removing_a_version_no_ref_points_at_is_in_the_log(run: RunFn, photos: Repository) -> None:
+    mid = photos.append("photos", pa.table({"__key__": ["d"], "x": [4]}), progress=False)
+    photos.append("photos", pa.table({"__key__": ["e"], "x": [5]}), progress=False)
+    photos.rm("photos", mid.version)
+    rows = photos.sql("select ref, action, previous, version, \"user\" from log "
+                      "where name = 'photos' and action = 'rm'").to_pylist()
+    assert len(rows) == 1 and rows[0]["ref"] is None and rows[0]["previous"] == mid.version
+    assert rows[0]["version"] is None and rows[0]["user"]
+    moves = photos.lineage("photos").to_dict()["moves"]
+    assert [m["previous"] for m in moves if m["action"] == "rm"] == [mid.version]
+    assert f"rm      {mid.version[:12]} removed" in run("log", "photos").out
+
+
+def test_a_removed_dataset_is_said_to_be_removed_and_how_to_see_its_history(
+        run: RunFn, photos: Repository) -> None:
+    vid = photos.resolve("photos")
+    photos.commit("other", pa.table({"__key__": ["a"], "x": [1]}), progress=False)
+    photos.rm("photos")
+    err = run("log", "photos", rc=1).err
+    assert "dataset 'photos'" in err and "was removed (" in err and "Did you mean" not in err
+    assert f"`dload log photos@{vid[:12]}`" in err
+    assert vid[:12] in run("log", f"photos@{vid[:12]}").out  # what it suggests works
+    assert "Did you mean 'other'" in run("log", "othr", rc=1).err  # a typo still reads so
