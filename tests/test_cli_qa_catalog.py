@@ -102,3 +102,23 @@ def test_a_removed_dataset_is_said_to_be_removed_and_how_to_see_its_history(
     assert f"`dload log photos@{vid[:12]}`" in err
     assert vid[:12] in run("log", f"photos@{vid[:12]}").out  # what it suggests works
     assert "Did you mean 'other'" in run("log", "othr", rc=1).err  # a typo still reads so
+
+
+# --- 7. control characters in keys and column names are escaped, as in values ---------------
+
+def test_control_characters_in_keys_and_column_names_are_escaped(
+        run: RunFn, local_root: str) -> None:
+    repo = Repository.open(local_root)
+    v1 = repo.commit("d", pa.table({"__key__": ["a"], "a\nb": [1], "c\td": ["x\ny"]}),
+                     progress=False).version
+    repo.append("d", pa.table({"__key__": ["k\nfake"], "a\nb": [2], "c\td": ["z"]}),
+                progress=False)
+    diff = run("diff", f"d@{v1[:12]}", "d@latest").out
+    assert "    + k\\nfake\n" in diff
+    for args in (("head", "d"), ("sql", "select * from samples('d')")):
+        lines = run(*args).out.splitlines()
+        assert len(lines) == 3 and lines[0].split() == ["__key__", "a\\nb", "c\\td"], lines
+        assert lines[2].split() == ["k\\nfake", "2", "z"]
+    info = run("info", "d").out
+    assert "    a\\nb: int64\n" in info and "    c\\td: string\n" in info
+    assert run("head", "d", "--json").json[1]["a\nb"] == 2  # JSON keeps the names as they are

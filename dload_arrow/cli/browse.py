@@ -10,6 +10,7 @@ import click
 
 from dload_arrow.cli.output import (
     emit,
+    escaped,
     json_option,
     open_repo,
     parse_spec,
@@ -117,7 +118,7 @@ def info(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
                    f"; refs: {', '.join(refs) or '-'}")
         click.echo("  columns:")
         for f in out["schema"]:
-            click.echo(f"    {f['name']}: {f['type']}"
+            click.echo(f"    {escaped(f['name'])}: {escaped(str(f['type']))}"
                        + (f" shape {f['shape']}" if f["shape"] is not None else ""))
         if m.meta:
             click.echo(f"  meta: {m.meta}")
