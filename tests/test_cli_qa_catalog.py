@@ -122,3 +122,19 @@ def test_control_characters_in_keys_and_column_names_are_escaped(
     info = run("info", "d").out
     assert "    a\\nb: int64\n" in info and "    c\\td: string\n" in info
     assert run("head", "d", "--json").json[1]["a\nb"] == 2  # JSON keeps the names as they are
+
+
+# --- 5. --json: whole numbers as numbers, JSON columns as objects ---------------------------
+
+def test_sql_json_gives_whole_numbers_as_numbers_and_json_columns_as_objects(
+        run: RunFn, local_root: str) -> None:
+    repo = Repository.open(local_root)
+    repo.commit("p", pa.table({"__key__": ["a", "b"], "x": [885, 885]}),
+                meta={"a": [1, 2]}, progress=False)
+    q = ("select sum(x) s, meta, meta m2, 1.5 d, 12345678901234567890123::hugeint h, "
+         "'{\"not\": 1}' t from samples('p'), versions group by meta")
+    got = run("sql", q, "--json").json
+    assert got == [{"s": 1770, "meta": {"a": [1, 2]}, "m2": {"a": [1, 2]}, "d": "1.5",
+                    "h": "12345678901234567890123", "t": '{"not": 1}'}]  # exact, text: as is
+    assert repo.sql("select meta from versions").schema.field("meta").metadata == {
+        b"duckdb_type": b"JSON"}

@@ -21,6 +21,7 @@ from dload_arrow.catalog.case_twins import refuse_case_twins
 from dload_arrow.catalog.files import ShardFiles
 from dload_arrow.catalog.params import bindable_params, per_statement
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
+from dload_arrow.catalog.sql_types import mark_types
 from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
 from dload_arrow.catalog.summaries import Summaries
 from dload_arrow.catalog.tables import RAW_SCHEMAS, Snapshot, Snapshotter
@@ -217,7 +218,8 @@ class Catalog:
                 else:
                     rel = self.connection.sql(query, params=params or None)
                 # None: a statement without a result (CREATE, SET, ...)
-                result = pa.table({}) if rel is None else rel.to_arrow_table()
+                result = pa.table({}) if rel is None else mark_types(rel.to_arrow_table(),
+                                                                     rel.types)
             finally:
                 if before is not None:
                     self._keep_builtins(before)

@@ -9,6 +9,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import click
@@ -142,13 +143,17 @@ def progress_enabled() -> bool:
 
 
 def _finite(o: Any) -> Any:
-    """``o`` with NaN and +/-Infinity floats (also in lists and dicts) replaced by None.
+    """``o`` with NaN and +/-Infinity floats (also in lists and dicts) replaced by None, and
+    a whole Decimal (scale 0) that fits an int64 as an int (others are text, exactly).
 
     ``json.dumps`` writes them as ``NaN`` and ``Infinity``, which JSON does not have: strict
     parsers (``jq``, JavaScript, ``json.loads`` with ``parse_constant``) refuse the output.
     """
     if isinstance(o, float):
         return o if math.isfinite(o) else None
+    if isinstance(o, Decimal) and o.is_finite() and o.as_tuple().exponent == 0 \
+            and -2**63 <= o < 2**63:
+        return int(o)  # a whole number (DuckDB's sum of ints is a HUGEINT, a decimal here)
     if _interval(o):  # a namedtuple, which would print as an unlabeled list
         return {"months": o.months, "days": o.days, "nanoseconds": o.nanoseconds}
     if isinstance(o, dict):
