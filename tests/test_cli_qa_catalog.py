@@ -138,3 +138,24 @@ def test_sql_json_gives_whole_numbers_as_numbers_and_json_columns_as_objects(
                     "h": "12345678901234567890123", "t": '{"not": 1}'}]  # exact, text: as is
     assert repo.sql("select meta from versions").schema.field("meta").metadata == {
         b"duckdb_type": b"JSON"}
+
+
+# --- 8. describe(): exact min and max of decimal and duration columns when measured ----------
+
+def test_describe_measures_decimal_and_duration_ends_exactly(repo: Repository) -> None:
+    import datetime as dt
+    from decimal import Decimal
+
+    repo.commit("p", pa.table({
+        "__key__": ["a", "b", "c"],
+        "d": pa.array([Decimal("1.25"), Decimal("-3.50"), None], pa.decimal128(10, 2)),
+        "t": pa.array([dt.timedelta(seconds=5), dt.timedelta(milliseconds=3), None],
+                      pa.duration("ms")),
+        "x": [1, 2, 3]}), progress=False)
+    ds = repo.dataset("p")
+    for got in (ds.describe(exact=True), ds.where("x > 0").describe()):
+        rows = {r["column"]: r for r in got.to_pylist()}
+        assert (rows["d"]["min"], rows["d"]["max"]) == (str(Decimal("-3.50")), "1.25")
+        assert (rows["t"]["min"], rows["t"]["max"]) == (
+            str(dt.timedelta(milliseconds=3)), str(dt.timedelta(seconds=5)))
+        assert rows["d"]["nulls"] == rows["t"]["nulls"] == 1
