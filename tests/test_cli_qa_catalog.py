@@ -159,3 +159,12 @@ def test_describe_measures_decimal_and_duration_ends_exactly(repo: Repository) -
         assert (rows["t"]["min"], rows["t"]["max"]) == (
             str(dt.timedelta(milliseconds=3)), str(dt.timedelta(seconds=5)))
         assert rows["d"]["nulls"] == rows["t"]["nulls"] == 1
+
+
+# --- 9. a name refused for its length says the length limit ---------------------------------
+
+def test_a_too_long_tag_or_name_is_refused_for_its_length(run: RunFn, photos: Repository) -> None:
+    err = run("tag", "photos", "v" * 200, rc=1).err
+    assert "(200 characters long: at most 128)" in err
+    assert "(129 characters long: at most 128)" in run("head", "d" * 129, rc=1).err
+    assert "characters long" not in run("tag", "photos", "bad/tag", rc=1).err
