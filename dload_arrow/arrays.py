@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 __all__ = ["binary_array", "bool_array", "inferred_type", "int64_array", "list_slots",
-           "numpy_values", "pylist", "scalar", "string_array", "table_rows", "typed_array"]
+           "numpy_values", "pylist", "scalar", "string_array", "typed_array"]
 
 
 def int64_array(values: Any) -> pa.Array:
@@ -291,10 +291,3 @@ def pylist(column: pa.Array | pa.ChunkedArray) -> list[Any]:
     return [None if v is None else v.replace(tzinfo=dt.UTC).astimezone(zone)
             for v in utc]
 
-
-def table_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
-    """``table.to_pylist()`` (one dict per row), with :func:`pylist`'s timestamps."""
-    if not any(_zoned(f.type) for f in table.schema):
-        return table.to_pylist()
-    columns = [pylist(c) for c in table.columns]
-    return [dict(zip(table.column_names, r, strict=True)) for r in zip(*columns, strict=True)]

@@ -140,5 +140,6 @@ def test_a_removed_version_is_found_by_its_prefix_also_after_rm_of_the_dataset(
     run = runner(capsys, ["--root", local_root])
     text = run("log", f"a@{c.v2[:12]}").out
     assert c.v2[:12] in text and c.v3[:12] in text
-    with pytest.raises(NotFoundError, match=r"never had version|no version|no dataset"):
+    with pytest.raises(NotFoundError,
+                       match=r"never had version|no version|no dataset|'a' .* was removed"):
         repo.lineage("a", "0123456789ab")

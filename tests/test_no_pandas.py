@@ -29,9 +29,9 @@ from dload_arrow.arrays import (
     pylist,
     scalar,
     string_array,
-    table_rows,
     typed_array,
 )
+from dload_arrow.row_values import table_rows
 
 READS = """
 import sys

@@ -30,7 +30,7 @@ def test_a_removed_version_by_its_full_id_is_not_found_despite_a_cached_manifest
     writer.gc(grace=0)
     reader = _open(root, tmp_path / "reader")  # a new process, its cache still holds v's copy
     for name in (vid, vid[:12]):
-        with pytest.raises(NotFoundError, match="no dataset 'd'"):
+        with pytest.raises(NotFoundError, match=r"dataset 'd' under .* was removed"):
             reader.dataset("d", name)
 
 

@@ -25,7 +25,7 @@ from dload_arrow.read.reader import all_units
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.shard import is_scalar
 
-__all__ = ["data_rows", "manifest_rows"]
+__all__ = ["data_rows", "manifest_rows", "measured_only"]
 
 
 def _rg_nulls(rg: Any, leaves: list[int], field: pa.Field) -> int | None:
@@ -144,6 +144,12 @@ def manifest_rows(ctx: ReadContext, manifest: Manifest,
     return out
 
 
+def measured_only(t: pa.DataType) -> bool:
+    """Columns with a min and max only when read (describe(exact=True), a where() view): the
+    manifest keeps no statistics for decimals and durations, whose ends are exact here."""
+    return pa.types.is_decimal(t) or pa.types.is_duration(t)
+
+
 def data_rows(table: pa.Table) -> list[dict[str, Any]]:
     """One row per column of ``table``, measured from its values."""
     out = []
@@ -153,9 +159,13 @@ def data_rows(table: pa.Table) -> list[dict[str, Any]]:
                                "min": None, "max": None, "mean": None}
         if pa.types.is_float16(field.type):  # Arrow has no min_max or mean kernel for these
             col = col.cast(pa.float32())
-        if is_scalar(field.type) and len(col) - col.null_count:
-            mm = pc.min_max(col)
-            row["min"], row["max"] = str(mm["min"].as_py()), str(mm["max"].as_py())
+        exact = measured_only(field.type)
+        if (is_scalar(field.type) or exact) and len(col) - col.null_count:
+            # a duration has no min_max kernel: its int64 ticks, read back as timedeltas
+            mm = pc.min_max(col.cast(pa.int64()) if pa.types.is_duration(field.type) else col)
+            ends = pa.array([mm["min"].as_py(), mm["max"].as_py()], mm.type.field(0).type)
+            lo, hi = pylist(ends.cast(field.type) if exact else ends)
+            row["min"], row["max"] = str(lo), str(hi)
         if pa.types.is_integer(field.type) or pa.types.is_floating(field.type) or (
                 pa.types.is_boolean(field.type)):
             mean = pc.mean(col.cast(pa.float64()) if pa.types.is_boolean(field.type) else col)

@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.args import check_bool
-from dload_arrow.catalog.column_stats import data_rows, manifest_rows
+from dload_arrow.catalog.column_stats import data_rows, manifest_rows, measured_only
 from dload_arrow.errors import ConfigError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
@@ -100,7 +100,8 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
     statistics and no data is read; ``min``/``max`` are shown as text. Non-scalar columns
     (binary, tensors, lists) have counts and nulls (from the manifest, or for versions
     committed before it recorded them, from the footers of a local root's shards:
-    :mod:`dload_arrow.catalog.column_stats`), and no min, max or mean. With a predicate the
+    :mod:`dload_arrow.catalog.column_stats`), and no min, max or mean; decimals and durations
+    have an exact min and max only when read (``exact``). With a predicate the
     statistics would describe whole row groups, so the filtered rows are read and measured.
     """
     if check_bool("describe", "exact", exact, none=True) is None:
@@ -112,7 +113,7 @@ def describe(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
             "the unfiltered dataset"
         )
     if exact:
-        cols = [f.name for f in manifest.schema if is_scalar(f.type)]
+        cols = [f.name for f in manifest.schema if is_scalar(f.type) or measured_only(f.type)]
         table = to_arrow(ctx, manifest, units, predicate, cols)
         full = {f.name for f in manifest.schema} - set(table.column_names)
         rows = data_rows(table)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from dload_arrow.arrays import table_rows
+from dload_arrow.row_values import table_rows
 from dload_arrow.sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -111,8 +111,9 @@ class Lineage:
             when = r["time"].strftime("%Y-%m-%d %H:%M:%S") if r["time"] else "?"
             prev = (r["previous"] or "-")[:12]
             new = (r["version"] or "-")[:12]
-            out.append(f"  {when}  {r['ref']:<10} {r['action']:<7} {prev} -> {new}  "
-                       f"by {r['user']}@{r['host']}")
+            move = f"{r['ref']:<10} {r['action']:<7} {prev} -> {new}" if r["ref"] else (
+                f"{'-':<10} {r['action']:<7} {prev} removed")  # a version, not a ref
+            out.append(f"  {when}  {move}  by {r['user'] or '?'}@{r['host'] or '?'}")
         if self.shared.num_rows:
             out.append("shards shared with other versions:")
             for r in table_rows(self.shared.slice(0, SHOWN_SHARED)):

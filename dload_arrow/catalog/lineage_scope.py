@@ -11,7 +11,7 @@ by version id) say which versions the lineage reaches. The tables then hold:
   walk goes on through it;
 * ``dload_raw_shards``: the shards (digest and bytes) of every version of the root that lists
   a shard of this version: ``shared`` is root-wide, as in the full catalog;
-* ``dload_raw_refs`` and ``dload_raw_log``: the dataset's own refs and log entries.
+* ``dload_raw_refs`` and ``dload_raw_log``: the dataset's own refs, log entries and removals.
 
 The named statements of ``sql/`` run over them unchanged, on a connection of their own (the
 catalog's keeps the whole root's tables), so the answer is the one the full catalog gives.
@@ -61,7 +61,8 @@ def lineage_tables(catalog: Catalog, name: str, version: str) -> dict[str, pa.Ta
                                        "dload_raw_parents"),
         "dload_raw_shards": _sharing(summaries, summaries.get(me)),
         "dload_raw_refs": snap.refs([r for r in found["refs"] if r[0] == name]),
-        "dload_raw_log": snap.log([e for e in found["log"] if e[0] == name]),
+        "dload_raw_log": snap.log([e for e in found["log"] if e[0] == name],
+                                  [r for r in found["removed"] if r[0] == name]),
     }
 
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from dload_arrow.errors import SqlError
 
-__all__ = ["bindable", "bindable_params"]
+__all__ = ["bindable", "bindable_params", "per_statement"]
 
 
 _FINE = ("ns", "ps", "fs", "as")
@@ -50,3 +50,17 @@ def bindable(value: Any) -> Any:
 def bindable_params(params: dict[str, Any] | None) -> dict[str, Any]:
     """A copy of ``params`` with every value made :func:`bindable`."""
     return {k: bindable(v) for k, v in (params or {}).items()}
+
+
+def per_statement(statements: list[Any], params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The parameters each of DuckDB's ``statements`` names, in order.
+
+    DuckDB binds parameters to the last statement of a multi-statement query only, so one
+    with ``samples()`` (its file list is a parameter) or a ``$name`` before the last would
+    fail; each statement is run with its own. A parameter no statement names goes to the
+    last, where DuckDB reports it as it does for a single statement.
+    """
+    used = {k for s in statements for k in s.named_parameters}
+    out = [{k: params[k] for k in s.named_parameters if k in params} for s in statements]
+    out[-1].update({k: v for k, v in params.items() if k not in used})
+    return out

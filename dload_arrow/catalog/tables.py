@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +24,7 @@ from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import KEY_COLUMN, check_digest, check_name, check_ref
 from dload_arrow.store.refs import is_log_entry, read_ref
-from dload_arrow.store.removals import REMOVED, parse_removal, removal_path
+from dload_arrow.store.removals import REMOVED, Removal, parse_removal, removal_path
 
 _READ_THREADS = 8  # removal records read at once
 
@@ -112,7 +112,7 @@ class Snapshotter:
         self.storage = storage
         self.manifests = manifests
         self._log_entries: dict[str, dict[str, Any]] = {}
-        self._removed: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._removed: dict[tuple[str, str], Removal] = {}
         # The manifest tables of the last snapshot, by its set of manifests: manifests never
         # change, so a query over an unchanged set reuses them (rebuilding them per query was
         # 1 s for `select 1` over 1,000 appended versions).
@@ -139,7 +139,7 @@ class Snapshotter:
                 raw_table([p for rows in self.removed(found, manifests).values() for p in rows],
                           "dload_raw_parents")]),
             "dload_raw_refs": self.refs(found["refs"]),
-            "dload_raw_log": self.log(found["log"]),
+            "dload_raw_log": self.log(found["log"], found["removed"]),
         }
         return Snapshot(tables=tables, manifests=manifests)
 
@@ -171,22 +171,29 @@ class Snapshotter:
                 stored: Container[tuple[str, str]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
         """The ``dload_raw_parents`` rows of each removed version (by ``(name, vid)``) of
         ``found`` (a listing) whose manifest is not in ``stored``: a version committed again
-        has its manifest's edges. Each record is read once (records never change)."""
+        has its manifest's edges."""
         wanted = [node for node in found["removed"] if node not in stored]
-        unread = [node for node in wanted if node not in self._removed]
+        return {node: [{"name": r.name, "version": r.version, "parent_name": p["name"],
+                        "parent_version": p["version"], "relation": p["relation"],
+                        "fingerprint": p["fingerprint"]} for p in r.parents]
+                for node, r in self._records(wanted).items()}
+
+    def _records(self, nodes: list[tuple[str, str]]) -> dict[tuple[str, str], Removal]:
+        """The removal records of ``nodes``, each read once (records never change)."""
+        unread = [node for node in nodes if node not in self._removed]
         if unread:  # one GET each, several at once (a root may hold hundreds)
             with ThreadPoolExecutor(min(_READ_THREADS, len(unread))) as pool:
                 for node, data in zip(unread, pool.map(
                         lambda n: self.storage.read(removal_path(*n)), unread), strict=True):
-                    r = parse_removal(*node, data, removal_path(*node))
-                    self._removed[node] = [{
-                        "name": r.name, "version": r.version, "parent_name": p["name"],
-                        "parent_version": p["version"], "relation": p["relation"],
-                        "fingerprint": p["fingerprint"]} for p in r.parents]
-        return {node: self._removed[node] for node in wanted}
+                    self._removed[node] = parse_removal(*node, data, removal_path(*node))
+        return {node: self._removed[node] for node in nodes}
 
-    def log(self, paths: list[tuple[str, str]]) -> pa.Table:
-        """``dload_raw_log`` of ``(name, path)`` pairs, each entry read once (never changed)."""
+    def log(self, paths: list[tuple[str, str]],
+            removed: Sequence[tuple[str, str]] = ()) -> pa.Table:
+        """``dload_raw_log`` of ``(name, path)`` pairs, each entry read once (never changed),
+        and a row per removal record of ``removed`` (``(name, vid)``): ``rm`` of a version no
+        ref points at moves no ref, but its record says when and by whom (ref null, action
+        ``rm``, ``previous`` the removed version)."""
         rows = []
         for name, path in paths:
             entry = self._log_entries.get(path)
@@ -194,6 +201,10 @@ class Snapshotter:
                 entry = _parse_log(name, path, self.storage.read(path))
                 self._log_entries[path] = entry  # log entries are written once, never changed
             rows.append(entry)
+        rows.extend({"name": r.name, "action": "rm", "previous": r.version,
+                     "time": None if r.time is None else int(r.time * 1_000_000),
+                     "user": r.user, "host": r.host}
+                    for r in self._records(list(removed)).values())
         return raw_table(rows, "dload_raw_log")
 
 

@@ -10,6 +10,7 @@ import click
 
 from dload_arrow.cli.output import (
     emit,
+    escaped,
     json_option,
     open_repo,
     parse_spec,
@@ -117,7 +118,7 @@ def info(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
                    f"; refs: {', '.join(refs) or '-'}")
         click.echo("  columns:")
         for f in out["schema"]:
-            click.echo(f"    {f['name']}: {f['type']}"
+            click.echo(f"    {escaped(f['name'])}: {escaped(str(f['type']))}"
                        + (f" shape {f['shape']}" if f["shape"] is not None else ""))
         if m.meta:
             click.echo(f"  meta: {m.meta}")
@@ -231,7 +232,7 @@ def head(spec: str, n: int, root: str | None, cache_dir: str | None, cache_budge
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     ds = repo.dataset(name, version)
-    from dload_arrow.arrays import table_rows
+    from dload_arrow.row_values import table_rows
 
     rows = table_rows(_head_table(ds, n))
     emit(rows, as_json, lambda: print_table(_tensors_as_shapes(rows, ds.schema)))

@@ -57,8 +57,8 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
       dload demo
     """
     import dload_arrow as dl
-    from dload_arrow.arrays import table_rows
     from dload_arrow.ingest import open_source
+    from dload_arrow.row_values import table_rows
 
     quiet = as_json
     t_start = time.perf_counter()

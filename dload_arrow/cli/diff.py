@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from dload_arrow.cli.output import emit, json_option, open_repo, parse_spec, root_options
+from dload_arrow.cli.output import emit, escaped, json_option, open_repo, parse_spec, root_options
 from dload_arrow.errors import DloadError, NotFoundError
 from dload_arrow.store.names import KEY_COLUMN, shard_path
 
@@ -114,7 +114,7 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
         for sign, keys in (("+", added), ("-", removed)):
             click.echo(f"  {sign} {len(keys)} keys")
             for k in keys[:show_keys]:
-                click.echo(f"    {sign} {k}")
+                click.echo(f"    {sign} {escaped(k)}")
             if len(keys) > show_keys:
                 click.echo(f"    ... {len(keys) - show_keys} more (--json lists all)")
 

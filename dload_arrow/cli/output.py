@@ -9,6 +9,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import click
@@ -20,6 +21,7 @@ __all__ = [
     "cell",
     "emit",
     "emit_csv",
+    "escaped",
     "json_option",
     "open_repo",
     "parse_assignments",
@@ -141,13 +143,17 @@ def progress_enabled() -> bool:
 
 
 def _finite(o: Any) -> Any:
-    """``o`` with NaN and +/-Infinity floats (also in lists and dicts) replaced by None.
+    """``o`` with NaN and +/-Infinity floats (also in lists and dicts) replaced by None, and
+    a whole Decimal (scale 0) that fits an int64 as an int (others are text, exactly).
 
     ``json.dumps`` writes them as ``NaN`` and ``Infinity``, which JSON does not have: strict
     parsers (``jq``, JavaScript, ``json.loads`` with ``parse_constant``) refuse the output.
     """
     if isinstance(o, float):
         return o if math.isfinite(o) else None
+    if isinstance(o, Decimal) and o.is_finite() and o.as_tuple().exponent == 0 \
+            and -2**63 <= o < 2**63:
+        return int(o)  # a whole number (DuckDB's sum of ints is a HUGEINT, a decimal here)
     if _interval(o):  # a namedtuple, which would print as an unlabeled list
         return {"months": o.months, "days": o.days, "nanoseconds": o.nanoseconds}
     if isinstance(o, dict):
@@ -227,8 +233,14 @@ def cell(value: Any, width: int = 40) -> str:
         return f"<{value.dtype} {list(value.shape)}>"
     if _interval(value):
         return interval_text(value)
-    text = _CONTROL.sub(_escaped, str(value))  # a key's ESC or CR must not drive the terminal
+    text = escaped(str(value))
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def escaped(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\t``, ``\\x1b``): a key's or a
+    column name's ESC or newline must not drive the terminal or split a line of output."""
+    return _CONTROL.sub(_escaped, text)
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -246,7 +258,8 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = 
         return
     columns = list(columns or rows[0].keys())
     cells = [[cell(r.get(c)) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    heads = [escaped(c) for c in columns]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(heads)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(heads, widths, strict=True)).rstrip())
     for row in cells:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())

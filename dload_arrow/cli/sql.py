@@ -77,14 +77,14 @@ def sql(query: str, params: tuple[str, ...], limit: int, as_csv: bool, root: str
         raise click.UsageError("choose one of --json and --csv")
     bound = parse_params(params)
     table = open_repo(root, cache_dir, cache_budget).sql(query, **bound)
-    from dload_arrow.arrays import table_rows
+    from dload_arrow.row_values import table_rows
 
     names = unique_names(table.column_names)
     if names != table.column_names:
         table = table.rename_columns(names)
     rows = table_rows(table)
     if as_json:
-        emit(rows, True)
+        emit(_json_embedded(rows, table), True)
         return
     if as_csv:
         emit_csv(rows, names)
@@ -95,6 +95,19 @@ def sql(query: str, params: tuple[str, ...], limit: int, as_csv: bool, root: str
         click.echo(f"... {len(rows) - len(shown)} more rows (--limit 0 prints all; --json, --csv)")
     if not names:
         raise ConfigError("the query returned no columns")
+
+
+def _json_embedded(rows: list[dict[str, Any]], table: Any) -> list[dict[str, Any]]:
+    """``rows`` with the values of DuckDB JSON columns (``meta``) as the JSON they hold."""
+    from dload_arrow.catalog.sql_types import is_json
+
+    marked = [f.name for f in table.schema if is_json(f)]
+    for r in rows:
+        for name in marked:
+            if isinstance(r[name], str):
+                with contextlib.suppress(ValueError):  # not JSON after all: as text
+                    r[name] = json.loads(r[name])
+    return rows
 
 
 COMMANDS = [sql]

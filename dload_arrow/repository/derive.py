@@ -34,7 +34,7 @@ from dload_arrow.errors import ConfigError, ConflictError, NotFoundError, Schema
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import chunk_items
 from dload_arrow.pipeline.fingerprint import fingerprint
-from dload_arrow.store.commit import Version
+from dload_arrow.store.commit import Version, commit_samples
 from dload_arrow.store.manifest import Manifest, build_manifest, check_meta
 from dload_arrow.store.names import KEY_COLUMN, check_name, manifest_path, shard_path
 from dload_arrow.store.publish import store_manifest
@@ -241,7 +241,6 @@ def derive(
     fingerprint cannot see changed (a file the code reads, an object's attributes).
 
     Args:
-        repo: the repository.
         name: the dataset to create (a new version of it); ``latest`` points at the result.
         pipe: a finite, deterministic pipeline of row dicts (not batches), or a Dataset or
             ``where()`` view (its rows as they are).
@@ -288,12 +287,14 @@ def derive(
                  "fingerprint": fp}
         if entry not in parents:
             parents.append(entry)
-    info = {"fingerprint": fp, "pipeline": repr(pipe)}
+    meta = {**(meta or {}), "derived": {"fingerprint": fp, "pipeline": repr(pipe)}}
     if commit_kwargs.get("schema") is None and pipe.schema is not None:
         # rows as stored (no map): their types, not ones inferred from Python values (an
         # int8 column would become int64, an all-null one the type null)
         commit_kwargs = {**commit_kwargs, "schema": pipe.schema}
-    version = repo.commit(name, _rows(pipe), meta={**(meta or {}), "derived": info},
-                          recipe=recipe, parents=parents, progress=progress, **commit_kwargs)
+    latest, listed = repo._listed_shards(name)  # what repo.commit does, logged as derive
+    version = commit_samples(repo.storage, name, _rows(pipe), meta=meta, recipe=recipe,
+                             parents=parents, progress=progress, protected=listed,
+                             protected_by=latest, action="derive", **commit_kwargs)
     _write_memo(repo, name, version.version, fp, options)
     return version

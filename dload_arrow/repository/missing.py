@@ -6,9 +6,16 @@ in SQL), so a mistyped name reads the same whichever command met it.
 
 from __future__ import annotations
 
+import datetime as dt
 import difflib
+from typing import TYPE_CHECKING
 
-__all__ = ["SHOWN_NAMES", "unknown_dataset"]
+from dload_arrow.errors import DloadError
+
+if TYPE_CHECKING:
+    from dload_arrow.storage import Storage
+
+__all__ = ["SHOWN_NAMES", "removed_dataset", "unknown_dataset"]
 
 SHOWN_NAMES = 10  # known names listed at most; the rest are counted
 
@@ -41,3 +48,24 @@ def unknown_dataset(name: str, known: list[str], where: str, unpublished: int = 
         hint = f"{did} Known datasets: {', '.join(shown)}{more} (`dload ls`)."
     return f"no dataset {name!r} under {where}.{hint} Create it with repo.commit() or " \
            "`dload commit`."
+
+
+def removed_dataset(storage: Storage, name: str, where: str) -> str | None:
+    """Say that ``name`` was removed, when and by whom, and how to see its history (``rm``
+    of a dataset keeps its log and removal records); None when it has no log (never was)."""
+    from dload_arrow.store.refs import read_log
+
+    try:
+        moves = [e for e in read_log(storage, name) if e.ref == "latest"]
+    except DloadError:  # an invalid name, an unreadable entry: the plain "no dataset" text
+        return None
+    if not moves:
+        return None
+    last = moves[-1]
+    vid = (last.version or last.previous or "")[:12]
+    when = dt.datetime.fromtimestamp(last.time, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    by = f" by {last.user}@{last.host}" if last.user else ""
+    see = f"`dload log {name}@{vid}` (repo.lineage({name!r}, {vid!r}))" if vid else \
+        f"`dload sql \"select * from log where name = '{name}'\"`"
+    return (f"dataset {name!r} under {where} was removed ({when}{by}); its log and lineage "
+            f"are kept: {see} shows them. Commit to {name!r} to create it again")

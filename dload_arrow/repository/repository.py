@@ -18,7 +18,7 @@ from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
 from dload_arrow.repository.lock import is_pinned, stale_pin
-from dload_arrow.repository.missing import unknown_dataset
+from dload_arrow.repository.missing import removed_dataset, unknown_dataset
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
 from dload_arrow.storage import Storage, open_storage, redact_url
@@ -216,8 +216,9 @@ class Repository(VersionsMixin):
             unpublished = len(self._version_ids(name))
         except InvalidNameError:
             unpublished = 0
-        return unknown_dataset(name, self.datasets(), redact_url(self.storage.url),
-                               unpublished=unpublished)
+        where = redact_url(self.storage.url)
+        gone = None if unpublished else removed_dataset(self.storage, name, where)
+        return gone or unknown_dataset(name, self.datasets(), where, unpublished=unpublished)
 
     def dataset(self, name: str, version: str | None = None) -> Dataset:
         """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""

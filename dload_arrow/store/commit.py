@@ -175,6 +175,7 @@ def commit_samples(
     rebase: Rebase | None = None,
     protected: frozenset[str] = frozenset(),
     protected_by: str | None = None,
+    action: str = "commit",
 ) -> Version:
     """Encode, upload and publish ``samples`` as a new version of ``name``.
 
@@ -184,7 +185,8 @@ def commit_samples(
     ``meta`` / ``recipe`` of None keep those of the version the append lands on. ``rebase``
     gives the current ``latest`` when it moved during the append
     (``publish.py``). ``protected``: digests the stored manifest of version ``protected_by``
-    of ``name`` lists (reused without a touch while that manifest stays stored).
+    of ``name`` lists (reused without a touch while that manifest stays stored). ``action``:
+    what the ref log says moved ``latest`` (``derive`` for repo.derive; an append's is append).
     """
     start = time.perf_counter()
     check_meta(meta, recipe)  # before any upload, not when the manifest is built
@@ -255,7 +257,7 @@ def commit_samples(
     if parent is not None and not any(p.get("relation") == "append" for p in lineage):
         lineage.insert(0, {"name": name, "version": parent.version, "relation": "append"})
     manifest = publish(storage, up, parent=parent, read_keys=read_keys, rebase=rebase,
-                       meta=meta, recipe=recipe, parents=lineage, move=move)
+                       meta=meta, recipe=recipe, parents=lineage, move=move, action=action)
     return Version(
         name=name, version=manifest.version, num_rows=manifest.num_rows,
         shards_total=len(manifest.shards), shards_uploaded=up.uploaded[0],

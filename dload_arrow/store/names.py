@@ -20,6 +20,14 @@ __all__ = [
 KEY_COLUMN = "__key__"
 _NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")  # \Z: "$" lets a final "\n" in
 _DIGEST = re.compile(r"\A[0-9a-f]{64}\Z")
+_MAX = 128
+
+
+def _too_long(value: object) -> str:
+    """``" is N characters long"`` for a name refused only for its length, else ""."""
+    if isinstance(value, str) and len(value) > _MAX and _NAME.match(value[:_MAX]):
+        return f" ({len(value)} characters long: at most {_MAX})"
+    return ""
 
 
 def check_name(name: str) -> str:
@@ -29,8 +37,9 @@ def check_name(name: str) -> str:
               f"repo.dataset({name.partition('@')[0]!r}, {name.partition('@')[2]!r}))"
               if isinstance(name, str) and "@" in name else "")
         raise InvalidNameError(
-            f"dataset name {name!r} is not allowed: use letters, digits, '.', '_' and '-', "
-            "starting with a letter or digit (no '/', no '..', at most 128 characters), e.g. "
+            f"dataset name {name!r} is not allowed{_too_long(name)}: use letters, digits, '.', "
+            "'_' and '-', starting with a letter or digit (no '/', no '..', at most 128 "
+            "characters), e.g. "
             f"'imagenet-small'{at}"
         )
     return name
@@ -40,8 +49,8 @@ def check_ref(ref: str) -> str:
     """A ref or tag name: same alphabet as dataset names."""
     if not isinstance(ref, str) or not _NAME.match(ref) or ".." in ref:
         raise InvalidNameError(
-            f"ref/tag {ref!r} is not allowed: use letters, digits, '.', '_' and '-', starting "
-            "with a letter or digit, e.g. 'v1'"
+            f"ref/tag {ref!r} is not allowed{_too_long(ref)}: use letters, digits, '.', '_' and "
+            "'-', starting with a letter or digit, at most 128 characters, e.g. 'v1'"
         )
     return ref
 

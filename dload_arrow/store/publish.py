@@ -125,10 +125,10 @@ def store_manifest(storage: Storage, manifest: Manifest) -> int:
 
 def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
             read_keys: KeyReader | None, rebase: Rebase | None, meta: dict[str, Any] | None,
-            recipe: str | None, parents: list[dict[str, Any]], move: bool) -> Manifest:
-    """Build and store the manifest of ``up`` (after ``parent``'s shards) and move ``latest``;
-    an append whose parent is no longer ``latest`` is rebased (module docstring).
-    ``read_keys`` reads a parent's stored keys (an append needs it: ``key_index.py``)."""
+            recipe: str | None, parents: list[dict[str, Any]], move: bool,
+            action: str = "commit") -> Manifest:
+    """Store the manifest of ``up`` (after ``parent``'s shards), move ``latest`` (logged as
+    ``action``, or append); an append whose parent is no longer ``latest`` is rebased."""
     read_keys = None if read_keys is None else memoized(read_keys)
     stale: list[str] = []  # the manifest of a lost race, kept until a rebased one is stored
     try:
@@ -169,7 +169,7 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                 return manifest
             try:
                 move_ref(storage, up.name, "latest", manifest.version, unless_there=True,
-                         action="append" if parent is not None else "commit",
+                         action="append" if parent is not None else action,
                          only_if=None if parent is None else parent.version)
                 if not storage.exists(path):
                     _removed_meanwhile(storage, up, manifest)

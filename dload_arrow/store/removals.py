@@ -41,12 +41,16 @@ _FORMAT = 1
 @dataclass(frozen=True)
 class Removal:
     """One removed version: its parents (``name``, ``version``, ``relation``,
-    ``fingerprint``, as a manifest holds them) and its row count."""
+    ``fingerprint``, as a manifest holds them), its row count, and when (seconds since the
+    epoch), by whom and from which host it was removed (None where not recorded)."""
 
     name: str
     version: str
     parents: list[dict[str, Any]]
     num_rows: int | None
+    time: float | None = None
+    user: str | None = None
+    host: str | None = None
 
 
 def removal_path(name: str, version: str) -> str:
@@ -87,8 +91,11 @@ def parse_removal(name: str, version: str, data: bytes, where: str) -> Removal:
             parents.append({"name": check_name(p["name"]),
                             "version": check_digest(p["version"], "parent version"),
                             "relation": relation, "fingerprint": fingerprint})
-        rows = obj.get("num_rows")
-        return Removal(name, version, parents, None if rows is None else int(rows))
+        rows, when = obj.get("num_rows"), obj.get("time")
+        user, host = obj.get("user"), obj.get("host")
+        return Removal(name, version, parents, None if rows is None else int(rows),
+                       None if when is None else float(when),
+                       None if user is None else str(user), None if host is None else str(host))
     except (ValueError, KeyError, TypeError, AttributeError, DloadError) as e:
         raise IntegrityError(f"removal record {where} is malformed: {e}; delete it (the "
                              "lineage then stops at that removed version)") from e
