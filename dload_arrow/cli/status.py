@@ -10,7 +10,14 @@ from typing import Any
 import click
 
 from dload_arrow.cli.data import cache_text
-from dload_arrow.cli.output import emit, json_option, open_repo, root_options, root_problem
+from dload_arrow.cli.output import (
+    emit,
+    empty_root_hint,
+    json_option,
+    open_repo,
+    root_options,
+    root_problem,
+)
 from dload_arrow.cli.setup import shown_path
 from dload_arrow.config import KEYS, resolve_settings
 from dload_arrow.errors import DloadError
@@ -23,6 +30,18 @@ _CREDENTIAL_ENV = (
     "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
     "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
 )
+
+
+def _botocore_endpoint() -> dict[str, Any]:
+    """The S3 endpoint botocore takes from the environment when dload sets none: its own
+    variables (AWS_ENDPOINT_URL_S3 before AWS_ENDPOINT_URL), unless they are switched off."""
+    value = source = None
+    if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() != "true":
+        for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+            if os.environ.get(var):
+                value, source = redact_url(os.environ[var]), f"env {var} (read by botocore)"
+                break
+    return {"value": value, "source": source or "default"}
 
 
 def _credentials(root: str) -> dict[str, Any]:
@@ -76,13 +95,18 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     settings = resolve_settings(root=root, cache_dir=cache_dir, cache_budget=cache_budget)
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
     reach = _reach(repo)
-    out = {
+    shown = {
         "settings": {
             k: {"value": shown_path(getattr(settings, k)) if k in ("root", "cache_dir") else
                 redact_url(str(getattr(settings, k))) if getattr(settings, k) else None,
                 "source": settings.sources.get(k)}
             for k in KEYS
         },
+    }
+    if shown["settings"]["endpoint_url"]["value"] is None:
+        shown["settings"]["endpoint_url"] = _botocore_endpoint()
+    out = {
+        **shown,
         "root": reach,
         "cache": _cache(repo),
         "credentials": _credentials(settings.root),
@@ -102,6 +126,8 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
                      "root setting above is wrong)")
         else:
             state = f"reachable, {reach['datasets']} datasets"
+            if not reach["datasets"]:
+                state += f"; {empty_root_hint(repo)}"
         click.echo(f"root: {state}")
         if "budget_bytes" in out["cache"]:  # usage is local: shown even when the root is not
             cache_text(out["cache"], residency=False)
