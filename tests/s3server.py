@@ -54,6 +54,17 @@ class S3Server:
     #: The next presigned GET of a path containing this text is refused with a 403.
     refuse_signed: str | None = None
 
+    #: Requests answered with an S3 error instead of moto's answer (see :meth:`fail`).
+    failing: list[tuple[str, str, int, str, str]] = field(default_factory=list)
+
+    def fail(self, method: str, contains: str, status: int, code: str,
+             message: str = "injected by the test", times: int = 1) -> None:
+        """Answer the next ``times`` requests ``method`` of paths containing ``contains`` with
+        an S3 error document (``<Code>``, ``<Message>``) and HTTP ``status``, as a store
+        would; moto never sees them."""
+        with self._lock:
+            self.failing += [(method, contains, status, code, message)] * times
+
     def tear(self, contains: str, after: int) -> None:
         """Break the connection of the next whole-object GET of a matching path after
         ``after`` bytes of its body (a transfer torn mid-way); later GETs are served whole."""
@@ -113,6 +124,23 @@ def _torn(body: Any, after: int) -> Any:
     raise ConnectionAbortedError("test: transfer torn on purpose")
 
 
+def _injected(server: S3Server, req: Request) -> tuple[str, bytes] | None:
+    """The status line and error document of an injected failure for ``req``, if any."""
+    from http import HTTPStatus
+
+    with server._lock:
+        for i, entry in enumerate(server.failing):
+            if entry[0] == req.method and entry[1] in req.path:
+                del server.failing[i]
+                break
+        else:
+            return None
+    _method, _contains, status, code, message = entry
+    doc = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{code}</Code>'
+           f"<Message>{message}</Message><Key>{req.path}</Key></Error>").encode()
+    return f"{status} {HTTPStatus(status).phrase}", doc
+
+
 def start_s3_server() -> S3Server:
     """Start moto's S3 server on a free loopback port, recording requests."""
     app = DomainDispatcherApplication(create_backend_app)
@@ -135,6 +163,12 @@ def start_s3_server() -> S3Server:
         server = holder["s"]
         with server._lock:
             server.requests.append(req)
+        injected = _injected(server, req)
+        if injected is not None:
+            status, doc = injected
+            sr(status, [("Content-Type", "application/xml"),
+                        ("Content-Length", str(len(doc)))])
+            return [doc]
         refuse = server.refuse_signed
         if refuse is not None and refuse in req.path and "Signature=" in req.query:
             server.refuse_signed = None

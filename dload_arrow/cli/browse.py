@@ -10,6 +10,7 @@ import click
 
 from dload_arrow.cli.output import (
     emit,
+    empty_root_hint,
     escaped,
     json_option,
     open_repo,
@@ -80,6 +81,8 @@ def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_jso
         print_table([{**r, "version": r["version"][:12], "bytes": r["bytes"] if r["bytes"] is None
                       else format_bytes(r["bytes"]), "pinned": _pin_text(r["pinned"])}
                      for r in rows], cols)
+        if not rows:  # a mistyped root lists as empty too: say what empty means
+            click.echo(empty_root_hint(repo), err=True)
         if pinned:
             gone = not all(p["exists"] for p in pinned)
             click.echo(f"pinned by {path}: NAME without @VERSION reads the pinned version"

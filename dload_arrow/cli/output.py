@@ -16,12 +16,14 @@ import click
 
 from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.sizes import format_bytes
+from dload_arrow.storage import redact_url
 
 __all__ = [
     "cell",
     "emit",
     "emit_csv",
     "escaped",
+    "empty_root_hint",
     "json_option",
     "open_repo",
     "parse_assignments",
@@ -74,6 +76,19 @@ def root_problem(repo: Any, dataset: str | None = None) -> NotFoundError | None:
         "`dload commit NAME --from PATH` or `dload demo` creates it; if you expected data "
         "there, check --root, DLOAD_ROOT and dload.toml (`dload status` shows which is used)"
     )
+
+
+def empty_root_hint(repo: Any) -> str:
+    """What a root without datasets may mean: a new root, or a mistyped one (an S3 prefix or
+    an existing directory that holds no dload_arrow root lists as empty, not as an error)."""
+    source = repo.settings.sources.get("root", "")
+    local = getattr(repo.storage, "is_local", False)
+    where = repo.storage.root if local else redact_url(repo.storage.url)
+    what = "directory" if local else "prefix"
+    return (f"no datasets under {where} (from {_ROOT_SOURCES.get(source, source)}): that "
+            f"{what} holds no dload_arrow root yet; if you expected data there, the root is "
+            "mistyped: check --root, DLOAD_ROOT and dload.toml; `dload commit NAME --from "
+            "PATH` creates the first dataset")
 
 
 def open_repo(root: str | None, cache_dir: str | None = None, cache_budget: str | None = None,

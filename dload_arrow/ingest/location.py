@@ -19,6 +19,8 @@ from dload_arrow.storage.remote import FsspecStorage
 
 __all__ = ["RangeReader", "is_remote", "open_binary"]
 
+_BUCKET_SCHEMES = ("s3", "s3a", "gs", "gcs")  # URLs whose first path part is a bucket
+
 
 def is_remote(location: str) -> bool:
     """Whether ``location`` is a URL other than ``file://``."""
@@ -83,6 +85,9 @@ def open_binary(
                 raise _not_regular(location, os.stat(path).st_mode)
             raise NotFoundError(f"no file {location!r}; check the path")
         return open(path, "rb"), os.path.getsize(path)
+    scheme, _, path = location.partition("://")
+    if scheme in _BUCKET_SCHEMES and "/" not in path.strip("/"):
+        raise _bucket_only(location, scheme, path.strip("/"))
     parent, _, name = location.rstrip("/").rpartition("/")
     try:
         storage = open_storage(parent, endpoint_url=endpoint_url)
@@ -101,6 +106,17 @@ def open_binary(
         raise _remote_folder(location, inside)
     raw = RangeReader(storage, name, size)
     return io.BufferedReader(raw, buffer_size=block_size), size
+
+
+def _bucket_only(location: str, scheme: str, bucket: str) -> ConfigError:
+    """The error of a remote input naming a bucket (``s3://bucket``) without an object key."""
+    bucket = bucket or "BUCKET"
+    return ConfigError(
+        f"{redact_url(location)!r} names a bucket, not an object: give the key of one archive "
+        f"or table file in it, e.g. {scheme}://{bucket}/path/data.tar or "
+        f"{scheme}://{bucket}/path/table.parquet (a folder, a prefix holding objects, is not "
+        "supported yet: download it and commit the local folder)"
+    )
 
 
 def _not_regular(location: str, mode: int) -> ConfigError:

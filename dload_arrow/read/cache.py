@@ -18,7 +18,6 @@ processes sharing a small budget never wait on each other's look-ahead. See docs
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import threading
@@ -26,10 +25,16 @@ import time
 from collections.abc import Iterable
 from typing import ClassVar, NoReturn
 
-from dload_arrow.errors import IntegrityError, NotFoundError
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.cache_budget import CacheBudget
 from dload_arrow.read.cache_disk import cache_disk_error
+from dload_arrow.read.cache_fetch import (
+    REMOVED_TRIES,
+    CacheRemoved,
+    cache_removed_error,
+    fetch_into,
+    reclaim,
+)
 from dload_arrow.read.cache_space import (
     VERIFIED_NS,
     CacheEntry,
@@ -39,8 +44,7 @@ from dload_arrow.read.cache_space import (
 )
 from dload_arrow.read.locks import FileLock, Hold, try_exclusive
 from dload_arrow.sizes import format_bytes
-from dload_arrow.storage import Storage, redact_url
-from dload_arrow.store.names import shard_path
+from dload_arrow.storage import Storage
 
 __all__ = ["Cache", "CacheEntry", "Hold", "free_disk", "resolve_budget"]
 
@@ -235,40 +239,27 @@ class Cache(CacheBudget):
 
     def _download(self, storage: Storage, digest: str, nbytes: int, dataset: str | None, *,
                   wait: bool = True, keep: frozenset[str] = frozenset()) -> bool:
-        """Download and verify ``digest`` into place; False (``wait`` off) when no room now."""
-        tmp = self._reserve(digest, nbytes, wait=wait, keep=keep)
-        if tmp is None:
-            return False
-        try:
-            got = ""
-            for _attempt in range(2):  # one retry: a torn transfer is not a corrupt root
-                # The sha256 is fed as the bytes are written (no second read of the file), so
-                # a shard is usable as soon as its last byte has arrived.
-                hasher = hashlib.sha256()
-                try:
-                    size = storage.download(shard_path(digest), tmp, hasher)
-                except NotFoundError as e:
-                    from dload_arrow.read.shard_errors import missing_shard
+        """Download and verify ``digest`` into place; False (``wait`` off) when no room now.
 
-                    raise missing_shard(storage, digest, dataset or "") from e
-                got = (hasher.hexdigest() if size == nbytes
-                       else f"<{size} bytes, expected {nbytes}>")
-                if got == digest:
-                    break
+        The cache directory deleted under the download (its temp file gone) is recreated and
+        the shard fetched again, up to REMOVED_TRIES times; then the error names the cache."""
+        for attempt in range(1, REMOVED_TRIES + 1):
+            try:
+                tmp = self._reserve(digest, nbytes, wait=wait, keep=keep)
+                if tmp is None:
+                    return False
+            except FileNotFoundError as e:  # the directory went while reserving
+                gone: BaseException = e
             else:
-                raise IntegrityError(
-                    f"shard {digest} of dataset {dataset or '?'} in {redact_url(storage.url)} "
-                    f"is corrupt: its bytes hash to {got}. Restore the object from a copy, or "
-                    f"run `dload verify {dataset or 'NAME'} --delete-bad` and commit the data "
-                    "again (a commit skips a shard whose object exists)"
-                )
-            os.utime(tmp, ns=(VERIFIED_NS, VERIFIED_NS))
-            os.replace(tmp, self.shard_file(digest))
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
-        return True
+                try:
+                    fetch_into(tmp, self.shard_file(digest), storage, digest, nbytes, dataset)
+                    return True
+                except CacheRemoved as e:
+                    gone = e.__cause__ or e
+            if attempt == REMOVED_TRIES:
+                raise cache_removed_error(self.dir, digest, dataset) from gone
+            reclaim(self.dir)
+        raise AssertionError("unreachable")
 
 
 def _sha256_file(path: str) -> str:

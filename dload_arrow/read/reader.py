@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dload_arrow.args import column_names
-from dload_arrow.errors import IntegrityError, SchemaError
+from dload_arrow.errors import IntegrityError, NotFoundError, SchemaError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.decoders import Decoders, one_batch, threads_pay_off
 from dload_arrow.read.fetcher import ShardFetcher, visits_of
@@ -220,7 +220,9 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 try:
                     pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
                                     footers.get(shard), version=manifest.version)
-                except IntegrityError:  # a bad cached copy is removed: fetch it anew, once
+                # A bad cached copy is removed, and a cached copy gone (the cache directory
+                # deleted since it was held) is missing: fetch it anew, once.
+                except (IntegrityError, NotFoundError):
                     if ctx.in_place or os.path.exists(path):
                         raise
                     refetched, path = visit, fetcher.refetch(visit)

@@ -6,7 +6,6 @@ and connection pools that must not cross process boundaries (DataLoader workers)
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import threading
@@ -15,6 +14,7 @@ from typing import Any
 
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_text, redact_url
+from dload_arrow.storage.s3_conditional import lost_race, refused_write
 from dload_arrow.storage.s3_get import s3_download, s3_get_object
 from dload_arrow.storage.s3_root import check_s3_url, missing_bucket
 from dload_arrow.storage.shared_fs import s3_filesystem
@@ -105,6 +105,14 @@ class FsspecStorage:
                 "and DLOAD_ENDPOINT_URL / endpoint_url")
         return NotFoundError(f"no object {path!r} under {redact_url(self.url)}")
 
+    def _refused(self, e: Exception, path: str, what: str) -> Exception:
+        """A conditional write's failure other than a lost race (s3_conditional.py)."""
+        key = redact_url(f"{self.protocol}://{self._full(path)}")
+        refused = None if isinstance(e, FileNotFoundError) else refused_write(e, what, key)
+        if refused is None:
+            return self._wrap(e, path, what)
+        return StorageError(redact_text(str(refused), self.url))
+
     def read(self, path: str) -> bytes:
         full = self._full(path)
         try:
@@ -139,9 +147,9 @@ class FsspecStorage:
             except FileExistsError:
                 return False
             except OSError as e:
-                if _precondition_failed(e):
+                if lost_race(e):
                     return False
-                raise self._wrap(e, path, "creating") from e
+                raise self._refused(e, path, "creating") from e
         with _MEMORY_LOCK:
             if self.fs.exists(full):
                 return False
@@ -174,9 +182,9 @@ class FsspecStorage:
             except (FileExistsError, FileNotFoundError):
                 return False
             except OSError as e:
-                if _precondition_failed(e):
+                if lost_race(e):
                     return False
-                raise self._wrap(e, path, "updating") from e
+                raise self._refused(e, path, "updating") from e
         with _MEMORY_LOCK:
             current = self.read_with_token(path)
             if current is None or current[1] != token:
@@ -282,12 +290,3 @@ class FsspecStorage:
     def local_path(self, path: str) -> str | None:
         return None
 
-
-def _precondition_failed(e: OSError) -> bool:
-    text = str(e) + str(e.__cause__ or "")
-    return (
-        e.errno in (errno.EINVAL, errno.EBUSY)
-        or "PreconditionFailed" in text
-        or "ConditionalRequestConflict" in text
-        or "412" in text
-    )

@@ -1,0 +1,144 @@
+"""``dload status``: each setting and where it came from, the cache, and the root's state."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from dload_arrow.cli.data import cache_text
+from dload_arrow.cli.output import (
+    emit,
+    empty_root_hint,
+    json_option,
+    open_repo,
+    root_options,
+    root_problem,
+)
+from dload_arrow.cli.setup import shown_path
+from dload_arrow.config import KEYS, resolve_settings
+from dload_arrow.errors import DloadError
+from dload_arrow.storage import LocalStorage, redact_url
+
+__all__ = ["COMMANDS", "status"]
+
+# Where S3 credentials can come from (the standard AWS chain); only presence is reported.
+_CREDENTIAL_ENV = (
+    "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+)
+
+
+def _botocore_endpoint() -> dict[str, Any]:
+    """The S3 endpoint botocore takes from the environment when dload sets none: its own
+    variables (AWS_ENDPOINT_URL_S3 before AWS_ENDPOINT_URL), unless they are switched off."""
+    value = source = None
+    if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() != "true":
+        for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
+            if os.environ.get(var):
+                value, source = redact_url(os.environ[var]), f"env {var} (read by botocore)"
+                break
+    return {"value": value, "source": source or "default"}
+
+
+def _credentials(root: str) -> dict[str, Any]:
+    if not root.startswith(("s3://", "s3a://")):
+        return {"needed": False, "present": None, "from": None}
+    found = [v for v in _CREDENTIAL_ENV if os.environ.get(v)]
+    aws = Path(os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or Path.home() / ".aws/credentials")
+    if aws.is_file():
+        found.append(str(aws))
+    return {"needed": True, "present": bool(found), "from": found or None}
+
+
+def _cache(repo: Any) -> dict[str, Any]:
+    try:
+        return dataclasses.asdict(repo.cache_status())
+    except (DloadError, OSError) as e:  # an unreachable root: the cache is local all the same
+        from dload_arrow.read.pull import cache_status
+
+        error = " ".join(str(e).split())
+        try:  # budget and usage without the root's datasets (their residency is unknown)
+            return {**dataclasses.asdict(cache_status(repo.read_context, [])), "error": error}
+        except (DloadError, OSError):
+            return {"cache_dir": repo.settings.cache_dir, "error": error}
+
+
+def _reach(repo: Any) -> dict[str, Any]:
+    """Whether the root can be listed; ``exists`` is False for a local root not created yet."""
+    # only a local directory can be told apart from an empty root; elsewhere None
+    exists = (root_problem(repo) is None) if isinstance(repo.storage, LocalStorage) else None
+    try:
+        names = repo.datasets()
+    except (DloadError, OSError) as e:
+        return {"reachable": False, "exists": exists, "datasets": None,
+                "error": " ".join(str(e).split())}
+    return {"reachable": True, "exists": exists, "datasets": len(names), "error": None}
+
+
+@click.command()
+@root_options
+@json_option
+def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
+           as_json: bool) -> None:
+    """Show each setting and where it came from, the cache, and whether the root is reachable.
+
+    Credentials are reported as present or absent, never shown.
+
+    \b
+    Example:
+      dload status --json
+    """
+    settings = resolve_settings(root=root, cache_dir=cache_dir, cache_budget=cache_budget)
+    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    reach = _reach(repo)
+    shown = {
+        "settings": {
+            k: {"value": shown_path(getattr(settings, k)) if k in ("root", "cache_dir") else
+                redact_url(str(getattr(settings, k))) if getattr(settings, k) else None,
+                "source": settings.sources.get(k)}
+            for k in KEYS
+        },
+    }
+    if shown["settings"]["endpoint_url"]["value"] is None:
+        shown["settings"]["endpoint_url"] = _botocore_endpoint()
+    out = {
+        **shown,
+        "root": reach,
+        "cache": _cache(repo),
+        "credentials": _credentials(settings.root),
+    }
+
+    def text() -> None:
+        # not print_table: it shortens cells to 40 characters, and a path must show whole
+        rows = [("setting", "value", "from")] + [
+            (k, v["value"] or "-", v["source"] or "-") for k, v in out["settings"].items()]
+        widths = [max(len(r[i]) for r in rows) for i in range(2)]
+        for r in rows:
+            click.echo(f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}")
+        if not reach["reachable"]:
+            state = f"NOT reachable: {reach['error']}"
+        elif reach["exists"] is False:
+            state = ("does not exist yet (`dload commit` creates it; if you expected data, the "
+                     "root setting above is wrong)")
+        else:
+            state = f"reachable, {reach['datasets']} datasets"
+            if not reach["datasets"]:
+                state += f"; {empty_root_hint(repo)}"
+        click.echo(f"root: {state}")
+        if "budget_bytes" in out["cache"]:  # usage is local: shown even when the root is not
+            cache_text(out["cache"], residency=False)
+        else:
+            click.echo(f"cache: {out['cache']['cache_dir']} ({out['cache']['error']})")
+        cred = out["credentials"]
+        click.echo("credentials: " + ("not needed (local root)" if not cred["needed"] else
+                   ("present (" + ", ".join(cred["from"]) + ")") if cred["present"] else
+                   "NONE found: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE"))
+
+    emit(out, as_json, text)
+
+
+COMMANDS = [status]

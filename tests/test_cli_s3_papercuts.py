@@ -1,0 +1,83 @@
+"""CLI papercuts around S3 roots and inputs (a QA pass):
+
+- ``dload status`` showed ``endpoint_url - default`` while botocore used AWS_ENDPOINT_URL;
+- ``--from s3://bucket`` (no key) said "no object" although the bucket holds objects;
+- a mistyped S3 root prefix listed as an empty root, ``(none)``, with nothing more said.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import s3fs
+from cli_run import RunFn, runner
+from s3server import S3Server
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]) -> RunFn:
+    return runner(capsys)
+
+
+@pytest.fixture
+def no_endpoint_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for var in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"):
+        monkeypatch.delenv(var, raising=False)
+    return monkeypatch
+
+
+def test_status_shows_the_endpoint_botocore_reads_from_the_environment(
+        local_root: str, run: RunFn, no_endpoint_env: pytest.MonkeyPatch) -> None:
+    def endpoint() -> dict[str, str | None]:
+        got: dict[str, str | None] = run("status", "--root", local_root,
+                                         "--json").json["settings"]["endpoint_url"]
+        return got
+
+    assert endpoint() == {"value": None, "source": "default"}
+    no_endpoint_env.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")
+    assert endpoint() == {"value": "http://127.0.0.1:9000",
+                          "source": "env AWS_ENDPOINT_URL (read by botocore)"}
+    line = run("status", "--root", local_root).out.splitlines()[4]
+    assert line.split() == ["endpoint_url", "http://127.0.0.1:9000", "env", "AWS_ENDPOINT_URL",
+                            "(read", "by", "botocore)"]
+    no_endpoint_env.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9001")  # botocore's order
+    assert endpoint()["value"] == "http://127.0.0.1:9001"
+    no_endpoint_env.setenv("DLOAD_ENDPOINT_URL", "http://127.0.0.1:9002")  # ours wins
+    assert endpoint() == {"value": "http://127.0.0.1:9002", "source": "env"}
+    no_endpoint_env.delenv("DLOAD_ENDPOINT_URL")
+    no_endpoint_env.setenv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true")
+    assert endpoint() == {"value": None, "source": "default"}
+
+
+def test_from_a_bucket_without_a_key_asks_for_the_key(
+        s3_root: str, s3_server: S3Server, local_root: str, run: RunFn) -> None:
+    bucket = s3_root.split("/")[2]
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_server.endpoint},
+                           skip_instance_cache=True)
+    fs.pipe(f"{bucket}/data/t.csv", b"x,y\n1,2\n")
+    for src in (f"s3://{bucket}", f"s3://{bucket}/"):
+        err = run("commit", "d", "--from", src, "--root", local_root, rc=1).err
+        assert "names a bucket, not an object" in err and "no object" not in err
+        assert f"s3://{bucket}/path/" in err
+    run("commit", "d", "--from", f"s3://{bucket}/data/t.csv", "--root", local_root)
+
+
+def test_ls_of_a_root_without_datasets_says_what_that_may_mean(
+        s3_root: str, tmp_path: Path, run: RunFn) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("a")
+    run("commit", "d", "--from", str(folder), "--root", s3_root)
+    assert run("ls", "--root", s3_root).err == ""
+    typo = s3_root + "x"
+    r = run("ls", "--root", typo)  # exit 0: an empty prefix may be a root not created yet
+    assert r.out == "(none)\n"
+    assert f"no datasets under {typo} (from --root)" in r.err
+    assert "holds no dload_arrow root" in r.err and "DLOAD_ROOT" in r.err
+    assert run("ls", "--root", typo, "--json").json == []
+    assert "holds no dload_arrow root" in run("status", "--root", typo).out
+    empty = tmp_path / "empty"
+    os.mkdir(empty)  # an existing local directory says the same (a missing one is an error)
+    assert f"no datasets under {empty} (from --root)" in run("ls", "--root", str(empty)).err
