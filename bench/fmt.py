@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-SYSTEMS = ["dload_arrow", "pyarrow", "mosaicml-streaming", "litdata", "webdataset"]
+SYSTEMS = ["dload_arrow", "dload_arrow-views", "pyarrow", "mosaicml-streaming", "litdata",
+           "webdataset"]
 PEERS = ["mosaicml-streaming", "litdata", "webdataset"]
 SERVERS = {"moto": "moto", "seaweedfs": "SeaweedFS"}  # loopback S3 of the cold cells
-SHORT = {"dload_arrow": "dload_arrow", "pyarrow": "pyarrow (limit)",
+SHORT = {"dload_arrow": "dload_arrow", "dload_arrow-views": "dload_arrow, views=True",
+         "pyarrow": "pyarrow (limit)",
          "mosaicml-streaming": "MosaicML streaming", "litdata": "LitData",
          "webdataset": "WebDataset"}
 

@@ -86,7 +86,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     adapter = ADAPTERS[job["system"]]()
     # Imports happen before the clock starts: the library, torch (DataLoader), pyarrow.
     # dload_arrow and pyarrow in process need no torch (keeps the harness test fast).
-    if spec.workers or job["system"] not in ("dload_arrow", "pyarrow"):
+    if spec.workers or job["system"] not in ("dload_arrow", "dload_arrow-views", "pyarrow"):
         import torch.utils.data  # noqa: F401
 
     adapter.version()

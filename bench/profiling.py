@@ -42,7 +42,7 @@ def main() -> int:
     from bench.adapters.wds import kind
 
     base = DATA / f"{a.workload}-{a.rows}"
-    local_sys = "dload_arrow" if a.system == "pyarrow" else a.system
+    local_sys = "dload_arrow" if a.system in ("pyarrow", "dload_arrow-views") else a.system
     scratch = DATA / "scratch-profile"
     shutil.rmtree(scratch, ignore_errors=True)
     ctx: dict[str, Any] = {"local": str(base / local_sys), "cache_dir": str(scratch / "cache"),

@@ -30,6 +30,7 @@ from bench.results_io import DATA, RESULTS, _key, _merge, _schema, machine  # no
 from bench.runner import child, summarize  # noqa: E402
 
 WORKLOADS = ["image", "tabular", "tokens", "mix", "big"]
+READS_DLOAD = ("pyarrow", "dload_arrow-views")  # read dload_arrow's shards; no ingest
 
 
 def prepare(w: W.Workload, n: int, log: Any, shard_mb: int | None = None) -> tuple[Path, int]:
@@ -62,7 +63,7 @@ def ingest_all(w: W.Workload, n: int, systems: list[str], repeats: int, log: Any
     base, raw = prepare(w, n, log, shard_mb)
     out: dict[str, Any] = {}
     for system in systems:
-        if system == "pyarrow":
+        if system in READS_DLOAD:
             continue
         final = base / system
         if final.exists() and not fresh and (base / f"{system}.ok").exists():
@@ -158,8 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         want = [c for c in want if c not in CORE]
     if args.no_cold:
         want = [c for c in want if c["cache"] == "warm"]
-    ingest_systems = [s for s in systems if s != "pyarrow"]
-    if "pyarrow" in systems and "dload_arrow" not in ingest_systems:
+    ingest_systems = [s for s in systems if s not in READS_DLOAD]
+    if set(READS_DLOAD) & set(systems) and "dload_arrow" not in ingest_systems:
         ingest_systems.insert(0, "dload_arrow")  # the limit row reads dload_arrow's shards
     log(f"workload {args.workload} ({w.name} x {n}); systems {systems}; {len(want)} cells")
     # (e): 2 MB shards, so that a tenth of the data still holds several of them (MDS needs
@@ -212,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 if runs[i] and ("unsupported" in runs[i][-1] or "error" in runs[i][-1]):
                     continue
                 shutil.rmtree(scratch, ignore_errors=True)
-                local_sys = "dload_arrow" if system == "pyarrow" else system
+                local_sys = "dload_arrow" if system in READS_DLOAD else system
                 ctx: dict[str, Any] = {
                     "local": str(base / local_sys), "cache_dir": str(scratch / "cache"),
                     "extra": {"kinds": kinds,

@@ -75,10 +75,11 @@ def _targets(docs: list[dict[str, Any]]) -> list[str]:
         if t is not None:
             rows.append((f"cold time to first item{on}", f"{t:.2f} s", "goal < 1 s",
                          ("yes" if t < 1 else "no") + _size(doc)))
-    for unit, on in (("sample", ""), ("batch", ", batches")):  # the goal holds for both units
-        doc, r = _find(docs, "image", _c("windowed", "warm", 0, unit), "dload_arrow")
+    for unit, on, sy in (("sample", "", "dload_arrow"), ("batch", ", batches", "dload_arrow"),
+                         ("batch", ", batches, views=True", "dload_arrow-views")):
+        doc, r = _find(docs, "image", _c("windowed", "warm", 0, unit), sy)
         seq = _c("sequential", "warm", 0, unit)
-        s = _median(_res(doc, seq, "dload_arrow"), "rate") if doc else None
+        s = _median(_res(doc, seq, sy), "rate") if doc else None
         w = _median(r, "rate")
         if s and w:
             rows.append((f"windowed shuffle vs sequential{on}", f"{_num(w)} vs {_num(s)} /s",

@@ -6,7 +6,8 @@ from typing import Any
 
 __all__ = ["ADAPTERS", "SYSTEMS"]
 
-SYSTEMS = ["dload_arrow", "pyarrow", "mosaicml-streaming", "litdata", "webdataset"]
+SYSTEMS = ["dload_arrow", "dload_arrow-views", "pyarrow", "mosaicml-streaming", "litdata",
+           "webdataset"]
 
 
 class _Lazy(dict):  # type: ignore[type-arg]
@@ -16,6 +17,8 @@ class _Lazy(dict):  # type: ignore[type-arg]
         cls: Any
         if name == "dload_arrow":
             from bench.adapters.dload import DloadAdapter as cls
+        elif name == "dload_arrow-views":
+            from bench.adapters.dload import DloadViewsAdapter as cls
         elif name == "pyarrow":
             from bench.adapters.parquet import ParquetAdapter as cls
         elif name == "mosaicml-streaming":

@@ -17,11 +17,12 @@ import pyarrow as pa
 from bench.adapters.base import Adapter, Ctx, IterSpec, Unsupported
 from bench.adapters.common import cpu_map, identity
 
-__all__ = ["DloadAdapter"]
+__all__ = ["DloadAdapter", "DloadViewsAdapter"]
 
 
 class DloadAdapter(Adapter):
     name = "dload_arrow"
+    views = False  # binary and string columns as view types (DloadViewsAdapter)
 
     def version(self) -> str:
         import dload_arrow
@@ -68,8 +69,10 @@ class DloadAdapter(Adapter):
         ds = self._repo(ctx, spec).dataset(self.dataset_name)
         simple = (spec.mode == "sequential" and spec.workers == 0 and not spec.mix
                   and spec.unit != "map")
+        if self.views and spec.unit != "batch":
+            raise Unsupported("views=True changes record batches only (items are bytes/str)")
         if simple:
-            return ds.batches() if spec.unit == "batch" else ds.samples()
+            return ds.batches(views=self.views) if spec.unit == "batch" else ds.samples()
         pipe = self._pipeline(ctx, spec, ds)
         if spec.unit == "map":
             pipe = pipe.map(cpu_map)
@@ -89,18 +92,19 @@ class DloadAdapter(Adapter):
     def _pipeline(self, ctx: Ctx, spec: IterSpec, ds: Any) -> Any:
         if not hasattr(ds, "shuffle") or not hasattr(ds, "pipeline"):
             raise Unsupported("dload_arrow pipelines (ds.shuffle / ds.pipeline) not landed yet")
+        v = self.views
         if spec.mode == "sequential":
-            pipe = ds.pipeline()
+            pipe = ds.pipeline(views=v)
         elif spec.mode == "windowed":
-            pipe = ds.shuffle(spec.window, seed=spec.seed)
+            pipe = ds.shuffle(spec.window, seed=spec.seed, views=v)
         else:
-            pipe = ds.shuffle(full=True, seed=spec.seed)
+            pipe = ds.shuffle(full=True, seed=spec.seed, views=v)
         if spec.mix:
             from dload_arrow.pipeline import mix
 
             b = self._repo(ctx, spec, "b").dataset(self.dataset_name)
-            pipe_b = b.pipeline() if spec.mode == "sequential" else b.shuffle(
-                spec.window, seed=spec.seed + 1)
+            pipe_b = b.pipeline(views=v) if spec.mode == "sequential" else b.shuffle(
+                spec.window, seed=spec.seed + 1, views=v)
             pipe = mix([pipe, pipe_b], weights=list(spec.mix), seed=spec.seed)
         return pipe
 
@@ -115,3 +119,12 @@ class DloadAdapter(Adapter):
             return (int(x["__key__"]) for x in item)
         ks = item["__key__"]
         return (int(k) for k in ks)
+
+
+class DloadViewsAdapter(DloadAdapter):
+    """dload_arrow with ``views=True``: binary and string columns as Arrow view types, so a
+    shuffled batch gathers 16-byte views instead of copying values. It reads dload_arrow's
+    shards (no ingest of its own) and runs the batch cells only."""
+
+    name = "dload_arrow-views"
+    views = True

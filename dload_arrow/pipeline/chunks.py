@@ -13,7 +13,8 @@ from typing import Any, TypeAlias
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.arrays import int64_array, numpy_values, pylist
+from dload_arrow.arrays import numpy_values, pylist
+from dload_arrow.pipeline.views import take_rows
 from dload_arrow.read.samples import batch_to_samples
 from dload_arrow.read.samples import column_values as sample_values
 from dload_arrow.store.rows import field_shape
@@ -45,7 +46,7 @@ def chunk_slice(chunk: Chunk, start: int, stop: int) -> Chunk:
 
 def chunk_take(chunk: Chunk, indices: np.ndarray) -> Chunk:
     if isinstance(chunk, pa.RecordBatch):
-        return chunk.take(int64_array(indices))
+        return take_rows(chunk, indices)  # (view columns too)
     return [chunk[int(i)] for i in indices]
 
 

@@ -32,6 +32,7 @@ from dload_arrow.args import check_bool, column_names
 from dload_arrow.errors import ConfigError, user_stacklevel
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.node import Node
+from dload_arrow.pipeline.views import view_schema
 from dload_arrow.pipeline.window_layout import schema_of
 from dload_arrow.pipeline.window_node import DatasetNode
 from dload_arrow.plan.orders import SamplePlan, own_count
@@ -63,8 +64,11 @@ class DatasetPipe(Pipeline):
         buffer: int = DEFAULT_BUFFER,
         shard: tuple[int, int, int] = (0, 1, 1),
         chunk_rows: int = DEFAULT_CHUNK_ROWS,
+        views: bool = False,
     ) -> None:
         super().__init__()
+        check_bool("pipeline", "views", views)
+        self.views = views  # binary and string columns as view types (pipeline/views.py)
         self.ds = ds
         self.columns = column_names(columns, "pipeline")
         projection(ds.manifest.schema, self.columns)  # SchemaError now for a missing column
@@ -94,7 +98,8 @@ class DatasetPipe(Pipeline):
 
     def _replace(self, **kw: Any) -> DatasetPipe:
         args: dict[str, Any] = dict(order=self.order, seed=self.seed, buffer=self.buffer,
-                                    shard=self.shard_spec, chunk_rows=self.chunk_rows)
+                                    shard=self.shard_spec, chunk_rows=self.chunk_rows,
+                                    views=self.views)
         args.update(kw)
         return DatasetPipe(self.ds, self.columns, **args)
 
@@ -119,7 +124,7 @@ class DatasetPipe(Pipeline):
         return int(own_count(int(self.unit_rows.sum()), index, count, block))
 
     def _schema(self) -> pa.Schema | None:
-        return schema_of(self)
+        return view_schema(schema_of(self)) if self.views else schema_of(self)
 
     @property
     def finite(self) -> bool:

@@ -20,7 +20,6 @@ import pyarrow.compute as pc
 
 from dload_arrow.args import check_bool
 from dload_arrow.args import kind as kind_of
-from dload_arrow.arrays import bool_array
 from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import (
@@ -31,6 +30,7 @@ from dload_arrow.pipeline.chunks import (
     chunk_slice,
 )
 from dload_arrow.pipeline.node import CHILD, OFFSET, Node, State, stop_error
+from dload_arrow.pipeline.views import filter_rows
 
 __all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe"]
 
@@ -238,7 +238,7 @@ class FilterPipe(_OnePipe):
             if isinstance(pred, pc.Expression):
                 batch = chunk if isinstance(chunk, pa.RecordBatch) else as_record_batch(chunk)
                 try:
-                    return batch.filter(pred)
+                    return filter_rows(batch, pred)  # (view columns too)
                 except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
                     raise SchemaError(
                         f"filter({pred}) does not apply to the rows, which have columns "
@@ -273,7 +273,7 @@ class FlatMapPipe(_OnePipe):
 def _kept(chunk: Chunk, keep: list[Any]) -> Chunk:
     """The items of ``chunk`` whose ``keep`` value is true."""
     if isinstance(chunk, pa.RecordBatch):
-        return chunk.filter(bool_array(np.fromiter(map(bool, keep), bool, len(keep))))
+        return filter_rows(chunk, np.fromiter(map(bool, keep), bool, len(keep)))
     return [x for x, k in zip(chunk, keep, strict=True) if k]
 
 

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import binary_array, int64_array, numpy_values
 from dload_arrow.errors import ConfigError
+from dload_arrow.pipeline.views import as_views, is_view, view_type, with_views
 
 __all__ = ["LARGE_VALUE_BYTES", "UnitRows"]
 
@@ -71,8 +72,8 @@ class UnitRows:
         columns: list[pa.Array | pa.ChunkedArray | _Values] = []
         for i, field in enumerate(self.schema):
             arrays = [b.column(i) for b in batches]
-            large = self.num_rows and sum(a.nbytes for a in arrays) >= (
-                LARGE_VALUE_BYTES * self.num_rows)
+            large = is_view(field.type) or (self.num_rows and sum(  # (views: never copied)
+                a.nbytes for a in arrays) >= LARGE_VALUE_BYTES * self.num_rows)
             values = _Values.of(field.type, arrays) if large else None
             if values is not None:
                 columns.append(values)
@@ -109,23 +110,28 @@ class UnitRows:
         cols = zip(self.schema, self._columns, strict=True)
         return [f.name for f, c in cols if isinstance(c, _Values)]
 
-    def take(self, offs: np.ndarray) -> pa.RecordBatch:
+    def take(self, offs: np.ndarray, views: bool = False) -> pa.RecordBatch:
         """Rows ``offs`` (numbered across the units) as one batch.
 
-        Consecutive rows of one unit are a zero-copy slice of it.
+        Consecutive rows of one unit are a zero-copy slice of it. ``views``: binary and string
+        columns come out as view types, their large values not copied (pipeline/views.py).
         """
         offs = np.asarray(offs, np.int64)
         n = len(offs)
         if n and int(offs[-1]) - int(offs[0]) == n - 1 and np.all(np.diff(offs) == 1):
             u = int(np.searchsorted(self.starts, offs[0], "right")) - 1
             if int(offs[-1]) < int(self.starts[u + 1]):
-                return self.batches[u].slice(int(offs[0] - self.starts[u]), n)
+                out = self.batches[u].slice(int(offs[0] - self.starts[u]), n)
+                return as_views(out) if views else out
         indices = int64_array(offs)
         arrays = []
         for col in self._columns:
-            taken = col.take(offs, indices) if isinstance(col, _Values) else col.take(indices)
+            taken = col.take(offs, indices, views) if isinstance(col, _Values) else \
+                col.take(indices)
             arrays.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray)
                           else taken)
+        if views:
+            return with_views(arrays, self.schema)
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
@@ -158,7 +164,7 @@ def _views_work() -> bool:
         return False
 
 
-def _binary(t: pa.DataType) -> bool:
+def _binary(t: pa.DataType) -> bool:  # (not a view type: see is_view)
     return (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)
             or pa.types.is_large_string(t))
 
@@ -175,6 +181,10 @@ def _as_views(t: pa.DataType, a: pa.Array) -> pa.Array | None:
     """
     if _binary(t):
         return a.view(pa.large_binary() if _wide(t) else pa.binary()).cast(pa.binary_view())
+    if is_view(t):  # already views (a pipeline made with views=True): validity kept apart
+        bufs = a.buffers()
+        return pa.Array.from_buffers(pa.binary_view(), len(a), [None, *bufs[1:]],
+                                     offset=a.offset)
     if pa.types.is_fixed_size_binary(t):
         width, offsets = t.byte_width, np.arange(len(a) + 1, dtype=np.int64) + a.offset
         data = a.buffers()[1]
@@ -245,21 +255,25 @@ class _Values:
                 for v in (self, other)])
         return _Values(self.type, pa.concat_arrays([views(self), views(other)]), valid)
 
-    def take(self, offs: np.ndarray, indices: pa.Array) -> pa.Array:
+    def take(self, offs: np.ndarray, indices: pa.Array, views: bool = False) -> pa.Array:
         """Rows ``offs`` (``indices``: the same as an Arrow array) as one array, each value
-        copied once."""
+        copied once (``views``: binary and string values not copied, as view types)."""
         n = len(offs)
-        views = self._views.take(indices).buffers()[1]
+        gathered = self._views.take(indices).buffers()[1]
         t = self.type
         large = _wide(t)
-        out = pa.Array.from_buffers(pa.binary_view(), n, [None, views, *self._data]).cast(
-            pa.large_binary() if large else pa.binary())
         validity, nulls = None, 0
         if self._valid is not None:
             valid = self._valid[offs]
             nulls = n - int(np.count_nonzero(valid))
             if nulls:
                 validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        vt = t if is_view(t) else view_type(t) if views else None
+        if vt is not None:  # the gathered views are the column: no value copied
+            return pa.Array.from_buffers(vt, n, [validity, gathered, *self._data],
+                                         null_count=nulls)
+        out = pa.Array.from_buffers(pa.binary_view(), n, [None, gathered, *self._data]).cast(
+            pa.large_binary() if large else pa.binary())
         _, offsets, data = out.buffers()
         if _binary(t):
             return pa.Array.from_buffers(t, n, [validity, offsets, data], null_count=nulls)

@@ -5,9 +5,8 @@ is *made* from the decoded batches of its units: for sequential and windowed ord
 batch of this consumer's rows in epoch order, every chunk a zero-copy slice of it; for an
 unsharded consumer's windows of large rows (:func:`~dload_arrow.pipeline.window_layout.
 takes_per_chunk`), into a :class:`~dload_arrow.pipeline.unit_rows.UnitRows` that each chunk
-takes its rows from. Either way a large value is copied once, from its unit into the output.
-The full shuffle's one window is filled while in use, in the order the epoch first needs its
-units (:mod:`~dload_arrow.pipeline.full_window`): its first chunk goes out after one unit.
+takes its rows from. A large value is copied once, from its unit (``views=True``: not at
+all). The full shuffle's window fills while in use (:mod:`~dload_arrow.pipeline.full_window`).
 
 While the consumer works through window ``w``, a background thread makes the next shuffled
 window (decoding and gathering run in C++ without the GIL); the consumer releases ``w`` when
@@ -35,6 +34,7 @@ from dload_arrow.pipeline.full_window import chunk_cap, first_need_order, start_
 from dload_arrow.pipeline.node import POSITION, Node, State
 from dload_arrow.pipeline.state_check import check_position
 from dload_arrow.pipeline.unit_rows import UnitRows
+from dload_arrow.pipeline.views import as_views
 from dload_arrow.pipeline.window_layout import (
     Window,
     items_pay_off,
@@ -133,7 +133,7 @@ class DatasetNode(Node):
                 if isinstance(held, list):
                     return [held[i] for i in offs.tolist()]
                 assert isinstance(held, UnitRows)
-                out = held.take(offs)
+                out = held.take(offs, self.pipe.views and self.pipe.predicate is None)
             pred = self.pipe.predicate
             if pred is not None:
                 out = filter_rows(out, pred)
@@ -141,7 +141,7 @@ class DatasetNode(Node):
                     out = out.select(projected(self.pipe.columns))
                 if out.num_rows == 0:
                     continue
-            return out
+            return as_views(out) if self.pipe.views else out
 
     def skip(self, n: int) -> int:
         k = int(self._own(self.p))

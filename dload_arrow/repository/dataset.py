@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.args import MAX_COUNT
+from dload_arrow.args import MAX_COUNT, check_bool
 from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.repository.dataset_fields import VersionFields
 from dload_arrow.repository.shortcuts import PipelineShortcuts
@@ -103,17 +103,20 @@ class Dataset(VersionFields, PipelineShortcuts):
                          full_shuffle=full_shuffle, consumers=consumers, prefetch=prefetch)
 
     def batches(self, columns: Sequence[str] | None = None, *,
-                prefetch: int | None = None) -> Iterator[pa.RecordBatch]:
+                prefetch: int | None = None, views: bool = False) -> Iterator[pa.RecordBatch]:
         """Record batches in storage order (one per row group with matching rows).
 
         ``__key__`` is always the first column; ``columns`` picks the others (default all).
+        ``views=True``: binary and string columns as view types, as ``pipeline(views=True)``.
         Raises InfeasiblePlanError before any I/O when the plan cannot fit the cache.
         """
+        from dload_arrow.pipeline.views import as_views
         from dload_arrow.read.reader import iter_units
 
+        check_bool("batches", "views", views)
         it = iter_units(self.context, self.manifest, self.read_units(), columns=columns,
                         predicate=self.predicate, prefetch=prefetch)
-        return (b for b in it if b.num_rows)
+        return ((as_views(b) if views else b) for b in it if b.num_rows)
 
     def samples(self, columns: Sequence[str] | None = None, *,
                 prefetch: int | None = None) -> Iterator[dict[str, Any]]:

@@ -15,19 +15,25 @@ __all__ = ["PipelineShortcuts"]
 class PipelineShortcuts:
     """Pipelines that start from this dataset version (or view)."""
 
-    def pipeline(self, columns: Sequence[str] | None = None) -> Pipeline:
-        """This version (or view) as a lazy, resumable pipeline, rows in storage order."""
+    def pipeline(self, columns: Sequence[str] | None = None, *, views: bool = False) -> Pipeline:
+        """This version (or view) as a lazy, resumable pipeline, rows in storage order.
+
+        ``views=True``: binary and string columns come out as ``binary_view`` and
+        ``string_view``, so a shuffle gathers 16-byte views instead of copying each value
+        (the same values; some Arrow kernels lack view types: docs/TUTORIAL.md, "Views").
+        """
         from dload_arrow.pipeline.dataset import DatasetPipe
 
-        return DatasetPipe(self, columns)
+        return DatasetPipe(self, columns, views=views)
 
     def shuffle(
-        self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False
+        self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False,
+        views: bool = False,
     ) -> Pipeline:
         """A shuffled pipeline: windowed (``buffer`` rows or bytes like ``"256MB"``; shard
         and row-group order permuted, rows permuted within windows) or ``full=True`` (uniform;
-        the whole view must fit the cache budget)."""
-        return self.pipeline().shuffle(buffer, seed, full=full)
+        the whole view must fit the cache budget). ``views``: as in :meth:`pipeline`."""
+        return self.pipeline(views=views).shuffle(buffer, seed, full=full)
 
     def map(self, fn: Callable[[Any], Any]) -> Pipeline:
         """``self.pipeline().map(fn)``: ``fn`` gets each row as a dict."""

@@ -22,6 +22,7 @@ from dload_arrow.store.names import KEY_COLUMN
 __all__ = ["SHAPE_META", "field_shape", "to_batches"]
 
 SHAPE_META = b"dload.shape"
+_VIEWS_PLAIN = {pa.binary_view(): pa.binary(), pa.string_view(): pa.string()}
 
 
 def field_shape(field: pa.Field) -> tuple[int, ...] | None:
@@ -137,6 +138,9 @@ def to_batches(
         )
     if schema is not None and (not schema.names or schema.names[0] != KEY_COLUMN):
         schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False), *list(schema)])
+    if schema is not None:  # binary_view and string_view are stored plain, as in a table
+        schema = pa.schema([f.with_type(_VIEWS_PLAIN.get(f.type, f.type)) for f in schema],
+                           metadata=schema.metadata)
     mod = type(samples).__module__
     if isinstance(samples, Mapping) and samples and all(
             isinstance(v, Mapping) for v in samples.values()):

@@ -1,0 +1,119 @@
+"""Binary and string columns as Arrow view types: shuffled batches without copying values.
+
+A pipeline made with ``views=True`` (``ds.pipeline(views=True)``, ``ds.shuffle(...,
+views=True)``, ``ds.batches(views=True)``) yields its ``binary`` and ``string`` columns (and
+their ``large_`` forms) as ``binary_view`` and ``string_view``: each value is a 16-byte view
+(its length, and where its bytes are) into the buffer it was decoded into. A windowed or full
+shuffle then gathers 16 bytes a row instead of copying each value into a fresh buffer, which
+is most of what a shuffled batch of large values (images, documents) costs beyond a
+sequential one (bench/notes/speed-work.md). The values are the same; only the Arrow type
+differs, and a batch keeps the decoded units its values point into alive while it is held.
+
+pyarrow 26 lacks some compute kernels for view types (``take``, ``filter``, ``sort_by``,
+``binary_length``). The pipeline's own steps work on them (:func:`take_rows`,
+:func:`filter_rows`); a user's own Arrow calls may need ``cast`` to ``binary``/``string``
+first (docs/TUTORIAL.md, "Views").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dload_arrow.arrays import int64_array
+
+__all__ = ["as_views", "filter_rows", "has_views", "is_view", "take_rows", "view_schema",
+           "view_type", "with_views"]
+
+
+def is_view(t: pa.DataType) -> bool:
+    """Whether ``t`` is ``binary_view`` or ``string_view``."""
+    return bool(pa.types.is_binary_view(t) or pa.types.is_string_view(t))
+
+
+def view_type(t: pa.DataType) -> pa.DataType | None:
+    """The view type a column of type ``t`` comes out as (None: it stays ``t``)."""
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.binary_view()
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return pa.string_view()
+    return None
+
+
+def view_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with its binary and string fields as view types (metadata kept)."""
+    fields = []
+    for f in schema:
+        t = view_type(f.type)
+        fields.append(f if t is None else f.with_type(t))
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def has_views(batch: pa.RecordBatch) -> bool:
+    """Whether ``batch`` has a view-typed column."""
+    return any(is_view(t) for t in batch.schema.types)
+
+
+def as_views(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with its binary and string columns cast to view types.
+
+    The cast shares the column's data buffer (the views point into it): no value is copied.
+    """
+    if not any(view_type(t) is not None for t in batch.schema.types):
+        return batch
+    return with_views(batch.columns, batch.schema)
+
+
+def with_views(arrays: list[pa.Array], schema: pa.Schema) -> pa.RecordBatch:
+    """A batch of ``arrays`` (of ``schema``'s fields, plain or already views) with its
+    binary and string columns as views (``schema``'s nullability and metadata kept)."""
+    out = view_schema(schema)
+    return pa.RecordBatch.from_arrays(
+        [a if a.type == t else a.cast(t) for a, t in zip(arrays, out.types, strict=True)],
+        schema=out)
+
+
+def _take_view(col: pa.Array, indices: pa.Array) -> pa.Array:
+    """Rows ``indices`` of view column ``col``: its 16-byte views gathered, bytes shared."""
+    bufs = col.buffers()
+    fixed = pa.Array.from_buffers(pa.binary(16), len(col), [bufs[0], bufs[1]],
+                                  offset=col.offset)
+    taken = fixed.take(indices)
+    got = taken.buffers()
+    return pa.Array.from_buffers(col.type, len(taken), [got[0], got[1], *bufs[2:]],
+                                 null_count=taken.null_count)
+
+
+def take_rows(batch: pa.RecordBatch, indices: np.ndarray) -> pa.RecordBatch:
+    """``batch.take(indices)``, also for view-typed columns (Arrow has no take for them)."""
+    at = int64_array(np.asarray(indices, np.int64))
+    if not has_views(batch):
+        return batch.take(at)
+    arrays = [_take_view(c, at) if is_view(c.type) else c.take(at) for c in batch.columns]
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
+
+
+def filter_rows(batch: pa.RecordBatch, keep: Any) -> pa.RecordBatch:
+    """``batch.filter(keep)`` (a boolean mask or a ``pyarrow.compute`` Expression), also for
+    view-typed columns.
+
+    An Expression is evaluated on the columns as binary and string (Arrow's filter plan
+    takes no views), so a batch with views filtered by an Expression copies its values once.
+    """
+    if not has_views(batch):
+        return batch.filter(keep)
+    if isinstance(keep, pc.Expression):
+        plain = pa.RecordBatch.from_arrays(
+            [c.cast(pa.large_string() if pa.types.is_string_view(c.type) else pa.large_binary())
+             if is_view(c.type) else c for c in batch.columns], names=batch.schema.names)
+        out = plain.filter(keep)
+        return pa.RecordBatch.from_arrays(
+            [o.cast(t) if is_view(t) else o for o, t in zip(out.columns, batch.schema.types,
+                                                            strict=True)],
+            schema=batch.schema)
+    mask = np.asarray(keep, dtype=bool) if not isinstance(keep, pa.Array) else \
+        keep.to_numpy(zero_copy_only=False).astype(bool)
+    return take_rows(batch, np.flatnonzero(mask))
