@@ -201,7 +201,20 @@ def test_resume_anywhere_with_other_ranks_and_workers(toy, before, after, data):
     k = data.draw(st.integers(0, -(-N // before[0])), label="items per rank before the checkpoint")
     got_before, state = _consume(before, pipe, k, None)
     got_after, _ = _consume(after, pipe, None, state)
+    if state["epoch"] == 1:  # every rank took its last item: the resume starts epoch 1
+        assert sorted(got_before) == sorted(ref) and state["position"] == 0
+        got_before, ref = [], _reference(pipe, 1)
     assert sorted(got_before + got_after) == sorted(ref)
+
+
+def test_checkpoint_after_every_ranks_last_item_resumes_at_the_next_epoch(toy):
+    """(The case hypothesis found now and then: 4 ranks x 15 items of 60, resumed by one.)"""
+    pipe = toy.shuffle(16, seed=2)
+    before, state = _consume((4, 0), pipe, N // 4, None)
+    assert sorted(before) == sorted(_reference(pipe, 0))
+    assert (state["epoch"], state["position"]) == (1, 0)
+    after, _ = _consume((1, 0), pipe, None, state)
+    assert after == _reference(pipe, 1)
 
 
 def test_state_reflects_what_the_trainer_consumed_not_prefetched(toy):
