@@ -66,6 +66,8 @@ def _stack(values: list[Any]) -> Any:
                 return np.asarray(values, dtype=np.uint64)
             if any(not -(2**53) <= v <= 2**53 for v in ints):
                 return values  # no numpy dtype holds them exactly: Python ints, as given
+        if arr.dtype.char == "Q":  # ints >= 2**63: numpy's ulonglong, as np.uint64 (Arrow's)
+            arr = arr.view(np.uint64)
         return arr
     return values
 

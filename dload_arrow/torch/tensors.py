@@ -34,6 +34,10 @@ __all__ = ["collate", "column_to_tensor", "sample_to_torch", "to_torch"]
 
 
 def _from_numpy(arr: np.ndarray) -> torch.Tensor:
+    # numpy has two uint64 types, ulong ('L', np.uint64 here, what Arrow gives) and ulonglong
+    # ('Q', what np.asarray makes of Python ints >= 2**63); from_numpy takes only the first.
+    if arr.dtype.char == "Q" and arr.dtype.isnative:
+        arr = arr.view(np.uint64)
     # Arrow buffers are immutable, so numpy views over them are read-only; torch warns about
     # that on every from_numpy. The tensor is documented as read-only, so silence only that.
     with warnings.catch_warnings():
@@ -145,7 +149,7 @@ def _value_to_torch(value: Any, shape: tuple[int, ...] | None,
         return torch.tensor(value, dtype=dtype)
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
         if dtype is None and value.dtype.kind == "f":  # np.float32 stays float32, and so on
-            return torch.from_numpy(np.asarray(value)).clone()
+            return _from_numpy(np.asarray(value)).clone()
         return torch.tensor(value.item(), dtype=dtype)
     # A list column is a tensor in every row (an empty one too) when its type is known.
     if isinstance(value, (list, tuple)) and (value or dtype is not None) and all(

@@ -1,0 +1,39 @@
+"""Values keep their type, or are refused clearly, on the way to torch tensors.
+
+Found by a QA pass: a batch of ints >= 2**63 crashed ``torch.from_numpy`` (numpy's ulonglong),
+lists of Python floats became float32 (1e300 -> inf), lists of ints beyond int64 overflowed
+with a raw error, ``arrow.fixed_shape_tensor`` columns lost their shape and dtype, and numpy
+scalars of narrow types (int8, float16 after ``unbatch``) widened to int64.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dload_arrow import Repository  # noqa: E402
+from dload_arrow.torch import as_iterable_dataset  # noqa: E402
+
+
+def _items(pipe: Any) -> list[Any]:
+    return list(as_iterable_dataset(pipe))
+
+
+def test_a_batch_of_python_ints_past_2_63_is_a_uint64_tensor(repo: Repository) -> None:
+    big = [2**63 + i for i in range(4)]
+    repo.commit("u", [(f"k{i}", {"x": v}) for i, v in enumerate(big)], progress=False,
+                schema=pa.schema([("x", pa.uint64())]))
+    pipe = repo.dataset("u").pipeline().map(dict).batch(2)  # Python ints, then numpy
+    got = [b["x"] for b in _items(pipe)]
+    assert all(t.dtype == torch.uint64 for t in got)
+    assert [v for t in got for v in t.tolist()] == big  # as an Arrow batch gives them
+    arrow = _items(repo.dataset("u").pipeline().batch(2))[0]["x"]
+    assert arrow.dtype == torch.uint64 and arrow.tolist() == got[0].tolist()
+    pairs = repo.dataset("u").pipeline().map(lambda s: {"x": np.asarray([s["x"], 2**63])})
+    first = _items(pairs)[0]["x"]  # numpy's ulonglong array, from a map
+    assert first.dtype == torch.uint64 and first.tolist() == [big[0], 2**63]
