@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from dload_arrow import Repository  # noqa: E402
-from dload_arrow.torch import as_iterable_dataset  # noqa: E402
+from dload_arrow.torch import as_iterable_dataset, collate  # noqa: E402
 
 
 def _items(pipe: Any) -> list[Any]:
@@ -37,3 +37,17 @@ def test_a_batch_of_python_ints_past_2_63_is_a_uint64_tensor(repo: Repository) -
     pairs = repo.dataset("u").pipeline().map(lambda s: {"x": np.asarray([s["x"], 2**63])})
     first = _items(pairs)[0]["x"]  # numpy's ulonglong array, from a map
     assert first.dtype == torch.uint64 and first.tolist() == [big[0], 2**63]
+
+
+def test_lists_of_python_floats_stay_float64_without_a_schema(repo: Repository) -> None:
+    repo.commit("f", [(f"k{i}", {"x": i}) for i in range(4)], progress=False)
+    floats = [1e300, 1e-300, 0.1]
+    pipe = repo.dataset("f").pipeline().map(lambda s: {"v": floats, "m": [s["x"], 0.5]})
+    sample = _items(pipe)[0]  # a map: no schema, Python values
+    assert sample["v"].dtype == torch.float64 and sample["v"].tolist() == floats
+    assert sample["m"].dtype == torch.float64 and sample["m"].tolist() == [0.0, 0.5]
+    batch = _items(pipe.batch(2, collate=collate))[0]
+    assert batch["v"].dtype == torch.float64 and batch["v"][1].tolist() == floats
+    unbatched = _items(repo.dataset("f").pipeline().map(lambda s: {"v": [1e300]}).batch(2)
+                       .unbatch())[0]
+    assert unbatched["v"].dtype == torch.float64 and unbatched["v"].tolist() == [1e300]

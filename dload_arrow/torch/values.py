@@ -70,6 +70,8 @@ def value_to_torch(value: Any, shape: tuple[int, ...] | None,
     if isinstance(value, (list, tuple)) and (value or dtype is not None) and all(
         isinstance(v, (bool, int, float)) for v in value
     ):
+        if dtype is None and any(isinstance(v, float) for v in value):
+            dtype = torch.float64  # Python floats are doubles (torch.tensor would say float32)
         t = torch.tensor(value, dtype=dtype)
         return t.reshape(shape) if shape is not None else t
     # A batch's tensor column with nulls stays a list: its arrays become tensors all the
