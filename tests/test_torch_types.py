@@ -51,3 +51,27 @@ def test_lists_of_python_floats_stay_float64_without_a_schema(repo: Repository) 
     unbatched = _items(repo.dataset("f").pipeline().map(lambda s: {"v": [1e300]}).batch(2)
                        .unbatch())[0]
     assert unbatched["v"].dtype == torch.float64 and unbatched["v"].tolist() == [1e300]
+
+
+@pytest.mark.parametrize(("ints", "match"), [
+    ([2**64, 1], r"column 'v': the list of ints \[18446744073709551616, 1\] fits no torch "
+                 r"integer dtype \(18446744073709551616 is outside int64 and uint64\)"),
+    ([2**63, -1], r"\(9223372036854775808 needs uint64, and -1 is negative\); make it floats"),
+])
+def test_a_list_of_ints_no_torch_dtype_holds_is_refused_naming_column_and_value(
+        repo: Repository, ints: list[int], match: str) -> None:
+    from dload_arrow import SchemaError
+
+    repo.commit("f", [(f"k{i}", {"x": i}) for i in range(4)], progress=False)
+    pipe = repo.dataset("f").pipeline().map(lambda s: {"v": ints})
+    with pytest.raises(SchemaError, match=match):
+        _items(pipe)
+    assert _items(pipe.batch(2))[0]["v"] == [ints, ints]  # not stacked: a list, as before
+    raw = list(as_iterable_dataset(pipe, to_tensors=False))
+    assert raw[0]["v"] == ints  # the way out the message gives
+
+
+def test_a_list_of_ints_from_2_63_up_is_a_uint64_tensor(repo: Repository) -> None:
+    repo.commit("f", [(f"k{i}", {"x": i}) for i in range(4)], progress=False)
+    got = _items(repo.dataset("f").pipeline().map(lambda s: {"v": [2**63, s["x"]]}))
+    assert got[1]["v"].dtype == torch.uint64 and got[1]["v"].tolist() == [2**63, 1]

@@ -120,7 +120,7 @@ def sample_to_torch(sample: Mapping[str, Any], schema: pa.Schema | None = None) 
         raise TypeError(f"sample_to_torch(schema={shown(schema)}): schema must be a pyarrow "
                         f"Schema (e.g. ds.schema) or None, got {kind(schema)}")
     columns = _columns(schema) if schema is not None else {}
-    return {name: value_to_torch(value, *columns.get(name, (None, None)))
+    return {name: value_to_torch(value, *columns.get(name, (None, None)), name=name)
             for name, value in sample.items()}
 
 
@@ -148,7 +148,7 @@ def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     check_same_columns(samples)
     out: dict[str, Any] = {}
     for name in samples[0]:
-        values = [value_to_torch(s[name], None) for s in samples]
+        values = [value_to_torch(s[name], None, name=name) for s in samples]
         if all(isinstance(v, torch.Tensor) for v in values) and all(
             v.shape == values[0].shape and v.dtype == values[0].dtype for v in values
         ):

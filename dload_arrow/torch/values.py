@@ -14,7 +14,12 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from dload_arrow.errors import SchemaError, shown
+
 __all__ = ["from_numpy", "torch_dtype", "value_to_torch"]
+
+_INT64 = range(-(2**63), 2**63)
+_UINT64 = range(2**64)
 
 
 def from_numpy(arr: np.ndarray) -> torch.Tensor:
@@ -46,9 +51,13 @@ def torch_dtype(typ: pa.DataType) -> torch.dtype | None:
 
 
 def value_to_torch(value: Any, shape: tuple[int, ...] | None,
-                   dtype: torch.dtype | None = None) -> Any:
-    """``value`` as a tensor (of ``shape`` and ``dtype`` when given) where it is numeric; a
-    list of arrays as a list of tensors; anything else unchanged."""
+                   dtype: torch.dtype | None = None, name: str = "") -> Any:
+    """``value`` (of column ``name``) as a tensor (of ``shape`` and ``dtype`` when given)
+    where it is numeric; a list of arrays as a list of tensors; anything else unchanged.
+
+    Raises:
+        SchemaError: a list of Python ints that neither int64 nor uint64 holds.
+    """
     if isinstance(value, torch.Tensor):
         return value
     if isinstance(value, np.ndarray):
@@ -70,8 +79,8 @@ def value_to_torch(value: Any, shape: tuple[int, ...] | None,
     if isinstance(value, (list, tuple)) and (value or dtype is not None) and all(
         isinstance(v, (bool, int, float)) for v in value
     ):
-        if dtype is None and any(isinstance(v, float) for v in value):
-            dtype = torch.float64  # Python floats are doubles (torch.tensor would say float32)
+        if dtype is None:
+            dtype = _list_dtype(value, name)
         t = torch.tensor(value, dtype=dtype)
         return t.reshape(shape) if shape is not None else t
     # A batch's tensor column with nulls stays a list: its arrays become tensors all the
@@ -81,3 +90,25 @@ def value_to_torch(value: Any, shape: tuple[int, ...] | None,
     ):
         return [None if v is None else value_to_torch(v, None) for v in value]
     return value
+
+
+def _list_dtype(values: list[Any] | tuple[Any, ...], name: str) -> torch.dtype | None:
+    """The dtype of a list of Python numbers without a column type: float64 when it holds a
+    float (Python floats are doubles; torch.tensor would say float32), uint64 for ints from
+    2**63 up (as ``batch()`` stacks them), else torch's own choice (int64 or bool)."""
+    if any(isinstance(v, float) for v in values):
+        return torch.float64
+    big = [v for v in values if v not in _INT64]
+    if not big:
+        return None
+    if all(v in _UINT64 for v in values):
+        return torch.uint64
+    bad = next((v for v in big if v not in _UINT64), None)
+    why = (f"{shown(bad)} is outside int64 and uint64" if bad is not None else
+           f"{shown(big[0])} needs uint64, and {min(values)} is negative")
+    raise SchemaError(
+        f"column {name!r}: the list of ints {shown(values)} fits no torch integer dtype "
+        f"({why}); make it floats or strings in a map (float(v), str(v)), or pass "
+        "to_tensors=False to keep Python ints"
+    )
+
