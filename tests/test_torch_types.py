@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from dload_arrow import Repository  # noqa: E402
-from dload_arrow.torch import as_iterable_dataset, collate  # noqa: E402
+from dload_arrow.torch import as_iterable_dataset, collate, to_torch  # noqa: E402
 
 
 def _items(pipe: Any) -> list[Any]:
@@ -75,3 +75,41 @@ def test_a_list_of_ints_from_2_63_up_is_a_uint64_tensor(repo: Repository) -> Non
     repo.commit("f", [(f"k{i}", {"x": i}) for i in range(4)], progress=False)
     got = _items(repo.dataset("f").pipeline().map(lambda s: {"v": [2**63, s["x"]]}))
     assert got[1]["v"].dtype == torch.uint64 and got[1]["v"].tolist() == [2**63, 1]
+
+
+def _tensor_table(value_type: pa.DataType, permutation: list[int] | None = None) -> pa.Table:
+    typ = pa.fixed_shape_tensor(value_type, [2, 3], permutation=permutation)
+    flat = [[10 * i + j for j in range(6)] for i in range(5)]
+    storage = pa.array(flat, pa.list_(value_type, 6))
+    return pa.table({"__key__": [f"k{i}" for i in range(5)],
+                     "t": pa.ExtensionArray.from_storage(typ, storage)})
+
+
+@pytest.mark.parametrize("value_type", [pa.float64(), pa.int16(), pa.float16()])
+@pytest.mark.parametrize("permutation", [None, [1, 0]])
+def test_fixed_shape_tensor_columns_keep_shape_and_value_type(
+        repo: Repository, value_type: pa.DataType, permutation: list[int] | None) -> None:
+    table = _tensor_table(value_type, permutation)
+    repo.commit("t", table, progress=False)
+    want = torch.from_numpy(np.array(table.column("t").combine_chunks().to_numpy_ndarray()))
+    assert want.shape == ((5, 2, 3) if permutation is None else (5, 3, 2))
+    pipe = repo.dataset("t").pipeline()
+    arrow = to_torch(repo.dataset("t").to_arrow())  # Arrow columns: column_to_tensor
+    stacked = _items(pipe.batch(5))[0]  # numpy blocks
+    samples = _items(pipe)
+    for got in (arrow["t"], stacked["t"], torch.stack([s["t"] for s in samples])):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+    assert samples[3]["t"].shape == want.shape[1:]
+    assert isinstance(repo.dataset("t").get("k1")["t"], np.ndarray)  # as a tensor column
+    sliced = to_torch(repo.dataset("t").to_arrow().slice(2, 2))["t"]  # an offset into buffers
+    assert torch.equal(sliced, want[2:4])
+
+
+def test_a_missing_fixed_shape_tensor_stays_none(repo: Repository) -> None:
+    typ = pa.fixed_shape_tensor(pa.float32(), [2])
+    storage = pa.array([[1.0, 2.0], None], pa.list_(pa.float32(), 2))
+    table = pa.table({"__key__": ["a", "b"], "t": pa.ExtensionArray.from_storage(typ, storage)})
+    repo.commit("t", table, progress=False)
+    a, b = _items(repo.dataset("t").pipeline())
+    assert a["t"].dtype == torch.float32 and a["t"].tolist() == [1.0, 2.0] and b["t"] is None
+    assert to_torch(repo.dataset("t").to_arrow())["t"] == [[1.0, 2.0], None]

@@ -4,7 +4,8 @@
   (``torch.from_numpy`` of a zero-copy numpy view).
 - A fixed-size list of numbers (how dload stores numpy arrays) becomes one tensor of shape
   ``(rows, *shape)``, the shape read from the field metadata ``dload.shape``, again over the
-  values buffer.
+  values buffer. Arrow's ``fixed_shape_tensor`` extension columns do the same with their own
+  shape (and permutation), keeping the value type.
 - Booleans (bit-packed in Arrow) and columns with nulls need a copy; numeric columns with nulls
   stay Python lists (``None`` kept) so a missing value is never silently a number.
 - Strings and binary blobs (JPEG, FLAC bytes, keys) stay Python ``str`` / ``bytes`` lists.
@@ -28,6 +29,7 @@ from dload_arrow.arrays import numpy_values, pylist
 from dload_arrow.errors import shown
 from dload_arrow.pipeline.batching import check_same_columns
 from dload_arrow.store.rows import field_shape
+from dload_arrow.tensor_arrays import fixed_shape_block, is_fixed_shape_tensor
 from dload_arrow.torch.values import from_numpy, torch_dtype, value_to_torch
 
 __all__ = ["collate", "column_to_tensor", "sample_to_torch", "to_torch"]
@@ -71,6 +73,9 @@ def column_to_tensor(column: pa.Array | pa.ChunkedArray, field: pa.Field | None 
         return pylist(column)
     if _numeric(typ):
         return from_numpy(_flat_numpy(column))
+    if is_fixed_shape_tensor(typ):  # Arrow's tensor extension: its shape and value type
+        block = fixed_shape_block(column)
+        return from_numpy(block) if block is not None else pylist(column)
     if pa.types.is_fixed_size_list(typ) and _numeric(typ.value_type):
         values = column.flatten()  # honours the array's offset, no copy
         if values.null_count:
