@@ -113,3 +113,37 @@ def test_a_missing_fixed_shape_tensor_stays_none(repo: Repository) -> None:
     a, b = _items(repo.dataset("t").pipeline())
     assert a["t"].dtype == torch.float32 and a["t"].tolist() == [1.0, 2.0] and b["t"] is None
     assert to_torch(repo.dataset("t").to_arrow())["t"] == [[1.0, 2.0], None]
+
+
+_NARROW = pa.schema([("i8", pa.int8()), ("i16", pa.int16()), ("u8", pa.uint8()),
+                     ("f16", pa.float16()), ("f32", pa.float32()), ("b", pa.bool_())])
+_NARROW_TORCH = {"i8": torch.int8, "i16": torch.int16, "u8": torch.uint8,
+                 "f16": torch.float16, "f32": torch.float32, "b": torch.bool}
+
+
+@pytest.mark.parametrize("how", ["batch", "sample", "unbatch", "unbatch-batch"])
+def test_narrow_columns_keep_their_dtype_through_batch_and_unbatch(
+        repo: Repository, how: str) -> None:
+    rows = [(f"k{i}", {"i8": -i, "i16": 300 * i, "u8": 200 + i, "f16": np.float16(i / 4),
+                       "f32": i / 8, "b": i % 2 == 0}) for i in range(6)]
+    repo.commit("n", rows, schema=_NARROW, progress=False)
+    pipe = repo.dataset("n").pipeline()
+    pipe = {"batch": pipe.batch(3), "sample": pipe, "unbatch": pipe.batch(4).unbatch(),
+            "unbatch-batch": pipe.batch(4).unbatch().batch(3)}[how]
+    items = _items(pipe)
+    got = {c: [t.dtype for t in (x[c] for x in items)] for c in _NARROW_TORCH}
+    assert got == {c: [d] * len(items) for c, d in _NARROW_TORCH.items()}
+    first = items[0]["i8"]
+    assert (first.tolist() if first.dim() else [first.item()])[0] == 0
+    if how == "unbatch":
+        assert [int(x["u8"]) for x in items] == [200 + i for i in range(6)]
+
+
+def test_numpy_scalars_keep_their_dtype_after_a_map(repo: Repository) -> None:
+    repo.commit("n", [(f"k{i}", {"x": i}) for i in range(4)], progress=False)
+    pipe = repo.dataset("n").pipeline().map(
+        lambda s: {"a": np.int8(s["x"]), "b": np.uint16(s["x"]), "c": np.bool_(True)})
+    item = _items(pipe)[1]
+    assert (item["a"].dtype, item["b"].dtype, item["c"].dtype) == (
+        torch.int8, torch.uint16, torch.bool)
+    assert item["a"].item() == 1

@@ -72,7 +72,7 @@ def value_to_torch(value: Any, shape: tuple[int, ...] | None,
             return value  # no default torch dtype holds it: it stays an int (a list, batched)
         return torch.tensor(value, dtype=dtype)
     if isinstance(value, np.generic) and value.dtype.kind in "biuf":
-        if dtype is None and value.dtype.kind == "f":  # np.float32 stays float32, and so on
+        if dtype is None:  # np.float32 stays float32, np.int8 int8, and so on
             return from_numpy(np.asarray(value)).clone()
         return torch.tensor(value.item(), dtype=dtype)
     # A list column is a tensor in every row (an empty one too) when its type is known.
