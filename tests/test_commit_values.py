@@ -83,6 +83,23 @@ def test_values_no_column_can_hold_are_refused_naming_the_sample(
     assert "sample 'b', column 'x'" in str(err.value)
 
 
+@pytest.mark.parametrize(("value", "other", "match"), [
+    ([2**64], [1], r"integer 18446744073709551616 \(inside a list or dict\) .*\(no integer "
+                   r"column holds it"),
+    ([1, 2**63], [1], r"pa\.list_\(pa\.uint64\(\)\)"),
+    ({"a": [2**63]}, {"a": [-1]}, "sample 'o' has -1, a negative value"),
+])
+def test_a_nested_int_beyond_int64_is_refused_as_a_top_level_one_is(
+        repo: Repository, value: Any, other: Any, match: str) -> None:
+    with pytest.raises(SchemaError, match=match) as err:
+        repo.commit("d", [("o", {"x": other}), ("b", {"x": value})], progress=False)
+    assert "sample 'b', column 'x'" in str(err.value)
+    if value == [1, 2**63]:  # the fix the message gives works
+        repo.commit("d", [("b", {"x": value})], progress=False,
+                    schema=pa.schema([("x", pa.list_(pa.uint64()))]))
+        assert repo.dataset("d").get("b")["x"] == value
+
+
 def test_a_polars_lazyframe_is_collected_and_committed(repo: Repository) -> None:
     import polars as pl
 

@@ -7,6 +7,7 @@ that cursor, so a checkpoint between batches restores exactly. ``shard``/``skip`
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -23,19 +24,29 @@ from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State, stop_erro
 __all__ = ["BatchPipe", "UnbatchPipe", "check_same_columns", "default_collate"]
 
 
-def default_collate(items: Chunk) -> Any:
+def default_collate(items: Chunk, schema: pa.Schema | None = None) -> Any:
     """A batch as a dict of column -> numpy array (numbers, tensors) or list (the rest).
 
     A RecordBatch collates column by column without leaving Arrow until the numpy step; a
-    list of dicts is stacked key by key; any other list stays a list. Torch tensors are the
-    torch adapter's job (``dload_arrow.torch``).
+    list of dicts is stacked key by key (numbers in their column's type when ``schema``, the
+    rows' schema, gives one); any other list stays a list. Torch tensors are the torch
+    adapter's job (``dload_arrow.torch``).
     """
     if isinstance(items, pa.RecordBatch):
         return {f.name: column_values(items, i) for i, f in enumerate(items.schema)}
     if items and all(isinstance(x, Mapping) for x in items):
         check_same_columns(items)
-        return {k: _stack([x[k] for x in items]) for k in items[0]}
+        types = {} if schema is None else {f.name: f.type for f in schema}
+        return {k: _stack([x[k] for x in items], _numpy_dtype(types.get(k)))
+                for k in items[0]}
     return list(items)
+
+
+def _numpy_dtype(typ: pa.DataType | None) -> np.dtype | None:
+    if typ is None or not (pa.types.is_integer(typ) or pa.types.is_floating(typ)
+                           or pa.types.is_boolean(typ)):
+        return None
+    return np.dtype(typ.to_pandas_dtype())
 
 
 def check_same_columns(items: Sequence[Mapping[str, Any]]) -> None:
@@ -50,7 +61,7 @@ def check_same_columns(items: Sequence[Mapping[str, Any]]) -> None:
             )
 
 
-def _stack(values: list[Any]) -> Any:
+def _stack(values: list[Any], dtype: np.dtype | None = None) -> Any:
     first = values[0]
     if isinstance(first, np.ndarray) and all(
         isinstance(v, np.ndarray) and v.shape == first.shape for v in values
@@ -59,6 +70,8 @@ def _stack(values: list[Any]) -> Any:
     if isinstance(first, (bool, int, float, np.number, np.bool_)) and all(
         isinstance(v, (bool, int, float, np.number, np.bool_)) for v in values
     ):
+        if dtype is not None:  # a dataset column's values (after unbatch): its own type
+            return np.asarray(values, dtype=dtype)
         arr = np.asarray(values)
         if arr.dtype.kind in "fO":  # numpy would round (or box) Python ints beyond int64
             ints = [v for v in values if type(v) is int]
@@ -66,6 +79,8 @@ def _stack(values: list[Any]) -> Any:
                 return np.asarray(values, dtype=np.uint64)
             if any(not -(2**53) <= v <= 2**53 for v in ints):
                 return values  # no numpy dtype holds them exactly: Python ints, as given
+        if arr.dtype.char == "Q":  # ints >= 2**63: numpy's ulonglong, as np.uint64 (Arrow's)
+            arr = arr.view(np.uint64)
         return arr
     return values
 
@@ -95,8 +110,13 @@ class BatchPipe(Pipeline):
         return n // self.size if self.drop_last else -(-n // self.size)
 
     def _build(self, epoch: int) -> Node:
-        return _BatchNode(self._children[0]._build(epoch), self.size, self.drop_last,
-                          self.collate or default_collate)
+        collate = self.collate
+        if collate is None:  # rows that lost their numpy types (unbatched) get them back
+            schema = self._children[0].schema
+            collate = default_collate if schema is None else functools.partial(
+                default_collate, schema=schema)
+        return _BatchNode(self._children[0]._build(epoch), self.size, self.drop_last, collate,
+                          self.collate is None)
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         if count * block * self.size > MAX_COUNT:  # positions below are int64 rows
@@ -111,9 +131,10 @@ class BatchPipe(Pipeline):
 
 class _BatchNode(Node):
     def __init__(self, child: Node, size: int, drop_last: bool,
-                 collate: Callable[[Chunk], Any]) -> None:
+                 collate: Callable[[Chunk], Any], default: bool) -> None:
         self.cursor = ItemCursor(child)
         self.size, self.drop_last, self.collate = size, drop_last, collate
+        self.default = default  # the default collate, which takes a RecordBatch as it is
         self.cheap_skip = child.cheap_skip
         self._redo: State | None = None  # the cursor before a batch that failed
 
@@ -157,7 +178,7 @@ class _BatchNode(Node):
         if have == 0 or (have < self.size and self.drop_last):
             raise StopIteration
         chunk = concat_chunks(parts)
-        if self.collate is not default_collate:  # a user's collate gets the items (dicts)
+        if not self.default:  # a user's collate gets the items (dicts)
             chunk = chunk_items(chunk)
         try:
             return [self.collate(chunk)]
@@ -177,6 +198,14 @@ class _BatchNode(Node):
 
 class UnbatchPipe(Pipeline):
     op = "unbatch"
+
+    def _schema(self) -> pa.Schema | None:
+        # Unbatching what the default collate made of rows gives those rows back: the torch
+        # adapter then types them by their columns (an int8 column stays int8, not int64).
+        child = self._children[0]
+        if isinstance(child, BatchPipe) and child.collate is None:
+            return child._children[0].schema
+        return None
 
     def _build(self, epoch: int) -> Node:
         return _UnbatchNode(self._children[0]._build(epoch))

@@ -18,6 +18,7 @@ from dload_arrow.pipeline.views import take_rows
 from dload_arrow.read.samples import batch_to_samples
 from dload_arrow.read.samples import column_values as sample_values
 from dload_arrow.store.rows import field_shape
+from dload_arrow.tensor_arrays import fixed_shape_block, is_fixed_shape_tensor
 
 __all__ = [
     "Chunk",
@@ -55,6 +56,9 @@ def column_values(batch: pa.RecordBatch, i: int) -> Any:
     tensor column with nulls: a list of arrays of its shape and None)."""
     field = batch.schema.field(i)
     col = batch.column(i)
+    if is_fixed_shape_tensor(col.type):
+        block = fixed_shape_block(col)
+        return block if block is not None else sample_values(field, col)
     shape = field_shape(field)
     if (shape is None and pa.types.is_fixed_size_list(col.type) and _numeric(col.type.value_type)
             and col.flatten().null_count == 0):  # (a missing number stays a list: no NaN)

@@ -1,8 +1,9 @@
 """Record batches to per-sample dicts, column by column (never cell by cell where avoidable).
 
-Tensor columns (fixed-size lists with a ``dload.shape`` in their field metadata) become numpy
-arrays of that shape, one per sample, cut from one array per batch; binary columns become
-``bytes``; everything else is what ``to_pylist`` gives.
+Tensor columns (fixed-size lists with a ``dload.shape`` in their field metadata, and Arrow's
+``fixed_shape_tensor`` columns) become numpy arrays of their shape, one per sample, cut from
+one array per batch; binary columns become ``bytes``; everything else is what ``to_pylist``
+gives.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.arrays import list_slots, numpy_values, pylist
 from dload_arrow.store.rows import field_shape
+from dload_arrow.tensor_arrays import fixed_shape_rows, is_fixed_shape_tensor
 
 __all__ = ["batch_to_samples", "column_values", "iter_samples", "row_to_sample"]
 
@@ -25,6 +27,8 @@ def column_values(field: pa.Field, arr: pa.Array | pa.ChunkedArray) -> list[Any]
     """The Python values of one column, tensors as numpy arrays shaped by the field."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    if is_fixed_shape_tensor(arr.type):
+        return fixed_shape_rows(arr)
     shape = field_shape(field)
     if shape is None or not pa.types.is_fixed_size_list(arr.type):
         return pylist(arr)

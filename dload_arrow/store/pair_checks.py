@@ -1,9 +1,10 @@
 """Checks of (key, dict) pairs and sample dicts that name the sample: a key that is not
 text, a struct field its column lacks, an array that a shapeless fixed-size list would
-flatten."""
+flatten, an integer no inferred column holds."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import pyarrow as pa
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.cast_check import extra_field_check
 
-__all__ = ["encodes", "key_of", "refuse_extra_fields", "refuse_flattening"]
+__all__ = ["encodes", "int_overflow_error", "key_of", "refuse_extra_fields", "refuse_flattening"]
 
 
 def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
@@ -62,3 +63,42 @@ def encodes(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _ints(value: Any) -> Iterator[int]:
+    """The Python ints in ``value``, inside lists, tuples and dicts too (bools are not)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _ints(v)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from _ints(v)
+
+
+def int_overflow_error(rows: list[tuple[str, Mapping[str, Any]]], col: str) -> SchemaError:
+    """The error for column ``col``, whose type inference overflowed: the first sample with
+    an integer outside int64 (at the top level or inside a list or dict), and what holds it."""
+    found = [(k, v, v is r.get(col)) for k, r in rows for v in _ints(r.get(col))]
+    big = next((f for f in found if not -(2**63) <= f[1] < 2**63), None)
+    if big is None:  # not an int of ours that overflowed: say what we know
+        return SchemaError(f"column {col!r}: a value does not fit any integer column; store "
+                           "the column as a string or a float, or pass schema=")
+    key, value, top = big
+    neg = next(((k, v) for k, v, _ in found if v < 0), None)
+    where = "" if top else " (inside a list or dict)"
+    if not 0 <= value < 2**64:
+        fits = "store it as a string or a float (no integer column holds it)"
+    elif neg is None:
+        fits = (f"declare the column unsigned: schema=pa.schema([({col!r}, pa.uint64())]), "
+                "or store it as a string or a float") if top else (
+                f"declare its integers unsigned, e.g. schema=pa.schema([({col!r}, "
+                "pa.list_(pa.uint64()))]) for a list of ints, or store them as strings or floats")
+    else:
+        fits = (f"an unsigned column (uint64) would hold it, but sample {neg[0]!r} has "
+                f"{neg[1]}, a negative value: no integer column holds both; store the column "
+                "as a string or a float")
+    return SchemaError(
+        f"sample {key!r}, column {col!r}: integer {shown(value)}{where} is outside the range of a "
+        f"signed 64-bit integer column, the type inferred; {fits}")

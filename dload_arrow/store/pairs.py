@@ -27,7 +27,13 @@ from dload_arrow.arrays import inferred_type, typed_array
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.lossless import check_whole_numbers
 from dload_arrow.store.names import KEY_COLUMN
-from dload_arrow.store.pair_checks import encodes, key_of, refuse_extra_fields, refuse_flattening
+from dload_arrow.store.pair_checks import (
+    encodes,
+    int_overflow_error,
+    key_of,
+    refuse_extra_fields,
+    refuse_flattening,
+)
 from dload_arrow.store.rows import SHAPE_META, field_shape
 
 __all__ = ["samples_to_batches", "tensor_column"]
@@ -70,23 +76,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
             try:
                 typ = inferred_type(_without_nat([r.get(col) for _, r in rows]))
             except OverflowError as e:
-                big = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
-                            and not -(2**63) <= v < 2**63), (rows[0][0], value))
-                neg = next(((k, v) for k, r in rows if isinstance(v := r.get(col), int)
-                            and v < 0), None)
-                if not 0 <= big[1] < 2**64:
-                    fits = "store it as a string or a float (no integer column holds it)"
-                elif neg is None:
-                    fits = (f"declare the column unsigned: schema=pa.schema([({col!r}, "
-                            "pa.uint64())]), or store it as a string or a float")
-                else:
-                    fits = (f"an unsigned column (uint64) would hold it, but sample "
-                            f"{neg[0]!r} has {neg[1]}, a negative value: no integer column "
-                            "holds both; store the column as a string or a float")
-                raise SchemaError(
-                    f"sample {big[0]!r}, column {col!r}: integer {shown(big[1])} is outside "
-                    f"the range of a signed 64-bit integer column, the type inferred; {fits}"
-                ) from e
+                raise int_overflow_error(rows, col) from e
             except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
                 raise SchemaError(
                     f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "

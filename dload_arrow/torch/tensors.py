@@ -4,7 +4,8 @@
   (``torch.from_numpy`` of a zero-copy numpy view).
 - A fixed-size list of numbers (how dload stores numpy arrays) becomes one tensor of shape
   ``(rows, *shape)``, the shape read from the field metadata ``dload.shape``, again over the
-  values buffer.
+  values buffer. Arrow's ``fixed_shape_tensor`` extension columns do the same with their own
+  shape (and permutation), keeping the value type.
 - Booleans (bit-packed in Arrow) and columns with nulls need a copy; numeric columns with nulls
   stay Python lists (``None`` kept) so a missing value is never silently a number.
 - Strings and binary blobs (JPEG, FLAC bytes, keys) stay Python ``str`` / ``bytes`` lists.
@@ -16,7 +17,6 @@ writing in place).
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,16 +29,10 @@ from dload_arrow.arrays import numpy_values, pylist
 from dload_arrow.errors import shown
 from dload_arrow.pipeline.batching import check_same_columns
 from dload_arrow.store.rows import field_shape
+from dload_arrow.tensor_arrays import fixed_shape_block, is_fixed_shape_tensor
+from dload_arrow.torch.values import from_numpy, torch_dtype, value_to_torch
 
 __all__ = ["collate", "column_to_tensor", "sample_to_torch", "to_torch"]
-
-
-def _from_numpy(arr: np.ndarray) -> torch.Tensor:
-    # Arrow buffers are immutable, so numpy views over them are read-only; torch warns about
-    # that on every from_numpy. The tensor is documented as read-only, so silence only that.
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return torch.from_numpy(arr)
 
 
 def _numeric(typ: pa.DataType) -> bool:
@@ -78,7 +72,10 @@ def column_to_tensor(column: pa.Array | pa.ChunkedArray, field: pa.Field | None 
     if column.null_count:
         return pylist(column)
     if _numeric(typ):
-        return _from_numpy(_flat_numpy(column))
+        return from_numpy(_flat_numpy(column))
+    if is_fixed_shape_tensor(typ):  # Arrow's tensor extension: its shape and value type
+        block = fixed_shape_block(column)
+        return from_numpy(block) if block is not None else pylist(column)
     if pa.types.is_fixed_size_list(typ) and _numeric(typ.value_type):
         values = column.flatten()  # honours the array's offset, no copy
         if values.null_count:
@@ -87,7 +84,7 @@ def column_to_tensor(column: pa.Array | pa.ChunkedArray, field: pa.Field | None 
         if shape is None:
             shape = (typ.list_size,)
         flat = _flat_numpy(values)
-        return _from_numpy(flat.reshape((len(column), *shape)))
+        return from_numpy(flat.reshape((len(column), *shape)))
     return pylist(column)
 
 
@@ -113,55 +110,6 @@ def to_torch(item: Any, schema: pa.Schema | None = None) -> Any:
     return item
 
 
-_DTYPES = {
-    "bool": torch.bool, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32,
-    "int64": torch.int64, "uint8": torch.uint8, "uint16": torch.uint16,
-    "uint32": torch.uint32, "uint64": torch.uint64, "halffloat": torch.float16,
-    "float": torch.float32, "double": torch.float64,
-}
-
-
-def torch_dtype(typ: pa.DataType) -> torch.dtype | None:
-    """The torch dtype of a numeric column, or of a list column's numbers; None otherwise."""
-    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
-        typ = typ.value_type
-    return _DTYPES.get(str(typ))
-
-
-def _value_to_torch(value: Any, shape: tuple[int, ...] | None,
-                    dtype: torch.dtype | None = None) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind in "biuf":
-            t = _from_numpy(value)
-            return t.reshape(shape) if shape is not None else t
-        return value
-    if isinstance(value, float) and dtype is None:  # as torch's default_collate: float64
-        return torch.tensor(value, dtype=torch.float64)
-    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
-        if dtype is None and type(value) is int and not -(2**63) <= value < 2**63:
-            return value  # no default torch dtype holds it: it stays an int (a list, batched)
-        return torch.tensor(value, dtype=dtype)
-    if isinstance(value, np.generic) and value.dtype.kind in "biuf":
-        if dtype is None and value.dtype.kind == "f":  # np.float32 stays float32, and so on
-            return torch.from_numpy(np.asarray(value)).clone()
-        return torch.tensor(value.item(), dtype=dtype)
-    # A list column is a tensor in every row (an empty one too) when its type is known.
-    if isinstance(value, (list, tuple)) and (value or dtype is not None) and all(
-        isinstance(v, (bool, int, float)) for v in value
-    ):
-        t = torch.tensor(value, dtype=dtype)
-        return t.reshape(shape) if shape is not None else t
-    # A batch's tensor column with nulls stays a list: its arrays become tensors all the
-    # same (as torch's default_convert makes them in a DataLoader, so both paths agree).
-    if isinstance(value, list) and any(isinstance(v, np.ndarray) for v in value) and all(
-        v is None or isinstance(v, np.ndarray) for v in value
-    ):
-        return [None if v is None else _value_to_torch(v, None) for v in value]
-    return value
-
-
 def sample_to_torch(sample: Mapping[str, Any], schema: pa.Schema | None = None) -> dict[str, Any]:
     """One sample dict: numbers and numeric arrays/lists become tensors, the rest stays.
 
@@ -177,7 +125,7 @@ def sample_to_torch(sample: Mapping[str, Any], schema: pa.Schema | None = None) 
         raise TypeError(f"sample_to_torch(schema={shown(schema)}): schema must be a pyarrow "
                         f"Schema (e.g. ds.schema) or None, got {kind(schema)}")
     columns = _columns(schema) if schema is not None else {}
-    return {name: _value_to_torch(value, *columns.get(name, (None, None)))
+    return {name: value_to_torch(value, *columns.get(name, (None, None)), name=name)
             for name, value in sample.items()}
 
 
@@ -205,7 +153,7 @@ def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     check_same_columns(samples)
     out: dict[str, Any] = {}
     for name in samples[0]:
-        values = [_value_to_torch(s[name], None) for s in samples]
+        values = [value_to_torch(s[name], None, name=name) for s in samples]
         if all(isinstance(v, torch.Tensor) for v in values) and all(
             v.shape == values[0].shape and v.dtype == values[0].dtype for v in values
         ):
