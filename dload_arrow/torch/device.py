@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -27,6 +26,7 @@ import torch.utils.data
 
 from dload_arrow.args import kind
 from dload_arrow.errors import ConfigError, shown
+from dload_arrow.torch.accelerators import resolve_device
 
 __all__ = ["DeviceLoader", "move_to", "to_device"]
 
@@ -220,7 +220,8 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
         loader: any iterable of tensors / dicts / lists of tensors (a DataLoader,
             :class:`StatefulLoader`, StatefulDataLoader).
         device: e.g. ``"cuda"``, ``"cuda:1"``, ``"cpu"``. A CUDA device without CUDA falls
-            back to the CPU, with a warning.
+            back to the CPU, with a warning; any other device missing here (``"mps"`` on
+            Linux, ``"cuda:3"`` on a 2-GPU machine) is a ConfigError naming those available.
         prefetch: items in flight (the queue's bound), >= 1.
 
     Returns:
@@ -231,18 +232,7 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
                         f"batches (a DataLoader, StatefulLoader, ...), got {kind(loader)}")
     if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
         raise ConfigError(f"prefetch={prefetch!r}: need an int >= 1 (items in flight)")
-    if isinstance(device, bool) or not isinstance(device, str | torch.device):
-        raise ConfigError(f"to_device: device={device!r}: give a name such as 'cuda', "
-                          "'cuda:1' or 'cpu', or a torch.device")
-    try:
-        dev = torch.device(device)
-    except RuntimeError as e:
-        raise ConfigError(f"to_device: device={device!r} is not a device name ({e}); give "
-                          "'cuda', 'cuda:1' or 'cpu'") from e
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        warnings.warn(f"to_device({str(dev)!r}): CUDA is not available here; the items stay "
-                      "on the CPU", stacklevel=2)
-        dev = torch.device("cpu")
+    dev = resolve_device(device)
     return DeviceLoader(loader, dev, prefetch)
 
 
