@@ -91,6 +91,9 @@ class DeviceLoader:
         self.cuda = device.type == "cuda" and torch.cuda.is_available()
         self._link = _Link()
         self._dataset = _stream_dataset(loader)
+        # Workers delivering out of turn: what the loop received is no prefix of the stream.
+        self._unordered = getattr(loader, "in_order", True) is False and \
+            getattr(loader, "num_workers", 0) > 0
 
     @property
     def _state(self) -> Any:
@@ -106,6 +109,8 @@ class DeviceLoader:
 
     def _live(self) -> Any:
         """The wrapped loader's state now (items in this wrapper's queue counted)."""
+        if self._unordered:
+            return None  # none is right (state_dict() says why); torchdata warns per call
         if self._dataset is not None:
             return self._dataset.live_state()
         return self.loader.state_dict() if hasattr(self.loader, "state_dict") else None
@@ -195,6 +200,14 @@ class DeviceLoader:
 
         A loader that keeps no state (a plain DataLoader with workers) is a ConfigError that
         says which loader to use, never a silent None."""
+        if self._unordered:
+            raise ConfigError(
+                f"to_device: the wrapped {type(self.loader).__name__} has in_order=False with "
+                f"{self.loader.num_workers} workers, which deliver items out of turn, so no "
+                "state can say which items the loop received (a resume would repeat some and "
+                "skip others); keep in_order=True (the default) to checkpoint, as "
+                "dload_arrow.torch.StatefulLoader requires"
+            )
         state = self._live() if self._state is None else self._state
         if state is not None:
             return state
