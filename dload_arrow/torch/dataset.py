@@ -24,7 +24,7 @@ from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
 from dload_arrow.torch.cursor import Cursor, deal_of, rank_length, stream_share
-from dload_arrow.torch.ranks import env_int, resolve_rank
+from dload_arrow.torch.ranks import local_world_size, resolve_rank
 from dload_arrow.torch.source import (
     as_source,
     check_length,
@@ -170,8 +170,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         check = getattr(self.pipe, "check", None)
         if check is None:
             return None
-        local_ranks = env_int("LOCAL_WORLD_SIZE") or 1
-        return check(consumers=max(num_workers, 1) * local_ranks)
+        return check(consumers=max(num_workers, 1) * local_world_size())
 
     # --- iteration -----------------------------------------------------------------------
 
@@ -245,7 +244,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
     def _iterate(self, info: Any) -> Iterator[Any]:
         worker, workers = (0, 0) if info is None else (info.id, info.num_workers)
         # What a full shuffle holds is checked for every consumer of this machine's memory.
-        set_local_consumers(max(workers, 1) * (env_int("LOCAL_WORLD_SIZE") or 1))
+        set_local_consumers(max(workers, 1) * local_world_size())
         plan, yielded = self._begin(info)
         cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)
         self._cursor = cursor

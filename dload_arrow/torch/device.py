@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -27,6 +26,7 @@ import torch.utils.data
 
 from dload_arrow.args import kind
 from dload_arrow.errors import ConfigError, shown
+from dload_arrow.torch.accelerators import resolve_device
 
 __all__ = ["DeviceLoader", "move_to", "to_device"]
 
@@ -91,6 +91,9 @@ class DeviceLoader:
         self.cuda = device.type == "cuda" and torch.cuda.is_available()
         self._link = _Link()
         self._dataset = _stream_dataset(loader)
+        # Workers delivering out of turn: what the loop received is no prefix of the stream.
+        self._unordered = getattr(loader, "in_order", True) is False and \
+            getattr(loader, "num_workers", 0) > 0
 
     @property
     def _state(self) -> Any:
@@ -106,6 +109,8 @@ class DeviceLoader:
 
     def _live(self) -> Any:
         """The wrapped loader's state now (items in this wrapper's queue counted)."""
+        if self._unordered:
+            return None  # none is right (state_dict() says why); torchdata warns per call
         if self._dataset is not None:
             return self._dataset.live_state()
         return self.loader.state_dict() if hasattr(self.loader, "state_dict") else None
@@ -195,6 +200,14 @@ class DeviceLoader:
 
         A loader that keeps no state (a plain DataLoader with workers) is a ConfigError that
         says which loader to use, never a silent None."""
+        if self._unordered:
+            raise ConfigError(
+                f"to_device: the wrapped {type(self.loader).__name__} has in_order=False with "
+                f"{self.loader.num_workers} workers, which deliver items out of turn, so no "
+                "state can say which items the loop received (a resume would repeat some and "
+                "skip others); keep in_order=True (the default) to checkpoint, as "
+                "dload_arrow.torch.StatefulLoader requires"
+            )
         state = self._live() if self._state is None else self._state
         if state is not None:
             return state
@@ -220,7 +233,8 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
         loader: any iterable of tensors / dicts / lists of tensors (a DataLoader,
             :class:`StatefulLoader`, StatefulDataLoader).
         device: e.g. ``"cuda"``, ``"cuda:1"``, ``"cpu"``. A CUDA device without CUDA falls
-            back to the CPU, with a warning.
+            back to the CPU, with a warning; any other device missing here (``"mps"`` on
+            Linux, ``"cuda:3"`` on a 2-GPU machine) is a ConfigError naming those available.
         prefetch: items in flight (the queue's bound), >= 1.
 
     Returns:
@@ -231,18 +245,7 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
                         f"batches (a DataLoader, StatefulLoader, ...), got {kind(loader)}")
     if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
         raise ConfigError(f"prefetch={prefetch!r}: need an int >= 1 (items in flight)")
-    if isinstance(device, bool) or not isinstance(device, str | torch.device):
-        raise ConfigError(f"to_device: device={device!r}: give a name such as 'cuda', "
-                          "'cuda:1' or 'cpu', or a torch.device")
-    try:
-        dev = torch.device(device)
-    except RuntimeError as e:
-        raise ConfigError(f"to_device: device={device!r} is not a device name ({e}); give "
-                          "'cuda', 'cuda:1' or 'cpu'") from e
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        warnings.warn(f"to_device({str(dev)!r}): CUDA is not available here; the items stay "
-                      "on the CPU", stacklevel=2)
-        dev = torch.device("cpu")
+    dev = resolve_device(device)
     return DeviceLoader(loader, dev, prefetch)
 
 

@@ -16,7 +16,7 @@ import torch.distributed
 from dload_arrow.args import MAX_COUNT
 from dload_arrow.errors import ConfigError
 
-__all__ = ["env_int", "resolve_rank"]
+__all__ = ["env_count", "env_int", "local_world_size", "resolve_rank"]
 
 
 def env_int(name: str) -> int | None:
@@ -30,19 +30,42 @@ def env_int(name: str) -> int | None:
         raise ConfigError(f"environment variable {name}={raw!r} is not an integer") from e
 
 
+def env_count(name: str) -> int | None:
+    """Environment variable ``name`` as a process count (>= 1); None when unset or empty.
+
+    0 or a negative count is a launcher's mistake, never "one process": refused, named."""
+    n = env_int(name)
+    if n is not None and n < 1:
+        raise ConfigError(
+            f"environment variable {name}={os.environ[name]!r}: a process count must be >= 1; "
+            f"set it to the job's number of processes (torchrun does), or unset it for one"
+        )
+    return n
+
+
+def local_world_size() -> int:
+    """The ranks on this machine: ``LOCAL_WORLD_SIZE`` (set by torchrun), else 1."""
+    return env_count("LOCAL_WORLD_SIZE") or 1
+
+
 def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tuple[int, int]:
     """``(rank, world_size)``: the arguments, else torch.distributed, else RANK / WORLD_SIZE.
 
-    Without any of them: rank 0 of 1.
+    Without any of them: rank 0 of 1. An environment value that is not an integer, a
+    ``WORLD_SIZE`` below 1 or a ``RANK`` outside ``0 .. WORLD_SIZE - 1`` is a ConfigError
+    naming the variable.
     """
     rank = _int_or_none("rank", rank)
     world_size = _int_or_none("world_size", world_size)
     dist = torch.distributed
     if dist.is_available() and dist.is_initialized():
         r, n = dist.get_rank(), dist.get_world_size()
+        r_from = n_from = "torch.distributed"
     else:
-        env_rank, n = env_int("RANK"), env_int("WORLD_SIZE") or 1
-        if env_rank is None and n > 1 and rank is None and world_size != 1:
+        env_rank = env_int("RANK") if rank is None else None
+        env_n = env_count("WORLD_SIZE") if world_size is None else None
+        n = env_n or 1
+        if env_rank is None and n > 1 and rank is None:
             raise ConfigError(
                 f"WORLD_SIZE={n} is set but RANK is not, so every process would read rank 0's "
                 "share: set RANK for each process (torchrun does), or pass rank= and "
@@ -54,12 +77,17 @@ def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tupl
                 "process group), so every process would read rank 0's share: pass rank= too"
             )
         r = env_rank or 0
-    r = r if rank is None else rank
-    n = n if world_size is None else world_size
+        r_from = "environment variable RANK" if env_rank is not None else "the default"
+        n_from = "environment variable WORLD_SIZE" if env_n is not None else "the default"
+    if rank is not None:
+        r, r_from = rank, "rank="
+    if world_size is not None:
+        n, n_from = world_size, "world_size="
     if n < 1 or not 0 <= r < n:
         raise ConfigError(
-            f"rank={r}, world_size={n}: need world_size >= 1 and 0 <= rank < world_size "
-            "(check the RANK / WORLD_SIZE environment or the arguments)"
+            f"rank={r}, world_size={n}: need world_size >= 1 and 0 <= rank < world_size (rank "
+            f"from {r_from}, world_size from {n_from}); fix the RANK / WORLD_SIZE environment "
+            "or the arguments"
         )
     return r, n
 
