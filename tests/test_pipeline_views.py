@@ -207,3 +207,21 @@ def test_commit_with_a_view_schema_stores_plain_types(tmp_path: Path) -> None:
     assert ds.schema.field("s").type == pa.string()
     assert ds.schema.field("b").type == pa.binary()
     assert ds.to_arrow().column("s").to_pylist() == ["x", None]
+
+
+def test_take_and_filter_rows_of_view_columns() -> None:
+    from dload_arrow.pipeline.views import as_views, filter_rows, take_rows
+
+    plain = pa.record_batch({"b": pa.array([b"x" * 40, None, b"yy", b"z" * 30]),
+                             "n": pa.array([1, 2, 3, 4])})
+    viewed = as_views(plain)
+    assert viewed.schema.field("b").type == pa.binary_view()
+    got = take_rows(viewed, np.array([3, 1, 0]))
+    assert got.column("b").to_pylist() == [b"z" * 30, None, b"x" * 40]
+    assert got.column("n").to_pylist() == [4, 2, 1]
+    mask = pa.array([True, None, False, True])  # a null slot drops its row, as Arrow's filter
+    assert filter_rows(viewed, mask).column("n").to_pylist() == [1, 4]
+    assert filter_rows(viewed, np.array([False, True, True, False])).column(
+        "b").to_pylist() == [None, b"yy"]
+    assert filter_rows(viewed, pc.field("n") > 2).column("b").to_pylist() == [b"yy", b"z" * 30]
+    assert filter_rows(viewed, pc.field("n") > 2).schema == viewed.schema

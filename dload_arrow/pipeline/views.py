@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.arrays import int64_array
+from dload_arrow.arrays import bool_array, int64_array, numpy_values
 
 __all__ = ["as_views", "filter_rows", "has_views", "is_view", "take_rows", "view_schema",
            "view_type", "with_views"]
@@ -103,8 +103,8 @@ def filter_rows(batch: pa.RecordBatch, keep: Any) -> pa.RecordBatch:
     An Expression is evaluated on the columns as binary and string (Arrow's filter plan
     takes no views), so a batch with views filtered by an Expression copies its values once.
     """
-    if not has_views(batch):
-        return batch.filter(keep)
+    if not has_views(batch):  # (pa.array of numpy imports pandas: DESIGN, "No pandas")
+        return batch.filter(bool_array(keep) if isinstance(keep, np.ndarray) else keep)
     if isinstance(keep, pc.Expression):
         plain = pa.RecordBatch.from_arrays(
             [c.cast(pa.large_string() if pa.types.is_string_view(c.type) else pa.large_binary())
@@ -114,6 +114,6 @@ def filter_rows(batch: pa.RecordBatch, keep: Any) -> pa.RecordBatch:
             [o.cast(t) if is_view(t) else o for o, t in zip(out.columns, batch.schema.types,
                                                             strict=True)],
             schema=batch.schema)
-    mask = np.asarray(keep, dtype=bool) if not isinstance(keep, pa.Array) else \
-        keep.to_numpy(zero_copy_only=False).astype(bool)
-    return take_rows(batch, np.flatnonzero(mask))
+    if isinstance(keep, pa.Array):  # Arrow's filter drops the rows of a null mask slot
+        keep = numpy_values(keep.fill_null(False))
+    return take_rows(batch, np.flatnonzero(np.asarray(keep, dtype=bool)))
