@@ -72,6 +72,13 @@ def run(tmp: str) -> None:
              for i in range(2)]
     assert sum(len(p) for p in parts) == 3000
 
+    # views=True: binary and string columns (here the keys) come out as Arrow view types, so
+    # a shuffled batch gathers 16-byte views instead of copying each value: same rows, order.
+    chunk = next(iter(images.shuffle(500, seed=0, views=True).iter_chunks()))
+    print(f"views=True: __key__ is {chunk.schema.field('__key__').type}")
+    keys = [r["__key__"] for r in images.shuffle(500, seed=0, views=True)]
+    assert keys == [r["__key__"] for r in images.shuffle(500, seed=0)]
+
     # A full shuffle holds its rows decoded: it measures the first row group and stops with
     # the numbers and the fixes when they cannot fit in memory (DLOAD_MEMORY_LIMIT overrides
     # what the machine or its cgroup reports; here it stands in for a small machine).
