@@ -18,6 +18,7 @@ from dload_arrow.pipeline.chunks import Chunk, chunk_items
 from dload_arrow.pipeline.node import (
     CHILD,
     CHILDREN,
+    HeldError,
     ItemCursor,
     Node,
     State,
@@ -155,10 +156,10 @@ class _ZipNode(Node):
         self.cursors = [ItemCursor(c) for c in children]
         self.fn = fn
         self._started = False
-        self._error: Exception | None = None  # raised by the next call (see next())
+        self._held = HeldError()
 
     def reset(self, state: State | None = None) -> None:
-        self._started, self._error = False, None
+        self._started, self._held.error = False, None
         for i, c in enumerate(self.cursors):
             c.reset(None if state is None else state[CHILDREN][i])
 
@@ -166,9 +167,7 @@ class _ZipNode(Node):
         return {CHILDREN: [c.get_state() for c in self.cursors]}
 
     def next(self) -> Chunk:
-        if self._error is not None:  # the items before it went out: now the error
-            pending, self._error = self._error, None
-            raise pending
+        self._held.raise_pending()
         if not self._started:  # the inputs' first reads overlap
             self._started = True
             for c in self.cursors:
@@ -195,11 +194,7 @@ class _ZipNode(Node):
                 name = getattr(fn, "__qualname__", type(fn).__name__)
                 error = stop_error(f"zip_with({name})")
                 error.__cause__ = e
-            if not out:
-                if error is e:
-                    raise
-                raise error from e
-            self._error = error
+            self._held.hold(error, len(out))
         return out
 
     def close(self) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "CURSOR",
     "DONE",
     "EPOCH",
+    "HeldError",
     "OFFSET",
     "POSITION",
     "ItemCursor",
@@ -49,6 +50,28 @@ OFFSET = "offset"
 POSITION = "position"
 DONE = "done"
 EPOCH = "epoch"
+
+
+class HeldError:
+    """An error a node met after gathering some items: those go out first and the error comes
+    from the next call, so the items before a failing one are not lost."""
+
+    __slots__ = ("error",)
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+
+    def raise_pending(self) -> None:
+        """Raise the held error, once: the first thing a node's ``next()`` does."""
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+
+    def hold(self, error: BaseException, gathered: int) -> None:
+        """Hold ``error`` for the next call when ``gathered`` items go out now; else raise it."""
+        if not gathered:
+            raise error
+        self.error = error
 
 
 def stop_error(what: str) -> RuntimeError:

@@ -15,7 +15,16 @@ import numpy as np
 
 from dload_arrow.errors import ConfigError, shown
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, concat_chunks
-from dload_arrow.pipeline.node import CHILDREN, CURSOR, DONE, POSITION, ItemCursor, Node, State
+from dload_arrow.pipeline.node import (
+    CHILDREN,
+    CURSOR,
+    DONE,
+    POSITION,
+    HeldError,
+    ItemCursor,
+    Node,
+    State,
+)
 from dload_arrow.pipeline.route_runs import interleave, normalized, run_length, slot_sources
 from dload_arrow.plan.orders import MIX_BLOCK, exact_pattern, mix_uniforms
 
@@ -40,13 +49,13 @@ class RouterNode(Node):
         self._pattern = np.zeros(0, dtype=np.int64)
         self._drawable = pipe.drawable()
         self._started = False
-        self._error: Exception | None = None  # raised by the next call (see next())
+        self._held = HeldError()
         self._probs = np.ones(len(kids))  # the last probability item a choice drew with
         self.cheap_skip = all(k.cheap_skip for k in kids) and (
             control is None or control.cheap_skip)
 
     def reset(self, state: State | None = None) -> None:
-        self._started, self._error = False, None
+        self._started, self._held.error = False, None
         self.slot = 0 if state is None else int(state[POSITION])
         self.done = [False] * len(self.cursors) if state is None else list(state[DONE])
         for i, c in enumerate(self.cursors):
@@ -210,9 +219,7 @@ class RouterNode(Node):
                     c.child.start_ahead()
 
     def next(self) -> Chunk:
-        if self._error is not None:  # the items before it went out: now the error
-            error, self._error = self._error, None
-            raise error
+        self._held.raise_pending()
         self._start()
         parts: list[Chunk] = []
         have = 0
@@ -226,15 +233,13 @@ class RouterNode(Node):
                 parts.append(got)  # type: ignore[arg-type]
                 have += chunk_len(got)  # type: ignore[arg-type]
         except Exception as e:  # an input failed (see _route): the items before go out first
-            if not parts:
-                raise
-            self._error = e
+            self._held.hold(e, len(parts))
         if not parts:
             raise StopIteration
         return concat_chunks(parts)
 
     def skip(self, n: int) -> int:
-        self._error = None
+        self._held.error = None
         k = 0
         while k < n:
             got = self._run(n - k, False)

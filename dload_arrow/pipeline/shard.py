@@ -19,7 +19,7 @@ from dload_arrow.args import MAX_COUNT, check_count
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_len, concat_chunks
-from dload_arrow.pipeline.node import CURSOR, POSITION, ItemCursor, Node, State
+from dload_arrow.pipeline.node import CURSOR, POSITION, HeldError, ItemCursor, Node, State
 from dload_arrow.plan.orders import own_count
 
 __all__ = ["ShardPipe", "shard"]
@@ -71,20 +71,18 @@ class _ShardNode(Node):
         self.cursor = ItemCursor(child)
         self.index, self.count, self.block = index, count, block
         self.p = 0  # position in the input stream
-        self._error: Exception | None = None  # raised by the next call (see next())
+        self._held = HeldError()
 
     def reset(self, state: State | None = None) -> None:
         self.p = 0 if state is None else int(state[POSITION])
-        self._error = None
+        self._held.error = None
         self.cursor.reset(None if state is None else state[CURSOR])
 
     def get_state(self) -> State:
         return {POSITION: self.p, CURSOR: self.cursor.get_state()}
 
     def next(self) -> Chunk:
-        if self._error is not None:  # the items before it went out: now the error
-            error, self._error = self._error, None
-            raise error
+        self._held.raise_pending()
         parts: list[Chunk] = []
         start, read = self.p, self.cursor.count
         try:
@@ -94,9 +92,7 @@ class _ShardNode(Node):
             # read before it, the own items gathered go out, then the error; the cursor
             # points at the failing item, so going on (or a resume) runs it again.
             self.p = start + self.cursor.count - read
-            if not parts:
-                raise
-            self._error = e
+            self._held.hold(e, len(parts))
         if not parts:
             raise StopIteration
         return concat_chunks(parts)

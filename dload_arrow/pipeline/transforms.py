@@ -29,7 +29,7 @@ from dload_arrow.pipeline.chunks import (
     chunk_len,
     chunk_slice,
 )
-from dload_arrow.pipeline.node import CHILD, OFFSET, Node, State, stop_error
+from dload_arrow.pipeline.node import CHILD, OFFSET, HeldError, Node, State, stop_error
 from dload_arrow.pipeline.views import filter_rows
 
 __all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe"]
@@ -49,7 +49,7 @@ class _ChunkNode(Node):
         self.child = child
         self.cheap_skip = one_to_one and child.cheap_skip
         self._drop = 0  # input items of the next chunk already done (see next())
-        self._error: BaseException | None = None
+        self._held = HeldError()
 
     def prefer_items(self) -> None:
         if self.items_in:
@@ -61,7 +61,7 @@ class _ChunkNode(Node):
     def reset(self, state: State | None = None) -> None:
         self.child.reset(None if state is None else state[CHILD])
         self._drop = 0 if state is None else int(state.get(OFFSET, 0))
-        self._error = None
+        self._held.error = None
 
     def get_state(self) -> State:
         state: State = {CHILD: self.child.get_state()}
@@ -70,9 +70,7 @@ class _ChunkNode(Node):
         return state
 
     def next(self) -> Chunk:
-        if self._error is not None:  # the items before it went out: now the error
-            error, self._error = self._error, None
-            raise error
+        self._held.raise_pending()
         drop = self._drop
         before = self.child.get_state() if self.partial else None
         chunk = self.child.next()
@@ -94,13 +92,11 @@ class _ChunkNode(Node):
         if isinstance(error, StopIteration):
             error = stop_error(self.what)
             error.__cause__ = part.error
-        if not chunk_len(part.out):
-            raise error
-        self._error = error
+        self._held.hold(error, chunk_len(part.out))
         return part.out
 
     def skip(self, n: int) -> int:
-        drop, self._drop, self._error = self._drop, 0, None
+        drop, self._drop, self._held.error = self._drop, 0, None
         return max(0, self.child.skip(drop + n) - drop)
 
     def close(self) -> None:
