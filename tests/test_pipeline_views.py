@@ -225,3 +225,68 @@ def test_take_and_filter_rows_of_view_columns() -> None:
         "b").to_pylist() == [None, b"yy"]
     assert filter_rows(viewed, pc.field("n") > 2).column("b").to_pylist() == [b"yy", b"z" * 30]
     assert filter_rows(viewed, pc.field("n") > 2).schema == viewed.schema
+
+
+def _pointed_at(col: pa.Array) -> set[int]:
+    """The data buffers (by index) the out-of-line views of ``col`` point into."""
+    v = np.frombuffer(col.buffers()[1], np.int32).reshape(-1, 4)[col.offset:col.offset + len(col)]
+    return set(v[v[:, 0] > 12, 2].tolist())
+
+
+@pytest.mark.parametrize("order", ["windowed", "full"])
+def test_a_view_batch_holds_only_the_buffers_it_points_into(root: Path, order: str) -> None:
+    """A batch of a few rows keeps (and pickles) the units its values are in, not every unit
+    of the window."""
+    ds = _ds(root)
+    pipe = ORDERS[order](ds, True)._replace(chunk_rows=4)
+    chunks = list(pipe.iter_chunks())
+    assert len(chunks) > 10
+    for chunk in chunks:
+        img = chunk.column("img")
+        assert _pointed_at(img) == set(range(len(img.buffers()) - 2))
+        assert len(img.buffers()) - 2 <= 4
+    plain = pa.Table.from_batches(list(ORDERS[order](ds, False)._replace(chunk_rows=4)
+                                       .iter_chunks()))
+    assert _plain(pa.Table.from_batches(chunks)).equals(plain)
+
+
+def test_take_rows_drops_the_buffers_no_row_points_into() -> None:
+    from dload_arrow.pipeline.views import take_rows
+
+    parts = [pa.array([b"a" * 20, b"b" * 30]), pa.array([b"c" * 40, b"short"])]
+    col = pa.concat_arrays([p.cast(pa.binary_view()) for p in parts])
+    batch = pa.record_batch({"b": col})
+    assert len(col.buffers()) - 2 == 2
+    got = take_rows(batch, np.array([3, 2])).column("b")  # rows of the second part only
+    assert got.to_pylist() == [b"short", b"c" * 40]
+    assert len(got.buffers()) - 2 == 1 and _pointed_at(got) == {0}
+    got.validate(full=True)
+    both = take_rows(batch, np.array([2, 0])).column("b")
+    assert both.to_pylist() == [b"c" * 40, b"a" * 20] and len(both.buffers()) - 2 == 2
+
+
+def test_repr_shows_views(root: Path) -> None:
+    ds = _ds(root)
+    assert "views=True" in repr(ds.shuffle(100, seed=1, views=True))
+    assert "views" not in repr(ds.shuffle(100, seed=1))
+    assert ds.shuffle(100, seed=1, views=True).fingerprint() == \
+        ds.shuffle(100, seed=1).fingerprint()  # the same values: derive memoizes across
+
+
+@pytest.mark.parametrize("how", ["concat", "mix"])
+def test_views_and_plain_inputs_combine_into_view_batches(root: Path, how: str) -> None:
+    """A combinator over inputs with and without views keeps batches (one view schema)
+    instead of alternating types or falling back to Python items."""
+    a, b = _ds(root), _ds(root, "more")
+
+    def build(views: bool) -> dl.Pipeline:
+        ins = [a.shuffle(60, seed=1, views=views), b.pipeline()]
+        return dl.concat(ins) if how == "concat" else dl.mix(ins, [0.7, 0.3], seed=5)
+
+    pipe = build(True)
+    chunks = list(pipe.iter_chunks())
+    assert pipe.schema is not None and pipe.schema.field("img").type == pa.binary_view()
+    assert all(isinstance(c, pa.RecordBatch) and c.schema == pipe.schema for c in chunks)
+    want = pa.Table.from_batches(list(build(False).iter_chunks()))
+    assert _plain(pa.Table.from_batches(chunks)).equals(want)
+    assert [_norm(x) for x in build(True)] == [_norm(x) for x in build(False)]

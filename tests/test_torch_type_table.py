@@ -98,6 +98,20 @@ def test_everything_else_stays_python_objects(got: Any) -> None:
         assert _same(batch[name][0], first) and _same(samples[0][name], first), name
 
 
+def test_view_columns_stay_python_objects(repo: Repository) -> None:
+    """views=True: string_view and binary_view columns come out as str and bytes, as the
+    plain types do (values of 12 bytes or less are held inline in a view, longer ones not)."""
+    text, blob = ["a", "b" * 13, None, "d" * 40], [b"x" * 30, b"y", b"z" * 12, None]
+    repo.commit("v", pa.table({"__key__": [f"k{i}" for i in range(N)], "text": text,
+                               "blob": pa.array(blob)}), key="__key__", progress=False)
+    pipe = repo.dataset("v").pipeline(views=True)
+    assert pipe.schema is not None and pipe.schema.field("text").type == pa.string_view()
+    batch = next(iter(StatefulLoader(as_iterable_dataset(pipe.batch(N)))))
+    samples = list(StatefulLoader(as_iterable_dataset(pipe)))
+    assert batch["text"] == text and batch["blob"] == blob
+    assert [s["text"] for s in samples] == text and [s["blob"] for s in samples] == blob
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal and of the same kind (a map's pairs may come as lists or tuples)."""
     if isinstance(b, list):
@@ -112,7 +126,8 @@ def test_the_tutorial_table_has_the_rows_pinned_here() -> None:
                 "| the same with a null in the batch |",
                 "| fixed-size list of numbers (a tensor column) |",
                 "| the same with a null value inside |", "| variable-length list of numbers |",
-                "| string, large string, dictionary of strings |",
-                "| binary, fixed-size binary |", "| list of strings (or of other non-numbers) |",
+                "| string, large string, string view (`views=True`), dictionary of strings |",
+                "| binary, fixed-size binary, binary view (`views=True`) |",
+                "| list of strings (or of other non-numbers) |",
                 "| struct |", "| map |", "| timestamp, date, time, duration |", "| decimal |"):
         assert row in text, row

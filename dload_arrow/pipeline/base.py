@@ -66,6 +66,10 @@ class Pipeline(Lengths):
         """Parameters that define this operator (functions included), for fingerprint()."""
         return {}
 
+    def _shown(self) -> dict[str, Any]:
+        """What repr() shows: _params() and options that keep the values (views)."""
+        return self._params()
+
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         """This pipeline with ``shard`` applied below it, or None when it cannot take it."""
         return None

@@ -114,6 +114,9 @@ class DatasetPipe(Pipeline):
             "shard": list(self.shard_spec) if self.shard_spec[1] > 1 else None,
         }
 
+    def _shown(self) -> dict[str, Any]:
+        return {**self._params(), "views": True if self.views else None}
+
     def sources(self) -> list[Any]:
         return [self]
 

@@ -86,7 +86,7 @@ _SHOWN = 4  # inputs of a combinator shown by describe()
 
 def describe(pipe: Pipeline) -> str:
     """A short readable form: ``dataset(...).shuffle(...).map(fn)``."""
-    params = {k: v for k, v in pipe._params().items() if v is not None}
+    params = {k: v for k, v in pipe._shown().items() if v is not None}
     shown = []
     for k, v in params.items():
         if callable(v) and not isinstance(v, type):

@@ -26,7 +26,7 @@ import pyarrow as pa
 from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.base import Pipeline
-from dload_arrow.pipeline.combine import _check_pipes, _common_schema
+from dload_arrow.pipeline.combine import _check_pipes, _common_schema, viewed
 from dload_arrow.pipeline.exact_window import exact_window
 from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import Node
@@ -160,6 +160,7 @@ class RouterPipe(Pipeline):
         return _common_schema(self._children[: self.n])
 
     def _build(self, epoch: int) -> Node:
-        kids = [c._build(epoch) for c in self._children[: self.n]]
+        common = self.schema
+        kids = [viewed(c, c._build(epoch), common) for c in self._children[: self.n]]
         ctl = self.control._build(epoch) if self.control is not None else None
         return RouterNode(self, kids, ctl, epoch)

@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import binary_array, int64_array, numpy_values
 from dload_arrow.errors import ConfigError
-from dload_arrow.pipeline.views import as_views, is_view, view_type, with_views
+from dload_arrow.pipeline.views import as_views, is_view, view_array, view_type, with_views
 
 __all__ = ["LARGE_VALUE_BYTES", "UnitRows"]
 
@@ -270,8 +270,7 @@ class _Values:
                 validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
         vt = t if is_view(t) else view_type(t) if views else None
         if vt is not None:  # the gathered views are the column: no value copied
-            return pa.Array.from_buffers(vt, n, [validity, gathered, *self._data],
-                                         null_count=nulls)
+            return view_array(vt, n, validity, gathered, self._data, nulls)
         out = pa.Array.from_buffers(pa.binary_view(), n, [None, gathered, *self._data]).cast(
             pa.large_binary() if large else pa.binary())
         _, offsets, data = out.buffers()

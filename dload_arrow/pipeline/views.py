@@ -7,16 +7,18 @@ their ``large_`` forms) as ``binary_view`` and ``string_view``: each value is a 
 shuffle then gathers 16 bytes a row instead of copying each value into a fresh buffer, which
 is most of what a shuffled batch of large values (images, documents) costs beyond a
 sequential one (bench/notes/speed-work.md). The values are the same; only the Arrow type
-differs, and a batch keeps the decoded units its values point into alive while it is held.
+differs, and a batch keeps the decoded units its values point into alive while it is held
+(only those: :func:`view_array` drops the buffers of the window's other units).
 
-pyarrow 26 lacks some compute kernels for view types (``take``, ``filter``, ``sort_by``,
-``binary_length``). The pipeline's own steps work on them (:func:`take_rows`,
-:func:`filter_rows`); a user's own Arrow calls may need ``cast`` to ``binary``/``string``
-first (docs/TUTORIAL.md, "Views").
+pyarrow 26 lacks many compute kernels for view types (``take``, ``filter``, ``sort_by``,
+``binary_length``, most string functions, comparisons against plain strings). The pipeline's
+own steps work on them (:func:`take_rows`, :func:`filter_rows`); a user's own Arrow calls
+may need ``cast`` to ``binary``/``string`` first (docs/TUTORIAL.md, "Views").
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,7 +28,10 @@ import pyarrow.compute as pc
 from dload_arrow.arrays import bool_array, int64_array, numpy_values
 
 __all__ = ["as_views", "filter_rows", "has_views", "is_view", "take_rows", "view_schema",
-           "view_type", "with_views"]
+           "view_array", "view_type", "with_views"]
+
+# A view of a value this long or shorter holds the bytes inline (Arrow's columnar format).
+_INLINE_BYTES = 12
 
 
 def is_view(t: pa.DataType) -> bool:
@@ -76,6 +81,29 @@ def with_views(arrays: list[pa.Array], schema: pa.Schema) -> pa.RecordBatch:
         schema=out)
 
 
+def view_array(t: pa.DataType, n: int, validity: pa.Buffer | None, views: pa.Buffer,
+               data: Sequence[pa.Buffer], nulls: int = -1) -> pa.Array:
+    """A ``t`` (view type) array of ``n`` rows: ``views`` (16 bytes a row, from row 0) over
+    the buffers of ``data`` its values point into, the others left out.
+
+    Gathered views point into a few of a window's units; keeping every unit's buffer would
+    keep (and pickle, or write to IPC) the whole window with a batch of a few rows.
+    """
+    if len(data) > 1 and n:
+        v = np.frombuffer(views, np.int32, n * 4).reshape(n, 4)  # length, prefix, buffer, offset
+        out = v[:, 0] > _INLINE_BYTES
+        at = v[out, 2]
+        used = np.zeros(len(data), bool)
+        if not len(at) or (int(at.min()) >= 0 and int(at.max()) < len(data)):
+            used[at] = True
+            if not used.all():
+                w = v.copy()
+                w[out, 2] = (np.cumsum(used) - 1)[at]
+                views = pa.py_buffer(w)
+                data = [d for d, u in zip(data, used, strict=True) if u]
+    return pa.Array.from_buffers(t, n, [validity, views, *data], null_count=nulls)
+
+
 def _take_view(col: pa.Array, indices: pa.Array) -> pa.Array:
     """Rows ``indices`` of view column ``col``: its 16-byte views gathered, bytes shared."""
     bufs = col.buffers()
@@ -83,8 +111,7 @@ def _take_view(col: pa.Array, indices: pa.Array) -> pa.Array:
                                   offset=col.offset)
     taken = fixed.take(indices)
     got = taken.buffers()
-    return pa.Array.from_buffers(col.type, len(taken), [got[0], got[1], *bufs[2:]],
-                                 null_count=taken.null_count)
+    return view_array(col.type, len(taken), got[0], got[1], bufs[2:], taken.null_count)
 
 
 def take_rows(batch: pa.RecordBatch, indices: np.ndarray) -> pa.RecordBatch:
