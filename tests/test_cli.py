@@ -6,6 +6,7 @@ assertions along the way are what each command promises.
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 import os
@@ -123,6 +124,9 @@ def test_every_command_end_to_end(kind: str, tmp_path: Path, request: pytest.Fix
     log = dload("log", "photos", "--json", cwd=cwd).json
     # the second, identical commit left latest (and the log) alone
     assert [e["action"] for e in log["moves"]] == ["commit", "append", "tag"]
+    # versions --json gives times in the ISO form log --json (and dload sql) give them
+    assert [v["time"] for v in vs] == [v["created"] for v in log["versions"]]
+    assert dt.datetime.fromisoformat(vs[0]["time"]).tzinfo is not None
     assert [p["version"] for p in log["ancestors"]] == [c1["version"]]
     head = dload("head", "photos", "-n", "2", "--json", cwd=cwd).json
     assert [h["__key__"] for h in head] == ["cats/01", "cats/03"]

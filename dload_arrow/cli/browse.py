@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,15 @@ __all__ = ["COMMANDS", "head", "info", "log", "ls", "recipe", "versions"]
 
 def _when(t: float | None) -> str | None:
     return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(t)) if t else None
+
+
+def _iso(t: float | None) -> str | None:
+    """ISO 8601 in UTC, for ``--json``: the form (and the microsecond, truncated as the
+    catalog's timestamps are) ``log --json`` gives its times in."""
+    if not t:
+        return None
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    return (epoch + dt.timedelta(microseconds=int(t * 1_000_000))).isoformat()
 
 
 def _field(f: pa.Field) -> dict[str, Any]:
@@ -150,13 +160,15 @@ def versions(name: str, root: str | None, cache_dir: str | None, cache_budget: s
                           f"`dload versions {bare}` lists every version, `dload info {name}` "
                           "shows that one")
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
-    rows = [{"version": v.version, "time": _when(v.time), "user": v.user, "rows": v.num_rows,
+    vs = repo.versions(name)
+    rows = [{"version": v.version, "time": _iso(v.time), "user": v.user, "rows": v.num_rows,
              "bytes": v.num_bytes, "shards": v.num_shards, "refs": list(v.refs),
-             "parents": list(v.parents)} for v in repo.versions(name)]
+             "parents": list(v.parents)} for v in vs]
     emit(rows, as_json, lambda: print_table([
-        {**r, "version": r["version"][:12], "bytes": format_bytes(r["bytes"]),
+        {**r, "version": r["version"][:12], "time": _when(v.time),
+         "bytes": format_bytes(r["bytes"]),
          "refs": ",".join(r["refs"]), "parents": ",".join(p[:12] for p in r["parents"])}
-        for r in rows]))
+        for r, v in zip(rows, vs, strict=True)]))
 
 
 @click.command()
