@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from dload_arrow.errors import ConflictError, DloadError, IntegrityError, NotFoundError
 from dload_arrow.repository.tags import TagsMixin
 from dload_arrow.store.names import manifest_path
-from dload_arrow.store.refs import delete_ref, list_refs, move_ref
+from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log
 from dload_arrow.store.removals import REMOVED, record_removal
 
 if TYPE_CHECKING:
@@ -60,7 +60,8 @@ class RemoveMixin(TagsMixin):
 
         ``version`` may be an id, a prefix or a tag: the version it names is removed (to
         delete only a tag, :meth:`untag`). Shards stay until :meth:`gc`. Refs that pointed at
-        a removed version move back to the newest remaining version or are deleted; derived
+        a removed version are deleted, except ``latest``: it steps back to the version it
+        pointed at before (the log), else to the newest remaining; derived
         memos of the dataset are cleared.
         Removing the whole dataset deletes its refs (each deletion logged) and manifests but
         keeps its log: who removed it, and when, stays on record (``log(name)``). Each removed
@@ -90,7 +91,7 @@ class RemoveMixin(TagsMixin):
             if value.version != vid:
                 continue
             if ref == "latest" and remaining:
-                self._fall_back(name, vid, [v.version for v in remaining])
+                self._fall_back(name, vid, self._fallback_order(name, remaining))
             else:
                 delete_ref(self.storage, name, ref)
         if kept is not None:  # its parent edges outlive the manifest, for lineage
@@ -155,8 +156,22 @@ class RemoveMixin(TagsMixin):
                 "commit that data again" if lost else "") + f"; run `dload rm {name}` again to "
             "remove it")
 
+    def _fallback_order(self, name: str, remaining: list[VersionInfo]) -> list[str]:
+        """The stored versions ``latest`` may step back to, best first: the ones it pointed
+        at before, most recent first (the log's moves of it: a rollback to an earlier
+        version counts as its latest use), then the others, newest first."""
+        stored = {v.version for v in remaining}
+        order: list[str] = []
+        moves = sorted((e for e in read_log(self.storage, name) if e.ref == "latest"),
+                       key=lambda e: e.seq)
+        for e in reversed(moves):
+            for v in (e.version, e.previous):
+                if v in stored and v not in order:
+                    order.append(v)  # type: ignore[arg-type]
+        return order + [v.version for v in remaining if v.version not in order]
+
     def _fall_back(self, name: str, vid: str, remaining: list[str]) -> None:
-        """Move ``latest`` from ``vid`` (being removed) to the newest of ``remaining`` that is
+        """Move ``latest`` from ``vid`` (being removed) to the first of ``remaining`` that is
         still stored, checking after each move: another rm may remove the fallback between
         the listing and the move (module docstring)."""
         current = vid

@@ -1,0 +1,32 @@
+"""rm of the version ``latest`` points at steps latest back to the version it pointed at
+before (the log's moves of it), not to whichever remaining version was committed last."""
+
+from __future__ import annotations
+
+from dload_arrow import Repository
+
+
+def _rows(tag: str, n: int = 3) -> list[tuple[str, dict[str, str]]]:
+    return [(f"{tag}{i}", {"txt": f"{tag} {i}"}) for i in range(n)]
+
+
+def test_rm_after_a_rollback_steps_back_to_the_rolled_back_to_version(repo: Repository) -> None:
+    good = repo.commit("d", _rows("good")).version
+    bad = repo.commit("d", _rows("bad")).version
+    assert repo.commit("d", _rows("good")).version == good  # the rollback: latest -> good
+    assert repo.dataset("d").version == good
+    more = repo.append("d", _rows("more")).version
+    assert more not in (good, bad)
+    repo.rm("d", more)
+    assert repo.dataset("d").version == good  # not bad, the newest remaining by first commit
+    assert sorted(r["__key__"] for r in repo.dataset("d").to_arrow().to_pylist()) == \
+        sorted(k for k, _ in _rows("good"))
+    repo.rm("d", good)  # then the one before that
+    assert repo.dataset("d").version == bad
+
+
+def test_rm_of_a_version_latest_never_held_leaves_latest(repo: Repository) -> None:
+    first = repo.commit("d", _rows("a")).version
+    second = repo.commit("d", _rows("b")).version
+    repo.rm("d", first)
+    assert repo.dataset("d").version == second
