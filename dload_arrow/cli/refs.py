@@ -9,7 +9,14 @@ from typing import Any
 
 import click
 
-from dload_arrow.cli.output import emit, json_option, open_repo, parse_spec, root_options
+from dload_arrow.cli.output import (
+    emit,
+    escaped,
+    json_option,
+    open_repo,
+    parse_spec,
+    root_options,
+)
 from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.sizes import format_bytes
 
@@ -197,10 +204,14 @@ def gc(grace: str, dry_run: bool, root: str | None, cache_dir: str | None,
     out = {"deleted": len(r.deleted), "bytes_reclaimed": r.bytes_reclaimed,
            "kept_referenced": r.kept_referenced, "kept_young": r.kept_young,
            "dry_run": r.dry_run, "digests": r.deleted,
-           "temp_files": r.temp_files_removed, "temp_bytes": r.temp_bytes_reclaimed}
+           "temp_files": r.temp_files_removed, "temp_bytes": r.temp_bytes_reclaimed,
+           "foreign": r.foreign_count, "foreign_paths": list(r.foreign)}
     verb = "would delete" if dry_run else "deleted"
     temps = (f"; {verb} {r.temp_files_removed} temp files of interrupted writes "
              f"({format_bytes(r.temp_bytes_reclaimed)})" if r.temp_files_removed else "")
+    if r.foreign_count:  # a user's files under shards/: never touched
+        temps += (f"; left {r.foreign_count} files under shards/ that are not dload shards "
+                  f"(e.g. {escaped(r.foreign[0])}): move them out of the root")
     emit(out, as_json, lambda: click.echo(
         f"{verb} {len(r.deleted)} shards ({format_bytes(r.bytes_reclaimed)}); kept "
         f"{r.kept_referenced} referenced, {r.kept_young} younger than "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from dataclasses import dataclass
 
@@ -27,6 +28,16 @@ class GcReport:
     # Local roots: temp files of writes cut off by a crash (``*.tmp-*``), older than grace.
     temp_files_removed: int = 0
     temp_bytes_reclaimed: int = 0
+    # Objects under ``shards/`` that are not dload_arrow shards (a user's files): never
+    # deleted; the first few paths, and how many.
+    foreign: tuple[str, ...] = ()
+    foreign_count: int = 0
+
+
+# What dload_arrow stores under shards/ (store.names.shard_path), and its local temp files.
+_SHARD = re.compile(r"\Ashards/([0-9a-f]{2})/(\1[0-9a-f]{62})\.parquet\Z")
+_TEMP = re.compile(r"\A[0-9a-f]{64}\.parquet\.tmp-[0-9a-f]+\Z")
+_FOREIGN_SHOWN = 5
 
 
 BATCH = 100
@@ -64,12 +75,17 @@ def referenced_digests(storage: Storage, seen: set[str] | None = None) -> set[st
 def collect_garbage(storage: Storage, grace: float, dry_run: bool = False) -> GcReport:
     """Delete shards that no manifest references and that are older than ``grace`` seconds.
 
+    Only dload_arrow's own objects under ``shards/`` (``<aa>/<sha256>.parquet``) are ever
+    deleted; other files there are counted in the report (``foreign``) and left alone.
+
     The grace period protects a commit in progress, whose shards are stored before its
     manifest: keep it longer than your longest commit.
     """
     # List shards before reading manifests: a shard uploaded after the listing is not a
     # candidate, and a manifest stored after it only references shards we will see as young.
-    shards = storage.list("shards/")
+    listed = storage.list("shards/")
+    shards = [o for o in listed if _SHARD.match(o.path)]
+    foreign = [o.path for o in listed if not _SHARD.match(o.path)]
     seen: set[str] = set()
     refs = referenced_digests(storage, seen)
     now = time.time()
@@ -107,6 +123,7 @@ def collect_garbage(storage: Storage, grace: float, dry_run: bool = False) -> Gc
     return GcReport(
         [_digest(o.path) for o in deleted], sum(o.size for o in deleted), kept, young, dry_run,
         temp_files_removed=len(temps), temp_bytes_reclaimed=sum(n for _, n in temps),
+        foreign=tuple(foreign[:_FOREIGN_SHOWN]), foreign_count=len(foreign),
     )
 
 
@@ -143,7 +160,7 @@ def _stale_temp_files(storage: Storage, cutoff: float) -> list[tuple[str, int]]:
         return out
     for dirpath, _dirs, files in os.walk(base):
         for fn in files:
-            if ".tmp-" not in fn:
+            if not _TEMP.match(fn):  # (a user's file under shards/ stays)
                 continue
             full = os.path.join(dirpath, fn)
             try:

@@ -30,14 +30,28 @@ def _too_long(value: object) -> str:
     return ""
 
 
+# A local root writes each object as ``<name>.tmp-<uuid>`` first and its listings hide those:
+# a name holding it would be stored but never listed.
+_TEMP = ".tmp-"
+
+
+def _reserved(value: object) -> str:
+    """Why a name of the right alphabet is still refused ("" when it is not)."""
+    if isinstance(value, str) and _TEMP in value and _NAME.match(value) and ".." not in value:
+        return f" ('{_TEMP}' is reserved: a local root's temporary files carry it)"
+    return ""
+
+
 def check_name(name: str) -> str:
-    """A dataset name: letters, digits, ``._-``, at most 128 characters, no ``..``."""
-    if not isinstance(name, str) or not _NAME.match(name) or ".." in name:
+    """A dataset name: ASCII letters, digits, ``._-``, at most 128 characters, no ``..``
+    and no ``.tmp-``."""
+    if not isinstance(name, str) or not _NAME.match(name) or ".." in name or _TEMP in name:
         at = (f" (NAME@VERSION is the CLI's form: in Python give the version apart, "
               f"repo.dataset({name.partition('@')[0]!r}, {name.partition('@')[2]!r}))"
               if isinstance(name, str) and "@" in name else "")
         raise InvalidNameError(
-            f"dataset name {name!r} is not allowed{_too_long(name)}: use letters, digits, '.', "
+            f"dataset name {name!r} is not allowed{_too_long(name)}{_reserved(name)}: use "
+            "ASCII letters, digits, '.', "
             "'_' and '-', starting with a letter or digit (no '/', no '..', at most 128 "
             "characters), e.g. "
             f"'imagenet-small'{at}"
@@ -47,9 +61,10 @@ def check_name(name: str) -> str:
 
 def check_ref(ref: str) -> str:
     """A ref or tag name: same alphabet as dataset names."""
-    if not isinstance(ref, str) or not _NAME.match(ref) or ".." in ref:
+    if not isinstance(ref, str) or not _NAME.match(ref) or ".." in ref or _TEMP in ref:
         raise InvalidNameError(
-            f"ref/tag {ref!r} is not allowed{_too_long(ref)}: use letters, digits, '.', '_' and "
+            f"ref/tag {ref!r} is not allowed{_too_long(ref)}{_reserved(ref)}: use ASCII "
+            "letters, digits, '.', '_' and "
             "'-', starting with a letter or digit, at most 128 characters, e.g. 'v1'"
         )
     return ref
