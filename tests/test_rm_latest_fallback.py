@@ -30,3 +30,22 @@ def test_rm_of_a_version_latest_never_held_leaves_latest(repo: Repository) -> No
     second = repo.commit("d", _rows("b")).version
     repo.rm("d", first)
     assert repo.dataset("d").version == second
+
+
+def test_a_removed_version_or_its_tag_says_what_happened(repo: Repository) -> None:
+    import pytest
+
+    from dload_arrow.errors import NotFoundError
+
+    old = repo.commit("d", _rows("a")).version
+    repo.tag("d", old, "v1")
+    repo.commit("d", _rows("b"))
+    repo.rm("d", "v1")
+    with pytest.raises(NotFoundError, match=rf"tag 'v1' was deleted by .* when it pointed at "
+                                            rf"{old[:12]}"):
+        repo.dataset("d", "v1")
+    with pytest.raises(NotFoundError, match=rf"version {old[:12]} was removed by .*"
+                                            rf"`dload log d@{old[:12]}`"):
+        repo.dataset("d", old[:8])
+    with pytest.raises(NotFoundError, match="list them with `dload versions d`"):
+        repo.dataset("d", "never")

@@ -25,6 +25,7 @@ from dload_arrow.repository.lock import editing, lock_path, pinned_version, read
 from dload_arrow.repository.remove import RemoveMixin
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import LogEntry, list_refs, read_log, read_ref
+from dload_arrow.store.removals import gone_hint
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -134,9 +135,11 @@ class VersionsMixin(RemoveMixin):
         if len(matches) == 1:
             return matches[0]
         if not matches:  # no version at all: the name is the mistake, not the version
-            raise NotFoundError(self._missing(name) if version == "latest" or not ids else (
-                f"{name!r} has no version or tag {version!r}; list them with "
-                f"`dload versions {name}`"))
+            if version == "latest" or not ids:
+                raise NotFoundError(self._missing(name))
+            gone = gone_hint(self.storage, name, version)
+            raise NotFoundError(f"{name!r} has no version or tag {version!r}" + (
+                f": {gone}" if gone else f"; list them with `dload versions {name}`"))
         raise NotFoundError(
             f"version prefix {version!r} of {name!r} is ambiguous ({len(matches)} versions "
             "start with it); give more characters"

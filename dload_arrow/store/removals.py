@@ -29,8 +29,8 @@ from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, check_name
 from dload_arrow.store.refs import read_log
 
-__all__ = ["REMOVED", "Removal", "known_version", "parse_removal", "record_removal",
-           "removal_path"]
+__all__ = ["REMOVED", "Removal", "gone_hint", "known_version", "parse_removal",
+           "record_removal", "removal_path"]
 
 REMOVED = "removed"
 """The folder under ``datasets/<name>/`` holding the records."""
@@ -131,3 +131,32 @@ def known_version(storage: Storage, name: str, version: str | None,
         raise NotFoundError(f"{name!r} never had version {vid[:12]} (not stored, not in its "
                             f"log); `dload versions {name}` lists its versions")
     return vid if vid in matches else matches[0]
+
+
+def _when(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t)) if t else "at a time not recorded"
+
+
+def gone_hint(storage: Storage, name: str, version: str) -> str:
+    """What ``name``'s log and removal records say about ``version`` (a tag, or an id or id
+    prefix) that it no longer has, as a sentence; "" when they know nothing of it."""
+    moves = [e for e in read_log(storage, name) if e.ref == version]
+    if moves and moves[-1].action == "delete":
+        e = moves[-1]
+        was = f", when it pointed at {e.previous[:12]}" if e.previous else ""
+        return (f"tag {version!r} was deleted by {e.user or 'unknown'} ({_when(e.time)}){was}; "
+                f"`dload log {name}` shows every move")
+    prefix = version.lower()
+    if len(prefix) < 4 or any(c not in "0123456789abcdef" for c in prefix):
+        return ""
+    for obj in storage.list(f"datasets/{name}/{REMOVED}/"):
+        vid = obj.path.rsplit("/", 1)[-1].removesuffix(".json")
+        if not vid.startswith(prefix):
+            continue
+        try:
+            r = parse_removal(name, vid, storage.read(obj.path), obj.path)
+        except (DloadError, OSError):
+            return f"version {vid[:12]} was removed"
+        return (f"version {vid[:12]} was removed by {r.user or 'unknown'} ({_when(r.time)}); "
+                f"`dload log {name}@{vid[:12]}` shows its lineage")
+    return ""
