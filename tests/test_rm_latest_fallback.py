@@ -49,3 +49,23 @@ def test_a_removed_version_or_its_tag_says_what_happened(repo: Repository) -> No
         repo.dataset("d", old[:8])
     with pytest.raises(NotFoundError, match="list them with `dload versions d`"):
         repo.dataset("d", "never")
+
+
+def test_an_rm_cut_off_after_deleting_latest_says_to_run_it_again(repo: Repository) -> None:
+    """rm of a dataset deletes its refs first, then its manifests: cut off in between (a
+    kill), the dataset is half removed, which is what the error says (not an unfinished
+    commit), and rm again finishes it."""
+    import pytest
+
+    from dload_arrow.errors import NotFoundError
+    from dload_arrow.store.refs import delete_ref
+
+    repo.commit("d", _rows("a"))
+    repo.commit("d", _rows("b"))
+    delete_ref(repo.storage, "d", "latest")  # rm's first step, then the process died
+    with pytest.raises(NotFoundError, match=r"half removed: an rm deleted its latest .* "
+                                            r"2 version\(s\) left; run `dload rm d --yes`"):
+        repo.dataset("d")
+    assert len(repo.rm("d")) == 2
+    with pytest.raises(NotFoundError, match="was removed"):
+        repo.dataset("d")

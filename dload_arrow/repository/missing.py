@@ -50,9 +50,13 @@ def unknown_dataset(name: str, known: list[str], where: str, unpublished: int = 
            "`dload commit`."
 
 
-def removed_dataset(storage: Storage, name: str, where: str) -> str | None:
+def removed_dataset(storage: Storage, name: str, where: str, left: int = 0) -> str | None:
     """Say that ``name`` was removed, when and by whom, and how to see its history (``rm``
-    of a dataset keeps its log and removal records); None when it has no log (never was)."""
+    of a dataset keeps its log and removal records); None when it has no log (never was).
+
+    ``left``: manifests still stored with no ref. After an ``rm`` that deleted ``latest``,
+    that is an ``rm`` cut off before it deleted them (None when ``latest`` was not deleted:
+    a commit that stopped before publishing, :func:`unknown_dataset`'s text)."""
     from dload_arrow.store.refs import read_log
 
     try:
@@ -65,6 +69,13 @@ def removed_dataset(storage: Storage, name: str, where: str) -> str | None:
     vid = (last.version or last.previous or "")[:12]
     when = dt.datetime.fromtimestamp(last.time, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     by = f" by {last.user}@{last.host}" if last.user else ""
+    if left:
+        if last.action != "delete":
+            return None
+        return (f"dataset {name!r} under {where} is half removed: an rm deleted its latest "
+                f"({when}{by}) and stopped with {left} version(s) left; run "
+                f"`dload rm {name} --yes` (repo.rm({name!r})) again to finish, or commit to "
+                f"{name!r} to publish a version again")
     see = f"`dload log {name}@{vid}` (repo.lineage({name!r}, {vid!r}))" if vid else \
         f"`dload sql \"select * from log where name = '{name}'\"`"
     return (f"dataset {name!r} under {where} was removed ({when}{by}); its log and lineage "

@@ -217,7 +217,7 @@ class Repository(VersionsMixin):
         except InvalidNameError:
             unpublished = 0
         where = redact_url(self.storage.url)
-        gone = None if unpublished else removed_dataset(self.storage, name, where)
+        gone = removed_dataset(self.storage, name, where, left=unpublished)
         return gone or unknown_dataset(name, self.datasets(), where, unpublished=unpublished)
 
     def dataset(self, name: str, version: str | None = None) -> Dataset:
