@@ -69,3 +69,17 @@ def test_an_rm_cut_off_after_deleting_latest_says_to_run_it_again(repo: Reposito
     assert len(repo.rm("d")) == 2
     with pytest.raises(NotFoundError, match="was removed"):
         repo.dataset("d")
+
+
+def test_ls_of_a_root_whose_datasets_were_all_removed_says_so(local_root: str,
+                                                              cache_dir: str) -> None:
+    import subprocess
+    import sys
+
+    repo = Repository.open(local_root, cache_dir=cache_dir)
+    repo.commit("d", _rows("a"))
+    repo.rm("d")
+    got = subprocess.run([sys.executable, "-m", "dload_arrow.cli", "ls", "--root", local_root],
+                         capture_output=True, text=True, check=True)
+    assert "every dataset it held was removed (1: d); `dload log NAME`" in got.stderr
+    assert "mistyped" not in got.stderr

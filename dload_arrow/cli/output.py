@@ -85,6 +85,12 @@ def empty_root_hint(repo: Any) -> str:
     local = getattr(repo.storage, "is_local", False)
     where = repo.storage.root if local else redact_url(repo.storage.url)
     what = "directory" if local else "prefix"
+    removed = sorted({o.path.split("/")[1] for o in repo.storage.list("datasets/")
+                      if "/log/" in o.path})  # rm of a dataset keeps its log
+    if removed:
+        shown = ", ".join(escaped(n) for n in removed[:5]) + (" ..." if len(removed) > 5 else "")
+        return (f"no datasets under {where}: every dataset it held was removed "
+                f"({len(removed)}: {shown}); `dload log NAME` says when and by whom")
     return (f"no datasets under {where} (from {_ROOT_SOURCES.get(source, source)}): that "
             f"{what} holds no dload_arrow root yet; if you expected data there, the root is "
             "mistyped: check --root, DLOAD_ROOT and dload.toml; `dload commit NAME --from "
