@@ -109,3 +109,19 @@ def test_a_cache_deleted_under_every_download_is_named_in_the_error(
     text = str(err.value)
     assert cache in text and "was removed while reading" in text
     assert "dload cache clear" in text
+
+
+def test_a_cache_deleted_once_while_downloads_run_loses_nothing(
+        s3_data: str, tmp_path: Path) -> None:
+    """A plain ``rm -rf`` of the cache at some sample, downloads ahead running (a QA finding:
+    the retry kept the download lock of the deleted directory, another thread's scan took
+    the new temp file for a stale one and deleted it, every retry: "removed 4 times")."""
+    for run in range(3):
+        cache = str(tmp_path / f"cache{run}")
+        repo = Repository.open(s3_data, cache_dir=cache, cache_budget="unlimited")
+        xs = []
+        for i, sample in enumerate(repo.dataset("d").samples()):
+            if i == 10:
+                shutil.rmtree(cache, ignore_errors=True)
+            xs.append(sample["x"])
+        assert xs == list(range(N))

@@ -120,7 +120,7 @@ class Cache(CacheBudget):
             try:
                 fetch = not self._usable(final, digest, nbytes)
                 if fetch:
-                    self._download_making_room(storage, digest, nbytes, dataset, keep)
+                    self._download_making_room(storage, digest, nbytes, dataset, keep, dl)
             finally:
                 dl.release()  # no unlink: a waiter on the old inode would hold a hidden lock
             return Hold(final, digest, hold, fetch)
@@ -129,13 +129,13 @@ class Cache(CacheBudget):
             raise
 
     def _download_making_room(self, storage: Storage, digest: str, nbytes: int,
-                              dataset: str | None, keep: frozenset[str]) -> None:
+                              dataset: str | None, keep: frozenset[str], dl: FileLock) -> None:
         """A reader's download. When the local disk refuses it (another program filled the
         disk since admission measured it, or downloads ahead took the room), downloads ahead
         pause, unheld shards are evicted and it tries again; then the error names the cache."""
         for attempt in range(_DISK_FULL_TRIES):
             try:
-                self._download(storage, digest, nbytes, dataset, keep=keep)
+                self._download(storage, digest, nbytes, dataset, dl, keep=keep)
                 return
             except OSError as e:
                 if self.disk_refused(e) is None or attempt + 1 == _DISK_FULL_TRIES:
@@ -188,7 +188,7 @@ class Cache(CacheBudget):
                 return False  # being downloaded by another process or thread
             try:
                 return (self._usable(final, digest, nbytes)
-                        or self._download(storage, digest, nbytes, dataset, wait=False,
+                        or self._download(storage, digest, nbytes, dataset, dl, wait=False,
                                           keep=keep))
             finally:
                 dl.release()  # no unlink: a waiter on the old inode would hold a hidden lock
@@ -237,29 +237,44 @@ class Cache(CacheBudget):
         os.unlink(final)  # modified or truncated since verified: fetch it again
         return False
 
-    def _download(self, storage: Storage, digest: str, nbytes: int, dataset: str | None, *,
-                  wait: bool = True, keep: frozenset[str] = frozenset()) -> bool:
+    def _download(self, storage: Storage, digest: str, nbytes: int, dataset: str | None,
+                  dl: FileLock, *, wait: bool = True, keep: frozenset[str] = frozenset()
+                  ) -> bool:
         """Download and verify ``digest`` into place; False (``wait`` off) when no room now.
 
         The cache directory deleted under the download (its temp file gone) is recreated and
-        the shard fetched again, up to REMOVED_TRIES times; then the error names the cache."""
-        for attempt in range(1, REMOVED_TRIES + 1):
-            try:
-                tmp = self._reserve(digest, nbytes, wait=wait, keep=keep)
-                if tmp is None:
-                    return False
-            except FileNotFoundError as e:  # the directory went while reserving
-                gone: BaseException = e
-            else:
+        the shard fetched again, up to REMOVED_TRIES times; then the error names the cache.
+        ``dl`` is the caller's download lock. When the directory went, it is on a deleted
+        file: the lock is taken again in the new directory, or another thread's scan would
+        judge the new temp file stale and delete it."""
+        relocked: list[FileLock] = []
+        try:
+            for attempt in range(1, REMOVED_TRIES + 1):
                 try:
-                    fetch_into(tmp, self.shard_file(digest), storage, digest, nbytes, dataset)
-                    return True
-                except CacheRemoved as e:
-                    gone = e.__cause__ or e
-            if attempt == REMOVED_TRIES:
-                raise cache_removed_error(self.dir, digest, dataset) from gone
-            reclaim(self.dir)
-        raise AssertionError("unreachable")
+                    tmp = self._reserve(digest, nbytes, wait=wait, keep=keep)
+                    if tmp is None:
+                        return False
+                except FileNotFoundError as e:  # the directory went while reserving
+                    gone: BaseException = e
+                else:
+                    try:
+                        fetch_into(tmp, self.shard_file(digest), storage, digest, nbytes,
+                                   dataset)
+                        return True
+                    except CacheRemoved as e:
+                        gone = e.__cause__ or e
+                if attempt == REMOVED_TRIES:
+                    raise cache_removed_error(self.dir, digest, dataset) from gone
+                reclaim(self.dir)
+                if not any(lock.is_current() for lock in (dl, *relocked)):
+                    relocked.append(FileLock.acquire(self._lock_file(digest), exclusive=True,
+                                                     timeout=self.wait_timeout))
+                    if self._usable(self.shard_file(digest), digest, nbytes):
+                        return True  # another downloader fetched it in the new directory
+            raise AssertionError("unreachable")
+        finally:
+            for lock in relocked:
+                lock.release()
 
 
 def _sha256_file(path: str) -> str:

@@ -92,6 +92,10 @@ class FileLock:
                 return cls(path, fd, exclusive)
             os.close(fd)  # the file was unlinked while we waited: lock the new one
 
+    def is_current(self) -> bool:
+        """Whether this lock is on the file now at its path (not on one deleted since)."""
+        return self.fd is not None and _same_file(self.fd, self.path)
+
     def release(self, *, unlink: bool = False) -> None:
         """Drop the lock; with ``unlink`` (exclusive only) remove the lock file first."""
         if self.fd is None:
