@@ -186,6 +186,11 @@ def resolve_settings(**explicit: Any) -> Settings:
             _warn_relative(user, key, user_raw[key], values[key])
     if values["root"] in ("", None):
         raise ConfigError("root is empty; set DLOAD_ROOT or 'root' in dload.toml")
+    if values["cache_dir"] is None or not str(values["cache_dir"]).strip():
+        raise ConfigError(
+            f"cache_dir is empty (from {sources.get('cache_dir', 'default')}): that would make "
+            "the current directory the cache; give a directory, or leave cache_dir out for "
+            f"the default, {_cache_home() / 'dload'}")
     budget = str(values["cache_budget"]).strip()
     if budget.lower() not in ("auto", "unlimited"):
         from dload_arrow.sizes import parse_size

@@ -125,6 +125,17 @@ def test_format_bytes() -> None:
     assert format_bytes(3 * 10**12) == "3.0 TB"
 
 
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_cache_dir_is_refused_not_the_current_directory(
+        tmp_path: Path, empty: str) -> None:
+    """cache_dir="" made the current directory the cache (CACHEDIR.TAG, shards/ and locks/
+    in a project folder, which backup tools then skip), where an empty root or budget is
+    refused and an empty DLOAD_CACHE_DIR falls back to the default."""
+    with pytest.raises(ConfigError, match="cache_dir is empty .* the current directory"):
+        Repository.open(str(tmp_path / "root"), cache_dir=empty)
+    assert not (Path.cwd() / "CACHEDIR.TAG").exists()
+
+
 def test_gc_refuses_a_bad_grace(repo: Repository) -> None:
     with pytest.raises(ConfigError, match="grace"):
         repo.gc(grace="forever")
