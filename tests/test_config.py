@@ -131,7 +131,7 @@ def test_an_empty_cache_dir_is_refused_not_the_current_directory(
     """cache_dir="" made the current directory the cache (CACHEDIR.TAG, shards/ and locks/
     in a project folder, which backup tools then skip), where an empty root or budget is
     refused and an empty DLOAD_CACHE_DIR falls back to the default."""
-    with pytest.raises(ConfigError, match="cache_dir is empty .* the current directory"):
+    with pytest.raises(ConfigError, match=r"cache_dir is empty .* the current directory"):
         Repository.open(str(tmp_path / "root"), cache_dir=empty)
     assert not (Path.cwd() / "CACHEDIR.TAG").exists()
 

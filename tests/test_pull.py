@@ -94,6 +94,9 @@ def test_cache_status_with_a_smaller_budget_deletes_nothing(
     r = run("cache", "status", "--root", memory_root, "--cache-dir", cache_dir,
             "--cache-budget", "1KB", "--json")
     assert r.json["used_bytes"] == total and r.json["budget_bytes"] == 1000
+    text = run("cache", "status", "--root", memory_root, "--cache-dir", cache_dir,
+               "--cache-budget", "1KB").out
+    assert "over the budget by" in text and "evicts unheld shards down to it" in text
     small = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="1KB")
     assert small.cache_status().used_bytes == total  # a report, not a trim
     assert Cache(cache_dir, "unlimited").used_bytes() == total

@@ -47,6 +47,9 @@ def cache_text(d: dict[str, Any], residency: bool = True) -> None:
                   if d.get("downloading_bytes") else "") + "); "
                f"{format_bytes(d.get('free_disk_bytes') or 0)} free disk"
                + (" (local root: shards read in place)" if d.get("in_place") else ""))
+    if isinstance(budget, int) and isinstance(used, int) and used > budget:
+        click.echo(f"  over the budget by {format_bytes(used - budget)}: the next reader with "
+                   "this budget evicts unheld shards down to it (`dload cache clear` now)")
     rows = d.get("datasets") or []
     if residency and rows:
         print_table([{"name": r["name"], "version": r["version"][:12],
