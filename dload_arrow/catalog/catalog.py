@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from dload_arrow.args import kind
 from dload_arrow.catalog.case_twins import refuse_case_twins
-from dload_arrow.catalog.files import ShardFiles
+from dload_arrow.catalog.files import ShardFiles, corrupt_copies
 from dload_arrow.catalog.params import bindable_params, per_statement
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
 from dload_arrow.catalog.sql_types import mark_types
@@ -167,6 +167,8 @@ class Catalog:
                         replacements.append(key)
                 rewritten = replace_calls(query, calls, replacements)
                 return self._run(rewritten, params, shown=query if calls else None)
+            except SqlError as e:  # a damaged cached copy reads as "Out of buffer"
+                raise corrupt_copies(held) or e from e.__cause__
             finally:
                 for files in held:
                     files.release()

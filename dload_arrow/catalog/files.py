@@ -14,14 +14,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from dload_arrow.read.cache import Hold
+from dload_arrow.errors import IntegrityError
+from dload_arrow.read.cache import Hold, sha256_file
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.planner import ReadPlan, plan_read
 from dload_arrow.read.shard_errors import missing_shard
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
 
-__all__ = ["ShardFiles", "shard_files"]
+__all__ = ["ShardFiles", "corrupt_copies", "shard_files"]
 
 _FETCH_THREADS = 8
 
@@ -93,3 +94,23 @@ def shard_files(
                     f.result().release()
             raise
     return ShardFiles([h.path for h in holds], holds, plan)
+
+
+def corrupt_copies(held: Sequence[ShardFiles]) -> IntegrityError | None:
+    """After a query over ``held`` failed: the cached copies whose bytes no longer match
+    their digest (bit rot, another program's write; a cached file is trusted by size and
+    mark, not hashed on each read) are deleted, so the next read fetches them again, and
+    the error names them. None when every copy is intact (or read in place)."""
+    bad = []
+    for files in held:
+        for h in files._holds:
+            with contextlib.suppress(FileNotFoundError):
+                if sha256_file(h.path) != h.digest:
+                    os.unlink(h.path)
+                    bad.append(h.digest[:12])
+    if not bad:
+        return None
+    return IntegrityError(
+        f"the cached copy of shard(s) {', '.join(bad)} did not match its digest (damaged on "
+        "the local disk after it was verified) and was deleted: run the query again to "
+        "fetch it anew from the root")

@@ -46,7 +46,7 @@ from dload_arrow.read.locks import FileLock, Hold, try_exclusive
 from dload_arrow.sizes import format_bytes
 from dload_arrow.storage import Storage
 
-__all__ = ["Cache", "CacheEntry", "Hold", "free_disk", "resolve_budget"]
+__all__ = ["Cache", "CacheEntry", "Hold", "free_disk", "resolve_budget", "sha256_file"]
 
 _DISK_FULL_TRIES = 4  # a reader's download that the local disk refused: evict, try again
 
@@ -230,7 +230,7 @@ class Cache(CacheBudget):
         except FileNotFoundError:
             return False
         if st.st_size == nbytes and (
-            st.st_mtime_ns == VERIFIED_NS or _sha256_file(final) == digest
+            st.st_mtime_ns == VERIFIED_NS or sha256_file(final) == digest
         ):
             os.utime(final, ns=(VERIFIED_NS, VERIFIED_NS))
             return True
@@ -277,7 +277,7 @@ class Cache(CacheBudget):
                 lock.release()
 
 
-def _sha256_file(path: str) -> str:
+def sha256_file(path: str) -> str:
     """The hex sha256 of a complete file (a cached shard checked again)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
