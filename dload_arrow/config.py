@@ -103,7 +103,7 @@ def _anchor_paths(data: dict[str, Any], path: Path) -> dict[str, Any]:
     out = dict(data)
     for key in _PATH_KEYS:
         value = out.get(key)
-        if value:
+        if value and str(value).strip():  # (a blank one stays blank: refused as empty)
             out[key] = anchored(value, path.parent)
     return out
 

@@ -134,6 +134,9 @@ def test_an_empty_cache_dir_is_refused_not_the_current_directory(
     with pytest.raises(ConfigError, match=r"cache_dir is empty .* the current directory"):
         Repository.open(str(tmp_path / "root"), cache_dir=empty)
     assert not (Path.cwd() / "CACHEDIR.TAG").exists()
+    (Path.cwd() / "dload.toml").write_text(f'cache_dir = "{empty}"\n')  # not anchored first
+    with pytest.raises(ConfigError, match=r"cache_dir is empty \(from .*dload.toml\)"):
+        Repository.open(str(tmp_path / "root"))
 
 
 def test_gc_refuses_a_bad_grace(repo: Repository) -> None:

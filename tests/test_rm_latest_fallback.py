@@ -59,10 +59,12 @@ def test_an_rm_cut_off_after_deleting_latest_says_to_run_it_again(repo: Reposito
 
     from dload_arrow.errors import NotFoundError
     from dload_arrow.store.refs import delete_ref
+    from dload_arrow.store.removals import record_removal
 
-    repo.commit("d", _rows("a"))
-    repo.commit("d", _rows("b"))
-    delete_ref(repo.storage, "d", "latest")  # rm's first step, then the process died
+    for tag in ("a", "b"):
+        v = repo.commit("d", _rows(tag)).version
+        record_removal(repo.storage, "d", v, repo.manifest("d", v))  # rm's first steps,
+    delete_ref(repo.storage, "d", "latest")  # then the process died
     with pytest.raises(NotFoundError, match=r"half removed: an rm deleted its latest .* "
                                             r"2 version\(s\) left; run `dload rm d --yes`"):
         repo.dataset("d")
@@ -83,3 +85,21 @@ def test_ls_of_a_root_whose_datasets_were_all_removed_says_so(local_root: str,
                          capture_output=True, text=True, check=True)
     assert "every dataset it held was removed (1: d); `dload log NAME`" in got.stderr
     assert "mistyped" not in got.stderr
+
+
+def test_a_version_left_unpublished_after_an_rm_is_not_called_half_removed(
+        repo: Repository) -> None:
+    """A manifest with no ref and no removal record, after the dataset was removed once: a
+    commit that stopped before publishing, which rm must not be told to delete."""
+    import pytest
+
+    from dload_arrow.errors import NotFoundError
+    from dload_arrow.store.refs import delete_ref
+
+    repo.commit("d", _rows("a"))
+    repo.rm("d")
+    repo.commit("d", _rows("b"))
+    delete_ref(repo.storage, "d", "latest")
+    with pytest.raises(NotFoundError, match=r"1 unpublished version\(s\)") as e:
+        repo.dataset("d")
+    assert "half removed" not in str(e.value)

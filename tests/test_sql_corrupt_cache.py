@@ -10,7 +10,7 @@ import os
 import pytest
 
 from dload_arrow import Repository
-from dload_arrow.errors import IntegrityError
+from dload_arrow.errors import IntegrityError, SqlError
 
 
 def _spoil_keeping_mtime(path: str) -> None:
@@ -34,6 +34,9 @@ def test_a_damaged_cached_shard_is_named_deleted_and_fetched_again(memory_root: 
     cache = repo.read_context.cache()
     assert cache.is_cached(shard.digest, shard.bytes)
     _spoil_keeping_mtime(cache.shard_file(shard.digest))
+    with pytest.raises(SqlError, match="nosuchcol"):  # the query's own mistake: no hashing
+        repo.sql("select nosuchcol from samples('d')")
+    assert os.path.exists(cache.shard_file(shard.digest))
     with pytest.raises(IntegrityError, match=rf"{shard.digest[:12]} did not match its digest"
                                              r".* run the query again"):
         repo.sql(query)

@@ -96,15 +96,23 @@ def shard_files(
     return ShardFiles([h.path for h in holds], holds, plan)
 
 
-def corrupt_copies(held: Sequence[ShardFiles]) -> IntegrityError | None:
-    """After a query over ``held`` failed: the cached copies whose bytes no longer match
-    their digest (bit rot, another program's write; a cached file is trusted by size and
-    mark, not hashed on each read) are deleted, so the next read fetches them again, and
-    the error names them. None when every copy is intact (or read in place)."""
+# DuckDB's errors for a file it could not read (the others: the query's own mistakes).
+_READ_ERRORS = ("IOException", "InvalidInputException", "InternalException")
+
+
+def corrupt_copies(held: Sequence[ShardFiles], error: BaseException | None
+                   ) -> IntegrityError | None:
+    """After a query over ``held`` failed reading a file (DuckDB's ``error``): the cached
+    copies whose bytes no longer match their digest (bit rot, another program's write; a
+    cached file is trusted by size and mark, not hashed on each read) are deleted, so the
+    next read fetches them again, and the error names them. None when ``error`` is not a
+    read error (a typo is not worth hashing the cache) or every copy is intact."""
+    if type(error).__name__ not in _READ_ERRORS and "Out of buffer" not in str(error):
+        return None
     bad = []
     for files in held:
         for h in files._holds:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):  # unreadable: the query's error stands
                 if sha256_file(h.path) != h.digest:
                     os.unlink(h.path)
                     bad.append(h.digest[:12])

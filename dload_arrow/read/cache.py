@@ -267,8 +267,12 @@ class Cache(CacheBudget):
                     raise cache_removed_error(self.dir, digest, dataset) from gone
                 reclaim(self.dir)
                 if not any(lock.is_current() for lock in (dl, *relocked)):
-                    relocked.append(FileLock.acquire(self._lock_file(digest), exclusive=True,
-                                                     timeout=self.wait_timeout))
+                    got = FileLock.acquire(self._lock_file(digest), exclusive=True,
+                                           timeout=self.wait_timeout) if wait else \
+                        try_exclusive(self._lock_file(digest))
+                    if got is None:
+                        return False  # a download ahead: another thread has it now
+                    relocked.append(got)
                     if self._usable(self.shard_file(digest), digest, nbytes):
                         return True  # another downloader fetched it in the new directory
             raise AssertionError("unreachable")

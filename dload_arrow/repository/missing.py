@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dload_arrow.errors import DloadError
@@ -50,13 +51,15 @@ def unknown_dataset(name: str, known: list[str], where: str, unpublished: int = 
            "`dload commit`."
 
 
-def removed_dataset(storage: Storage, name: str, where: str, left: int = 0) -> str | None:
+def removed_dataset(storage: Storage, name: str, where: str,
+                    left: Sequence[str] = ()) -> str | None:
     """Say that ``name`` was removed, when and by whom, and how to see its history (``rm``
     of a dataset keeps its log and removal records); None when it has no log (never was).
 
-    ``left``: manifests still stored with no ref. After an ``rm`` that deleted ``latest``,
-    that is an ``rm`` cut off before it deleted them (None when ``latest`` was not deleted:
-    a commit that stopped before publishing, :func:`unknown_dataset`'s text)."""
+    ``left``: the versions whose manifests are still stored with no ref. When ``latest``'s
+    last move deleted it and they have removal records (``rm`` of a dataset writes them
+    before it deletes a ref), that is an ``rm`` cut off before it deleted them; else None:
+    a commit that stopped before publishing (:func:`unknown_dataset`'s text)."""
     from dload_arrow.store.refs import read_log
 
     try:
@@ -70,10 +73,13 @@ def removed_dataset(storage: Storage, name: str, where: str, left: int = 0) -> s
     when = dt.datetime.fromtimestamp(last.time, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     by = f" by {last.user}@{last.host}" if last.user else ""
     if left:
-        if last.action != "delete":
+        from dload_arrow.store.removals import removal_path
+
+        if last.action != "delete" or not any(
+                storage.exists(removal_path(name, v)) for v in left):
             return None
         return (f"dataset {name!r} under {where} is half removed: an rm deleted its latest "
-                f"({when}{by}) and stopped with {left} version(s) left; run "
+                f"({when}{by}) and stopped with {len(left)} version(s) left; run "
                 f"`dload rm {name} --yes` (repo.rm({name!r})) again to finish, or commit to "
                 f"{name!r} to publish a version again")
     see = f"`dload log {name}@{vid}` (repo.lineage({name!r}, {vid!r}))" if vid else \

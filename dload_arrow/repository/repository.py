@@ -213,12 +213,12 @@ class Repository(VersionsMixin):
 
     def _missing(self, name: str) -> str:
         try:  # manifests no ref points at: a commit that stored its manifest, then stopped
-            unpublished = len(self._version_ids(name))
+            left = self._version_ids(name)
         except InvalidNameError:
-            unpublished = 0
+            left = []
         where = redact_url(self.storage.url)
-        gone = removed_dataset(self.storage, name, where, left=unpublished)
-        return gone or unknown_dataset(name, self.datasets(), where, unpublished=unpublished)
+        gone = removed_dataset(self.storage, name, where, left=left)
+        return gone or unknown_dataset(name, self.datasets(), where, unpublished=len(left))
 
     def dataset(self, name: str, version: str | None = None) -> Dataset:
         """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""
