@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+import warnings
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,21 @@ def test_an_empty_cache_dir_is_refused_not_the_current_directory(
     (Path.cwd() / "dload.toml").write_text(f'cache_dir = "{empty}"\n')  # not anchored first
     with pytest.raises(ConfigError, match=r"cache_dir is empty \(from .*dload.toml\)"):
         Repository.open(str(tmp_path / "root"))
+
+
+def test_an_endpoint_url_passed_with_a_local_root_warns_that_it_is_ignored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bucket written without s3:// is a local folder of that name: the endpoint_url given
+    with it was dropped in silence, and the user's data went to the local disk."""
+    root = tmp_path / "bucket" / "data"
+    with pytest.warns(UserWarning, match=r"endpoint_url 'http://127.0.0.1:9' is ignored: "
+                      r"the root 'file://.*bucket/data' is a local directory; .* s3://"):
+        Repository.open(str(root), endpoint_url="http://127.0.0.1:9")
+    # one set for every root (env, config) is not the user's mistake: no warning
+    monkeypatch.setenv("DLOAD_ENDPOINT_URL", "http://127.0.0.1:9")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Repository.open(str(root))
 
 
 def test_gc_refuses_a_bad_grace(repo: Repository) -> None:

@@ -21,7 +21,7 @@ from dload_arrow.repository.lock import is_pinned, stale_pin
 from dload_arrow.repository.missing import removed_dataset, unknown_dataset
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
-from dload_arrow.storage import Storage, open_storage, redact_url
+from dload_arrow.storage import Storage, open_storage, redact_url, warn_unused_endpoint
 from dload_arrow.store.commit import Version, commit_samples
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
@@ -65,6 +65,7 @@ class Repository(VersionsMixin):
         storage = open_storage(
             settings.root, endpoint_url=settings.endpoint_url, storage_options=storage_options
         )
+        warn_unused_endpoint(storage, endpoint_url)  # the argument only: env may set it for all
         return cls(storage, settings)
 
     def __repr__(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +21,7 @@ __all__ = [
     "check_relpath",
     "open_storage",
     "redact_url",
+    "warn_unused_endpoint",
 ]
 
 
@@ -63,3 +65,13 @@ def open_storage(
         if endpoint:
             opts.setdefault("endpoint_url", endpoint)
     return FsspecStorage(url, opts)
+
+
+def warn_unused_endpoint(storage: Storage, endpoint_url: str | None) -> None:
+    """Warn when an ``endpoint_url`` passed for a root goes unused: the root is a local
+    directory (a bucket written without ``s3://`` reads as a folder of that name)."""
+    if endpoint_url is not None and isinstance(storage, LocalStorage):
+        warnings.warn(
+            f"endpoint_url {redact_url(endpoint_url)!r} is ignored: the root {storage.url!r} "
+            "is a local directory; to use the S3 server write the root as "
+            "s3://bucket/prefix", UserWarning, stacklevel=3)
