@@ -6,7 +6,6 @@ in SQL), so a mistyped name reads the same whichever command met it.
 
 from __future__ import annotations
 
-import datetime as dt
 import difflib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -70,7 +69,9 @@ def removed_dataset(storage: Storage, name: str, where: str,
         return None
     last = moves[-1]
     vid = (last.version or last.previous or "")[:12]
-    when = dt.datetime.fromtimestamp(last.time, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    from dload_arrow.store.removals import when_text
+
+    when = when_text(last.time)
     by = f" by {last.user}@{last.host}" if last.user else ""
     if left:
         from dload_arrow.store.removals import removal_path

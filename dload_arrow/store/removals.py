@@ -30,7 +30,7 @@ from dload_arrow.store.names import check_digest, check_name
 from dload_arrow.store.refs import read_log
 
 __all__ = ["REMOVED", "Removal", "gone_hint", "known_version", "parse_removal",
-           "record_removal", "removal_path"]
+           "record_removal", "removal_path", "when_text"]
 
 REMOVED = "removed"
 """The folder under ``datasets/<name>/`` holding the records."""
@@ -133,7 +133,8 @@ def known_version(storage: Storage, name: str, version: str | None,
     return vid if vid in matches else matches[0]
 
 
-def _when(t: float | None) -> str:
+def when_text(t: float | None) -> str:
+    """A removal's or a ref move's time, as messages give it (UTC, to the minute)."""
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(t)) if t else "at a time not recorded"
 
 
@@ -144,7 +145,7 @@ def gone_hint(storage: Storage, name: str, version: str) -> str:
     if moves and moves[-1].action == "delete":
         e = moves[-1]
         was = f", when it pointed at {e.previous[:12]}" if e.previous else ""
-        return (f"tag {version!r} was deleted by {e.user or 'unknown'} ({_when(e.time)}){was}; "
+        return (f"tag {version!r} was deleted by {e.user or 'unknown'} ({when_text(e.time)}){was}; "
                 f"`dload log {name}` shows every move")
     prefix = version.lower()
     if len(prefix) < 4 or any(c not in "0123456789abcdef" for c in prefix):
@@ -157,6 +158,6 @@ def gone_hint(storage: Storage, name: str, version: str) -> str:
             r = parse_removal(name, vid, storage.read(obj.path), obj.path)
         except (DloadError, OSError):
             return f"version {vid[:12]} was removed"
-        return (f"version {vid[:12]} was removed by {r.user or 'unknown'} ({_when(r.time)}); "
+        return (f"version {vid[:12]} was removed by {r.user or 'unknown'} ({when_text(r.time)}); "
                 f"`dload log {name}@{vid[:12]}` shows its lineage")
     return ""
