@@ -369,3 +369,18 @@ def test_diff_reads_a_bare_token_the_same_on_either_side(run: RunFn, local_root:
         out = run("diff", *args, "--json").json
         sides = {out["old"]["name"], out["new"]["name"]}
         assert sides == {name, "x"}  # the bare token is the dataset both times
+
+
+def test_diff_of_a_bare_name_reads_its_pin_and_says_so(run: RunFn, local_root: str) -> None:
+    """QA: with the dataset pinned, `diff x@first x` printed "+ 0 keys" with nothing to say
+    that the bare name meant the pin, not latest."""
+    repo = Repository.open(local_root, cache_dir=local_root + "-cache")
+    v1 = repo.commit("x", [("a", {"n": 1})], progress=False).version
+    v2 = repo.append("x", [("b", {"n": 2})], progress=False).version
+    run("pin", f"x@{v1}")
+    r = run("diff", f"x@{v2}", "x")
+    assert r.out.splitlines()[0] == f"x@{v2[:12]} -> x@{v1[:12]} (pinned in dload.lock)"
+    out = run("diff", "x", "x@latest", "--json").json
+    assert out["old"]["pinned"] and not out["new"]["pinned"] and out["added"] == ["b"]
+    run("unpin", "x")
+    assert run("diff", f"x@{v1}", "x").out.splitlines()[0] == f"x@{v1[:12]} -> x@{v2[:12]}"

@@ -15,6 +15,7 @@ import click
 
 from dload_arrow.cli.output import emit, escaped, json_option, open_repo, parse_spec, root_options
 from dload_arrow.errors import DloadError, NotFoundError
+from dload_arrow.repository.lock import pinned_version
 from dload_arrow.store.names import KEY_COLUMN, shard_path
 
 __all__ = ["COMMANDS", "diff"]
@@ -62,7 +63,7 @@ def _resolve(repo: Any, spec: str, other: str | None) -> tuple[str, str | None]:
     except DloadError as e:
         raise NotFoundError(
             f"{spec!r} is neither a dataset nor a version id of this root ({e}); give "
-            "NAME@VERSION, a version id, or a dataset name (its latest version)") from e
+            "NAME@VERSION, a version id, or a dataset name (its pinned or latest version)") from e
 
 
 @click.command()
@@ -77,8 +78,8 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
     """Compare two versions: keys added and removed, shards shared.
 
     Each version is NAME@VERSION (a tag, an id or an id prefix), a bare version id (it names
-    its dataset too), or a dataset name (its latest). Only the key columns of shards that are
-    not shared are read.
+    its dataset too), or a dataset name (the version dload.lock pins, else its latest). Only
+    the key columns of shards that are not shared are read.
 
     \b
     Examples:
@@ -92,6 +93,8 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
     n1, v1 = _resolve(repo, old, named[1])
     n2, v2 = _resolve(repo, new, named[0])
     a, b = repo.manifest(n1, v1), repo.manifest(n2, v2)
+    # a bare NAME reads its dload.lock pin, as everywhere: the header says so
+    pins = [v is None and pinned_version(n) is not None for n, v in ((n1, v1), (n2, v2))]
     da, db = set(a.digests()), set(b.digests())
     idx = {p["digest"] for m in (a, b) for p in m.key_index_parts}
     shared = (da & db) - idx
@@ -101,14 +104,17 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
     keys_b = set().union(*(_shard_keys(repo, d) for d in only_b))
     added, removed = sorted(keys_b - keys_a), sorted(keys_a - keys_b)
     out = {
-        "old": {"name": n1, "version": a.version, "rows": a.num_rows, "shards": len(a.shards)},
-        "new": {"name": n2, "version": b.version, "rows": b.num_rows, "shards": len(b.shards)},
+        "old": {"name": n1, "version": a.version, "rows": a.num_rows, "shards": len(a.shards),
+                "pinned": pins[0]},
+        "new": {"name": n2, "version": b.version, "rows": b.num_rows, "shards": len(b.shards),
+                "pinned": pins[1]},
         "shards_shared": len(shared), "shards_only_old": len(only_a),
         "shards_only_new": len(only_b), "added": added, "removed": removed,
     }
 
     def text() -> None:
-        click.echo(f"{n1}@{a.version[:12]} -> {n2}@{b.version[:12]}")
+        marks = [" (pinned in dload.lock)" if p else "" for p in pins]
+        click.echo(f"{n1}@{a.version[:12]}{marks[0]} -> {n2}@{b.version[:12]}{marks[1]}")
         click.echo(f"  shards: {len(shared)} shared, {len(only_a)} only in old, "
                    f"{len(only_b)} only in new")
         for sign, keys in (("+", added), ("-", removed)):
