@@ -10,9 +10,15 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from cli_run import RunFn, runner
 
 from dload_arrow import NotFoundError, Repository, SchemaError
 from dload_arrow.ingest import open_table
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
 
 
 def test_hive_partition_folders_become_columns(repo: Repository, tmp_path: Path) -> None:
@@ -35,6 +41,30 @@ def test_partition_values_that_are_not_plain_integers_stay_text(tmp_path: Path) 
     got = open_table(tmp_path / "t").read_all()
     assert got.schema.field("id").type == pa.string()
     assert sorted(got.column("id").to_pylist()) == ["007", "12"]
+
+
+def test_an_append_reads_partition_folders_with_the_types_its_dataset_stores(
+        run: RunFn, local_root: str, tmp_path: Path) -> None:
+    """QA: month=10, month=11 made an int64 column, then month=01 was read as text and the
+    append refused, asking to cast a value that lives in a folder name; the other way round
+    (text stored, then only digits) too."""
+    def folder(name: str, rows: dict[str, str]) -> str:
+        for part, key in rows.items():
+            (tmp_path / name / part).mkdir(parents=True)
+            (tmp_path / name / part / "a.csv").write_text(f"id,v\n{key},1\n")
+        return str(tmp_path / name)
+
+    run("commit", "n", "--from", folder("n1", {"month=10": "a", "month=11": "b"}),
+        "--key-column", "id")
+    run("append", "n", "--from", folder("n2", {"month=01": "c"}), "--key-column", "id")
+    run("commit", "s", "--from", folder("s1", {"m=x": "a"}), "--key-column", "id")
+    run("append", "s", "--from", folder("s2", {"m=7": "b"}), "--key-column", "id")
+    repo = Repository.open(local_root, cache_dir=local_root + "-cache")
+    assert repo.dataset("n").to_arrow().select(["__key__", "month"]).to_pylist() == [
+        {"__key__": "a", "month": 10}, {"__key__": "b", "month": 11},
+        {"__key__": "c", "month": 1}]
+    assert [r["m"] for r in repo.dataset("s").to_arrow().to_pylist()] == ["x", "7"]
+    assert open_table(tmp_path / "n2").read_all().schema.field("month").type == pa.string()
 
 
 def test_mixed_partition_layouts_and_clashing_names_are_refused(tmp_path: Path) -> None:

@@ -74,11 +74,12 @@ def _input_options(f: F) -> F:
 
 def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence[str],
                split: str | None, key_column: str | None, endpoint_url: str | None,
-               text_columns: Sequence[str] = ()) -> tuple[Any, str | None, dict[str, Any]]:
+               stored: Any = None) -> tuple[Any, str | None, dict[str, Any]]:
     """``(samples, key, report)`` for ``repo.commit`` from a ``--from`` location.
 
     ``split`` is None when ``--split`` was not given (``"last"`` for files and archives).
-    ``text_columns``: CSV columns to read as text (those an append's dataset stores so).
+    ``stored``: the schema of an append's dataset (CSV columns it stores as text are read
+    as text, partition folders take its types).
     """
     from dload_arrow.ingest import Globs, GlobWarning, detect_kind, open_source, open_table
     from dload_arrow.ingest.tables import table_listing
@@ -96,7 +97,8 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                     "table itself: drop --split"
                 )
             reader = open_table(source, include=include, exclude=exclude, key=key_column,
-                                endpoint_url=endpoint_url, text_columns=text_columns)
+                                endpoint_url=endpoint_url, text_columns=text_columns(stored),
+                                stored=stored)
             globs = Globs(include, exclude)
             ignored = table_listing(source, globs=globs)[1]
             return reader, key_column, {"kind": "table", "ignored": ignored,
@@ -127,7 +129,7 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False, keeps=True)
     stored = latest_schema(repo, name) if append_mode else None
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
-                                      repo.settings.endpoint_url, text_columns(stored))
+                                      repo.settings.endpoint_url, stored)
     kwargs["key"] = key
     if append_mode:
         samples = fit_to(stored, name, source, samples, key, report["kind"])

@@ -198,8 +198,8 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
 
 def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
                exclude: Sequence[str] = (), endpoint_url: str | None = None,
-               text_columns: Sequence[str] = (), key: str | None = None
-               ) -> pa.RecordBatchReader:
+               text_columns: Sequence[str] = (), key: str | None = None,
+               stored: pa.Schema | None = None) -> pa.RecordBatchReader:
     """A RecordBatchReader over a table file or folder of them (see the module docstring).
 
     Args:
@@ -215,6 +215,8 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         key: the key column that ``repo.commit`` will be given (``key=``): a CSV reads it as
             text, as written (``007`` stays ``'007'``; an empty cell is refused). A
             ``__key__`` column is always read so.
+        stored: the schema of the dataset the rows will be appended to: partition folders
+            (``month=01``) take its column types.
     """
     path = os.fspath(path)
     globs = Globs(include, exclude)
@@ -227,7 +229,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     if len(formats) > 1:
         raise mixed_formats(path, files)
     fmt = str(formats.pop())
-    parts = Partitions.of(path, files)
+    parts = Partitions.of(path, files, stored)
     first, at = None, 0
     while at < len(files):  # the first file with rows (Spark writes empty part files)
         first_iter = _file_batches(files[at], fmt, endpoint_url, text_columns, key)
