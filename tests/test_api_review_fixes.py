@@ -4,6 +4,8 @@ reports that show as their text in a notebook."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
 import pytest
 
@@ -162,3 +164,15 @@ def test_s3_client_retries_are_capped_unless_given() -> None:
 
     assert s3_filesystem({"endpoint_url": "http://127.0.0.1:1"}).retries == 2
     assert s3_filesystem({"endpoint_url": "http://127.0.0.1:1", "retries": 10}).retries == 10
+
+
+def test_the_documented_retries_storage_option_works_on_a_real_request(
+        s3_root: str, tmp_path: Path) -> None:
+    """QA: the TUTORIAL's storage_options={"retries": 5} went on to s3fs's constructor, and
+    every request of that root failed (AioSession got an unexpected keyword 'retries')."""
+    repo = Repository.open(s3_root, cache_dir=tmp_path / "c", storage_options={"retries": 5})
+    repo.commit("r", [("k", {"x": 1})], progress=False)
+    assert repo.dataset("r").get("k")["x"] == 1
+    assert repo.storage.fs.retries == 5  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match=r"retries must be a whole number .* got 'five'"):
+        Repository.open(s3_root, storage_options={"retries": "five"})

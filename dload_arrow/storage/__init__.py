@@ -44,6 +44,11 @@ def open_storage(
     if endpoint_url is not None and not isinstance(endpoint_url, str):
         raise TypeError(f"endpoint_url must be a URL as a str (e.g. 'http://127.0.0.1:9000'), "
                         f"got {kind(endpoint_url)}")
+    retries = (storage_options or {}).get("retries")  # s3fs's own retries, set on its client
+    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int)
+                                or retries < 0):
+        raise ConfigError(f"storage_options retries must be a whole number of attempts >= 0 "
+                          f"(e.g. 5), got {retries!r}")
     if "://" not in url:
         return LocalStorage(url)
     if url.startswith("file://"):

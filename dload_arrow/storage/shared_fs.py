@@ -34,21 +34,31 @@ def _key(protocol: str, options: dict[str, Any]) -> str | None:
         return None
 
 
-def shared_filesystem(protocol: str, options: dict[str, Any]) -> Any:
-    """The fsspec filesystem for ``protocol`` and ``options``, built once per process."""
+def shared_filesystem(protocol: str, options: dict[str, Any],
+                      attributes: dict[str, Any] | None = None) -> Any:
+    """The fsspec filesystem for ``protocol`` and ``options``, built once per process;
+    ``attributes`` are set on the instance (options its constructor does not take)."""
     import fsspec
 
     options = {k: v for k, v in options.items() if k != "skip_instance_cache"}
-    key = _key(protocol, options)
+    attributes = attributes or {}
+    key = _key(protocol, {**options, "(attributes)": attributes})
+
+    def build() -> Any:
+        fs = fsspec.filesystem(protocol, skip_instance_cache=True, **options)
+        for name, value in attributes.items():
+            setattr(fs, name, value)
+        return fs
+
     if key is None:
-        return fsspec.filesystem(protocol, skip_instance_cache=True, **options)
+        return build()
     with _LOCK:
         if _PID[0] != os.getpid():  # a forked child: the parent's clients are not ours
             _CACHE.clear()
             _PID[0] = os.getpid()
         fs = _CACHE.get(key)
         if fs is None:
-            fs = fsspec.filesystem(protocol, skip_instance_cache=True, **options)
+            fs = build()
             _CACHE[key] = fs
         return fs
 
@@ -71,7 +81,6 @@ def s3_filesystem(options: dict[str, Any]) -> Any:
     opts.setdefault("use_listings_cache", False)
     opts.setdefault("config_kwargs", {"connect_timeout": 10, "read_timeout": 20,
                                       "retries": {"max_attempts": 2, "mode": "standard"}})
-    fs = shared_filesystem("s3", opts)  # ``retries`` is in its key: an instance of its own
-    given = options.get("retries")  # s3fs takes no such argument: it is set on the instance
-    fs.retries = min(fs.retries, _CLIENT_RETRIES) if given is None else int(given)
-    return fs
+    given = opts.pop("retries", None)  # s3fs takes no such argument: set on the instance
+    retries = _CLIENT_RETRIES if given is None else int(given)  # checked by open_storage
+    return shared_filesystem("s3", opts, {"retries": retries})
