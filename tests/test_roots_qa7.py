@@ -341,3 +341,23 @@ def test_a_cache_subfolder_this_user_cannot_write_gives_a_config_error(
         assert r.stdout.split() == ["ConfigError", "True", "True"], r.stdout
     finally:
         _writable(cache_dir)
+
+
+def test_an_http_root_is_refused_with_where_the_address_goes(tmp_path: Path) -> None:
+    """QA: --root http://host/x failed later with "listing 'datasets/' ... failed: host/x";
+    an http(s) URL is read-only (and most often an S3 server's endpoint written as the root)."""
+    from dload_arrow.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"an http\(s\) URL is read-only.*endpoint_url"):
+        Repository.open("http://127.0.0.1:1/x", cache_dir=tmp_path / "c")
+
+
+def test_an_ftp_root_takes_its_host_from_the_url_and_says_why_it_cannot_open(
+        tmp_path: Path) -> None:
+    """QA: an ftp:// root failed with "FTPFileSystem.__init__() missing 1 required positional
+    argument: 'host'" (the URL's host was never given to fsspec) and a traceback on exit."""
+    repo = Repository.open("ftp://127.0.0.1:1/data", cache_dir=tmp_path / "c")
+    with pytest.raises(StorageError, match=r"cannot open the root ftp://127.0.0.1:1/data: "
+                                           r".*(refused|111)") as e:
+        repo.datasets()
+    assert "host" not in str(e.value)

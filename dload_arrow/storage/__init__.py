@@ -54,6 +54,10 @@ def open_storage(
     if url.startswith("file://"):
         return LocalStorage(url[len("file://") :])
     protocol, _, rest = url.partition("://")
+    if protocol in ("http", "https"):
+        raise ConfigError(f"root {redact_url(url)!r}: an http(s) URL is read-only, and a root is "
+                          "written to; use a local path or s3://bucket/prefix (an S3-compatible "
+                          "server's address goes in endpoint_url)")
     if not rest.strip("/"):
         raise ConfigError(f"root {redact_url(url)!r} names no bucket or path: write it as "
                           f"{protocol}://bucket/prefix")

@@ -73,13 +73,19 @@ class FsspecStorage:
             try:
                 if self.protocol in ("s3", "s3a"):
                     self._fs = s3_filesystem(opts)
-                else:
+                else:  # the host, port and user of ftp://, sftp://... are in the URL
+                    cls = fsspec.get_filesystem_class(self.protocol)
+                    opts = {**cls._get_kwargs_from_urls(self.url), **opts}
                     self._fs = fsspec.filesystem(self.protocol, **opts)
             except ImportError as e:
                 raise StorageError(
                     f"the {self.protocol}:// root needs an extra package: {e}. "
                     "For S3: pip install 'dload-arrow[s3]'"
                 ) from e
+            except (TypeError, ValueError, OSError) as e:
+                raise StorageError(
+                    f"cannot open the root {redact_url(self.url)}: "
+                    f"{redact_text(str(e), self.url)}") from e
             self._pid = os.getpid()
         return self._fs
 
