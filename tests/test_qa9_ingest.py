@@ -154,6 +154,22 @@ def test_a_file_url_reads_a_folder(run: RunFn, repo: Repository, tmp_path: Path)
     assert "none" in r.err and "check the path" in r.err
 
 
+def test_a_file_url_reads_a_table_file_and_a_table_folder(run: RunFn, repo: Repository,
+                                                          tmp_path: Path) -> None:
+    """QA: a file:// URL worked for folders and archives, but a table said "no file or
+    directory" of a file that exists."""
+    from dload_arrow.ingest import open_table
+
+    (tmp_path / "ev").mkdir()
+    (tmp_path / "ev" / "2024-01.csv").write_text("id,v\na,1\nb,2\n")
+    csv = (tmp_path / "ev" / "2024-01.csv").as_uri()
+    assert open_table(csv, key="id").read_all().column("id").to_pylist() == ["a", "b"]
+    assert run("commit", "t", "--from", csv, "--key-column", "id", "--json").json["rows"] == 2
+    folder = (tmp_path / "ev").as_uri()
+    assert run("commit", "u", "--from", folder, "--as", "table", "--json").json["rows"] == 2
+    assert repo.dataset("t").get("b")["v"] == 2
+
+
 # --- 6. a leading '/' anchors a glob to the top, as in .gitignore ---------------------------------
 
 def test_a_leading_slash_anchors_an_exclude_to_the_top(run: RunFn, tmp_path: Path) -> None:

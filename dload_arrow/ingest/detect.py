@@ -22,7 +22,7 @@ from dload_arrow.ingest.kinds import (
     table_kind,
     wrong_as,
 )
-from dload_arrow.ingest.location import is_remote
+from dload_arrow.ingest.location import is_remote, local_path
 from dload_arrow.ingest.source import SampleSource
 from dload_arrow.ingest.tables import is_marker, table_listing
 from dload_arrow.ingest.tarsource import TarSource
@@ -46,7 +46,7 @@ def detect_kind(location: str | os.PathLike[str], *, endpoint_url: str | None = 
     """``"files"`` (a directory), ``"archive"`` or ``"table"`` for a ``--from`` location."""
     location = os.fspath(location)
     if not is_remote(location):
-        path = location[len("file://") :] if location.startswith("file://") else location
+        path = local_path(location)
         if os.path.isdir(path):
             return "table" if is_table_folder(path) else "files"
         if not os.path.exists(path):
@@ -67,7 +67,7 @@ def open_archive(
 ) -> SampleSource:
     """The :class:`SampleSource` of a zip or tar archive, local or remote."""
     location = os.fspath(location)
-    local = location[len("file://") :] if location.startswith("file://") else location
+    local = local_path(location)
     if not is_remote(location) and os.path.isdir(local):
         if is_table_folder(local):
             raise wrong_as(location, "a directory of tables", "an archive", "table")

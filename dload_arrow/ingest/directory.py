@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dload_arrow.errors import ConfigError, NotFoundError, SchemaError, UnsafePathError
 from dload_arrow.ingest.grouping import Entry, check_entry_name
 from dload_arrow.ingest.kinds import file_kind, wrong_as
-from dload_arrow.ingest.location import is_remote, open_binary
+from dload_arrow.ingest.location import is_remote, local_path, open_binary
 from dload_arrow.ingest.source import SampleSource
 
 __all__ = ["DirectorySource"]
@@ -32,8 +32,7 @@ class DirectorySource(SampleSource):
         exclude: Sequence[str] = (),
         split: str = "last",
     ) -> None:
-        local = os.fspath(path)  # a file:// URL is its path, as for archives (location.py)
-        local = local[len("file://") :] if local.startswith("file://") else local
+        local = local_path(os.fspath(path))  # a file:// URL is its path, as for archives
         self.root = os.path.abspath(local)
         remote = is_remote(os.fspath(path))
         if remote:

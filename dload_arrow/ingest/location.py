@@ -17,7 +17,7 @@ from dload_arrow.errors import ConfigError, NotFoundError, StorageError
 from dload_arrow.storage import Storage, open_storage, redact_url
 from dload_arrow.storage.remote import FsspecStorage
 
-__all__ = ["RangeReader", "is_remote", "open_binary"]
+__all__ = ["RangeReader", "is_remote", "local_path", "open_binary"]
 
 _BUCKET_SCHEMES = ("s3", "s3a", "gs", "gcs")  # URLs whose first path part is a bucket
 
@@ -25,6 +25,11 @@ _BUCKET_SCHEMES = ("s3", "s3a", "gs", "gcs")  # URLs whose first path part is a 
 def is_remote(location: str) -> bool:
     """Whether ``location`` is a URL other than ``file://``."""
     return "://" in location and not location.startswith("file://")
+
+
+def local_path(location: str) -> str:
+    """The path of a local ``location``: a ``file://`` URL's path, else ``location``."""
+    return location[len("file://") :] if location.startswith("file://") else location
 
 
 class RangeReader(io.RawIOBase):
@@ -74,7 +79,7 @@ def open_binary(
         block_size: bytes fetched per remote read.
     """
     if not is_remote(location):
-        path = location[len("file://") :] if location.startswith("file://") else location
+        path = local_path(location)
         if os.path.isdir(path):
             raise ConfigError(
                 f"{location!r} is a directory, not a file: read its files with --as files, "

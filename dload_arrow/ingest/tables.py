@@ -36,7 +36,7 @@ from dload_arrow.ingest.empty_columns import blank_text, fill_empty_text, text_n
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
-from dload_arrow.ingest.location import is_remote, open_binary
+from dload_arrow.ingest.location import is_remote, local_path, open_binary
 from dload_arrow.ingest.partitions import Partitions
 from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, read_error
 from dload_arrow.ingest.table_text import (
@@ -73,7 +73,7 @@ def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
     list. Hidden and ``_`` directories are listed as ``"name/"`` among the others, and not
     entered.
     """
-    path = os.fspath(path)
+    path = local_path(os.fspath(path))
     select = globs if globs is not None else Globs(include, exclude)
     if is_remote(path) or os.path.isfile(path):
         name = path.rstrip("/").rsplit("/", 1)[-1]
@@ -218,7 +218,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         stored: the schema of the dataset the rows will be appended to: partition folders
             (``month=01``) take its column types.
     """
-    path = os.fspath(path)
+    path = local_path(os.fspath(path))
     globs = Globs(include, exclude)
     files = table_listing(path, globs=globs)[0]
     if not files:
