@@ -101,7 +101,7 @@ def test_ranks_stay_equal_when_length_overstates_the_epoch(d103: Any, workers: i
     real = len(_keys(pipe))
     got = []
     # the warning comes from the process that reads: this one without workers
-    with pytest.warns(UserWarning, match="short of the length given") if workers == 0 \
+    with pytest.warns(UserWarning, match="fewer than the length given") if workers == 0 \
             else contextlib.nullcontext():
         for rank in range(3):
             ds = as_iterable_dataset(pipe, rank=rank, world_size=3, length=real + 8)
@@ -208,3 +208,38 @@ def test_length_is_the_epochs_count_or_refused_when_it_contradicts_the_pipeline(
     odd = d103.pipeline().filter(lambda s: s["label"] % 2 == 1)  # 44 items, unknown to len()
     ds = as_iterable_dataset(odd, length=40, to_tensors=False)
     assert len(ds) == len(list(ds)) == 40  # one rank too: iteration keeps to length=
+
+
+def _fill_run(pipe: Any, rank: int, workers: int, stop: int | None = None,
+              state: Any = None) -> tuple[list[int], Any]:
+    ds = as_iterable_dataset(pipe, rank=rank, world_size=2, length=40, to_tensors=False)
+    loader = StatefulLoader(ds, num_workers=workers)
+    if state is not None:
+        loader.load_state_dict(state)
+    got: list[int] = []
+    for x in loader:
+        got.append(int(x))
+        if stop is not None and len(got) == stop:
+            return got, loader.state_dict()
+    return got, None
+
+
+@pytest.mark.filterwarnings("ignore:epoch 0 has 30 item")
+def test_the_fill_of_an_epoch_shorter_than_length_is_dealt_by_position() -> None:
+    """QA: the items repeated when an epoch is shorter than length= were drawn per consumer
+    (0, 0, 1, 1, ... with two workers; the same items on every rank), and a resume inside
+    them drew another set. They are now the items at (position - true length) % true length,
+    like uneven="pad"'s padding: the same whatever the workers, and across ranks each once."""
+    import dload_arrow as dl
+
+    pipe = dl.from_iterable(list(range(60))).filter(lambda v: v % 2 == 0)  # 30 items
+    runs = {w: [_fill_run(pipe, r, w)[0] for r in (0, 1)] for w in (0, 1, 3)}
+    assert runs[0] == runs[1] == runs[3]
+    ranks = runs[0]
+    assert [len(r) for r in ranks] == [20, 20]
+    assert ranks[0][15:] == [0, 4, 8, 12, 16] and ranks[1][15:] == [2, 6, 10, 14, 18]
+    assert sorted(ranks[0][15:] + ranks[1][15:]) == list(range(0, 20, 2))
+    for w in (0, 2):  # checkpoint inside the fill, then resume
+        for r in (0, 1):
+            head, state = _fill_run(pipe, r, w, stop=17)
+            assert head + _fill_run(pipe, r, w, state=state)[0] == ranks[r]

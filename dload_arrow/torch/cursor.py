@@ -77,34 +77,74 @@ def stream_share(
         close = getattr(stream, "close", None)
         if close is not None:
             close()
-    if real is not None and cursor.yielded < real:  # the epoch was shorter than length=
-        missing = real - cursor.yielded
-        warnings.warn(
-            f"epoch {cursor.epoch} ended {missing} item(s) short of the length given "
-            "(length=); repeating its first items so every rank delivers the same number. "
-            "Pass the epoch's true length, or uneven='none'", stacklevel=2)
-        yield from _from_head(cursor, pipe, convert, main, list(range(missing)))
+    size = None  # the epoch's true length, counted when it ended short of length=
+    if real is not None and cursor.yielded < real:
+        c = deal.consumer(cursor.rank, cursor.worker)
+        nxt = deal.start + c + cursor.yielded * step  # its first position the epoch lacks
+        size = _true_length(pipe, cursor.epoch, deal.start, nxt, step, cursor.yielded)
+        if (max(size, deal.start) - deal.start) % step == c:  # one consumer in the job says it
+            warnings.warn(
+                f"epoch {cursor.epoch} has {size} item(s), fewer than the length given "
+                f"({deal.total}, length=); the missing positions repeat the epoch's items from "
+                "its first, so every rank delivers the same number. Pass the epoch's true "
+                "length, or uneven='none'", stacklevel=2)
+        # by global position, as padding is: the same whatever the workers, ranks or resume
+        missing = [nxt + k * step for k in range(real - cursor.yielded)]
+        yield from _from_head(cursor, pipe, convert, main, [p - size for p in missing], size)
     pad = deal.padding(cursor.rank, cursor.worker)
     if real is not None and cursor.yielded > real:
         pad = pad[cursor.yielded - real :]
     if len(pad):
-        yield from _from_head(cursor, pipe, convert, main, [int(i) for i in pad])
+        yield from _from_head(cursor, pipe, convert, main, [int(i) for i in pad], size)
     cursor.done = True
 
 
+def _count(pipe: Any, epoch: int, first: int, limit: int) -> int:
+    """Items of epoch ``epoch`` at positions ``first`` to ``first + limit - 1``."""
+    stream = open_stream(pipe, epoch, first, 1)
+    n = sum(1 for _ in islice(stream, max(limit, 0)))
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
+    return n
+
+
+def _true_length(pipe: Any, epoch: int, start: int, nxt: int, step: int, yielded: int) -> int:
+    """The item count of an epoch whose consumer found no item at position ``nxt``, after
+    ``yielded`` items (the last at ``nxt - step``) from the deal's ``start``."""
+    lo = nxt - step + 1 if yielded else start
+    n = _count(pipe, epoch, lo, nxt - lo)
+    if n or yielded or start == 0:
+        return lo + n
+    return _count(pipe, epoch, 0, start)  # a resume past the epoch's end: count it all
+
+
 def _from_head(cursor: Cursor, pipe: Any, convert: Callable[[Any, bool], Any], main: bool,
-               indices: list[int]) -> Iterator[Any]:
-    """The epoch's items at ``indices`` (wrapping around an epoch shorter than them), counted
-    in ``cursor``: the padding that keeps ranks equal."""
-    head = list(islice(open_stream(pipe, cursor.epoch, 0, 1), max(indices) + 1))
-    if not head:
+               indices: list[int], size: int | None = None) -> Iterator[Any]:
+    """The epoch's items at ``indices`` (modulo ``size``, or wrapping around an epoch
+    shorter than them), counted in ``cursor``: the items that keep ranks equal. Only the
+    items asked for are kept while the head of the epoch is read."""
+    if size == 0:
         raise ConfigError(f"epoch {cursor.epoch} is empty but its length (len() or length=) "
                           "promised items; pass the epoch's true length")
+    if size is not None:
+        indices = [i % size for i in indices]
+    want, got, n = set(indices), {}, 0
+    stream = open_stream(pipe, cursor.epoch, 0, 1)
+    for n, item in enumerate(islice(stream, max(indices) + 1), 1):
+        if n - 1 in want:
+            got[n - 1] = item
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
+    if len(got) < len(want):  # the epoch is shorter than an index: wrap around it
+        yield from _from_head(cursor, pipe, convert, main, indices, n)
+        return
     for idx in indices:
         cursor.yielded += 1
         if main:
             cursor.consumed += 1
-        yield convert(head[idx % len(head)], main)
+        yield convert(got[idx], main)
 
 
 def deal_of(pipe: Any, plan: Plan, workers: int, world_size: int, uneven: Uneven,
