@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -134,7 +135,7 @@ def info(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
             click.echo(f"    {escaped(f['name'])}: {escaped(str(f['type']))}"
                        + (f" shape {f['shape']}" if f["shape"] is not None else ""))
         if m.meta:
-            click.echo(f"  meta: {m.meta}")
+            click.echo(f"  meta: {json.dumps(m.meta, default=str)}")
         for p in m.parents:
             click.echo(f"  parent: {p.get('name')}@{str(p.get('version'))[:12]} "
                        f"({p.get('relation', 'derived')})")

@@ -58,12 +58,6 @@ def cache_text(d: dict[str, Any], residency: bool = True) -> None:
                       "shards": f"{r['cached_shards']} / {r['total_shards']}"} for r in rows])
 
 
-def _kv_text(d: dict[str, Any]) -> None:
-    for k, v in d.items():
-        shown = format_bytes(v) if "bytes" in k and isinstance(v, int) else v
-        click.echo(f"{k}: {shown}")
-
-
 @click.command()
 @click.argument("spec", metavar="NAME[@VERSION]")
 @root_options
@@ -290,9 +284,11 @@ def cache_clear(root: str | None, cache_dir: str | None, cache_budget: str | Non
     Example:
       dload cache clear
     """
-    result = open_repo(root, cache_dir, cache_budget, must_exist=False).cache_clear()
-    out = _as_dict(result) if not isinstance(result, int) else {"bytes_freed": result}
-    emit(out, as_json, lambda: _kv_text(out))
+    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    freed = repo.cache_clear()
+    emit({"bytes_freed": freed}, as_json, lambda: click.echo(
+        f"freed {format_bytes(freed)} in {repo.settings.cache_dir} (shards a running reader "
+        "holds stay)"))
 
 
 COMMANDS = [pull, export, verify, cache]
