@@ -16,8 +16,9 @@ import shlex
 from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFoundError, SchemaError
 from dload_arrow.ingest.location import is_remote, open_binary
 
-__all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "file_kind", "mixed_formats",
-           "no_tables", "sniff_archive", "table_format", "table_kind", "wrong_as"]
+__all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "compressed_table",
+           "file_kind", "mixed_formats", "no_tables", "sniff_archive", "table_format", "table_kind",
+           "wrong_as"]
 
 TABLE_FORMATS = {
     ".parquet": "parquet",
@@ -81,6 +82,14 @@ def sniff_archive(location: str, *, endpoint_url: str | None = None) -> str | No
     return None
 
 
+def compressed_table(location: str) -> tuple[str, str] | None:
+    """``(what it is, its file name)`` of a compressed table file (``x.csv.gz``), else None."""
+    name = location.rstrip("/").rsplit("/", 1)[-1]
+    stem, dot, ext = name.rpartition(".")
+    kind = table_kind(stem) if dot and ext.lower() in ("gz", "zst", "zstd") else None
+    return None if kind is None else (kind, name)
+
+
 def archive_format(location: str, *, endpoint_url: str | None = None, sniff: bool = True) -> str:
     """``"zip"``, ``"tar"``, ``"tar.gz"`` or ``"tar.zst"``, by content (when ``sniff``) and
     then by extension; IntegrityError if neither says."""
@@ -90,6 +99,16 @@ def archive_format(location: str, *, endpoint_url: str | None = None, sniff: boo
     for ext, fmt in ARCHIVE_EXTENSIONS:
         if lower.endswith(ext):
             return fmt
+    name = lower.rsplit("/", 1)[-1]
+    if "." in name:  # an extension, and not an archive's: another kind of file
+        ext = name.rsplit(".", 1)[-1]
+        hint = (" If it holds one JSON object per line, rename it to .jsonl and it is read as "
+                "a table." if ext == "json" else "")
+        raise ConfigError(
+            f"{location!r} is neither a table dload reads (.parquet, .csv, .jsonl) nor a zip, "
+            f"tar, tar.gz or tar.zst archive (by its .{ext} extension and its first bytes); "
+            f"convert it to one of those, or commit a folder of such files (--as files stores "
+            f"each file as a sample).{hint}")
     raise IntegrityError(
         f"{location!r} is not a zip, tar, tar.gz or tar.zst archive (by extension or by its "
         "first bytes); check the path, or re-download the archive"

@@ -22,6 +22,7 @@ from typing import IO
 from dload_arrow.errors import ConfigError, IntegrityError, user_stacklevel
 from dload_arrow.ingest.columns import column_kind
 from dload_arrow.ingest.grouping import Entry, check_entry_name, split_name
+from dload_arrow.ingest.kinds import compressed_table
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.ingest.source import SampleSource
 from dload_arrow.ingest.tar_stream import BLOCK, Tail, drains, errors, is_header, zstd_unchecked
@@ -138,6 +139,11 @@ class TarSource(SampleSource):
             # no tar header: not a tar, unless the compressed stream is itself corrupt (a
             # byte changed early decodes to garbage; gzip's CRC at the end tells)
             if decoded and start is not None and not is_header(start) and drains(tail):
+                inner = compressed_table(self.location)
+                if inner:  # a compressed table: x.csv.gz
+                    return (f"{self.location} is {inner[0]} compressed with {codec}, which is "
+                            f"not read compressed: decompress it (`{codec} -dk {inner[1]}`) and "
+                            f"commit {inner[1][:inner[1].rfind('.')]!r}")
                 return (f"{self.location} is a {codec}-compressed file but not a tar archive "
                         f"(what it decompresses to has no tar header): commit a tar of the "
                         f"files (e.g. `tar -czf data.tar.gz DIR`), or the folder of the "
