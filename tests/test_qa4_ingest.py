@@ -234,9 +234,10 @@ def test_a_gzip_tar_named_zip_is_read_as_the_tar_gz_it_is(run: RunFn, tmp_path: 
 
 def _dup_message(where: Path) -> str:
     return (
-        f"{where}: the archive holds the entry 'a.jpg' twice (the same path; './' dropped, "
-        "backslashes read as '/'), and a sample has one file per column; rebuild the archive "
-        "without the duplicate entry (extract it, keep the copy you want, and archive it again)"
+        f"{where}: the archive holds the entry 'a.jpg' twice (the same path; './' and repeated "
+        "'/' dropped, backslashes read as '/'), and a sample has one file per column; rebuild the "
+        "archive without the duplicate entry (extract it, keep the copy you want, and archive it "
+        "again)"
     )
 
 

@@ -188,9 +188,9 @@ def group_entries(
         if column in sample and sample[column].name == entry.name:
             raise SchemaError(
                 f"{where}: the archive holds the entry {entry.name!r} twice (the same path; "
-                "'./' dropped, backslashes read as '/'), and a sample has one file per "
-                "column; rebuild the archive without the duplicate entry (extract it, keep "
-                "the copy you want, and archive it again)"
+                "'./' and repeated '/' dropped, backslashes read as '/'), and a sample has one "
+                "file per column; rebuild the archive without the duplicate entry (extract it, "
+                "keep the copy you want, and archive it again)"
             )
         if column in sample:
             raise SchemaError(
