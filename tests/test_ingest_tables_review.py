@@ -343,3 +343,24 @@ def test_a_type_change_after_a_huge_integer_names_the_line_that_changed(tmp_path
     (tmp_path / "h.jsonl").write_text('{"a": 1, "b": ' + "1" * 400 + '}\n{"a": 2}\n{"a": "x"}\n')
     with pytest.raises(SchemaError, match=r"h\.jsonl', line 3: .*a is a string"):
         open_table(tmp_path / "h.jsonl").read_all()
+
+
+def test_sparks_json_output_folder_is_read_as_json_lines(run: RunFn, local_root: str,
+                                                          tmp_path: Path) -> None:
+    """QA: Spark's df.write.json writes JSON Lines as part-*.json beside _SUCCESS; the folder
+    was committed as files (a sample per part file), and --as table found "no table"."""
+    spark = tmp_path / "spark"
+    (spark / "year=2024").mkdir(parents=True)
+    (spark / "_SUCCESS").write_text("")
+    (spark / "year=2024" / "part-00000-a.json").write_text('{"id":"x","a":1}\n{"id":"y","a":2}\n')
+    (spark / "year=2024" / ".part-00000-a.json.crc").write_text("crc")
+    (spark / "year=2024" / "part-00001-a.json").write_text("")
+    run("commit", "s", "--from", str(spark), "--key-column", "id")
+    repo = Repository.open(local_root, cache_dir=local_root + "-cache")
+    assert repo.dataset("s").to_arrow().to_pylist() == [
+        {"__key__": "x", "a": 1, "year": 2024}, {"__key__": "y", "a": 2, "year": 2024}]
+    plain = tmp_path / "docs"  # no _SUCCESS: a .json file is a sample's file
+    plain.mkdir()
+    (plain / "a.json").write_text('{"a": 1}')
+    run("commit", "f", "--from", str(plain))
+    assert repo.dataset("f").schema.names == ["__key__", "json"]

@@ -44,9 +44,12 @@ _PYTHON = {
 }
 
 
-def table_format(path: str) -> str | None:
-    """``"parquet"``, ``"csv"``, ``"jsonl"`` by extension, else None."""
+def table_format(path: str, json_lines: bool = False) -> str | None:
+    """``"parquet"``, ``"csv"``, ``"jsonl"`` by extension, else None; ``json_lines``: a
+    ``.json`` file is JSON Lines too (in Spark's output folder, beside ``_SUCCESS``)."""
     lower = path.lower()
+    if json_lines and lower.endswith(".json"):
+        return "jsonl"
     return next((f for ext, f in TABLE_FORMATS.items() if lower.endswith(ext)), None)
 
 
@@ -146,7 +149,8 @@ def wrong_as(location: str, what: str, asked: str, fits: str, detail: str = "") 
 
 def mixed_formats(path: str, files: list[str]) -> SchemaError:
     """The error of a folder holding more than one table format, with the ways out."""
-    exts = sorted({next(e for e in TABLE_FORMATS if f.lower().endswith(e)) for f in files})
+    exts = sorted({next((e for e in TABLE_FORMATS if f.lower().endswith(e)), ".json")
+                   for f in files})
     counts = ", ".join(f"{sum(f.lower().endswith(e) for f in files)} {e}" for e in exts)
     first, *rest = exts
     where = shlex.quote(path)

@@ -82,6 +82,7 @@ def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
         return ([path], []) if table_format(path) else ([], [path])
     tables: list[str] = []
     others: list[str] = []
+    spark = os.path.isfile(os.path.join(path, "_SUCCESS"))  # its .json files are JSON Lines
     for dirpath, dirnames, filenames in os.walk(path):
         rel = os.path.relpath(dirpath, path).replace(os.sep, "/")
         rel = "" if rel == "." else rel + "/"
@@ -93,7 +94,7 @@ def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
         for f in filenames:
             if not select(rel + f):
                 continue
-            if is_marker(f) or not table_format(f):
+            if is_marker(f) or not table_format(f, spark):
                 others.append(rel + f)
             else:
                 tables.append(os.path.join(dirpath, f))
@@ -225,7 +226,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         raise no_tables(path, globs.unused_text(), table_files(path) if globs else [],
                         endpoint_url)
     globs.warn_unused(path)
-    formats = {table_format(f) for f in files}
+    formats = {table_format(f, json_lines=True) for f in files}  # .json: listed if Spark's
     if len(formats) > 1:
         raise mixed_formats(path, files)
     fmt = str(formats.pop())
