@@ -130,3 +130,23 @@ def test_polars_over_an_s3_root_reads_through_the_cache(s3_repo: Repository) -> 
     make_history(s3_repo)
     view = s3_repo.dataset("a").where("label >= 8")
     assert as_rows(view.to_polars().collect()) == as_rows(view.to_arrow())
+
+
+@pytest.mark.parametrize("nan_first", [True, False])
+def test_a_row_group_of_nan_only_does_not_make_the_bounds_nan(repo: Repository,
+                                                             nan_first: bool) -> None:
+    """QA: min()/max() over row-group bounds kept a leading NaN, so describe() and the
+    manifest's shard bounds said nan when the first row group held only NaN."""
+    nan = float("nan")
+    vals = [nan] * 100 + [float(i) for i in range(100, 200)]
+    if not nan_first:
+        vals.reverse()
+    repo.commit("nn", [(f"k{i:03d}", {"x": v}) for i, v in enumerate(vals)],
+                row_group_size="1KiB", progress=False)
+    ds = repo.dataset("nn")
+    assert len(ds.manifest.shards[0].rg_rows) > 2  # several row groups, one of NaN only
+    row = next(r for r in ds.describe(exact=False).to_pylist() if r["column"] == "x")
+    assert (row["min"], row["max"]) == ("100.0", "199.0")
+    t = ds.manifest.table
+    assert (t.column("min.x")[0].as_py(), t.column("max.x")[0].as_py()) == (100.0, 199.0)
+    assert ds.where("x >= 150").to_arrow().num_rows == 50  # pruning unchanged

@@ -23,7 +23,7 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.read.reader import all_units
 from dload_arrow.store.manifest import Manifest
-from dload_arrow.store.shard import is_scalar
+from dload_arrow.store.shard import is_scalar, without_nan
 
 __all__ = ["data_rows", "manifest_rows", "measured_only"]
 
@@ -134,8 +134,9 @@ def manifest_rows(ctx: ReadContext, manifest: Manifest,
         if lo_col in index:
             lo, hi = pylist(t.column(index[lo_col])), pylist(t.column(index[hi_col]))
             nulls_l = pylist(t.column(index[nulls_col])) if nulls_col else None
-            mins = [lo[s][r] for s, r in chosen if lo[s][r] is not None]
-            maxs = [hi[s][r] for s, r in chosen if hi[s][r] is not None]
+            # a row group of NaN only has NaN bounds: the others' are the column's
+            mins = without_nan([lo[s][r] for s, r in chosen if lo[s][r] is not None])
+            maxs = without_nan([hi[s][r] for s, r in chosen if hi[s][r] is not None])
             n_null = sum(nulls_l[s][r] for s, r in chosen) if nulls_l else 0
             row.update(count=rows - n_null, nulls=n_null,
                        min=None if not mins else str(min(mins)),

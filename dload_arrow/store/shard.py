@@ -8,6 +8,7 @@ bytes however the input was chunked. That is what makes a second commit upload n
 from __future__ import annotations
 
 import hashlib
+import math
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.time_range import check_nested_time_range, check_time_range
 
 __all__ = ["DEFAULT_ROW_GROUP_SIZE", "DEFAULT_SHARD_SIZE", "ShardData", "digest_of", "is_scalar",
-           "write_shards"]
+           "without_nan", "write_shards"]
 
 DEFAULT_SHARD_SIZE = 128 * 2**20
 DEFAULT_ROW_GROUP_SIZE = 2 * 2**20
@@ -140,6 +141,12 @@ def _col_stats(col: Any) -> tuple[Any, Any, int]:
     return mm["min"].as_py(), mm["max"].as_py(), col.null_count
 
 
+def without_nan(bounds: list[Any]) -> list[Any]:
+    """``bounds`` without NaN, unless NaN is all there is (min() would keep a leading NaN)."""
+    real = [b for b in bounds if not (isinstance(b, float) and math.isnan(b))]
+    return real or bounds
+
+
 class _Open:
     def __init__(self, schema: pa.Schema) -> None:
         self.sink = pa.BufferOutputStream()
@@ -198,8 +205,9 @@ class _Open:
         footer_len = struct.unpack("<I", buf.slice(buf.size - 8, 4).to_pybytes())[0]
         stats = {}
         for c, per in self.rg_stats.items():
-            mins = [m for m, _, _ in per if m is not None]
-            maxs = [m for _, m, _ in per if m is not None]
+            # a row group of NaN only has NaN bounds: the others' bounds are the shard's
+            mins = without_nan([m for m, _, _ in per if m is not None])
+            maxs = without_nan([m for _, m, _ in per if m is not None])
             stats[c] = (min(mins) if mins else None, max(maxs) if maxs else None,
                         sum(n for _, _, n in per))
         return ShardData(
