@@ -19,6 +19,7 @@ __all__ = [
     "InfeasiblePlanError",
     "IntegrityError",
     "InvalidNameError",
+    "MissingKeyError",
     "NotFoundError",
     "PredicateError",
     "SchemaError",
@@ -43,6 +44,11 @@ class NotFoundError(DloadError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message; keep it readable
         return str(self.args[0]) if self.args else ""
+
+
+class MissingKeyError(NotFoundError):
+    """No sample of the dataset has the key asked for (``key in ds`` is then False and
+    ``ds.get(key, default=...)`` returns the default; a missing shard is a NotFoundError)."""
 
 
 class IntegrityError(DloadError, ValueError):

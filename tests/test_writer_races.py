@@ -253,3 +253,28 @@ def test_an_untag_that_undoes_a_concurrent_tag_move_says_so_and_logs_both(
            if e.ref == "prod"]
     assert log == [(1, "tag", v1), (2, "tag", v2), (3, "delete", None)]
 
+
+
+def test_random_access_after_rm_and_gc_says_so_and_a_missing_shard_is_no_absent_key(
+        tmp_path: Path) -> None:
+    """QA: `k in ds` said False and get(k, default=...) returned the default when the key's
+    shard was gone (every NotFoundError read as "no such key"), and ds[i]/get/take said the
+    shard was "deleted outside dload?" where the other readers say rm and gc took it."""
+    from dload_arrow import MissingKeyError
+
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    v1 = repo.commit("ds", [(f"k{i}", {"x": i}) for i in range(10)], progress=False)
+    repo.commit("ds", [("only", {"x": 1})], progress=False)
+    ds = repo.dataset("ds", v1.version)
+    assert "nope" not in ds and ds.get("nope", default=7) == 7
+    with pytest.raises(MissingKeyError, match="no sample with key 'nope'"):
+        ds.get("nope")
+    repo.rm("ds", v1.version)
+    assert repo.gc(grace=0).deleted
+    for read in (lambda: ds[5], lambda: ds.get("k1"), lambda: "k1" in ds,
+                 lambda: ds.get("k1", default=None), lambda: ds.take([1, 2])):
+        with pytest.raises(NotFoundError, match=f"{v1.version[:12]}.*was removed \\(rm\\) and "
+                                                "gc collected its shards") as e:
+            read()
+        assert not isinstance(e.value, MissingKeyError)

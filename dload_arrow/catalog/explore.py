@@ -63,7 +63,8 @@ def head(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] 
         if not ctx.in_place and chosen:
             reader = RowGroupReader(ctx)
             names = None if columns is None else schema.names
-            parts = [reader.read(ShardRef.of(shards[s]), rg, names, dataset=manifest.name)
+            parts = [reader.read(ShardRef.of(shards[s]), rg, names, dataset=manifest.name,
+                                 version=manifest.version)
                      for s, rg in chosen]
             table = pa.concat_tables(parts).slice(0, n)
             return table.select(schema.names).cast(schema)

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.args import kind
 from dload_arrow.arrays import int64_array, string_array
-from dload_arrow.errors import NotFoundError, shown
+from dload_arrow.errors import MissingKeyError, shown
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.read.reader import iter_units, projection
@@ -133,7 +133,8 @@ class RandomAccess:
             if j >= 0 and k <= maxs[j]:
                 groups.setdefault(j, []).append(pos)
         for j, positions in groups.items():
-            t = self.reader.read(ref, j, dataset=self.manifest.name)
+            t = self.reader.read(ref, j, dataset=self.manifest.name,
+                                 version=self.manifest.version)
             wanted = string_array([keys[p] for p in positions])
             found = pc.index_in(wanted, value_set=t.column(KEY_COLUMN)).to_pylist()
             rows = t.column("row").to_pylist()
@@ -168,7 +169,7 @@ class RandomAccess:
             if isinstance(x, str):
                 t = next(located)
                 if t is None:
-                    raise NotFoundError(self._missing(x))
+                    raise MissingKeyError(self._missing(x))
                 targets.append(t)
             elif isinstance(x, (int, np.integer)) and not isinstance(x, bool):
                 targets.append(self._position(int(x)))
@@ -186,13 +187,14 @@ class RandomAccess:
         groups: dict[tuple[int, int], list[int]] = {}
         for pos, (s, rg, _i, key) in enumerate(targets):
             if key is not None and view_units is not None and (s, rg) not in view_units:
-                raise NotFoundError(self._missing(key))
+                raise MissingKeyError(self._missing(key))
             groups.setdefault((s, rg), []).append(pos)
         pieces: list[pa.Table] = []
         order: list[int] = []
         for (s, rg), positions in groups.items():
             table = self.reader.read(ShardRef.of(self.manifest.shards[s]), rg, names,
-                                     dataset=self.manifest.name)
+                                     dataset=self.manifest.name,
+                                     version=self.manifest.version)
             if self.predicate is not None:
                 keep = self._filtered_offsets(table, positions, targets)
                 table = filter_rows(table, self.predicate)
@@ -218,7 +220,7 @@ class RandomAccess:
                 wanted = string_array([str(key)]).cast(keycol.type)[0]
                 found = pc.index(keycol, wanted).as_py()
                 if found < 0:
-                    raise NotFoundError(self._missing(str(key)))
+                    raise MissingKeyError(self._missing(str(key)))
                 i = found
             out.append(i)
         return out
@@ -236,7 +238,7 @@ class RandomAccess:
                 out.append(int(i or 0))
                 continue
             if key not in index_of:
-                raise NotFoundError(self._missing(key))
+                raise MissingKeyError(self._missing(key))
             out.append(index_of[key])
         return out
 

@@ -144,8 +144,9 @@ class RowGroupReader:
         self._lock = threading.Lock()
 
     def read(self, ref: ShardRef, rg: int, columns: list[str] | None = None,
-             dataset: str = "") -> pa.Table:
-        """Row group ``rg`` of ``ref`` (only ``columns`` when given).
+             dataset: str = "", version: str | None = None) -> pa.Table:
+        """Row group ``rg`` of ``ref`` (only ``columns`` when given); ``dataset`` and
+        ``version`` name what is read in errors (a shard gone: removed with its version).
 
         A cached shard was verified whole when downloaded. A row group read in place or by
         range is not hashed: its pages' CRCs are checked instead (shards written before the
@@ -163,14 +164,15 @@ class RowGroupReader:
                 corrupt_shard(self.ctx, ref.digest, dataset, "unreadable", hold.path)
         local = self.ctx.storage.local_path(path)
         if local is not None:
-            with open_shard(self.ctx, local, ref.digest, dataset, verify=True) as pf:
+            with open_shard(self.ctx, local, ref.digest, dataset, verify=True,
+                            version=version) as pf:
                 return self._decode(pf, ref, rg, columns, dataset)
         start = ref.rg_offsets[rg]
         try:
             segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])
             meta = self.metadata(ref)
         except NotFoundError as e:  # removed and collected, or deleted outside dload
-            raise missing_shard(self.ctx.storage, ref.digest, dataset) from e
+            raise missing_shard(self.ctx.storage, ref.digest, dataset, version) from e
         f = RangeFile(self.ctx.storage, path, ref.nbytes, {start: segment})
         pf = pq.ParquetFile(f, metadata=meta, pre_buffer=False, page_checksum_verification=True)
         return self._decode(pf, ref, rg, columns, dataset)

@@ -39,12 +39,12 @@ def missing_shard(storage: Storage, digest: str, dataset: str,
     if not any(v.startswith(version) for v in stored):
         what = f"version {version} of {name!r}" if version and stored else repr(name)
         return NotFoundError(
-            f"shard {digest[:12]} of dataset {dataset!r} is gone from {where}: {what} was "
+            f"shard {digest[:12]} of dataset {name!r} is gone from {where}: {what} was "
             "removed (rm) and gc collected its shards after this reader opened it; open a "
             "version that exists (repo.versions(name), repo.datasets() list them)"
         )
     return NotFoundError(
-        f"shard {digest[:12]} of dataset {dataset!r} is missing under {where} (removed by "
+        f"shard {digest[:12]} of dataset {name!r} is missing under {where} (removed by "
         f"gc, or deleted outside dload?): `dload verify {name}` lists what is missing; "
         "restore it or commit the data again"
     )

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import MAX_COUNT, check_bool
-from dload_arrow.errors import ConfigError, NotFoundError
+from dload_arrow.errors import ConfigError, MissingKeyError
 from dload_arrow.repository.dataset_fields import VersionFields
 from dload_arrow.repository.shortcuts import PipelineShortcuts
 from dload_arrow.store.manifest import Manifest
@@ -151,7 +151,7 @@ class Dataset(VersionFields, PipelineShortcuts):
                             "compare samples yourself, e.g. `s['__key__'] in ds`")
         try:
             self._random_access.get(key, [])
-        except NotFoundError:
+        except MissingKeyError:  # a missing shard is no answer: it raises
             return False
         return True
 
@@ -171,7 +171,7 @@ class Dataset(VersionFields, PipelineShortcuts):
                             f"{columns!r}; for a value when the key is absent use default=")
         try:
             return row_to_sample(self._random_access.get(key, columns))
-        except NotFoundError:
+        except MissingKeyError:
             if default is _RAISE:
                 raise
             return default
