@@ -148,3 +148,18 @@ def test_a_long_in_list_of_times_is_read(repo: Repository) -> None:
     listed = ", ".join(f"'{t}'" for t in ts[:1500])
     assert ds.where(f"ts in ({listed})").to_arrow().num_rows == 1500
     assert ds.where(f"ts not in ({listed})").to_polars().collect().height == 100
+
+
+@pytest.mark.parametrize("condition", ["i != f", "NOT (i = f)", "NOT (i < f)", "i = f",
+                                       "NOT (i != f)", "NOT (i BETWEEN f AND 10)", "f != 2"])
+def test_to_polars_keeps_a_comparison_with_a_null_null_beside_nan(repo: Repository,
+                                                                 condition: str) -> None:
+    """QA: `i != f` with i null and f NaN kept the row in to_polars() (null | NaN-test was
+    true) and not in to_arrow() or SQL; NOT (i = f) likewise."""
+    nan = float("nan")
+    repo.commit("t", pa.table({"k": ["a", "b", "c", "d"], "i": [None, 1, 3, None],
+                               "f": [nan, 2.0, nan, None]}), key="k", progress=False)
+    view = repo.dataset("t").where(condition)
+    arrow = sorted(view.to_arrow().column("__key__").to_pylist())
+    assert sorted(view.to_polars().collect()["__key__"].to_list()) == arrow
+    assert len(view) == len(arrow)

@@ -127,10 +127,11 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
             if any(isinstance(s, Literal) and s.value is None for s in (n.left, n.right)):
                 return pl.lit(None, dtype=pl.Boolean)
             e = ops[n.op](*sides(n.left, n.right))
-            # NaN as Arrow (IEEE) compares it, not as polars (NaN = NaN, NaN above all)
+            # NaN as Arrow (IEEE) compares it, not as polars (NaN = NaN, NaN above all); a
+            # comparison with a null stays null (null | true would be true, under NOT too)
             for side in (n.left, n.right):
                 if isinstance(side, Column) and side.name in floats:
-                    nan = pl.col(side.name).is_nan()
+                    nan = pl.col(side.name).is_nan() & e.is_not_null()
                     e = (e | nan) if n.op == "!=" else (e & ~nan)
             return e
         if isinstance(n, IsNull):
