@@ -163,3 +163,25 @@ def test_to_polars_keeps_a_comparison_with_a_null_null_beside_nan(repo: Reposito
     arrow = sorted(view.to_arrow().column("__key__").to_pylist())
     assert sorted(view.to_polars().collect()["__key__"].to_list()) == arrow
     assert len(view) == len(arrow)
+
+
+def test_fixed_shape_tensor_columns_keep_their_shape_in_dataframes(repo: Repository) -> None:
+    """QA: an arrow.fixed_shape_tensor column came out flat in to_pandas() ((4,) cells for
+    (2, 2) tensors) and as polars' Extension type in to_polars(), where the TUTORIAL says
+    tensor columns, extension ones included, keep their shape."""
+    import numpy as np
+    import polars as pl
+
+    typ = pa.fixed_shape_tensor(pa.float32(), (2, 2))
+    arr = pa.ExtensionArray.from_storage(
+        typ, pa.array([[1, 2, 3, 4], None, [5, 6, 7, 8]], pa.list_(pa.float32(), 4)))
+    repo.commit("t", pa.table({"k": ["a", "b", "c"], "t": arr}), key="k", progress=False)
+    ds = repo.dataset("t")
+    cells = ds.to_pandas()["t"].tolist()
+    assert cells[0].shape == (2, 2) and cells[1] is None
+    assert np.array_equal(cells[2], [[5, 6], [7, 8]])
+    frame = ds.to_polars().collect()
+    assert frame.schema["t"] == pl.Array(pl.Float32, shape=(2, 2))
+    assert frame["t"].to_list() == [[[1, 2], [3, 4]], None, [[5, 6], [7, 8]]]
+    empty = ds.where("__key__ = 'none'").to_polars().collect()
+    assert empty.height == 0 and empty.schema["t"] == pl.Array(pl.Float32, shape=(2, 2))

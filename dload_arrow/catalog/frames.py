@@ -15,7 +15,6 @@ binary inside lists (bytes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -26,14 +25,19 @@ from dload_arrow.catalog.exact_cells import exact_cells, is_nested
 from dload_arrow.errors import SchemaError
 from dload_arrow.read.samples import column_values
 from dload_arrow.store.rows import field_shape
+from dload_arrow.tensor_arrays import is_fixed_shape_tensor
 
 __all__ = ["pandas_frame", "polars_shapes", "tensor_fields"]
 
 
 def tensor_fields(schema: pa.Schema) -> list[tuple[int, pa.Field, tuple[int, ...]]]:
-    """The tensor columns of ``schema``: (position, field, shape)."""
+    """The tensor columns of ``schema`` (``arrow.fixed_shape_tensor`` ones too): (position,
+    field, shape)."""
     out = []
     for i, field in enumerate(schema):
+        if is_fixed_shape_tensor(field.type):
+            out.append((i, field, tuple(field.type.shape)))
+            continue
         shape = field_shape(field)
         if shape is not None and pa.types.is_fixed_size_list(field.type):
             out.append((i, field, shape))
@@ -179,11 +183,15 @@ def polars_shapes(frame: Any, schema: pa.Schema, pl: Any) -> Any:
     Shapes of one dimension are already right; shapes with a zero are left flat (polars
     cannot infer the row count from zero-sized cells).
     """
-    exprs: Sequence[Any] = [
-        pl.when(pl.col(field.name).is_not_null())
-        .then(pl.col(field.name).reshape((-1, *shape)))
-        .alias(field.name)
-        for _, field, shape in tensor_fields(schema)
-        if len(shape) > 1 and 0 not in shape
-    ]
+    exprs: list[Any] = []
+    for _, field, shape in tensor_fields(schema):
+        col, changed = pl.col(field.name), False
+        if is_fixed_shape_tensor(field.type):  # polars keeps Arrow's extension: its storage
+            if field.type.permutation not in (None, list(range(len(shape)))):
+                continue  # stored in another axis order: left as Arrow's extension
+            col, changed = col.ext.storage(), True
+        if len(shape) > 1 and 0 not in shape:
+            col, changed = pl.when(col.is_not_null()).then(col.reshape((-1, *shape))), True
+        if changed:
+            exprs.append(col.alias(field.name))
     return frame.with_columns(exprs) if exprs else frame
