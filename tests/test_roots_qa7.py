@@ -361,3 +361,26 @@ def test_an_ftp_root_takes_its_host_from_the_url_and_says_why_it_cannot_open(
                                            r".*(refused|111)") as e:
         repo.datasets()
     assert "host" not in str(e.value)
+
+
+def test_conditional_writes_to_an_unreachable_endpoint_raise_storage_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA: a connection lost during a commit's create-if-absent or a ref's compare-and-swap
+    raised botocore's EndpointConnectionError (no OSError): `dload` called it an internal
+    error, with a traceback, where every other request says what failed."""
+    import socket
+
+    from dload_arrow.storage import open_storage
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    s = open_storage("s3://bkt/r", endpoint_url=f"http://127.0.0.1:{port}",
+                     storage_options={"retries": 1})
+    with pytest.raises(StorageError, match=r"creating 'shards/x' under s3://bkt/r failed: "
+                                           r"Could not connect"):
+        s.put_if_absent("shards/x", b"1")
+    with pytest.raises(StorageError, match=r"updating 'datasets/a/refs/latest' .* failed"):
+        s.compare_and_swap("datasets/a/refs/latest", b"1", "etag")

@@ -46,8 +46,8 @@ def open_storage(
                         f"got {kind(endpoint_url)}")
     retries = (storage_options or {}).get("retries")  # s3fs's own retries, set on its client
     if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int)
-                                or retries < 0):
-        raise ConfigError(f"storage_options retries must be a whole number of attempts >= 0 "
+                                or retries < 1):  # s3fs fails every request with 0 attempts
+        raise ConfigError(f"storage_options retries must be a whole number of attempts >= 1 "
                           f"(e.g. 5), got {retries!r}")
     if "://" not in url:
         return LocalStorage(url)

@@ -152,7 +152,7 @@ class FsspecStorage:
                 return True
             except FileExistsError:
                 return False
-            except OSError as e:
+            except Exception as e:  # botocore's connection errors are no OSError
                 if lost_race(e):
                     return False
                 raise self._refused(e, path, "creating") from e
@@ -187,7 +187,7 @@ class FsspecStorage:
                 return True
             except (FileExistsError, FileNotFoundError):
                 return False
-            except OSError as e:
+            except Exception as e:  # botocore's connection errors are no OSError
                 if lost_race(e):
                     return False
                 raise self._refused(e, path, "updating") from e
