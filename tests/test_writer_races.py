@@ -21,6 +21,7 @@ import dload_arrow.repository.remove as remove_module
 import dload_arrow.repository.tags as tags_module
 import dload_arrow.store.publish as publish_module
 from dload_arrow import ConflictError, NotFoundError, Repository
+from dload_arrow.storage.local import LocalStorage
 from dload_arrow.store.names import manifest_path
 from dload_arrow.store.refs import list_refs
 
@@ -278,3 +279,52 @@ def test_random_access_after_rm_and_gc_says_so_and_a_missing_shard_is_no_absent_
                                                 "gc collected its shards") as e:
             read()
         assert not isinstance(e.value, MissingKeyError)
+
+
+class _AppliedThenFailed(LocalStorage):
+    """A store that applies the first conditional write to a path matching ``target`` and
+    then answers as if it lost (what a retried request sees after a 5xx or a dropped
+    connection: a 412 against its own write)."""
+
+    def __init__(self, root: str, target: str) -> None:
+        super().__init__(root)
+        self.target = target
+        self.fired = False
+
+    def _once(self, path: str) -> bool:
+        if self.target in path and not self.fired:
+            self.fired = True
+            return True
+        return False
+
+    def put_if_absent(self, path: str, data: bytes | memoryview) -> bool:
+        done = super().put_if_absent(path, data)
+        return False if self._once(path) else done
+
+    def compare_and_swap(self, path: str, data: bytes, token: str | None) -> bool:
+        done = super().compare_and_swap(path, data, token)
+        return False if self._once(path) else done
+
+
+@pytest.mark.parametrize("target", ["/refs/latest", "/refs/v1", "/log/latest/", "/log/v1/"])
+def test_a_write_the_store_applied_but_answered_as_failed_is_logged_once(
+        tmp_path: Path, target: str) -> None:
+    """QA (S3): a ref move applied but answered 5xx was never logged (the retry found the
+    ref already there), and a log entry so answered was written twice, after which an
+    untag said another writer had moved the tag."""
+    from dload_arrow.store.refs import move_ref, read_log
+
+    root = str(tmp_path / "root")
+    repo = Repository.open(root)
+    v1 = repo.commit("ds", [("a", {"x": 1})], progress=False).version
+    v2 = repo.append("ds", [("b", {"x": 2})], progress=False).version
+    store = _AppliedThenFailed(root, target)
+    move_ref(store, "ds", "v1", v1, action="tag")
+    assert move_ref(store, "ds", "latest", v1, action="commit").version == v1  # rollback
+    move_ref(store, "ds", "latest", v2, action="commit")
+    assert store.fired
+    log = sorted((e.ref, e.seq, e.version) for e in read_log(store, "ds"))
+    assert log == [("latest", 1, v1), ("latest", 2, v2), ("latest", 3, v1), ("latest", 4, v2),
+                   ("v1", 1, v1)]
+    repo.untag("ds", "v1")  # no false "another writer moved it"
+    assert "v1" not in repo.refs("ds")

@@ -12,12 +12,13 @@ import getpass
 import json
 import random
 import re
+import secrets
 import socket
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from dload_arrow.errors import ConflictError, IntegrityError
+from dload_arrow.errors import ConflictError, IntegrityError, NotFoundError
 from dload_arrow.storage import Storage
 from dload_arrow.store.names import check_digest, check_name, check_ref
 
@@ -102,24 +103,38 @@ def move_ref(
     """
     path = _ref_path(name, ref)
     check_digest(version, "version id")
+    tried: tuple[bytes, RefValue, RefValue | None] | None = None  # a swap said to have failed
+    writer = secrets.token_hex(8)  # tells this move's own write from another's
     for attempt in range(_MAX_TRIES):
         got = storage.read_with_token(path)
+        if tried is not None and got is not None and got[0] == tried[0]:
+            # The ref holds what the last swap sent (its writer nonce: no one else's): the
+            # store applied it, then answered an error, and the retried request lost to it.
+            return _logged(storage, name, ref, tried[1], tried[2], action)
         old = None if got is None else _parse(got[0], path)
         if unless_there and old is not None and old.version == version:
             return old
         if only_if is not None and (old is None or old.version != only_if):
             raise ConflictError(f"ref {name}:{ref} moved concurrently; retry the operation")
         new = RefValue(version, (old.seq if old else _last_seq(storage, name, ref)) + 1)
-        body = json.dumps({"version": new.version, "seq": new.seq}, sort_keys=True).encode()
+        body = json.dumps({"version": new.version, "seq": new.seq, "writer": writer},
+                          sort_keys=True).encode()
         if storage.compare_and_swap(path, body, None if got is None else got[1]):
-            if not _append_log(storage, name, ref, new, old.version if old else None, action):
-                _undone_by_delete(storage, name, ref, new, old, action)
-            return new
+            return _logged(storage, name, ref, new, old, action)
+        tried = (body, new, old)
         time.sleep(min(0.5, 0.005 * 2**attempt) * random.random())
     raise ConflictError(
         f"could not move {name}:{ref} after {_MAX_TRIES} tries: too many concurrent writers; "
         "retry the commit"
     )
+
+
+def _logged(storage: Storage, name: str, ref: str, new: RefValue, old: RefValue | None,
+            action: str) -> RefValue:
+    """Log the move to ``new`` that this writer made; ``new``."""
+    if not _append_log(storage, name, ref, new, old.version if old else None, action):
+        _undone_by_delete(storage, name, ref, new, old, action)
+    return new
 
 
 def _undone_by_delete(storage: Storage, name: str, ref: str, new: RefValue,
@@ -213,7 +228,13 @@ def _append_log(
         "action": action,
     }
     path = f"datasets/{name}/log/{ref}/{new.seq:012d}.json"
-    return storage.put_if_absent(path, json.dumps(entry, sort_keys=True).encode())
+    data = json.dumps(entry, sort_keys=True).encode()
+    if storage.put_if_absent(path, data):
+        return True
+    try:  # a retried request that found its own write (the store applied it, then failed)
+        return storage.read(path) == data
+    except NotFoundError:
+        return False
 
 
 def read_log(storage: Storage, name: str) -> list[LogEntry]:
