@@ -85,3 +85,13 @@ def test_a_commit_whose_shard_upload_is_refused_says_so_not_gc(
     assert repo.datasets() == []  # nothing published
     repo.commit("d", samples, progress=False)
     assert repo.dataset("d").num_rows == 50
+
+
+def test_refused_credentials_say_to_check_them(s3_root: str, server: S3Server,
+                                               tmp_path: Path) -> None:
+    """QA: with a wrong key a commit said only "stat of 'shards/..' failed: Forbidden"."""
+    repo = Repository.open(s3_root, cache_dir=tmp_path / "c")
+    server.fail("HEAD", "/shards/", 403, "AccessDenied", "Access Denied", times=10)
+    with pytest.raises(StorageError, match=r"failed: .*; the storage refused these "
+                                           r"credentials: check them \(AWS_ACCESS_KEY_ID"):
+        repo.commit("d", [("a", {"x": 1})], progress=False)

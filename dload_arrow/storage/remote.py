@@ -16,7 +16,7 @@ from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_text, redact_url
 from dload_arrow.storage.s3_conditional import lost_race, refused_write
 from dload_arrow.storage.s3_get import s3_download, s3_get_object
-from dload_arrow.storage.s3_root import check_s3_url, missing_bucket
+from dload_arrow.storage.s3_root import REFUSED_CREDENTIALS, check_s3_url, missing_bucket
 from dload_arrow.storage.shared_fs import s3_filesystem
 
 __all__ = ["FsspecStorage"]
@@ -96,6 +96,8 @@ class FsspecStorage:
         said = redact_text(str(e), self.url)
         text = said.lower()
         failed = StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {said}")
+        if isinstance(e, PermissionError) or "forbidden" in text or "accessdenied" in text:
+            return StorageError(f"{failed}; {REFUSED_CREDENTIALS}")
         if not isinstance(e, FileNotFoundError):
             return failed
         bucket_gone = "nosuchbucket" in text or "bucket does not exist" in text

@@ -14,7 +14,11 @@ from typing import Any
 
 from dload_arrow.errors import ConfigError, StorageError
 
-__all__ = ["check_s3_url", "missing_bucket"]
+__all__ = ["REFUSED_CREDENTIALS", "check_s3_url", "missing_bucket"]
+
+REFUSED_CREDENTIALS = ("the storage refused these credentials: check them (AWS_ACCESS_KEY_ID / "
+                       "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ~/.aws) and their permission on the "
+                       "bucket")
 
 # S3's rules for bucket names (the strict ones that AWS, R2, MinIO and SeaweedFS share).
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
