@@ -264,3 +264,44 @@ def test_the_smallest_nanosecond_timestamp_commits_and_reads_back(repo: Reposito
     m = repo.manifest("d").table
     assert m.column("min.t").cast(pa.int64()).to_pylist() == [-(2**63)]
     assert m.column("max.t").cast(pa.int64()).to_pylist() == [2**63 - 1]
+
+
+def test_python_inputs_that_would_be_stored_wrong_are_refused(repo: Repository) -> None:
+    """QA (write API): a polars Object column was stored as memory addresses, a set in hash
+    order (a new version id in every process), a masked array without its mask, and with
+    key= a schema= listing the key column stored that column as nulls."""
+    obj = pl.DataFrame({"id": ["a"], "o": [{"x": 1}]}, schema={"id": pl.String, "o": pl.Object})
+    with pytest.raises(SchemaError, match=r"column 'o' of the polars DataFrame holds Python "
+                                          r"objects \(pl.Object\)"):
+        repo.commit("o", obj, key="id", progress=False)
+    with pytest.raises(SchemaError, match=r"sample 'a', column 't': a set, whose order"):
+        repo.commit("s", [("a", {"t": {"alpha", "beta", "gamma"}})], progress=False)
+    masked = np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+    with pytest.raises(SchemaError, match=r"a masked array with masked values"):
+        repo.commit("m", [("a", {"t": masked})], progress=False)
+    with pytest.raises(SchemaError, match=r"a masked array with masked values"):
+        repo.commit("m", [("a", {"t": np.zeros(3)}), ("b", {"t": masked})], progress=False)
+    repo.commit("m", [("a", {"t": np.ma.masked_array([1.0, 2.0], mask=[0, 0])})],
+                progress=False)
+    assert repo.dataset("m").get("a")["t"].tolist() == [1.0, 2.0]
+    with pytest.raises(SchemaError, match=r"schema= lists 'id', the key column \(key=\)"):
+        repo.commit("b", [{"id": "a", "x": 1.0}], key="id", progress=False,
+                    schema=pa.schema([("id", pa.string()), ("x", pa.float32())]))
+    with pytest.raises(NotFoundError):
+        repo.dataset("o")
+
+
+
+def test_a_column_the_first_sample_lacks_is_refused_saying_why_and_the_fix(
+        repo: Repository) -> None:
+    """QA: [("a", {"x": 1}), ("b", {"x": 2, "y": "q"})] was refused saying "the schema lacks"
+    though no schema was given. Columns come from the first sample (a misspelt one is
+    caught), and the message now says so and how to declare optional columns."""
+    rows = [("a", {"x": 1}), ("b", {"x": 2, "y": "q"})]
+    with pytest.raises(SchemaError, match=r"sample 'b' has columns \['y'\] .* come from the "
+                                          r"first sample.* pass schema= with every column"):
+        repo.commit("c", rows, progress=False)
+    repo.commit("c", rows, progress=False,
+                schema=pa.schema([("x", pa.int64()), ("y", pa.string())]))
+    assert repo.dataset("c").to_arrow().to_pylist() == [
+        {"__key__": "a", "x": 1, "y": None}, {"__key__": "b", "x": 2, "y": "q"}]

@@ -13,7 +13,8 @@ import pyarrow as pa
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.cast_check import extra_field_check
 
-__all__ = ["encodes", "int_overflow_error", "key_of", "refuse_extra_fields", "refuse_flattening"]
+__all__ = ["encodes", "int_overflow_error", "key_of", "refuse_extra_fields", "refuse_flattening",
+           "refuse_sets"]
 
 
 def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
@@ -43,6 +44,17 @@ def refuse_extra_fields(rows: list[tuple[str, Any]], field: pa.Field, values: li
                 "samples), and would be lost; add the field to that type in schema= (samples "
                 "without it hold null), or drop it from the sample"
             )
+
+
+def refuse_sets(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
+    """Refuse a set in a list column: its order (hash order, which changes between runs of
+    Python) would be stored, and the version id would change from run to run."""
+    for (key, _), v in zip(rows, values, strict=True):
+        if isinstance(v, (set, frozenset)):
+            raise SchemaError(
+                f"sample {key!r}, column {field.name!r}: a set, whose order changes from one "
+                "run of Python to the next (and with it the version id); store "
+                f"sorted({field.name}) or a list")
 
 
 def key_of(k: Any, n: int, where: str) -> str:

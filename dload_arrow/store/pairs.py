@@ -33,6 +33,7 @@ from dload_arrow.store.pair_checks import (
     key_of,
     refuse_extra_fields,
     refuse_flattening,
+    refuse_sets,
 )
 from dload_arrow.store.rows import SHAPE_META, field_shape
 
@@ -62,14 +63,14 @@ def _tensor_field(key: str, name: str, arr: np.ndarray) -> pa.Field:
 def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
     first_key, first = rows[0]
     fields = [pa.field(KEY_COLUMN, pa.string(), nullable=False)]
-    for col in first:
+    for col in first:  # the first sample's columns: a later one's new column is refused
         if col == KEY_COLUMN:
             raise SchemaError(f"sample {first_key!r}: column name {KEY_COLUMN!r} is reserved")
         found = next(((k, r[col]) for k, r in rows if r.get(col) is not None), None)
         value = None if found is None else found[1]
         if isinstance(value, np.ndarray):
             assert found is not None
-            fields.append(_tensor_field(found[0], col, _native(value)))
+            fields.append(_tensor_field(found[0], col, _native(_unmasked(found[0], col, value))))
         elif value is None:
             fields.append(pa.field(col, pa.null()))
         else:
@@ -97,6 +98,19 @@ def _first_misfit(rows: list[tuple[str, Mapping[str, Any]]], col: str, first: An
     return rows[-1][0]
 
 
+def _unmasked(key: str, name: str, value: Any) -> np.ndarray:
+    """``value`` as an array; a numpy masked array with masked values is refused (its mask
+    would be lost: the hidden values stored as data)."""
+    if isinstance(value, np.ma.MaskedArray):
+        if np.ma.getmaskarray(value).any():
+            raise SchemaError(
+                f"sample {key!r}, column {name!r}: a masked array with masked values, whose "
+                "mask would be lost (the hidden values stored as data); fill them "
+                "(arr.filled(np.nan)), or store None for a missing tensor")
+        return np.asarray(value.data)
+    return np.asarray(value)
+
+
 def _native(arr: np.ndarray) -> np.ndarray:
     """``arr`` in this machine's byte order (Arrow refuses byte-swapped data)."""
     return arr if arr.dtype.isnative else arr.astype(arr.dtype.newbyteorder("="))
@@ -105,7 +119,7 @@ def _native(arr: np.ndarray) -> np.ndarray:
 def _tensor(key: str, field: pa.Field, value: Any, shape: tuple[int, ...]) -> np.ndarray:
     """``value`` flattened for a tensor column of ``shape``; another shape is refused (never
     reshaped: a (3, 2) array read back as (2, 3) would be silently wrong)."""
-    arr = _native(np.asarray(value))
+    arr = _native(_unmasked(key, field.name, value))
     if tuple(arr.shape) != tuple(shape):
         raise SchemaError(
             f"sample {key!r}, column {field.name!r}: a tensor of shape {tuple(arr.shape)}, but "
@@ -146,6 +160,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
     elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
         # arrays into a list column (shapes may vary): nested lists, as .tolist() gives
         values = [_native(v).tolist() if isinstance(v, np.ndarray) else v for v in values]
+        refuse_sets(rows, field, values)
     check_whole_numbers(rows, field, values)
     refuse_extra_fields(rows, field, values)
     try:
@@ -178,9 +193,15 @@ def samples_to_batches(
     """Batches of ``items``: ``(key, dict)`` pairs or sample dicts (module doc); ``offset``
     is the first generated row number."""
     key_col = key or KEY_COLUMN
+    if key is not None and key != KEY_COLUMN and schema is not None and key in schema.names:
+        raise SchemaError(
+            f"schema= lists {key!r}, the key column (key=), whose values are stored as the "
+            f"keys ({KEY_COLUMN!r}), not as a column: drop {key!r} from schema= (or copy it to "
+            "another column in each sample to keep it as data too)")
     keyed: bool | None = None  # dict stream: keys given (True) or generated (False)
     pairs = False  # a stream of pairs
     chunk: list[tuple[str, Mapping[str, Any]]] = []
+    inferred = schema is None
     for n, item in enumerate(items):
         if isinstance(item, Mapping) != (keyed is not None) and (pairs or keyed is not None):
             raise SchemaError(f"sample #{n} is {shown(item)} among "
@@ -224,21 +245,25 @@ def samples_to_batches(
         chunk.append((k, sample))
         if len(chunk) >= _CHUNK:
             schema = schema or _infer_schema(chunk)
-            yield _pairs_batch(chunk, schema)
+            yield _pairs_batch(chunk, schema, inferred)
             chunk = []
     if chunk:
         schema = schema or _infer_schema(chunk)
-        yield _pairs_batch(chunk, schema)
+        yield _pairs_batch(chunk, schema, inferred)
 
 
-def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema) -> pa.RecordBatch:
+def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema,
+                 inferred: bool = False) -> pa.RecordBatch:
     names = set(schema.names)
     for key, sample in rows:
         extra = set(sample) - names
         if extra:
+            how = (" (the columns come from the first sample, so that a misspelt column is "
+                   "caught: pass schema= with every column, optional ones null where absent)"
+                   if inferred else "")
             raise SchemaError(
                 f"sample {key!r} has columns {sorted(extra)} that the schema lacks "
-                f"(schema columns: {schema.names[1:]})"
+                f"(schema columns: {schema.names[1:]}){how}"
             )
     try:
         keys = typed_array([k for k, _ in rows], pa.string())

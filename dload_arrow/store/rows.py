@@ -219,7 +219,15 @@ def _refuse_duplicates(schema: pa.Schema) -> None:
 
 
 def _polars_arrow(df: Any) -> pa.Table:
-    """``df.to_arrow()``; a column Arrow cannot hold (a 128-bit integer) is named."""
+    """``df.to_arrow()``; a column Arrow cannot hold (a 128-bit integer, Python objects) is
+    named."""
+    objects = [c for c, t in df.schema.items() if str(t) == "Object"]
+    if objects:  # polars hands them to Arrow as 8-byte object addresses
+        raise SchemaError(
+            f"column {objects[0]!r} of the polars DataFrame holds Python objects (pl.Object), "
+            "which have no Arrow type (polars would give their memory addresses); convert it "
+            f"to a type, e.g. a struct or a JSON string: df.with_columns(pl.col("
+            f"{objects[0]!r}).map_elements(json.dumps, return_dtype=pl.String))")
     try:
         table: pa.Table = df.to_arrow()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
