@@ -305,3 +305,15 @@ def test_a_column_the_first_sample_lacks_is_refused_saying_why_and_the_fix(
                 schema=pa.schema([("x", pa.int64()), ("y", pa.string())]))
     assert repo.dataset("c").to_arrow().to_pylist() == [
         {"__key__": "a", "x": 1, "y": None}, {"__key__": "b", "x": 2, "y": "q"}]
+
+
+@pytest.mark.parametrize("frame", ["arrow", "polars", "pandas"])
+def test_an_empty_key_in_a_table_is_refused_as_in_samples(repo: Repository, frame: str) -> None:
+    """QA: a table committed an empty key that pairs and dicts refuse, and the dataset then
+    could not be committed again from its own samples() (or derived)."""
+    table = pa.table({"k": ["a", "", "c"], "x": [1, 2, 3]})
+    data: Any = {"arrow": table, "polars": pl.from_arrow(table), "pandas": table.to_pandas()}
+    with pytest.raises(SchemaError, match=r"key column 'k', row 1: an empty key"):
+        repo.commit("e", data[frame], key="k", progress=False)
+    with pytest.raises(NotFoundError):
+        repo.dataset("e")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dload_arrow.arrays import string_array
 from dload_arrow.errors import SchemaError, shown
@@ -66,6 +67,10 @@ def _table_batches(
             keys = _key_text(batch.column(key), key, offset - first)
             if keys.null_count:
                 raise SchemaError(f"key column {key!r} has null values; every sample needs a key")
+            empty = pc.index(keys, "").as_py()  # refused as keys of samples and pairs too
+            if empty >= 0:
+                raise SchemaError(f"key column {key!r}, row {offset - first + empty}: an empty "
+                                  "key; every sample needs a non-empty key")
         offset += batch.num_rows
         rest = [storable(f, batch.column(i)) for i, f in enumerate(batch.schema)
                 if f.name != key]
