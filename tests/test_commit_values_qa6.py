@@ -317,3 +317,16 @@ def test_an_empty_key_in_a_table_is_refused_as_in_samples(repo: Repository, fram
         repo.commit("e", data[frame], key="k", progress=False)
     with pytest.raises(NotFoundError):
         repo.dataset("e")
+
+
+def test_a_null_in_a_not_null_field_is_a_schema_error_naming_it(repo: Repository) -> None:
+    """QA: a None for a field declared nullable=False (a Parquet file's required column,
+    schema=) ended in pyarrow's raw ArrowInvalid from the Parquet writer."""
+    required = pa.schema([pa.field("x", pa.int64(), nullable=False)])
+    repo.commit("n", pa.table({"x": [1, 2]}, schema=required), progress=False)
+    with pytest.raises(SchemaError, match=r"Column 'x' is declared non-nullable but contains "
+                                          r"nulls \(its field says nullable=False"):
+        repo.append("n", [{"x": None}], progress=False)
+    with pytest.raises(SchemaError, match=r"give every sample a value there"):
+        repo.commit("m", [("a", {"x": None})], schema=required, progress=False)
+    assert repo.dataset("n").num_rows == 2

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from dload_arrow.errors import SchemaError
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.time_range import check_nested_time_range, check_time_range
 
@@ -171,7 +172,15 @@ class _Open:
             f.name: [] for f in schema if f.name != KEY_COLUMN and f.name not in self.scalar}
 
     def add(self, table: pa.Table) -> None:
-        self.writer.write_table(table, row_group_size=table.num_rows)
+        try:
+            self.writer.write_table(table, row_group_size=table.num_rows)
+        except pa.ArrowInvalid as e:  # a null where the schema says "not null"
+            if "non-nullable" not in str(e):
+                raise
+            raise SchemaError(
+                f"{e} (its field says nullable=False, from schema= or the table the dataset "
+                "was committed from): give every sample a value there, or commit with the "
+                "field nullable (pa.field(name, type) is nullable by default)") from None
         keys = table.column(KEY_COLUMN)
         kmin, kmax, _ = _col_stats(keys)
         self.rg_rows.append(table.num_rows)
