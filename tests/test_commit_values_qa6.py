@@ -330,3 +330,32 @@ def test_a_null_in_a_not_null_field_is_a_schema_error_naming_it(repo: Repository
     with pytest.raises(SchemaError, match=r"give every sample a value there"):
         repo.commit("m", [("a", {"x": None})], schema=required, progress=False)
     assert repo.dataset("n").num_rows == 2
+
+
+def test_odd_schema_arguments_are_refused_or_read_as_pairs_read_them(repo: Repository) -> None:
+    """QA: `__key__` listed second raised a raw KeyError, as int64 a raw ArrowInvalid, as a
+    nullable string it changed the version id; a column named twice blamed the samples; a
+    table in another column order than schema= (or lacking one of its columns) got Arrow's
+    "field names are not matching", where pairs are accepted."""
+    one = [("a", {"x": 1})]
+    for bad, match in [
+        (pa.schema([("x", pa.int64()), ("__key__", pa.string())]), "at position 1"),
+        (pa.schema([("__key__", pa.int64()), ("x", pa.int64())]), "as int64 at position 0"),
+        (pa.schema([("x", pa.int64()), ("x", pa.int64())]), "names column 'x' more than once"),
+    ]:
+        with pytest.raises(SchemaError, match=match):
+            repo.commit("a", one, schema=bad, progress=False)
+    plain = repo.commit("a", one, schema=pa.schema([("x", pa.int64())]), progress=False)
+    keyed = repo.commit("a", one, progress=False,  # a nullable __key__: the same rows, id
+                        schema=pa.schema([("__key__", pa.string()), ("x", pa.int64())]))
+    assert keyed.version == plain.version
+    assert repo.dataset("a").schema.field("__key__").nullable is False
+    wide = pa.schema([("x", pa.int64()), ("y", pa.string())])
+    repo.commit("t", pa.table({"y": ["q"], "x": [1]}), schema=wide, progress=False)
+    repo.commit("u", pa.table({"x": [1]}), schema=wide, progress=False)
+    assert repo.dataset("t").to_arrow().to_pylist() == [{"__key__": "000000000000", "x": 1,
+                                                         "y": "q"}]
+    assert repo.dataset("u").to_arrow().column("y").to_pylist() == [None]
+    with pytest.raises(SchemaError, match=r"column 'z' is not in schema="):
+        repo.commit("v", pa.table({"x": [1], "z": [2]}), schema=pa.schema([("x", pa.int64())]),
+                    progress=False)

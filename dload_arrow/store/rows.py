@@ -67,8 +67,10 @@ def _table_batches(
             keys = _key_text(batch.column(key), key, offset - first)
             if keys.null_count:
                 raise SchemaError(f"key column {key!r} has null values; every sample needs a key")
-            empty = pc.index(keys, "").as_py()  # refused as keys of samples and pairs too
-            if empty >= 0:
+            # refused as keys of samples and pairs too (pc.index would import pandas)
+            lengths = pc.utf8_length(keys)
+            if len(lengths) and pc.min(lengths).as_py() == 0:
+                empty = lengths.to_pylist().index(0)
                 raise SchemaError(f"key column {key!r}, row {offset - first + empty}: an empty "
                                   "key; every sample needs a non-empty key")
         offset += batch.num_rows
@@ -105,6 +107,37 @@ def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:
         raise SchemaError(f"key column {key!r} does not convert to strings: {e}") from e
 
 
+def _check_schema_arg(schema: pa.Schema) -> None:
+    """Refuse a ``schema=`` that names a column twice, or ``__key__`` other than as the
+    first string column (keys are always strings, first: it need not be listed)."""
+    names = schema.names
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise SchemaError(f"schema= names column {twice[0]!r} more than once; list each "
+                          "column once")
+    if KEY_COLUMN in names:
+        i = names.index(KEY_COLUMN)
+        t = schema.field(i).type
+        if i != 0 or not (pa.types.is_string(t) or pa.types.is_large_string(t)
+                          or pa.types.is_string_view(t)):
+            raise SchemaError(
+                f"schema= lists {KEY_COLUMN!r} as {schema.field(i).type} at position {i}; keys "
+                f"are strings and come first: drop {KEY_COLUMN!r} from schema= (it is added)")
+
+
+def _in_order(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBatch:
+    """``out``'s columns in ``target``'s order, a column it lacks null (as samples lacking
+    it are); a column ``target`` lacks is refused."""
+    extra = [n for n in out.schema.names if n not in target.names]
+    if extra:
+        raise SchemaError(f"batch at row {at}: column {extra[0]!r} is not in schema= "
+                          f"(columns: {target.names[1:]}); add it there, or drop it")
+    cols = [out.column(n) if n in out.schema.names else pa.nulls(out.num_rows, f.type)
+            for n, f in zip(target.names, target, strict=True)]
+    names = [f.with_type(c.type) for f, c in zip(target, cols, strict=True)]
+    return pa.RecordBatch.from_arrays(cols, schema=pa.schema(names))
+
+
 def _cast_batch(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBatch:
     """``out`` (the batch of rows from ``at``) cast to ``target``, column by column, with the
     checks of an append (text is not parsed, floats do not overflow to inf)."""
@@ -112,7 +145,7 @@ def _cast_batch(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBat
 
     try:
         if out.schema.names != target.names:
-            return out.cast(target)  # Arrow's error names the columns
+            out = _in_order(out, target, at)
         return fit_batch(out, target)
     except ColumnMismatch as e:
         raise SchemaError(
@@ -141,8 +174,12 @@ def to_batches(
             f"schema= must be a pyarrow Schema, got {type(schema).__name__} {shown(schema)}: "
             "write pa.schema({'x': pa.int64()}) (or pa.schema([('x', pa.int64())]))"
         )
-    if schema is not None and (not schema.names or schema.names[0] != KEY_COLUMN):
-        schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False), *list(schema)])
+    if schema is not None:
+        _check_schema_arg(schema)
+    if schema is not None:  # the key field as every commit stores it (not null)
+        schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False),
+                            *(f for f in schema if f.name != KEY_COLUMN)],
+                           metadata=schema.metadata)
     if schema is not None:  # binary_view and string_view are stored plain, as in a table
         schema = pa.schema([f.with_type(_VIEWS_PLAIN.get(f.type, f.type)) for f in schema],
                            metadata=schema.metadata)
