@@ -384,3 +384,14 @@ def test_conditional_writes_to_an_unreachable_endpoint_raise_storage_error(
         s.put_if_absent("shards/x", b"1")
     with pytest.raises(StorageError, match=r"updating 'datasets/a/refs/latest' .* failed"):
         s.compare_and_swap("datasets/a/refs/latest", b"1", "etag")
+
+
+def test_credentials_in_the_endpoint_url_are_refused_without_printing_them() -> None:
+    """QA: DLOAD_ENDPOINT_URL=http://user:secret@host gave botocore's "Cannot combine
+    AUTHORIZATION header with AWS Query-string authentication"."""
+    from dload_arrow.errors import ConfigError
+    from dload_arrow.storage import open_storage
+
+    with pytest.raises(ConfigError, match=r"holds credentials, which are not read") as e:
+        open_storage("s3://b/r", endpoint_url="http://user:secret@127.0.0.1:9000")
+    assert "secret" not in str(e.value) and "user" not in str(e.value)

@@ -95,3 +95,15 @@ def test_refused_credentials_say_to_check_them(s3_root: str, server: S3Server,
     with pytest.raises(StorageError, match=r"failed: .*; the storage refused these "
                                            r"credentials: check them \(AWS_ACCESS_KEY_ID"):
         repo.commit("d", [("a", {"x": 1})], progress=False)
+
+
+def test_a_status_given_as_the_code_is_said_once() -> None:
+    """QA: a store whose error code is its status printed "answered 501 501: ..."."""
+    from botocore.exceptions import ClientError
+
+    from dload_arrow.storage.s3_conditional import refused_write
+
+    e = ClientError({"Error": {"Code": "501", "Message": "Not Implemented"},
+                     "ResponseMetadata": {"HTTPStatusCode": 501}}, "PutObject")
+    said = str(refused_write(e, "creating", "s3://b/k"))
+    assert "the store answered 501: Not Implemented." in said

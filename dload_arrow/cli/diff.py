@@ -15,7 +15,6 @@ import click
 
 from dload_arrow.cli.output import emit, escaped, json_option, open_repo, parse_spec, root_options
 from dload_arrow.errors import DloadError, NotFoundError
-from dload_arrow.repository.lock import pinned_version
 from dload_arrow.store.names import KEY_COLUMN, shard_path
 
 __all__ = ["COMMANDS", "diff"]
@@ -93,6 +92,8 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
     n1, v1 = _resolve(repo, old, named[1])
     n2, v2 = _resolve(repo, new, named[0])
     a, b = repo.manifest(n1, v1), repo.manifest(n2, v2)
+    from dload_arrow.repository.lock import pinned_version  # (dload --help stays light)
+
     # a bare NAME reads its dload.lock pin, as everywhere: the header says so
     pins = [v is None and pinned_version(n) is not None for n, v in ((n1, v1), (n2, v2))]
     da, db = set(a.digests()), set(b.digests())

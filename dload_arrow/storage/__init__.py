@@ -71,6 +71,11 @@ def open_storage(
     opts = dict(storage_options or {})
     if url.startswith(("s3://", "s3a://")):
         endpoint = endpoint_url or os.environ.get("DLOAD_ENDPOINT_URL")
+        if endpoint and "@" in endpoint.partition("://")[2].split("/", 1)[0]:
+            raise ConfigError(  # never quoted: the part before '@' is a secret
+                f"the endpoint URL {redact_url(endpoint)!r} holds credentials, which are not "
+                "read from it; give them as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or "
+                "a profile) and write the endpoint as http(s)://host[:port]")
         if endpoint:
             opts.setdefault("endpoint_url", endpoint)
     return FsspecStorage(url, opts)

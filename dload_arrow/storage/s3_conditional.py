@@ -71,6 +71,6 @@ def refused_write(error: BaseException, what: str, key: str) -> StorageError | N
         fix = "The store is busy or failing and nothing was stored: try again later"
     else:
         fix = "Nothing was stored under that key"
-    said = " ".join(p for p in (str(status or ""), code) if p) or "an error"
+    said = " ".join(dict.fromkeys(p for p in (str(status or ""), code) if p)) or "an error"
     return StorageError(f"{what} {key} failed: the store answered {said}"
                         f"{': ' + message.rstrip('.') if message else ''}. {fix}")
