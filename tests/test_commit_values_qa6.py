@@ -284,9 +284,10 @@ def test_python_inputs_that_would_be_stored_wrong_are_refused(repo: Repository) 
     repo.commit("m", [("a", {"t": np.ma.masked_array([1.0, 2.0], mask=[0, 0])})],
                 progress=False)
     assert repo.dataset("m").get("a")["t"].tolist() == [1.0, 2.0]
-    with pytest.raises(SchemaError, match=r"schema= lists 'id', the key column \(key=\)"):
-        repo.commit("b", [{"id": "a", "x": 1.0}], key="id", progress=False,
-                    schema=pa.schema([("id", pa.string()), ("x", pa.float32())]))
+    keyed = pa.schema([("id", pa.string()), ("x", pa.float32())])
+    for data in ([{"id": "a", "x": 1.0}], pa.table({"id": ["a"], "x": [1.0]})):
+        with pytest.raises(SchemaError, match=r"schema= lists 'id', the key column \(key=\)"):
+            repo.commit("b", data, key="id", progress=False, schema=keyed)
     with pytest.raises(NotFoundError):
         repo.dataset("o")
 

@@ -361,6 +361,10 @@ def test_an_ftp_root_takes_its_host_from_the_url_and_says_why_it_cannot_open(
                                            r".*(refused|111)") as e:
         repo.datasets()
     assert "host" not in str(e.value)
+    from dload_arrow.storage import open_storage  # the path on the server: no host, no user
+
+    ftp = open_storage("ftp://user:pw@127.0.0.1:1/data/")
+    assert ftp._full("datasets/x") == "/data/datasets/x"  # type: ignore[attr-defined]
 
 
 def test_conditional_writes_to_an_unreachable_endpoint_raise_storage_error(

@@ -89,12 +89,20 @@ def test_a_commit_whose_shard_upload_is_refused_says_so_not_gc(
 
 def test_refused_credentials_say_to_check_them(s3_root: str, server: S3Server,
                                                tmp_path: Path) -> None:
-    """QA: with a wrong key a commit said only "stat of 'shards/..' failed: Forbidden"."""
+    """QA: with a wrong key a command said only "... failed: Forbidden". Told by the store's
+    answer (403, AccessDenied), not by words in the message: a dataset named "forbidden"
+    that is not there is still just not there."""
     repo = Repository.open(s3_root, cache_dir=tmp_path / "c")
-    server.fail("HEAD", "/shards/", 403, "AccessDenied", "Access Denied", times=10)
+    repo.commit("d", [("a", {"x": 1})], progress=False)
+    server.fail("GET", "/refs/latest", 403, "AccessDenied", "Access Denied", times=10)
     with pytest.raises(StorageError, match=r"failed: .*; the storage refused these "
                                            r"credentials: check them \(AWS_ACCESS_KEY_ID"):
-        repo.commit("d", [("a", {"x": 1})], progress=False)
+        Repository.open(s3_root, cache_dir=tmp_path / "c").dataset("d")
+    with server._lock:
+        server.failing.clear()
+    storage = open_storage(s3_root)
+    assert storage.read_with_token("datasets/forbidden/refs/latest") is None
+    assert open_storage("memory://forbidden-words/root").read_with_token("x/refs/y") is None
 
 
 def test_a_status_given_as_the_code_is_said_once() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_text, redact_url
-from dload_arrow.storage.s3_conditional import lost_race, refused_write
+from dload_arrow.storage.s3_conditional import lost_race, refused_credentials, refused_write
 from dload_arrow.storage.s3_get import s3_download, s3_get_object
 from dload_arrow.storage.s3_root import REFUSED_CREDENTIALS, check_s3_url, missing_bucket
 from dload_arrow.storage.shared_fs import s3_filesystem
@@ -35,18 +35,19 @@ class FsspecStorage:
     """
 
     is_local = False
-    #: True for a storage opened to read one of the user's own objects (an archive or a
-    #: table given to ``--from``): its name is read as it is, spaces and all. The root's own
-    #: files keep the safe-name rule (check_relpath), which guards against hostile manifests.
+    #: True to read a user's own object (``--from``): its name as it is, spaces and all; a
+    #: root's own files keep the safe-name rule (check_relpath) against hostile manifests.
     input_object = False
 
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
-        import fsspec.core
+        import fsspec.core  # (binds fsspec too)
 
         self.url = url.rstrip("/")
         self.protocol, self._base = fsspec.core.split_protocol(self.url)
         self.protocol = self.protocol or "file"
         self._base = (self._base or "").rstrip("/")
+        if self.protocol not in ("s3", "s3a", "memory", "file"):  # ftp://u@host:21/d: /d
+            self._base = fsspec.get_filesystem_class(self.protocol)._strip_protocol(self.url)
         self._options = dict(storage_options or {})
         self.conditional_writes = self.protocol in ("s3", "s3a", "memory")
         self._fs: Any = None
@@ -96,10 +97,9 @@ class FsspecStorage:
         said = redact_text(str(e), self.url)
         text = said.lower()
         failed = StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {said}")
-        if isinstance(e, PermissionError) or "forbidden" in text or "accessdenied" in text:
-            return StorageError(f"{failed}; {REFUSED_CREDENTIALS}")
         if not isinstance(e, FileNotFoundError):
-            return failed
+            return StorageError(f"{failed}; {REFUSED_CREDENTIALS}") if refused_credentials(
+                e) else failed
         bucket_gone = "nosuchbucket" in text or "bucket does not exist" in text
         # a 404 on a write is about where it goes: no bucket, or an endpoint that is not S3
         if self.protocol in ("s3", "s3a") and (bucket_gone or what in _WRITES):

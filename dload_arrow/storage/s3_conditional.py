@@ -17,7 +17,7 @@ from typing import Any
 
 from dload_arrow.errors import StorageError
 
-__all__ = ["lost_race", "refused_write"]
+__all__ = ["lost_race", "refused_credentials", "refused_write"]
 
 #: The codes of a conditional write that lost to another writer.
 _LOST = ("PreconditionFailed", "ConditionalRequestConflict")
@@ -37,6 +37,17 @@ def _answer(error: BaseException) -> tuple[str, int | None, str] | None:
                     str(err.get("Message") or ""))
         e = e.__cause__ or e.__context__
     return None
+
+
+def refused_credentials(error: BaseException) -> bool:
+    """Whether ``error`` is the store refusing the credentials (403, AccessDenied, a key it
+    does not know, a bad signature), by the store's answer, not the message's words."""
+    found = _answer(error)
+    if found is None:
+        return isinstance(error, PermissionError)
+    code, status, _ = found
+    return status == 403 or code in ("AccessDenied", "InvalidAccessKeyId",
+                                     "SignatureDoesNotMatch")
 
 
 def lost_race(error: BaseException) -> bool:

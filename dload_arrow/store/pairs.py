@@ -193,11 +193,6 @@ def samples_to_batches(
     """Batches of ``items``: ``(key, dict)`` pairs or sample dicts (module doc); ``offset``
     is the first generated row number."""
     key_col = key or KEY_COLUMN
-    if key is not None and key != KEY_COLUMN and schema is not None and key in schema.names:
-        raise SchemaError(
-            f"schema= lists {key!r}, the key column (key=), whose values are stored as the "
-            f"keys ({KEY_COLUMN!r}), not as a column: drop {key!r} from schema= (or copy it to "
-            "another column in each sample to keep it as data too)")
     keyed: bool | None = None  # dict stream: keys given (True) or generated (False)
     pairs = False  # a stream of pairs
     chunk: list[tuple[str, Mapping[str, Any]]] = []

@@ -107,24 +107,6 @@ def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:
         raise SchemaError(f"key column {key!r} does not convert to strings: {e}") from e
 
 
-def _check_schema_arg(schema: pa.Schema) -> None:
-    """Refuse a ``schema=`` that names a column twice, or ``__key__`` other than as the
-    first string column (keys are always strings, first: it need not be listed)."""
-    names = schema.names
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise SchemaError(f"schema= names column {twice[0]!r} more than once; list each "
-                          "column once")
-    if KEY_COLUMN in names:
-        i = names.index(KEY_COLUMN)
-        t = schema.field(i).type
-        if i != 0 or not (pa.types.is_string(t) or pa.types.is_large_string(t)
-                          or pa.types.is_string_view(t)):
-            raise SchemaError(
-                f"schema= lists {KEY_COLUMN!r} as {schema.field(i).type} at position {i}; keys "
-                f"are strings and come first: drop {KEY_COLUMN!r} from schema= (it is added)")
-
-
 def _in_order(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBatch:
     """``out``'s columns in ``target``'s order, a column it lacks null (as samples lacking
     it are); a column ``target`` lacks is refused."""
@@ -175,7 +157,9 @@ def to_batches(
             "write pa.schema({'x': pa.int64()}) (or pa.schema([('x', pa.int64())]))"
         )
     if schema is not None:
-        _check_schema_arg(schema)
+        from dload_arrow.store.schema_check import check_schema_arg  # it imports this module
+
+        check_schema_arg(schema, key)
     if schema is not None:  # the key field as every commit stores it (not null)
         schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False),
                             *(f for f in schema if f.name != KEY_COLUMN)],

@@ -17,9 +17,10 @@ import math
 import pyarrow as pa
 
 from dload_arrow.errors import SchemaError
+from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META
 
-__all__ = ["check_schema"]
+__all__ = ["check_schema", "check_schema_arg"]
 
 
 def check_schema(schema: pa.Schema) -> None:
@@ -88,3 +89,26 @@ def _empty_struct(t: pa.DataType, path: str) -> str | None:
     if isinstance(t, (pa.ListType, pa.LargeListType, pa.FixedSizeListType)):
         return _empty_struct(t.value_type, f"{path}[]")
     return None
+
+
+def check_schema_arg(schema: pa.Schema, key: str | None) -> None:
+    """Refuse a ``schema=`` that names a column twice, the ``key=`` column (stored as the
+    keys), or ``__key__`` other than as the first text column (it need not be listed)."""
+    names = schema.names
+    if key is not None and key != KEY_COLUMN and key in names:
+        raise SchemaError(
+            f"schema= lists {key!r}, the key column (key=), whose values are stored as the "
+            f"keys ({KEY_COLUMN!r}), not as a column: drop {key!r} from schema= (or copy it to "
+            "another column to keep it as data too)")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise SchemaError(f"schema= names column {twice[0]!r} more than once; list each "
+                          "column once")
+    if KEY_COLUMN in names:
+        i = names.index(KEY_COLUMN)
+        t = schema.field(i).type
+        if i != 0 or not (pa.types.is_string(t) or pa.types.is_large_string(t)
+                          or pa.types.is_string_view(t)):
+            raise SchemaError(
+                f"schema= lists {KEY_COLUMN!r} as {schema.field(i).type} at position {i}; keys "
+                f"are strings and come first: drop {KEY_COLUMN!r} from schema= (it is added)")
