@@ -187,8 +187,9 @@ def polars_shapes(frame: Any, schema: pa.Schema, pl: Any) -> Any:
     for _, field, shape in tensor_fields(schema):
         col, changed = pl.col(field.name), False
         if is_fixed_shape_tensor(field.type):  # polars keeps Arrow's extension: its storage
-            if field.type.permutation not in (None, list(range(len(shape)))):
-                continue  # stored in another axis order: left as Arrow's extension
+            if field.type.permutation not in (None, list(range(len(shape)))) or not hasattr(
+                    col, "ext"):  # another axis order, or a polars without .ext: as it is
+                continue
             col, changed = col.ext.storage(), True
         if len(shape) > 1 and 0 not in shape:
             col, changed = pl.when(col.is_not_null()).then(col.reshape((-1, *shape))), True
