@@ -159,7 +159,7 @@ def to_batches(
     if schema is not None:
         from dload_arrow.store.schema_check import check_schema_arg  # it imports this module
 
-        check_schema_arg(schema, key)
+        check_schema_arg(schema, key if append_to is None else None)  # (an append's own check)
     if schema is not None:  # the key field as every commit stores it (not null)
         schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False),
                             *(f for f in schema if f.name != KEY_COLUMN)],
