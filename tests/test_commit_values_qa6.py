@@ -274,8 +274,10 @@ def test_python_inputs_that_would_be_stored_wrong_are_refused(repo: Repository) 
     with pytest.raises(SchemaError, match=r"column 'o' of the polars DataFrame holds Python "
                                           r"objects \(pl.Object\)"):
         repo.commit("o", obj, key="id", progress=False)
-    with pytest.raises(SchemaError, match=r"sample 'a', column 't': a set, whose order"):
-        repo.commit("s", [("a", {"t": {"alpha", "beta", "gamma"}})], progress=False)
+    for value in ({"alpha", "beta", "gamma"}, [{"b", "a"}], [[{"a", "b"}]],
+                  [{"k": {"a", "b"}}]):
+        with pytest.raises(SchemaError, match=r"sample 'a', column 't': a set \(or one inside"):
+            repo.commit("s", [("a", {"t": value})], progress=False)
     masked = np.ma.masked_array([1.0, 2.0, 3.0], mask=[0, 1, 0])
     with pytest.raises(SchemaError, match=r"a masked array with masked values"):
         repo.commit("m", [("a", {"t": masked})], progress=False)

@@ -50,11 +50,26 @@ def refuse_sets(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any])
     """Refuse a set in a list column: its order (hash order, which changes between runs of
     Python) would be stored, and the version id would change from run to run."""
     for (key, _), v in zip(rows, values, strict=True):
-        if isinstance(v, (set, frozenset)):
+        if _holds_set(v):
             raise SchemaError(
-                f"sample {key!r}, column {field.name!r}: a set, whose order changes from one "
-                "run of Python to the next (and with it the version id); store "
-                f"sorted({field.name}) or a list")
+                f"sample {key!r}, column {field.name!r}: a set (or one inside its lists), whose "
+                "order changes from one run of Python to the next (and with it the version "
+                "id); store sorted(the_set) or a list")
+
+
+def _holds_set(v: Any, depth: int = 0) -> bool:
+    """Whether ``v`` is a set or holds one in its lists and dicts (a list of numbers is told
+    by its first item: no walk over token lists)."""
+    if isinstance(v, (set, frozenset)):
+        return True
+    if depth > 16:
+        return False
+    if isinstance(v, dict):
+        return any(_holds_set(x, depth + 1) for x in v.values())
+    if isinstance(v, (list, tuple)) and v and isinstance(v[0], (set, frozenset, list, tuple,
+                                                                dict)):
+        return any(_holds_set(x, depth + 1) for x in v)
+    return False
 
 
 def key_of(k: Any, n: int, where: str) -> str:
