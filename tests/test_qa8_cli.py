@@ -175,6 +175,9 @@ def test_ctrl_c_while_the_cli_loads_is_interrupted_not_a_traceback(tmp_path: Pat
         p.send_signal(signal.SIGINT)
         _out, err = p.communicate(timeout=60)
         codes.append(p.returncode)
+        if err.startswith("Exception ignored in") and p.returncode in (1, 130):
+            continue  # Python swallowed the signal in an import lock's callback (and said so
+            # itself); the CLI then ran on: nothing of ours to check in that run
         if "Traceback" in err:  # before the CLI's first line ran: while Python starts and
             # imports the entry point's modules (20-50 ms, more on a loaded machine)
             ours = [line for line in err.splitlines() if "dload_arrow" in line
