@@ -107,17 +107,13 @@ def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:
         raise SchemaError(f"key column {key!r} does not convert to strings: {e}") from e
 
 
-def _in_order(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBatch:
-    """``out``'s columns in ``target``'s order, a column it lacks null (as samples lacking
-    it are); a column ``target`` lacks is refused."""
+def _refuse_extra(out: pa.RecordBatch, target: pa.Schema, at: int) -> None:
+    """Refuse a column ``target`` lacks (fit_batch orders the others by name and makes the
+    ones ``out`` lacks null, as for samples lacking them)."""
     extra = [n for n in out.schema.names if n not in target.names]
     if extra:
         raise SchemaError(f"batch at row {at}: column {extra[0]!r} is not in schema= "
                           f"(columns: {target.names[1:]}); add it there, or drop it")
-    cols = [out.column(n) if n in out.schema.names else pa.nulls(out.num_rows, f.type)
-            for n, f in zip(target.names, target, strict=True)]
-    names = [f.with_type(c.type) for f, c in zip(target, cols, strict=True)]
-    return pa.RecordBatch.from_arrays(cols, schema=pa.schema(names))
 
 
 def _cast_batch(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBatch:
@@ -126,8 +122,7 @@ def _cast_batch(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBat
     from dload_arrow.store.conform import ColumnMismatch, fit_batch  # it imports this module
 
     try:
-        if out.schema.names != target.names:
-            out = _in_order(out, target, at)
+        _refuse_extra(out, target, at)
         return fit_batch(out, target)
     except ColumnMismatch as e:
         raise SchemaError(

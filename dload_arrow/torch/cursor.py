@@ -74,9 +74,7 @@ def stream_share(
             if main:
                 cursor.consumed += 1
             yield convert(item, main)
-        close = getattr(stream, "close", None)
-        if close is not None:
-            close()
+        _close(stream)
     size = None  # the epoch's true length, counted when it ended short of length=
     if real is not None and cursor.yielded < real:
         c = deal.consumer(cursor.rank, cursor.worker)
@@ -99,13 +97,18 @@ def stream_share(
     cursor.done = True
 
 
+def _close(stream: Iterator[Any]) -> None:
+    """Close a pipeline's iterator now (its readers and threads), not at garbage collection."""
+    close = getattr(stream, "close", None)
+    if close is not None:
+        close()
+
+
 def _count(pipe: Any, epoch: int, first: int, limit: int) -> int:
     """Items of epoch ``epoch`` at positions ``first`` to ``first + limit - 1``."""
     stream = open_stream(pipe, epoch, first, 1)
     n = sum(1 for _ in islice(stream, max(limit, 0)))
-    close = getattr(stream, "close", None)
-    if close is not None:
-        close()
+    _close(stream)
     return n
 
 
@@ -134,9 +137,7 @@ def _from_head(cursor: Cursor, pipe: Any, convert: Callable[[Any, bool], Any], m
     for n, item in enumerate(islice(stream, max(indices) + 1), 1):
         if n - 1 in want:
             got[n - 1] = item
-    close = getattr(stream, "close", None)
-    if close is not None:
-        close()
+    _close(stream)
     if len(got) < len(want):  # the epoch is shorter than an index: wrap around it
         yield from _from_head(cursor, pipe, convert, main, indices, n)
         return
