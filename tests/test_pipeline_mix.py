@@ -267,3 +267,26 @@ def test_batching_a_mix_of_inputs_with_other_columns_names_them(tmp_path: Path) 
 
     with pytest.raises(dl.SchemaError, match="item 1 has columns"):
         collate([{"x": 1}, {"y": 2}])
+
+
+def test_batching_a_mix_whose_column_is_int_in_one_input_and_str_in_the_other_is_refused(
+    tmp_path: Path,
+) -> None:
+    repo = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("a", [(f"a{i}", {"x": i}) for i in range(40)], progress=False)
+    repo.commit("b", [(f"b{i}", {"x": f"s{i}"}) for i in range(40)], progress=False)
+    mixed = dl.mix([repo.dataset("a").pipeline(), repo.dataset("b").pipeline()], [0.5, 0.5],
+                   seed=0, stop="all")
+    with pytest.raises(dl.SchemaError, match=r"column 'x' holds (int|str) in item \d+ .* and "
+                                              r"(str|int) in item \d+"):
+        list(mixed.batch(16))
+    fixed = dl.mix([repo.dataset("a").pipeline().map(lambda s: {"x": str(s["x"])}),
+                    repo.dataset("b").pipeline().map(lambda s: {"x": s["x"]})], [0.5, 0.5],
+                   seed=0, stop="all")
+    assert sum(len(b["x"]) for b in fixed.batch(16)) == 80
+    assert next(iter(dl.from_iterable([{"x": 1}, {"x": None}]).batch(2)))["x"] == [1, None]
+    from dload_arrow.torch.tensors import collate
+
+    with pytest.raises(dl.SchemaError, match=r"column 'x' holds int in item 0 \(1\) and bytes"):
+        collate([{"x": 1}, {"x": b"q"}])
+    assert collate([{"x": "a"}, {"x": None}])["x"] == ["a", None]

@@ -21,7 +21,8 @@ from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_va
 from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State, stop_error
 
-__all__ = ["BatchPipe", "UnbatchPipe", "check_same_columns", "default_collate"]
+__all__ = ["BatchPipe", "UnbatchPipe", "check_one_kind", "check_same_columns",
+           "default_collate"]
 
 
 def default_collate(items: Chunk, schema: pa.Schema | None = None) -> Any:
@@ -37,7 +38,7 @@ def default_collate(items: Chunk, schema: pa.Schema | None = None) -> Any:
     if items and all(isinstance(x, Mapping) for x in items):
         check_same_columns(items)
         types = {} if schema is None else {f.name: f.type for f in schema}
-        return {k: _stack([x[k] for x in items], _numpy_dtype(types.get(k)))
+        return {k: _stack([x[k] for x in items], _numpy_dtype(types.get(k)), k)
                 for k in items[0]}
     return list(items)
 
@@ -61,7 +62,38 @@ def check_same_columns(items: Sequence[Mapping[str, Any]]) -> None:
             )
 
 
-def _stack(values: list[Any], dtype: np.dtype | None = None) -> Any:
+_NUMBER = (bool, int, float, np.number, np.bool_)
+
+
+def _kind(value: Any) -> str | None:
+    if isinstance(value, _NUMBER):
+        return "number"
+    return "text" if isinstance(value, str) else "bytes" if isinstance(value, bytes) else None
+
+
+def check_one_kind(name: str, values: Sequence[Any]) -> None:
+    """Raise SchemaError when a batch's column mixes numbers, text and bytes.
+
+    Such a column (a mix of datasets that type it differently) would collate into a list of
+    mixed values that no model input takes; nulls and other values (lists, dicts) pass.
+    """
+    first: tuple[int, str] | None = None
+    for i, v in enumerate(values):
+        k = _kind(v)
+        if k is None:
+            continue
+        if first is None:
+            first = (i, k)
+        elif k != first[1]:
+            j = first[0]
+            raise SchemaError(
+                f"batch: column {name!r} holds {type(values[j]).__name__} in item {j} "
+                f"({shown(values[j])}) and {type(v).__name__} in item {i} ({shown(v)}); a "
+                "batch's column needs one kind of value: map() the inputs of a mix/concat/"
+                "choice to one type (int(...) or str(...)), or pass collate=")
+
+
+def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "") -> Any:
     first = values[0]
     if isinstance(first, np.ndarray) and all(
         isinstance(v, np.ndarray) and v.shape == first.shape for v in values
@@ -82,6 +114,7 @@ def _stack(values: list[Any], dtype: np.dtype | None = None) -> Any:
         if arr.dtype.char == "Q":  # ints >= 2**63: numpy's ulonglong, as np.uint64 (Arrow's)
             arr = arr.view(np.uint64)
         return arr
+    check_one_kind(name, values)
     return values
 
 

@@ -27,7 +27,7 @@ import torch
 from dload_arrow.args import kind
 from dload_arrow.arrays import numpy_values, pylist
 from dload_arrow.errors import shown
-from dload_arrow.pipeline.batching import check_same_columns
+from dload_arrow.pipeline.batching import check_one_kind, check_same_columns
 from dload_arrow.store.rows import field_shape
 from dload_arrow.tensor_arrays import fixed_shape_block, is_fixed_shape_tensor
 from dload_arrow.torch.values import from_numpy, torch_dtype, value_to_torch
@@ -159,6 +159,7 @@ def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         ):
             out[name] = torch.stack(values)
         else:  # a list: arrays as tensors, other values as they came
+            check_one_kind(name, [s[name] for s in samples])
             out[name] = [v if isinstance(s[name], np.ndarray) else s[name]
                          for s, v in zip(samples, values, strict=True)]
     return out
