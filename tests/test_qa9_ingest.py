@@ -202,14 +202,14 @@ def test_a_leading_double_star_matches_at_the_top_level_too(tmp_path: Path) -> N
 
 def test_a_single_file_that_is_no_table_nor_archive_gets_advice_for_what_it_is(
         run: RunFn, tmp_path: Path) -> None:
-    """QA: x.csv.gz was told to "commit a tar of the files", and a .json or .tsv file to
-    "re-download the archive"."""
+    """QA: x.parquet.gz was told to "commit a tar of the files", and a .json or .tsv file to
+    "re-download the archive". (A .csv.gz is read: tests/test_compressed_tables.py.)"""
     import gzip
 
-    (tmp_path / "x.csv.gz").write_bytes(gzip.compress(b"id,v\n1,2\n"))
-    r = run("commit", "t", "--from", str(tmp_path / "x.csv.gz"), rc=1)
-    assert "is a CSV table compressed with gzip" in r.err
-    assert "`gzip -dk x.csv.gz`" in r.err and "commit 'x.csv'" in r.err
+    (tmp_path / "x.parquet.gz").write_bytes(gzip.compress(b"PAR1 not really"))
+    r = run("commit", "t", "--from", str(tmp_path / "x.parquet.gz"), rc=1)
+    assert "is a Parquet table compressed with gzip" in r.err
+    assert "`gzip -dk x.parquet.gz`" in r.err and "commit 'x.parquet'" in r.err
     (tmp_path / "y.json").write_text('{"a": 1}\n')
     r = run("commit", "t", "--from", str(tmp_path / "y.json"), rc=1)
     assert "neither a table dload reads (.parquet, .csv, .jsonl) nor a zip" in r.err

@@ -22,7 +22,8 @@ from typing import IO, Any
 import pyarrow as pa
 
 from dload_arrow.errors import SchemaError
-from dload_arrow.ingest.location import is_remote, open_binary
+from dload_arrow.ingest.location import is_remote
+from dload_arrow.ingest.table_stream import compression, open_table_file
 
 __all__ = ["QuoteCount", "check_quotes_closed", "refuse_bytes", "refuse_repeated_names",
            "unclosed_quote_line"]
@@ -54,8 +55,8 @@ def unclosed_quote_line(path: str, endpoint_url: str | None = None) -> int | Non
     Only the quotes are visited (a local file is memory-mapped, not read into memory): a quote
     opens a value at the file's start or after a delimiter or line end, and inside one ``""``
     is a quote and a lone ``"`` closes it."""
-    if is_remote(path):
-        f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    if is_remote(path) or compression(path):
+        f, _ = open_table_file(path, endpoint_url)
         with f:
             return _unclosed(f.read())
     with open(path, "rb") as local:

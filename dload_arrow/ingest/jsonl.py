@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.ingest.location import open_binary
+from dload_arrow.ingest.table_stream import open_table_file
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["read_json"]
@@ -33,6 +33,8 @@ def read_json(f: Any, path: str, endpoint_url: str | None, text_columns: Sequenc
     """A JSON Lines file (``f``, open at its start), its times typed as the module says."""
     import pyarrow.json as pjson
 
+    if not f.seekable():  # a decompressing stream: read whole, as pyarrow reads a file anyway
+        f = pa.BufferReader(f.read())
     probe = _probe(f)
     dated = [] if probe is None else [x.name for x in probe if pa.types.is_timestamp(x.type)]
     options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]),
@@ -94,7 +96,7 @@ def _read_late(table: pa.Table, dated: list[str], path: str, endpoint_url: str |
     typed from their text, read again (only those columns are parsed into values)."""
     import pyarrow.json as pjson
 
-    again, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    again, _ = open_table_file(path, endpoint_url)
     with again:
         options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]),
                                      unexpected_field_behavior="ignore")

@@ -15,6 +15,7 @@ import shlex
 
 from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFoundError, SchemaError
 from dload_arrow.ingest.location import is_remote, open_binary
+from dload_arrow.ingest.table_stream import without_compression
 
 __all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "compressed_table",
            "file_kind", "mixed_formats", "no_tables", "sniff_archive", "table_format", "table_kind",
@@ -48,6 +49,10 @@ def table_format(path: str, json_lines: bool = False) -> str | None:
     """``"parquet"``, ``"csv"``, ``"jsonl"`` by extension, else None; ``json_lines``: a
     ``.json`` file is JSON Lines too (in Spark's output folder, beside ``_SUCCESS``)."""
     lower = path.lower()
+    inner = without_compression(lower)
+    if inner != lower:  # x.csv.gz: read through a decompressor; Parquet cannot be
+        fmt = table_format(inner, json_lines)
+        return fmt if fmt in ("csv", "jsonl") else None
     if json_lines and lower.endswith(".json"):
         return "jsonl"
     return next((f for ext, f in TABLE_FORMATS.items() if lower.endswith(ext)), None)
@@ -86,10 +91,12 @@ def sniff_archive(location: str, *, endpoint_url: str | None = None) -> str | No
 
 
 def compressed_table(location: str) -> tuple[str, str] | None:
-    """``(what it is, its file name)`` of a compressed table file (``x.csv.gz``), else None."""
+    """``(what it is, its file name)`` of a compressed table file that is not read compressed
+    (``x.parquet.gz``), else None."""
     name = location.rstrip("/").rsplit("/", 1)[-1]
     stem, dot, ext = name.rpartition(".")
-    kind = table_kind(stem) if dot and ext.lower() in ("gz", "zst", "zstd") else None
+    compressed = dot and ext.lower() in ("gz", "zst", "zstd") and table_format(name) is None
+    kind = table_kind(stem) if compressed else None
     return None if kind is None else (kind, name)
 
 

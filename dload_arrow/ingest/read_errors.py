@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dload_arrow.errors import SchemaError
-from dload_arrow.ingest.location import open_binary
+from dload_arrow.ingest.table_stream import open_table_file
 from dload_arrow.ingest.table_text import values_at
 from dload_arrow.sizes import format_bytes
 
@@ -74,7 +74,7 @@ def ragged_row(path: str, endpoint_url: str | None = None
                ) -> tuple[int, int, int, str] | None:
     """``(line, fields, header's columns, row text)`` of the first CSV row whose field count
     is not the header's (quoting rules as pyarrow's; empty lines skipped, as pyarrow does)."""
-    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    f, _ = open_table_file(path, endpoint_url)
     with f:
         text = io.TextIOWrapper(f, encoding="utf-8", errors="replace", newline="")
         reader = csv.reader(text)
@@ -102,7 +102,7 @@ def bad_json_line(path: str, message: str, endpoint_url: str | None = None
     changed = _CHANGED.search(message)
     steps = [s for s in changed.group(1).split("/") if s] if changed else None
     seen: set[str] = set()
-    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    f, _ = open_table_file(path, endpoint_url)
     with f:
         for n, raw in enumerate(f, 1):
             text = raw.decode("utf-8", "replace").rstrip("\r\n")

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError
-from dload_arrow.ingest.location import open_binary
+from dload_arrow.ingest.table_stream import open_table_file
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "null_key", "values_at"]
@@ -135,7 +135,7 @@ def _csv_inexact(path: str, columns: list[str], endpoint_url: str | None,
                  read_options: Any) -> tuple[str, str] | None:
     import pyarrow.csv as pcsv
 
-    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    f, _ = open_table_file(path, endpoint_url)
     with f:
         reader = pcsv.open_csv(f, read_options=read_options,
                                convert_options=csv_convert(columns, include=columns))
@@ -153,7 +153,7 @@ def _csv_inexact(path: str, columns: list[str], endpoint_url: str | None,
 
 def _jsonl_inexact(path: str, suspects: list[ValuePath], endpoint_url: str | None
                    ) -> tuple[str, str] | None:
-    f, _ = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    f, _ = open_table_file(path, endpoint_url)
     with f:
         for line in f:
             if not _LONG_LITERAL.search(line):

@@ -36,9 +36,10 @@ from dload_arrow.ingest.empty_columns import blank_text, fill_empty_text, text_n
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
-from dload_arrow.ingest.location import is_remote, local_path, open_binary
+from dload_arrow.ingest.location import is_remote, local_path
 from dload_arrow.ingest.partitions import Partitions
 from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, read_error
+from dload_arrow.ingest.table_stream import open_table_file
 from dload_arrow.ingest.table_text import (
     checked_batches,
     csv_convert,
@@ -117,7 +118,7 @@ def _csv_options(size: int) -> Any:
 def _file_batches(path: str, fmt: str, endpoint_url: str | None,
                   text_columns: Sequence[str] = (), key: str | None = None
                   ) -> Iterator[pa.RecordBatch]:
-    f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    f, size = open_table_file(path, endpoint_url)
     with f:
         if size == 0 and fmt != "parquet":  # an empty part file (Spark writes them): no rows
             return
@@ -143,7 +144,7 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
 
 def _file_schema(path: str, fmt: str, endpoint_url: str | None,
                  text_columns: Sequence[str] = (), key: str | None = None) -> pa.Schema:
-    f, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
+    f, size = open_table_file(path, endpoint_url)
     with f:
         if size == 0 and fmt != "parquet":
             return pa.schema([])  # no columns: the others' are null in its (no) rows

@@ -1,0 +1,115 @@
+"""Compressed table files (``part-0.csv.gz``, ``.csv.zst``, Spark's ``.json.gz``) are read
+through a decompressor, with the same rows and types as the uncompressed files; a damaged
+stream is an IntegrityError naming the file; a ``.parquet.gz`` is still refused."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import zstandard
+from cli_run import RunFn, runner
+
+import dload_arrow as dl
+from dload_arrow.ingest import open_table
+
+ROWS = "id,name,score\n" + "".join(f"{i},n{i},{i / 2}\n" for i in range(120))
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
+
+
+def _rows(repo: dl.Repository, name: str) -> list[tuple[object, ...]]:
+    table = repo.dataset(name).to_arrow().drop_columns(["__key__"])
+    return sorted(tuple(r.values()) for r in table.to_pylist())
+
+
+def test_a_folder_of_gzip_and_zstd_csv_parts_commits_the_rows_of_the_plain_files(
+        run: RunFn, local_root: str, cache_dir: str, tmp_path: Path) -> None:
+    lines = ROWS.splitlines(keepends=True)
+    head, first, second = lines[0], "".join(lines[1:81]), "".join(lines[81:])
+    packed = tmp_path / "packed"
+    packed.mkdir()
+    (packed / "_SUCCESS").touch()
+    (packed / "part-0.csv.gz").write_bytes(gzip.compress((head + first).encode()))
+    (packed / "part-1.csv.zst").write_bytes(
+        zstandard.ZstdCompressor().compress((head + second).encode()))
+    (packed / "part-2.csv.gz").write_bytes(gzip.compress(b""))  # an empty part: no rows
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "part-0.csv").write_text(head + first)
+    (plain / "part-1.csv").write_text(head + second)
+    run("commit", "packed", "--from", str(packed))
+    run("commit", "plain", "--from", str(plain))
+    repo = dl.Repository.open(local_root, cache_dir=cache_dir)
+    assert repo.dataset("packed").schema == repo.dataset("plain").schema
+    assert _rows(repo, "packed") == _rows(repo, "plain")
+    assert len(repo.dataset("packed")) == 120
+    one = tmp_path / "one.csv.gz"
+    one.write_bytes(gzip.compress(ROWS.encode()))
+    assert open_table(str(one)).read_all().num_rows == 120  # a single file too
+
+
+def test_spark_json_gz_parts_keep_their_timestamp_types(
+        run: RunFn, local_root: str, cache_dir: str, tmp_path: Path) -> None:
+    lines = "".join(json.dumps({"id": i, "t": "2024-01-02T03:04:05Z", "s": f"x{i}"}) + "\n"
+                    for i in range(30))
+    for name, data in (("gz", gzip.compress(lines.encode())), ("plain", lines.encode())):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "_SUCCESS").touch()
+        (folder / ("part-0.json.gz" if name == "gz" else "part-0.json")).write_bytes(data)
+        run("commit", name, "--from", str(folder))
+    repo = dl.Repository.open(local_root, cache_dir=cache_dir)
+    assert str(repo.dataset("gz").schema.field("t").type) == "timestamp[s, tz=UTC]"
+    assert repo.dataset("gz").schema == repo.dataset("plain").schema
+    assert _rows(repo, "gz") == _rows(repo, "plain")
+
+
+def test_a_truncated_or_damaged_stream_is_an_integrity_error_naming_the_file(
+        run: RunFn, local_root: str, tmp_path: Path) -> None:
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(gzip.compress(ROWS.encode())[:-30])
+    r = run("commit", "t", "--from", str(cut), rc=1)
+    assert "cut.csv.gz: its gzip stream is damaged or cut short" in r.err
+    assert "`gzip -t cut.csv.gz`" in r.err and "Traceback" not in r.err
+    bad = tmp_path / "bad.csv.zst"
+    data = bytearray(zstandard.ZstdCompressor(write_checksum=True).compress(ROWS.encode()))
+    data[len(data) // 2] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    r = run("commit", "t", "--from", str(bad), rc=1)
+    assert "bad.csv.zst: its zstd stream is damaged" in r.err and "zstd -t" in r.err
+    with pytest.raises(dl.IntegrityError, match=r"cut\.csv\.gz"):
+        open_table(str(cut)).read_all()
+    assert not dl.Repository.open(local_root).datasets()  # nothing half-committed
+
+
+def test_csv_checks_read_the_decompressed_text(run: RunFn, tmp_path: Path) -> None:
+    quote = tmp_path / "q.csv.gz"
+    quote.write_bytes(gzip.compress(b'a,b\n1,"open\n2,3\n'))
+    r = run("commit", "t", "--from", str(quote), rc=1)
+    assert "quoted value that opens on line 2 is never closed" in r.err
+    ragged = tmp_path / "r.csv.zst"
+    ragged.write_bytes(zstandard.ZstdCompressor().compress(b"a,b\n1,2\n3,4,5\n"))
+    r = run("commit", "t", "--from", str(ragged), rc=1)
+    assert "line 3" in r.err, r.err
+
+
+def test_a_csv_gz_on_s3_is_read_in_place(s3_root: str, cache_dir: str) -> None:
+    import os
+
+    import s3fs
+
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": os.environ["DLOAD_ENDPOINT_URL"]},
+                           skip_instance_cache=True)
+    bucket = s3_root.split("/")[2]
+    fs.pipe_file(f"{bucket}/in/t.csv.gz", gzip.compress(ROWS.encode()))
+    repo = dl.Repository.open(s3_root, cache_dir=cache_dir)
+    table = open_table(f"s3://{bucket}/in/t.csv.gz").read_all()
+    repo.commit("t", table, progress=False)
+    assert len(repo.dataset("t")) == 120
+    assert sorted(repo.dataset("t").to_arrow().column("id").to_pylist()) == list(range(120))
