@@ -154,8 +154,9 @@ def deal_of(pipe: Any, plan: Plan, workers: int, world_size: int, uneven: Uneven
     total = None
     if length is None and getattr(pipe, "endless", False) is True:
         uneven = "none"  # a stream that never ends has no end to pad or cut
-    # A given length is the epoch's count with one rank too, so len() and iteration agree.
-    if (world_size > 1 and uneven != "none") or (world_size == 1 and length is not None):
+    # A given length is the epoch's count whatever the ranks and uneven=, so len(), the
+    # items dealt and a checkpoint's position agree (uneven="none" then cuts or fills to it).
+    if (world_size > 1 and uneven != "none") or length is not None:
         total = epoch_length(pipe, plan.epoch, length)
         if total is None:
             raise ConfigError(
