@@ -175,6 +175,8 @@ def test_ctrl_c_while_the_cli_loads_is_interrupted_not_a_traceback(tmp_path: Pat
         p.send_signal(signal.SIGINT)
         _out, err = p.communicate(timeout=60)
         codes.append(p.returncode)
+        if p.returncode == -signal.SIGINT and not err:  # before Python set its handler (a
+            continue  # loaded machine starts slowly): the OS ended it, nothing printed
         if err.startswith("Exception ignored in") and p.returncode in (1, 130):
             continue  # Python swallowed the signal in an import lock's callback (and said so
             # itself); the CLI then ran on: nothing of ours to check in that run
