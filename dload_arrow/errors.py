@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 
 __all__ = [
@@ -91,6 +92,20 @@ def shown(value: object, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for an error message that quotes input."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def escaped(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\t``, ``\\x1b``): a key's or a
+    column name's ESC or newline must not drive the terminal or split a line of output."""
+    return _CONTROL.sub(_escaped, text)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    c = m.group()
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or f"\\x{ord(c):02x}"
 
 
 def user_stacklevel() -> int:

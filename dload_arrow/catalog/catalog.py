@@ -116,6 +116,9 @@ class Catalog:
             if self._con is None:
                 duckdb = _duckdb()
                 con = duckdb.connect(":memory:")
+                # Zoneless time literals against zoned columns read as UTC, as where() and
+                # to_polars() read them, and TIMESTAMPTZ values show in UTC, whatever TZ says.
+                con.execute("SET TimeZone = 'UTC'")
                 tables = self._snapshot.tables if self._snapshot is not None else {}
                 for name, schema in RAW_SCHEMAS.items():
                     _register(con, name, tables.get(name, _empty(schema)))

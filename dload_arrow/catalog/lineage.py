@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from dload_arrow.errors import escaped
 from dload_arrow.row_values import table_rows
 from dload_arrow.sizes import format_bytes
 
@@ -68,7 +69,8 @@ class Lineage:
         """JSON-friendly form (times as ISO strings), for ``dload log --json``."""
         def rows(t: pa.Table) -> list[dict[str, Any]]:
             return [
-                {k: v.isoformat() if isinstance(v, dt.datetime) else v for k, v in r.items()}
+                {k: _utc(v).isoformat() if isinstance(v, dt.datetime) else v
+                 for k, v in r.items()}
                 for r in table_rows(t)
             ]
 
@@ -94,8 +96,8 @@ class Lineage:
             for r in table_rows(table.slice(0, SHOWN_SHARED)):
                 rows = "removed" if r["num_rows"] is None else f"{r['num_rows']} rows"
                 out.append(
-                    f"  {arrow} {r['depth']} {r['relation']:<7} "
-                    f"{r['name']} @ {r['version'][:12]} ({rows})"
+                    f"  {arrow} {r['depth']} {escaped(r['relation']):<7} "
+                    f"{escaped(r['name'])} @ {r['version'][:12]} ({rows})"
                 )
             if table.num_rows > SHOWN_SHARED:
                 out.append(f"  ... {table.num_rows - SHOWN_SHARED} more "
@@ -108,19 +110,20 @@ class Lineage:
         if skipped:
             out.append(f"  ... {skipped} earlier moves " + _MORE.format("moves"))
         for r in table_rows(self.moves.slice(skipped)):
-            when = r["time"].strftime("%Y-%m-%d %H:%M:%S") if r["time"] else "?"
+            when = _utc(r["time"]).strftime("%Y-%m-%d %H:%M:%SZ") if r["time"] else "?"
             prev = (r["previous"] or "-")[:12]
             new = (r["version"] or "-")[:12]
-            move = f"{r['ref']:<10} {r['action']:<7} {prev} -> {new}" if r["ref"] else (
-                f"{'-':<10} {r['action']:<7} {prev} removed")  # a version, not a ref
-            out.append(f"  {when}  {move}  by {r['user'] or '?'}@{r['host'] or '?'}")
+            move = (f"{escaped(r['ref']):<10} {r['action']:<7} {prev} -> {new}" if r["ref"]
+                    else f"{'-':<10} {r['action']:<7} {prev} removed")  # a version, not a ref
+            who = escaped(f"{r['user'] or '?'}@{r['host'] or '?'}")
+            out.append(f"  {when}  {move}  by {who}")
         if self.shared.num_rows:
             out.append("shards shared with other versions:")
             for r in table_rows(self.shared.slice(0, SHOWN_SHARED)):
                 out.append(
                     f"  {r['version'][:12]} shares {r['shared_shards']}/{r['shards']} shards "
                     f"({format_bytes(r['shared_bytes'])}) with "
-                    f"{r['other_name']} @ {r['other_version'][:12]}"
+                    f"{escaped(r['other_name'])} @ {r['other_version'][:12]}"
                 )
             if self.shared.num_rows > SHOWN_SHARED:
                 out.append(f"  ... {self.shared.num_rows - SHOWN_SHARED} more versions "
@@ -148,3 +151,8 @@ def lineage_of(catalog: Catalog, name: str, version: str) -> Lineage:
         ("moves", "ref_moves", {"name": name}), ("shared", "shared_shards", both),
     ])
     return Lineage(name=name, version=version, **got)
+
+
+def _utc(t: dt.datetime) -> dt.datetime:
+    """``t`` in UTC (a zoneless time is taken as UTC already)."""
+    return t.replace(tzinfo=dt.UTC) if t.tzinfo is None else t.astimezone(dt.UTC)

@@ -120,6 +120,7 @@ def run_statements(tables: dict[str, pa.Table],
             views.insert(0, view)
             read.append(statement(view).text)
     con = _duckdb().connect(":memory:", config={"threads": 1})  # small tables
+    con.execute("SET TimeZone = 'UTC'")  # times in UTC whatever TZ says, as Catalog's
     try:
         for name, schema in RAW_SCHEMAS.items():
             _register(con, name, tables.get(name, _empty(schema)))

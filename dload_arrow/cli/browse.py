@@ -137,8 +137,8 @@ def info(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
         if m.meta:
             click.echo(f"  meta: {json.dumps(m.meta, default=str)}")
         for p in m.parents:
-            click.echo(f"  parent: {p.get('name')}@{str(p.get('version'))[:12]} "
-                       f"({p.get('relation', 'derived')})")
+            click.echo(f"  parent: {escaped(str(p.get('name')))}@{str(p.get('version'))[:12]} "
+                       f"({escaped(str(p.get('relation', 'derived')))})")
 
     emit(out, as_json, text)
 

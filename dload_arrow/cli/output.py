@@ -6,7 +6,6 @@ import csv
 import json
 import math
 import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from decimal import Decimal
@@ -14,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from dload_arrow.errors import ConfigError, NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError, escaped
 from dload_arrow.sizes import format_bytes
 from dload_arrow.storage import redact_url
 
@@ -256,20 +255,6 @@ def cell(value: Any, width: int = 40) -> str:
         return interval_text(value)
     text = escaped(str(value))
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def escaped(text: str) -> str:
-    """``text`` with control characters escaped (``\\n``, ``\\t``, ``\\x1b``): a key's or a
-    column name's ESC or newline must not drive the terminal or split a line of output."""
-    return _CONTROL.sub(_escaped, text)
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _escaped(m: re.Match[str]) -> str:
-    c = m.group()
-    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or f"\\x{ord(c):02x}"
 
 
 def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> None:
