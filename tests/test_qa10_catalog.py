@@ -69,3 +69,27 @@ def test_log_and_info_escape_a_relation_and_a_user_that_hold_newlines(
     when = next(line for line in log.splitlines() if "commit" in line)
     assert when.split()[1].endswith("Z"), when  # ref moves in UTC, marked as such
     assert dt.datetime.now(dt.UTC).strftime("%Y-%m-%d") in when
+
+
+def test_a_damaged_manifest_of_another_dataset_hides_neither_log_nor_ls(
+        run: RunFn, repo: dl.Repository, local_root: str) -> None:
+    repo.commit("good", [("a", {"x": 1})], progress=False)
+    repo.append("good", [("b", {"x": 2})], progress=False)
+    old = repo.commit("other", [(f"k{i}", {"x": i}) for i in range(10)], progress=False)
+    new = repo.commit("other", [(f"k{i}", {"x": i}) for i in range(20)], progress=False)
+
+    def damage(vid: str) -> None:
+        path = Path(local_root) / "datasets" / "other" / "manifests" / f"{vid}.arrow"
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+    damage(old.version)
+    fresh = dl.Repository.open(local_root, cache_dir=str(Path(local_root).parent / "c2"))
+    with pytest.warns(UserWarning, match="leaves out a version of 'other'"):
+        assert [r["relation"] for r in fresh.lineage("good").parents] == ["append"]
+    r = run("log", "good")
+    assert "<- 1 append  good @" in r.out and "leaves out a version of 'other'" in r.err
+    damage(new.version)
+    r = run("ls", "--cache-dir", str(Path(local_root).parent / "c3"))  # not the cached copy
+    listed = {line.split()[0]: line.split()[2] for line in r.out.splitlines()[1:]}
+    assert listed == {"good": "2", "other": "-"}, r.out
+    assert f"manifest {new.version[:12]} is corrupt" in r.err

@@ -16,11 +16,13 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dload_arrow.catalog.tables import RAW_SCHEMAS, parent_rows, version_row
+from dload_arrow.errors import IntegrityError, user_stacklevel
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache, root_id
 
@@ -80,7 +82,13 @@ class Summaries:
             got = memory.get(vid)
             if got is None or got.name != name:
                 # the manifest cache checks the name the manifest holds, as the catalog does
-                got = memory[vid] = Summary.of(name, vid, self.manifests.get(name, vid))
+                try:
+                    m = self.manifests.get(name, vid)
+                except IntegrityError as e:  # one bad object must not hide the root
+                    warnings.warn(f"the catalog leaves out a version of {name!r}: {e}",
+                                  stacklevel=user_stacklevel())
+                    continue
+                got = memory[vid] = Summary.of(name, vid, m)
                 self.built += 1
                 added = True
             out[(name, vid)] = got

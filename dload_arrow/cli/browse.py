@@ -20,7 +20,7 @@ from dload_arrow.cli.output import (
     print_table,
     root_options,
 )
-from dload_arrow.errors import ConfigError, NotFoundError
+from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.names import is_digest, manifest_path
 
@@ -57,6 +57,9 @@ def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dic
     try:
         m = repo.manifest(name, vid)
     except NotFoundError:  # latest names a manifest that is gone: listed, sizes unknown
+        m = None
+    except IntegrityError as e:  # a damaged one: listed too, the others still shown
+        click.echo(f"warning: {escaped(str(e))}", err=True)
         m = None
     exists = pin == vid or (is_digest(pin) and repo.storage.exists(manifest_path(name, pin)))
     pinned = None if pin is None else {"version": pin, "lock": lock, "exists": exists}
