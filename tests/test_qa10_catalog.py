@@ -93,3 +93,26 @@ def test_a_damaged_manifest_of_another_dataset_hides_neither_log_nor_ls(
     listed = {line.split()[0]: line.split()[2] for line in r.out.splitlines()[1:]}
     assert listed == {"good": "2", "other": "-"}, r.out
     assert f"manifest {new.version[:12]} is corrupt" in r.err
+
+
+def test_samples_calls_are_found_past_dollar_strings_escape_strings_and_nested_comments(
+        repo: dl.Repository) -> None:
+    repo.commit("photos", [(f"k{i}", {"caption": "it's" if i % 2 else "x"}) for i in range(10)],
+                progress=False)
+
+    def one(q: str) -> dict[str, object]:
+        rows = repo.sql(q).to_pylist()
+        assert len(rows) == 1, rows
+        return rows[0]
+
+    assert one("select $$it's$$ as q, count(*) as n from samples('photos') "
+               "where caption = q") == {"q": "it's", "n": 5}
+    assert one("select $t$it's$t$ as q, count(*) as n from samples('photos') "
+               "where caption = q") == {"q": "it's", "n": 5}
+    assert one("select count(*) as n from (select E'it\\'s' as q) join samples('photos') "
+               "on caption = q") == {"n": 5}
+    assert one("select $$samples('other')$$ as note") == {"note": "samples('other')"}
+    assert one("select count(*) as n from samples('photos') "
+               "/* was: /* v1 */ samples('photos_old') */") == {"n": 10}
+    assert repo.sql("select count(*) as n from samples('photos') where caption = $c",
+                    c="x").to_pylist() == [{"n": 5}]

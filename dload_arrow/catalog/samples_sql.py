@@ -29,35 +29,69 @@ class SamplesCall:
 
 
 def _code_spans(query: str) -> list[tuple[int, int]]:
-    """Spans of ``query`` that are SQL code (not strings, quoted identifiers or comments)."""
+    """Spans of ``query`` that are SQL code, not strings (``'...'``, ``E'...'`` with
+    backslash escapes, ``$$...$$``/``$tag$...$tag$``), quoted identifiers or comments
+    (``--``, and ``/* */``, which DuckDB nests)."""
     spans = []
     i = start = 0
     n = len(query)
     while i < n:
-        c = query[i]
-        if c in "'\"":
-            spans.append((start, i))
-            j = i + 1
-            while j < n:
-                if query[j] == c:
-                    if j + 1 < n and query[j + 1] == c:
-                        j += 2
-                        continue
-                    break
-                j += 1
-            i = start = j + 1
-        elif query.startswith("--", i):
-            spans.append((start, i))
-            j = query.find("\n", i)
-            i = start = n if j < 0 else j + 1
-        elif query.startswith("/*", i):
-            spans.append((start, i))
-            j = query.find("*/", i + 2)
-            i = start = n if j < 0 else j + 2
-        else:
+        end = _quoted_end(query, i)
+        if end is None:
             i += 1
+            continue
+        spans.append((start, i))
+        i = start = end
     spans.append((start, n))
     return [(a, b) for a, b in spans if a < b]
+
+
+def _quoted_end(query: str, i: int) -> int | None:
+    """Where the string, quoted identifier or comment starting at ``i`` ends (one past it);
+    None when none starts there."""
+    c, n = query[i], len(query)
+    if c in "eE" and query.startswith("'", i + 1) and not (i and _word(query[i - 1])):
+        return _closing(query, i + 2, "'", escapes=True)
+    if c in "'\"":
+        return _closing(query, i + 1, c, escapes=False)
+    if c == "$" and (m := _DOLLAR.match(query, i)) is not None:
+        j = query.find(m.group(), m.end())
+        return n if j < 0 else j + len(m.group())
+    if query.startswith("--", i):
+        j = query.find("\n", i)
+        return n if j < 0 else j + 1
+    if query.startswith("/*", i):
+        depth, j = 1, i + 2
+        while j < n and depth:
+            if query.startswith("/*", j):
+                depth, j = depth + 1, j + 2
+            elif query.startswith("*/", j):
+                depth, j = depth - 1, j + 2
+            else:
+                j += 1
+        return j
+    return None
+
+
+def _closing(query: str, j: int, quote: str, *, escapes: bool) -> int:
+    """One past the ``quote`` that closes a string whose text starts at ``j`` (a doubled
+    quote is a quote; with ``escapes``, a backslash escapes the next character)."""
+    n = len(query)
+    while j < n:
+        if (escapes and query[j] == "\\") or query.startswith(quote * 2, j):
+            j += 2
+        elif query[j] == quote:
+            break
+        else:
+            j += 1
+    return j + 1
+
+
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+_DOLLAR = re.compile(r"\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$")
 
 
 def _skip_ws(query: str, i: int) -> int:
