@@ -116,3 +116,17 @@ def test_samples_calls_are_found_past_dollar_strings_escape_strings_and_nested_c
                "/* was: /* v1 */ samples('photos_old') */") == {"n": 10}
     assert repo.sql("select count(*) as n from samples('photos') where caption = $c",
                     c="x").to_pylist() == [{"n": 5}]
+
+
+def test_the_datasets_view_leaves_out_a_first_commit_that_did_not_finish(
+        repo: dl.Repository, local_root: str, cache_dir: str) -> None:
+    repo.commit("d", [("a", {"x": 1})], progress=False)
+    code = ("import dload_arrow as dl, sys; r = dl.Repository.open(sys.argv[1], "
+            "cache_dir=sys.argv[2]); r.commit('newds', [('b', {'x': 2})], progress=False)")
+    p = subprocess.run([sys.executable, "-c", code, local_root, cache_dir],
+                       env=dict(os.environ, DLOAD_CRASH_AT="manifest"), capture_output=True)
+    assert p.returncode != 0  # killed after its manifest was stored, before `latest` moved
+    assert repo.datasets() == ["d"]
+    assert repo.sql("select name from datasets").column("name").to_pylist() == ["d"]
+    with pytest.raises(dl.NotFoundError, match="1 unpublished version"):
+        repo.dataset("newds")

@@ -4,7 +4,8 @@
 -- returns: name VARCHAR, latest VARCHAR, num_versions BIGINT, num_rows BIGINT,
 --          num_bytes BIGINT, num_shards BIGINT, tags VARCHAR[], created TIMESTAMPTZ,
 --          updated TIMESTAMPTZ
--- One row per dataset; sizes are those of the `latest` version.
+-- One row per dataset (a name with a `latest` ref, as `datasets()` and `dload ls` count them:
+-- a first commit that did not finish is no dataset); sizes are those of the `latest` version.
 CREATE OR REPLACE VIEW datasets AS
 WITH counts AS (
     SELECT name, count(*) AS num_versions FROM dload_raw_versions GROUP BY name
@@ -22,7 +23,7 @@ SELECT
     coalesce(t.tags, []::VARCHAR[]) AS tags,
     ti.created, ti.updated
 FROM counts AS c
-LEFT JOIN latest AS l USING (name)
+JOIN latest AS l USING (name)
 LEFT JOIN dload_raw_versions AS v ON v.name = c.name AND v.version = l.version
 LEFT JOIN tags AS t ON t.name = c.name
 LEFT JOIN times AS ti ON ti.name = c.name
