@@ -127,6 +127,37 @@ def test_a_commit_reusing_shards_of_a_version_removed_meanwhile_keeps_them_from_
     assert a.dataset("d", held.out["v"].version).num_rows == len(ROWS)
 
 
+def test_a_commit_reusing_shards_removed_meanwhile_finishing_after_gcs_last_listing_keeps_them(
+        two: tuple[Repository, Repository], hold: Callable[..., Held],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA: the commit stored its manifest, touched the shards and checked them after gc's
+    last listing of manifests and before its deletes; gc stat-ed them before that listing
+    (still old) and deleted them from under the published version."""
+    a, b = two
+    v1 = a.commit("d", ROWS, progress=False).version
+    for obj in a.storage.list("shards/"):  # old enough for a 1 h grace
+        path = a.storage.local_path(obj.path)
+        assert path is not None
+        os.utime(path, (time.time() - 7200,) * 2)
+    held = hold(commit_module, "shards", lambda: b.commit("d", ROWS, meta={"n": 1},
+                                                         progress=False))
+    a.rm("d", v1)
+    real, calls = gc_module.referenced_digests, []
+
+    def last_listing_then_commit_finishes(storage: Any, *seen: Any) -> Any:
+        out = real(storage, *seen)
+        calls.append(1)
+        if len(calls) == 2:  # the listing right before the deletes
+            held.finish()
+        return out
+
+    monkeypatch.setattr(gc_module, "referenced_digests", last_listing_then_commit_finishes)
+    report = a.gc(grace="1h")
+    assert len(calls) == 2 and report.deleted == []
+    assert _broken(a, "d") == []
+    assert a.dataset("d", held.out["v"].version).num_rows == len(ROWS)
+
+
 def test_rm_of_a_version_finishes_when_a_commit_moves_latest_meanwhile(
         two: tuple[Repository, Repository], monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = two

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass
 
 from dload_arrow.errors import IntegrityError, NotFoundError
-from dload_arrow.storage import ObjectInfo, Storage
+from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import corrupt_manifest
 
@@ -103,18 +103,28 @@ def collect_garbage(storage: Storage, grace: float, dry_run: bool = False) -> Gc
         deleted = []
         size = max(BATCH, -(-len(candidates) // 8))
         for start in range(0, len(candidates), size):
-            old, young_now = _still_old(storage, candidates[start : start + size], grace)
-            young += young_now
-            # A commit that took longer than the grace period may have stored its manifest
-            # since the manifests were read (and checked its shards exist): read the new ones
-            # right before deleting, so that only the deletes of this batch remain as a gap.
+            # Stat-ed again (a commit reusing a shard touches it, which makes it young), then
+            # the manifests stored since the last read are read: a commit that took longer
+            # than the grace period may have stored its manifest and checked its shards.
+            batch = []
+            for obj in candidates[start : start + size]:
+                state = _state(storage, obj.path, grace)
+                young += state == "young"
+                if state == "old":
+                    batch.append(obj)
             refs |= referenced_digests(storage, seen)
-            for obj in old:
+            for obj in batch:
                 if _digest(obj.path) in refs:
                     kept += 1
                     continue
-                storage.delete(obj.path)
-                deleted.append(obj)
+                # Once more right before the delete: a shard that a version removed meanwhile
+                # protected is touched by the commit reusing it only after it stored its
+                # manifest, which may be after the listing above.
+                state = _state(storage, obj.path, grace)
+                if state == "old":
+                    storage.delete(obj.path)
+                    deleted.append(obj)
+                young += state == "young"
     temps = _stale_temp_files(storage, now - grace)
     if not dry_run:
         for path, _ in temps:
@@ -131,21 +141,13 @@ def _digest(path: str) -> str:
     return path.rsplit("/", 1)[-1].split(".")[0]
 
 
-def _still_old(storage: Storage, objs: list[ObjectInfo], grace: float
-               ) -> tuple[list[ObjectInfo], int]:
-    """The shards of ``objs`` still stored and older than ``grace`` (stat-ed again: a commit
-    reusing one touches it, which makes it young), and how many became young."""
-    old, young = [], 0
-    for obj in objs:
-        try:
-            fresh = storage.info(obj.path)
-        except NotFoundError:
-            continue
-        if fresh.mtime and time.time() - fresh.mtime < grace:
-            young += 1
-        else:
-            old.append(obj)
-    return old, young
+def _state(storage: Storage, path: str, grace: float) -> str:
+    """``"old"``, ``"young"`` (touched within ``grace``) or ``"gone"``: a shard stat-ed again."""
+    try:
+        fresh = storage.info(path)
+    except NotFoundError:
+        return "gone"
+    return "young" if fresh.mtime and time.time() - fresh.mtime < grace else "old"
 
 
 def _stale_temp_files(storage: Storage, cutoff: float) -> list[tuple[str, int]]:
