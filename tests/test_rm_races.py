@@ -21,7 +21,7 @@ import dload_arrow.repository.gc as gc_module
 import dload_arrow.repository.remove as remove_module
 import dload_arrow.store.commit as commit_module
 import dload_arrow.store.publish as publish_module
-from dload_arrow import NotFoundError, Repository
+from dload_arrow import ConflictError, NotFoundError, Repository
 from dload_arrow.store.names import manifest_path, shard_path
 from dload_arrow.store.refs import list_refs
 
@@ -219,3 +219,26 @@ def test_a_dataset_whose_only_ref_dangles_can_be_removed(
     a.storage.delete(manifest_path("d", v))  # what an rm that lost a race leaves
     assert a.rm("d") == []
     assert a.datasets() == [] and list_refs(a.storage, "d") == {}
+
+
+def test_rm_never_steps_latest_onto_an_appends_manifest_that_no_ref_named(
+        two: tuple[Repository, Repository], monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA: rm of the version an append extends stepped `latest` onto the append's manifest
+    (stored, not yet published); the append then found its parent gone and deleted that
+    manifest: `latest` dangled."""
+    a, b = two
+    v1 = a.commit("d", [(f"a{i}", {"x": i}) for i in range(5)], progress=False).version
+    real, removed = publish_module._check_stored, []
+
+    def check_stored(storage: Any, *args: Any) -> Any:  # the append's manifest is stored
+        if not removed:
+            removed.append(b.rm("d", v1))
+        return real(storage, *args)
+
+    monkeypatch.setattr(publish_module, "_check_stored", check_stored)
+    with pytest.raises(ConflictError, match="was removed while it ran"):
+        a.append("d", [(f"b{i}", {"x": i}) for i in range(5)], progress=False)
+    assert removed == [[v1]]
+    assert list_refs(a.storage, "d") == {}  # no version left that a ref ever named
+    assert a.datasets() == []
+    assert _broken(a, "d") == []

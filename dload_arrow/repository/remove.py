@@ -159,16 +159,21 @@ class RemoveMixin(TagsMixin):
     def _fallback_order(self, name: str, remaining: list[VersionInfo]) -> list[str]:
         """The stored versions ``latest`` may step back to, best first: the ones it pointed
         at before, most recent first (the log's moves of it: a rollback to an earlier
-        version counts as its latest use), then the others, newest first."""
+        version counts as its latest use), then the other published ones (a ref, now or in
+        the log, named them), newest first. A manifest no ref ever named is no candidate:
+        another writer's commit in flight (which deletes it if its parent goes) or one that
+        did not finish."""
         stored = {v.version for v in remaining}
         order: list[str] = []
-        moves = sorted((e for e in read_log(self.storage, name) if e.ref == "latest"),
-                       key=lambda e: e.seq)
-        for e in reversed(moves):
+        log = sorted(read_log(self.storage, name), key=lambda e: e.seq)
+        for e in reversed([e for e in log if e.ref == "latest"]):
             for v in (e.version, e.previous):
                 if v in stored and v not in order:
                     order.append(v)  # type: ignore[arg-type]
-        return order + [v.version for v in remaining if v.version not in order]
+        named = {e.version for e in log} | {r.version for r in list_refs(self.storage,
+                                                                         name).values()}
+        return order + [v.version for v in remaining if v.version not in order
+                        and v.version in named]
 
     def _fall_back(self, name: str, vid: str, remaining: list[str]) -> None:
         """Move ``latest`` from ``vid`` (being removed) to the first of ``remaining`` that is
