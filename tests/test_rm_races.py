@@ -221,6 +221,25 @@ def test_a_dataset_whose_only_ref_dangles_can_be_removed(
     assert a.datasets() == [] and list_refs(a.storage, "d") == {}
 
 
+@pytest.mark.parametrize("by_version", [True, False])
+def test_the_cli_removes_a_dataset_whose_only_ref_dangles(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], by_version: bool) -> None:
+    """QA: `dload rm d --version V --yes`, what reading such a dataset advises, and `dload rm
+    d --yes` both said the dataset "was removed" (at its commit's time) and removed nothing."""
+    from cli_run import runner
+
+    root = str(tmp_path / "root")
+    a = Repository.open(root, cache_dir=str(tmp_path / "ca"))
+    v = a.commit("d", [("k1", {"x": 1})], progress=False).version
+    a.storage.delete(manifest_path("d", v))
+    run = runner(capsys, ["--root", root, "--cache-dir", str(tmp_path / "cc")])
+    err = run("versions", "d", rc=1).err
+    assert "has refs but no stored version (latest -> " in err and "was removed" not in err
+    assert "`dload rm d --yes`" in err
+    run("rm", "d", *(["--version", v] if by_version else []), "--yes")
+    assert a.datasets() == [] and list_refs(a.storage, "d") == {}
+
+
 def test_rm_never_steps_latest_onto_an_appends_manifest_that_no_ref_named(
         two: tuple[Repository, Repository], monkeypatch: pytest.MonkeyPatch) -> None:
     """QA: rm of the version an append extends stepped `latest` onto the append's manifest

@@ -133,7 +133,12 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
     what = f"version {version} of {name!r}" if version else f"dataset {name!r} (every version)"
     with warnings.catch_warnings():  # a corrupt version is left out: rm is what removes it
         warnings.simplefilter("ignore")
-        versions = repo.versions(name)  # unknown dataset: a clear error before asking anything
+        try:
+            versions = repo.versions(name)  # unknown dataset: a clear error before asking
+        except NotFoundError:
+            if not repo.refs(name):  # refs on manifests that are gone: rm removes them
+                raise
+            versions = []
     warning = _pin_warning(repo, name, version)
     if warning:  # before the question, so the answer can take it into account
         click.echo(warning, err=True)

@@ -15,7 +15,7 @@ from dload_arrow.errors import DloadError
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
 
-__all__ = ["SHOWN_NAMES", "removed_dataset", "unknown_dataset"]
+__all__ = ["SHOWN_NAMES", "dangling_refs", "removed_dataset", "unknown_dataset"]
 
 SHOWN_NAMES = 10  # known names listed at most; the rest are counted
 
@@ -87,3 +87,18 @@ def removed_dataset(storage: Storage, name: str, where: str,
         f"`dload sql \"select * from log where name = '{name}'\"`"
     return (f"dataset {name!r} under {where} was removed ({when}{by}); its log and lineage "
             f"are kept: {see} shows them. Commit to {name!r} to create it again")
+
+
+def dangling_refs(storage: Storage, name: str, where: str) -> str | None:
+    """The text for ``name`` whose refs all point at manifests that are gone (an interrupted
+    rm of its last version, or an rm that raced an append): not removed, and ``rm`` ends it.
+    None when ``name`` has no refs."""
+    from dload_arrow.store.refs import list_refs
+
+    refs = list_refs(storage, name)
+    if not refs:
+        return None
+    points = ", ".join(f"{r} -> {v.version[:12]}" for r, v in sorted(refs.items()))
+    return (f"dataset {name!r} under {where} has refs but no stored version ({points}: an "
+            f"interrupted rm, or an rm that raced an append); run `dload rm {name} --yes` "
+            f"(repo.rm({name!r})) to remove what is left")

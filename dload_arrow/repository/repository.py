@@ -18,7 +18,7 @@ from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
 from dload_arrow.repository.lock import is_pinned, stale_pin
-from dload_arrow.repository.missing import removed_dataset, unknown_dataset
+from dload_arrow.repository.missing import dangling_refs, removed_dataset, unknown_dataset
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
 from dload_arrow.storage import Storage, open_storage, redact_url, warn_unused_endpoint
@@ -107,8 +107,7 @@ class Repository(VersionsMixin):
             shard_size: target shard size, bytes or text such as "64MiB" (default 128 MiB).
             row_group_size: target row-group size, likewise (default 2 MiB).
             schema: the sample schema; inferred from the first batch when omitted.
-            progress: show a progress bar (default: only when stderr is a terminal or in a
-                notebook, never in logs).
+            progress: show a progress bar (default: on a terminal or in a notebook only).
             parents: lineage records (``{"name", "version", ...}``) of the inputs.
 
         Returns:
@@ -218,8 +217,9 @@ class Repository(VersionsMixin):
         except InvalidNameError:
             left = []
         where = redact_url(self.storage.url)
-        gone = removed_dataset(self.storage, name, where, left=left)
-        return gone or unknown_dataset(name, self.datasets(), where, unpublished=len(left))
+        return ((not left and dangling_refs(self.storage, name, where))
+                or removed_dataset(self.storage, name, where, left=left)
+                or unknown_dataset(name, self.datasets(), where, unpublished=len(left)))
 
     def dataset(self, name: str, version: str | None = None) -> Dataset:
         """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""
