@@ -78,7 +78,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
                 typ = inferred_type(_without_nat([r.get(col) for _, r in rows]))
             except OverflowError as e:
                 raise int_overflow_error(rows, col) from e
-            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
                 raise SchemaError(
                     f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "
                     f"does not fit the type of earlier samples ({e}); fix the sample or pass "
@@ -88,12 +88,18 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
     return pa.schema(fields)
 
 
+# What pyarrow raises for a value that does not fit a type (NotImplemented: numpy datetime64
+# or timedelta64 values of another unit than the type's).
+_MISFITS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError,
+            TypeError, OverflowError)
+
+
 def _first_misfit(rows: list[tuple[str, Mapping[str, Any]]], col: str, first: Any) -> str:
     typ = pa.array([first]).type
     for key, r in rows:
         try:
             pa.array([r.get(col)], type=typ)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError):
+        except _MISFITS:
             return key
     return rows[-1][0]
 
@@ -165,7 +171,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
     refuse_extra_fields(rows, field, values)
     try:
         return typed_array(values, field.type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError) as e:
+    except _MISFITS as e:
         for (key, _), v in zip(rows, values, strict=False):
             try:
                 pa.array([v], type=field.type)
