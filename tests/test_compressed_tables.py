@@ -113,3 +113,35 @@ def test_a_csv_gz_on_s3_is_read_in_place(s3_root: str, cache_dir: str) -> None:
     repo.commit("t", table, progress=False)
     assert len(repo.dataset("t")) == 120
     assert sorted(repo.dataset("t").to_arrow().column("id").to_pylist()) == list(range(120))
+
+
+def test_a_folder_of_tables_beside_a_parquet_gz_is_refused_not_stored_as_file_blobs(
+        run: RunFn, local_root: str, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    spark = tmp_path / "spark"
+    spark.mkdir()
+    (spark / "_SUCCESS").touch()
+    pq.write_table(pa.table({"a": [1, 2]}), spark / "part-0.parquet")
+    pq.write_table(pa.table({"a": [3]}), tmp_path / "p1.parquet")
+    (spark / "part-1.parquet.gz").write_bytes(gzip.compress((tmp_path / "p1.parquet")
+                                                            .read_bytes()))
+    r = run("commit", "t", "--from", str(spark), rc=1)
+    assert "holds tables and 'part-1.parquet.gz', a Parquet table compressed with gzip" in r.err
+    assert "`gzip -dk part-1.parquet.gz`" in r.err
+    assert not dl.Repository.open(local_root).datasets()
+    with pytest.raises(dl.ConfigError, match="a Parquet table compressed with gzip"):
+        open_table(str(spark / "part-1.parquet.gz"))  # not "a tar.gz archive"
+
+
+def test_advice_for_other_codecs_and_encodings_fits_a_compressed_table(
+        run: RunFn, tmp_path: Path) -> None:
+    import bz2
+
+    (tmp_path / "y.csv.bz2").write_bytes(bz2.compress(ROWS.encode()))
+    r = run("commit", "t", "--from", str(tmp_path / "y.csv.bz2"), rc=1)
+    assert "`bzip2 -dc y.csv.bz2 | zstd -o y.csv.zst`" in r.err and ".tar.zst" not in r.err
+    (tmp_path / "l.csv.gz").write_bytes(gzip.compress("a,b\n1,caf\xe9\n".encode("latin1")))
+    r = run("commit", "t", "--from", str(tmp_path / "l.csv.gz"), rc=1)
+    assert "`gzip -dc l.csv.gz | iconv -f latin1 -t utf-8 | gzip -c > utf8-l.csv.gz`" in r.err

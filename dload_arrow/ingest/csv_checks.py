@@ -102,10 +102,16 @@ def refuse_bytes(schema: pa.Schema, path: str) -> None:
               or pa.types.is_large_binary(f.type)]
     if binary:
         name = posixpath.basename(path.replace("\\", "/"))
+        recode = f"iconv -f latin1 -t utf-8 {name} > utf8-{name}"
+        codec = compression(path)
+        if codec is not None:  # the text inside the stream: decompress, recode, compress
+            tool = "gzip" if codec == "gzip" else "zstd"
+            recode = (f"{tool} -dc {name} | iconv -f latin1 -t utf-8 | {tool} -c > "
+                      f"utf8-{name}")
         raise SchemaError(
             f"{path!r} is not UTF-8 text: column {binary[0]!r} holds bytes that are not UTF-8 "
-            "(it would be stored as binary); re-encode the file as UTF-8, e.g. `iconv -f "
-            f"latin1 -t utf-8 {name} > utf8-{name}`, and commit that"
+            f"(it would be stored as binary); re-encode the file as UTF-8, e.g. `{recode}`, "
+            "and commit that"
         )
 
 

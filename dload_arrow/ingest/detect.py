@@ -17,6 +17,7 @@ from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.ingest.directory import DirectorySource
 from dload_arrow.ingest.kinds import (
     archive_format,
+    not_read_compressed,
     sniff_archive,
     table_format,
     table_kind,
@@ -42,12 +43,23 @@ def is_table_folder(path: str) -> bool:
     )
 
 
+def _refuse_compressed_parquet(path: str) -> None:
+    """A folder of tables beside a ``.parquet.gz`` is refused, naming it: read as a folder of
+    files, its tables would be stored as file blobs and their rows lost."""
+    tables, others = table_listing(path)
+    for other in others if tables else ():
+        error = not_read_compressed(other, path)
+        if error is not None:
+            raise error
+
+
 def detect_kind(location: str | os.PathLike[str], *, endpoint_url: str | None = None) -> str:
     """``"files"`` (a directory), ``"archive"`` or ``"table"`` for a ``--from`` location."""
     location = os.fspath(location)
     if not is_remote(location):
         path = local_path(location)
         if os.path.isdir(path):
+            _refuse_compressed_parquet(path)
             return "table" if is_table_folder(path) else "files"
         if not os.path.exists(path):
             raise NotFoundError(f"no file or directory {location!r}; check the path")

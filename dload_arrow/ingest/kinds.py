@@ -18,8 +18,8 @@ from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.table_stream import without_compression
 
 __all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "compressed_table",
-           "file_kind", "mixed_formats", "no_tables", "sniff_archive", "table_format", "table_kind",
-           "wrong_as"]
+           "file_kind", "mixed_formats", "no_tables", "not_read_compressed", "sniff_archive",
+           "table_format", "table_kind", "wrong_as"]
 
 TABLE_FORMATS = {
     ".parquet": "parquet",
@@ -82,10 +82,17 @@ def sniff_archive(location: str, *, endpoint_url: str | None = None) -> str | No
         return "tar"
     for magic, codec, tool in _UNSUPPORTED:
         if head.startswith(magic):
+            name = location.rsplit("/", 1)[-1]
+            stem = name[: name.rfind(".")] if "." in name else name
+            if table_format(stem) in ("csv", "jsonl"):  # y.csv.bz2: a table, read as .zst
+                raise ConfigError(
+                    f"{location!r} is {codec}-compressed, which is not read (CSV and JSON "
+                    f"Lines are read compressed with gzip or zstd); recompress it, e.g. "
+                    f"`{tool} -dc {name} | zstd -o {stem}.zst`, and commit that")
             raise ConfigError(
                 f"{location!r} is {codec}-compressed, which is not supported (only zip, tar, "
                 f"tar.gz and tar.zst are read in place); recompress it as .tar.zst or .tar.gz, "
-                f"e.g. `{tool} -dc {location.rsplit('/', 1)[-1]} | zstd -o data.tar.zst`"
+                f"e.g. `{tool} -dc {name} | zstd -o data.tar.zst`"
             )
     return None
 
@@ -98,6 +105,20 @@ def compressed_table(location: str) -> tuple[str, str] | None:
     compressed = dot and ext.lower() in ("gz", "zst", "zstd") and table_format(name) is None
     kind = table_kind(stem) if compressed else None
     return None if kind is None else (kind, name)
+
+
+def not_read_compressed(location: str, where: str = "") -> ConfigError | None:
+    """The error of a compressed table that is not read compressed (``x.parquet.gz``), or
+    None; ``where``: the folder it was found in."""
+    inner = compressed_table(location)
+    if inner is None:
+        return None
+    codec = "gzip" if location.lower().endswith(".gz") else "zstd"
+    seen = f"{where!r} holds tables and {location!r}," if where else f"{location!r} is"
+    return ConfigError(
+        f"{seen} {inner[0]} compressed with {codec}, which is not read compressed "
+        f"(Parquet compresses inside the file): decompress it (`{codec} -dk {inner[1]}`) and "
+        f"commit {inner[1][:inner[1].rfind('.')]!r}" + (" with the others" if where else ""))
 
 
 def archive_format(location: str, *, endpoint_url: str | None = None, sniff: bool = True) -> str:
@@ -188,6 +209,9 @@ def no_tables(path: str, unused: str, every: list[str], endpoint_url: str | None
     if not is_remote(path) and os.path.isdir(path):
         return wrong_as(path, f"a folder of files with no table among them ({exts})",
                         "a folder of tables", "files")
+    compressed = not_read_compressed(path)
+    if compressed is not None:
+        return compressed
     kind = file_kind(path, endpoint_url=endpoint_url)
     if kind is not None:
         return wrong_as(path, kind[0], "a table", kind[1])
