@@ -21,3 +21,23 @@ def test_mixed_numpy_time_units_are_a_schema_error_naming_the_sample(
     with pytest.raises(dl.SchemaError, match=rf"sample 'k{at:05d}', column 'when'"):
         repo.commit("t", rows, progress=False)
     assert repo.datasets() == []
+
+
+def test_integers_go_into_a_decimal_column_when_every_value_fits(repo: dl.Repository) -> None:
+    import decimal
+
+    import pyarrow as pa
+
+    dec = pa.decimal128(5, 1)
+    repo.commit("p", pa.table({"__key__": ["a"], "price": pa.array([decimal.Decimal("1.5")],
+                                                                    dec)}), progress=False)
+    repo.append("p", pa.table({"__key__": ["b", "c"], "price": pa.array([7, -12])}),
+                progress=False)
+    assert repo.dataset("p").to_arrow().column("price").to_pylist() == [
+        decimal.Decimal("1.5"), decimal.Decimal("7.0"), decimal.Decimal("-12.0")]
+    schema = pa.schema([("__key__", pa.string()), ("price", dec)])
+    repo.commit("q", pa.table({"__key__": ["a"], "price": [7]}), schema=schema, progress=False)
+    assert repo.dataset("q").schema.field("price").type == dec
+    with pytest.raises(dl.SchemaError, match=r"column 'price' is int64.*does not fit in "
+                                             r"precision 5"):
+        repo.append("p", pa.table({"__key__": ["d"], "price": [123456]}), progress=False)

@@ -130,6 +130,19 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
     return pa.RecordBatchReader.from_batches(schema, batches())
 
 
+def _int_to_decimal(col: pa.Array, want: pa.DataType) -> pa.Array | None:
+    """Integers as ``want``, a decimal, checked by value: Arrow's own cast asks for room for
+    any int64 (precision >= 19 + scale) whatever the values, so 7 would not go into
+    decimal128(5, 1). Cast through a decimal wide enough, then down, which checks each value
+    fits. None for other columns."""
+    if not (pa.types.is_integer(col.type) and pa.types.is_decimal(want) and want.scale >= 0):
+        return None
+    digits = 20 + want.scale  # uint64's 20 digits before the point
+    wide = pa.decimal128(digits, want.scale) if digits <= 38 else pa.decimal256(
+        min(digits, 76), want.scale)
+    return col.cast(wide).cast(want)
+
+
 class ColumnMismatch(Exception):
     """A column of a batch that does not cast to the type it must have; its cause says why
     (the cast's error, or a SchemaError from the check that refused the values)."""
@@ -175,7 +188,7 @@ def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
         raise ColumnMismatch(name, col.type, want) from SchemaError(
             "its values have" + zone_refusal(leaf, got.tz is not None))
     try:
-        out = col.cast(want)
+        out = _int_to_decimal(col, want) or col.cast(want)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         raise ColumnMismatch(name, col.type, want) from e
     row = overflow_row(col, out)
