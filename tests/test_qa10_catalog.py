@@ -130,3 +130,14 @@ def test_the_datasets_view_leaves_out_a_first_commit_that_did_not_finish(
     assert repo.sql("select name from datasets").column("name").to_pylist() == ["d"]
     with pytest.raises(dl.NotFoundError, match="1 unpublished version"):
         repo.dataset("newds")
+
+
+def test_diff_with_a_bare_removed_version_of_the_first_dataset_says_it_was_removed(
+        run: RunFn, repo: dl.Repository) -> None:
+    v1 = repo.commit("d", [("a", {"x": 1})], progress=False).version
+    v2 = repo.commit("d", [("b", {"x": 2})], progress=False).version
+    repo.rm("d", v1)
+    err = run("diff", f"d@{v2[:8]}", v1[:8], rc=1).err
+    assert f"version {v1[:12]} was removed by" in err and "neither a dataset" not in err
+    err = run("diff", f"d@{v2[:8]}", "0" * 8, rc=1).err
+    assert "neither a dataset nor a version id" in err  # unknown: the general text, as before

@@ -41,12 +41,13 @@ def _resolve(repo: Any, spec: str, other: str | None) -> tuple[str, str | None]:
     gave one (``NAME@...``)."""
     if "@" in spec:
         return parse_spec(spec)
+    first = None  # why it is no version of the other argument's dataset
     if other is not None:
         try:
             repo.resolve(other, spec)
             return other, spec
-        except DloadError:
-            pass
+        except DloadError as e:
+            first = e
     names = repo.datasets()
     if spec in names:
         return spec, None
@@ -60,6 +61,8 @@ def _resolve(repo: Any, spec: str, other: str | None) -> tuple[str, str | None]:
         name, vid = repo.find_version(spec)
         return str(name), str(vid)
     except DloadError as e:
+        if first is not None and " was removed " in str(first):  # a removed version of it
+            raise first from None
         raise NotFoundError(
             f"{spec!r} is neither a dataset nor a version id of this root ({e}); give "
             "NAME@VERSION, a version id, or a dataset name (its pinned or latest version)") from e
