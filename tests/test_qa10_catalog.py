@@ -141,3 +141,19 @@ def test_diff_with_a_bare_removed_version_of_the_first_dataset_says_it_was_remov
     assert f"version {v1[:12]} was removed by" in err and "neither a dataset" not in err
     err = run("diff", f"d@{v2[:8]}", "0" * 8, rc=1).err
     assert "neither a dataset nor a version id" in err  # unknown: the general text, as before
+
+
+@pytest.mark.parametrize("text", ["null IS NULL", "true IS NOT NULL", "true IN (1, 2)",
+                                  "true BETWEEN 1 AND 2"])
+def test_a_column_named_like_a_keyword_gets_the_quoting_hint_in_every_form(
+        repo: dl.Repository, text: str) -> None:
+    import pyarrow as pa
+
+    repo.commit("k", pa.table({"__key__": ["a", "b"], "null": [1, None], "true": [1, 2]}),
+                progress=False)
+    word = text.split()[0]
+    with pytest.raises(dl.PredicateError, match=f"if you meant the column '{word}', "
+                                                f"double-quote it: \"{word}\""):
+        repo.dataset("k").where(text).to_arrow()
+    fixed = repo.dataset("k").where(text.replace(word, f'"{word}"', 1)).to_arrow()
+    assert fixed.num_rows >= 1

@@ -29,7 +29,7 @@ from dload_arrow.catalog.column_pairs import compare_columns, uncomparable
 from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.literal_kinds import as_column_number, column_kind, literal_kind
 from dload_arrow.catalog.masks import compared_type, row_mask, time_scalar
-from dload_arrow.catalog.name_hints import literal_compare_hint
+from dload_arrow.catalog.name_hints import literal_compare_hint, quoted, sql_literal
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -148,7 +148,7 @@ class _Compiler:
             return Compare(op, left, self.typed(right, left))
         if isinstance(node, IsNull):
             if not isinstance(node.operand, Column):
-                raise self.error("IS NULL applies to a column")
+                raise self.not_column(node.operand, "IS NULL applies to a column")
             self.column(node.operand.name)
             return node
         if isinstance(node, In | Between) and self.timed(self.operand(node.operand)):
@@ -187,9 +187,20 @@ class _Compiler:
 
     def operand(self, node: Node) -> Column:
         if not isinstance(node, Column):
-            raise self.error("IN and BETWEEN apply to a column")
+            raise self.not_column(node, "IN and BETWEEN apply to a column")
         self.operand_column(node)
         return node
+
+    def not_column(self, node: Node, what: str) -> PredicateError:
+        """The error of a value where a column is due, with the quoting that names a column
+        called like that value (``null IS NULL``: ``"null" IS NULL``)."""
+        if isinstance(node, Literal):
+            word = sql_literal(node.value)
+            named = sorted(c for c in self.schema.names if c.upper() == word.upper())
+            if named:
+                what += (f"; if you meant the column {named[0]!r}, double-quote it: "
+                         f"{quoted(named[0])}")
+        return self.error(what)
 
     def operand_column(self, col: Column) -> None:
         field = self.column(col.name)
