@@ -41,3 +41,23 @@ def test_integers_go_into_a_decimal_column_when_every_value_fits(repo: dl.Reposi
     with pytest.raises(dl.SchemaError, match=r"column 'price' is int64.*does not fit in "
                                              r"precision 5"):
         repo.append("p", pa.table({"__key__": ["d"], "price": [123456]}), progress=False)
+
+
+def test_head_and_info_show_a_fixed_shape_tensor_column_as_dtype_and_shape(
+        repo: dl.Repository, local_root: str, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    import pyarrow as pa
+    from cli_run import runner
+
+    tt = pa.fixed_shape_tensor(pa.uint8(), [4, 3])
+    storage = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(24, dtype=np.uint8)), 12)
+    repo.commit("ext", pa.table({"__key__": ["a", "b"],
+                                 "img": pa.ExtensionArray.from_storage(tt, storage)}),
+                progress=False)
+    run = runner(capsys, ["--root", local_root])
+    assert run("head", "ext").out.splitlines()[1].split() == ["a", "uint8[4,", "3]"]
+    assert "img: uint8 shape [4, 3] (arrow.fixed_shape_tensor)" in run("info", "ext").out
+    field = json.loads(run("info", "ext", "--json").out)["schema"][1]
+    assert field == {"name": "img", "type": "uint8", "shape": [4, 3],
+                     "extension": "arrow.fixed_shape_tensor"}

@@ -43,12 +43,25 @@ def _iso(t: float | None) -> str | None:
     return (epoch + dt.timedelta(microseconds=int(t * 1_000_000))).isoformat()
 
 
-def _field(f: pa.Field) -> dict[str, Any]:
+def _tensor(f: pa.Field) -> tuple[Any, list[int]] | None:
+    """``(value type, shape)`` of a tensor column (a list with dload's shape, or an
+    ``arrow.fixed_shape_tensor``), else None."""
     from dload_arrow.store.rows import field_shape
+    from dload_arrow.tensor_arrays import is_fixed_shape_tensor
 
+    if is_fixed_shape_tensor(f.type):
+        return f.type.value_type, list(f.type.shape)
     shape = field_shape(f)
-    typ = str(f.type.value_type) if shape is not None else str(f.type)
-    return {"name": f.name, "type": typ, "shape": list(shape) if shape is not None else None}
+    return None if shape is None else (f.type.value_type, list(shape))
+
+
+def _field(f: pa.Field) -> dict[str, Any]:
+    tensor = _tensor(f)
+    if tensor is None:
+        return {"name": f.name, "type": str(f.type), "shape": None}
+    ext = getattr(f.type, "extension_name", None)  # (pyarrow is not imported at top here)
+    extension = {"extension": ext} if ext else {}
+    return {"name": f.name, "type": str(tensor[0]), "shape": tensor[1], **extension}
 
 
 def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dict[str, Any]:
@@ -136,7 +149,8 @@ def info(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
         click.echo("  columns:")
         for f in out["schema"]:
             click.echo(f"    {escaped(f['name'])}: {escaped(str(f['type']))}"
-                       + (f" shape {f['shape']}" if f["shape"] is not None else ""))
+                       + (f" shape {f['shape']}" if f["shape"] is not None else "")
+                       + (f" ({f['extension']})" if "extension" in f else ""))
         if m.meta:
             click.echo(f"  meta: {json.dumps(m.meta, default=str)}")
         for p in m.parents:
@@ -259,13 +273,11 @@ def head(spec: str, n: int, root: str | None, cache_dir: str | None, cache_budge
 
 def _tensors_as_shapes(rows: list[dict[str, Any]], schema: pa.Schema) -> list[dict[str, Any]]:
     """Rows with each non-null tensor value replaced by its dtype and shape, e.g. uint8[8, 8]."""
-    from dload_arrow.store.rows import field_shape
-
     shown = {}  # Arrow's type names, as `dload info` prints them
     for f in schema:
-        shape = field_shape(f)
-        if shape is not None:
-            shown[f.name] = f"{f.type.value_type}{list(shape)}"
+        tensor = _tensor(f)
+        if tensor is not None:
+            shown[f.name] = f"{tensor[0]}{tensor[1]}"
     if not shown:
         return rows
     return [{k: (shown[k] if k in shown and v is not None else v) for k, v in r.items()}
