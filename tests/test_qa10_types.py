@@ -61,3 +61,18 @@ def test_head_and_info_show_a_fixed_shape_tensor_column_as_dtype_and_shape(
     field = json.loads(run("info", "ext", "--json").out)["schema"][1]
     assert field == {"name": "img", "type": "uint8", "shape": [4, 3],
                      "extension": "arrow.fixed_shape_tensor"}
+
+
+def test_to_pandas_keeps_null_apart_from_nan_inside_float_lists(repo: dl.Repository) -> None:
+    import math
+
+    import pyarrow as pa
+
+    repo.commit("f", pa.table({"__key__": ["a", "b", "c"],
+                               "l": [[1.0, None, math.nan], [2.0], None]}), progress=False)
+    cells = repo.dataset("f").to_pandas()["l"].tolist()
+    assert cells[0][0] == 1.0 and cells[0][1] is None and math.isnan(cells[0][2])
+    assert cells[1].tolist() == [2.0] and cells[1].dtype == np.float64 and cells[2] is None
+    repo.commit("g", pa.table({"__key__": ["a"], "l": [[1.0, None]]}), progress=False)
+    only_null = repo.dataset("g").to_pandas()["l"][0]
+    assert only_null.dtype == np.float64  # one of the two: NaN, as a float column reads

@@ -51,7 +51,8 @@ def pandas_frame(table: pa.Table) -> Any:
     column into float64, which changes every value above 2**53.
 
     Likewise a list cell of integers that holds a null is an object array of ints and None
-    (the other cells stay integer arrays), and a float column that holds both null and NaN
+    (the other cells stay integer arrays), as is a float list cell that holds a null when the
+    column's items hold NaN too, and a float column that holds both null and NaN
     is ``Float64`` (null is ``<NA>``, NaN stays NaN); a float column with only one of them
     stays float64, where both read as NaN. Integers that hold a null deeper inside a struct,
     map or list stay exact ints and None too (dicts, tuples and arrays as Arrow gives them).
@@ -78,9 +79,11 @@ def pandas_frame(table: pa.Table) -> Any:
         elif column.null_count and pa.types.is_floating(column.type) and pc.any(
                 pc.is_nan(column)).as_py():
             frame.isetitem(i, _nullable_floats(column))
-        elif _integer_lists(column.type) and column.num_chunks and any(
+        elif _number_lists(column.type, pa.types.is_integer) and column.num_chunks and any(
                 pc.list_flatten(c).null_count for c in column.chunks):
             frame.isetitem(i, _exact_list_cells(column))
+        elif _number_lists(column.type, pa.types.is_floating) and _null_and_nan(column):
+            frame.isetitem(i, _exact_list_cells(column))  # null stays None beside NaN
         elif i not in shaped and is_nested(column.type) and (
                 nested := exact_cells(column)) is not None:
             frame.isetitem(i, nested)
@@ -122,15 +125,24 @@ def _binary_leaf(t: pa.DataType, top: bool = False) -> pa.DataType:
     return t
 
 
-def _integer_lists(t: pa.DataType) -> bool:
+def _number_lists(t: pa.DataType, kind: Any) -> bool:
     return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-            ) and pa.types.is_integer(t.value_type)
+            ) and kind(t.value_type)
+
+
+def _null_and_nan(column: pa.ChunkedArray) -> bool:
+    """Whether the items of a float list column hold both a null and a NaN (with only one of
+    them, float arrays read both as NaN, as a float column does)."""
+    items = [pc.list_flatten(c) for c in column.chunks]
+    return any(x.null_count for x in items) and any(
+        pc.any(pc.is_nan(x)).as_py() for x in items if len(x))
 
 
 def _exact_list_cells(column: pa.ChunkedArray) -> np.ndarray:
-    """The cells of an integer list column with nulls inside: None for a null cell, an
-    object array of ints and None for a cell holding a null, an integer array otherwise
-    (Arrow makes every cell float64, which changes the values above 2**53)."""
+    """The cells of an integer (or float) list column with nulls inside: None for a null
+    cell, an object array of numbers and None for a cell holding a null, a number array
+    otherwise (Arrow makes every cell float64, which changes the ints above 2**53 and reads
+    a null as NaN)."""
     cells = np.empty(len(column), dtype=object)
     row = 0
     for chunk in column.chunks:
@@ -146,7 +158,7 @@ def _exact_list_cells(column: pa.ChunkedArray) -> np.ndarray:
                     cells[row] = ints[at:at + n].copy()
                 else:
                     cell = np.empty(n, dtype=object)
-                    cell[:] = [int(v) if ok else None
+                    cell[:] = [v.item() if ok else None  # a Python int or float
                                for v, ok in zip(ints[at:at + n], valid[at:at + n], strict=True)]
                     cells[row] = cell
             row, at = row + 1, at + n
