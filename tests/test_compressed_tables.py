@@ -145,3 +145,52 @@ def test_advice_for_other_codecs_and_encodings_fits_a_compressed_table(
     (tmp_path / "l.csv.gz").write_bytes(gzip.compress("a,b\n1,caf\xe9\n".encode("latin1")))
     r = run("commit", "t", "--from", str(tmp_path / "l.csv.gz"), rc=1)
     assert "`gzip -dc l.csv.gz | iconv -f latin1 -t utf-8 | gzip -c > utf8-l.csv.gz`" in r.err
+
+
+def test_a_cut_zstd_file_is_an_integrity_error_and_several_frames_read_whole(
+        run: RunFn, tmp_path: Path) -> None:
+    text = ROWS.encode() * 50
+    whole = zstandard.ZstdCompressor().compress(text)
+    cut = tmp_path / "cut.csv.zst"
+    cut.write_bytes(whole[: len(whole) * 2 // 3])
+    with pytest.raises(dl.IntegrityError, match=r"cut\.csv\.zst: its zstd stream is damaged or "
+                                                r"cut short"):
+        open_table(str(cut)).read_all()
+    frames = tmp_path / "frames.csv.zst"
+    lines = ROWS.splitlines(keepends=True)
+    frames.write_bytes(zstandard.ZstdCompressor().compress("".join(lines[:50]).encode())
+                       + zstandard.ZstdCompressor().compress("".join(lines[50:]).encode()))
+    assert open_table(str(frames)).read_all().num_rows == 120
+
+
+def test_a_compressed_csv_infers_types_from_as_large_a_block_as_the_plain_file(
+        tmp_path: Path) -> None:
+    body = "v\n" + "1\n" * 1_500_000 + "1.5\n"  # 3 MB of text, compressing 1000x
+    (tmp_path / "plain.csv").write_text(body)
+    (tmp_path / "packed.csv.gz").write_bytes(gzip.compress(body.encode()))
+    plain = open_table(str(tmp_path / "plain.csv")).read_all()
+    packed = open_table(str(tmp_path / "packed.csv.gz")).read_all()
+    assert str(plain.schema.field("v").type) == str(packed.schema.field("v").type) == "double"
+    assert packed.num_rows == 1_500_001
+
+
+def test_excluding_the_parquet_gz_commits_the_folder_as_tables(
+        run: RunFn, local_root: str, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    spark = tmp_path / "spark"
+    spark.mkdir()
+    pq.write_table(pa.table({"a": [1, 2]}), spark / "part-0.parquet")
+    (spark / "part-1.parquet.gz").write_bytes(gzip.compress(b"PAR1"))
+    assert "--exclude 'part-1.parquet.gz'" in run("commit", "t", "--from", str(spark),
+                                                  rc=1).err
+    run("commit", "t", "--from", str(spark), "--exclude", "*.parquet.gz")
+    assert dl.Repository.open(local_root).dataset("t").schema.names == ["__key__", "a"]
+
+
+def test_the_utf8_hint_of_a_compressed_json_lines_file_decompresses_first(
+        run: RunFn, tmp_path: Path) -> None:
+    (tmp_path / "l.jsonl.gz").write_bytes(gzip.compress('{"a": "caf\xe9"}\n'.encode("latin1")))
+    r = run("commit", "t", "--from", str(tmp_path / "l.jsonl.gz"), rc=1)
+    assert "`gzip -dc l.jsonl.gz | iconv -f latin1 -t utf-8 | gzip -c > utf8-l.jsonl.gz`" in r.err

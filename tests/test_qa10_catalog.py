@@ -157,3 +157,9 @@ def test_a_column_named_like_a_keyword_gets_the_quoting_hint_in_every_form(
         repo.dataset("k").where(text).to_arrow()
     fixed = repo.dataset("k").where(text.replace(word, f'"{word}"', 1)).to_arrow()
     assert fixed.num_rows >= 1
+
+
+def test_a_dollar_inside_an_identifier_starts_no_string(repo: dl.Repository) -> None:
+    repo.commit("photos", [(f"k{i}", {"x": i}) for i in range(4)], progress=False)
+    rows = repo.sql("select count(*) as a$b$c from samples('photos')").to_pylist()
+    assert rows == [{"a$b$c": 4}]

@@ -54,7 +54,8 @@ def _quoted_end(query: str, i: int) -> int | None:
         return _closing(query, i + 2, "'", escapes=True)
     if c in "'\"":
         return _closing(query, i + 1, c, escapes=False)
-    if c == "$" and (m := _DOLLAR.match(query, i)) is not None:
+    if c == "$" and not (i and _word(query[i - 1])) and (m := _DOLLAR.match(query, i)):
+        # (a $ inside an identifier, a$b$c, starts no string)
         j = query.find(m.group(), m.end())
         return n if j < 0 else j + len(m.group())
     if query.startswith("--", i):

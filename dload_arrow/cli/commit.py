@@ -85,7 +85,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
     from dload_arrow.ingest.tables import table_listing
 
     if kind == "auto":
-        kind = detect_kind(source, endpoint_url=endpoint_url)
+        kind = detect_kind(source, endpoint_url=endpoint_url, include=include, exclude=exclude)
     with warnings.catch_warnings():
         # Patterns that matched no file are in the report, printed as one line each.
         warnings.simplefilter("ignore", GlobWarning)

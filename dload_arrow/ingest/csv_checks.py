@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import posixpath
 import re
 from typing import IO, Any
 
@@ -23,7 +22,7 @@ import pyarrow as pa
 
 from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.location import is_remote
-from dload_arrow.ingest.table_stream import compression, open_table_file
+from dload_arrow.ingest.table_stream import compression, open_table_file, recode_hint
 
 __all__ = ["QuoteCount", "check_quotes_closed", "refuse_bytes", "refuse_repeated_names",
            "unclosed_quote_line"]
@@ -101,16 +100,10 @@ def refuse_bytes(schema: pa.Schema, path: str) -> None:
     binary = [f.name for f in schema if pa.types.is_binary(f.type)
               or pa.types.is_large_binary(f.type)]
     if binary:
-        name = posixpath.basename(path.replace("\\", "/"))
-        recode = f"iconv -f latin1 -t utf-8 {name} > utf8-{name}"
-        codec = compression(path)
-        if codec is not None:  # the text inside the stream: decompress, recode, compress
-            tool = "gzip" if codec == "gzip" else "zstd"
-            recode = (f"{tool} -dc {name} | iconv -f latin1 -t utf-8 | {tool} -c > "
-                      f"utf8-{name}")
         raise SchemaError(
             f"{path!r} is not UTF-8 text: column {binary[0]!r} holds bytes that are not UTF-8 "
-            f"(it would be stored as binary); re-encode the file as UTF-8, e.g. `{recode}`, "
+            f"(it would be stored as binary); re-encode the file as UTF-8, e.g. "
+            f"`{recode_hint(path)}`, "
             "and commit that"
         )
 

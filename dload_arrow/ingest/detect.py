@@ -35,32 +35,30 @@ __all__ = ["KINDS", "archive_format", "detect_kind", "is_table_folder", "open_ar
 KINDS = ("auto", "files", "archive", "table")
 
 
-def is_table_folder(path: str) -> bool:
-    """Whether a local folder holds tables and, beside them, only markers and documents."""
-    tables, others = table_listing(path)
+def is_table_folder(path: str, include: Sequence[str] = (), exclude: Sequence[str] = ()
+                    ) -> bool:
+    """Whether a local folder holds tables and, beside them, only markers and documents (of
+    the files the globs keep). A ``.parquet.gz`` beside tables is refused, naming it: read
+    as a folder of files, its tables would be stored as file blobs and their rows lost."""
+    tables, others = table_listing(path, include, exclude)
+    for other in others if tables else ():
+        error = not_read_compressed(other, path)
+        if error is not None:
+            raise error
     return bool(tables) and all(
         o.endswith("/") or is_marker(o) or "." not in os.path.basename(o) for o in others
     )
 
 
-def _refuse_compressed_parquet(path: str) -> None:
-    """A folder of tables beside a ``.parquet.gz`` is refused, naming it: read as a folder of
-    files, its tables would be stored as file blobs and their rows lost."""
-    tables, others = table_listing(path)
-    for other in others if tables else ():
-        error = not_read_compressed(other, path)
-        if error is not None:
-            raise error
-
-
-def detect_kind(location: str | os.PathLike[str], *, endpoint_url: str | None = None) -> str:
-    """``"files"`` (a directory), ``"archive"`` or ``"table"`` for a ``--from`` location."""
+def detect_kind(location: str | os.PathLike[str], *, endpoint_url: str | None = None,
+                include: Sequence[str] = (), exclude: Sequence[str] = ()) -> str:
+    """``"files"`` (a directory), ``"archive"`` or ``"table"`` for a ``--from`` location;
+    ``include``/``exclude``: the globs that choose a folder's files."""
     location = os.fspath(location)
     if not is_remote(location):
         path = local_path(location)
         if os.path.isdir(path):
-            _refuse_compressed_parquet(path)
-            return "table" if is_table_folder(path) else "files"
+            return "table" if is_table_folder(path, include, exclude) else "files"
         if not os.path.exists(path):
             raise NotFoundError(f"no file or directory {location!r}; check the path")
     if table_format(location):
@@ -114,7 +112,7 @@ def open_source(
     """
     location = os.fspath(location)
     if kind == "auto":
-        kind = detect_kind(location, endpoint_url=endpoint_url)
+        kind = detect_kind(location, endpoint_url=endpoint_url, include=include, exclude=exclude)
     if kind == "files":
         return DirectorySource(location, include=include, exclude=exclude, split=split)
     if kind == "archive":

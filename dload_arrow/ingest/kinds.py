@@ -118,7 +118,8 @@ def not_read_compressed(location: str, where: str = "") -> ConfigError | None:
     return ConfigError(
         f"{seen} {inner[0]} compressed with {codec}, which is not read compressed "
         f"(Parquet compresses inside the file): decompress it (`{codec} -dk {inner[1]}`) and "
-        f"commit {inner[1][:inner[1].rfind('.')]!r}" + (" with the others" if where else ""))
+        f"commit {inner[1][:inner[1].rfind('.')]!r}" + (
+            f" with the others, or leave it out (--exclude '{inner[1]}')" if where else ""))
 
 
 def archive_format(location: str, *, endpoint_url: str | None = None, sniff: bool = True) -> str:

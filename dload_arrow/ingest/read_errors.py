@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dload_arrow.errors import SchemaError
-from dload_arrow.ingest.table_stream import open_table_file
+from dload_arrow.ingest.table_stream import open_table_file, recode_hint
 from dload_arrow.ingest.table_text import values_at
 from dload_arrow.sizes import format_bytes
 
@@ -49,7 +49,7 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
                                f"{row[:80]!r}); {fix}")
     if "utf8" in str(e).lower().replace("-", ""):
         return SchemaError(text + "; the file is not UTF-8 text: re-encode it as UTF-8 (e.g. "
-                           "`iconv -f latin1 -t utf-8`) and commit that")
+                           f"`{recode_hint(path)}`) and commit that")
     if fmt == "csv" and _RAGGED.search(str(e)):
         found = ragged_row(path, endpoint_url)
         if found is not None:
@@ -109,8 +109,8 @@ def bad_json_line(path: str, message: str, endpoint_url: str | None = None
             try:
                 rows = list(_objects(raw.decode("utf-8")))
             except UnicodeDecodeError:
-                return n, _NOT_UTF8, text, ("re-encode the file as UTF-8 (e.g. `iconv -f "
-                                            "latin1 -t utf-8`) and commit that")
+                return n, _NOT_UTF8, text, (f"re-encode the file as UTF-8 (e.g. "
+                                            f"`{recode_hint(path)}`) and commit that")
             except json.JSONDecodeError as e:
                 return n, f"column {e.colno}: {e.msg}", text, _FIX_LINE
             except ValueError as e:

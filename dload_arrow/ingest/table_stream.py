@@ -17,9 +17,12 @@ from typing import IO, Any
 from dload_arrow.errors import IntegrityError
 from dload_arrow.ingest.location import open_binary
 
-__all__ = ["COMPRESSIONS", "compression", "open_table_file", "without_compression"]
+__all__ = ["COMPRESSIONS", "UNKNOWN_SIZE", "compression", "open_table_file", "recode_hint",
+           "without_compression"]
 
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+UNKNOWN_SIZE = 1 << 50
+"""The size :func:`open_table_file` gives a compressed file that is not empty."""
 
 
 def compression(path: str) -> str | None:
@@ -36,7 +39,8 @@ def without_compression(path: str) -> str:
 
 
 class _Checked(io.RawIOBase):
-    """A decompressing stream whose decoding errors are IntegrityErrors naming the file."""
+    """A decompressing stream whose decoding errors are IntegrityErrors naming the file (the
+    raw file's own errors, a lost connection, pass as they are)."""
 
     def __init__(self, inner: Any, raw: IO[bytes], path: str, codec: str) -> None:
         super().__init__()
@@ -46,13 +50,14 @@ class _Checked(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int:
+        import gzip
         import zlib
 
         import zstandard
 
         try:
             data = self._inner.read(len(buffer))
-        except (OSError, EOFError, zlib.error, zstandard.ZstdError) as e:
+        except (gzip.BadGzipFile, EOFError, zlib.error, zstandard.ZstdError, _Cut) as e:
             raise IntegrityError(
                 f"{self._path}: its {self._codec} stream is damaged or cut short ({e}); "
                 f"re-download or re-export the file (`{_TEST[self._codec]} "
@@ -70,11 +75,50 @@ class _Checked(io.RawIOBase):
 _TEST = {"gzip": "gzip -t", "zstd": "zstd -t"}
 
 
+class _Cut(Exception):
+    """The compressed input ended inside a zstd frame."""
+
+
+class _Zstd:
+    """zstd frames decoded one after another, and an error (``_Cut``) where the input ends
+    inside one: zstandard's stream reader just stops there, which would read a cut file as a
+    shorter one."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        import zstandard
+
+        self._raw, self._new = raw, zstandard.ZstdDecompressor().decompressobj
+        self._obj, self._fed, self._out = self._new(), False, bytearray()
+
+    def read(self, n: int) -> bytes:
+        while len(self._out) < n:
+            chunk = self._raw.read(1 << 20)
+            if not chunk:
+                if self._fed and not self._obj.eof:
+                    raise _Cut("the data ends inside a zstd frame")
+                break
+            while chunk:
+                self._out += self._obj.decompress(chunk)
+                self._fed = True
+                if not self._obj.eof:
+                    break
+                chunk = self._obj.unused_data  # the next frame starts here
+                self._obj, self._fed = self._new(), False
+        data = bytes(self._out[:n])
+        del self._out[:n]
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+
 def open_table_file(path: str, endpoint_url: str | None = None) -> tuple[IO[bytes], int]:
     """A binary file over the table ``path``'s bytes, decompressed, and a size for sizing reads.
 
     The size is the file's for an uncompressed file; for a compressed one it is 0 when the
-    stream holds no bytes (an empty part) and an estimate (8x the compressed size) otherwise.
+    stream holds no bytes (an empty part), else ``UNKNOWN_SIZE``: the text may be far larger
+    than the file, so a CSV's types are inferred from as large a first block as a plain
+    file's.
     """
     raw, size = open_binary(path, endpoint_url=endpoint_url, block_size=4 << 20)
     codec = compression(path)
@@ -85,13 +129,21 @@ def open_table_file(path: str, endpoint_url: str | None = None) -> tuple[IO[byte
 
         inner: Any = gzip.GzipFile(fileobj=raw, mode="rb")
     else:
-        import zstandard
-
-        inner = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        inner = _Zstd(raw)
     stream = io.BufferedReader(_Checked(inner, raw, path, codec), 1 << 20)
     try:
         empty = not stream.peek(1)
     except BaseException:
         stream.close()
         raise
-    return stream, 0 if empty else max(1, size) * 8
+    return stream, 0 if empty else UNKNOWN_SIZE
+
+
+def recode_hint(path: str) -> str:
+    """A shell command that re-encodes the Latin-1 text of table ``path`` as UTF-8 (through
+    its decompressor and back when it is compressed)."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    codec = compression(path)
+    if codec is None:
+        return f"iconv -f latin1 -t utf-8 {name} > utf8-{name}"
+    return f"{codec} -dc {name} | iconv -f latin1 -t utf-8 | {codec} -c > utf8-{name}"

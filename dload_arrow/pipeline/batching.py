@@ -65,10 +65,10 @@ def check_same_columns(items: Sequence[Mapping[str, Any]]) -> None:
 _NUMBER = (bool, int, float, np.number, np.bool_)
 
 
-def _kind(value: Any) -> str | None:
-    if isinstance(value, _NUMBER):
+def _kind_of(t: type) -> str | None:
+    if issubclass(t, _NUMBER):
         return "number"
-    return "text" if isinstance(value, str) else "bytes" if isinstance(value, bytes) else None
+    return "text" if issubclass(t, str) else "bytes" if issubclass(t, bytes) else None
 
 
 def check_one_kind(name: str, values: Sequence[Any]) -> None:
@@ -77,9 +77,12 @@ def check_one_kind(name: str, values: Sequence[Any]) -> None:
     Such a column (a mix of datasets that type it differently) would collate into a list of
     mixed values that no model input takes; nulls and other values (lists, dicts) pass.
     """
+    types = set(map(type, values))  # one C loop: the usual column has one type
+    if len(types) == 1 or len({k for t in types if (k := _kind_of(t)) is not None}) < 2:
+        return
     first: tuple[int, str] | None = None
     for i, v in enumerate(values):
-        k = _kind(v)
+        k = _kind_of(type(v))
         if k is None:
             continue
         if first is None:
