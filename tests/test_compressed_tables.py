@@ -194,3 +194,28 @@ def test_the_utf8_hint_of_a_compressed_json_lines_file_decompresses_first(
     (tmp_path / "l.jsonl.gz").write_bytes(gzip.compress('{"a": "caf\xe9"}\n'.encode("latin1")))
     r = run("commit", "t", "--from", str(tmp_path / "l.jsonl.gz"), rc=1)
     assert "`gzip -dc l.jsonl.gz | iconv -f latin1 -t utf-8 | gzip -c > utf8-l.jsonl.gz`" in r.err
+
+
+def test_appending_the_same_keyless_table_again_warns_how_to_undo_it(
+        run: RunFn, local_root: str, tmp_path: Path) -> None:
+    import json
+
+    day = tmp_path / "day.csv"
+    day.write_text(ROWS)
+    other = tmp_path / "other.csv"
+    other.write_text(ROWS.replace("n1,", "m1,"))
+    run("commit", "logs", "--from", str(other))
+    assert "warning" not in run("append", "logs", "--from", str(day)).err
+    r = run("append", "logs", "--from", str(day))  # run again from the shell history
+    version = r.out.split()[-1]
+    assert ("warning: the 120 rows appended equal, value for value, the 120 rows before them"
+            in r.err)
+    assert f"`dload rm logs --version {version[:12]} --yes` undoes it" in r.err
+    assert len(dl.Repository.open(local_root).dataset("logs")) == 360  # warned, not refused
+    out = json.loads(run("append", "logs", "--from", str(other), "--json").out)
+    assert out["repeats_rows_before"] is None
+    keyed = tmp_path / "keyed.csv"
+    keyed.write_text(ROWS)
+    run("commit", "k", "--from", str(keyed), "--key-column", "id")
+    r = run("append", "k", "--from", str(keyed), "--key-column", "id", rc=1)
+    assert "120 key(s) are already stored" in r.err  # keys from the input: a repeat clashes

@@ -144,12 +144,17 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
             raise SchemaError(_duplicate_keys_hint(str(e), key)) from e
         raise
     shard_bytes, manifest_bytes = _uploaded_split(v)
+    repeated = None
+    if append_mode and report["kind"] == "table" and key is None:
+        from dload_arrow.cli.repeats import repeated_rows
+
+        repeated = repeated_rows(repo, v)
     out = {
         "name": v.name, "version": v.version, "rows": v.num_rows,
         "shards": v.shards_total, "shards_uploaded": v.shards_uploaded,
         "bytes": v.bytes_total, "bytes_uploaded": v.bytes_uploaded,
         "shard_bytes_uploaded": shard_bytes, "manifest_bytes_uploaded": manifest_bytes,
-        "seconds": round(v.seconds, 3), "source": report,
+        "seconds": round(v.seconds, 3), "source": report, "repeats_rows_before": repeated,
     }
 
     def text() -> None:
@@ -169,6 +174,11 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
             click.echo(line, err=True)
         for line in report.get("unused_globs", []):
             click.echo(f"warning: {line}", err=True)
+        if repeated:
+            click.echo(f"warning: the {repeated} rows appended equal, value for value, the "
+                       f"{repeated} rows before them (keys are row numbers, so nothing clashed); "
+                       f"if this append ran twice by mistake, `dload rm {v.name} --version "
+                       f"{v.version[:12]} --yes` undoes it", err=True)
         click.echo(v.version)
 
     emit(out, as_json, text)
