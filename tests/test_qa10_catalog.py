@@ -163,3 +163,26 @@ def test_a_dollar_inside_an_identifier_starts_no_string(repo: dl.Repository) -> 
     repo.commit("photos", [(f"k{i}", {"x": i}) for i in range(4)], progress=False)
     rows = repo.sql("select count(*) as a$b$c from samples('photos')").to_pylist()
     assert rows == [{"a$b$c": 4}]
+
+
+def test_a_version_removed_recommitted_and_removed_again_logs_both_removals(
+        repo: dl.Repository) -> None:
+    rows = [("a", {"x": 1})]
+    v1 = repo.commit("d", rows, progress=False).version
+    repo.commit("d", [("b", {"x": 2})], progress=False)
+    repo.rm("d", v1)
+    first = repo.sql("select max(time) as t from log where action = 'rm'").to_pylist()[0]["t"]
+    assert repo.commit("d", rows, progress=False).version == v1  # published again
+    repo.commit("d", [("c", {"x": 3})], progress=False)
+    repo.rm("d", v1)
+    removals = repo.sql("select time from log where action = 'rm' and previous = $v "
+                        "order by time", v=v1).column("time").to_pylist()
+    assert len(removals) == 2 and removals[0] == first < removals[1]
+    from dload_arrow.store.removals import removal_path
+
+    assert repo.storage.exists(removal_path("d", v1, 2))  # the first record stays as it was
+    repo.rm("d", repo.refs("d")["latest"])  # an rm of another version: no third record
+    assert repo.sql("select count(*) as n from log where action = 'rm' and previous = $v",
+                    v=v1).to_pylist() == [{"n": 2}]
+    with pytest.raises(dl.NotFoundError, match=f"version {v1[:12]} was removed by"):
+        repo.dataset("d", v1[:12])

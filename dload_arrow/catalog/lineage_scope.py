@@ -62,7 +62,8 @@ def lineage_tables(catalog: Catalog, name: str, version: str) -> dict[str, pa.Ta
         "dload_raw_shards": _sharing(summaries, summaries.get(me)),
         "dload_raw_refs": snap.refs([r for r in found["refs"] if r[0] == name]),
         "dload_raw_log": snap.log([e for e in found["log"] if e[0] == name],
-                                  [r for r in found["removed"] if r[0] == name]),
+                                  [r for r in found["removed"] + found["removed_again"]
+                                   if r[0] == name]),
     }
 
 

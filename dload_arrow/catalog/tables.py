@@ -24,7 +24,13 @@ from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
 from dload_arrow.store.names import KEY_COLUMN, check_digest, check_name, check_ref
 from dload_arrow.store.refs import is_log_entry, read_ref
-from dload_arrow.store.removals import REMOVED, Removal, parse_removal, removal_path
+from dload_arrow.store.removals import (
+    REMOVED,
+    Removal,
+    parse_removal,
+    record_file,
+    removal_path,
+)
 
 _READ_THREADS = 8  # removal records read at once
 
@@ -84,7 +90,7 @@ def list_root(storage: Storage) -> dict[str, list[tuple[str, str]]]:
     (name, path) and ``removed`` (name, vid: removal records, ``store/removals.py``); paths
     that do not parse as valid names are left out."""
     found: dict[str, list[tuple[str, str]]] = {"manifests": [], "refs": [], "log": [],
-                                               "removed": []}
+                                               "removed": [], "removed_again": []}
     for obj in storage.list("datasets/"):
         parts = obj.path.split("/")
         if len(parts) < 4 or not _valid(check_name, parts[1]):
@@ -98,10 +104,10 @@ def list_root(storage: Storage) -> dict[str, list[tuple[str, str]]]:
             found["refs"].append((name, parts[3]))
         elif kind == "log" and len(parts) == 5 and is_log_entry(parts[4]):
             found["log"].append((name, obj.path))
-        elif kind == REMOVED and len(parts) == 4 and parts[3].endswith(".json"):
-            vid = parts[3][: -len(".json")]
-            if _valid(check_digest, vid):
-                found["removed"].append((name, vid))
+        elif kind == REMOVED and len(parts) == 4 and (record := record_file(parts[3])):
+            vid, again = record  # a later removal's record: "<vid>.<n>" (its log row only)
+            found["removed_again" if again else "removed"].append(
+                (name, f"{vid}.{again}" if again else vid))
     return found
 
 
@@ -139,7 +145,7 @@ class Snapshotter:
                 raw_table([p for rows in self.removed(found, manifests).values() for p in rows],
                           "dload_raw_parents")]),
             "dload_raw_refs": self.refs(found["refs"]),
-            "dload_raw_log": self.log(found["log"], found["removed"]),
+            "dload_raw_log": self.log(found["log"], found["removed"] + found["removed_again"]),
         }
         return Snapshot(tables=tables, manifests=manifests)
 
@@ -179,13 +185,19 @@ class Snapshotter:
                 for node, r in self._records(wanted).items()}
 
     def _records(self, nodes: list[tuple[str, str]]) -> dict[tuple[str, str], Removal]:
-        """The removal records of ``nodes``, each read once (records never change)."""
+        """The removal records of ``nodes`` (``(name, vid)``, or ``(name, "<vid>.<n>")`` for a
+        later removal's), each read once (records never change)."""
+        def path(node: tuple[str, str]) -> str:
+            vid, _, again = node[1].partition(".")
+            return removal_path(node[0], vid, int(again or 0))
+
         unread = [node for node in nodes if node not in self._removed]
         if unread:  # one GET each, several at once (a root may hold hundreds)
             with ThreadPoolExecutor(min(_READ_THREADS, len(unread))) as pool:
                 for node, data in zip(unread, pool.map(
-                        lambda n: self.storage.read(removal_path(*n)), unread), strict=True):
-                    self._removed[node] = parse_removal(*node, data, removal_path(*node))
+                        lambda n: self.storage.read(path(n)), unread), strict=True):
+                    self._removed[node] = parse_removal(node[0], node[1].partition(".")[0],
+                                                        data, path(node))
         return {node: self._removed[node] for node in nodes}
 
     def log(self, paths: list[tuple[str, str]],

@@ -8,13 +8,16 @@ The catalog reads these edges as it reads a manifest's, for versions whose manif
 so the lineage of v3 still reaches v1 through a removed v2.
 
 A record is written once (``put_if_absent``) and never changed: the same version id always has
-the same parents. A root written before records existed has none; lineage then stops at the
-removed version, as it did. ``gc`` never deletes them (they reference no shard) and ``rm`` of
-a whole dataset keeps them with its log.
+the same parents. A version removed, published again (the same data committed) and removed
+again gets one more record, ``<vid>.<n>.json`` (n = 2, 3, ...), so the log shows each removal;
+an rm run again without a publish in between writes none. A root written before records
+existed has none; lineage then stops at the removed version, as it did. ``gc`` never deletes
+them (they reference no shard) and ``rm`` of a whole dataset keeps them with its log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 import socket
@@ -30,7 +33,7 @@ from dload_arrow.store.names import check_digest, check_name
 from dload_arrow.store.refs import read_log
 
 __all__ = ["REMOVED", "Removal", "gone_hint", "known_version", "parse_removal",
-           "record_removal", "removal_path", "when_text"]
+           "record_file", "record_removal", "removal_path", "when_text"]
 
 REMOVED = "removed"
 """The folder under ``datasets/<name>/`` holding the records."""
@@ -53,14 +56,30 @@ class Removal:
     host: str | None = None
 
 
-def removal_path(name: str, version: str) -> str:
-    """Where the record of ``name`` at ``version`` lives under the root."""
-    return f"datasets/{check_name(name)}/{REMOVED}/{check_digest(version, 'version id')}.json"
+def removal_path(name: str, version: str, again: int = 0) -> str:
+    """Where the record of ``name`` at ``version`` lives under the root (``again``: the
+    number of a later removal's record, 2 and up)."""
+    base = f"datasets/{check_name(name)}/{REMOVED}/{check_digest(version, 'version id')}"
+    return f"{base}.{again}.json" if again else f"{base}.json"
+
+
+def record_file(filename: str) -> tuple[str, int] | None:
+    """``(version id, again)`` of a record's file name (``<vid>.json``: 0, ``<vid>.<n>.json``:
+    n), or None for another name."""
+    vid, dot, n = filename.removesuffix(".json").partition(".")
+    if not filename.endswith(".json") or (dot and not (n.isdigit() and int(n) >= 2)):
+        return None
+    try:
+        check_digest(vid, "version id")
+    except DloadError:
+        return None
+    return vid, int(n) if dot else 0
 
 
 def record_removal(storage: Storage, name: str, version: str, manifest: Manifest) -> None:
     """Write the record of ``version`` (before its manifest is deleted); an existing record
-    (an rm run again, or a version removed, committed again and removed) is kept."""
+    (an rm run again) is kept, and a version published again since its last record gets one
+    more."""
     try:
         user = getpass.getuser()
     except (KeyError, OSError):
@@ -69,11 +88,28 @@ def record_removal(storage: Storage, name: str, version: str, manifest: Manifest
                 "relation": p.get("relation") or "parent",
                 "fingerprint": None if p.get("fingerprint") is None else str(p["fingerprint"])}
                for p in manifest.parents]
-    body = {"format": _FORMAT, "name": name, "version": version, "parents": parents,
-            "num_rows": manifest.num_rows, "user": user, "host": socket.gethostname(),
-            "time": time.time()}
-    storage.put_if_absent(removal_path(name, version),
-                          json.dumps(body, sort_keys=True).encode())
+    body = json.dumps({
+        "format": _FORMAT, "name": name, "version": version, "parents": parents,
+        "num_rows": manifest.num_rows, "user": user, "host": socket.gethostname(),
+        "time": time.time()}, sort_keys=True).encode()
+    if storage.put_if_absent(removal_path(name, version), body):
+        return
+    records = _records_of(storage, name, version)
+    last = max((r.time or 0.0 for _, r in records), default=0.0)
+    if any(e.version == version and (e.time or 0.0) > last for e in read_log(storage, name)):
+        storage.put_if_absent(removal_path(name, version, max(2, len(records) + 1)), body)
+
+
+def _records_of(storage: Storage, name: str, version: str) -> list[tuple[int, Removal]]:
+    """``(again, record)`` of every removal record of ``version``."""
+    out = []
+    for obj in storage.list(f"datasets/{name}/{REMOVED}/"):
+        found = record_file(obj.path.rsplit("/", 1)[-1])
+        if found is not None and found[0] == version:
+            with contextlib.suppress(DloadError, OSError):
+                out.append((found[1], parse_removal(name, version, storage.read(obj.path),
+                                                    obj.path)))
+    return out
 
 
 def parse_removal(name: str, version: str, data: bytes, where: str) -> Removal:
@@ -119,8 +155,8 @@ def known_version(storage: Storage, name: str, version: str | None,
     if found is None and vid in stored(name):
         return vid
     logged = {v for e in read_log(storage, name) for v in (e.version, e.previous) if v}
-    logged |= {o.path.rsplit("/", 1)[-1].removesuffix(".json")
-               for o in storage.list(f"datasets/{name}/{REMOVED}/")}
+    logged |= {rec[0] for o in storage.list(f"datasets/{name}/{REMOVED}/")
+               if (rec := record_file(o.path.rsplit("/", 1)[-1])) is not None}
     matches = sorted(v for v in logged if v.startswith(vid))
     if len(matches) > 1 and vid not in matches:
         raise ConfigError(f"{version!r} is the start of {len(matches)} versions of {name!r} "
@@ -150,14 +186,17 @@ def gone_hint(storage: Storage, name: str, version: str) -> str:
     prefix = version.lower()
     if len(prefix) < 4 or any(c not in "0123456789abcdef" for c in prefix):
         return ""
-    for obj in storage.list(f"datasets/{name}/{REMOVED}/"):
-        vid = obj.path.rsplit("/", 1)[-1].removesuffix(".json")
-        if not vid.startswith(prefix):
-            continue
-        try:
-            r = parse_removal(name, vid, storage.read(obj.path), obj.path)
-        except (DloadError, OSError):
-            return f"version {vid[:12]} was removed"
-        return (f"version {vid[:12]} was removed by {r.user or 'unknown'} ({when_text(r.time)}); "
-                f"`dload log {name}@{vid[:12]}` shows its lineage")
-    return ""
+    found = sorted(f for obj in storage.list(f"datasets/{name}/{REMOVED}/")
+                   if (f := record_file(obj.path.rsplit("/", 1)[-1])) is not None
+                   and f[0].startswith(prefix))
+    if not found:
+        return ""
+    vid = found[0][0]
+    again = max(n for v, n in found if v == vid)  # the last removal
+    path = removal_path(name, vid, again)
+    try:
+        r = parse_removal(name, vid, storage.read(path), path)
+    except (DloadError, OSError):
+        return f"version {vid[:12]} was removed"
+    return (f"version {vid[:12]} was removed by {r.user or 'unknown'} ({when_text(r.time)}); "
+            f"`dload log {name}@{vid[:12]}` shows its lineage")
