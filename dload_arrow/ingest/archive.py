@@ -13,6 +13,7 @@ both read through the same :class:`~dload_arrow.ingest.source.SampleSource`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from typing import Any, overload
@@ -51,7 +52,13 @@ class ArchivePipeline(FromIterablePipe):
 
     def __init__(self, source: SampleSource, *, chunk: int = 1) -> None:
         items: Any = ArchiveSamples(source) if source.random_access else source
-        super().__init__(items, chunk=chunk, name=f"archive:{source.location}")
+        # The fingerprint names the samples, not only the path: other globs, another split
+        # or another archive at the path give other keys, and a state of one is refused by
+        # the other (it would resume at the wrong position).
+        keys = source.keys()
+        digest = hashlib.sha256("\0".join(keys).encode()).hexdigest()[:16]
+        super().__init__(items, chunk=chunk,
+                         name=f"archive:{source.location}:{len(keys)}:{digest}")
         self.archive = source
 
     def __len__(self) -> int:

@@ -39,6 +39,11 @@ from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["BATCH_BYTES", "BATCH_ROWS", "SampleSource", "UnsortedWarning"]
 
+
+def _shown(name: str) -> str:
+    """A name as reports show it: bytes that are not UTF-8 as ``\\x`` escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
 BATCH_BYTES = 16 * 2**20
 BATCH_ROWS = 1024
 
@@ -124,17 +129,18 @@ class SampleSource:
         report.excluded = sum(1 for e in listed if not self.globs(e.name)
                               and not any(p.startswith(".") for p in e.name.split("/")))
         report.excluded_dirs = sorted(self._excluded_dirs)
-        for e in entries:
-            check_utf8(e.name, self.location)
+        for e in entries:  # names that make keys: hidden ones and no extension never do
+            if split_name(e.name, self.split) is not None:
+                check_utf8(e.name, self.location)
         # a skipped name is only shown: bytes that are not UTF-8 as \x escapes
-        report.skipped = [(n.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"),
-                           why) for n, why in self._skipped]
+        report.skipped = [(_shown(n), why) for n, why in self._skipped]
         for n, _ in self._skipped:
             self.globs.note_skipped(n)
         report.unused_globs = self.globs.describe_unused(self.location)
         if not self.random_access:
             check_adjacent(entries, self.split, self.location)
         groups = group_entries(entries, self.split, self.location, report)
+        report.unmatched = [_shown(n) for n in report.unmatched]
         if self.random_access:
             groups = dict(sorted(groups.items()))
         else:  # once: the plan is cached
