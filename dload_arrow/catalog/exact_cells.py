@@ -92,6 +92,9 @@ def _map(array: pa.MapArray) -> list[Any] | None:
 def _list(array: pa.Array) -> list[Any] | None:
     flat = pc.list_flatten(array)  # the items of the non-null cells, in order
     items = _exact(flat)
+    if items is None and pa.types.is_fixed_size_list(array.type) and array.null_count and (
+            pa.types.is_integer(flat.type)):  # a null cell's slots turn Arrow's items to floats
+        items = flat.to_pylist()
     if items is None:
         return None
     integers = pa.types.is_integer(flat.type)

@@ -80,7 +80,9 @@ def pandas_frame(table: pa.Table) -> Any:
                 pc.is_nan(column)).as_py():
             frame.isetitem(i, _nullable_floats(column))
         elif _number_lists(column.type, pa.types.is_integer) and column.num_chunks and any(
-                pc.list_flatten(c).null_count for c in column.chunks):
+                pc.list_flatten(c).null_count or (pa.types.is_fixed_size_list(c.type)
+                                                  and c.null_count) for c in column.chunks):
+            # (a null fixed-size cell's slots are items too: Arrow makes every cell floats)
             frame.isetitem(i, _exact_list_cells(column))
         elif _number_lists(column.type, pa.types.is_floating) and _null_and_nan(column):
             frame.isetitem(i, _exact_list_cells(column))  # null stays None beside NaN

@@ -13,8 +13,8 @@ import pyarrow as pa
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.cast_check import extra_field_check
 
-__all__ = ["encodes", "int_overflow_error", "key_of", "refuse_extra_fields", "refuse_flattening",
-           "refuse_sets"]
+__all__ = ["encodes", "holds_set", "int_overflow_error", "key_of", "refuse_extra_fields",
+           "refuse_flattening", "refuse_sets"]
 
 
 def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
@@ -50,14 +50,14 @@ def refuse_sets(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any])
     """Refuse a set in a list column: its order (hash order, which changes between runs of
     Python) would be stored, and the version id would change from run to run."""
     for (key, _), v in zip(rows, values, strict=True):
-        if _holds_set(v):
+        if holds_set(v):
             raise SchemaError(
                 f"sample {key!r}, column {field.name!r}: a set (or one inside its lists), whose "
                 "order changes from one run of Python to the next (and with it the version "
                 "id); store sorted(the_set) or a list")
 
 
-def _holds_set(v: Any, depth: int = 0) -> bool:
+def holds_set(v: Any, depth: int = 0) -> bool:
     """Whether ``v`` is a set or holds one in its lists and dicts (a list of numbers is told
     by its first item: no walk over token lists)."""
     if isinstance(v, (set, frozenset)):
@@ -65,10 +65,10 @@ def _holds_set(v: Any, depth: int = 0) -> bool:
     if depth > 16:
         return False
     if isinstance(v, dict):
-        return any(_holds_set(x, depth + 1) for x in v.values())
+        return any(holds_set(x, depth + 1) for x in v.values())
     if isinstance(v, (list, tuple)) and v and isinstance(v[0], (set, frozenset, list, tuple,
                                                                 dict)):
-        return any(_holds_set(x, depth + 1) for x in v)
+        return any(holds_set(x, depth + 1) for x in v)
     return False
 
 

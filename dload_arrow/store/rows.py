@@ -174,6 +174,9 @@ def to_batches(
     elif mod.startswith("pandas"):
         from dload_arrow.store.table_columns import pandas_table
 
+        if key is not None and key not in samples.columns and key in samples.index.names:
+            raise SchemaError(f"key={key!r} names the DataFrame's index, which is not stored "
+                              "as a column; pass df.reset_index() to make it one")
         _warn_dropped_index(samples)
         samples = pandas_table(samples)
     if isinstance(samples, pa.RecordBatch):

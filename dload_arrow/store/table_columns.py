@@ -86,6 +86,10 @@ def _as_tensor(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array] | No
         t = t.value_type
     if len(shape) < 2 or not _numeric(t) or field_shape(field) is not None:
         return None
+    if 0 in shape:
+        raise SchemaError(f"column {field.name!r}: a tensor of shape {tuple(shape)} holds "
+                          "nothing and is not stored (Parquet reads it back as an error): "
+                          "drop the column, or give every dimension a size of 1 or more")
     flat = flat_tensor(col, tuple(shape))
     if flat is None:
         return None
@@ -162,8 +166,8 @@ def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
     if pa.types.is_map(t):
         return pa.map_(_plain_field(t.key_field, wide), _plain_field(t.item_field, wide),
                        t.keys_sorted)
-    if pa.types.is_dictionary(t):
-        return pa.dictionary(t.index_type, _plain(t.value_type, wide), t.ordered)
+    if pa.types.is_dictionary(t):  # int32 indices whatever the library's (pandas: int8)
+        return pa.dictionary(pa.int32(), _plain(t.value_type, wide), t.ordered)
     return t
 
 
@@ -209,7 +213,7 @@ def pandas_table(df: Any) -> pa.Table:
 
     tensors = [c for c in df.columns if df[c].dtype == object and _tensor_cells(df[c])]
     if not tensors:
-        return _from_pandas(df)
+        return _refuse_object_values(df, _from_pandas(df))
     plain = _from_pandas(df.drop(columns=tensors))
     fields, arrays = [], []
     for c in df.columns:
@@ -224,16 +228,50 @@ def pandas_table(df: Any) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+def _refuse_object_values(df: Any, table: pa.Table) -> pa.Table:
+    """``table``, once the object columns of ``df`` whose type could hold them are checked,
+    as sample dicts are, for a set (hash order) and text among bytes (stored encoded)."""
+    from dload_arrow.store.pair_checks import holds_set  # pairs -> rows -> this module
+
+    for c in df.columns:
+        i = table.schema.get_field_index(str(c))
+        if df[c].dtype != object or i < 0:
+            continue
+        t = table.schema.field(i).type
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            row = next((r for r, v in enumerate(df[c]) if isinstance(v, str)), None)
+            if row is not None:
+                raise SchemaError(
+                    f"column {str(c)!r}: row {row} holds the text {shown(df[c].iloc[row])} "
+                    "among bytes; a column holds one or the other: encode the text "
+                    f"(df[{str(c)!r}].map(lambda v: v.encode() if isinstance(v, str) else v)) "
+                    "or decode the bytes")
+        elif pa.types.is_nested(t):
+            row = next((r for r, v in enumerate(df[c]) if holds_set(v)), None)
+            if row is not None:
+                raise SchemaError(f"column {str(c)!r}: row {row} holds a set (or one inside "
+                                  "its lists), whose order changes between Python runs (and "
+                                  "the version id with it); store sorted lists")
+    return table
+
+
 def _from_pandas(df: Any) -> pa.Table:
     """``pa.Table.from_pandas(df)``, with a cell Arrow cannot store refused naming its column
     and value (as for sample dicts) instead of Arrow's bare ArrowTypeError."""
+    refused = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
     try:
         return pa.Table.from_pandas(df, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+    except refused as e:
         for c in df.columns:  # the column (and then the cell) Arrow refuses
             try:
                 pa.Table.from_pandas(df[[c]], preserve_index=False)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as why:
+            except OverflowError as why:  # a Python int beyond 64 bits in an object column
+                raise SchemaError(
+                    f"column {str(c)!r}: a Python int beyond the range of int64 ({why}); "
+                    f"convert the column: df[{str(c)!r}].astype('uint64') when every value is "
+                    f"in 0..2**64-1, else store them as text (df[{str(c)!r}].astype(str))"
+                ) from e
+            except refused as why:
                 raise SchemaError(_refusal(df[c], str(c), why)) from e
         raise
 

@@ -1,0 +1,70 @@
+"""Frames QA round 10: exact integer fixed-size lists in to_pandas(), pandas object columns
+checked as sample dicts are (sets, text among bytes, ints beyond int64), polars Arrays with a
+zero dimension, categorical indices stored as int32, key= naming the index."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+
+import dload_arrow as dl
+
+BIG = 2**53 + 1
+
+
+def test_integer_fixed_size_lists_with_a_null_cell_stay_exact_in_to_pandas(
+        repo: dl.Repository) -> None:
+    fsl = pa.array([[BIG, 1], None, [3, 4]], pa.list_(pa.int64(), 2))
+    repo.commit("f", pa.table({"__key__": ["a", "b", "c"], "v": fsl,
+                               "s": pa.StructArray.from_arrays([fsl], ["v"])}),
+                progress=False)
+    frame = repo.dataset("f").to_pandas()
+    cells = frame["v"].tolist()
+    assert cells[0].dtype == np.int64 and cells[0][0] == BIG and cells[1] is None
+    assert frame["s"][0]["v"][0] == BIG
+
+
+def test_pandas_object_columns_are_refused_where_sample_dicts_are(repo: dl.Repository) -> None:
+    with pytest.raises(dl.SchemaError, match="column 'tags': row 0 holds a set"):
+        repo.commit("s", pd.DataFrame({"k": ["a"], "tags": [{"x", "y"}]}), key="k",
+                    progress=False)
+    with pytest.raises(dl.SchemaError, match="column 'x': row 1 holds the text 'text' among "
+                                             "bytes"):
+        repo.commit("b", pd.DataFrame({"k": ["a", "b"], "x": [b"\xff", "text"]}), key="k",
+                    progress=False)
+    with pytest.raises(dl.SchemaError, match=r"column 'x': a Python int beyond the range of "
+                                             r"int64.*astype\('uint64'\)"):
+        repo.commit("i", pd.DataFrame({"k": ["a", "b"], "x": [2**64, -1]}), key="k",
+                    progress=False)
+    with pytest.raises(dl.SchemaError, match="key='id' names the DataFrame's index"):
+        repo.commit("ix", pd.DataFrame({"x": [1]}, index=pd.Index([7], name="id")), key="id",
+                    progress=False)
+    assert repo.datasets() == []
+
+
+@pytest.mark.parametrize("shape", [(2, 0), (0, 3)])
+def test_a_polars_array_with_a_zero_dimension_is_a_schema_error(
+        repo: dl.Repository, shape: tuple[int, int]) -> None:
+    frame = pl.DataFrame({"k": ["a"], "emb": pl.Series([np.zeros(shape, np.float32)],
+                                                       dtype=pl.Array(pl.Float32, shape))})
+    with pytest.raises(dl.SchemaError, match=rf"column 'emb': a tensor of shape \({shape[0]}, "
+                                             rf"{shape[1]}\) holds nothing"):
+        repo.commit("z", frame, key="k", progress=False)
+
+
+def test_categorical_indices_are_int32_so_appends_may_bring_many_categories(
+        repo: dl.Repository) -> None:
+    few = pd.DataFrame({"k": ["a", "b"], "split": pd.Categorical(["train", "test"])})
+    repo.commit("c", few, key="k", progress=False)
+    assert repo.dataset("c").schema.field("split").type.index_type == pa.int32()
+    many = pd.DataFrame({"k": [f"n{i}" for i in range(300)],
+                         "split": pd.Categorical([f"c{i}" for i in range(300)])})
+    repo.append("c", many, key="k", progress=False)
+    assert len(repo.dataset("c")) == 302
+    ids = {repo.commit(n, f, key="k", progress=False).version
+           for n, f in (("p", few), ("q", pl.from_pandas(few)))}
+    assert len(repo.dataset("p").to_arrow()) == 2 and len(ids) == 2  # (names differ)
+    assert repo.dataset("p").schema == repo.dataset("q").schema
