@@ -68,3 +68,16 @@ def test_categorical_indices_are_int32_so_appends_may_bring_many_categories(
            for n, f in (("p", few), ("q", pl.from_pandas(few)))}
     assert len(repo.dataset("p").to_arrow()) == 2 and len(ids) == 2  # (names differ)
     assert repo.dataset("p").schema == repo.dataset("q").schema
+
+
+def test_a_frames_tensor_shape_other_than_schemas_is_refused(repo: dl.Repository) -> None:
+    schema = pa.schema([pa.field("t", pa.list_(pa.int32(), 4),
+                                 metadata={"dload.shape": "[4, 1]"})])
+    x = np.array([[1, 2], [3, 4]], np.int32)
+    for frame in (pl.DataFrame({"t": pl.Series([x.tolist()], dtype=pl.Array(pl.Int32, (2, 2)))}),
+                  pd.DataFrame({"t": [x]})):
+        with pytest.raises(dl.SchemaError, match=r"column 't': its tensors have shape \(2, 2\), "
+                                                 r"but the schema says \(4, 1\)"):
+            repo.commit("d", frame, schema=schema, progress=False)
+    repo.commit("d", pd.DataFrame({"t": [x.reshape(4, 1)]}), schema=schema, progress=False)
+    assert next(iter(repo.dataset("d").samples()))["t"].shape == (4, 1)

@@ -165,6 +165,10 @@ def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
         i = batch.schema.get_field_index(f.name)
         col = pa.nulls(batch.num_rows, f.type) if i < 0 else batch.column(i)
         shape = field_shape(f)
+        got = None if i < 0 else field_shape(batch.schema.field(i))
+        if shape is not None and got is not None and got != shape:  # a frame's own tensors
+            raise SchemaError(f"column {f.name!r}: its tensors have shape {got}, but the "
+                              f"schema says {shape}; reshape them, or change the schema")
         if col.type != f.type and shape is not None:
             col = flat_tensor(col, shape) or col  # a polars Array of that shape
         elif col.type != f.type and pa.types.is_fixed_size_list(f.type):

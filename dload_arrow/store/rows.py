@@ -80,7 +80,7 @@ def _table_batches(
         out = pa.RecordBatch.from_arrays([keys] + [a for _, a in rest], schema=pa.schema(fields))
         if target is None:
             target = out.schema
-        elif out.schema != target:
+        elif not out.schema.equals(target, check_metadata=True):  # (a tensor's shape too)
             out = _cast_batch(out, target, offset - first - batch.num_rows)
         yield out
 
