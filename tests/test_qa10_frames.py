@@ -81,3 +81,14 @@ def test_a_frames_tensor_shape_other_than_schemas_is_refused(repo: dl.Repository
             repo.commit("d", frame, schema=schema, progress=False)
     repo.commit("d", pd.DataFrame({"t": [x.reshape(4, 1)]}), schema=schema, progress=False)
     assert next(iter(repo.dataset("d").samples()))["t"].shape == (4, 1)
+
+
+def test_an_ordered_categorical_is_stored_unordered_with_a_warning(repo: dl.Repository) -> None:
+    cat = pd.Categorical(["low", "high", "mid"], categories=["low", "mid", "high"], ordered=True)
+    with pytest.warns(UserWarning, match="column 'size' is an ordered categorical; Parquet keeps "
+                                         "no category order"):
+        repo.commit("c", pd.DataFrame({"k": list("abc"), "size": cat}), key="k", progress=False)
+    stored = repo.dataset("c").schema.field("size").type
+    assert stored.ordered is False and stored.index_type == pa.int32()
+    back = repo.dataset("c").to_pandas()["size"]
+    assert not back.cat.ordered and back.tolist() == ["low", "high", "mid"]

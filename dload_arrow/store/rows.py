@@ -172,7 +172,7 @@ def to_batches(
             samples = samples.collect()  # a LazyFrame: run the query first
         samples = _polars_arrow(samples)
     elif mod.startswith("pandas"):
-        from dload_arrow.store.table_columns import pandas_table
+        from dload_arrow.store.pandas_table import pandas_table
 
         if key is not None and key not in samples.columns and key in samples.index.names:
             raise SchemaError(f"key={key!r} names the DataFrame's index, which is not stored "

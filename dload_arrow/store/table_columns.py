@@ -7,6 +7,8 @@
   share shards) whichever library held them. A column with more than 2 GiB of values in one
   batch, which 32-bit offsets cannot address, keeps its large type. A dataset stored with large
   types (by ``schema=``, or before this rule) keeps them: an append is cast to its types.
+- Dictionary columns are stored with int32 indices and unordered (Parquet keeps no category
+  order: an ordered flag without its order would compare and sort wrong; a warning says so).
 - Dictionary columns of non-string values are decoded: Arrow cannot read them back from
   Parquet (``Unsupported cast from int64 to dictionary``); string dictionaries (pandas and
   polars categoricals) stay, Parquet keeps them as dictionaries.
@@ -14,7 +16,7 @@
   dropped: kept in the stored schema, it makes polars read a value appended outside the enum
   as null while Arrow and samples read it; without it every reader sees the dictionary.
 - A pandas column of equal-shaped numpy arrays (what ``to_pandas()`` gives for a tensor
-  column) becomes a tensor column (:func:`pandas_table`).
+  column) becomes a tensor column (``store/pandas_table.py``).
 - A nested fixed-size list of numbers (a polars ``Array`` of shape (2, 3), what
   ``to_polars()`` gives for a tensor column) becomes a tensor column of that shape (flat,
   with ``dload.shape``), as a pandas column of arrays does: the rows of ``to_polars()``
@@ -28,16 +30,16 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+import warnings
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import list_slots, numpy_values
-from dload_arrow.errors import SchemaError, shown
+from dload_arrow.errors import SchemaError, user_stacklevel
 
-__all__ = ["flat_tensor", "nested_tensor", "pandas_table", "storable"]
+__all__ = ["flat_tensor", "nested_tensor", "storable"]
 
 _PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
           pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
@@ -127,6 +129,12 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     if tensor is not None:
         return tensor
     t = col.type
+    if pa.types.is_dictionary(t) and t.ordered:
+        warnings.warn(
+            f"column {field.name!r} is an ordered categorical; Parquet keeps no category "
+            "order, so it is stored unordered (read back, its categories come in the order "
+            "values appear): apply your order after reading (pd.CategoricalDtype(categories, "
+            "ordered=True)), or store the codes", stacklevel=user_stacklevel())
     if pa.types.is_dictionary(t) and not (
             pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
         t = t.value_type
@@ -166,135 +174,11 @@ def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
     if pa.types.is_map(t):
         return pa.map_(_plain_field(t.key_field, wide), _plain_field(t.item_field, wide),
                        t.keys_sorted)
-    if pa.types.is_dictionary(t):  # int32 indices whatever the library's (pandas: int8)
-        return pa.dictionary(pa.int32(), _plain(t.value_type, wide), t.ordered)
+    if pa.types.is_dictionary(t):  # int32 indices whatever the library's (pandas: int8);
+        # unordered: the order is not kept, and a flag without it would sort wrong
+        return pa.dictionary(pa.int32(), _plain(t.value_type, wide))
     return t
 
 
 def _plain_field(f: pa.Field, wide: bool) -> pa.Field:
     return f.with_type(_plain(f.type, wide))
-
-
-def _missing(v: Any) -> bool:
-    """None, NaN, pandas' NA or NaT: what pandas puts in a missing cell of an object column."""
-    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ in (
-        "NAType", "NaTType")
-
-
-def _tensor_cells(col: Any) -> bool:
-    """Whether a pandas object column holds numeric arrays of one shape of two or more
-    dimensions (pandas' own conversion refuses those; one-dimensional arrays it turns into
-    list columns, ragged or not) in every present cell (None and NaN are missing)."""
-    shape = None
-    for v in col:
-        if _missing(v):
-            continue
-        if not isinstance(v, np.ndarray) or v.ndim < 2 or v.dtype.kind not in "biuf":
-            return False
-        if shape is None:
-            shape = v.shape
-        elif v.shape != shape:
-            return False
-    return shape is not None
-
-
-def pandas_table(df: Any) -> pa.Table:
-    """``df`` as a table: ``pa.Table.from_pandas``, except that columns of equal-shaped
-    n-dimensional numpy arrays (what ``to_pandas()`` gives for a tensor column) become
-    tensor columns (its conversion refuses them)."""
-    dup = df.columns[df.columns.duplicated()]
-    if len(dup):
-        raise SchemaError(
-            f"the DataFrame has {len(dup)} duplicate column name(s), e.g. {shown(dup[0])}: a "
-            "dataset's columns need distinct names; rename them (df.columns = [...]) or drop "
-            "the copies (df.loc[:, ~df.columns.duplicated()])"
-        )
-    from dload_arrow.store.pairs import tensor_column  # pairs -> rows -> (lazily) this module
-
-    tensors = [c for c in df.columns if df[c].dtype == object and _tensor_cells(df[c])]
-    if not tensors:
-        return _refuse_object_values(df, _from_pandas(df))
-    plain = _from_pandas(df.drop(columns=tensors))
-    fields, arrays = [], []
-    for c in df.columns:
-        if c in tensors:
-            values = [None if _missing(v) else v for v in df[c]]
-            field, arr = tensor_column(str(c), values)
-        else:
-            i = plain.schema.get_field_index(str(c))
-            field, arr = plain.schema.field(i), plain.column(i).combine_chunks()
-        fields.append(field)
-        arrays.append(arr)
-    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
-
-
-def _refuse_object_values(df: Any, table: pa.Table) -> pa.Table:
-    """``table``, once the object columns of ``df`` whose type could hold them are checked,
-    as sample dicts are, for a set (hash order) and text among bytes (stored encoded)."""
-    from dload_arrow.store.pair_checks import holds_set  # pairs -> rows -> this module
-
-    for c in df.columns:
-        i = table.schema.get_field_index(str(c))
-        if df[c].dtype != object or i < 0:
-            continue
-        t = table.schema.field(i).type
-        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-            row = next((r for r, v in enumerate(df[c]) if isinstance(v, str)), None)
-            if row is not None:
-                raise SchemaError(
-                    f"column {str(c)!r}: row {row} holds the text {shown(df[c].iloc[row])} "
-                    "among bytes; a column holds one or the other: encode the text "
-                    f"(df[{str(c)!r}].map(lambda v: v.encode() if isinstance(v, str) else v)) "
-                    "or decode the bytes")
-        elif pa.types.is_nested(t):
-            row = next((r for r, v in enumerate(df[c]) if holds_set(v)), None)
-            if row is not None:
-                raise SchemaError(f"column {str(c)!r}: row {row} holds a set (or one inside "
-                                  "its lists), whose order changes between Python runs (and "
-                                  "the version id with it); store sorted lists")
-    return table
-
-
-def _from_pandas(df: Any) -> pa.Table:
-    """``pa.Table.from_pandas(df)``, with a cell Arrow cannot store refused naming its column
-    and value (as for sample dicts) instead of Arrow's bare ArrowTypeError."""
-    refused = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
-    try:
-        return pa.Table.from_pandas(df, preserve_index=False)
-    except refused as e:
-        for c in df.columns:  # the column (and then the cell) Arrow refuses
-            try:
-                pa.Table.from_pandas(df[[c]], preserve_index=False)
-            except OverflowError as why:  # a Python int beyond 64 bits in an object column
-                raise SchemaError(
-                    f"column {str(c)!r}: a Python int beyond the range of int64 ({why}); "
-                    f"convert the column: df[{str(c)!r}].astype('uint64') when every value is "
-                    f"in 0..2**64-1, else store them as text (df[{str(c)!r}].astype(str))"
-                ) from e
-            except refused as why:
-                raise SchemaError(_refusal(df[c], str(c), why)) from e
-        raise
-
-
-def _refusal(col: Any, name: str, why: Exception) -> str:
-    bad = next((v for v in col if not _missing(v) and _refused(v)), None)
-    cell = "" if bad is None else f"value {shown(bad)} "
-    pairs = isinstance(bad, list) and bool(bad) and all(
-        isinstance(p, tuple) and len(p) == 2 for p in bad)
-    hint = (f"; a map column's cells as pyarrow's to_pandas() gives them (lists of (key, "
-            f"value) tuples) need their type: convert the DataFrame yourself, e.g. "
-            f"pa.Table.from_pandas(df, schema=pa.schema([..., ({name!r}, pa.map_(pa.string(), "
-            f"pa.int64()))]), preserve_index=False), and commit that table, or make the "
-            f"cells dicts ({{'x': 1}})" if pairs else "")
-    return (f"column {name!r}: {cell}is not a value Arrow can store "
-            f"({why.args[0] if why.args else why}); make it one (dict keys must be str, the "
-            f"items of a list of one type), or store it as JSON text "
-            f"(df[{name!r}].map(json.dumps)){hint}")
-
-
-def _refused(v: Any) -> bool:
-    try:
-        pa.array([v])
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return True
-    return False

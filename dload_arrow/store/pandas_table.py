@@ -1,0 +1,145 @@
+"""A pandas DataFrame as the table a commit takes: ``pa.Table.from_pandas``, with what it
+refuses or would store wrong caught first and named, as for sample dicts.
+
+- A column of equal-shaped n-dimensional numpy arrays (what ``to_pandas()`` gives for a tensor
+  column) becomes a tensor column (Arrow's conversion refuses them).
+- A cell Arrow cannot store, or a Python int beyond int64, is a SchemaError naming its column.
+- An object column holding a set (stored as a list in hash order: another version id each
+  run) or text among bytes (stored encoded) is refused, as sample dicts are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.errors import SchemaError, shown
+
+__all__ = ["pandas_table"]
+
+
+def _missing(v: Any) -> bool:
+    """None, NaN, pandas' NA or NaT: what pandas puts in a missing cell of an object column."""
+    return v is None or (isinstance(v, float) and v != v) or type(v).__name__ in (
+        "NAType", "NaTType")
+
+
+def _tensor_cells(col: Any) -> bool:
+    """Whether a pandas object column holds numeric arrays of one shape of two or more
+    dimensions (pandas' own conversion refuses those; one-dimensional arrays it turns into
+    list columns, ragged or not) in every present cell (None and NaN are missing)."""
+    shape = None
+    for v in col:
+        if _missing(v):
+            continue
+        if not isinstance(v, np.ndarray) or v.ndim < 2 or v.dtype.kind not in "biuf":
+            return False
+        if shape is None:
+            shape = v.shape
+        elif v.shape != shape:
+            return False
+    return shape is not None
+
+
+def pandas_table(df: Any) -> pa.Table:
+    """``df`` as a table: ``pa.Table.from_pandas``, except that columns of equal-shaped
+    n-dimensional numpy arrays (what ``to_pandas()`` gives for a tensor column) become
+    tensor columns (its conversion refuses them)."""
+    dup = df.columns[df.columns.duplicated()]
+    if len(dup):
+        raise SchemaError(
+            f"the DataFrame has {len(dup)} duplicate column name(s), e.g. {shown(dup[0])}: a "
+            "dataset's columns need distinct names; rename them (df.columns = [...]) or drop "
+            "the copies (df.loc[:, ~df.columns.duplicated()])"
+        )
+    from dload_arrow.store.pairs import tensor_column  # pairs -> rows -> (lazily) this module
+
+    tensors = [c for c in df.columns if df[c].dtype == object and _tensor_cells(df[c])]
+    if not tensors:
+        return _refuse_object_values(df, _from_pandas(df))
+    plain = _from_pandas(df.drop(columns=tensors))
+    fields, arrays = [], []
+    for c in df.columns:
+        if c in tensors:
+            values = [None if _missing(v) else v for v in df[c]]
+            field, arr = tensor_column(str(c), values)
+        else:
+            i = plain.schema.get_field_index(str(c))
+            field, arr = plain.schema.field(i), plain.column(i).combine_chunks()
+        fields.append(field)
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _refuse_object_values(df: Any, table: pa.Table) -> pa.Table:
+    """``table``, once the object columns of ``df`` whose type could hold them are checked,
+    as sample dicts are, for a set (hash order) and text among bytes (stored encoded)."""
+    from dload_arrow.store.pair_checks import holds_set  # pairs -> rows -> this module
+
+    for c in df.columns:
+        i = table.schema.get_field_index(str(c))
+        if df[c].dtype != object or i < 0:
+            continue
+        t = table.schema.field(i).type
+        if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            row = next((r for r, v in enumerate(df[c]) if isinstance(v, str)), None)
+            if row is not None:
+                raise SchemaError(
+                    f"column {str(c)!r}: row {row} holds the text {shown(df[c].iloc[row])} "
+                    "among bytes; a column holds one or the other: encode the text "
+                    f"(df[{str(c)!r}].map(lambda v: v.encode() if isinstance(v, str) else v)) "
+                    "or decode the bytes")
+        elif pa.types.is_nested(t):
+            row = next((r for r, v in enumerate(df[c]) if holds_set(v)), None)
+            if row is not None:
+                raise SchemaError(f"column {str(c)!r}: row {row} holds a set (or one inside "
+                                  "its lists), whose order changes between Python runs (and "
+                                  "the version id with it); store sorted lists")
+    return table
+
+
+def _from_pandas(df: Any) -> pa.Table:
+    """``pa.Table.from_pandas(df)``, with a cell Arrow cannot store refused naming its column
+    and value (as for sample dicts) instead of Arrow's bare ArrowTypeError."""
+    refused = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except refused as e:
+        for c in df.columns:  # the column (and then the cell) Arrow refuses
+            try:
+                pa.Table.from_pandas(df[[c]], preserve_index=False)
+            except OverflowError as why:  # a Python int beyond 64 bits in an object column
+                raise SchemaError(
+                    f"column {str(c)!r}: a Python int beyond the range of int64 ({why}); "
+                    f"convert the column: df[{str(c)!r}].astype('uint64') when every value is "
+                    f"in 0..2**64-1, else store them as text (df[{str(c)!r}].astype(str))"
+                ) from e
+            except refused as why:
+                raise SchemaError(_refusal(df[c], str(c), why)) from e
+        raise
+
+
+def _refusal(col: Any, name: str, why: Exception) -> str:
+    bad = next((v for v in col if not _missing(v) and _refused(v)), None)
+    cell = "" if bad is None else f"value {shown(bad)} "
+    pairs = isinstance(bad, list) and bool(bad) and all(
+        isinstance(p, tuple) and len(p) == 2 for p in bad)
+    hint = (f"; a map column's cells as pyarrow's to_pandas() gives them (lists of (key, "
+            f"value) tuples) need their type: convert the DataFrame yourself, e.g. "
+            f"pa.Table.from_pandas(df, schema=pa.schema([..., ({name!r}, pa.map_(pa.string(), "
+            f"pa.int64()))]), preserve_index=False), and commit that table, or make the "
+            f"cells dicts ({{'x': 1}})" if pairs else "")
+    return (f"column {name!r}: {cell}is not a value Arrow can store "
+            f"({why.args[0] if why.args else why}); make it one (dict keys must be str, the "
+            f"items of a list of one type), or store it as JSON text "
+            f"(df[{name!r}].map(json.dumps)){hint}")
+
+
+def _refused(v: Any) -> bool:
+    try:
+        pa.array([v])
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return True
+    return False
