@@ -92,3 +92,18 @@ def test_an_ordered_categorical_is_stored_unordered_with_a_warning(repo: dl.Repo
     assert stored.ordered is False and stored.index_type == pa.int32()
     back = repo.dataset("c").to_pandas()["size"]
     assert not back.cat.ordered and back.tolist() == ["low", "high", "mid"]
+
+
+def test_to_pandas_keeps_the_zone_of_timestamps_in_lists(repo: dl.Repository) -> None:
+    import datetime as dt
+    from zoneinfo import ZoneInfo
+
+    berlin = ZoneInfo("Europe/Berlin")
+    noon = dt.datetime(2024, 1, 1, 12, tzinfo=berlin)
+    col = pa.array([[noon], None, []], pa.list_(pa.timestamp("us", tz="Europe/Berlin")))
+    repo.commit("z", pa.table({"__key__": ["a", "b", "c"], "whens": col}), progress=False)
+    cells = repo.dataset("z").to_pandas()["whens"].tolist()
+    assert cells[0][0] == noon and cells[0][0].utcoffset() == dt.timedelta(hours=1)
+    assert cells[1] is None and len(cells[2]) == 0
+    repo.commit("z2", repo.dataset("z").to_pandas(), key="__key__", progress=False)
+    assert repo.dataset("z2").schema.field("whens").type == col.type  # the zone stays

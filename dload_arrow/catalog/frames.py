@@ -52,7 +52,8 @@ def pandas_frame(table: pa.Table) -> Any:
 
     Likewise a list cell of integers that holds a null is an object array of ints and None
     (the other cells stay integer arrays), as is a float list cell that holds a null when the
-    column's items hold NaN too, and a float column that holds both null and NaN
+    column's items hold NaN too; a list cell of zoned timestamps is an object array of zoned
+    datetimes (Arrow gives naive UTC times); and a float column that holds both null and NaN
     is ``Float64`` (null is ``<NA>``, NaN stays NaN); a float column with only one of them
     stays float64, where both read as NaN. Integers that hold a null deeper inside a struct,
     map or list stay exact ints and None too (dicts, tuples and arrays as Arrow gives them).
@@ -86,6 +87,8 @@ def pandas_frame(table: pa.Table) -> Any:
             frame.isetitem(i, _exact_list_cells(column))
         elif _number_lists(column.type, pa.types.is_floating) and _null_and_nan(column):
             frame.isetitem(i, _exact_list_cells(column))  # null stays None beside NaN
+        elif _number_lists(column.type, _zoned):  # Arrow gives naive UTC: the zone kept
+            frame.isetitem(i, _object_cells(column))
         elif i not in shaped and is_nested(column.type) and (
                 nested := exact_cells(column)) is not None:
             frame.isetitem(i, nested)
@@ -130,6 +133,20 @@ def _binary_leaf(t: pa.DataType, top: bool = False) -> pa.DataType:
 def _number_lists(t: pa.DataType, kind: Any) -> bool:
     return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
             ) and kind(t.value_type)
+
+
+def _zoned(t: pa.DataType) -> bool:
+    return pa.types.is_timestamp(t) and t.tz is not None
+
+
+def _object_cells(column: pa.ChunkedArray) -> np.ndarray:
+    """Each list cell as an object array of its Python values (None for a null cell)."""
+    cells = np.empty(len(column), dtype=object)
+    for row, cell in enumerate(column.to_pylist()):
+        if cell is not None:
+            cells[row] = np.empty(len(cell), dtype=object)
+            cells[row][:] = cell
+    return cells
 
 
 def _null_and_nan(column: pa.ChunkedArray) -> bool:
