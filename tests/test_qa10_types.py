@@ -76,3 +76,18 @@ def test_to_pandas_keeps_null_apart_from_nan_inside_float_lists(repo: dl.Reposit
     repo.commit("g", pa.table({"__key__": ["a"], "l": [[1.0, None]]}), progress=False)
     only_null = repo.dataset("g").to_pandas()["l"][0]
     assert only_null.dtype == np.float64  # one of the two: NaN, as a float column reads
+
+
+def test_lists_of_integers_go_into_a_list_of_decimals_column(repo: dl.Repository) -> None:
+    import decimal
+
+    import pyarrow as pa
+
+    t = pa.list_(pa.decimal128(5, 1))
+    repo.commit("p", pa.table({"__key__": ["a"], "v": pa.array([[decimal.Decimal("1.5")]], t)}),
+                progress=False)
+    repo.append("p", pa.table({"__key__": ["b"], "v": [[7, -3]]}), progress=False)
+    assert repo.dataset("p").to_arrow().column("v").to_pylist()[1] == [
+        decimal.Decimal("7.0"), decimal.Decimal("-3.0")]
+    with pytest.raises(dl.SchemaError, match="does not fit in precision 5"):
+        repo.append("p", pa.table({"__key__": ["c"], "v": [[123456]]}), progress=False)

@@ -134,13 +134,25 @@ def _int_to_decimal(col: pa.Array, want: pa.DataType) -> pa.Array | None:
     """Integers as ``want``, a decimal, checked by value: Arrow's own cast asks for room for
     any int64 (precision >= 19 + scale) whatever the values, so 7 would not go into
     decimal128(5, 1). Cast through a decimal wide enough, then down, which checks each value
-    fits. None for other columns."""
-    if not (pa.types.is_integer(col.type) and pa.types.is_decimal(want) and want.scale >= 0):
+    fits (lists of integers into lists of decimals too). None for other columns."""
+    leaf = leaf_type(want)
+    if not (pa.types.is_integer(leaf_type(col.type)) and pa.types.is_decimal(leaf)
+            and leaf.scale >= 0):
         return None
-    digits = 20 + want.scale  # uint64's 20 digits before the point
-    wide = pa.decimal128(digits, want.scale) if digits <= 38 else pa.decimal256(
-        min(digits, 76), want.scale)
-    return col.cast(wide).cast(want)
+    digits = 20 + leaf.scale  # uint64's 20 digits before the point
+    wide = pa.decimal128(digits, leaf.scale) if digits <= 38 else pa.decimal256(
+        min(digits, 76), leaf.scale)
+    return col.cast(_with_leaf(want, wide)).cast(want)
+
+
+def _with_leaf(t: pa.DataType, leaf: pa.DataType) -> pa.DataType:
+    """List type ``t`` with ``leaf`` as its innermost value type."""
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_with_leaf(t.value_type, leaf)), t.list_size)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        make = pa.large_list if pa.types.is_large_list(t) else pa.list_
+        return make(t.value_field.with_type(_with_leaf(t.value_type, leaf)))
+    return leaf
 
 
 class ColumnMismatch(Exception):
