@@ -98,6 +98,10 @@ def column_names(columns: Any, op: str = "") -> list[str] | None:
     if isinstance(columns, bytes | Mapping) or not isinstance(columns, Iterable):
         raise TypeError(f"{call}: columns must be a list of column names (or one name), "
                         f"got {kind(columns)}")
+    if isinstance(columns, set | frozenset):
+        raise TypeError(f"{call}: columns must be in the order you want, got a set (its order "
+                        "changes from one Python run to the next, and the pipeline's "
+                        "fingerprint with it): pass a list, or sorted(...)")
     names = list(columns)
     bad = [c for c in names if not isinstance(c, str)]
     if bad:

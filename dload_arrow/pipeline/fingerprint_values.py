@@ -117,6 +117,8 @@ class _Hasher:
     def _value(self, v: Any, depth: int) -> Any:
         if isinstance(v, bytes | bytearray):
             return bytes(v).hex() if len(v) <= 64 else {"bytes": len(v), "sha256": _sha(v)}
+        if isinstance(v, complex):  # (no JSON form of its own)
+            return {"complex": [v.real, v.imag]}
         if isinstance(v, np.generic) and not isinstance(v, _SIMPLE):
             return {"np": v.dtype.str, "v": v.tobytes().hex()}
         if isinstance(v, _SIMPLE):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -30,29 +31,23 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import check_bool
-from dload_arrow.errors import ConfigError, ConflictError, NotFoundError, SchemaError
+from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import chunk_items
 from dload_arrow.pipeline.fingerprint import fingerprint
+from dload_arrow.repository.derive_memo import forget_others, memoized, write_memo
+from dload_arrow.storage import redact_url
 from dload_arrow.store.commit import Version, commit_samples
-from dload_arrow.store.manifest import Manifest, build_manifest, check_meta
-from dload_arrow.store.names import KEY_COLUMN, check_name, manifest_path, shard_path
-from dload_arrow.store.publish import store_manifest
-from dload_arrow.store.refs import move_ref, read_ref
+from dload_arrow.store.manifest import check_meta
+from dload_arrow.store.names import KEY_COLUMN, check_name
 
 if TYPE_CHECKING:
     from dload_arrow.repository.repository import Repository
 
-__all__ = ["derive", "memo_path"]
+__all__ = ["derive"]
 
 _EPOCH = 0  # derive always runs epoch 0: the result must not depend on how often it ran
-_PREFIX = "derived/"
 _NO_BATCH = "map items to dicts (and do not batch) before deriving"
-
-
-def memo_path(fingerprint: str, name: str) -> str:
-    """``derived/<fingerprint>.<name>``: one memo per pipeline and derived dataset."""
-    return f"{_PREFIX}{fingerprint}.{check_name(name)}"
 
 
 _COMMIT_OPTIONS = frozenset({"shard_size", "row_group_size", "schema"})
@@ -82,124 +77,23 @@ def _options(commit_kwargs: dict[str, Any]) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
-def _read_memo(repo: Repository, path: str, fp: str) -> dict[str, Any] | None:
-    try:
-        memo = json.loads(repo.storage.read(path))
-    except (NotFoundError, ValueError):
-        return None
-    if not isinstance(memo, dict) or memo.get("fingerprint") != fp:
-        return None
-    if not isinstance(memo.get("name"), str) or not isinstance(memo.get("version"), str):
-        return None
-    return memo
-
-
-def _memos(repo: Repository, fp: str, name: str) -> Iterator[dict[str, Any]]:
-    """This name's memo first, then the memos of the same pipeline under other names."""
-    own = memo_path(fp, name)
-    memo = _read_memo(repo, own, fp)
-    if memo is not None:
-        yield memo
-    for obj in repo.storage.list(_PREFIX):
-        if obj.path != own and obj.path.startswith(f"{_PREFIX}{fp}."):
-            memo = _read_memo(repo, obj.path, fp)
-            if memo is not None:
-                yield memo
-
-
-def _stored(repo: Repository, memo: dict[str, Any]) -> Manifest | None:
-    try:
-        name, vid = check_name(memo["name"]), memo["version"]
-        if not repo.storage.exists(manifest_path(name, vid)):
-            return None
-        return repo.manifests.get(name, vid)
-    except (NotFoundError, ValueError):
-        return None
-
-
-def _republish(repo: Repository, src: Manifest, name: str, meta: dict[str, Any],
-               recipe: str | None) -> tuple[Manifest, int] | None:
-    """``src``'s shards as a version of ``name`` with ``meta``/``recipe`` (no shard uploaded)
-    and the manifest bytes written (0: stored already); None when a concurrent rm + gc
-    removed them."""
-    m = build_manifest(name, src.schema, src.table, keys_sorted=src.keys_sorted, meta=meta,
-                       recipe=recipe, parents=src.parents, key_index=src.key_index,
-                       settings=src.info.get("settings"))
-    path = manifest_path(name, m.version)
-    wrote = store_manifest(repo.storage, m)
-    # Stored first, then touched: a gc either sees this manifest or finds the shards young.
-    intact = all(repo.storage.touch(shard_path(d)) for d in src.digests())
-    if not intact:
-        if wrote:
-            repo.storage.delete(path)
-        return None
-    return m, wrote
-
-
-def _memoized(repo: Repository, name: str, fp: str, options: str,
-              meta: dict[str, Any] | None, recipe: str | None) -> Version | None:
-    """The memo of ``fp`` published as ``name``; ``meta``/``recipe`` None keep the memo's."""
-    for memo in _memos(repo, fp, name):
-        if memo.get("options") != options:
-            continue
-        src = _stored(repo, memo)
-        if src is None:
-            continue
-        want = src.meta if meta is None else {**meta, "derived": src.meta.get("derived")}
-        text = src.recipe if recipe is None else recipe
-        same = src.name == name and src.meta == want and src.recipe == text
-        got = (src, 0) if same else _republish(repo, src, name, want, text)
-        if got is None:
-            continue
-        m, wrote = got
-        move_ref(repo.storage, name, "latest", m.version, action="derive", unless_there=True)
-        if not _kept(repo, name, m):
-            continue  # removed and collected meanwhile: the pipeline runs (and commits)
-        if memo["name"] != name or memo["version"] != m.version:
-            _write_memo(repo, name, m.version, fp, options)
-        return Version(name=name, version=m.version, num_rows=m.num_rows,
-                       shards_total=len(m.shards), shards_uploaded=0,
-                       bytes_total=m.num_bytes, bytes_uploaded=wrote, seconds=0.0, manifest=m,
-                       manifest_bytes_uploaded=wrote)
-    return None
-
-
-def _kept(repo: Repository, name: str, m: Manifest) -> bool:
-    """Whether ``m`` is still stored now that ``latest`` points at it, as a commit checks
-    (``store/publish.py``): an rm of it may have run between the memo's check and the move.
-    While latest still points here, derive wins: the same bytes restore exactly this version
-    and its shards are touched (stored first, then touched, as in :func:`_republish`); False
-    when a gc collected one meanwhile (the pipeline runs again). Once the rm has moved latest
-    away, the rm wins: ConflictError."""
-    path = manifest_path(name, m.version)
-    if repo.storage.exists(path):
-        return True
-    ref = read_ref(repo.storage, name, "latest")
-    if ref is None or ref.version != m.version:
-        raise ConflictError(
-            f"derive of {name!r}: the version it reused ({m.version[:12]}) was removed (rm) "
-            "just as latest moved to it, and latest moved away from it; derive again")
-    repo.manifests.forget(m.version)
-    wrote = store_manifest(repo.storage, m)
-    if all(repo.storage.touch(shard_path(d)) for d in m.digests()):
-        return True
-    if wrote:  # it lists shards gc deleted: the commit of the pipeline's rows replaces it
-        repo.storage.delete(path)
-    return False
-
-
-def _write_memo(repo: Repository, name: str, version: str, fp: str, options: str) -> None:
-    record = {"name": name, "version": version, "fingerprint": fp, "options": options}
-    repo.storage.write(memo_path(fp, name), json.dumps(record, sort_keys=True).encode())
-
-
 def _one_key(key: Any, position: int) -> str:
+    """An item's ``__key__`` as commit takes keys: text, or an integer (as its digits)."""
+    if isinstance(key, np.ndarray) and key.ndim == 0:
+        key = key.item()
     if isinstance(key, list | tuple | np.ndarray | pa.Array | pa.ChunkedArray):
         raise SchemaError(
             f"derive needs one row per item, but the item at position {position} is a batch "
             f"(its {KEY_COLUMN} holds {len(key)} keys); {_NO_BATCH}, or unbatch() after batch()"
         )
-    return str(key)
+    if isinstance(key, int | np.integer) and not isinstance(key, bool | np.bool_):
+        return str(int(key))
+    if not isinstance(key, str) or not key:
+        raise SchemaError(
+            f"derive: the item at position {position} has {KEY_COLUMN} {shown(key)}; keys "
+            "must be non-empty strings (or integers): map() it to one (bytes: "
+            "k.decode())")
+    return key
 
 
 def _rows(pipe: Pipeline) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -261,6 +155,9 @@ def derive(
     check_name(name)
     pipe = _as_pipeline(name, pipe)
     check_meta(meta, recipe)
+    if meta and "derived" in meta:
+        raise ConfigError(f"derive({name!r}): meta key 'derived' is derive's own record (the "
+                          "pipeline's fingerprint and description); name yours otherwise")
     check_bool("derive", "force", force)
     unknown = sorted(set(commit_kwargs) - _COMMIT_OPTIONS)
     if unknown:
@@ -278,16 +175,24 @@ def derive(
     fp = fingerprint(pipe)  # now, not the pipeline's cached value: globals may have changed
     options = _options(commit_kwargs)
     if not force:
-        found = _memoized(repo, name, fp, options, None if meta is None else dict(meta), recipe)
+        found = memoized(repo, name, fp, options, None if meta is None else dict(meta), recipe)
         if found is not None:
             return found
     parents = []
     for src in pipe.sources():
+        other = getattr(getattr(src, "ds", None), "repo", repo).storage.url
+        if other != repo.storage.url:  # its lineage would name a version this root never held
+            raise ConfigError(
+                f"derive({name!r}) reads {src.name!r} of another root ({redact_url(other)}); "
+                f"derive in that root, or commit the rows here (repo.commit({name!r}, "
+                "pipe, ...)) without lineage")
         entry = {"name": src.name, "version": src.version, "relation": "derive",
                  "fingerprint": fp}
         if entry not in parents:
             parents.append(entry)
-    meta = {**(meta or {}), "derived": {"fingerprint": fp, "pipeline": repr(pipe)}}
+    # (a default repr's address would make the id another in every process)
+    shown = re.sub(r" at 0x[0-9a-fA-F]+", "", repr(pipe))
+    meta = {**(meta or {}), "derived": {"fingerprint": fp, "pipeline": shown}}
     if commit_kwargs.get("schema") is None and pipe.schema is not None:
         # rows as stored (no map): their types, not ones inferred from Python values (an
         # int8 column would become int64, an all-null one the type null)
@@ -296,5 +201,7 @@ def derive(
     version = commit_samples(repo.storage, name, _rows(pipe), meta=meta, recipe=recipe,
                              parents=parents, progress=progress, protected=listed,
                              protected_by=latest, action="derive", **commit_kwargs)
-    _write_memo(repo, name, version.version, fp, options)
+    write_memo(repo, name, version.version, fp, options)
+    if force:
+        forget_others(repo, fp, name)
     return version
