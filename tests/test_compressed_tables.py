@@ -219,3 +219,19 @@ def test_appending_the_same_keyless_table_again_warns_how_to_undo_it(
     run("commit", "k", "--from", str(keyed), "--key-column", "id")
     r = run("append", "k", "--from", str(keyed), "--key-column", "id", rc=1)
     assert "120 key(s) are already stored" in r.err  # keys from the input: a repeat clashes
+
+
+def test_the_repeat_check_sees_nan_rows_and_a_large_append_quickly(
+        run: RunFn, tmp_path: Path) -> None:
+    import json
+
+    nan = tmp_path / "nan.csv"
+    nan.write_text("a,b\n1,NaN\n2,3.5\n")
+    run("commit", "n", "--from", str(nan))
+    assert json.loads(run("append", "n", "--from", str(nan), "--json").out)[
+        "repeats_rows_before"] == 2  # NaN equals NaN here, as the same file's rows are
+    big = tmp_path / "big.csv"
+    big.write_text("a,b\n" + "".join(f"{i},{i % 7}\n" for i in range(200_000)))
+    run("commit", "big", "--from", str(big))
+    out = json.loads(run("append", "big", "--from", str(big), "--json").out)
+    assert out["repeats_rows_before"] == 200_000

@@ -82,31 +82,41 @@ class _Cut(Exception):
 class _Zstd:
     """zstd frames decoded one after another, and an error (``_Cut``) where the input ends
     inside one: zstandard's stream reader just stops there, which would read a cut file as a
-    shorter one."""
+    shorter one. Input is fed in small slices, and only until ``n`` bytes are out, so a
+    highly compressible file does not decompress a whole read's worth at once."""
+
+    _SLICE = 16 << 10
 
     def __init__(self, raw: IO[bytes]) -> None:
         import zstandard
 
         self._raw, self._new = raw, zstandard.ZstdDecompressor().decompressobj
         self._obj, self._fed, self._out = self._new(), False, bytearray()
+        self._pending, self._at = memoryview(b""), 0
 
     def read(self, n: int) -> bytes:
         while len(self._out) < n:
-            chunk = self._raw.read(1 << 20)
-            if not chunk:
-                if self._fed and not self._obj.eof:
-                    raise _Cut("the data ends inside a zstd frame")
-                break
-            while chunk:
-                self._out += self._obj.decompress(chunk)
-                self._fed = True
-                if not self._obj.eof:
+            if self._at == len(self._pending):
+                self._pending, self._at = memoryview(self._raw.read(1 << 20)), 0
+                if not self._pending:
+                    if self._fed and not self._obj.eof:
+                        raise _Cut("the data ends inside a zstd frame")
                     break
-                chunk = self._obj.unused_data  # the next frame starts here
-                self._obj, self._fed = self._new(), False
+            piece = self._pending[self._at : self._at + self._SLICE]
+            self._at += len(piece)
+            self._feed(bytes(piece))
         data = bytes(self._out[:n])
         del self._out[:n]
         return data
+
+    def _feed(self, piece: bytes) -> None:
+        while piece:
+            self._out += self._obj.decompress(piece)
+            self._fed = True
+            if not self._obj.eof:
+                return
+            piece = self._obj.unused_data  # the next frame starts here
+            self._obj, self._fed = self._new(), False
 
     def close(self) -> None:
         self._raw.close()
