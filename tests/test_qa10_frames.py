@@ -107,3 +107,12 @@ def test_to_pandas_keeps_the_zone_of_timestamps_in_lists(repo: dl.Repository) ->
     assert cells[1] is None and len(cells[2]) == 0
     repo.commit("z2", repo.dataset("z").to_pandas(), key="__key__", progress=False)
     assert repo.dataset("z2").schema.field("whens").type == col.type  # the zone stays
+
+
+def test_object_column_checks_hold_beside_a_tensor_column(repo: dl.Repository) -> None:
+    frame = pd.DataFrame({"k": ["a"], "t": [np.zeros((2, 2), np.float32)], "tags": [{"x", "y"}]})
+    with pytest.raises(dl.SchemaError, match="column 'tags': row 0 holds a set"):
+        repo.commit("s", frame, key="k", progress=False)
+    nested = pd.DataFrame({"k": ["a", "b"], "tags": [[[1]], [[2], {3}]]})
+    with pytest.raises(dl.SchemaError, match="column 'tags': row 1 holds a set"):
+        repo.commit("n", nested, key="k", progress=False)

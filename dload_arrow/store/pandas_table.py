@@ -10,6 +10,7 @@ refuses or would store wrong caught first and named, as for sample dicts.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -59,7 +60,8 @@ def pandas_table(df: Any) -> pa.Table:
     tensors = [c for c in df.columns if df[c].dtype == object and _tensor_cells(df[c])]
     if not tensors:
         return _refuse_object_values(df, _from_pandas(df))
-    plain = _from_pandas(df.drop(columns=tensors))
+    rest = df.drop(columns=tensors)
+    plain = _refuse_object_values(rest, _from_pandas(rest))
     fields, arrays = [], []
     for c in df.columns:
         if c in tensors:
@@ -84,20 +86,33 @@ def _refuse_object_values(df: Any, table: pa.Table) -> pa.Table:
             continue
         t = table.schema.field(i).type
         if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-            row = next((r for r, v in enumerate(df[c]) if isinstance(v, str)), None)
-            if row is not None:
+            if str in set(map(type, df[c])):  # (one C loop; the row only when there is one)
+                at = next(r for r, v in enumerate(df[c]) if isinstance(v, str))
                 raise SchemaError(
-                    f"column {str(c)!r}: row {row} holds the text {shown(df[c].iloc[row])} "
+                    f"column {str(c)!r}: row {at} holds the text {shown(df[c].iloc[at])} "
                     "among bytes; a column holds one or the other: encode the text "
                     f"(df[{str(c)!r}].map(lambda v: v.encode() if isinstance(v, str) else v)) "
                     "or decode the bytes")
-        elif pa.types.is_nested(t):
+        elif pa.types.is_nested(t) and _may_hold_set(df[c]):
             row = next((r for r, v in enumerate(df[c]) if holds_set(v)), None)
             if row is not None:
                 raise SchemaError(f"column {str(c)!r}: row {row} holds a set (or one inside "
                                   "its lists), whose order changes between Python runs (and "
                                   "the version id with it); store sorted lists")
     return table
+
+
+def _may_hold_set(col: Any) -> bool:
+    """Whether a set may be in the cells of ``col``: one, or a container in a cell's items
+    (the types of two levels, in C loops; deeper sets are looked for only then)."""
+    top = set(map(type, col))
+    if top & {set, frozenset}:
+        return True
+    holders = {list, tuple, np.ndarray}
+    seqs = col if top <= holders else [v for v in col if type(v) in holders] if top & (
+        holders) else []
+    inner = set(map(type, itertools.chain.from_iterable(seqs)))
+    return bool(inner & {set, frozenset, list, tuple, dict}) or dict in top
 
 
 def _from_pandas(df: Any) -> pa.Table:
