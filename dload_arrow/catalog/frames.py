@@ -140,12 +140,18 @@ def _zoned(t: pa.DataType) -> bool:
 
 
 def _object_cells(column: pa.ChunkedArray) -> np.ndarray:
-    """Each list cell as an object array of its Python values (None for a null cell)."""
+    """Each list cell of zoned timestamps as an object array of zoned pandas Timestamps
+    (None for a null cell): the items converted at once, then split by the cells' lengths
+    (a DatetimeArray per cell would be faster, but pandas cannot commit those back)."""
     cells = np.empty(len(column), dtype=object)
-    for row, cell in enumerate(column.to_pylist()):
-        if cell is not None:
-            cells[row] = np.empty(len(cell), dtype=object)
-            cells[row][:] = cell
+    row = 0
+    for chunk in column.chunks:
+        items = pc.list_flatten(chunk).to_pandas().to_numpy(dtype=object)
+        lengths = pc.list_value_length(chunk).fill_null(0).to_numpy(zero_copy_only=False)
+        nulls = chunk.is_null().to_numpy(zero_copy_only=False)
+        for part, null in zip(np.split(items, np.cumsum(lengths)[:-1]), nulls, strict=True):
+            cells[row] = None if null else part
+            row += 1
     return cells
 
 
