@@ -145,7 +145,7 @@ def _object_cells(column: pa.ChunkedArray) -> np.ndarray:
     (a DatetimeArray per cell would be faster, but pandas cannot commit those back)."""
     cells = np.empty(len(column), dtype=object)
     row = 0
-    for chunk in column.chunks:
+    for chunk in (c for c in column.chunks if len(c)):
         items = pc.list_flatten(chunk).to_pandas().to_numpy(dtype=object)
         lengths = pc.list_value_length(chunk).fill_null(0).to_numpy(zero_copy_only=False)
         nulls = chunk.is_null().to_numpy(zero_copy_only=False)
