@@ -117,9 +117,10 @@ def not_read_compressed(location: str, where: str = "") -> ConfigError | None:
     seen = f"{where!r} holds tables and {location!r}," if where else f"{location!r} is"
     return ConfigError(
         f"{seen} {inner[0]} compressed with {codec}, which is not read compressed "
-        f"(Parquet compresses inside the file): decompress it (`{codec} -dk {inner[1]}`) and "
-        f"commit {inner[1][:inner[1].rfind('.')]!r}" + (
-            f" with the others, or leave it out (--exclude '{inner[1]}')" if where else ""))
+        f"(Parquet compresses inside the file): decompress it (`{codec} -dk "
+        f"{shlex.quote(inner[1])}`) and commit {inner[1][:inner[1].rfind('.')]!r}" + (
+            f" with the others, or leave it out (--exclude {shlex.quote(inner[1])})" if where
+            else ""))
 
 
 def archive_format(location: str, *, endpoint_url: str | None = None, sniff: bool = True) -> str:

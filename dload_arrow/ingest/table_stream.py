@@ -12,6 +12,7 @@ the decompressor's own exception from inside pyarrow's reader.
 from __future__ import annotations
 
 import io
+import shlex
 from typing import IO, Any
 
 from dload_arrow.errors import IntegrityError
@@ -152,8 +153,9 @@ def open_table_file(path: str, endpoint_url: str | None = None) -> tuple[IO[byte
 def recode_hint(path: str) -> str:
     """A shell command that re-encodes the Latin-1 text of table ``path`` as UTF-8 (through
     its decompressor and back when it is compressed)."""
-    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    base = path.replace("\\", "/").rsplit("/", 1)[-1]
+    name, out = shlex.quote(base), shlex.quote(f"utf8-{base}")
     codec = compression(path)
     if codec is None:
-        return f"iconv -f latin1 -t utf-8 {name} > utf8-{name}"
-    return f"{codec} -dc {name} | iconv -f latin1 -t utf-8 | {codec} -c > utf8-{name}"
+        return f"iconv -f latin1 -t utf-8 {name} > {out}"
+    return f"{codec} -dc {name} | iconv -f latin1 -t utf-8 | {codec} -c > {out}"

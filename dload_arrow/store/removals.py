@@ -17,7 +17,6 @@ them (they reference no shard) and ``rm`` of a whole dataset keeps them with its
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import json
 import socket
@@ -94,22 +93,21 @@ def record_removal(storage: Storage, name: str, version: str, manifest: Manifest
         "time": time.time()}, sort_keys=True).encode()
     if storage.put_if_absent(removal_path(name, version), body):
         return
-    records = _records_of(storage, name, version)
-    last = max((r.time or 0.0 for _, r in records), default=0.0)
-    if any(e.version == version and (e.time or 0.0) > last for e in read_log(storage, name)):
-        storage.put_if_absent(removal_path(name, version, max(2, len(records) + 1)), body)
+    # One record per time latest was moved to the version: a removal after a republish gets
+    # one more, an rm run again none (counted, not timed: clocks of two writers may differ).
+    numbers = _record_numbers(storage, name, version)
+    published = sum(1 for e in read_log(storage, name)
+                    if e.ref == "latest" and e.version == version)
+    if published > len(numbers):
+        storage.put_if_absent(removal_path(name, version, max(max(numbers), 1) + 1), body)
 
 
-def _records_of(storage: Storage, name: str, version: str) -> list[tuple[int, Removal]]:
-    """``(again, record)`` of every removal record of ``version``."""
-    out = []
-    for obj in storage.list(f"datasets/{name}/{REMOVED}/"):
-        found = record_file(obj.path.rsplit("/", 1)[-1])
-        if found is not None and found[0] == version:
-            with contextlib.suppress(DloadError, OSError):
-                out.append((found[1], parse_removal(name, version, storage.read(obj.path),
-                                                    obj.path)))
-    return out
+def _record_numbers(storage: Storage, name: str, version: str) -> list[int]:
+    """The numbers of the removal records of ``version`` stored (0 for the first), readable
+    or not."""
+    return [found[1] for obj in storage.list(f"datasets/{name}/{REMOVED}/")
+            if (found := record_file(obj.path.rsplit("/", 1)[-1])) is not None
+            and found[0] == version]
 
 
 def parse_removal(name: str, version: str, data: bytes, where: str) -> Removal:

@@ -133,8 +133,9 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
         warnings.warn(
             f"column {field.name!r} is an ordered categorical; Parquet keeps no category "
             "order, so it is stored unordered (read back, its categories come in the order "
-            "values appear): apply your order after reading (pd.CategoricalDtype(categories, "
-            "ordered=True)), or store the codes", stacklevel=user_stacklevel())
+            "values appear): apply your order after reading (pandas: "
+            "pd.CategoricalDtype(categories, ordered=True); polars: pl.Enum(categories)), or "
+            "store the codes", stacklevel=user_stacklevel())
     if pa.types.is_dictionary(t) and not (
             pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
         t = t.value_type
