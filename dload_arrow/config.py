@@ -180,12 +180,18 @@ def resolve_settings(**explicit: Any) -> Settings:
             if key in layer:
                 values[key] = layer[key]
                 sources[key] = source
+                if (key == "endpoint_url" and source == "env"
+                        and not os.environ.get("DLOAD_ENDPOINT_URL")):
+                    sources[key] = "env R2_ACCOUNT_ID"  # (what status shows: not DLOAD_...)
                 break
     for key in _PATH_KEYS:
         if sources.get(key) == str(user) and user_raw.get(key):
             _warn_relative(user, key, user_raw[key], values[key])
-    if values["root"] in ("", None):
-        raise ConfigError("root is empty; set DLOAD_ROOT or 'root' in dload.toml")
+    root = "" if values["root"] is None else str(values["root"])
+    if not root.strip() or root[-1].isspace():  # " ", or anchored to a folder: "dir/ "
+        raise ConfigError(f"root is empty (from {sources.get('root', 'default')}: "
+                          f"{root!r}); set DLOAD_ROOT or 'root' in dload.toml to a directory "
+                          "or a URL")
     if values["cache_dir"] is None or not str(values["cache_dir"]).strip():
         raise ConfigError(
             f"cache_dir is empty (from {sources.get('cache_dir', 'default')}): that would make "

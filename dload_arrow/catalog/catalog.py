@@ -19,9 +19,9 @@ import pyarrow as pa
 from dload_arrow.args import kind
 from dload_arrow.catalog.case_twins import refuse_case_twins
 from dload_arrow.catalog.files import ShardFiles, corrupt_copies
-from dload_arrow.catalog.params import bindable_params, per_statement
+from dload_arrow.catalog.interrupt import run_query
+from dload_arrow.catalog.params import bindable_params
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
-from dload_arrow.catalog.sql_types import mark_types
 from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
 from dload_arrow.catalog.summaries import Summaries
 from dload_arrow.catalog.tables import RAW_SCHEMAS, Snapshot, Snapshotter
@@ -214,17 +214,7 @@ class Catalog:
             # Only a statement other than SELECT can change what the built-in names mean.
             before = None if kinds == {duckdb.StatementType.SELECT} else self._resolution()
             try:
-                if len(statements) > 1:  # each with its own parameters (see per_statement)
-                    *first, last = zip(statements, per_statement(statements, params), strict=True)
-                    for s, bound in first:  # run to its end, rows unread (fetched before 2.0)
-                        done = self.connection.execute(s.query, bound or None)
-                        getattr(done, "complete", done.fetchall)()
-                    rel = self.connection.sql(last[0].query, params=last[1] or None)
-                else:
-                    rel = self.connection.sql(query, params=params or None)
-                # None: a statement without a result (CREATE, SET, ...)
-                result = pa.table({}) if rel is None else mark_types(rel.to_arrow_table(),
-                                                                     rel.types)
+                result = run_query(self.connection, statements, query, params)
             finally:
                 if before is not None:
                     self._keep_builtins(before)

@@ -269,7 +269,11 @@ def cache_status(root: str | None, cache_dir: str | None, cache_budget: str | No
     if problem is not None:
         click.echo(f"warning: {str(problem).split(';')[0]}: no dataset is shown as cached",
                    err=True)
-    result = _as_dict(repo.cache_status())
+    from dload_arrow.cli.status import cache_summary
+
+    result = cache_summary(repo)  # an unreachable root: the local cache is shown all the same
+    if problem is None and result.get("error"):
+        click.echo(f"warning: {result['error']}: no dataset is shown as cached", err=True)
     emit(result, as_json, lambda: cache_text(result))
 
 

@@ -72,6 +72,7 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
         return result
 
     repo = open_repo(root, must_exist=False)
+    out["root"] = {"value": repo.settings.root, "source": repo.settings.sources.get("root")}
     _say(quiet, f"root: {repo.settings.root} ({repo.settings.sources.get('root')})")
     with tempfile.TemporaryDirectory(prefix="dload-demo-") as tmp:
         folder, archive = f"{tmp}/images", f"{tmp}/extra.tar.zst"

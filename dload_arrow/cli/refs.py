@@ -151,7 +151,8 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
             vid = repo.resolve(name, version)
             rest = [v.version for v in versions if v.version != vid]
             expected = _ref_text(before, _refs_after_rm(before, vid, rest), future=True)
-        click.confirm(f"remove {what}?{f' ({expected})' if expected else ''}", abort=True)
+        click.confirm(f"remove {what}?{f' ({expected})' if expected else ''}", abort=True,
+                      err=as_json)  # --json: stdout holds only the JSON
     removed = repo.rm(name, version)
     try:
         after = repo.refs(name) if version is not None else {}

@@ -41,8 +41,12 @@ def shown_path(value: str | None) -> str | None:
 
 
 def _check_budget(value: str) -> str:
-    if value not in ("auto", "unlimited"):
+    if value.strip().lower() in ("auto", "unlimited"):  # as the resolver reads them
+        return value.strip().lower()
+    try:
         parse_size(value, "cache budget")
+    except ConfigError as e:
+        raise ConfigError(f"{e}; or 'auto' (a share of the free disk) or 'unlimited'") from None
     return value
 
 

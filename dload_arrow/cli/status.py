@@ -23,7 +23,7 @@ from dload_arrow.config import KEYS, resolve_settings
 from dload_arrow.errors import DloadError
 from dload_arrow.storage import LocalStorage, redact_url
 
-__all__ = ["COMMANDS", "status"]
+__all__ = ["COMMANDS", "cache_summary", "status"]
 
 # Where S3 credentials can come from (the standard AWS chain); only presence is reported.
 _CREDENTIAL_ENV = (
@@ -54,7 +54,9 @@ def _credentials(root: str) -> dict[str, Any]:
     return {"needed": True, "present": bool(found), "from": found or None}
 
 
-def _cache(repo: Any) -> dict[str, Any]:
+def cache_summary(repo: Any) -> dict[str, Any]:
+    """The cache status, or when the root cannot be listed its budget and usage alone and
+    the error (the cache is local all the same)."""
     try:
         return dataclasses.asdict(repo.cache_status())
     except (DloadError, OSError) as e:  # an unreachable root: the cache is local all the same
@@ -108,7 +110,7 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     out = {
         **shown,
         "root": reach,
-        "cache": _cache(repo),
+        "cache": cache_summary(repo),
         "credentials": _credentials(settings.root),
     }
 

@@ -58,7 +58,10 @@ def detect_kind(location: str | os.PathLike[str], *, endpoint_url: str | None = 
     if not is_remote(location):
         path = local_path(location)
         if os.path.isdir(path):
-            return "table" if is_table_folder(path, include, exclude) else "files"
+            table = is_table_folder(path, include, exclude) or bool(
+                (include or exclude) and not table_listing(path, include, exclude)[0]
+                and is_table_folder(path))  # globs that leave no table: the table error says so
+            return "table" if table else "files"
         if not os.path.exists(path):
             raise NotFoundError(f"no file or directory {location!r}; check the path")
     if table_format(location):
