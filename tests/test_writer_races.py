@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-import dload_arrow.repository.derive as derive_module
+import dload_arrow.repository.derive_memo as derive_module
 import dload_arrow.repository.remove as remove_module
 import dload_arrow.repository.tags as tags_module
 import dload_arrow.store.publish as publish_module
