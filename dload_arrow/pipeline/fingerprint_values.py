@@ -50,8 +50,7 @@ def _const_text(c: Any) -> str:
 
 def code_hash(code: types.CodeType) -> str:
     """sha256 of a code object's bytecode, names and constants (nested code recursively)."""
-    h = hashlib.sha256()
-    h.update(code.co_code)
+    h = hashlib.sha256(code.co_code)
     h.update(repr(code.co_names).encode())
     for c in code.co_consts:
         h.update(_const_text(c).encode())
@@ -117,8 +116,6 @@ class _Hasher:
     def _value(self, v: Any, depth: int) -> Any:
         if isinstance(v, bytes | bytearray):
             return bytes(v).hex() if len(v) <= 64 else {"bytes": len(v), "sha256": _sha(v)}
-        if isinstance(v, complex):  # (no JSON form of its own)
-            return {"complex": [v.real, v.imag]}
         if isinstance(v, np.generic) and not isinstance(v, _SIMPLE):
             return {"np": v.dtype.str, "v": v.tobytes().hex()}
         if isinstance(v, _SIMPLE):
@@ -158,7 +155,8 @@ class _Hasher:
         if dataclasses.is_dataclass(v):
             fields = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
             return {"dataclass": kind, "fields": self.value(fields, depth + 1)}
-        if any(t.__module__.split(".")[0] in _PLAIN_MODULES for t in type(v).__mro__):
+        if isinstance(v, complex) or any(  # (complex: no JSON form of its own)
+                t.__module__.split(".")[0] in _PLAIN_MODULES for t in type(v).__mro__):
             return {kind: repr(v)}
         if not isinstance(v, tuple | list | dict | set | frozenset):
             return f"<{kind}>"
