@@ -97,3 +97,12 @@ def test_init_takes_budget_words_in_any_case(tmp_path: Path,
     bad = subprocess.run([DLOAD, "init", "--project", "--cache-budget", "lots"],
                          capture_output=True, text=True)
     assert bad.returncode == 1 and "'auto'" in bad.stderr and "'unlimited'" in bad.stderr
+
+
+def test_sql_text_shows_blobs_and_intervals_inside_lists_and_structs(
+        run: RunFn, local_root: str) -> None:
+    dl.Repository.open(local_root).commit("ds", [("a", {"x": 1})], progress=False)
+    out = run("sql", "select [blob 'ab', blob 'c'] as bl, {'a': interval 1 day, 'b': 'x'} "
+                     "as st, ['a', NULL] as s").out
+    assert "[<2 B>, <1 B>]" in out and "{'a': 1 day, 'b': 'x'}" in out
+    assert "['a', None]" in out and "b'ab'" not in out

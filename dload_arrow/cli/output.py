@@ -253,8 +253,22 @@ def cell(value: Any, width: int = 40) -> str:
         return f"<{value.dtype} {list(value.shape)}>"
     if _interval(value):
         return interval_text(value)
-    text = escaped(str(value))
+    text = escaped(_nested(value) if isinstance(value, list | tuple | dict) else str(value))
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _nested(value: Any) -> str:
+    """A list or dict as ``str`` shows it, with blobs as their size and intervals as text
+    inside it too (as :func:`cell` shows them at the top)."""
+    if isinstance(value, bytes):
+        return f"<{format_bytes(len(value))}>"
+    if _interval(value):
+        return interval_text(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_nested(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_nested(v)}" for k, v in value.items()) + "}"
+    return repr(value)
 
 
 def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> None:
