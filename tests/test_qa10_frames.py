@@ -116,3 +116,12 @@ def test_object_column_checks_hold_beside_a_tensor_column(repo: dl.Repository) -
     nested = pd.DataFrame({"k": ["a", "b"], "tags": [[[1]], [[2], {3}]]})
     with pytest.raises(dl.SchemaError, match="column 'tags': row 1 holds a set"):
         repo.commit("n", nested, key="k", progress=False)
+
+
+def test_an_ordered_categorical_inside_a_list_warns_too(repo: dl.Repository) -> None:
+    ordered = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int8()), pa.array(["lo", "hi"]),
+                                             ordered=True)
+    col = pa.ListArray.from_arrays(pa.array([0, 2]), ordered)
+    with pytest.warns(UserWarning, match="column 'l' holds an ordered categorical"):
+        repo.commit("n", pa.table({"__key__": ["a"], "l": col}), progress=False)
+    assert repo.dataset("n").schema.field("l").type.value_type.ordered is False

@@ -129,9 +129,10 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     if tensor is not None:
         return tensor
     t = col.type
-    if pa.types.is_dictionary(t) and t.ordered:
+    if _ordered(t):
         warnings.warn(
-            f"column {field.name!r} is an ordered categorical; Parquet keeps no category "
+            f"column {field.name!r} {'is' if pa.types.is_dictionary(t) else 'holds'} an "
+            "ordered categorical; Parquet keeps no category "
             "order, so it is stored unordered (read back, its categories come in the order "
             "values appear): apply your order after reading (pandas: "
             "pd.CategoricalDtype(categories, ordered=True); polars: pl.Enum(categories)), or "
@@ -179,6 +180,13 @@ def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
         # unordered: the order is not kept, and a flag without it would sort wrong
         return pa.dictionary(pa.int32(), _plain(t.value_type, wide))
     return t
+
+
+def _ordered(t: pa.DataType) -> bool:
+    """Whether ``t`` is, or holds (in lists, structs, maps), an ordered dictionary."""
+    if pa.types.is_dictionary(t):
+        return bool(t.ordered)
+    return any(_ordered(t.field(i).type) for i in range(t.num_fields))
 
 
 def _plain_field(f: pa.Field, wide: bool) -> pa.Field:
