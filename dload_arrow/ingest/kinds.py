@@ -15,7 +15,7 @@ import shlex
 
 from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFoundError, SchemaError
 from dload_arrow.ingest.location import is_remote, open_binary
-from dload_arrow.ingest.table_stream import without_compression
+from dload_arrow.ingest.table_stream import compression, without_compression
 
 __all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "compressed_table",
            "file_kind", "mixed_formats", "no_tables", "not_read_compressed", "sniff_archive",
@@ -101,9 +101,8 @@ def compressed_table(location: str) -> tuple[str, str] | None:
     """``(what it is, its file name)`` of a compressed table file that is not read compressed
     (``x.parquet.gz``), else None."""
     name = location.rstrip("/").rsplit("/", 1)[-1]
-    stem, dot, ext = name.rpartition(".")
-    compressed = dot and ext.lower() in ("gz", "zst", "zstd") and table_format(name) is None
-    kind = table_kind(stem) if compressed else None
+    compressed = compression(name) is not None and table_format(name) is None
+    kind = table_kind(without_compression(name)) if compressed else None
     return None if kind is None else (kind, name)
 
 
@@ -113,7 +112,7 @@ def not_read_compressed(location: str, where: str = "") -> ConfigError | None:
     inner = compressed_table(location)
     if inner is None:
         return None
-    codec = "gzip" if location.lower().endswith(".gz") else "zstd"
+    codec = compression(location)
     seen = f"{where!r} holds tables and {location!r}," if where else f"{location!r} is"
     return ConfigError(
         f"{seen} {inner[0]} compressed with {codec}, which is not read compressed "
