@@ -6,7 +6,11 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.errors import (
+from dload_arrow.allocator import choose_fork_safe_pool
+
+choose_fork_safe_pool()  # before anything loads pyarrow: DataLoader workers are forked
+
+from dload_arrow.errors import (  # noqa: E402
     ConfigError,
     ConflictError,
     DloadError,
