@@ -15,8 +15,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from s3server import S3Server, start_s3_server
 from seaweed import ACCESS_KEY, SECRET_KEY, Seaweed, start_seaweed
+from worker_faults import install as _stacks_on_worker_faults
 
 from dload_arrow import Repository
+
+_stacks_on_worker_faults()
 
 _counter = itertools.count()
 
