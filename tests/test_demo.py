@@ -45,3 +45,18 @@ def test_the_demo_skips_training_when_torch_is_installed_but_does_not_import(
     text = dload("demo", "--root", str(tmp_path / "r"), cwd=tmp_path,
                  env={"PYTHONPATH": path}).out
     assert "skipped training: torch is installed but does not import (ImportError: " in text
+
+
+def test_the_demo_trains_on_what_it_committed_whatever_dload_lock_pins() -> None:
+    cwd = Path.cwd()
+    root = str(cwd / "root")
+    first = dload("demo", "--samples", "3", "--steps", "1", "--json", "--root", root,
+                  cwd=cwd).json["versions"]["demo-images"]
+    dload("pin", "demo-images", "--root", root, cwd=cwd)  # ./dload.lock now names `first`
+    dload("demo", "--samples", "40", "--steps", "1", "--root", root, cwd=cwd)
+    dload("rm", "demo-images", "--version", first[:12], "--yes", "--root", root, cwd=cwd)
+    out = dload("demo", "--samples", "40", "--steps", "2", "--json", "--root", root,
+                cwd=cwd).json
+    assert out["versions"]["demo-images"] != first
+    if importlib.util.find_spec("torch") is not None:
+        assert out["train"]["steps"] == 2  # before: "pinned to version ... removed", exit 1

@@ -109,7 +109,9 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
     if not quiet:
         print_table(rows)
 
-    images, extra = repo.dataset("demo-images"), repo.dataset("demo-extra")
+    # the versions just committed: a pin in ./dload.lock must not pick older ones
+    images = repo.dataset("demo-images", out["versions"]["demo-images"])
+    extra = repo.dataset("demo-extra", out["versions"]["demo-extra"])
     # The mix ends with its first exhausted input; repeat it so --steps is always reached.
     pipe = dl.mix([images.shuffle(seed=0), extra.shuffle(seed=0)], weights=[0.8, 0.2],
                   seed=0).repeat().batch(32)
