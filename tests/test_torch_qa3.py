@@ -101,7 +101,7 @@ def test_ranks_stay_equal_when_length_overstates_the_epoch(d103: Any, workers: i
     real = len(_keys(pipe))
     got = []
     # the warning comes from the process that reads: this one without workers
-    with pytest.warns(UserWarning, match="fewer than the length given") if workers == 0 \
+    with pytest.warns(UserWarning, match="fewer than its length") if workers == 0 \
             else contextlib.nullcontext():
         for rank in range(3):
             ds = as_iterable_dataset(pipe, rank=rank, world_size=3, length=real + 8)

@@ -126,30 +126,30 @@ class Pipeline(Lengths):
         self._pending = None
 
     def state_dict(self) -> State:
-        """Where the stream is: the epoch and a cursor (JSON/pickle-able, small).
-
-        Before any iteration it names the start of the next epoch; during one, the position
-        after the last item handed out; after an epoch ends, the start of the next.
-        """
+        """Where the stream is: the epoch and a cursor (JSON/pickle-able, small). Before any
+        iteration it names the start of the next epoch; during one, the position after the
+        last item handed out; after an epoch ends, the start of the next."""
         if self._pending is not None:
             return dict(self._pending)
         if self._live is not None:
             return self._live.state_dict()
         return {EPOCH: self._next_epoch, CURSOR: None, FINGERPRINT: self._short_fp()}
 
-    def load_state_dict(self, state: State) -> None:
-        """Make the next ``iter()`` continue exactly at ``state`` (from :meth:`state_dict`)."""
+    def load_state_dict(self, state: State, strict: bool = True) -> None:
+        """Make the next ``iter()`` continue exactly at ``state`` (from :meth:`state_dict`).
+        Another pipeline's state is refused unless ``strict=False`` (a function's code fixed
+        and the order unchanged: a map's; a filter's change may shift the items after it)."""
         if not isinstance(state, dict) or EPOCH not in state or CURSOR not in state:
             raise ConfigError(f"not a pipeline state: {str(state)[:80]!r}; pass what "
                               "state_dict() returned")
         fp = state.get(FINGERPRINT)
-        if fp is not None and fp != self._short_fp():
+        if strict and fp is not None and fp != self._short_fp():
             raise ConfigError(
                 f"this state was saved from another pipeline (fingerprint {fp}, this one is "
                 f"{self._short_fp()}), or by a dload_arrow whose order for this one differs "
                 "(an upgrade): restore it into the pipeline and version that produced it, or "
-                "start the epoch anew"
-            )
+                "start the epoch anew (only a function's code fixed, the order the same: "
+                "load_state_dict(state, strict=False))")
         check_counters(state)
         if self._live is not None:
             self._live.close()

@@ -254,6 +254,9 @@ def _split(batch: Any) -> list[Any]:
         keys = list(batch)
         try:
             n = len(batch[keys[0]]) if keys else 0
+            for k in keys[1:]:
+                if len(batch[k]) != n:
+                    raise IndexError(f"column {k!r} has {len(batch[k])} values, {keys[0]!r} {n}")
             return [{k: _item(batch[k][i]) for k in keys} for i in range(n)]
         except (TypeError, IndexError, KeyError) as e:
             raise TypeError(

@@ -26,6 +26,7 @@ __all__ = ["RepeatPipe", "SkipPipe", "TakePipe"]
 
 PASS = "pass"
 LEFT = "left"
+_GOT, _EMPTY = "pass_gave", "empty_passes"  # an endless repeat's count of empty passes
 
 
 class RepeatPipe(Pipeline):
@@ -45,7 +46,12 @@ class RepeatPipe(Pipeline):
 
     @property
     def endless(self) -> bool:
-        return self.times is None and self._children[0]._length() != 0
+        # repeat() ends after two empty passes in a row: endless only when a pass certainly
+        # gives an item (a known length above 0) or its first pass never ends
+        child = self._children[0]
+        if child.endless:
+            return self.times != 0
+        return self.times is None and (child._length() or 0) > 0
 
     def _length(self) -> int | None:
         n = self._children[0]._length()
@@ -83,10 +89,17 @@ class _RepeatNode(Node):
     def reset(self, state: State | None = None) -> None:
         self.r = 0 if state is None else int(state[PASS])
         self._open(None if state is None else state[CHILD])
+        # whether this pass gave an item, and the empty passes before it: a pass cut after its
+        # last item is not empty (states saved before these keys count it empty, as they did)
+        self._got = bool(state.get(_GOT, False)) if state is not None else False
+        self._empty = int(state.get(_EMPTY, 0)) if state is not None else 0
 
     def get_state(self) -> State:
         assert self.child is not None
-        return {PASS: self.r, CHILD: self.child.get_state()}
+        state = {PASS: self.r, CHILD: self.child.get_state()}
+        if self.times is None:  # only an endless repeat ends on empty passes
+            state.update({_GOT: self._got, _EMPTY: self._empty})
+        return state
 
     def next(self) -> Chunk:
         while self.times is None or self.r < self.times:

@@ -31,11 +31,15 @@ def normalized(weights: Sequence[float] | None, n: int) -> np.ndarray:
     except (TypeError, ValueError) as e:
         raise ConfigError(f"weights {weights!r} must be {n} finite non-negative numbers with a "
                           f"positive sum (one per input): {e}") from e
-    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+    with np.errstate(over="ignore"):
+        total = w.sum()
+    if w.shape != (n,) or not np.all(np.isfinite(w)) or np.any(w < 0) or total <= 0:
         raise ConfigError(
             f"weights {np.atleast_1d(w).tolist()} must be {n} finite non-negative numbers with a "
             "positive sum (one per input)"
         )
+    if not np.isfinite(total):  # finite weights whose sum overflows (1e308 each)
+        w = w / w.max()  # only then: other weights keep their exact quotients (and mixes)
     return w / w.sum()
 
 

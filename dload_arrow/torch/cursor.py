@@ -19,7 +19,7 @@ from dload_arrow.plan.partition import Deal, Uneven
 from dload_arrow.torch.control import Plan
 from dload_arrow.torch.source import epoch_length, open_stream
 
-__all__ = ["Cursor", "deal_of", "rank_length", "stream_share"]
+__all__ = ["Cursor", "deal_of", "rank_length", "stream_share", "supersede"]
 
 
 @dataclass
@@ -34,6 +34,19 @@ class Cursor:
     consumed: int = 0  # items of the rank the trainer took (main process only)
     done: bool = False
     total: int | None = -1  # the epoch's len() where the deal has no end (-1: not asked yet)
+    replaced: bool = False  # a newer iteration of the dataset in this process took over
+
+    def check_current(self) -> None:
+        """ConfigError when a newer iteration took over: state_dict() follows that one, so
+        going on would leave the checkpoint describing items this loop never got."""
+        if self.replaced:
+            raise ConfigError(
+                f"this iteration (epoch {self.epoch}) of the dataset was ended by a newer "
+                "iter() of the same dataset or loader (a peek with next(iter(loader))?): "
+                "state_dict() follows the newest, so a checkpoint would skip the rest of this "
+                "epoch. For a look at the data while training, use the pipeline's head() or "
+                "a second as_iterable_dataset(pipe)"
+            )
 
     def ended(self, pipe: Any, length: Any) -> bool:
         """Whether the trainer took this rank's last item of the epoch: ``done``, or its
@@ -54,6 +67,13 @@ class Cursor:
         return deal.position_after(self.consumed) + self.rank >= end
 
 
+def supersede(older: Cursor | None) -> None:
+    """Main process: a new iteration of the dataset is what state_dict() counts from now, so
+    an ``older`` one still going ends (its next item raises ConfigError, as a pipeline's)."""
+    if older is not None and not older.done:
+        older.replaced = True
+
+
 def stream_share(
     cursor: Cursor, pipe: Any, convert: Callable[[Any, bool], Any], *, main: bool
 ) -> Iterator[Any]:
@@ -70,6 +90,8 @@ def stream_share(
         first = deal.start + deal.consumer(cursor.rank, cursor.worker) + cursor.yielded * step
         stream = open_stream(pipe, cursor.epoch, first, step)
         for item in stream if todo is None else islice(stream, todo):
+            if main:
+                cursor.check_current()
             cursor.yielded += 1
             if main:
                 cursor.consumed += 1
@@ -82,10 +104,11 @@ def stream_share(
         size = _true_length(pipe, cursor.epoch, deal.start, nxt, step, cursor.yielded)
         if (max(size, deal.start) - deal.start) % step == c:  # one consumer in the job says it
             warnings.warn(
-                f"epoch {cursor.epoch} has {size} item(s), fewer than the length given "
-                f"({deal.total}, length=); the missing positions repeat the epoch's items from "
-                "its first, so every rank delivers the same number. Pass the epoch's true "
-                "length, or uneven='none'", stacklevel=2)
+                f"epoch {cursor.epoch} has {size} item(s), fewer than its length "
+                f"({deal.total}, from length= or the pipeline's len()); the missing positions "
+                "repeat the epoch's items from its first, so every rank delivers the same "
+                "number. Pass the epoch's true length as length=, or leave length= out and "
+                "pass uneven='none' (rank lengths may then differ by one)", stacklevel=2)
         # by global position, as padding is: the same whatever the workers, ranks or resume
         missing = [nxt + k * step for k in range(real - cursor.yielded)]
         yield from _from_head(cursor, pipe, convert, main, [p - size for p in missing], size)

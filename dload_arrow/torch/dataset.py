@@ -23,7 +23,7 @@ from dload_arrow.pipeline.node import check_count
 from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
-from dload_arrow.torch.cursor import Cursor, deal_of, rank_length, stream_share
+from dload_arrow.torch.cursor import Cursor, deal_of, rank_length, stream_share, supersede
 from dload_arrow.torch.ranks import local_world_size, resolve_rank
 from dload_arrow.torch.source import (
     as_source,
@@ -138,14 +138,14 @@ class StreamDataset(torch.utils.data.IterableDataset):
             return worker_state(cur.epoch + 1, 0, fp)
         return worker_state(cur.epoch, cur.deal.position_after(cur.consumed), fp)
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
         """Continue from ``state``: this dataset's, or a whole StatefulDataLoader's. Any
         number of ranks and workers can resume a cursor. A worker's own state (what
         StatefulDataLoader hands back to each worker when ``num_workers`` is unchanged)
-        resumes that worker exactly. A state saved from another pipeline (another seed,
-        dataset version or operator: its fingerprint differs) is refused with ConfigError."""
+        resumes that worker exactly. Another pipeline's state (another seed, version or
+        operator) is refused unless ``strict=False`` (a function fixed, the same order)."""
         in_worker = torch.utils.data.get_worker_info() is not None
-        plan, consumer = from_state(state, self._fingerprint())
+        plan, consumer = from_state(state, self._fingerprint() if strict else None)
         if in_worker:
             if consumer is None and plan is not None:
                 consumer = {"epoch": plan.epoch, "position": plan.position}
@@ -209,12 +209,13 @@ class StreamDataset(torch.utils.data.IterableDataset):
     def _begin_driven(self, workers: int) -> Cursor:
         """Start an iteration whose consumption a loader in this process counts."""
         self._undrive()
+        older = self._cursor
         self._follow_workers()
         plan = self._next
         self._set_plan(plan)
         self._next = Plan(plan.epoch + 1, 0)
-        cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, 0)
-        self._cursor = cursor
+        self._cursor = cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, 0)
+        supersede(older)
         return cursor
 
     def _follow_workers(self) -> None:
@@ -245,9 +246,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
         worker, workers = (0, 0) if info is None else (info.id, info.num_workers)
         # What a full shuffle holds is checked for every consumer of this machine's memory.
         set_local_consumers(max(workers, 1) * local_world_size())
+        older = self._cursor
         plan, yielded = self._begin(info)
         cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)
         self._cursor = cursor
+        supersede(older if info is None else None)  # (a worker's copy has no other)
         yield from stream_share(cursor, self.pipe, self._convert, main=info is None)
 
     def _convert(self, item: Any, main: bool) -> Any:

@@ -212,13 +212,19 @@ class DeviceLoader:
         if state is not None:
             return state
         own = getattr(getattr(self.loader, "dataset", None), "state_dict", None)
-        if callable(own):
-            return own()  # the dataset's own answer: exact, or the reason it is not
-        raise ConfigError(
+        refused = ConfigError(
             f"to_device: the wrapped {type(self.loader).__name__} keeps no state to save; "
             "wrap a dload_arrow.torch.StatefulLoader or torchdata's StatefulDataLoader to "
             "checkpoint mid-epoch"
         )
+        if not callable(own):
+            raise refused
+        try:
+            return own()  # the dataset's own answer: exact, or the reason it is not
+        except ConfigError as e:
+            if not getattr(self.loader, "num_workers", 0):
+                raise
+            raise refused from e  # its workers read ahead: this wrapper is no way out
 
     def load_state_dict(self, state: Any) -> None:
         """Resume the wrapped loader from ``state`` (what :meth:`state_dict` returned)."""

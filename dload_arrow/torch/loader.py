@@ -79,6 +79,7 @@ class StatefulLoader:
         it = iter(self.loader)
         try:
             for item in it:
+                cursor.check_current()
                 cursor.consumed += 1
                 yield item
             cursor.done = True
@@ -104,9 +105,10 @@ class StatefulLoader:
         """The dataset's cursor: epoch and global position of what the trainer consumed."""
         return self.dataset.state_dict()
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Resume from a state of this loader, the dataset or a StatefulDataLoader."""
-        self.dataset.load_state_dict(state)
+    def load_state_dict(self, state: dict[str, Any], strict: bool = True) -> None:
+        """Resume from a state of this loader, the dataset or a StatefulDataLoader
+        (``strict=False``: from a pipeline whose function's code was fixed since)."""
+        self.dataset.load_state_dict(state, strict)
 
 
 def _as_given(item: Any) -> Any:

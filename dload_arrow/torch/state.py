@@ -81,7 +81,9 @@ def _ours(state: Any, fingerprint: str | None) -> tuple[Plan | None, dict[str, A
         raise ConfigError(
             f"this state was saved from another pipeline (fingerprint {saved}, this one is "
             f"{fingerprint}: another seed, dataset version or operator): restore it into the "
-            "pipeline that produced it (the number of workers and ranks may change)"
+            "pipeline that produced it (the number of workers and ranks may change). If only "
+            "a function's code changed (a fix) and the order did not, "
+            "ds.load_state_dict(state, strict=False) resumes anyway"
         )
     # Whole numbers only (an int, a numpy integer): "17" or 17.9 is not a saved cursor.
     got = [state.get(k) for k in (EPOCH, POSITION)]
