@@ -24,6 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from dload_arrow.args import check_bool
+from dload_arrow.config_values import (
+    budget_text,
+    check_cache_dir,
+    check_endpoint,
+    fs_text,
+    local_form,
+    working_dir,
+)
 from dload_arrow.errors import ConfigError
 
 __all__ = ["KEYS", "Settings", "anchored", "find_up", "progress_bar", "progress_wanted",
@@ -70,7 +78,7 @@ def find_up(filename: str, start: Path | None = None) -> Path | None:
     (``os.pathsep``-separated, like git's ``GIT_CEILING_DIRECTORIES``), so a stray
     ``dload.toml`` or ``dload.lock`` in ``/tmp`` or ``$HOME`` cannot leak into a project.
     """
-    here = (start or Path.cwd()).resolve()
+    here = (start or working_dir()).resolve()
     ceilings = {
         Path(c).resolve()
         for c in os.environ.get("DLOAD_CEILING_DIRECTORIES", "").split(os.pathsep)
@@ -90,7 +98,9 @@ _PATH_KEYS = ("root", "cache_dir")
 
 def anchored(value: str, base: Path | str) -> str:
     """A local path setting made absolute against ``base`` when it is relative; URLs
-    (``s3://...``) and absolute paths (``~`` included) are returned as given."""
+    (``s3://...``) and absolute paths (``~`` included) are returned as given; a ``file://``
+    URL is the path it names."""
+    value = local_form(value)
     expanded = os.path.expanduser(value)
     if "://" in value or os.path.isabs(expanded):
         return value
@@ -153,7 +163,7 @@ _EXAMPLES = {"root": '"s3://bucket/datasets"', "cache_dir": '"/scratch/dload-cac
 def resolve_settings(**explicit: Any) -> Settings:
     """Resolve every setting; ``explicit`` values (not None) win over everything else."""
     layers: list[tuple[str, dict[str, Any]]] = [
-        ("argument", {k: v for k, v in explicit.items() if v is not None}),
+        ("argument", {k: fs_text(v) for k, v in explicit.items() if v is not None}),
         ("env", {k: os.environ[e] for k, e in _ENV.items() if os.environ.get(e)}),
     ]
     if os.environ.get("R2_ACCOUNT_ID") and not os.environ.get("DLOAD_ENDPOINT_URL"):
@@ -187,6 +197,7 @@ def resolve_settings(**explicit: Any) -> Settings:
     for key in _PATH_KEYS:
         if sources.get(key) == str(user) and user_raw.get(key):
             _warn_relative(user, key, user_raw[key], values[key])
+        values[key] = local_form(values[key])  # (from an argument or the environment)
     root = "" if values["root"] is None else str(values["root"])
     if not root.strip() or root[-1].isspace():  # " ", or anchored to a folder: "dir/ "
         raise ConfigError(f"root is empty (from {sources.get('root', 'default')}: "
@@ -197,7 +208,10 @@ def resolve_settings(**explicit: Any) -> Settings:
             f"cache_dir is empty (from {sources.get('cache_dir', 'default')}): that would make "
             "the current directory the cache; give a directory, or leave cache_dir out for "
             f"the default, {_cache_home() / 'dload'}")
-    budget = str(values["cache_budget"]).strip()
+    check_cache_dir(str(values["cache_dir"]), sources.get("cache_dir", "default"))
+    if values["endpoint_url"] is not None and root.lower().startswith("s3://"):
+        check_endpoint(values["endpoint_url"], sources.get("endpoint_url", "default"))
+    budget = budget_text(values["cache_budget"], sources.get("cache_budget", "default"))
     if budget.lower() not in ("auto", "unlimited"):
         from dload_arrow.sizes import parse_size
 
@@ -210,7 +224,7 @@ def resolve_settings(**explicit: Any) -> Settings:
         # absolute once, here: every part of a Repository (footers, shards, catalog) must
         # use one folder, whatever os.chdir() happens later
         cache_dir=os.path.abspath(os.path.expanduser(str(values["cache_dir"]))),
-        cache_budget=str(values["cache_budget"]),
+        cache_budget=budget,
         endpoint_url=values["endpoint_url"],
         sources=sources,
     )

@@ -41,7 +41,8 @@ def test_ls_lists_latest_and_marks_the_pin(run: RunFn, root_repo: Repository) ->
     m = root_repo.manifest("p", "latest")
     got = run("ls", "--json").json
     assert got == [{"name": "p", "version": v2, "rows": 1, "bytes": m.num_bytes, "shards": 1,
-                    "pinned": {"version": v1, "lock": str(lock), "exists": True}}]
+                    "pinned": {"version": v1, "lock": str(lock), "exists": True,
+                               "full_id": True}}]
     lines = run("ls").out.splitlines()
     assert [ln.split() for ln in lines[:2]] == [
         ["name", "version", "rows", "bytes", "shards", "pinned"],
@@ -70,7 +71,7 @@ def test_a_stale_pin_is_shown_and_does_not_hide_the_dataset(run: RunFn,
                      "latest)\n")
     got = run("ls", "--json").json
     assert [(d["name"], d["version"], d["pinned"]) for d in got] == [
-        ("p", v2, {"version": v1, "lock": str(lock), "exists": False})]
+        ("p", v2, {"version": v1, "lock": str(lock), "exists": False, "full_id": True})]
     lines = run("ls").out.splitlines()
     assert lines[1].split()[-2:] == [v1[:12], "(gone)"]
     assert lines[2] == (f"pinned by {lock}: NAME without @VERSION reads the pinned version; "

@@ -75,13 +75,17 @@ def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dic
         click.echo(f"warning: {escaped(str(e))}", err=True)
         m = None
     exists = pin == vid or (is_digest(pin) and repo.storage.exists(manifest_path(name, pin)))
-    pinned = None if pin is None else {"version": pin, "lock": lock, "exists": exists}
+    pinned = None if pin is None else {"version": pin, "lock": lock, "exists": exists,
+                                       "full_id": is_digest(pin)}
     return {"name": name, "version": vid, "rows": m and m.num_rows, "bytes": m and m.num_bytes,
             "shards": m and len(m.shards), "pinned": pinned}
 
 
 def _pin_text(pinned: dict[str, Any] | None) -> str | None:
-    return pinned["version"][:12] + ("" if pinned["exists"] else " (gone)") if pinned else None
+    if not pinned:
+        return None
+    mark = "" if pinned["exists"] else " (gone)" if pinned["full_id"] else " (not a full id)"
+    return pinned["version"][:12] + mark
 
 
 @click.command()
@@ -111,9 +115,12 @@ def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_jso
         if not rows:  # a mistyped root lists as empty too: say what empty means
             click.echo(empty_root_hint(repo), err=True)
         if pinned:
-            gone = not all(p["exists"] for p in pinned)
+            gone = any(not p["exists"] and p["full_id"] for p in pinned)
+            short = any(not p["full_id"] for p in pinned)
             click.echo(f"pinned by {path}: NAME without @VERSION reads the pinned version"
                        + ("; (gone): this root lacks it" if gone else "")
+                       + ("; (not a full id): pin the 64-digit id, `dload pin NAME@VERSION`"
+                          if short else "")
                        + "; `dload unpin NAME` follows latest")
 
     emit(rows, as_json, text)

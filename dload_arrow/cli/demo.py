@@ -18,6 +18,7 @@ import click
 
 from dload_arrow.cli.demo_data import CLASSES, write_archive, write_folder
 from dload_arrow.cli.output import emit, json_option, open_repo, print_table
+from dload_arrow.cli.setup import shown_path
 from dload_arrow.sizes import format_bytes
 
 __all__ = ["COMMANDS", "demo"]
@@ -72,8 +73,9 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
         return result
 
     repo = open_repo(root, must_exist=False)
-    out["root"] = {"value": repo.settings.root, "source": repo.settings.sources.get("root")}
-    _say(quiet, f"root: {repo.settings.root} ({repo.settings.sources.get('root')})")
+    shown = shown_path(repo.settings.root)  # absolute, as `dload status` shows it
+    out["root"] = {"value": shown, "source": repo.settings.sources.get("root")}
+    _say(quiet, f"root: {shown} ({repo.settings.sources.get('root')})")
     with tempfile.TemporaryDirectory(prefix="dload-demo-") as tmp:
         folder, archive = f"{tmp}/images", f"{tmp}/extra.tar.zst"
         raw = step("write files", lambda: write_folder(folder, samples))

@@ -15,7 +15,7 @@ from dload_arrow.cli.output import (
     emit,
     json_option,
 )
-from dload_arrow.config import KEYS, anchored, user_config_path
+from dload_arrow.config import KEYS, anchored, find_up, user_config_path
 from dload_arrow.errors import ConfigError
 from dload_arrow.sizes import parse_size
 from dload_arrow.storage import open_storage, redact_url
@@ -38,6 +38,21 @@ def shown_path(value: str | None) -> str | None:
     if "://" in value:
         return redact_url(value)
     return os.path.expanduser(anchored(value, os.getcwd()))
+
+
+def _warn_hidden(path: Path) -> None:
+    """A new project file below another one hides it: only the nearest dload.toml is read."""
+    outer = find_up("dload.toml", path.parent.parent)
+    if outer is None:
+        return
+    try:
+        keys = ", ".join(f"{k}={redact_url(str(v))}" for k, v in tomllib.loads(
+            outer.read_text(encoding="utf-8")).items())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        keys = "?"
+    click.echo(f"warning: {path} hides {outer} in {path.parent} and below (only the nearest "
+               f"dload.toml is read, so its settings ({keys}) no longer apply here); to "
+               f"change the project's settings instead, run init in {outer.parent}", err=True)
 
 
 def _check_budget(value: str) -> str:
@@ -89,6 +104,8 @@ def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
         given["root"], given["cache_dir"] = _absolute(root), _absolute(cache_dir)
     updates = {k: str(v) for k, v in given.items() if v is not None}
     old = _read_config(path)
+    if scope == "project" and old is None:
+        _warn_hidden(path)
     text = _set_keys(path, old, updates) if old is not None else "".join(
         [f"# dload settings ({scope}); keys: {', '.join(KEYS)}\n"]
         + [f"{k} = {_toml_string(v)}\n" for k, v in updates.items()])

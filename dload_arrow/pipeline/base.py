@@ -154,7 +154,8 @@ class Pipeline(Lengths):
         if self._live is not None:
             self._live.close()
             self._live = None
-        self._pending = dict(state)
+        self._pending = {**state, FINGERPRINT: self._short_fp()} if FINGERPRINT in state \
+            else dict(state)  # (strict=False: a checkpoint from here on is this pipeline's)
         self._next_epoch = int(state[EPOCH])
 
     def _short_fp(self) -> str:

@@ -46,12 +46,13 @@ class RepeatPipe(Pipeline):
 
     @property
     def endless(self) -> bool:
-        # repeat() ends after two empty passes in a row: endless only when a pass certainly
-        # gives an item (a known length above 0) or its first pass never ends
+        # repeat() of a stream of unknown length counts as endless (mix(...).repeat() and
+        # ds.filter(f).repeat() stream to every rank); it ends only after two empty passes in
+        # a row, and then torch fills the missing positions with a warning (cursor.py)
         child = self._children[0]
         if child.endless:
-            return self.times != 0
-        return self.times is None and (child._length() or 0) > 0
+            return self.times != 0  # its first pass never ends
+        return self.times is None and child._length() != 0
 
     def _length(self) -> int | None:
         n = self._children[0]._length()

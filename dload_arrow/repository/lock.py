@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dload_arrow.config import find_up
+from dload_arrow.config_values import working_dir
 from dload_arrow.errors import ConfigError, InvalidNameError, NotFoundError
 from dload_arrow.store.names import check_digest, check_name
 
@@ -25,7 +26,7 @@ def lock_path(create: bool = False) -> Path | None:
     """The nearest dload.lock up the tree; with ``create``, ./dload.lock when there is none."""
     found = find_up(LOCK_FILE)
     if found is None and create:
-        return Path.cwd() / LOCK_FILE
+        return working_dir() / LOCK_FILE
     # A symlinked lock file (one shared by several checkouts) is edited, and locked, where
     # it lives: replacing the link with a file would leave the shared pins behind.
     return None if found is None else Path(found).resolve()
@@ -58,28 +59,41 @@ def pinned_version(name: str, path: Path | None = None) -> str | None:
     if vid is None:
         return None
     try:
-        return check_digest(vid, f"the version {name!r} is pinned to in {path}")
+        return check_digest(vid, f"the pin of {name!r} in {path},")
     except InvalidNameError as e:
-        raise ConfigError(f"{e}; run `dload unpin {name}` (or `dload pin {name}` to pin "
-                          "latest)") from e
+        short = (f" (a short id? pin the whole one: `dload pin {name}@{vid}`)"
+                 if re.fullmatch(r"[0-9a-f]{1,63}", vid) else "")
+        raise ConfigError(f"{e}{short}; or run `dload unpin {name}` (or `dload pin {name}` "
+                          "to pin latest)") from e
 
 
 def write_lock(pins: dict[str, str], path: Path) -> None:
     """Write ``pins`` as the lock file's ``[datasets]`` table (atomically).
 
-    The rest of an existing file stays as the user wrote it: comments, other tables, and the
-    order and comments of the pins that remain. Only changed pins are rewritten; new ones go
-    at the end of the table. A file whose pins are not a plain ``[datasets]`` table (an inline
-    table, say) is written anew with the same pins and without the rest, which is the only
-    shape this function can edit safely.
+    The rest of an existing file stays as the user wrote it: comments, other tables, line
+    ends, and the order and comments of the pins that remain. Only changed pins are
+    rewritten; new ones go at the end of the table. Pins written in another shape (an inline
+    table, dotted keys, a quoted header) cannot be edited in place: a file holding only such
+    pins is written anew, one holding anything else (comments, other tables) is refused with
+    ConfigError and left as it was.
     """
-    old = path.read_text() if path.is_file() else ""
+    with open(path, newline="") if path.is_file() else contextlib.nullcontext() as f:
+        old = "" if f is None else f.read()
+    eol = "\r\n" if "\r\n" in old else "\n"
     text = _edited(old, pins) if old.strip() else None
     if text is None or not _same_but_pins(old, text, pins):
+        if set(_parsed(old)) - {"datasets"} or "#" in old:
+            raise ConfigError(
+                f"cannot edit the pins in {path} in place: they are not written as a plain "
+                "[datasets] table (an inline table, dotted keys or a quoted header), and "
+                "rewriting the file would lose its comments or other tables. Write them as a "
+                '[datasets] table (a line [datasets], then name = "<version id>" lines) and '
+                "run the command again; the file is unchanged")
         text = _fresh(pins)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
-        tmp.write_text(text)
+        with open(tmp, "w", newline="") as out:
+            out.write(text.replace("\n", eol))
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):

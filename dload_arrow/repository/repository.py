@@ -59,7 +59,7 @@ class Repository(VersionsMixin):
         settings = resolve_settings(
             root=None if root is None else os.fspath(root),
             cache_dir=None if cache_dir is None else os.fspath(cache_dir),
-            cache_budget=None if cache_budget is None else str(cache_budget),
+            cache_budget=cache_budget,  # a number as it is: config.budget_text reads it
             endpoint_url=endpoint_url,
         )
         storage = open_storage(

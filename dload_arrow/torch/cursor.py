@@ -165,6 +165,8 @@ def _from_head(cursor: Cursor, pipe: Any, convert: Callable[[Any, bool], Any], m
         yield from _from_head(cursor, pipe, convert, main, indices, n)
         return
     for idx in indices:
+        if main:
+            cursor.check_current()
         cursor.yielded += 1
         if main:
             cursor.consumed += 1

@@ -149,18 +149,11 @@ class DeviceLoader:
         try:
             for item in self.loader:
                 moved, event = transfer(item)
-                state = self._live()
-                while not stop.is_set():
-                    try:
-                        q.put((moved, event, state), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not _offer(q, stop, (moved, event, self._live())):
                     return
-            q.put((_END, None, self._live()))
+            _offer(q, stop, (_END, None, self._live()))
         except BaseException as e:  # hand the failure to the loop that reads the queue
-            q.put(_Error(e))
+            _offer(q, stop, _Error(e))  # (unless that loop left: then nobody waits for it)
 
     def __iter__(self) -> Iterator[Any]:
         q: queue.Queue[Any] = queue.Queue(maxsize=self.prefetch)
@@ -226,10 +219,25 @@ class DeviceLoader:
                 raise
             raise refused from e  # its workers read ahead: this wrapper is no way out
 
-    def load_state_dict(self, state: Any) -> None:
-        """Resume the wrapped loader from ``state`` (what :meth:`state_dict` returned)."""
+    def load_state_dict(self, state: Any, strict: bool = True) -> None:
+        """Resume the wrapped loader from ``state`` (what :meth:`state_dict` returned);
+        ``strict=False`` as the dataset's (a loader without that argument is given none)."""
         self._state = None
-        self.loader.load_state_dict(state)
+        if strict:
+            self.loader.load_state_dict(state)
+        else:
+            self.loader.load_state_dict(state, strict=False)
+
+
+def _offer(q: queue.Queue[Any], stop: threading.Event, value: Any) -> bool:
+    """Put ``value`` once there is room, unless the reading loop left (``stop``): False."""
+    while not stop.is_set():
+        try:
+            q.put(value, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
 
 
 def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> DeviceLoader:

@@ -1,0 +1,89 @@
+"""Normal forms and checks of setting values, each error naming where the value came from.
+
+:mod:`dload_arrow.config` resolves which value wins; this module says what a value means:
+a local path given as bytes or as a ``file://`` URL, a cache dir (local only), an S3
+endpoint (an http(s) URL), a cache budget given as a number, and the working directory
+that relative paths and the search for ``dload.toml`` start from.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+from dload_arrow.errors import ConfigError
+
+__all__ = ["budget_text", "check_cache_dir", "check_endpoint", "fs_text", "local_form",
+           "working_dir"]
+
+
+def fs_text(value: Any) -> Any:
+    """A path given as bytes (``os.fspath`` allows them) as text; anything else unchanged."""
+    return os.fsdecode(value) if isinstance(value, bytes) else value
+
+
+def local_form(value: Any) -> Any:
+    """A ``file://`` URL as the local path it names; other values unchanged.
+
+    ``file:///abs`` and ``file://localhost/abs`` (RFC 8089) are ``/abs``; ``file://rel`` is
+    the relative path ``rel``, as the storage layer always read it.
+    """
+    if not isinstance(value, str) or value[:7].lower() != "file://":
+        return value
+    rest = value[7:]
+    if rest.lower().startswith("localhost/"):
+        rest = rest[len("localhost"):]
+    return rest
+
+
+def check_cache_dir(value: str, source: str) -> None:
+    """The cache holds local copies: a URL there is refused (it would become a folder
+    named ``s3:`` under the working directory)."""
+    if "://" in value:
+        raise ConfigError(
+            f"cache_dir {value!r} (from {source}) is a URL; the cache is a local directory "
+            "that holds copies of what the root stores: give a local folder, e.g. "
+            "/scratch/dload-cache")
+
+
+def check_endpoint(url: Any, source: str) -> None:
+    """An S3 endpoint must be an http(s) URL with a host; say which setting gave it."""
+    text = str(url)
+    parts = urllib.parse.urlsplit(text.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc or re.search(
+            r"\s", parts.netloc) or text != text.strip():
+        from dload_arrow.storage.base import redact_url
+
+        hint = ("set R2_ACCOUNT_ID to your account id" if source == "env R2_ACCOUNT_ID"
+                else "write it as https://host[:port] (http://127.0.0.1:9000 for a local "
+                     "server)")
+        raise ConfigError(f"endpoint_url {redact_url(text)!r} (from {source}) is not an "
+                          f"http(s) URL with a host; {hint}")
+
+
+def budget_text(value: Any, source: str) -> str:
+    """A cache budget as the text the size parser reads: numbers (dload.toml allows them,
+    ``Repository.open`` takes ints) as whole bytes, never in exponent form."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value).strip()
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(f"cache budget (from {source}) {value!r} is not a size; give bytes "
+                          "or text such as '50GB', 'auto' or 'unlimited'")
+    if value < 0:
+        raise ConfigError(f"cache budget (from {source}) {value!r} must not be negative; give "
+                          "bytes or text such as '50GB', 'auto' or 'unlimited'")
+    return str(int(value))
+
+
+def working_dir() -> Path:
+    """The working directory; a clear ConfigError when it was deleted under this process."""
+    try:
+        return Path.cwd()
+    except FileNotFoundError as e:
+        raise ConfigError(
+            "the working directory no longer exists (deleted or replaced by another program "
+            "while this shell stayed in it); cd to an existing directory and run again"
+        ) from e
