@@ -108,8 +108,9 @@ def test_to_devices_producer_left_behind_by_a_new_loop_ends(tmp_path: Path) -> N
     import threading
     import time
 
-    import dload_arrow as dl
     from torch.utils.data import DataLoader
+
+    import dload_arrow as dl
 
     slow, sleeping = threading.Event(), threading.Event()
 
