@@ -59,6 +59,21 @@ def parse_duration(value: str | int | float | datetime.timedelta,
     return float(m.group(1)) * _DURATION[unit]
 
 
+def format_bytes_up(n: float) -> str:
+    """As :func:`format_bytes`, rounded up: a size given as "at least" must suffice when it
+    is typed back (``1001818`` -> ``'1.1 MB'``, not ``'1.0 MB'``)."""
+    units = ("B", "KB", "MB", "GB", "TB")
+    i, scaled = 0, float(n)
+    while abs(scaled) >= 1000 and i < len(units) - 1:
+        scaled, i = scaled / 1000, i + 1
+    if i == 0:
+        return f"{math.ceil(scaled)} B"
+    up = math.ceil(round(scaled * 10, 6)) / 10  # (rounded first: 1.1 stays 1.1)
+    if up >= 1000 and i < len(units) - 1:
+        return f"1.0 {units[i + 1]}"
+    return f"{up:.1f} {units[i]}"
+
+
 def format_bytes(n: float) -> str:
     """``1234567`` -> ``'1.2 MB'``."""
     for unit in ("B", "KB", "MB", "GB", "TB"):

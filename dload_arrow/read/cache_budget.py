@@ -26,7 +26,7 @@ from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.cache_disk import disk_full
 from dload_arrow.read.cache_space import CacheSpace, claim_cache_dir, disk_reserve, resolve_budget
 from dload_arrow.read.locks import FileLock
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import format_bytes, format_bytes_up
 
 __all__ = ["LOOK_AHEAD_PAUSE", "CacheBudget"]
 
@@ -168,7 +168,8 @@ class CacheBudget(CacheSpace):
             raise InfeasiblePlanError(
                 f"shard {digest[:12]} ({format_bytes(nbytes)}) is larger than the whole cache "
                 f"budget ({format_bytes(self.budget_bytes)}) of {self.dir}; raise the budget "
-                "(cache_budget= or DLOAD_CACHE_BUDGET) or commit with a smaller shard_size"
+                f"to at least {format_bytes_up(nbytes)} (--cache-budget, DLOAD_CACHE_BUDGET or "
+                "cache_budget=) or commit with a smaller shard_size"
             )
         start = time.monotonic()
         deadline, told = start + self.wait_timeout, False

@@ -33,6 +33,7 @@ from dload_arrow.read.planner_fit import (
     budgets_of,
     disk_short,
     fmt_budget,
+    fmt_need,
     reasons_for,
 )
 from dload_arrow.sizes import format_bytes
@@ -93,8 +94,8 @@ class ReadPlan:
     def _fixes(self) -> list[str]:
         fixes = []
         if self.resident_bytes > self.budget_setting_bytes:
-            fixes.append(f"raise the cache budget to at least {fmt_budget(self.resident_bytes)} "
-                         "(cache_budget= or DLOAD_CACHE_BUDGET, or 'unlimited')")
+            fixes.append(f"raise the cache budget to at least {fmt_need(self.resident_bytes)} "
+                         "(--cache-budget, DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited')")
         if self.full_shuffle and self.purpose:
             fixes.append(ALTERNATIVES.get(self.purpose, "read it in a stream (batches(), "
                                                          "samples(), to_arrow())"))
@@ -102,7 +103,7 @@ class ReadPlan:
             fixes.append("use a windowed shuffle, which keeps only a window of shards resident")
         elif self.window_shards > 1:
             least = self.consumers * self.max_shard_bytes
-            fixes.append(f"lower prefetch (prefetch=0 needs {fmt_budget(least)})")
+            fixes.append(f"lower prefetch (prefetch=0 needs {fmt_need(least)})")
         if not self.full_shuffle and self.consumers > 1:
             fixes.append(f"run fewer consumers on this machine (now {self.consumers}: "
                          "DataLoader workers x local ranks)")
@@ -223,8 +224,8 @@ class PlanReport:
         shuffles)."""
         fixes = []
         if self.resident_bytes > self.budget_setting_bytes:
-            fixes.append(f"raise the cache budget to at least {fmt_budget(self.resident_bytes)} "
-                         "(cache_budget= or DLOAD_CACHE_BUDGET, or 'unlimited')")
+            fixes.append(f"raise the cache budget to at least {fmt_need(self.resident_bytes)} "
+                         "(--cache-budget, DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited')")
         if any(p.full_shuffle for p in self.plans):
             fixes.append("use a windowed shuffle instead of a full shuffle")
         if len(self.plans) > 1:

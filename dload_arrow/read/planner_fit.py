@@ -6,14 +6,19 @@ from __future__ import annotations
 
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.context import ReadContext
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import format_bytes, format_bytes_up
 
-__all__ = ["ALTERNATIVES", "budgets_of", "disk_short", "fmt_budget", "reasons_for"]
+__all__ = ["ALTERNATIVES", "budgets_of", "disk_short", "fmt_budget", "fmt_need", "reasons_for"]
 
 
 def fmt_budget(n: int) -> str:
     """A budget for people: bytes, or 'unlimited'."""
     return "unlimited" if n >= UNLIMITED else format_bytes(n)
+
+
+def fmt_need(n: int) -> str:
+    """A size needed, rounded up: typed back as a budget, it suffices."""
+    return "unlimited" if n >= UNLIMITED else format_bytes_up(n)
 
 
 def budgets_of(ctx: ReadContext) -> tuple[int, int]:
@@ -48,10 +53,10 @@ def reasons_for(resident: int, cached: int, budgets: tuple[int, int], free: int,
     budget, setting = budgets
     out = []
     if resident > setting:
-        out.append(f"it needs {format_bytes(resident)} resident ({what}) but the cache budget "
+        out.append(f"it needs {format_bytes_up(resident)} resident ({what}) but the cache budget "
                    f"is {fmt_budget(setting)}")
     if resident - cached > free:
-        out.append(f"it needs {format_bytes(resident - cached)} more on disk but only "
+        out.append(f"it needs {format_bytes_up(resident - cached)} more on disk but only "
                    f"{format_bytes(free)} are free")
     elif setting >= resident > budget:
         out.append(f"it needs {format_bytes(resident)} resident ({what}) but the cache can "
