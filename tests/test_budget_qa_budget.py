@@ -34,3 +34,19 @@ def test_the_budget_a_refusal_asks_for_is_enough(tmp_path: Path) -> None:
     assert asked != "1.0 MB"  # before: rounded down, and refused again when typed back
     again = Repository.open(root, cache_dir=tmp_path / "c2", cache_budget=asked)
     assert sum(1 for _ in again.dataset("big").samples()) == 60
+
+
+def test_a_lazyframe_of_a_where_view_keeps_its_files_while_the_dataset_lives(
+        tmp_path: Path) -> None:
+    pytest.importorskip("polars")
+    rng = random.Random(1)
+    root = f"memory://held-{tmp_path.name}"
+    Repository.open(root).commit(
+        "d", [(f"k{i:04d}", {"i": i, "b": rng.randbytes(1000)}) for i in range(1000)],
+        shard_size=100_000, progress=False)
+    repo = Repository.open(root, cache_dir=tmp_path / "c", cache_budget="600KB")
+    ds = repo.dataset("d")
+    assert len(ds.manifest.shards) >= 5  # of about 200 KB: 3 fit the budget
+    lf = ds.where("i < 150").to_polars()  # the view is dropped at once; ds is kept
+    assert sum(1 for _ in ds.samples()) == 1000  # streams every shard through the budget
+    assert lf.collect().height == 150  # before: polars FileNotFoundError, evicted

@@ -211,8 +211,10 @@ class CacheBudget(CacheSpace):
                     f"no room in the cache {self.dir} for shard {digest[:12]} "
                     f"({format_bytes(nbytes)}): {format_bytes(used)} of the "
                     f"{self._limit_text(limit)} are held by live readers and "
-                    f"none was released in {self.wait_timeout:.0f}s. Raise the budget, lower "
-                    "prefetch, or run fewer readers on this machine at once"
+                    f"none was released in {self.wait_timeout:.0f}s: pipelines reading now (in "
+                    "this process too: a paused iterator holds its shard) and datasets whose "
+                    "to_polars() LazyFrame holds its files (drop the dataset to free them). "
+                    "Raise the budget, lower prefetch, or run fewer readers at once"
                 )
             time.sleep(_POLL)
 
