@@ -196,7 +196,7 @@ def resolve_settings(**explicit: Any) -> Settings:
                 break
     for key in _PATH_KEYS:
         if sources.get(key) == str(user) and user_raw.get(key):
-            _warn_relative(user, key, user_raw[key], values[key])
+            _warn_relative(user, key, local_form(user_raw[key]), values[key])
         values[key] = local_form(values[key])  # (from an argument or the environment)
     root = "" if values["root"] is None else str(values["root"])
     if not root.strip() or root[-1].isspace():  # " ", or anchored to a folder: "dir/ "

@@ -63,15 +63,16 @@ def format_bytes_up(n: float) -> str:
     """As :func:`format_bytes`, rounded up: a size given as "at least" must suffice when it
     is typed back (``1001818`` -> ``'1.1 MB'``, not ``'1.0 MB'``)."""
     units = ("B", "KB", "MB", "GB", "TB")
-    i, scaled = 0, float(n)
-    while abs(scaled) >= 1000 and i < len(units) - 1:
-        scaled, i = scaled / 1000, i + 1
+    whole = max(math.ceil(n), 0)
+    i = 0
+    while i < len(units) - 1 and whole >= 1000 ** (i + 1):
+        i += 1
     if i == 0:
-        return f"{math.ceil(scaled)} B"
-    up = math.ceil(round(scaled * 10, 6)) / 10  # (rounded first: 1.1 stays 1.1)
-    if up >= 1000 and i < len(units) - 1:
+        return f"{whole} B"
+    tenths = -(-whole * 10 // 1000 ** i)  # whole numbers: no float rounds it down
+    if tenths >= 10_000 and i < len(units) - 1:
         return f"1.0 {units[i + 1]}"
-    return f"{up:.1f} {units[i]}"
+    return f"{tenths // 10}.{tenths % 10} {units[i]}"
 
 
 def format_bytes(n: float) -> str:

@@ -13,7 +13,7 @@ from dload_arrow.sizes import format_bytes_up, parse_size
 
 
 @pytest.mark.parametrize("n", [0, 1, 999, 1000, 1001, 1_001_818, 999_950, 30_040_000,
-                               999_999_999, 12_345_678_901])
+                               999_999_999, 12_345_678_901, 1_100_000_001, 100_000_000_000_001])
 def test_a_size_rounded_up_is_never_less_than_the_size(n: int) -> None:
     text = format_bytes_up(n)
     assert parse_size(text.replace(" ", "")) >= n
@@ -36,7 +36,7 @@ def test_the_budget_a_refusal_asks_for_is_enough(tmp_path: Path) -> None:
     assert sum(1 for _ in again.dataset("big").samples()) == 60
 
 
-def test_a_lazyframe_of_a_where_view_keeps_its_files_while_the_dataset_lives(
+def test_a_lazyframe_of_a_kept_where_view_keeps_its_files_and_a_dropped_one_frees_them(
         tmp_path: Path) -> None:
     pytest.importorskip("polars")
     rng = random.Random(1)
@@ -47,6 +47,9 @@ def test_a_lazyframe_of_a_where_view_keeps_its_files_while_the_dataset_lives(
     repo = Repository.open(root, cache_dir=tmp_path / "c", cache_budget="600KB")
     ds = repo.dataset("d")
     assert len(ds.manifest.shards) >= 5  # of about 200 KB: 3 fit the budget
-    lf = ds.where("i < 150").to_polars()  # the view is dropped at once; ds is kept
+    for _ in range(3):  # views dropped at once hold nothing after: no pile on ds
+        ds.where("i < 150").to_polars()
+    view = ds.where("i < 150")
+    lf = view.to_polars()  # the documented pattern: keep the view
     assert sum(1 for _ in ds.samples()) == 1000  # streams every shard through the budget
-    assert lf.collect().height == 150  # before: polars FileNotFoundError, evicted
+    assert lf.collect().height == 150  # its files were held, not evicted

@@ -122,3 +122,44 @@ def test_numeric_budgets_are_read_as_numbers() -> None:
         resolve_settings(cache_budget=-5)
     assert resolve_settings(cache_budget=1e16).cache_budget == "10000000000000000"
     assert resolve_settings(cache_budget=2.5e9).cache_budget == "2500000000"
+
+
+def test_a_comment_with_a_unicode_line_separator_does_not_block_a_pin() -> None:
+    cwd = Path.cwd()
+    _, b = _two(cwd / "root")
+    text = "# why\u2028still the comment\n[datasets]\n"
+    (cwd / "dload.lock").write_text(text, encoding="utf-8")
+    dload("pin", "b", "--root", str(cwd / "root"), cwd=cwd)
+    got = (cwd / "dload.lock").read_text(encoding="utf-8")
+    assert got.startswith("# why\u2028still the comment\n[datasets]\n") and b in got
+
+
+def test_a_lock_with_mixed_line_ends_is_written_with_lf() -> None:
+    cwd = Path.cwd()
+    _two(cwd / "root")
+    (cwd / "dload.lock").write_bytes(b"# why\r\n[datasets]\n")
+    dload("pin", "b", "--root", str(cwd / "root"), cwd=cwd)
+    assert b"\r\n" not in (cwd / "dload.lock").read_bytes().replace(b"# why\r\n", b"")
+
+
+def test_a_file_url_in_the_user_config_is_not_called_relative(tmp_path: Path) -> None:
+    import warnings
+
+    from dload_arrow.config import user_config_path
+
+    user = user_config_path()
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(f'root = "file://{tmp_path}/abs"\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert resolve_settings().root == f"{tmp_path}/abs"
+
+
+def test_init_does_not_warn_of_a_file_above_the_ceiling(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    cwd = Path.cwd()
+    (cwd / "dload.toml").write_text('root = "data"\n')
+    (cwd / "proj").mkdir()
+    r = dload("init", "--project", "--cache-budget", "2GB", cwd=cwd / "proj",
+              env={"DLOAD_CEILING_DIRECTORIES": str(cwd / "proj")})
+    assert "hides" not in r.err

@@ -42,8 +42,8 @@ def shown_path(value: str | None) -> str | None:
 
 def _warn_hidden(path: Path) -> None:
     """A new project file below another one hides it: only the nearest dload.toml is read."""
-    outer = find_up("dload.toml", path.parent.parent)
-    if outer is None:
+    outer = find_up("dload.toml", path.parent)  # (not written yet: the one read now)
+    if outer is None or outer == path:
         return
     try:
         keys = ", ".join(f"{k}={redact_url(str(v))}" for k, v in tomllib.loads(

@@ -201,7 +201,6 @@ class Dataset(VersionFields, PipelineShortcuts):
             self.predicate & compiled.row_filter)
         view = Dataset(self.repo, self.manifest, predicate=predicate, units=units)
         view._filters = (*getattr(self, "_filters", ()), compiled)  # type: ignore[attr-defined]
-        view._holder = getattr(self, "_holder", self)  # type: ignore[attr-defined]
         return view
 
     @property
@@ -238,8 +237,8 @@ class Dataset(VersionFields, PipelineShortcuts):
         a tensor column is a ``pl.Array`` of its shape.
 
         The shard files are read in place (local root) or from the cache, checked for
-        feasibility and held (not evicted) while this dataset object lives, or the one it
-        was filtered from with where(): ``lf = ds.where(...).to_polars()`` with ``ds`` kept.
+        feasibility and held (not evicted) while this dataset object lives: for a view,
+        keep the view (``w = ds.where(...); lf = w.to_polars()``).
         """
         from dload_arrow.catalog.polars_view import scan_polars
         from dload_arrow.catalog.predicate import And
@@ -253,8 +252,7 @@ class Dataset(VersionFields, PipelineShortcuts):
         for f in filters:
             node = f.node if node is None else And(node, f.node)
         lf, files = scan_polars(self.context, self.manifest, self.units, node, columns)
-        holder: Any = getattr(self, "_holder", self)  # (a view keeps it alive in turn)
-        holder._held_files = [*getattr(holder, "_held_files", []), files]
+        self._held_files = [*getattr(self, "_held_files", []), files]
         return lf
 
     def head(self, n: int = 5, columns: Sequence[str] | None = None) -> pa.Table:

@@ -79,14 +79,15 @@ def write_lock(pins: dict[str, str], path: Path) -> None:
     """
     with open(path, newline="") if path.is_file() else contextlib.nullcontext() as f:
         old = "" if f is None else f.read()
-    eol = "\r\n" if "\r\n" in old else "\n"
+    eol = "\r\n" if "\r\n" in old and old.count("\r\n") == old.count("\n") else "\n"
     text = _edited(old, pins) if old.strip() else None
     if text is None or not _same_but_pins(old, text, pins):
         if set(_parsed(old)) - {"datasets"} or "#" in old:
             raise ConfigError(
-                f"cannot edit the pins in {path} in place: they are not written as a plain "
-                "[datasets] table (an inline table, dotted keys or a quoted header), and "
-                "rewriting the file would lose its comments or other tables. Write them as a "
+                f"cannot edit the pins in {path} in place (they are not written as a plain "
+                "[datasets] table: an inline table, dotted keys or a quoted header; or a "
+                "[datasets] line sits inside a multi-line string), and rewriting the file "
+                "would lose its comments or other tables. Write them as a "
                 '[datasets] table (a line [datasets], then name = "<version id>" lines) and '
                 "run the command again; the file is unchanged")
         text = _fresh(pins)
@@ -128,7 +129,9 @@ _TABLE = re.compile(r"^\s*\[")
 
 def _edited(old: str, pins: dict[str, str]) -> str | None:
     """``old`` with its ``[datasets]`` table set to ``pins``; None if it has no such table."""
-    lines = old.splitlines()
+    lines = old.replace("\r\n", "\n").split("\n")  # (not splitlines: U+2028 is no line end)
+    if lines and not lines[-1]:
+        lines.pop()
     start = next((i for i, line in enumerate(lines) if _HEADER.match(line)), None)
     if start is None:
         if "datasets" in _parsed(old):  # pins in another shape (an inline table)
