@@ -160,8 +160,10 @@ _EXAMPLES = {"root": '"s3://bucket/datasets"', "cache_dir": '"/scratch/dload-cac
              "cache_budget": '"50GB"', "endpoint_url": '"http://127.0.0.1:9000"'}
 
 
-def resolve_settings(**explicit: Any) -> Settings:
-    """Resolve every setting; ``explicit`` values (not None) win over everything else."""
+def resolve_settings(check: bool = True, **explicit: Any) -> Settings:
+    """Resolve every setting; ``explicit`` values (not None) win over everything else.
+    ``check=False`` skips the checks of the cache dir and endpoint (``dload status`` shows
+    such values before it reports what is wrong with them)."""
     layers: list[tuple[str, dict[str, Any]]] = [
         ("argument", {k: fs_text(v) for k, v in explicit.items() if v is not None}),
         ("env", {k: os.environ[e] for k, e in _ENV.items() if os.environ.get(e)}),
@@ -208,8 +210,9 @@ def resolve_settings(**explicit: Any) -> Settings:
             f"cache_dir is empty (from {sources.get('cache_dir', 'default')}): that would make "
             "the current directory the cache; give a directory, or leave cache_dir out for "
             f"the default, {_cache_home() / 'dload'}")
-    check_cache_dir(str(values["cache_dir"]), sources.get("cache_dir", "default"))
-    if values["endpoint_url"] is not None and root.lower().startswith("s3://"):
+    if check:
+        check_cache_dir(str(values["cache_dir"]), sources.get("cache_dir", "default"))
+    if check and values["endpoint_url"] is not None and root.lower().startswith("s3://"):
         check_endpoint(values["endpoint_url"], sources.get("endpoint_url", "default"))
     budget = budget_text(values["cache_budget"], sources.get("cache_budget", "default"))
     if budget.lower() not in ("auto", "unlimited"):
@@ -223,7 +226,8 @@ def resolve_settings(**explicit: Any) -> Settings:
         root=str(values["root"]),
         # absolute once, here: every part of a Repository (footers, shards, catalog) must
         # use one folder, whatever os.chdir() happens later
-        cache_dir=os.path.abspath(os.path.expanduser(str(values["cache_dir"]))),
+        cache_dir=str(values["cache_dir"]) if "://" in str(values["cache_dir"]) else
+        os.path.abspath(os.path.expanduser(str(values["cache_dir"]))),  # (check=False: shown)
         cache_budget=budget,
         endpoint_url=values["endpoint_url"],
         sources=sources,

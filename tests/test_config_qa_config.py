@@ -163,3 +163,14 @@ def test_init_does_not_warn_of_a_file_above_the_ceiling(monkeypatch: pytest.Monk
     r = dload("init", "--project", "--cache-budget", "2GB", cwd=cwd / "proj",
               env={"DLOAD_CEILING_DIRECTORIES": str(cwd / "proj")})
     assert "hides" not in r.err
+
+
+def test_status_shows_the_settings_before_refusing_a_bad_one() -> None:
+    cwd = Path.cwd()
+    r = dload("status", "--cache-dir", "s3://b/c", cwd=cwd, rc=1)
+    assert "cache_dir" in r.out and "s3://b/c" in r.out and "argument" in r.out
+    assert "is a URL" in r.err
+    r = dload("status", "--root", "s3://bucket/x", cwd=cwd, rc=1,
+              env={"DLOAD_ENDPOINT_URL": "minio:9000"})
+    assert "minio:9000" in r.out and "endpoint_url 'minio:9000' (from env)" in r.err
+    assert dload("status", "--json", "--cache-dir", "s3://b/c", cwd=cwd, rc=1).out == ""

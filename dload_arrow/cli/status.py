@@ -20,7 +20,7 @@ from dload_arrow.cli.output import (
 )
 from dload_arrow.cli.setup import shown_path
 from dload_arrow.config import KEYS, resolve_settings
-from dload_arrow.errors import DloadError
+from dload_arrow.errors import ConfigError, DloadError
 from dload_arrow.storage import LocalStorage, redact_url
 
 __all__ = ["COMMANDS", "cache_summary", "status"]
@@ -94,17 +94,18 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     Example:
       dload status --json
     """
-    settings = resolve_settings(root=root, cache_dir=cache_dir, cache_budget=cache_budget)
-    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    settings = resolve_settings(False, root=root, cache_dir=cache_dir,
+                                cache_budget=cache_budget)
+    try:
+        repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    except ConfigError:  # a setting no command can use: shown first, then the error
+        if not as_json:
+            _settings_table({k: (_shown(settings, k), settings.sources.get(k))
+                             for k in KEYS})
+        raise
     reach = _reach(repo)
-    shown = {
-        "settings": {
-            k: {"value": shown_path(getattr(settings, k)) if k in ("root", "cache_dir") else
-                redact_url(str(getattr(settings, k))) if getattr(settings, k) else None,
-                "source": settings.sources.get(k)}
-            for k in KEYS
-        },
-    }
+    shown = {"settings": {k: {"value": _shown(settings, k), "source": settings.sources.get(k)}
+                          for k in KEYS}}
     if shown["settings"]["endpoint_url"]["value"] is None:
         shown["settings"]["endpoint_url"] = _botocore_endpoint()
     out = {
@@ -115,12 +116,7 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     }
 
     def text() -> None:
-        # not print_table: it shortens cells to 40 characters, and a path must show whole
-        rows = [("setting", "value", "from")] + [
-            (k, v["value"] or "-", v["source"] or "-") for k, v in out["settings"].items()]
-        widths = [max(len(r[i]) for r in rows) for i in range(2)]
-        for r in rows:
-            click.echo(f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}")
+        _settings_table({k: (v["value"], v["source"]) for k, v in out["settings"].items()})
         if not reach["reachable"]:
             state = f"NOT reachable: {reach['error']}"
         elif reach["exists"] is False:
@@ -144,3 +140,20 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
 
 
 COMMANDS = [status]
+
+
+def _shown(settings: Any, key: str) -> str | None:
+    """A setting as status shows it: local paths absolute, URLs without credentials."""
+    value = getattr(settings, key)
+    if key in ("root", "cache_dir"):
+        return shown_path(value)
+    return redact_url(str(value)) if value else None
+
+
+def _settings_table(values: dict[str, tuple[str | None, str | None]]) -> None:
+    # not print_table: it shortens cells to 40 characters, and a path must show whole
+    rows = [("setting", "value", "from")] + [
+        (k, v or "-", source or "-") for k, (v, source) in values.items()]
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    for r in rows:
+        click.echo(f"{r[0].ljust(widths[0])}  {r[1].ljust(widths[1])}  {r[2]}")
