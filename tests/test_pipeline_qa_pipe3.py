@@ -10,22 +10,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_pipeline_args import _resume_through_json as _resumed
 
 import dload_arrow as dl
 
 
 def _alternating(epoch: int) -> Any:
     return iter(range(3) if epoch % 2 == 0 else [])  # even passes give 0, 1, 2; odd none
-
-
-def _resumed(make: Any, k: int) -> list[Any]:
-    p = make()
-    it = iter(p)
-    head = [next(it) for _ in range(k)]
-    state = json.loads(json.dumps(p.state_dict()))
-    q = make()
-    q.load_state_dict(state)
-    return head + list(q)
 
 
 def test_a_repeat_resumed_after_the_last_item_of_a_pass_counts_that_pass_as_giving() -> None:
