@@ -72,10 +72,9 @@ def budget_text(value: Any, source: str) -> str:
     if value != value or value in (float("inf"), float("-inf")):
         raise ConfigError(f"cache budget (from {source}) {value!r} is not a size; give bytes "
                           "or text such as '50GB', 'auto' or 'unlimited'")
-    if value < 0:
-        raise ConfigError(f"cache budget (from {source}) {value!r} must not be negative; give "
-                          "bytes or text such as '50GB', 'auto' or 'unlimited'")
-    return str(int(value))
+    from dload_arrow.sizes import parse_size  # (its checks: a negative number)
+
+    return str(parse_size(value, f"cache budget (from {source})"))
 
 
 def working_dir() -> Path:

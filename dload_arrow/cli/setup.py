@@ -6,7 +6,6 @@ import json
 import os
 import re
 import tomllib
-import urllib.parse
 from pathlib import Path
 
 import click
@@ -16,6 +15,7 @@ from dload_arrow.cli.output import (
     json_option,
 )
 from dload_arrow.config import KEYS, anchored, find_up, user_config_path
+from dload_arrow.config_values import check_endpoint
 from dload_arrow.errors import ConfigError
 from dload_arrow.sizes import parse_size
 from dload_arrow.storage import open_storage, redact_url
@@ -133,10 +133,7 @@ def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
 def _check_root(root: str | None, endpoint_url: str | None) -> None:
     """Refuse what every later command would refuse, before it is written to a file."""
     if endpoint_url is not None:
-        parts = urllib.parse.urlsplit(endpoint_url)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigError(f"--endpoint-url {redact_url(endpoint_url)!r} is not an http(s) "
-                              "URL; write it as https://host[:port]")
+        check_endpoint(endpoint_url, "--endpoint-url")  # as every command checks it
     if root is None:
         return
     if not root.strip():
