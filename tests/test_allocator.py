@@ -67,3 +67,43 @@ def test_dataloader_workers_allocate_with_the_fork_safe_pool(tmp_path: Path) -> 
     pipe = repo.dataset("d").pipeline().map(_backend)
     seen = set(StatefulLoader(as_iterable_dataset(pipe), num_workers=2))
     assert seen and not seen & {"mimalloc"}
+
+
+_REUSE = """
+import resource
+import dload_arrow
+import numpy as np, pyarrow as pa, pyarrow.compute as pc
+src = pa.array(np.ones(1 << 20, np.int64))  # 8 MiB: what a shuffled window's columns take
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(3):
+    pc.add(src, 1)  # made and freed: the next one may reuse its pages
+before = faults()
+for _ in range(20):
+    pc.add(src, 1)
+print(pa.default_memory_pool().backend_name, (faults() - before) // 20)
+"""
+
+
+def _pages_faulted_per_buffer(**env: str) -> tuple[str, int]:
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("ARROW_DEFAULT_MEMORY_POOL", "JE_ARROW_MALLOC_CONF")}
+    out = subprocess.run([sys.executable, "-c", _REUSE], capture_output=True, text=True,
+                         check=True, env={**environ, **env})
+    backend, faults = out.stdout.split()
+    return backend, int(faults)
+
+
+def test_jemalloc_reuses_freed_pages_instead_of_faulting_them_in_again() -> None:
+    backend, faults = _pages_faulted_per_buffer()
+    if backend != "jemalloc":
+        pytest.skip(f"Arrow allocates with {backend} here (no jemalloc in this pyarrow build)")
+    assert faults < 200, f"{faults} of 2048 pages faulted in again for each 8 MiB buffer"
+
+
+def test_the_users_own_jemalloc_options_stand() -> None:
+    backend, faults = _pages_faulted_per_buffer(JE_ARROW_MALLOC_CONF="muzzy_decay_ms:0,"
+                                                "dirty_decay_ms:0")
+    if backend != "jemalloc":
+        pytest.skip(f"Arrow allocates with {backend} here (no jemalloc in this pyarrow build)")
+    assert faults > 1000  # every page handed back at once, as the user asked
