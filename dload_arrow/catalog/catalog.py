@@ -17,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.args import kind
+from dload_arrow.catalog.call_versions import resolve_calls
 from dload_arrow.catalog.case_twins import refuse_case_twins
 from dload_arrow.catalog.files import ShardFiles, corrupt_copies
 from dload_arrow.catalog.interrupt import run_query
@@ -155,8 +156,10 @@ class Catalog:
             replacements: list[str] = []
             held: list[ShardFiles] = []
             try:
-                for i, call in enumerate(calls):
-                    manifest = self._resolve(call.name, call.version)
+                assert self._snapshot is not None
+                resolved = resolve_calls(calls, self._resolve, self._snapshot, self.storage,
+                                         self.refresh if refresh else None)
+                for i, (call, manifest) in enumerate(zip(calls, resolved, strict=True)):
                     self._check_stored(call.name, manifest.version)
                     refuse_case_twins(call.name, manifest.schema)
                     files = self._shard_files(manifest)
@@ -164,7 +167,8 @@ class Catalog:
                     key = f"__dload_samples_{i}"
                     if files.paths:
                         params[key] = files.paths
-                        replacements.append(f"read_parquet(${key})")
+                        # (no folder named like `x=1` above the files is a column)
+                        replacements.append(f"read_parquet(${key}, hive_partitioning = false)")
                     else:  # a version without shards: an empty table of its schema
                         _register(self.connection, key, _empty(manifest.schema))
                         replacements.append(key)
