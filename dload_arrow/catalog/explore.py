@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dload_arrow.args import check_bool
+from dload_arrow.args import check_bool, column_names
 from dload_arrow.catalog.column_stats import data_rows, manifest_rows, measured_only
 from dload_arrow.errors import ConfigError
 from dload_arrow.read.context import ReadContext
@@ -37,6 +37,7 @@ def to_arrow(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, in
              predicate: Predicate | None,
              columns: Sequence[str] | None = None) -> pa.Table:
     """Every (filtered) row of the view as one Table (``__key__`` first)."""
+    columns = column_names(columns, "to_arrow")  # read twice below: a generator once
     schema = projection(manifest.schema, columns)
     return pa.Table.from_batches(list(_batches(ctx, manifest, units, columns, predicate)),
                                  schema=schema)
@@ -52,6 +53,7 @@ def head(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int, int]] 
     head`` on S3 fetches a few MB, and fits any cache budget. With a predicate, shards are read
     in order (no prefetch) until ``n`` rows pass.
     """
+    columns = column_names(columns, "head")
     schema = projection(manifest.schema, columns)
     chosen = all_units(manifest) if units is None else list(units)
     if predicate is None:

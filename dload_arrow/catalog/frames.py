@@ -80,6 +80,8 @@ def pandas_frame(table: pa.Table) -> Any:
         elif column.null_count and pa.types.is_floating(column.type) and pc.any(
                 pc.is_nan(column)).as_py():
             frame.isetitem(i, _nullable_floats(column))
+        elif i in shaped:  # tensor cells: arrays of their shape, made above
+            continue
         elif _number_lists(column.type, pa.types.is_integer) and column.num_chunks and any(
                 pc.list_flatten(c).null_count or (pa.types.is_fixed_size_list(c.type)
                                                   and c.null_count) for c in column.chunks):
@@ -89,7 +91,7 @@ def pandas_frame(table: pa.Table) -> Any:
             frame.isetitem(i, _exact_list_cells(column))  # null stays None beside NaN
         elif _number_lists(column.type, _zoned):  # Arrow gives naive UTC: the zone kept
             frame.isetitem(i, _object_cells(column))
-        elif i not in shaped and is_nested(column.type) and (
+        elif is_nested(column.type) and (
                 nested := exact_cells(column)) is not None:
             frame.isetitem(i, nested)
     return frame
