@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -46,3 +47,24 @@ def test_columns_may_be_any_iterable_once(tmp_path: Path) -> None:
     view = ds.where("x > 1")
     assert view.to_arrow(columns=gen()).to_pylist() == [  # type: ignore[arg-type]
         {"__key__": ds.to_arrow()["__key__"][1].as_py(), "x": 2, "y": 4}]
+
+
+@pytest.mark.parametrize(("zone", "utc"), [
+    ("Europe/Berlin", "9999-12-31T23:00:00"),  # year 10000 in Berlin
+    ("America/New_York", "0001-01-01T01:00:00"),  # year 0 in New York
+    ("+05:30", "9999-12-31T20:00:00"),
+])
+def test_zoned_times_outside_years_1_to_9999_in_their_zone_are_refused(
+        tmp_path: Path, zone: str, utc: str) -> None:
+    from dload_arrow import SchemaError
+
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    ticks = int(np.datetime64(utc, "us").astype(np.int64))
+    col = pa.array([ticks], pa.int64()).cast(pa.timestamp("us", zone))
+    with pytest.raises(SchemaError, match=f"zone {re.escape(zone)}.*UTC"):
+        repo.commit("z", pa.table({"t": col}), progress=False)
+    assert repo.datasets() == []
+    last = int(np.datetime64("9999-12-31T00:00:00", "us").astype(np.int64))
+    ok = pa.array([last], pa.int64()).cast(pa.timestamp("us", "UTC"))
+    repo.commit("u", pa.table({"t": ok}), progress=False)  # in range in its zone
+    assert repo.dataset("u")[0]["t"].year == 9999

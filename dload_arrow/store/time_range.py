@@ -11,6 +11,8 @@ Times nested in lists, structs and maps are checked too, named by their path in 
 
 from __future__ import annotations
 
+import datetime as dt
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,6 +44,8 @@ def check_time_range(name: str, col: pa.Array | pa.ChunkedArray) -> None:
     mm = pc.min_max(ticks)
     low, high = mm["min"].as_py(), mm["max"].as_py()
     if lo <= low and high <= hi:
+        if pa.types.is_timestamp(t) and t.tz:
+            _check_in_zone(name, t, low, high)
         return
     bad = high if high > hi else low
     when = str(np.array(bad, dtype=f"datetime64[{unit}]"))
@@ -93,3 +97,22 @@ def _check_values(path: str, arr: pa.Array) -> None:
         _check_values(f"{path}[]", arr.flatten())
     else:
         check_time_range(path, arr)
+
+
+def _check_in_zone(name: str, t: pa.TimestampType, low: int, high: int) -> None:
+    """A zoned time is read back in its zone: the first and last instants, in range in UTC,
+    must be in range there too (9999-12-31 23:00 UTC is year 10000 in Berlin)."""
+    zone = pa.lib.string_to_tzinfo(t.tz)
+    per = _PER_SECOND[t.unit]
+    for tick in (low, high):
+        moment = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(
+            microseconds=tick * (10**6 // per))
+        try:
+            moment.astimezone(zone)
+        except (OverflowError, ValueError):
+            raise SchemaError(
+                f"column {name!r} ({t}) holds {moment:%Y-%m-%d %H:%M:%S} UTC, which is outside "
+                f"years 1-9999 in the column's zone {t.tz}: Python's datetime cannot hold it "
+                "there, so describe() and samples() would fail on it; store the column in UTC "
+                f"(col.cast(pa.timestamp({t.unit!r}, 'UTC'))), or leave those rows out"
+            ) from None
