@@ -68,3 +68,19 @@ def test_zoned_times_outside_years_1_to_9999_in_their_zone_are_refused(
     ok = pa.array([last], pa.int64()).cast(pa.timestamp("us", "UTC"))
     repo.commit("u", pa.table({"t": ok}), progress=False)  # in range in its zone
     assert repo.dataset("u")[0]["t"].year == 9999
+
+
+def test_to_polars_refuses_list_views_with_a_way_out(tmp_path: Path) -> None:
+    from dload_arrow import SchemaError
+
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    lv = pa.ListViewArray.from_arrays(pa.array([0, 2]), pa.array([2, 1]), pa.array([1, 2, 3]))
+    repo.commit("lv", pa.table({"x": [1, 2], "v": lv}), progress=False)
+    ds = repo.dataset("lv")
+    for columns in (None, ["x"]):
+        with pytest.raises(SchemaError, match=r"column 'v'.*list views.*to_arrow"):
+            ds.to_polars(columns=columns)
+    assert ds.to_arrow().column("v").to_pylist() == [[1, 2], [3]]
+    fixed = pa.array(lv.to_pylist(), pa.list_(lv.type.value_type))  # the message's way out
+    repo.commit("l", pa.table({"x": [1, 2], "v": fixed}), progress=False)
+    assert repo.dataset("l").to_polars().collect()["v"].to_list() == [[1, 2], [3]]
