@@ -84,3 +84,29 @@ def test_to_polars_refuses_list_views_with_a_way_out(tmp_path: Path) -> None:
     fixed = pa.array(lv.to_pylist(), pa.list_(lv.type.value_type))  # the message's way out
     repo.commit("l", pa.table({"x": [1, 2], "v": fixed}), progress=False)
     assert repo.dataset("l").to_polars().collect()["v"].to_list() == [[1, 2], [3]]
+
+
+def test_types_parquet_cannot_store_are_refused_with_a_way_out(tmp_path: Path) -> None:
+    import pyarrow.compute as pc
+
+    from dload_arrow import SchemaError
+
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    wait = repo.sql("select interval '90 minutes' as wait")  # what DuckDB gives for INTERVAL
+    with pytest.raises(SchemaError, match=r"'wait'.*\(interval\); .*epoch\(col\)"):
+        repo.commit("w", wait, progress=False)
+    nested = pa.array([[pa.MonthDayNano([0, 0, 5])]], pa.list_(pa.month_day_nano_interval()))
+    with pytest.raises(SchemaError, match=r"\(interval at 'n\[\]'\)"):
+        repo.commit("w", pa.table({"n": nested}), progress=False)
+    ree = pa.RunEndEncodedArray.from_arrays([2], pa.array([7]))
+    with pytest.raises(SchemaError, match="run_end_decode"):
+        repo.commit("w", pa.table({"r": ree}), progress=False)
+    union = pa.UnionArray.from_sparse(pa.array([0, 1], pa.int8()),
+                                      [pa.array([1, 2]), pa.array(["a", "b"])])
+    with pytest.raises(SchemaError, match="union"):
+        repo.commit("w", pa.table({"u": union}), progress=False)
+    assert repo.datasets() == []
+    seconds = repo.sql("select epoch(interval '90 minutes') as wait")  # the way out
+    repo.commit("w", seconds, progress=False)
+    repo.commit("r", pa.table({"r": pc.run_end_decode(ree)}), progress=False)
+    assert repo.dataset("w")[0]["wait"] == 5400 and repo.dataset("r")[1]["r"] == 7

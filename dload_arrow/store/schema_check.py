@@ -32,6 +32,7 @@ def check_schema(schema: pa.Schema) -> None:
                 "other than a space (filters, SQL and DataFrames address it by name); rename it"
             )
         _check_shape(field)
+        _check_storable(field)
         path = _empty_struct(field.type, field.name)
         if path is not None:
             raise SchemaError(
@@ -71,6 +72,45 @@ def _check_shape(field: pa.Field) -> None:
             f"column {field.name!r}: tensor shape {tuple(shape)} holds {math.prod(shape)} "
             f"values, but the column's fixed-size lists hold {size}; {fix}"
         )
+
+
+_WAYS_OUT = {
+    "interval": "store it as a number (in DuckDB, epoch(col) gives seconds) or as a duration "
+                "(pa.duration('us'))",
+    "run_end_encoded": "decode it first (pyarrow.compute.run_end_decode(col))",
+    "union": "split it into one column per kind of value, or store each value as text",
+}
+
+
+def _check_storable(field: pa.Field) -> None:
+    """Refuse the Arrow types Parquet has no type for, naming the way out."""
+    found = _unstorable(field.type, field.name)
+    if found is not None:
+        path, what = found
+        at = "" if path == field.name else f" at {path!r}"
+        raise SchemaError(
+            f"column {field.name!r} ({field.type}) holds values of a type Parquet cannot "
+            f"store ({what}{at}); {_WAYS_OUT[what]}, or drop the column"
+        )
+
+
+def _unstorable(t: pa.DataType, path: str) -> tuple[str, str] | None:
+    if pa.types.is_interval(t):
+        return path, "interval"
+    if pa.types.is_run_end_encoded(t):
+        return path, "run_end_encoded"
+    if pa.types.is_union(t):
+        return path, "union"
+    if pa.types.is_dictionary(t):
+        return _unstorable(t.value_type, path)
+    for i in range(t.num_fields):
+        child = t.field(i)
+        sub = f"{path}[]" if t.num_fields == 1 and not pa.types.is_struct(t) else (
+            f"{path}.{child.name}")
+        found = _unstorable(child.type, sub)
+        if found is not None:
+            return found
+    return None
 
 
 def _empty_struct(t: pa.DataType, path: str) -> str | None:
