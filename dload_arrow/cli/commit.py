@@ -74,12 +74,14 @@ def _input_options(f: F) -> F:
 
 def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence[str],
                split: str | None, key_column: str | None, endpoint_url: str | None,
-               stored: Any = None) -> tuple[Any, str | None, dict[str, Any]]:
+               stored: Any = None, store_dirs: Sequence[str] = ()
+               ) -> tuple[Any, str | None, dict[str, Any]]:
     """``(samples, key, report)`` for ``repo.commit`` from a ``--from`` location.
 
     ``split`` is None when ``--split`` was not given (``"last"`` for files and archives).
     ``stored``: the schema of an append's dataset (CSV columns it stores as text are read
-    as text, partition folders take its types).
+    as text, partition folders take its types). ``store_dirs``: the repository's own local
+    folders, never read as samples.
     """
     from dload_arrow.ingest import Globs, GlobWarning, detect_kind, open_source, open_table
     from dload_arrow.ingest.tables import table_listing
@@ -110,7 +112,8 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                 "table"
             )
         src = open_source(source, kind=kind, include=include, exclude=exclude,
-                          split=split or "last", endpoint_url=endpoint_url)
+                          split=split or "last", endpoint_url=endpoint_url,
+                          store_dirs=store_dirs)
         src.progress = progress_enabled()  # the CLI's rule: a terminal (a listing pass counter)
         return src.reader(), None, {"kind": kind, **src.report.to_dict()}
 
@@ -128,8 +131,9 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         kwargs["recipe"] = _read_recipe(recipe)
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False, keeps=True)
     stored = latest_schema(repo, name) if append_mode else None
+    own = [repo.settings.cache_dir] + ([repo.storage.root] if repo.storage.is_local else [])
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
-                                      repo.settings.endpoint_url, stored)
+                                      repo.settings.endpoint_url, stored, own)
     kwargs["key"] = key
     if append_mode:
         samples = fit_to(stored, name, source, samples, key, report["kind"])

@@ -108,16 +108,19 @@ def open_source(
     exclude: Sequence[str] = (),
     split: str = "last",
     endpoint_url: str | None = None,
+    store_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> SampleSource:
     """The sample source of a directory or an archive (tables: :func:`open_table`).
 
     ``location``: a local path (str or pathlib.Path), a ``file://`` URL or a remote URL.
+    ``store_dirs``: folders a directory's walk leaves out (a local storage root, a cache).
     """
     location = os.fspath(location)
     if kind == "auto":
         kind = detect_kind(location, endpoint_url=endpoint_url, include=include, exclude=exclude)
     if kind == "files":
-        return DirectorySource(location, include=include, exclude=exclude, split=split)
+        return DirectorySource(location, include=include, exclude=exclude, split=split,
+                               store_dirs=store_dirs)
     if kind == "archive":
         return open_archive(
             location, include=include, exclude=exclude, split=split, endpoint_url=endpoint_url

@@ -20,7 +20,9 @@ class DirectorySource(SampleSource):
 
     Symbolic links are not followed (a link could point anywhere on the machine): they are
     reported as skipped, like sockets and other special files. Hidden directories (``.git``,
-    ``.ipynb_checkpoints``) are not entered and are reported as skipped. A ``\\`` in a file
+    ``.ipynb_checkpoints``) are not entered and are reported as skipped, and so are
+    ``store_dirs``: dload's own folders (the CLI passes its local storage root and cache, so
+    a folder holding them never commits its store as samples). A ``\\`` in a file
     name reads as ``/``, as in archives, so a folder and its zip give the same keys.
     """
 
@@ -31,9 +33,12 @@ class DirectorySource(SampleSource):
         include: Sequence[str] = (),
         exclude: Sequence[str] = (),
         split: str = "last",
+        store_dirs: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         local = local_path(os.fspath(path))  # a file:// URL is its path, as for archives
         self.root = os.path.abspath(local)
+        # dload's own folders (a local storage root, the cache): never samples
+        self._store_dirs = {os.path.realpath(os.fspath(d)) for d in store_dirs}
         remote = is_remote(os.fspath(path))
         if remote:
             # A remote folder (not read yet) or a missing object says so here.
@@ -50,6 +55,14 @@ class DirectorySource(SampleSource):
             )
         if not os.path.isdir(self.root):
             raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")
+        real = os.path.realpath(self.root)
+        for d in self._store_dirs:
+            if real == d or real.startswith(d + os.sep):
+                raise ConfigError(
+                    f"{os.fspath(path)!r} is inside {d}, where dload keeps its own data (the "
+                    "storage root or the cache): its files are shards and manifests, not "
+                    "samples; point --from at the folder of your files"
+                )
         super().__init__(os.fspath(path), include=include, exclude=exclude, split=split)
 
     def _list(self) -> list[Entry]:
@@ -61,6 +74,9 @@ class DirectorySource(SampleSource):
             for d in list(dirnames):
                 if os.path.islink(os.path.join(dirpath, d)):
                     self._skipped.append((rel_dir + d, "symbolic link (not followed)"))
+                    dirnames.remove(d)
+                elif os.path.realpath(os.path.join(dirpath, d)) in self._store_dirs:
+                    self._skipped.append((rel_dir + d + "/", "dload's own data (not read)"))
                     dirnames.remove(d)
                 elif d.startswith("."):
                     self._skipped.append((rel_dir + d + "/", "hidden directory (not read)"))

@@ -94,6 +94,8 @@ _SKIP_TEXT = {
         "hard links in a tar to no file stored before them", "recreate the tar with "
         "`tar --hard-dereference` to store each name's data"),
     "hidden directory (not read)": ("hidden directories, not read", ""),
+    "dload's own data (not read)": (
+        "folders of dload's own data (this repository's storage root or cache), not read", ""),
     "not a regular file": ("entries that are not regular files", ""),
 }
 

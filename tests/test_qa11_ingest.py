@@ -1,0 +1,41 @@
+"""QA round "ingest3": committing from a shell, the folder around the store, odd entries."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from test_cli import dload
+
+
+def _project(tmp_path: Path) -> Path:
+    imgs = tmp_path / "data" / "imgs"
+    imgs.mkdir(parents=True)
+    (imgs / "a.jpg").write_bytes(b"A")
+    (imgs / "b.jpg").write_bytes(b"B")
+    return tmp_path
+
+
+def test_a_folder_holding_the_root_and_cache_commits_only_its_own_files(tmp_path: Path) -> None:
+    cwd = _project(tmp_path)
+    where = ["--root", "data/store", "--cache-dir", "data/cache"]
+    first = dload("commit", "photos", "--from", "data", *where, "--json", cwd=cwd).json
+    keys = dload("sql", "select __key__ from samples('photos') order by 1", "--json", *where,
+                 cwd=cwd).json  # (fills the cache with the manifest)
+    assert [r["__key__"] for r in keys] == ["imgs/a", "imgs/b"]
+    again = dload("commit", "photos", "--from", "data", *where, "--json", cwd=cwd).json
+    assert first["version"] == again["version"]  # the store's files never became samples
+    skipped = {s["name"]: s["reason"] for s in again["source"]["skipped"]}
+    assert skipped == {"cache/": "dload's own data (not read)",
+                       "store/": "dload's own data (not read)"}
+    text = dload("append", "photos", "--from", "data", *where, cwd=cwd, rc=1)
+    assert "already" in text.err  # the same two keys again, not the store's files
+
+
+def test_from_inside_the_root_is_refused(tmp_path: Path) -> None:
+    cwd = _project(tmp_path)
+    where = ["--root", "data/store", "--cache-dir", "data/cache"]
+    dload("commit", "photos", "--from", "data/imgs", *where, cwd=cwd)
+    r = dload("commit", "x", "--from", "data/store/datasets", *where, cwd=cwd, rc=1)
+    assert "where dload keeps its own data" in r.err and "point --from" in r.err
+    assert json.loads(dload("ls", "--json", *where, cwd=cwd).out)[0]["name"] == "photos"
