@@ -39,3 +39,24 @@ def test_from_inside_the_root_is_refused(tmp_path: Path) -> None:
     r = dload("commit", "x", "--from", "data/store/datasets", *where, cwd=cwd, rc=1)
     assert "where dload keeps its own data" in r.err and "point --from" in r.err
     assert json.loads(dload("ls", "--json", *where, cwd=cwd).out)[0]["name"] == "photos"
+
+
+def test_a_tar_with_an_entry_stored_again_later_says_twice(tmp_path: Path) -> None:
+    import io
+    import tarfile
+
+    import pytest
+
+    from dload_arrow import SchemaError
+    from dload_arrow.ingest import open_archive
+
+    path = tmp_path / "data.tar"
+    with tarfile.open(path, "w") as tf:  # what `tar -rf data.tar a.bin` makes of an update
+        for name, data in [("a.bin", b"first"), ("b.bin", b"other"), ("a.bin", b"second")]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    with pytest.raises(SchemaError, match=r"holds the entry 'a\.bin' twice"):
+        open_archive(str(path)).keys()
+    r = dload("commit", "d", "--from", str(path), "--root", "root", cwd=tmp_path, rc=1)
+    assert "twice" in r.err and "adjacent" not in r.err

@@ -137,9 +137,10 @@ class SampleSource:
         for n, _ in self._skipped:
             self.globs.note_skipped(n)
         report.unused_globs = self.globs.describe_unused(self.location)
+        # grouped first: an entry stored twice (`tar -rf`) is named as such, not as a stray
+        groups = group_entries(entries, self.split, self.location, report)
         if not self.random_access:
             check_adjacent(entries, self.split, self.location)
-        groups = group_entries(entries, self.split, self.location, report)
         report.unmatched = [_shown(n) for n in report.unmatched]
         if self.random_access:
             groups = dict(sorted(groups.items()))
