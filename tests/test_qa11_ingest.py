@@ -60,3 +60,39 @@ def test_a_tar_with_an_entry_stored_again_later_says_twice(tmp_path: Path) -> No
         open_archive(str(path)).keys()
     r = dload("commit", "d", "--from", str(path), "--root", "root", cwd=tmp_path, rc=1)
     assert "twice" in r.err and "adjacent" not in r.err
+
+
+def test_an_unreadable_file_is_named_with_the_fix(tmp_path: Path) -> None:
+    import subprocess
+
+    from test_cli import DLOAD
+    from test_roots_qa7 import _unprivileged
+
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    (data / "a.bin").write_bytes(b"ok")
+    (data / "sub" / "b.bin").write_bytes(b"s")
+    (data / "sub" / "b.bin").chmod(0)
+    argv = [DLOAD, "commit", "u", "--from", str(data), "--root", str(tmp_path / "root")]
+    r = subprocess.run(_unprivileged(argv), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert "cannot read" in r.stderr and "sub/b.bin" in r.stderr and "chmod u+r" in r.stderr
+    excluded = subprocess.run(_unprivileged([*argv, "--exclude", "/sub/b.bin"]),
+                              capture_output=True, text=True, timeout=120)
+    assert excluded.returncode == 0, excluded.stderr  # the message's --exclude works
+
+
+def test_a_file_removed_after_the_listing_says_the_folder_changed(tmp_path: Path) -> None:
+    import pytest
+
+    from dload_arrow.ingest import DirectorySource
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("a.bin", "b.bin"):
+        (data / name).write_bytes(b"x")
+    src = DirectorySource(data)
+    assert src.keys() == ["a", "b"]  # listed
+    (data / "b.bin").unlink()
+    with pytest.raises(FileNotFoundError, match=r"listed, then removed.*changed during"):
+        list(src.reader())

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 
 from dload_arrow.errors import ConfigError, NotFoundError, SchemaError, UnsafePathError
+from dload_arrow.ingest.globs import exact_path
 from dload_arrow.ingest.grouping import Entry, check_entry_name
 from dload_arrow.ingest.kinds import file_kind, wrong_as
 from dload_arrow.ingest.location import is_remote, local_path, open_binary
@@ -122,5 +123,15 @@ class DirectorySource(SampleSource):
                       "out with --exclude (exclude= in Python)") from e
 
     def _read(self, entry: Entry) -> bytes:
-        with open(entry.ref, "rb") as f:
-            return f.read()
+        try:
+            with open(entry.ref, "rb") as f:
+                return f.read()
+        except FileNotFoundError as e:
+            raise type(e)(e.errno, f"{entry.ref!r} was listed, then removed before it was read "
+                          f"({e.strerror}): the folder {self.location!r} changed during the "
+                          "commit; commit again once it stops changing") from e
+        except OSError as e:
+            raise type(e)(e.errno, f"cannot read {entry.ref!r} in {self.location!r} "
+                          f"({e.strerror}): make it readable (e.g. `chmod u+r {entry.ref}`), "
+                          "move it out of the folder, or leave it out with --exclude "
+                          f"{exact_path(entry.name)!r} (exclude= in Python)") from e
