@@ -96,3 +96,16 @@ def test_a_file_removed_after_the_listing_says_the_folder_changed(tmp_path: Path
     (data / "b.bin").unlink()
     with pytest.raises(FileNotFoundError, match=r"listed, then removed.*changed during"):
         list(src.reader())
+
+
+def test_control_characters_in_names_are_escaped_in_reports_and_export(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "ok.bin").write_bytes(b"1")
+    (data / "NO\nTES").write_bytes(b"x")  # no extension: reported as not ingested
+    (data / "new\nline.bin").write_bytes(b"2")
+    r = dload("commit", "d", "--from", str(data), "--root", "root", cwd=tmp_path)
+    assert "(NO\\nTES)" in r.err and "NO\nTES" not in r.err
+    out = tmp_path / "out"
+    e = dload("export", "d", "new\nline", "--to", str(out), "--root", "root", cwd=tmp_path)
+    assert e.out.strip().endswith("new\\nline.bin") and (out / "new\nline.bin").read_bytes() == b"2"

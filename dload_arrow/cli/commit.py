@@ -17,7 +17,7 @@ from dload_arrow.cli.output import (
     progress_enabled,
     root_options,
 )
-from dload_arrow.errors import ConfigError, SchemaError
+from dload_arrow.errors import ConfigError, SchemaError, escaped
 from dload_arrow.sizes import format_bytes, parse_size
 
 __all__ = ["COMMANDS", "append", "commit", "read_input"]
@@ -165,17 +165,18 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         click.echo(f"{'appended to' if append_mode else 'committed'} {v.name}@{v.version[:12]}: "
                    f"{v.num_rows} rows in {v.shards_total} shards ({format_bytes(v.bytes_total)}); "
                    f"{_upload_text(v, shard_bytes, manifest_bytes)} in {v.seconds:.1f}s")
+        # (names escaped: a newline or ESC in a file name must not split or drive the output)
         if report.get("unmatched"):
-            shown = ", ".join(report["unmatched"][:5])
+            shown = escaped(", ".join(report["unmatched"][:5]))
             click.echo(f"not ingested: {len(report['unmatched'])} files without an extension "
                        f"or hidden ({shown}{', ...' if len(report['unmatched']) > 5 else ''})",
                        err=True)
         if report.get("ignored"):
-            shown = ", ".join(report["ignored"][:5])
+            shown = escaped(", ".join(report["ignored"][:5]))
             click.echo(f"not read: {len(report['ignored'])} files that are not tables ({shown}"
                        f"{', ...' if len(report['ignored']) > 5 else ''})", err=True)
         for line in _skipped_lines(report):
-            click.echo(line, err=True)
+            click.echo(escaped(line), err=True)
         for line in report.get("unused_globs", []):
             click.echo(f"warning: {line}", err=True)
         if repeated:

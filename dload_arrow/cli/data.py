@@ -18,7 +18,7 @@ from dload_arrow.cli.output import (
     root_options,
     root_problem,
 )
-from dload_arrow.errors import IntegrityError, NotFoundError, UnsafePathError
+from dload_arrow.errors import IntegrityError, NotFoundError, UnsafePathError, escaped
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.names import KEY_COLUMN, shard_path
 
@@ -150,7 +150,7 @@ def export(spec: str, key: str | None, index: int | None, dest: str, root: str |
     _check_export_key(str(sample[KEY_COLUMN]), f"{name}@{ds.version[:12]}")
     written = write_sample_files(sample, dest, ds.schema)
     emit({"name": name, "version": ds.version, "files": written}, as_json,
-         lambda: click.echo("\n".join(written)))
+         lambda: click.echo("\n".join(escaped(w) for w in written)))  # a name's \n escaped
 
 
 def _sha256(storage: Any, path: str, size: int, bar: Any) -> str:
