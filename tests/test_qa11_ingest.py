@@ -109,3 +109,13 @@ def test_control_characters_in_names_are_escaped_in_reports_and_export(tmp_path:
     out = tmp_path / "out"
     e = dload("export", "d", "new\nline", "--to", str(out), "--root", "root", cwd=tmp_path)
     assert e.out.strip().endswith("new\\nline.bin") and (out / "new\nline.bin").read_bytes() == b"2"
+
+
+def test_an_empty_tar_gz_is_called_empty_not_a_non_tar(tmp_path: Path) -> None:
+    import gzip
+
+    for name in ("photos.tar.gz", "photos.tgz", "zero.tar.gz"):
+        path = tmp_path / name
+        path.write_bytes(b"" if name != "zero.tar.gz" else gzip.compress(b""))
+        r = dload("commit", "d", "--from", str(path), "--root", "root", cwd=tmp_path, rc=1)
+        assert "is empty or truncated" in r.err and "not a tar archive" not in r.err, r.err

@@ -136,9 +136,14 @@ class TarSource(SampleSource):
             if decoded and tail.pos == 0 and codec == "zstd":  # a cut frame gives 0 bytes
                 return (f"{self.location} is truncated: its zstd stream ends before the first "
                         f"tar entry is complete ({type(e).__name__}: {e}); {fix}")
-            # no tar header: not a tar, unless the compressed stream is itself corrupt (a
-            # byte changed early decodes to garbage; gzip's CRC at the end tells)
-            if decoded and start is not None and not is_header(start) and drains(tail):
+            # the compressed stream decodes to its end: a byte changed early decodes to
+            # garbage, and gzip's CRC at the end tells
+            intact = decoded and drains(tail)
+            if intact and tail.pos == 0:  # gzip reads a 0-byte file as no data, no error
+                return (f"{self.location} is empty or truncated: it decompresses to no bytes "
+                        f"at all (a failed download or copy?); {fix}")
+            # no tar header: not a tar, unless the compressed stream is itself corrupt
+            if intact and start is not None and not is_header(start):
                 inner = compressed_table(self.location)
                 if inner:  # a compressed table: x.csv.gz
                     return (f"{self.location} is {inner[0]} compressed with {codec}, which is "
