@@ -271,6 +271,7 @@ def test_s3_archives_with_spaces_and_accents_in_their_names_are_read(
     ({"img.jpg": b"a", "img.seg.png": b"b", "img.txt": b"c"}, "last"),  # keys img, img.seg
     ({"x.seg.png": b"a", "x-1.jpg": b"b", "x.jpg": b"c"}, "first"),
     ({"-dash.jpg": b"1", "a b\\c.jpg": b"2", "n.jpg": b"3"}, "last"),  # not tar's options
+    ({"ta\tb.jpg": b"1", "ta.jpg": b"2", "new\nline.jpg": b"3", "t.jpg": b"4"}, "last"),
 ])
 def test_the_advised_command_writes_a_tar_in_key_order(
         tmp_path: Path, run: RunFn, files: dict[str, bytes], split: str) -> None:

@@ -34,12 +34,15 @@ def key_order_command(split: str = "last", out: str = "../data.tar") -> str:
     the file name, or the first with ``split="first"``), a byte-order sort (``LC_ALL=C``: the
     order of Python's str comparison for UTF-8) sorts by key then name, and tar takes the
     names in that order. A tab sorts before any printable character, so ``cat`` comes before
-    ``cat-2`` as in Python.
+    ``cat-2`` as in Python; a tab inside a key reads as a vertical tab there, so the first tab
+    is the one awk put. Names go NUL-separated from ``find`` to ``tar``: a newline in a name
+    is kept.
     """
     ext = r"\.[^/]*$" if split == "first" else r"\.[^./]*$"
-    return (f"find . -type f | sed 's,^\\./,,' | awk '{{k=$0; sub(/{ext}/, \"\", k); "
-            f"print k \"\\t\" $0}}' | LC_ALL=C sort | cut -f2- | "
-            f"tar -cf {out} --no-recursion --verbatim-files-from --no-unquote -T -")
+    return (f"find . -type f -print0 | sed -z 's,^\\./,,' | awk 'BEGIN{{RS=ORS=\"\\0\"}} "
+            f"{{k=$0; sub(/{ext}/, \"\", k); gsub(/\\t/, \"\\v\", k); "
+            f"print k \"\\t\" $0}}' | LC_ALL=C sort -z | cut -z -f2- | "
+            f"tar -cf {out} --no-recursion --null --no-unquote -T -")
 
 
 def check_adjacent(entries: Sequence[Entry], split: str, where: str) -> None:
