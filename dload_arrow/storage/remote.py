@@ -17,7 +17,7 @@ from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_t
 from dload_arrow.storage.s3_conditional import lost_race, refused_credentials, refused_write
 from dload_arrow.storage.s3_get import s3_download, s3_get_object
 from dload_arrow.storage.s3_root import REFUSED_CREDENTIALS, check_s3_url, missing_bucket
-from dload_arrow.storage.shared_fs import s3_filesystem
+from dload_arrow.storage.shared_fs import forget_inherited, s3_filesystem
 
 __all__ = ["FsspecStorage"]
 
@@ -69,6 +69,9 @@ class FsspecStorage:
     def fs(self) -> Any:
         if self._fs is None or self._pid != os.getpid():
             import fsspec
+
+            if self._fs is not None:  # forked: the parent's instance is left to the parent
+                forget_inherited(self._fs)
 
             opts = dict(self._options)
             try:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import os
 import threading
+import weakref
 from typing import Any
 
-__all__ = ["s3_filesystem", "shared_filesystem"]
+__all__ = ["forget_inherited", "s3_filesystem", "shared_filesystem"]
 
 _LOCK = threading.Lock()
 _CACHE: dict[str, Any] = {}
@@ -54,6 +55,8 @@ def shared_filesystem(protocol: str, options: dict[str, Any],
         return build()
     with _LOCK:
         if _PID[0] != os.getpid():  # a forked child: the parent's clients are not ours
+            for inherited in _CACHE.values():
+                forget_inherited(inherited)
             _CACHE.clear()
             _PID[0] = os.getpid()
         fs = _CACHE.get(key)
@@ -61,6 +64,20 @@ def shared_filesystem(protocol: str, options: dict[str, Any],
             fs = build()
             _CACHE[key] = fs
         return fs
+
+
+def forget_inherited(fs: Any) -> None:
+    """Drop the clean-up that ``fs``, a filesystem a forked child inherited, would run when
+    collected: s3fs closes its session then, and in the child that session and its event
+    loop are the parent's (DataLoader workers printed "Task exception was never retrieved
+    ... attached to a different loop" tracebacks). The parent closes its own."""
+    registry = getattr(weakref.finalize, "_registry", None)  # CPython's, since 3.4
+    if not isinstance(registry, dict):
+        return
+    for fin in list(registry):
+        info = fin.peek()
+        if info is not None and info[0] is fs:
+            fin.detach()
 
 
 # s3fs repeats a failed call (a timeout too) this many times, each with botocore's attempts
