@@ -149,7 +149,9 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
         expected = ""
         if version is not None:
             vid = repo.resolve(name, version)
-            rest = [v.version for v in versions if v.version != vid]
+            # latest steps back as rm will move it: to where it pointed before (a rollback
+            # counts), not merely to the newest remaining version
+            rest = repo._fallback_order(name, [v for v in versions if v.version != vid])
             expected = _ref_text(before, _refs_after_rm(before, vid, rest), future=True)
         click.confirm(f"remove {what}?{f' ({expected})' if expected else ''}", abort=True,
                       err=as_json)  # --json: stdout holds only the JSON
@@ -172,8 +174,8 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
 
 
 def _refs_after_rm(refs: dict[str, str], vid: str, rest: list[str]) -> dict[str, str]:
-    """The refs once ``vid`` is removed (as ``Repository.rm`` does): latest moves to the newest
-    remaining version, other refs at ``vid`` are deleted."""
+    """The refs once ``vid`` is removed (as ``Repository.rm`` does): latest moves to the first
+    of ``rest`` (rm's fallback order), other refs at ``vid`` are deleted."""
     out = {r: v for r, v in refs.items() if v != vid}
     if refs.get("latest") == vid and rest:
         out["latest"] = rest[0]

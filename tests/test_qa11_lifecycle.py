@@ -1,0 +1,35 @@
+"""QA round "lifecycle2": rm's question, half-removed datasets, NAME@VERSION where rm wants
+--version, removed versions asked for by full id."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+from cli_run import RunFn, runner
+
+from dload_arrow import Repository
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_rm_asks_with_where_latest_really_steps_back_after_a_rollback(
+        run: RunFn, local_root: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = Repository.open(local_root)
+    good = repo.commit("ds", {"a": {"x": b"good"}}, progress=False).version
+    bad = repo.commit("ds", {"a": {"x": b"bad"}}, progress=False).version
+    repo.commit("ds", {"a": {"x": b"good"}}, progress=False)  # a rollback to good
+    more = repo.append("ds", {"b": {"x": b"more"}}, progress=False).version
+    monkeypatch.setattr(sys, "stdin", _Terminal("y\n"))
+    r = run("rm", "ds", "--version", more)
+    assert f"(latest moves from {more[:12]} to {good[:12]})" in r.out, r.out
+    assert Repository.open(local_root).resolve("ds") == good != bad
