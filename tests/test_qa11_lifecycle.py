@@ -33,3 +33,12 @@ def test_rm_asks_with_where_latest_really_steps_back_after_a_rollback(
     r = run("rm", "ds", "--version", more)
     assert f"(latest moves from {more[:12]} to {good[:12]})" in r.out, r.out
     assert Repository.open(local_root).resolve("ds") == good != bad
+
+
+def test_rm_and_unpin_of_name_at_version_give_the_cli_form(run: RunFn, local_root: str) -> None:
+    v = Repository.open(local_root).commit("ds", {"a": {"x": b"1"}}, progress=False).version
+    r = run("rm", f"ds@{v[:12]}", "--yes", rc=1)
+    assert f"`dload rm ds --version {v[:12]}`" in r.err and "repo.dataset" not in r.err
+    r = run("unpin", f"ds@{v[:12]}", rc=1)
+    assert "`dload unpin ds`" in r.err
+    assert Repository.open(local_root).versions("ds")  # nothing removed

@@ -69,6 +69,10 @@ def unpin(name: str, root: str | None, cache_dir: str | None, cache_budget: str 
     Example:
       dload unpin photos
     """
+    if "@" in name:  # a pin is per dataset: whatever version it holds goes
+        bare = name.partition("@")[0]
+        raise ConfigError(f"unpin takes a dataset NAME, not NAME@VERSION ({name!r}): "
+                          f"`dload unpin {bare}` removes its pin, whichever version it holds")
     # only dload.lock changes: a root that is gone must not keep a stale pin in place
     removed = open_repo(root, cache_dir, cache_budget, must_exist=False).unpin(name)
     emit({"name": name, "unpinned": removed}, as_json,
@@ -129,6 +133,11 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
       dload rm photos --version 3f2a9c --yes
       dload rm photos --yes
     """
+    if "@" in name:
+        bare, _, at = name.partition("@")
+        raise ConfigError(f"rm takes a dataset NAME, and the version apart ({name!r}): "
+                          f"`dload rm {bare} --version {at}` removes that version, "
+                          f"`dload rm {bare}` the whole dataset")
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     what = f"version {version} of {name!r}" if version else f"dataset {name!r} (every version)"
     with warnings.catch_warnings():  # a corrupt version is left out: rm is what removes it
