@@ -42,3 +42,16 @@ def test_rm_and_unpin_of_name_at_version_give_the_cli_form(run: RunFn, local_roo
     r = run("unpin", f"ds@{v[:12]}", rc=1)
     assert "`dload unpin ds`" in r.err
     assert Repository.open(local_root).versions("ds")  # nothing removed
+
+
+def test_a_removed_version_named_by_its_full_id_says_who_removed_it(
+        run: RunFn, local_root: str) -> None:
+    repo = Repository.open(local_root)
+    v1 = repo.commit("ds", {"a": {"x": b"1"}}, progress=False).version
+    repo.commit("ds", {"a": {"x": b"2"}}, progress=False)
+    repo.rm("ds", v1)
+    for args in (["info", f"ds@{v1}"], ["verify", f"ds@{v1}"],
+                 ["rm", "ds", "--version", v1, "--yes"]):
+        r = run(*args, rc=1)
+        assert f"version {v1[:12]} was removed by" in r.err, (args, r.err)
+        assert f"`dload log ds@{v1[:12]}`" in r.err

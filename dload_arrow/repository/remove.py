@@ -26,7 +26,7 @@ from dload_arrow.errors import ConflictError, DloadError, IntegrityError, NotFou
 from dload_arrow.repository.tags import TagsMixin
 from dload_arrow.store.names import manifest_path
 from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log
-from dload_arrow.store.removals import REMOVED, record_removal
+from dload_arrow.store.removals import REMOVED, gone_hint, record_removal
 
 if TYPE_CHECKING:
     from dload_arrow.repository.versions import VersionInfo
@@ -77,7 +77,9 @@ class RemoveMixin(TagsMixin):
             return self._rm_all(name, ids, list(refs))
         vid = self.resolve(name, version)
         if vid not in ids and not any(r.version == vid for r in refs.values()):
-            raise NotFoundError(f"{name!r} has no stored version {vid[:12]}")
+            hint = gone_hint(self.storage, name, vid)
+            raise NotFoundError(f"{name!r} has no stored version {vid[:12]}"
+                                + (f": {hint}" if hint else ""))
         # A version already removed (by an rm that lost a race) may still have refs: they go
         stored = self._stored_versions(name)[0] if ids else []  # a corrupt one left out
         remaining = [v for v in stored if v.version != vid]

@@ -18,6 +18,7 @@ from dload_arrow.errors import IntegrityError, InvalidNameError, NotFoundError
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, manifest_path
+from dload_arrow.store.removals import gone_hint
 
 __all__ = ["ManifestCache", "corrupt_manifest", "root_id"]
 
@@ -76,10 +77,18 @@ class ManifestCache:
         if version in self._stored:
             return
         if not self.storage.exists(manifest_path(name, version)):
-            raise NotFoundError(
-                f"version {version[:12]} of {name!r} has no manifest under "
-                f"{redact_url(self.storage.url)} (was it removed?)")
+            raise NotFoundError(self._missing(name, version))
         self._stored.add(version)
+
+    def _missing(self, name: str, version: str) -> str:
+        """Why ``version`` has no manifest: its removal record (who, when), if it has one."""
+        where = f"version {version[:12]} of {name!r} has no manifest under " \
+                f"{redact_url(self.storage.url)}"
+        try:
+            hint = gone_hint(self.storage, name, version)
+        except (NotFoundError, OSError):  # (a listing that fails says nothing more)
+            hint = ""
+        return f"{where}: {hint}" if hint else f"{where} (was it removed?)"
 
     def forget(self, version: str) -> None:
         """Drop a removed version's copies (memory and disk) on this machine."""
@@ -103,10 +112,7 @@ class ManifestCache:
         try:
             data = self.storage.read(manifest_path(name, version))
         except NotFoundError as e:
-            raise NotFoundError(
-                f"version {version[:12]} of {name!r} has no manifest under "
-                f"{redact_url(self.storage.url)} (was it removed?)"
-            ) from e
+            raise NotFoundError(self._missing(name, version)) from e
         self.fetched += 1
         self._stored.add(version)
         try:
