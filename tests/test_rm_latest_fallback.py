@@ -103,3 +103,30 @@ def test_a_version_left_unpublished_after_an_rm_is_not_called_half_removed(
     with pytest.raises(NotFoundError, match=r"1 unpublished version\(s\)") as e:
         repo.dataset("d")
     assert "half removed" not in str(e.value)
+
+
+def test_the_same_rows_left_unpublished_after_an_rm_are_not_called_half_removed(
+        repo: Repository) -> None:
+    """The same rows committed again after a finished rm get the same id, which has a removal
+    record; a commit of them that stopped before publishing is still an unfinished commit."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pytest
+
+    from dload_arrow.errors import NotFoundError
+
+    repo.commit("d", _rows("a"))
+    repo.rm("d")
+    time.sleep(0.05)  # (file times tick coarsely)
+    code = ("import sys\nfrom dload_arrow import Repository\n"
+            f"Repository.open(sys.argv[1]).commit('d', {_rows('a')!r})")
+    done = subprocess.run([sys.executable, "-c", code, repo.storage.url],  # the same id
+                          env={**os.environ, "DLOAD_CRASH_AT": "manifest"}, timeout=120)
+    assert done.returncode == -signal.SIGKILL  # stopped after storing its manifest
+    with pytest.raises(NotFoundError, match=r"1 unpublished version\(s\)") as e:
+        repo.dataset("d")
+    assert "half removed" not in str(e.value)

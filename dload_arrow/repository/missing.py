@@ -10,7 +10,7 @@ import difflib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dload_arrow.errors import DloadError
+from dload_arrow.errors import DloadError, NotFoundError
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -74,10 +74,8 @@ def removed_dataset(storage: Storage, name: str, where: str,
     when = when_text(last.time)
     by = f" by {last.user}@{last.host}" if last.user else ""
     if left:
-        from dload_arrow.store.removals import removal_path
-
-        if last.action != "delete" or not any(
-                storage.exists(removal_path(name, v)) for v in left):
+        if last.action != "delete" or not any(_removed_then(storage, name, v, last.time)
+                                              for v in left):
             return None
         return (f"dataset {name!r} under {where} is half removed: an rm deleted its latest "
                 f"({when}{by}) and stopped with {len(left)} version(s) left; run "
@@ -87,6 +85,23 @@ def removed_dataset(storage: Storage, name: str, where: str,
         f"`dload sql \"select * from log where name = '{name}'\"`"
     return (f"dataset {name!r} under {where} was removed ({when}{by}); its log and lineage "
             f"are kept: {see} shows them. Commit to {name!r} to create it again")
+
+
+def _removed_then(storage: Storage, name: str, vid: str, deleted_at: float) -> bool:
+    """Whether ``vid`` is a version the rm that deleted ``latest`` (at ``deleted_at``) meant to
+    remove: it has a removal record and its manifest was stored before. The same rows
+    committed again after the rm get the same id, and so the same record, but a manifest
+    stored after it: an unfinished commit, not a half-done rm."""
+    from dload_arrow.store.names import manifest_path
+    from dload_arrow.store.removals import removal_path
+
+    if not storage.exists(removal_path(name, vid)):
+        return False
+    try:
+        stored = storage.info(manifest_path(name, vid)).mtime
+    except (NotFoundError, OSError):  # gone meanwhile: as the rm left it
+        return True
+    return not stored or stored <= deleted_at
 
 
 def dangling_refs(storage: Storage, name: str, where: str) -> str | None:
