@@ -55,3 +55,18 @@ def test_a_removed_version_named_by_its_full_id_says_who_removed_it(
         r = run(*args, rc=1)
         assert f"version {v1[:12]} was removed by" in r.err, (args, r.err)
         assert f"`dload log ds@{v1[:12]}`" in r.err
+
+
+def test_rm_warns_of_a_pin_written_as_a_short_id(run: RunFn, local_root: str, tmp_path: object,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path
+
+    repo = Repository.open(local_root)
+    v1 = repo.commit("ds", {"a": {"x": b"1"}}, progress=False).version
+    repo.commit("ds", {"a": {"x": b"2"}}, progress=False)
+    project = Path(str(tmp_path)) / "project"
+    project.mkdir()
+    (project / "dload.lock").write_text(f'[datasets]\nds = "{v1[:12]}"\n')  # typed by hand
+    monkeypatch.chdir(project)
+    r = run("rm", "ds", "--version", v1[:12], "--yes")
+    assert f"pins ds to {v1[:12]}" in r.err and "dload unpin ds" in r.err
