@@ -110,3 +110,20 @@ def test_types_parquet_cannot_store_are_refused_with_a_way_out(tmp_path: Path) -
     repo.commit("w", seconds, progress=False)
     repo.commit("r", pa.table({"r": pc.run_end_decode(ree)}), progress=False)
     assert repo.dataset("w")[0]["wait"] == 5400 and repo.dataset("r")[1]["r"] == 7
+
+
+def test_a_to_pandas_map_column_commits_back_with_schema(tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    mtype = pa.map_(pa.string(), pa.int64())
+    m = pa.array([[("x", 1)], [("y", 2)]], mtype)
+    first = repo.commit("m", pa.table({"__key__": ["a", "b"], "m": m, "n": [1, 2]}),
+                        progress=False)
+    df = repo.dataset("m").to_pandas()
+    again = repo.commit("m", df, schema=pa.schema([("m", mtype), ("n", pa.int64())]),
+                        progress=False)
+    assert again.version == first.version  # the same rows, the same id
+    from dload_arrow import SchemaError
+
+    with pytest.raises(SchemaError, match=r"column 'n'.*schema= gives it, list<"):
+        repo.commit("bad", df, schema=pa.schema([("m", mtype), ("n", pa.list_(pa.string()))]),
+                    progress=False)

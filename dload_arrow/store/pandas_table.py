@@ -44,10 +44,16 @@ def _tensor_cells(col: Any) -> bool:
     return shape is not None
 
 
-def pandas_table(df: Any) -> pa.Table:
+def pandas_table(df: Any, schema: pa.Schema | None = None) -> pa.Table:
     """``df`` as a table: ``pa.Table.from_pandas``, except that columns of equal-shaped
     n-dimensional numpy arrays (what ``to_pandas()`` gives for a tensor column) become
-    tensor columns (its conversion refuses them)."""
+    tensor columns (its conversion refuses them). Columns ``schema`` names are converted to
+    its types (a map column's cells, lists of pairs, cannot be told from a list otherwise)."""
+    given = {f.name: f.type for f in schema} if schema is not None else {}
+    typed = {c: given[str(c)] for c in df.columns if str(c) in given
+             and not (df[c].dtype == object and _tensor_cells(df[c]))}  # (tensors: below)
+    if typed:
+        return _typed(df, typed)
     dup = df.columns[df.columns.duplicated()]
     if len(dup):
         raise SchemaError(
@@ -72,6 +78,30 @@ def pandas_table(df: Any) -> pa.Table:
             field, arr = plain.schema.field(i), plain.column(i).combine_chunks()
         fields.append(field)
         arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _typed(df: Any, typed: dict[Any, pa.DataType]) -> pa.Table:
+    """``df`` with the columns of ``typed`` converted to their types, the others as usual."""
+    rest = df.drop(columns=list(typed))
+    plain = pandas_table(rest) if len(rest.columns) else None
+    fields, arrays = [], []
+    for c in df.columns:
+        if c in typed:
+            try:
+                arr = pa.array(df[c], type=typed[c], from_pandas=True)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
+                    OverflowError) as e:
+                raise SchemaError(f"column {str(c)!r}: its values do not convert to the type "
+                                  f"schema= gives it, {typed[c]} ({e}); check the type, or "
+                                  "convert the column yourself") from e
+            fields.append(pa.field(str(c), typed[c]))
+            arrays.append(arr)
+        else:
+            assert plain is not None
+            i = plain.schema.get_field_index(str(c))
+            fields.append(plain.schema.field(i))
+            arrays.append(plain.column(i).combine_chunks())
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 

@@ -178,7 +178,7 @@ def to_batches(
             raise SchemaError(f"key={key!r} names the DataFrame's index, which is not stored "
                               "as a column; pass df.reset_index() to make it one")
         _warn_dropped_index(samples)
-        samples = pandas_table(samples)
+        samples = pandas_table(samples, schema if append_to is None else None)  # (schema=)
     if isinstance(samples, pa.RecordBatch):
         samples = pa.Table.from_batches([samples])
     if isinstance(samples, pa.Table):
