@@ -44,8 +44,8 @@ def choose_fork_safe_pool() -> str | None:
     """
     if not sys.platform.startswith("linux"):
         return None
-    # jemalloc reads this when it starts, on its first allocation: in time even when
-    # pyarrow is already imported (its default pool, mimalloc, has not touched jemalloc)
+    # jemalloc reads this when pyarrow's library loads: set before that, it applies; with
+    # pyarrow already imported it comes too late (jemalloc keeps Arrow's options)
     os.environ.setdefault(JEMALLOC_CONF_ENV, JEMALLOC_CONF)
     if os.environ.get(ENV):
         return None

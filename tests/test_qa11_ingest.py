@@ -27,9 +27,25 @@ def test_a_folder_holding_the_root_and_cache_commits_only_its_own_files(tmp_path
     assert first["version"] == again["version"]  # the store's files never became samples
     skipped = {s["name"]: s["reason"] for s in again["source"]["skipped"]}
     assert skipped == {"cache/": "dload's own data (not read)",
-                       "store/": "dload's own data (not read)"}
+                       "store/datasets/": "dload's own data (not read)",
+                       "store/shards/": "dload's own data (not read)",
+                       "store/.locks/": "hidden directory (not read)"}
     text = dload("append", "photos", "--from", "data", *where, cwd=cwd, rc=1)
     assert "already" in text.err  # the same two keys again, not the store's files
+
+
+def test_a_project_whose_root_is_its_own_folder_commits_from_it(tmp_path: Path) -> None:
+    cwd = _project(tmp_path)
+    (cwd / "notes").mkdir()
+    (cwd / "notes" / "n.txt").write_text("hi")
+    where = ["--root", ".", "--cache-dir", ".dload-cache"]
+    dload("commit", "photos", "--from", "data", *where, cwd=cwd)
+    mixed = dload("commit", "all", "--from", ".", *where, "--json", cwd=cwd).json
+    skipped = {s["name"] for s in mixed["source"]["skipped"]}
+    assert {"datasets/", "shards/"} <= skipped
+    keys = dload("sql", "select __key__ from samples('all') order by 1", "--json", *where,
+                 cwd=cwd).json
+    assert [r["__key__"] for r in keys] == ["data/imgs/a", "data/imgs/b", "notes/n"]
 
 
 def test_from_inside_the_root_is_refused(tmp_path: Path) -> None:

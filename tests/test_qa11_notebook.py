@@ -127,3 +127,21 @@ def test_a_to_pandas_map_column_commits_back_with_schema(tmp_path: Path) -> None
     with pytest.raises(SchemaError, match=r"column 'n'.*schema= gives it, list<"):
         repo.commit("bad", df, schema=pa.schema([("m", mtype), ("n", pa.list_(pa.string()))]),
                     progress=False)
+
+
+def test_schema_for_a_dataframe_keeps_the_dataframe_checks(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from dload_arrow import SchemaError
+
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    cases = [
+        (pd.DataFrame({"s": [{1, 2}, {3}]}), pa.schema([("s", pa.list_(pa.int64()))]), "a set"),
+        (pd.DataFrame({"b": [b"x", "y"]}), pa.schema([("b", pa.binary())]), "among bytes"),
+        (pd.DataFrame([[1, 2]], columns=["a", "a"]), pa.schema([("a", pa.int64())]),
+         "duplicate column"),
+    ]
+    for df, schema, why in cases:
+        with pytest.raises(SchemaError, match=why):
+            repo.commit("d", df, schema=schema, progress=False)
+    assert repo.datasets() == []

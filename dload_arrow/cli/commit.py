@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -131,7 +132,8 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         kwargs["recipe"] = _read_recipe(recipe)
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False, keeps=True)
     stored = latest_schema(repo, name) if append_mode else None
-    own = [repo.settings.cache_dir] + ([repo.storage.root] if repo.storage.is_local else [])
+    own = [repo.settings.cache_dir] + ([os.path.join(repo.storage.root, d) for d in (
+        "datasets", "shards")] if repo.storage.is_local else [])  # (a root may hold the data)
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
                                       repo.settings.endpoint_url, stored, own)
     kwargs["key"] = key

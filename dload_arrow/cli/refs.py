@@ -30,9 +30,9 @@ def _pin_warning(repo: Any, name: str, version: str | None) -> str | None:
 
     path = lock_path()
     pinned = read_lock(path).get(name) if path is not None else None
-    # (a pin written by hand may be a short id: it pins the version it starts)
-    if pinned is None or (version is not None and not repo.resolve(name, version).startswith(
-            pinned.lower())):
+    # (a pin written by hand may be a short id, of 4 digits or more: the version it starts)
+    if not pinned or (version is not None and (len(pinned) < 4 or not repo.resolve(
+            name, version).startswith(pinned.lower()))):
         return None
     return (f"warning: {path} pins {name} to {pinned[:12]}; once it is removed, reading {name} "
             f"without @VERSION fails: run `dload unpin {name}` (or `dload pin {name}` to pin "

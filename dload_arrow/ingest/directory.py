@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
 from collections.abc import Sequence
 
 from dload_arrow.errors import ConfigError, NotFoundError, SchemaError, UnsafePathError
@@ -60,9 +61,10 @@ class DirectorySource(SampleSource):
         for d in self._store_dirs:
             if real == d or real.startswith(d + os.sep):
                 raise ConfigError(
-                    f"{os.fspath(path)!r} is inside {d}, where dload keeps its own data (the "
-                    "storage root or the cache): its files are shards and manifests, not "
-                    "samples; point --from at the folder of your files"
+                    f"{os.fspath(path)!r} is inside {d}, where dload keeps its own data (a "
+                    "storage root's datasets/ or shards/, or the cache): its files are "
+                    "manifests and shards, not samples; point --from at the folder of your "
+                    "files"
                 )
         super().__init__(os.fspath(path), include=include, exclude=exclude, split=split)
 
@@ -76,7 +78,8 @@ class DirectorySource(SampleSource):
                 if os.path.islink(os.path.join(dirpath, d)):
                     self._skipped.append((rel_dir + d, "symbolic link (not followed)"))
                     dirnames.remove(d)
-                elif os.path.realpath(os.path.join(dirpath, d)) in self._store_dirs:
+                elif self._store_dirs and os.path.realpath(
+                        os.path.join(dirpath, d)) in self._store_dirs:
                     self._skipped.append((rel_dir + d + "/", "dload's own data (not read)"))
                     dirnames.remove(d)
                 elif d.startswith("."):
@@ -132,6 +135,7 @@ class DirectorySource(SampleSource):
                           "commit; commit again once it stops changing") from e
         except OSError as e:
             raise type(e)(e.errno, f"cannot read {entry.ref!r} in {self.location!r} "
-                          f"({e.strerror}): make it readable (e.g. `chmod u+r {entry.ref}`), "
-                          "move it out of the folder, or leave it out with --exclude "
-                          f"{exact_path(entry.name)!r} (exclude= in Python)") from e
+                          f"({e.strerror}): make it readable (e.g. `chmod u+r "
+                          f"{shlex.quote(entry.ref)}`), move it out of the folder, or leave it "
+                          f"out with --exclude {shlex.quote(exact_path(entry.name))} (exclude= "
+                          "in Python)") from e

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.args import MAX_COUNT, check_bool
+from dload_arrow.args import MAX_COUNT, check_bool, column_names
 from dload_arrow.errors import ConfigError, MissingKeyError
 from dload_arrow.repository.dataset_fields import VersionFields
 from dload_arrow.repository.shortcuts import PipelineShortcuts
@@ -230,7 +230,7 @@ class Dataset(VersionFields, PipelineShortcuts):
         """Every row as a pandas DataFrame; a tensor cell is a numpy array of its shape."""
         from dload_arrow.catalog.frames import pandas_frame
 
-        return pandas_frame(self.to_arrow(columns))
+        return pandas_frame(self.to_arrow(column_names(columns, "to_pandas")))
 
     def to_polars(self, columns: Sequence[str] | None = None) -> pl.LazyFrame:
         """A polars LazyFrame over the shards, with projection and predicate pushdown;

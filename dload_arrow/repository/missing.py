@@ -74,8 +74,7 @@ def removed_dataset(storage: Storage, name: str, where: str,
     when = when_text(last.time)
     by = f" by {last.user}@{last.host}" if last.user else ""
     if left:
-        if last.action != "delete" or not any(_removed_then(storage, name, v, last.time)
-                                              for v in left):
+        if last.action != "delete" or not any(_removed_then(storage, name, v) for v in left):
             return None
         return (f"dataset {name!r} under {where} is half removed: an rm deleted its latest "
                 f"({when}{by}) and stopped with {len(left)} version(s) left; run "
@@ -87,21 +86,24 @@ def removed_dataset(storage: Storage, name: str, where: str,
             f"are kept: {see} shows them. Commit to {name!r} to create it again")
 
 
-def _removed_then(storage: Storage, name: str, vid: str, deleted_at: float) -> bool:
-    """Whether ``vid`` is a version the rm that deleted ``latest`` (at ``deleted_at``) meant to
-    remove: it has a removal record and its manifest was stored before. The same rows
-    committed again after the rm get the same id, and so the same record, but a manifest
-    stored after it: an unfinished commit, not a half-done rm."""
+def _removed_then(storage: Storage, name: str, vid: str) -> bool:
+    """Whether ``vid`` is a version an rm meant to remove: it has a removal record, written
+    after its manifest was stored (rm writes the record of a stored version). The same rows
+    committed again after a finished rm get the same id, and so the same record, but a
+    manifest stored after it: an unfinished commit, not a half-done rm. Both times are the
+    storage's own, so writers' clocks do not matter."""
     from dload_arrow.store.names import manifest_path
     from dload_arrow.store.removals import removal_path
 
-    if not storage.exists(removal_path(name, vid)):
+    try:
+        recorded = storage.info(removal_path(name, vid)).mtime
+    except (NotFoundError, OSError):
         return False
     try:
         stored = storage.info(manifest_path(name, vid)).mtime
     except (NotFoundError, OSError):  # gone meanwhile: as the rm left it
         return True
-    return not stored or stored <= deleted_at
+    return not stored or not recorded or stored <= recorded
 
 
 def dangling_refs(storage: Storage, name: str, where: str) -> str | None:

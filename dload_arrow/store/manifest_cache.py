@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from dload_arrow.errors import IntegrityError, InvalidNameError, NotFoundError
+from dload_arrow.errors import DloadError, IntegrityError, InvalidNameError, NotFoundError
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, manifest_path
@@ -86,7 +86,7 @@ class ManifestCache:
                 f"{redact_url(self.storage.url)}"
         try:
             hint = gone_hint(self.storage, name, version)
-        except (NotFoundError, OSError):  # (a listing that fails says nothing more)
+        except (DloadError, OSError):  # (a listing or a log entry that fails: no more said)
             hint = ""
         return f"{where}: {hint}" if hint else f"{where} (was it removed?)"
 

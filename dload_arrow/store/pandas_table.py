@@ -49,11 +49,6 @@ def pandas_table(df: Any, schema: pa.Schema | None = None) -> pa.Table:
     n-dimensional numpy arrays (what ``to_pandas()`` gives for a tensor column) become
     tensor columns (its conversion refuses them). Columns ``schema`` names are converted to
     its types (a map column's cells, lists of pairs, cannot be told from a list otherwise)."""
-    given = {f.name: f.type for f in schema} if schema is not None else {}
-    typed = {c: given[str(c)] for c in df.columns if str(c) in given
-             and not (df[c].dtype == object and _tensor_cells(df[c]))}  # (tensors: below)
-    if typed:
-        return _typed(df, typed)
     dup = df.columns[df.columns.duplicated()]
     if len(dup):
         raise SchemaError(
@@ -61,6 +56,11 @@ def pandas_table(df: Any, schema: pa.Schema | None = None) -> pa.Table:
             "dataset's columns need distinct names; rename them (df.columns = [...]) or drop "
             "the copies (df.loc[:, ~df.columns.duplicated()])"
         )
+    given = {f.name: f.type for f in schema} if schema is not None else {}
+    typed = {c: given[str(c)] for c in df.columns if str(c) in given
+             and not (df[c].dtype == object and _tensor_cells(df[c]))}  # (tensors: below)
+    if typed:
+        return _typed(df, typed)
     from dload_arrow.store.pairs import tensor_column  # pairs -> rows -> (lazily) this module
 
     tensors = [c for c in df.columns if df[c].dtype == object and _tensor_cells(df[c])]
@@ -95,6 +95,8 @@ def _typed(df: Any, typed: dict[Any, pa.DataType]) -> pa.Table:
                 raise SchemaError(f"column {str(c)!r}: its values do not convert to the type "
                                   f"schema= gives it, {typed[c]} ({e}); check the type, or "
                                   "convert the column yourself") from e
+            # the checks of an inferred column: a set (hash order), text among bytes
+            _refuse_object_values(df[[c]], pa.table({str(c): arr}))
             fields.append(pa.field(str(c), typed[c]))
             arrays.append(arr)
         else:

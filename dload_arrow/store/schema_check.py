@@ -75,8 +75,7 @@ def _check_shape(field: pa.Field) -> None:
 
 
 _WAYS_OUT = {
-    "interval": "store it as a number (in DuckDB, epoch(col) gives seconds) or as a duration "
-                "(pa.duration('us'))",
+    "interval": "store it as a number (in DuckDB, epoch(col) gives its seconds)",
     "run_end_encoded": "decode it first (pyarrow.compute.run_end_decode(col))",
     "union": "split it into one column per kind of value, or store each value as text",
 }
