@@ -145,3 +145,15 @@ def test_schema_for_a_dataframe_keeps_the_dataframe_checks(tmp_path: Path) -> No
         with pytest.raises(SchemaError, match=why):
             repo.commit("d", df, schema=schema, progress=False)
     assert repo.datasets() == []
+
+
+def test_an_integer_tensor_cell_with_a_missing_item_reads_exactly(tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    schema = pa.schema([pa.field("x", pa.list_(pa.int64(), 4), True, {"dload.shape": "[2, 2]"})])
+    col = pa.array([[1, 2, None, 4], [2**60, 5, 6, 7], None], pa.list_(pa.int64(), 4))
+    repo.commit("t", pa.table({"x": col}, schema=schema), progress=False)
+    ds = repo.dataset("t")
+    for cells in ([s["x"] for s in ds.samples()], ds.to_pandas()["x"].tolist()):
+        assert cells[0].shape == (2, 2) and cells[0].tolist() == [[1, 2], [None, 4]]
+        assert cells[1].dtype == np.int64 and cells[1][0, 0] == 2**60
+        assert cells[2] is None

@@ -44,11 +44,18 @@ def column_values(field: pa.Field, arr: pa.Array | pa.ChunkedArray) -> list[Any]
         block = np.array(numpy_values(slots)).reshape((n, *shape))
         valid = (~numpy_values(arr.is_null())).tolist()
         return [block[i] if ok else None for i, ok in enumerate(valid)]
+    dtype = arr.type.value_type.to_pandas_dtype()
     return [  # a missing value inside a present row: element by element
-        None if v is None else np.asarray(v, dtype=arr.type.value_type.to_pandas_dtype())
-        .reshape(shape)
-        for v in arr.to_pylist()
+        None if v is None else _cell(v, dtype).reshape(shape) for v in arr.to_pylist()
     ]
+
+
+def _cell(values: list[Any], dtype: Any) -> np.ndarray:
+    """One tensor cell; with a missing item an int or bool cell is an object array, None
+    where missing (a float one holds NaN there), so every present value stays exact."""
+    if None in values and np.dtype(dtype).kind in "biu":
+        return np.array(values, dtype=object)
+    return np.asarray(values, dtype=dtype)
 
 
 @lru_cache(maxsize=64)
