@@ -36,6 +36,7 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.reader import all_units, projection
 from dload_arrow.store.manifest import Manifest
+from dload_arrow.type_walk import holds_type
 
 __all__ = ["polars_expr", "scan_polars"]
 
@@ -189,21 +190,14 @@ def _refuse_list_views(manifest: Manifest) -> None:
     """polars cannot read Arrow's list views (it panics on the files' schema, whichever
     columns are selected). Say so first."""
     for f in manifest.schema:
-        if _holds_list_view(f.type):
+        if holds_type(f.type, lambda t: pa.types.is_list_view(t)
+                      or pa.types.is_large_list_view(t)):
             raise SchemaError(
                 f"to_polars() cannot read {manifest.name!r}: column {f.name!r} ({f.type}) holds "
                 "list views, which polars does not read (its scan fails on the files, whichever "
                 "columns are selected); read it with to_arrow() or to_pandas(), or commit the "
                 "column as a list (pa.array(col.to_pylist(), pa.list_(col.type.value_type)))"
             )
-
-
-def _holds_list_view(t: pa.DataType) -> bool:
-    if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-        return True
-    if pa.types.is_dictionary(t):
-        return _holds_list_view(t.value_type)
-    return any(_holds_list_view(t.field(i).type) for i in range(t.num_fields))
 
 
 def _filter_columns(node: Node | None) -> set[str]:

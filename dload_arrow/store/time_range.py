@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError
+from dload_arrow.type_walk import holds_type
 
 __all__ = ["check_nested_time_range", "check_time_range"]
 
@@ -69,11 +70,7 @@ def check_nested_time_range(name: str, col: pa.Array | pa.ChunkedArray) -> None:
 
 
 def _holds_time(t: pa.DataType) -> bool:
-    if pa.types.is_date(t) or pa.types.is_timestamp(t):
-        return True
-    if pa.types.is_dictionary(t):
-        return _holds_time(t.value_type)
-    return any(_holds_time(t.field(i).type) for i in range(t.num_fields))
+    return holds_type(t, lambda u: pa.types.is_date(u) or pa.types.is_timestamp(u))
 
 
 def _check_values(path: str, arr: pa.Array) -> None:
