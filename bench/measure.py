@@ -21,10 +21,9 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-# Every system runs on Arrow's allocator as importing dload_arrow sets it (jemalloc, keeping
-# the pages it frees: dload_arrow/allocator.py), the limit row included, so that its ratios
-# compare code, not allocators. Before anything loads pyarrow: jemalloc reads its options
-# when pyarrow's library loads.
+# Every system runs on Arrow's allocator as importing dload_arrow sets it (jemalloc:
+# dload_arrow/allocator.py), the limit row included, so that its ratios compare code, not
+# allocators. Before anything loads pyarrow, as dload_arrow's docs ask.
 import dload_arrow  # noqa: E402,F401
 from bench.adapters import ADAPTERS  # noqa: E402
 from bench.adapters.base import Ctx, IterSpec, Unsupported  # noqa: E402

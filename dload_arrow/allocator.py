@@ -11,15 +11,6 @@ So on Linux, importing dload_arrow chooses jemalloc (or the system allocator whe
 has no jemalloc), unless ``ARROW_DEFAULT_MEMORY_POOL`` is already set: that choice, mimalloc
 included, stands. The choice costs no pyarrow import: before pyarrow is loaded it is the
 environment variable Arrow reads, after it is ``pyarrow.set_memory_pool``.
-
-jemalloc is also told to keep the pages it has used (``JE_ARROW_MALLOC_CONF``, set only when
-unset): by default it hands them back to the kernel within a second, and a shuffled window
-(100 MB made and freed every few tenths of a second) then pays for every page again, in the
-kernel zeroing it (windowed record batches: 65k against 121k rows/s, full shuffle 43k against
-70k; bench/notes/speed-work.md, "Twenty-first session"). With ``muzzy_decay_ms:-1`` unused
-pages are still marked free to the kernel after a second (``MADV_FREE``: reclaimed under
-memory pressure, counted as ``LazyFree``), but jemalloc reuses them without a fault. Peak
-memory is unchanged.
 """
 
 from __future__ import annotations
@@ -30,8 +21,6 @@ import sys
 from typing import Any
 
 ENV = "ARROW_DEFAULT_MEMORY_POOL"
-JEMALLOC_CONF_ENV = "JE_ARROW_MALLOC_CONF"  # the options of the jemalloc inside pyarrow
-JEMALLOC_CONF = "muzzy_decay_ms:-1"  # reuse freed pages, never unmap them (module docstring)
 _JEMALLOC_WHEELS = ("x86_64", "amd64")  # pyarrow's Linux wheels that carry jemalloc
 
 
@@ -39,15 +28,9 @@ def choose_fork_safe_pool() -> str | None:
     """Make Arrow allocate through a fork-safe allocator; return the backend chosen, if any.
 
     Nothing is changed off Linux (DataLoader workers start by spawn there), nor when the
-    user set ``ARROW_DEFAULT_MEMORY_POOL`` themselves. jemalloc's options are set unless
-    ``JE_ARROW_MALLOC_CONF`` is (module docstring).
+    user set ``ARROW_DEFAULT_MEMORY_POOL`` themselves.
     """
-    if not sys.platform.startswith("linux"):
-        return None
-    # jemalloc reads this when pyarrow's library loads: set before that, it applies; with
-    # pyarrow already imported it comes too late (jemalloc keeps Arrow's options)
-    os.environ.setdefault(JEMALLOC_CONF_ENV, JEMALLOC_CONF)
-    if os.environ.get(ENV):
+    if not sys.platform.startswith("linux") or os.environ.get(ENV):
         return None
     pa = sys.modules.get("pyarrow")
     if pa is None:  # not loaded: Arrow reads the variable when it makes its default pool

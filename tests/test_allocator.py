@@ -94,16 +94,12 @@ def _pages_faulted_per_buffer(**env: str) -> tuple[str, int]:
     return backend, int(faults)
 
 
-def test_jemalloc_reuses_freed_pages_instead_of_faulting_them_in_again() -> None:
+def test_jemalloc_keeps_its_own_purging_unless_the_user_opts_in() -> None:
+    # Keeping freed pages (muzzy_decay_ms:-1) doubled shuffled record batches but let RSS and
+    # cgroup usage grow epoch after epoch (QA "memory"): an opt-in, not dload's default.
     backend, faults = _pages_faulted_per_buffer()
     if backend != "jemalloc":
         pytest.skip(f"Arrow allocates with {backend} here (no jemalloc in this pyarrow build)")
-    assert faults < 200, f"{faults} of 2048 pages faulted in again for each 8 MiB buffer"
-
-
-def test_the_users_own_jemalloc_options_stand() -> None:
-    backend, faults = _pages_faulted_per_buffer(JE_ARROW_MALLOC_CONF="muzzy_decay_ms:0,"
-                                                "dirty_decay_ms:0")
-    if backend != "jemalloc":
-        pytest.skip(f"Arrow allocates with {backend} here (no jemalloc in this pyarrow build)")
-    assert faults > 1000  # every page handed back at once, as the user asked
+    assert faults > 1000  # freed pages go back to the kernel: Arrow's own options
+    _, kept = _pages_faulted_per_buffer(JE_ARROW_MALLOC_CONF="muzzy_decay_ms:-1")
+    assert kept < 200  # the opt-in the docs describe works
