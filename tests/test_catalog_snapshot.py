@@ -76,3 +76,30 @@ def test_an_explicit_version_stays_that_version(tmp_path: Path) -> None:
     _commit_after_each_listing(repo, other, 3)
     n = repo.sql(f"select count(*) as n from samples('d', '{first}')").to_pylist()
     assert n == [{"n": 10}]
+
+
+def test_a_commit_between_the_listing_and_the_refs_is_listed_too(tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("d", _table(0, 10), key="k", progress=False)
+    other = Repository.open(tmp_path / "root", cache_dir=tmp_path / "other")
+    snapshotter = repo.catalog.snapshotter
+    real = snapshotter.refs
+
+    def refs(found: Any) -> Any:  # the listing is done; another writer appends now
+        if len(other.dataset("d")) == 10:
+            other.append("d", _table(10, 11), key="k", progress=False)
+        return real(found)
+
+    snapshotter.refs = refs  # type: ignore[method-assign]
+    row = repo.sql("select latest, num_rows from datasets where name = 'd'").to_pylist()[0]
+    assert row["num_rows"] == 11 and row["latest"] == other.resolve("d")
+    assert repo.sql(QUERY).to_pylist()[0] == {"counted": 11, "listed": 11}
+
+
+def test_samples_of_name_at_version_gives_the_sql_form(tmp_path: Path) -> None:
+    from dload_arrow.errors import InvalidNameError
+
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("d", _table(0, 3), key="k", progress=False)
+    with pytest.raises(InvalidNameError, match=r"samples\('d', 'latest'\)"):
+        repo.sql("select * from samples('d@latest')")

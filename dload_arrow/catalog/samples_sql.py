@@ -134,6 +134,12 @@ def find_samples_calls(query: str) -> list[SamplesCall]:
                     f"{call}: samples() takes a dataset name and an optional version, "
                     "e.g. samples('mnist', 'v1')"
                 )
+            if "@" in name and version is None:  # the CLI's NAME@VERSION, in SQL
+                bare, _, at = name.partition("@")
+                raise InvalidNameError(
+                    f"{call}: samples() takes the version apart from the name: "
+                    f"samples('{bare}', '{at}')"
+                )
             calls.append(SamplesCall(m.start(), i + 1, name, version))
     return calls
 

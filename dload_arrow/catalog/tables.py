@@ -8,6 +8,7 @@ Paths that do not parse as valid names are ignored: nothing under the root is tr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import warnings
 from collections.abc import Container, Sequence
@@ -18,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.arrays import typed_array
-from dload_arrow.errors import DloadError, IntegrityError, user_stacklevel
+from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, user_stacklevel
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
@@ -135,6 +136,12 @@ class Snapshotter:
             except IntegrityError as e:  # one bad object must not hide the root (nor its fix)
                 warnings.warn(f"the catalog leaves out a version of {n!r}: {e}",
                               stacklevel=user_stacklevel())
+        refs = self.refs(found["refs"])  # read after the listing: a ref may name a version
+        for n, v in zip(refs.column("name").to_pylist(), refs.column("version").to_pylist(),
+                        strict=True):  # committed since, whose manifest the views need too
+            if (n, v) not in manifests:
+                with contextlib.suppress(NotFoundError, IntegrityError):  # (removed since)
+                    manifests[(n, v)] = self.manifests.get(n, v)
         key = frozenset(manifests)
         if self._built is None or self._built[0] != key:
             self._built = (key, self._manifest_tables(manifests))
@@ -144,7 +151,7 @@ class Snapshotter:
                 self._built[1]["dload_raw_parents"],
                 raw_table([p for rows in self.removed(found, manifests).values() for p in rows],
                           "dload_raw_parents")]),
-            "dload_raw_refs": self.refs(found["refs"]),
+            "dload_raw_refs": refs,
             "dload_raw_log": self.log(found["log"], found["removed"] + found["removed_again"]),
         }
         return Snapshot(tables=tables, manifests=manifests)

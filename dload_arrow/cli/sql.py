@@ -82,17 +82,18 @@ def sql(query: str, params: tuple[str, ...], limit: int, as_csv: bool, root: str
     names = unique_names(table.column_names)
     if names != table.column_names:
         table = table.rename_columns(names)
-    rows = table_rows(table)
     if as_json:
-        emit(_json_embedded(rows, table), True)
+        emit(_json_embedded(table_rows(table), table), True)
         return
     if as_csv:
-        emit_csv(rows, names)
+        emit_csv(table_rows(table), names)
         return
-    shown = rows[:limit] if limit else rows
+    # only the rows shown become Python values (a result of millions printed 5 of them)
+    shown = table_rows(table.slice(0, limit) if limit else table)
     print_table(shown, names)
-    if len(rows) > len(shown):
-        click.echo(f"... {len(rows) - len(shown)} more rows (--limit 0 prints all; --json, --csv)")
+    if table.num_rows > len(shown):
+        click.echo(f"... {table.num_rows - len(shown)} more rows (--limit 0 prints all; --json, "
+                   "--csv)")
     if not names:
         raise ConfigError("the query returned no columns")
 
