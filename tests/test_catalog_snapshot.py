@@ -103,3 +103,14 @@ def test_samples_of_name_at_version_gives_the_sql_form(tmp_path: Path) -> None:
     repo.commit("d", _table(0, 3), key="k", progress=False)
     with pytest.raises(InvalidNameError, match=r"samples\('d', 'latest'\)"):
         repo.sql("select * from samples('d@latest')")
+
+
+def test_query_runs_a_view_by_name_and_resolves_a_version_like_everywhere(
+        tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    v1 = repo.commit("d", _table(0, 3), key="k", progress=False).version
+    repo.tag("d", v1, "v1")
+    assert repo.catalog.query("datasets").num_rows == len(repo.datasets())
+    for version in (v1, v1[:12], "v1"):
+        got = repo.catalog.query("version_shards", {"name": "d", "version": version})
+        assert got.num_rows == 1, version

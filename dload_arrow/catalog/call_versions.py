@@ -17,11 +17,12 @@ from typing import Any
 
 from dload_arrow.catalog.samples_sql import SamplesCall
 from dload_arrow.catalog.tables import Snapshot
-from dload_arrow.storage import Storage
+from dload_arrow.errors import NotFoundError
+from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.refs import read_ref
 
-__all__ = ["resolve_calls"]
+__all__ = ["check_stored", "resolve_calls"]
 
 TRIES = 3
 
@@ -70,3 +71,14 @@ def _refs(snapshot: Snapshot) -> dict[tuple[str, str], Any]:
         return {}
     return {(r["name"], r["ref"]): r["version"] for r in table.select(
         ["name", "ref", "version"]).to_pylist()}
+
+
+def check_stored(snapshot: Snapshot | None, storage: Storage, name: str, version: str) -> None:
+    """Refuse a version the listing lacks: a local copy of a manifest may outlive the version
+    in the root (rm), and the root's readers refuse it too."""
+    if snapshot is not None and (name, version) not in snapshot.manifests:
+        raise NotFoundError(
+            f"version {version[:12]} of {name!r} is not stored under "
+            f"{redact_url(storage.url)} (was it removed?); list them with "
+            f"`dload versions {name}`"
+        )

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.args import kind
-from dload_arrow.catalog.call_versions import resolve_calls
+from dload_arrow.catalog.call_versions import check_stored, resolve_calls
 from dload_arrow.catalog.case_twins import refuse_case_twins
 from dload_arrow.catalog.files import ShardFiles, corrupt_copies
 from dload_arrow.catalog.interrupt import run_query
@@ -26,10 +26,11 @@ from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
 from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
 from dload_arrow.catalog.summaries import Summaries
 from dload_arrow.catalog.tables import RAW_SCHEMAS, Snapshot, Snapshotter
-from dload_arrow.errors import NotFoundError, SqlError, shown
+from dload_arrow.errors import SqlError, shown
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
+from dload_arrow.store.names import is_digest
 
 __all__ = ["Catalog", "SqlError", "close_all"]
 
@@ -160,7 +161,7 @@ class Catalog:
                 resolved = resolve_calls(calls, self._resolve, self._snapshot, self.storage,
                                          self.refresh if refresh else None)
                 for i, (call, manifest) in enumerate(zip(calls, resolved, strict=True)):
-                    self._check_stored(call.name, manifest.version)
+                    check_stored(self._snapshot, self.storage, call.name, manifest.version)
                     refuse_case_twins(call.name, manifest.schema)
                     files = self._shard_files(manifest)
                     held.append(files)
@@ -180,21 +181,17 @@ class Catalog:
                 for files in held:
                     files.release()
 
-    def _check_stored(self, name: str, version: str) -> None:
-        # A local copy may outlive the version in the root (rm): refuse it like the root does.
-        snap = self._snapshot
-        if snap is not None and (name, version) not in snap.manifests:
-            raise NotFoundError(
-                f"version {version[:12]} of {name!r} is not stored under "
-                f"{redact_url(self.storage.url)} (was it removed?); list them with "
-                f"`dload versions {name}`"
-            )
-
     def query(self, name: str, params: dict[str, Any] | None = None,
               *, refresh: bool = True) -> pa.Table:
-        """Run the named statement ``sql/queries/<name>.sql`` with ``params`` bound."""
-        params = params or {}
+        """Run ``sql/queries/<name>.sql`` with ``params`` bound (a view's name: its rows;
+        ``$version`` a tag or an id prefix too)."""
+        params = dict(params or {})
         st = statement(name)
+        if st.kind == "view" and not params:
+            return self.sql(f"SELECT * FROM {name}", refresh=refresh)
+        v = params.get("version")
+        if isinstance(v, str) and isinstance(params.get("name"), str) and not is_digest(v):
+            params["version"] = self._resolve(params["name"], v).version  # (ids: as given)
         missing = [p for p in st.params if p not in params]
         extra = [p for p in params if p not in st.params]
         if missing or extra:
