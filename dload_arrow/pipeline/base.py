@@ -10,7 +10,6 @@ exactly there.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
@@ -31,10 +30,6 @@ if TYPE_CHECKING:
 __all__ = ["Pipeline", "PipelineIterator"]
 
 
-def _none() -> None:
-    """No live iteration (a module function: a pipeline pickles into DataLoader workers)."""
-
-
 class Pipeline(Lengths):
     """A lazy stream of items; operators return new pipelines.
 
@@ -51,14 +46,13 @@ class Pipeline(Lengths):
         self._children: tuple[Pipeline, ...] = children
         self._next_epoch = 0
         self._pending: State | None = None
-        self._live: Callable[[], PipelineIterator | None] = _none  # weakly (iterator.py)
-        self._ended: State | None = None  # where a dropped iteration stood
+        self._live: PipelineIterator | None = None
         self._fp: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled into DataLoader workers: not the live iterator (threads, open files).
         state = dict(self.__dict__)
-        state["_live"], state["_ended"] = _none, None
+        state["_live"] = None
         return state
 
     # --- what subclasses provide --------------------------------------------------------
@@ -114,9 +108,9 @@ class Pipeline(Lengths):
         epoch = self._next_epoch if state is None else int(state[EPOCH])
         self._next_epoch = epoch + 1
         it = PipelineIterator(self, epoch, None if state is None else state[CURSOR], chunks)
-        if (live := self._live()) is not None:
-            live.replace()
-        self._live, self._ended = weakref.ref(it), None
+        if self._live is not None:
+            self._live.replace()
+        self._live = it
         return it
 
     def set_epoch(self, epoch: int) -> None:
@@ -137,10 +131,8 @@ class Pipeline(Lengths):
         last item handed out; after an epoch ends, the start of the next."""
         if self._pending is not None:
             return dict(self._pending)
-        if (live := self._live()) is not None:
-            return live.state_dict()
-        if self._ended is not None:
-            return dict(self._ended)
+        if self._live is not None:
+            return self._live.state_dict()
         return {EPOCH: self._next_epoch, CURSOR: None, FINGERPRINT: self._short_fp()}
 
     def load_state_dict(self, state: State, strict: bool = True) -> None:
@@ -159,9 +151,9 @@ class Pipeline(Lengths):
                 "start the epoch anew (only a function's code fixed, the order the same: "
                 "load_state_dict(state, strict=False))")
         check_counters(state)
-        if (live := self._live()) is not None:
-            live.close()
-        self._live, self._ended = _none, None
+        if self._live is not None:
+            self._live.close()
+            self._live = None
         self._pending = {**state, FINGERPRINT: self._short_fp()} if FINGERPRINT in state \
             else dict(state)  # (strict=False: a checkpoint from here on is this pipeline's)
         self._next_epoch = int(state[EPOCH])
@@ -287,13 +279,22 @@ class Pipeline(Lengths):
         self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False
     ) -> Pipeline:
         """Shuffle with a window of ``buffer`` items (``full=True``: datasets only, uniform)."""
-        from dload_arrow.pipeline.buffer_shuffle import BufferShufflePipe, ops_above
+        from dload_arrow.pipeline.buffer_shuffle import BufferShufflePipe
 
         if full is not False:
             check_bool("shuffle", "full", full)
             raise ConfigError("shuffle(full=True) needs a dataset source: call it on the dataset "
-                              f"(ds.shuffle(full=True, seed=...)) before {ops_above(self)}")
+                              f"(ds.shuffle(full=True, seed=...)) before {self._ops_above()}")
         if buffer is None or isinstance(buffer, str):
             raise ConfigError(f"shuffle(buffer={buffer!r}) on a non-dataset pipeline needs a "
                               "buffer in items (an int); byte sizes are for dataset sources")
         return BufferShufflePipe(self, buffer, seed)
+
+    def _ops_above(self) -> str:
+        """``shard()/map()``: the operators between the source and here (for a message)."""
+        ops: list[str] = []
+        p: Pipeline = self
+        while len(p._children) == 1:
+            ops.append(f"{p.op}()")
+            p = p._children[0]
+        return "/".join(reversed(ops)) if ops and p.op == "dataset" else "map/filter/batch"

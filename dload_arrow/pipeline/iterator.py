@@ -117,17 +117,6 @@ class PipelineIterator(Iterator[Any]):
             "pipeline"
         )
 
-    def __del__(self) -> None:
-        # Dropped (a `break` out of a loop over it): stop its reads now, and leave its
-        # position to the pipeline, whose state_dict() follows the newest iteration. The
-        # pipeline holds it weakly: a cycle kept such an iteration, with its threads, files
-        # and cache holds, alive until the garbage collector ran.
-        with suppress(Exception):
-            if self.pipe._live() in (None, self) and not self.replaced:
-                self.pipe._ended = self.state_dict()
-        with suppress(Exception):
-            self._close_quietly()
-
     def state_dict(self) -> State:
         fp = self.pipe._short_fp()
         if self._finished:
