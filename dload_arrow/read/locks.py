@@ -26,8 +26,14 @@ class LockTimeout(DloadError, TimeoutError):
 
 def _open(path: str) -> int:
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        for attempt in range(3):  # the cache deleted while its folders were made: again
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
     except OSError as e:
         # flock() needs no write access: an existing lock file of a cache this user may only
         # read (another user's, or a read-only copy) still tells whether someone holds it,
