@@ -10,12 +10,14 @@ exactly there.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from dload_arrow.args import check_bool, check_callable, check_count
 from dload_arrow.errors import ConfigError
+from dload_arrow.pipeline import closer
 from dload_arrow.pipeline.iterator import FINGERPRINT, PipelineIterator
 from dload_arrow.pipeline.lengths import Lengths
 from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State
@@ -46,13 +48,14 @@ class Pipeline(Lengths):
         self._children: tuple[Pipeline, ...] = children
         self._next_epoch = 0
         self._pending: State | None = None
-        self._live: PipelineIterator | None = None
+        self._live: Callable[[], PipelineIterator | None] = closer.nothing  # weakly (closer.py)
+        self._ended: State | None = None  # where a dropped iteration stood
         self._fp: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Pickled into DataLoader workers: not the live iterator (threads, open files).
         state = dict(self.__dict__)
-        state["_live"] = None
+        state["_live"], state["_ended"] = closer.nothing, None
         return state
 
     # --- what subclasses provide --------------------------------------------------------
@@ -107,10 +110,11 @@ class Pipeline(Lengths):
         state, self._pending = self._pending, None
         epoch = self._next_epoch if state is None else int(state[EPOCH])
         self._next_epoch = epoch + 1
+        closer.ensure_running()  # here, not in a finalizer
         it = PipelineIterator(self, epoch, None if state is None else state[CURSOR], chunks)
-        if self._live is not None:
-            self._live.replace()
-        self._live = it
+        if (live := self._live()) is not None:
+            live.replace()
+        self._live, self._ended = weakref.ref(it), None
         return it
 
     def set_epoch(self, epoch: int) -> None:
@@ -131,8 +135,10 @@ class Pipeline(Lengths):
         last item handed out; after an epoch ends, the start of the next."""
         if self._pending is not None:
             return dict(self._pending)
-        if self._live is not None:
-            return self._live.state_dict()
+        if (live := self._live()) is not None:
+            return live.state_dict()
+        if self._ended is not None:
+            return dict(self._ended)
         return {EPOCH: self._next_epoch, CURSOR: None, FINGERPRINT: self._short_fp()}
 
     def load_state_dict(self, state: State, strict: bool = True) -> None:
@@ -151,9 +157,9 @@ class Pipeline(Lengths):
                 "start the epoch anew (only a function's code fixed, the order the same: "
                 "load_state_dict(state, strict=False))")
         check_counters(state)
-        if self._live is not None:
-            self._live.close()
-            self._live = None
+        if (live := self._live()) is not None:
+            live.close()
+        self._live, self._ended = closer.nothing, None
         self._pending = {**state, FINGERPRINT: self._short_fp()} if FINGERPRINT in state \
             else dict(state)  # (strict=False: a checkpoint from here on is this pipeline's)
         self._next_epoch = int(state[EPOCH])
@@ -279,22 +285,13 @@ class Pipeline(Lengths):
         self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False
     ) -> Pipeline:
         """Shuffle with a window of ``buffer`` items (``full=True``: datasets only, uniform)."""
-        from dload_arrow.pipeline.buffer_shuffle import BufferShufflePipe
+        from dload_arrow.pipeline.buffer_shuffle import BufferShufflePipe, ops_above
 
         if full is not False:
             check_bool("shuffle", "full", full)
             raise ConfigError("shuffle(full=True) needs a dataset source: call it on the dataset "
-                              f"(ds.shuffle(full=True, seed=...)) before {self._ops_above()}")
+                              f"(ds.shuffle(full=True, seed=...)) before {ops_above(self)}")
         if buffer is None or isinstance(buffer, str):
             raise ConfigError(f"shuffle(buffer={buffer!r}) on a non-dataset pipeline needs a "
                               "buffer in items (an int); byte sizes are for dataset sources")
         return BufferShufflePipe(self, buffer, seed)
-
-    def _ops_above(self) -> str:
-        """``shard()/map()``: the operators between the source and here (for a message)."""
-        ops: list[str] = []
-        p: Pipeline = self
-        while len(p._children) == 1:
-            ops.append(f"{p.op}()")
-            p = p._children[0]
-        return "/".join(reversed(ops)) if ops and p.op == "dataset" else "map/filter/batch"

@@ -14,7 +14,7 @@ from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State
 from dload_arrow.plan.seeds import check_seed, rng
 
-__all__ = ["BufferShufflePipe"]
+__all__ = ["BufferShufflePipe", "ops_above"]
 
 WINDOW = "window"
 
@@ -102,3 +102,13 @@ class _BufferShuffleNode(Node):
 
     def close(self) -> None:
         self.cursor.close()
+
+
+def ops_above(pipe: Any) -> str:
+    """``shard()/map()``: the operators between the source and ``pipe`` (for a message)."""
+    ops: list[str] = []
+    p = pipe
+    while len(p._children) == 1:
+        ops.append(f"{p.op}()")
+        p = p._children[0]
+    return "/".join(reversed(ops)) if ops and p.op == "dataset" else "map/filter/batch"

@@ -13,6 +13,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from dload_arrow.errors import ConfigError
+from dload_arrow.pipeline import closer
 from dload_arrow.pipeline.check import sharing_budget, sources_at_once
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
 from dload_arrow.pipeline.node import BEFORE, CURSOR, EPOCH, OFFSET, ItemCursor, State
@@ -116,6 +117,18 @@ class PipelineIterator(Iterator[Any]):
             "loop; for a look at the data while training, use ds.head() or build a second "
             "pipeline"
         )
+
+    def __del__(self) -> None:
+        # Dropped unfinished (a `break` out of a loop over it): leave its position to the
+        # pipeline, whose state_dict() follows the newest iteration, and have its threads,
+        # files and cache holds stopped. Nothing here waits (closer.py says why).
+        if self._finished or self.replaced:
+            return  # closed already
+        with suppress(Exception):
+            if self.pipe._fp is not None and self.pipe._live() in (None, self):
+                self.pipe._ended = self.state_dict()
+        with suppress(Exception):
+            closer.hand_off(self.cursor)
 
     def state_dict(self) -> State:
         fp = self.pipe._short_fp()

@@ -1,0 +1,102 @@
+"""QA round "memory": an iteration left with `break`, its pipeline dropped, stops at once.
+
+The pipeline held its live iteration and the iteration (through its dataset node) the
+pipeline: a cycle, so a new pipeline each epoch left with `break` kept every old iteration's
+threads, files, decoded windows and cache holds until the garbage collector ran (memory grew
+to GBs; on S3 with a small budget the next epoch waited for room it held itself). The
+pipeline now holds it weakly, and a dropped iteration is closed on a thread of its own
+(``pipeline/closer.py``): its finalizer never waits.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from dload_arrow import Repository
+
+
+@pytest.fixture
+def ds(tmp_path: Path) -> Any:
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    rows = 4000
+    repo.commit("d", pa.table({"x": list(range(rows)), "b": [b"x" * 500] * rows}),
+                row_group_size="64KB", progress=False)
+    return repo.dataset("d")
+
+
+def _workers() -> list[str]:
+    """The read-ahead, decoding, window and fetch threads now running (not the closer)."""
+    return sorted(t.name for t in threading.enumerate()
+                  if t.name.startswith("dload-") and t.name != "dload-closer")
+
+
+def _settled(before: list[str]) -> list[str]:
+    """The worker threads, once they are back to ``before`` (or after 10 s)."""
+    deadline = time.monotonic() + 10
+    while (now := _workers()) != before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return now
+
+
+def _pipe(ds: Any, mode: str, seed: int) -> Any:
+    if mode == "full":
+        return ds.shuffle(full=True, seed=seed)
+    if mode == "windowed":
+        return ds.shuffle(500, seed=seed)
+    if mode == "batched":
+        return ds.shuffle(500, seed=seed).map(lambda r: r).batch(7)
+    return ds.pipeline()  # sequential
+
+
+@pytest.mark.parametrize("mode", ["windowed", "full", "batched", "sequential"])
+def test_a_pipeline_dropped_after_break_stops_without_the_garbage_collector(
+        ds: Any, mode: str) -> None:
+    before = _workers()
+    gc.disable()
+    try:
+        for epoch in range(5):
+            pipe = _pipe(ds, mode, epoch)
+            for step, _ in enumerate(pipe):
+                if step == 10:
+                    break
+            del pipe
+        assert _settled(before) == before
+    finally:
+        gc.enable()
+
+
+def test_an_iterator_dropped_while_its_pipeline_lives_stops_too(ds: Any) -> None:
+    before = _workers()
+    pipe = ds.shuffle(500, seed=3)
+    gc.disable()
+    try:
+        it = iter(pipe)
+        next(it)
+        assert _workers() != before  # it reads ahead
+        del it
+        assert _settled(before) == before
+        assert pipe.state_dict()["cursor"] is not None  # its position stays
+    finally:
+        gc.enable()
+
+
+def test_the_position_after_break_survives_the_loops_iterator(ds: Any) -> None:
+    pipe = ds.shuffle(500, seed=1)
+    seen = []
+    for step, item in enumerate(pipe):
+        seen.append(item["x"])
+        if step == 9:
+            break  # the for-loop's iterator is dropped here
+    state = pipe.state_dict()
+    again = ds.shuffle(500, seed=1)
+    again.load_state_dict(state)
+    rest = [item["x"] for item in again]
+    full = [item["x"] for item in ds.shuffle(500, seed=1)]
+    assert seen + rest == full
