@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dload_arrow.pipeline.unit_rows import LARGE_VALUE_BYTES, UnitRows, _views_work
+from dload_arrow.pipeline.unit_rows import LARGE_VALUE_BYTES, UnitRows
+from dload_arrow.pipeline.views import views_work
 
 # Types whose large values are copied straight from their units.
 COPIED = [pa.binary(), pa.string(), pa.large_binary(), pa.large_string(), pa.binary(1500),
@@ -116,7 +117,7 @@ def test_other_types_are_concatenated_and_taken_by_arrow(t: pa.DataType) -> None
 def test_binary_views_are_used_from_pyarrow_19() -> None:
     # pyarrow 16-18 lack a step of the one-copy path (UnitRows concatenates there, correctly)
     major = int(pa.__version__.split(".")[0])
-    assert _views_work() == (major >= 19)
+    assert views_work() == (major >= 19)
 
 
 def test_needs_a_batch() -> None:

@@ -19,19 +19,29 @@ docs/DESIGN.md (Fetcher) and bench/notes/speed-work.md ("Sixth session").
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
 
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.arrays import binary_array, int64_array, numpy_values
+from dload_arrow.arrays import int64_array, numpy_values
 from dload_arrow.errors import ConfigError
-from dload_arrow.pipeline.views import as_views, is_view, view_array, view_type, with_views
+from dload_arrow.pipeline.views import (
+    as_views,
+    is_view,
+    view_array,
+    view_type,
+    views_work,
+    with_views,
+)
 
-__all__ = ["LARGE_VALUE_BYTES", "UnitRows"]
+__all__ = ["CHUNK_BYTES", "LARGE_VALUE_BYTES", "UnitRows"]
 
 # A column whose values average this many bytes is copied value by value from its units.
 LARGE_VALUE_BYTES = 1024
+# The most bytes of large values a take copies into one chunk: jemalloc (allocator.py) gives
+# a freed buffer of 8 MiB or more back to the kernel at once, so each chunk of 1,024 10 KB
+# images faulted its pages in afresh (bench/notes/speed-work.md, "Twenty-second session").
+CHUNK_BYTES = 4 << 20
 
 
 class UnitRows:
@@ -110,6 +120,18 @@ class UnitRows:
         cols = zip(self.schema, self._columns, strict=True)
         return [f.name for f, c in cols if isinstance(c, _Values)]
 
+    def leading_rows(self, offs: np.ndarray, limit: int = CHUNK_BYTES) -> int:
+        """How many of rows ``offs``, from the first, fit ``limit`` bytes of large values (at
+        least one): a function of the rows' data, so a restored position cuts the same chunk."""
+        sizes: np.ndarray | None = None
+        for col in self._columns:
+            if isinstance(col, _Values):
+                n = col.value_bytes(offs)
+                sizes = n if sizes is None else sizes + n
+        if sizes is None or not len(offs):
+            return len(offs)
+        return max(1, int(np.searchsorted(np.cumsum(sizes), limit, "right")))
+
     def take(self, offs: np.ndarray, views: bool = False) -> pa.RecordBatch:
         """Rows ``offs`` (numbered across the units) as one batch.
 
@@ -143,25 +165,6 @@ def _offsets(arr: pa.Array, kind: type) -> np.ndarray:
 
 def _primitive(t: pa.DataType) -> bool:
     return (pa.types.is_integer(t) or pa.types.is_floating(t)) and t.bit_width % 8 == 0
-
-
-@cache
-def _views_work() -> bool:
-    """Whether this pyarrow makes, concatenates, rebuilds and casts back binary views.
-
-    pyarrow 16-17 cannot cast binary to views, and 18 cannot rebuild a view array over
-    several data buffers (``Array.from_buffers``); there every column is concatenated.
-    """
-    a = binary_array([b"a" * 20, b"", b"b" * 13])
-    try:
-        views = pa.concat_arrays([a.cast(pa.binary_view()), a.cast(pa.binary_view())])
-        bufs = views.buffers()
-        taken = pa.Array.from_buffers(pa.binary(16), len(views), [None, bufs[1]]).take(
-            int64_array([5, 0]))
-        out = pa.Array.from_buffers(pa.binary_view(), 2, [None, taken.buffers()[1], *bufs[2:]])
-        return bool(out.cast(pa.binary()).equals(binary_array([b"b" * 13, b"a" * 20])))
-    except (pa.ArrowException, ValueError, TypeError):
-        return False
 
 
 def _binary(t: pa.DataType) -> bool:  # (not a view type: see is_view)
@@ -224,7 +227,7 @@ class _Values:
     @classmethod
     def of(cls, t: pa.DataType, arrays: Sequence[pa.Array]) -> _Values | None:
         """The column ``arrays`` as values, or None when its type is not supported."""
-        if not _views_work():
+        if not views_work():
             return None
         parts = []
         for a in arrays:
@@ -240,6 +243,11 @@ class _Values:
             valid = np.concatenate([numpy_values(a.is_valid())
                                     for a in arrays])
         return cls(t, parts[0] if len(parts) == 1 else pa.concat_arrays(parts), valid)
+
+    def value_bytes(self, offs: np.ndarray) -> np.ndarray:
+        """The byte length of each of rows ``offs`` (read from their views, nothing copied)."""
+        raw = np.frombuffer(self._views.buffers()[1], np.int32)  # 4 int32 a view: length first
+        return raw[(np.asarray(offs, np.int64) + self._views.offset) * 4].astype(np.int64)
 
     def joined(self, other: _Values) -> _Values:
         """These values, then ``other``'s (views concatenated, bytes shared)."""

@@ -19,16 +19,17 @@ may need ``cast`` to ``binary``/``string`` first (docs/TUTORIAL.md, "Views").
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.arrays import bool_array, int64_array, numpy_values
+from dload_arrow.arrays import binary_array, bool_array, int64_array, numpy_values
 
 __all__ = ["as_views", "filter_rows", "has_views", "is_view", "take_rows", "view_schema",
-           "view_array", "view_type", "with_views"]
+           "view_array", "view_type", "views_work", "with_views"]
 
 # A view of a value this long or shorter holds the bytes inline (Arrow's columnar format).
 _INLINE_BYTES = 12
@@ -144,3 +145,22 @@ def filter_rows(batch: pa.RecordBatch, keep: Any) -> pa.RecordBatch:
     if isinstance(keep, pa.Array):  # Arrow's filter drops the rows of a null mask slot
         keep = numpy_values(keep.fill_null(False))
     return take_rows(batch, np.flatnonzero(np.asarray(keep, dtype=bool)))
+
+
+@cache
+def views_work() -> bool:
+    """Whether this pyarrow makes, concatenates, rebuilds and casts back binary views.
+
+    pyarrow 16-17 cannot cast binary to views, and 18 cannot rebuild a view array over
+    several data buffers (``Array.from_buffers``); there every column is concatenated.
+    """
+    a = binary_array([b"a" * 20, b"", b"b" * 13])
+    try:
+        views = pa.concat_arrays([a.cast(pa.binary_view()), a.cast(pa.binary_view())])
+        bufs = views.buffers()
+        taken = pa.Array.from_buffers(pa.binary(16), len(views), [None, bufs[1]]).take(
+            int64_array([5, 0]))
+        out = pa.Array.from_buffers(pa.binary_view(), 2, [None, taken.buffers()[1], *bufs[2:]])
+        return bool(out.cast(pa.binary()).equals(binary_array([b"b" * 13, b"a" * 20])))
+    except (pa.ArrowException, ValueError, TypeError):
+        return False

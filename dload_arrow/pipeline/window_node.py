@@ -3,15 +3,15 @@
 A window (one unit when sequential, about ``buffer`` rows when windowed, everything when full)
 is *made* from the decoded batches of its units: for sequential and windowed orders, into one
 batch of this consumer's rows in epoch order, every chunk a zero-copy slice of it; for an
-unsharded consumer's windows of large rows (:func:`~dload_arrow.pipeline.window_layout.
-takes_per_chunk`), into a :class:`~dload_arrow.pipeline.unit_rows.UnitRows` that each chunk
-takes its rows from. A large value is copied once, from its unit (``views=True``: not at
-all). The full shuffle's window fills while in use (:mod:`~dload_arrow.pipeline.full_window`).
+unsharded consumer's windows of large rows (``window_layout.takes_per_chunk``), into a
+``UnitRows`` each chunk takes its rows from (at most ``CHUNK_BYTES`` of large values). A large
+value is copied once, from its unit (``views=True``: not at all). The full shuffle's window
+fills while in use (:mod:`~dload_arrow.pipeline.full_window`).
 
 While the consumer works through window ``w``, a background thread makes the next shuffled
-window (decoding and gathering run in C++ without the GIL); the consumer releases ``w`` when
-it asks for the next, so at most two windows are alive. A sequential window (the next decoded
-unit) is made on the consumer's thread: a hand-off per unit made items 1.5x slower.
+window (decoding and gathering run in C++ without the GIL); ``w`` is released when the next
+is asked for: two windows at most. A sequential window (the next decoded unit) is made on
+the consumer's thread (a hand-off per unit made items 1.5x slower).
 
 When the consumer turns every chunk into Python items anyway (:meth:`Node.prefer_items`) and
 a row's data outweighs its Python objects (``items_pay_off``: images, token tensors), a
@@ -133,7 +133,10 @@ class DatasetNode(Node):
                 if isinstance(held, list):
                     return [held[i] for i in offs.tolist()]
                 assert isinstance(held, UnitRows)
-                out = held.take(offs, self.pipe.views and self.pipe.predicate is None)
+                views = self.pipe.views and self.pipe.predicate is None
+                if not views and (n := held.leading_rows(offs)) < len(offs):  # CHUNK_BYTES
+                    offs, self.p = offs[:n], int(self._pos(k0 + n - 1)) + 1
+                out = held.take(offs, views)
             pred = self.pipe.predicate
             if pred is not None:
                 out = filter_rows(out, pred)
@@ -211,16 +214,13 @@ class DatasetNode(Node):
 
     def _after(self, w: int) -> int | None:
         """The window made after ``w``: the next one holding a needed unit (None: none)."""
-        if self.plan.mode == "full":
-            return None
         i = int(np.searchsorted(self._needed, self.plan.window_bounds[w + 1]))
-        if i >= len(self._needed):
+        if self.plan.mode == "full" or i >= len(self._needed):
             return None
         return int(self.plan.window_of(int(self.plan.unit_starts[self._needed[i]])))
 
     def _window_pool(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="dload-window")
+        self._pool = self._pool or ThreadPoolExecutor(1, thread_name_prefix="dload-window")
         return self._pool
 
     def _make(self, w: int) -> Window:
