@@ -9,7 +9,6 @@ the data, so a restored position cuts the same chunks.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np

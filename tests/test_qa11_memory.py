@@ -11,6 +11,7 @@ pipeline now holds it weakly, and a dropped iteration is closed on a thread of i
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 from pathlib import Path
@@ -100,3 +101,17 @@ def test_the_position_after_break_survives_the_loops_iterator(ds: Any) -> None:
     rest = [item["x"] for item in again]
     full = [item["x"] for item in ds.shuffle(500, seed=1)]
     assert seen + rest == full
+
+
+def test_an_iteration_that_failed_to_start_leaves_no_error_in_its_finalizer(ds: Any) -> None:
+    pipe = ds.shuffle(500, seed=1)
+    pipe.load_state_dict({"epoch": 0, "cursor": {"bogus": 1}}, strict=False)
+    caught: list[Any] = []
+    hook, sys.unraisablehook = sys.unraisablehook, caught.append
+    try:
+        with pytest.raises(Exception, match="does not fit this pipeline"):
+            iter(pipe)
+        gc.collect()
+    finally:
+        sys.unraisablehook = hook
+    assert caught == []

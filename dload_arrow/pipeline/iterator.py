@@ -122,8 +122,8 @@ class PipelineIterator(Iterator[Any]):
         # Dropped unfinished (a `break` out of a loop over it): leave its position to the
         # pipeline, whose state_dict() follows the newest iteration, and have its threads,
         # files and cache holds stopped. Nothing here waits (closer.py says why).
-        if self._finished or self.replaced:
-            return  # closed already
+        if getattr(self, "_finished", True) or self.replaced:
+            return  # closed already, or never made (its __init__ raised)
         with suppress(Exception):
             if self.pipe._fp is not None and self.pipe._live() in (None, self):
                 self.pipe._ended = self.state_dict()
