@@ -22,6 +22,7 @@ from dload_arrow.pipeline.full_window import (
     chunk_cap,
     first_need_order,
 )
+from dload_arrow.pipeline.row_bytes import row_bytes
 from dload_arrow.plan.orders import SamplePlan
 
 
@@ -82,7 +83,8 @@ def test_rows_wait_only_for_their_own_units(items: bool) -> None:
     def add(u: int) -> None:
         nonlocal at
         batch = _unit(u, 3)
-        full.add(u, at, None if items else batch, batch.to_pylist() if items else None)
+        full.add(u, at, None if items else batch, batch.to_pylist() if items else None,
+                 row_bytes(batch))
         at += 3
 
     add(4)
@@ -111,7 +113,7 @@ def test_rows_wait_only_for_their_own_units(items: bool) -> None:
 
 def test_an_error_while_filling_reaches_the_waiting_consumer() -> None:
     full = FullRows(units=3, expected=3)
-    full.add(0, 0, _unit(0, 2), None)
+    full.add(0, 0, _unit(0, 2), None, row_bytes(_unit(0, 2)))
     threading.Timer(0.1, lambda: full.finish(OSError("disk gone"))).start()
     with pytest.raises(OSError, match="disk gone"):
         full.rows(np.asarray([0, 2]))

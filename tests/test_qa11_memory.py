@@ -115,3 +115,72 @@ def test_an_iteration_that_failed_to_start_leaves_no_error_in_its_finalizer(ds: 
     finally:
         sys.unraisablehook = hook
     assert caught == []
+
+
+def test_an_iteration_superseded_by_load_state_dict_leaves_the_position_alone(
+        ds: Any) -> None:
+    pipe = ds.shuffle(500, seed=1)
+    old = iter(pipe)
+    for _ in range(10):
+        next(old)
+    pipe.load_state_dict(pipe.state_dict())  # resume here; the caller still holds `old`
+    assert sum(1 for _ in pipe) == 4000 - 10
+    del old  # dropped after the epoch was finished by the newer iteration
+    gc.collect()
+    assert pipe.state_dict()["epoch"] == 1 and pipe.state_dict()["cursor"] is None
+    other = ds.shuffle(500, seed=1)
+    first = iter(other)
+    next(first)
+    other.set_epoch(3)
+    del first
+    assert other.state_dict()["epoch"] == 3 and other.state_dict()["cursor"] is None
+
+
+def test_a_dropped_iteration_runs_no_source_code_in_its_finalizer() -> None:
+    # A source's state_dict() is the user's code and may take a lock; a collection that
+    # runs while the user holds that lock must not call it (it deadlocked).
+    from dload_arrow.pipeline import from_iterable
+
+    lock = threading.Lock()
+    calls: list[int] = []
+
+    class Counter:
+        def __init__(self) -> None:
+            self.i = 0
+
+        def __iter__(self) -> Counter:
+            return self
+
+        def __next__(self) -> int:
+            self.i += 1
+            return self.i
+
+        def state_dict(self) -> dict[str, int]:
+            calls.append(self.i)
+            with lock:
+                return {"i": self.i}
+
+        def load_state_dict(self, state: dict[str, int]) -> None:
+            self.i = state["i"]
+
+    pipe = from_iterable(lambda: Counter())
+    it = iter(pipe)
+    next(it)
+    next(it)
+    cycle: list[Any] = [it]
+    cycle.append(cycle)  # reachable only from garbage, as from a kept traceback
+    del it, cycle
+    calls.clear()
+    done = threading.Event()
+
+    def collect() -> None:
+        with lock:  # the user's code holds its lock when the collector runs
+            gc.collect()
+        done.set()
+
+    threading.Thread(target=collect, daemon=True).start()
+    assert done.wait(30), "the finalizer waited for the source's lock"
+    assert calls == []
+    resumed = from_iterable(lambda: Counter())
+    resumed.load_state_dict(pipe.state_dict())
+    assert next(iter(resumed)) == 3  # the position of the dropped iteration was kept

@@ -50,6 +50,7 @@ class Pipeline(Lengths):
         self._pending: State | None = None
         self._live: Callable[[], PipelineIterator | None] = closer.nothing  # weakly (closer.py)
         self._ended: State | None = None  # where a dropped iteration stood
+        self._generation = 0  # one more at each iter(), load_state_dict() and set_epoch()
         self._fp: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -111,6 +112,7 @@ class Pipeline(Lengths):
         epoch = self._next_epoch if state is None else int(state[EPOCH])
         self._next_epoch = epoch + 1
         closer.ensure_running()  # here, not in a finalizer
+        self._generation += 1
         it = PipelineIterator(self, epoch, None if state is None else state[CURSOR], chunks)
         if (live := self._live()) is not None:
             live.replace()
@@ -126,8 +128,8 @@ class Pipeline(Lengths):
         epoch = check_count("set_epoch", "epoch", epoch)
         if self._pending is not None and int(self._pending[EPOCH]) == epoch:
             return
-        self._next_epoch = epoch
-        self._pending = None
+        self._next_epoch, self._pending, self._ended = epoch, None, None
+        self._generation += 1  # a dropped iteration's position is not the next one's
 
     def state_dict(self) -> State:
         """Where the stream is: the epoch and a cursor (JSON/pickle-able, small). Before any
@@ -157,6 +159,7 @@ class Pipeline(Lengths):
                 "start the epoch anew (only a function's code fixed, the order the same: "
                 "load_state_dict(state, strict=False))")
         check_counters(state)
+        self._generation += 1  # the live iteration's position is not the pipeline's any more
         if (live := self._live()) is not None:
             live.close()
         self._live, self._ended = closer.nothing, None

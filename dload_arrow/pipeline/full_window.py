@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.pipeline.chunks import row_dicts
+from dload_arrow.pipeline.row_bytes import Sizes, row_bytes
 from dload_arrow.pipeline.unit_rows import UnitRows
 from dload_arrow.pipeline.window_layout import OwnRows, Window, items_pay_off, memory_check
 
@@ -107,12 +108,15 @@ class FullRows:
         self._built_units = 0
         self._items_mode = False
         self.stop = False  # set by the consumer: the window thread stops at the next unit
+        self.sizes = Sizes()  # each kept row's bytes, numbered as the items and batches are
 
     def add(self, u: int, at: int, kept: pa.RecordBatch | None, items: list[Any] | None,
-            ) -> None:
+            sizes: np.ndarray) -> None:
         """Unit ``u`` arrived: its rows numbered from ``at`` (of every unit's rows, for the
-        own-rows index), ``kept`` as Arrow or ``items`` as Python objects."""
+        own-rows index), ``kept`` as Arrow or ``items`` as Python objects, ``sizes`` the
+        bytes of each kept row (``row_bytes``)."""
         with self._cond:
+            self.sizes.append(sizes)
             self.offset[u] = at
             self._arrival[u] = self._arrived
             if items is not None:
@@ -192,7 +196,7 @@ def fill(rows: FullRows, reader: Iterator[pa.RecordBatch], needed: np.ndarray,
             if own is not None:
                 batch = own.keep(u, at, batch)
             converted = row_dicts(batch) if as_items else None
-            rows.add(u, at, None if as_items else batch, converted)
+            rows.add(u, at, None if as_items else batch, converted, row_bytes(batch))
             at += n
     except BaseException as e:
         rows.finish(e)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline import closer
 from dload_arrow.pipeline.check import sharing_budget, sources_at_once
-from dload_arrow.pipeline.chunks import Chunk, chunk_items
+from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len
 from dload_arrow.pipeline.node import BEFORE, CURSOR, EPOCH, OFFSET, ItemCursor, State
 from dload_arrow.pipeline.state_check import PastEndError
 
@@ -34,6 +34,8 @@ class PipelineIterator(Iterator[Any]):
         self.pipe = pipe
         self.epoch = epoch
         self.chunks = chunks
+        self.generation = pipe._generation  # the pipeline's, when this iteration began
+        self._from = cursor
         with sharing_budget(sources_at_once(pipe)):  # the sources' windows split the budget
             self.node = pipe._build(epoch)
         if not chunks:
@@ -57,6 +59,8 @@ class PipelineIterator(Iterator[Any]):
         self._k = 0
         self._base: State | None = None
         self._finished = False
+        self._closed = False
+        self._taken = 0  # items of the last chunk handed out whole (iter_chunks)
         self.replaced = False  # a newer iteration of the pipeline ended this one
 
     def __iter__(self) -> PipelineIterator:
@@ -95,6 +99,7 @@ class PipelineIterator(Iterator[Any]):
             self.close()
             raise StopIteration
         self._base, chunk = got
+        self._taken = chunk_len(chunk) if self.chunks else 0
         return chunk
 
     def replace(self) -> None:
@@ -121,12 +126,16 @@ class PipelineIterator(Iterator[Any]):
     def __del__(self) -> None:
         # Dropped unfinished (a `break` out of a loop over it): leave its position to the
         # pipeline, whose state_dict() follows the newest iteration, and have its threads,
-        # files and cache holds stopped. Nothing here waits (closer.py says why).
-        if getattr(self, "_finished", True) or self.replaced:
+        # files and cache holds stopped. Nothing here waits or calls into the nodes (a
+        # source's state_dict() may be the user's own code, taking locks): closer.py.
+        if getattr(self, "_closed", True) or self._finished or self.replaced:
             return  # closed already, or never made (its __init__ raised)
         with suppress(Exception):
-            if self.pipe._fp is not None and self.pipe._live() in (None, self):
-                self.pipe._ended = self.state_dict()
+            if self.pipe._fp is not None and self.pipe._generation == self.generation:
+                base = self._base
+                cur = self._from if base is None else {BEFORE: base[BEFORE], OFFSET: base[
+                    OFFSET] + min(self._k, len(self._items)) + self._taken}
+                self.pipe._ended = {EPOCH: self.epoch, CURSOR: cur, FINGERPRINT: self.pipe._fp[:16]}
         with suppress(Exception):
             closer.hand_off(self.cursor)
 
@@ -141,4 +150,10 @@ class PipelineIterator(Iterator[Any]):
         return {EPOCH: self.epoch, CURSOR: cur, FINGERPRINT: fp}
 
     def close(self) -> None:
+        """Stop this iteration's reads; the pipeline's state_dict() keeps its position."""
+        if not (self._closed or self._finished or self.replaced) and \
+                self.pipe._generation == self.generation:
+            with suppress(Exception):
+                self.pipe._ended = self.state_dict()
+        self._closed = True
         self.cursor.close()

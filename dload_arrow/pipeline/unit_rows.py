@@ -25,6 +25,8 @@ import pyarrow as pa
 
 from dload_arrow.arrays import int64_array, numpy_values
 from dload_arrow.errors import ConfigError
+from dload_arrow.pipeline.row_bytes import binary_type, primitive, row_bytes, wide
+from dload_arrow.pipeline.row_bytes import offsets as value_offsets
 from dload_arrow.pipeline.views import (
     as_views,
     is_view,
@@ -34,14 +36,10 @@ from dload_arrow.pipeline.views import (
     with_views,
 )
 
-__all__ = ["CHUNK_BYTES", "LARGE_VALUE_BYTES", "UnitRows"]
+__all__ = ["LARGE_VALUE_BYTES", "UnitRows"]
 
 # A column whose values average this many bytes is copied value by value from its units.
 LARGE_VALUE_BYTES = 1024
-# The most bytes of large values a take copies into one chunk: jemalloc (allocator.py) gives
-# a freed buffer of 8 MiB or more back to the kernel at once, so each chunk of 1,024 10 KB
-# images faulted its pages in afresh (bench/notes/speed-work.md, "Twenty-second session").
-CHUNK_BYTES = 4 << 20
 
 
 class UnitRows:
@@ -63,6 +61,7 @@ class UnitRows:
         self.num_rows = int(self.starts[-1])
         self._once = once
         self._built: list[pa.Array | pa.ChunkedArray | _Values] | None = None
+        self._sizes: np.ndarray | None = None
 
     @property
     def _columns(self) -> list[pa.Array | pa.ChunkedArray | _Values]:
@@ -97,6 +96,8 @@ class UnitRows:
         """These rows, then the rows of ``more``; the columns built for these are reused
         (views and concatenations of the new units only: a full shuffle's window grows)."""
         out = UnitRows(self.batches + list(more), once=self._once)
+        if self._sizes is not None and more:
+            out._sizes = np.concatenate([self._sizes, *(row_bytes(b) for b in more)])
         if self._built is None or not more or not self.num_rows:  # (no rows: undecided)
             return out
         joined: list[pa.Array | pa.ChunkedArray | _Values] = []
@@ -120,17 +121,12 @@ class UnitRows:
         cols = zip(self.schema, self._columns, strict=True)
         return [f.name for f, c in cols if isinstance(c, _Values)]
 
-    def leading_rows(self, offs: np.ndarray, limit: int = CHUNK_BYTES) -> int:
-        """How many of rows ``offs``, from the first, fit ``limit`` bytes of large values (at
-        least one): a function of the rows' data, so a restored position cuts the same chunk."""
-        sizes: np.ndarray | None = None
-        for col in self._columns:
-            if isinstance(col, _Values):
-                n = col.value_bytes(offs)
-                sizes = n if sizes is None else sizes + n
-        if sizes is None or not len(offs):
-            return len(offs)
-        return max(1, int(np.searchsorted(np.cumsum(sizes), limit, "right")))
+    def sizes(self) -> np.ndarray:
+        """Each row's bytes of values (``row_bytes``: the measure a shuffled chunk is cut by,
+        whatever the columns' classification here)."""
+        if self._sizes is None:
+            self._sizes = np.concatenate([row_bytes(b) for b in self.batches])
+        return self._sizes
 
     def take(self, offs: np.ndarray, views: bool = False) -> pa.RecordBatch:
         """Rows ``offs`` (numbered across the units) as one batch.
@@ -157,33 +153,14 @@ class UnitRows:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
-def _offsets(arr: pa.Array, kind: type) -> np.ndarray:
-    """The ``len(arr) + 1`` value offsets of a binary or list array (its slice applied)."""
-    raw: np.ndarray = np.frombuffer(arr.buffers()[1], kind)
-    return raw[arr.offset:arr.offset + len(arr) + 1].astype(np.int64)
-
-
-def _primitive(t: pa.DataType) -> bool:
-    return (pa.types.is_integer(t) or pa.types.is_floating(t)) and t.bit_width % 8 == 0
-
-
-def _binary(t: pa.DataType) -> bool:  # (not a view type: see is_view)
-    return (pa.types.is_binary(t) or pa.types.is_string(t) or pa.types.is_large_binary(t)
-            or pa.types.is_large_string(t))
-
-
-def _wide(t: pa.DataType) -> bool:
-    return pa.types.is_large_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_list(t)
-
-
 def _as_views(t: pa.DataType, a: pa.Array) -> pa.Array | None:
     """Array ``a`` as binary views of its values' bytes, sharing its data (None: unsupported).
 
     Binary and string values view their own bytes; a list's, fixed-size list's or fixed-size
     binary's value views the bytes of its elements (without validity: kept apart).
     """
-    if _binary(t):
-        return a.view(pa.large_binary() if _wide(t) else pa.binary()).cast(pa.binary_view())
+    if binary_type(t):
+        return a.view(pa.large_binary() if wide(t) else pa.binary()).cast(pa.binary_view())
     if is_view(t):  # already views (a pipeline made with views=True): validity kept apart
         bufs = a.buffers()
         return pa.Array.from_buffers(pa.binary_view(), len(a), [None, *bufs[1:]],
@@ -193,13 +170,13 @@ def _as_views(t: pa.DataType, a: pa.Array) -> pa.Array | None:
         data = a.buffers()[1]
     elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         child = a.values  # the whole child: the offsets below apply the slice
-        if not _primitive(t.value_type) or child.null_count:
+        if not primitive(t.value_type) or child.null_count:
             return None
         width = t.value_type.bit_width // 8
         if pa.types.is_fixed_size_list(t):
             offsets = (np.arange(len(a) + 1, dtype=np.int64) + a.offset) * t.list_size
         else:
-            offsets = _offsets(a, np.int64 if _wide(t) else np.int32)
+            offsets = value_offsets(a, np.int64 if wide(t) else np.int32)
         offsets = offsets + child.offset
         data = child.buffers()[1]
     else:
@@ -244,11 +221,6 @@ class _Values:
                                     for a in arrays])
         return cls(t, parts[0] if len(parts) == 1 else pa.concat_arrays(parts), valid)
 
-    def value_bytes(self, offs: np.ndarray) -> np.ndarray:
-        """The byte length of each of rows ``offs`` (read from their views, nothing copied)."""
-        raw = np.frombuffer(self._views.buffers()[1], np.int32)  # 4 int32 a view: length first
-        return raw[(np.asarray(offs, np.int64) + self._views.offset) * 4].astype(np.int64)
-
     def joined(self, other: _Values) -> _Values:
         """These values, then ``other``'s (views concatenated, bytes shared)."""
         def views(v: _Values) -> pa.Array:
@@ -269,7 +241,7 @@ class _Values:
         n = len(offs)
         gathered = self._views.take(indices).buffers()[1]
         t = self.type
-        large = _wide(t)
+        large = wide(t)
         validity, nulls = None, 0
         if self._valid is not None:
             valid = self._valid[offs]
@@ -282,7 +254,7 @@ class _Values:
         out = pa.Array.from_buffers(pa.binary_view(), n, [None, gathered, *self._data]).cast(
             pa.large_binary() if large else pa.binary())
         _, offsets, data = out.buffers()
-        if _binary(t):
+        if binary_type(t):
             return pa.Array.from_buffers(t, n, [validity, offsets, data], null_count=nulls)
         if pa.types.is_fixed_size_binary(t):
             return pa.Array.from_buffers(t, n, [validity, data], null_count=nulls)

@@ -4,7 +4,7 @@ A window (one unit when sequential, about ``buffer`` rows when windowed, everyth
 is *made* from the decoded batches of its units: for sequential and windowed orders, into one
 batch of this consumer's rows in epoch order, every chunk a zero-copy slice of it; for an
 unsharded consumer's windows of large rows (``window_layout.takes_per_chunk``), into a
-``UnitRows`` each chunk takes its rows from (at most ``CHUNK_BYTES`` of large values). A large
+``UnitRows`` each chunk takes its rows from (at most ``CHUNK_BYTES``: row_bytes.py). A large
 value is copied once, from its unit (``views=True``: not at all). The full shuffle's window
 fills while in use (:mod:`~dload_arrow.pipeline.full_window`).
 
@@ -32,6 +32,7 @@ from dload_arrow.pipeline.check import budget_share
 from dload_arrow.pipeline.chunks import Chunk, row_dicts
 from dload_arrow.pipeline.full_window import chunk_cap, first_need_order, start_full
 from dload_arrow.pipeline.node import POSITION, Node, State
+from dload_arrow.pipeline.row_bytes import leading_rows
 from dload_arrow.pipeline.state_check import check_position
 from dload_arrow.pipeline.unit_rows import UnitRows
 from dload_arrow.pipeline.views import as_views
@@ -130,12 +131,13 @@ class DatasetNode(Node):
                     offs = win.offs[np.searchsorted(win.units, u)] + r
                 if win.index is not None:
                     offs = win.index[offs]
+                views = self.pipe.views and self.pipe.predicate is None
+                sizes = win.full.sizes if win.full is not None else held.sizes()
+                if not views and (n := leading_rows(sizes[offs])) < len(offs):  # row_bytes.py
+                    offs, self.p = offs[:n], int(self._pos(k0 + n - 1)) + 1
                 if isinstance(held, list):
                     return [held[i] for i in offs.tolist()]
                 assert isinstance(held, UnitRows)
-                views = self.pipe.views and self.pipe.predicate is None
-                if not views and (n := held.leading_rows(offs)) < len(offs):  # CHUNK_BYTES
-                    offs, self.p = offs[:n], int(self._pos(k0 + n - 1)) + 1
                 out = held.take(offs, views)
             pred = self.pipe.predicate
             if pred is not None:
@@ -174,10 +176,8 @@ class DatasetNode(Node):
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        if self._reader is not None:
-            close = getattr(self._reader, "close", None)
-            if close is not None:
-                close()
+        if (close := getattr(self._reader, "close", None)) is not None:
+            close()
         self._reader = None
         self._win = None
 
