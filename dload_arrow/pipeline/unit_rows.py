@@ -51,7 +51,8 @@ class UnitRows:
             chunked, for Arrow's take over chunks, instead of being concatenated first.
     """
 
-    def __init__(self, batches: Sequence[pa.RecordBatch], once: bool = False) -> None:
+    def __init__(self, batches: Sequence[pa.RecordBatch], once: bool = False,
+                 sizes: np.ndarray | None = None) -> None:
         if not batches:
             raise ConfigError("UnitRows needs at least one batch (the schema comes from it)")
         self.batches = list(batches)
@@ -61,7 +62,7 @@ class UnitRows:
         self.num_rows = int(self.starts[-1])
         self._once = once
         self._built: list[pa.Array | pa.ChunkedArray | _Values] | None = None
-        self._sizes: np.ndarray | None = None
+        self._sizes = sizes  # (when known: each row's row_bytes)
 
     @property
     def _columns(self) -> list[pa.Array | pa.ChunkedArray | _Values]:

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.pipeline.check import budget_share
-from dload_arrow.pipeline.chunks import Chunk, row_dicts
+from dload_arrow.pipeline.chunks import Chunk
 from dload_arrow.pipeline.full_window import chunk_cap, first_need_order, start_full
 from dload_arrow.pipeline.node import POSITION, Node, State
 from dload_arrow.pipeline.row_bytes import leading_rows
@@ -38,12 +38,10 @@ from dload_arrow.pipeline.unit_rows import UnitRows
 from dload_arrow.pipeline.views import as_views
 from dload_arrow.pipeline.window_layout import (
     Window,
-    items_pay_off,
     needed_units,
     projected,
-    schema_of,
-    takes_per_chunk,
 )
+from dload_arrow.pipeline.window_make import make_window
 from dload_arrow.plan.orders import own_count, own_position
 from dload_arrow.rowfilter import filter_rows
 
@@ -114,6 +112,8 @@ class DatasetNode(Node):
             if win.full is not None:  # small first chunks (a function of the position)
                 cap = chunk_cap(k0, cap)
             k1 = min(int(self._own(wend)), k0 + cap)
+            if win.ordered and win.sizes is not None:  # a shuffled chunk: row_bytes.py
+                k1 = k0 + leading_rows(win.sizes[k0 - win.first:k1 - win.first])
             self.p = int(self._pos(k1 - 1)) + 1
             if win.ordered:
                 if win.items is not None:
@@ -131,14 +131,13 @@ class DatasetNode(Node):
                     offs = win.offs[np.searchsorted(win.units, u)] + r
                 if win.index is not None:
                     offs = win.index[offs]
-                views = self.pipe.views and self.pipe.predicate is None
                 sizes = win.full.sizes if win.full is not None else held.sizes()
-                if not views and (n := leading_rows(sizes[offs])) < len(offs):  # row_bytes.py
+                if (n := leading_rows(sizes[offs])) < len(offs):  # whatever holds the rows
                     offs, self.p = offs[:n], int(self._pos(k0 + n - 1)) + 1
                 if isinstance(held, list):
                     return [held[i] for i in offs.tolist()]
                 assert isinstance(held, UnitRows)
-                out = held.take(offs, views)
+                out = held.take(offs, self.pipe.views and self.pipe.predicate is None)
             pred = self.pipe.predicate
             if pred is not None:
                 out = filter_rows(out, pred)
@@ -224,52 +223,7 @@ class DatasetNode(Node):
         return self._pool
 
     def _make(self, w: int) -> Window:
-        """Decode the needed units of window ``w`` (once) and lay its rows out."""
-        assert self._reader is not None
-        plan = self.plan
-        lo, hi = int(plan.window_bounds[w]), int(plan.window_bounds[w + 1])
-        batches: list[pa.RecordBatch] = []
-        rows: list[Any] = []  # item mode: converted as the units arrive (decode runs ahead)
-        units: list[int] = []
-        offsets: list[int] = []
-        at = 0
-        items: bool | None = None if self._items else False  # decided on the first rows
-        while self._ni < len(self._needed) and self._needed[self._ni] < hi:
-            u = int(self._needed[self._ni])
-            batch = next(self._reader)
-            self._ni += 1
-            if u < lo:
-                continue  # a skipped window's unit, already on its way
-            units.append(u)
-            offsets.append(at)
-            if batch.num_rows and items is None:
-                items = items_pay_off(batch)
-            at += batch.num_rows
-            if items:
-                rows.extend(row_dicts(batch))
-            else:
-                batches.append(batch)
-        wunits, woffs = np.asarray(units, np.int64), np.asarray(offsets, np.int64)
-        first = int(self._own(int(plan.window_starts[w])))
-        if items:
-            end = int(self._own(int(plan.window_starts[w + 1])))
-            u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
-            sel = (woffs[np.searchsorted(wunits, u)] + r).tolist()
-            storage = rows if len(sel) == len(rows) else None  # else: free the others now
-            return Window(w, None, True, first, items=[rows[i] for i in sel], storage=storage)
-        # A sharded consumer's whole gather keeps only its own rows (1/count of the window);
-        # taking per chunk would keep every row of the window in each consumer.
-        per_chunk = self.count == 1 and len(batches) > 1 and takes_per_chunk(batches)
-        if not batches:
-            empty = pa.RecordBatch.from_pylist([], schema=schema_of(self.pipe, decoded=True))
-            return Window(w, empty, True, first)
-        # large values are copied once, straight from their units
-        unit_rows = UnitRows(batches, once=not per_chunk)
-        if per_chunk:  # each chunk takes its rows (next)
-            return Window(w, unit_rows.prepare(), False, units=wunits, offs=woffs)
-        end = int(self._own(int(plan.window_starts[w + 1])))
-        u, r = plan.locate(self._pos(np.arange(first, end, dtype=np.int64)))
-        return Window(w, unit_rows.take(woffs[np.searchsorted(wunits, u)] + r), True, first)
+        return make_window(self, w)
 
     def _begin_full(self, w: int) -> Window:
         """The full shuffle's window, being filled (full_window.py)."""
