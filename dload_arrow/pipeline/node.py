@@ -155,12 +155,17 @@ class ItemCursor:
         offset = int(state[OFFSET])
         if offset:
             self._fill()
-            self._offset = offset
-            if self._chunk is None or offset > chunk_len(self._chunk):
+            n = 0 if self._chunk is None else chunk_len(self._chunk)
+            self._offset = min(offset, n)
+            # The chunk may end sooner than where the state was saved (a shuffled chunk is cut
+            # by its rows' bytes, and views=True pipelines are not): the offset counts items
+            # from the state before, so the rest is skipped from the chunks that follow.
+            if offset > n and (self._chunk is None or self.skip(offset - n) < offset - n):
                 raise ConfigError(
-                    f"cannot restore: the chunk at this state has fewer than {offset} items; "
+                    f"cannot restore: fewer than {offset} items follow this state's position; "
                     "the pipeline or its sources differ from the ones that saved the state"
                 )
+            self.count = 0
 
     def get_state(self) -> State:
         if self._chunk is not None and self._offset < chunk_len(self._chunk):

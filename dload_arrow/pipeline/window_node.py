@@ -131,13 +131,14 @@ class DatasetNode(Node):
                     offs = win.offs[np.searchsorted(win.units, u)] + r
                 if win.index is not None:
                     offs = win.index[offs]
+                views = self.pipe.views and self.pipe.predicate is None  # (values not copied)
                 sizes = win.full.sizes if win.full is not None else held.sizes()
-                if (n := leading_rows(sizes[offs])) < len(offs):  # whatever holds the rows
+                if not views and (n := leading_rows(sizes[offs])) < len(offs):
                     offs, self.p = offs[:n], int(self._pos(k0 + n - 1)) + 1
                 if isinstance(held, list):
                     return [held[i] for i in offs.tolist()]
                 assert isinstance(held, UnitRows)
-                out = held.take(offs, self.pipe.views and self.pipe.predicate is None)
+                out = held.take(offs, views)
             pred = self.pipe.predicate
             if pred is not None:
                 out = filter_rows(out, pred)
