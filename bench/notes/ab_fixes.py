@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import pyarrow as pa
 
 import dload_arrow.pipeline.chunks as chunks
-import dload_arrow.pipeline.window_node as window_node
+import dload_arrow.pipeline.window_make as window_make
 from dload_arrow import Repository
 from dload_arrow.read.samples import batch_to_samples
 
@@ -34,7 +34,7 @@ def row_by_row(batch: pa.RecordBatch) -> list[dict[str, Any]]:
 def use(fix: bool) -> None:
     conv = batch_to_samples if fix else row_by_row
     chunks.row_dicts = conv  # chunk_items looks it up at each call
-    window_node.row_dicts = conv  # item windows imported it by name
+    window_make.row_dicts = conv  # item windows imported it by name
 
 
 def epoch(ds: Any, mode: str) -> tuple[float, list[str]]:
