@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -37,7 +37,7 @@ __all__ = ["Catalog", "SqlError", "close_all"]
 # (name, version or None) -> the manifest to read; the repository resolves tags and pins.
 Resolver = Callable[[str, "str | None"], Manifest]
 # manifest -> its shards as local Parquet files, held until released (feasibility checked).
-FileProvider = Callable[[Manifest], ShardFiles]
+FileProvider = Callable[[Manifest, Sequence[ShardFiles]], ShardFiles]  # (files held too)
 
 _BUILTIN = sorted({*VIEW_ORDER, *RAW_SCHEMAS})
 # What the names of the built-in views resolve to: the objects holding them in any database
@@ -163,7 +163,7 @@ class Catalog:
                 for i, (call, manifest) in enumerate(zip(calls, resolved, strict=True)):
                     check_stored(self._snapshot, self.storage, call.name, manifest.version)
                     refuse_case_twins(call.name, manifest.schema)
-                    files = self._shard_files(manifest)
+                    files = self._shard_files(manifest, held)
                     held.append(files)
                     key = f"__dload_samples_{i}"
                     if files.paths:

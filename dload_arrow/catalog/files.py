@@ -14,11 +14,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from dload_arrow.errors import IntegrityError
+from dload_arrow.errors import InfeasiblePlanError, IntegrityError
 from dload_arrow.read.cache import Hold, sha256_file
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.planner import ReadPlan, plan_read
+from dload_arrow.read.planner_fit import fmt_budget, fmt_need
 from dload_arrow.read.shard_errors import missing_shard
+from dload_arrow.sizes import format_bytes
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
 
@@ -30,9 +32,11 @@ _FETCH_THREADS = 8
 class ShardFiles:
     """Local paths of some shards, in manifest order, held in the cache until released."""
 
-    def __init__(self, paths: list[str], holds: list[Hold], plan: ReadPlan) -> None:
+    def __init__(self, paths: list[str], holds: list[Hold], plan: ReadPlan,
+                 shards: dict[str, int] | None = None) -> None:
         self.paths = paths
         self.plan = plan
+        self.shards = shards or {}  # digest: bytes of the shards held (a remote root's)
         self._holds = holds
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -59,9 +63,10 @@ class ShardFiles:
 
 def shard_files(
     context: ReadContext, manifest: Manifest, shards: Sequence[int] | None = None,
-    purpose: str = "sql",
+    purpose: str = "sql", held: Sequence[ShardFiles] = (),
 ) -> ShardFiles:
-    """Local files of ``shards`` (indices; default all) of ``manifest``, feasibility checked.
+    """Local files of ``shards`` (indices; default all) of ``manifest``, feasibility checked,
+    together with the files ``held`` already for the same query.
 
     Raises:
         InfeasiblePlanError: before any download, when the shards cannot all be resident.
@@ -70,6 +75,8 @@ def shard_files(
     chosen = [entries[i] for i in (range(len(entries)) if shards is None else shards)]
     units = [(e.index, 0) for e in chosen if e.rg_rows]
     plan = plan_read(context, manifest, units, full_shuffle=True, purpose=purpose).check()
+    if held and not context.in_place:
+        _check_together(plan, {e.digest: e.bytes for e in chosen}, held)
     if context.in_place:
         local = [context.storage.local_path(shard_path(e.digest)) for e in chosen]
         for e, path in zip(chosen, local, strict=True):
@@ -93,7 +100,25 @@ def shard_files(
                 if f.done() and f.exception() is None:
                     f.result().release()
             raise
-    return ShardFiles([h.path for h in holds], holds, plan)
+    return ShardFiles([h.path for h in holds], holds, plan, {e.digest: e.bytes for e in chosen})
+
+
+def _check_together(plan: ReadPlan, shards: dict[str, int], held: Sequence[ShardFiles]) -> None:
+    """Refuse a query whose ``samples()`` sources fit the cache one by one but not together:
+    the files of one query are all open at once, so the next source would wait for room the
+    query itself holds (until the cache's wait timeout)."""
+    union = dict(shards)
+    for files in held:
+        union.update(files.shards)
+    need = sum(union.values())
+    if need > plan.budget_bytes:
+        raise InfeasiblePlanError(
+            f"this query reads {len(held) + 1} samples() sources whose shards need "
+            f"{format_bytes(need)} in the cache at once (a query opens all its files "
+            f"together), more than the cache's {fmt_budget(plan.budget_bytes)}; each fits "
+            f"alone. Fixes: raise the cache budget to at least {fmt_need(need)} "
+            "(--cache-budget, DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited'), or query "
+            "the sources one at a time")
 
 
 # DuckDB's errors for a file it could not read (the others: the query's own mistakes).

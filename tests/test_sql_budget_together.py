@@ -1,0 +1,40 @@
+"""Two samples() sources of one query that fit the cache alone but not together are refused
+at once (a query opens all its files together: the second waited 600 s for room the query
+itself held)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from dload_arrow import InfeasiblePlanError, Repository
+
+
+def _commit(root: str, name: str, rows: int) -> None:
+    table = pa.table({"k": list(range(rows)), "b": [os.urandom(1000) for _ in range(rows)]})
+    Repository.open(root).commit(name, table, shard_size="100KB", progress=False)
+
+
+def test_two_sources_that_fit_alone_but_not_together_are_refused_at_once(
+        memory_root: str, tmp_path: Path) -> None:
+    _commit(memory_root, "a", 400)  # about 400 KB each
+    _commit(memory_root, "b", 400)
+    repo = Repository.open(memory_root, cache_dir=tmp_path / "c", cache_budget="600KB")
+    assert repo.sql("SELECT count(*) AS n FROM samples('a')").column("n")[0].as_py() == 400
+    assert repo.sql("SELECT count(*) AS n FROM samples('b')").column("n")[0].as_py() == 400
+    t0 = time.monotonic()
+    with pytest.raises(InfeasiblePlanError, match="2 samples\\(\\) sources") as e:
+        repo.sql("SELECT count(*) FROM samples('a') JOIN samples('b') USING (k)")
+    assert time.monotonic() - t0 < 60
+    assert "raise the cache budget to at least" in str(e.value)
+    # the same source twice holds its shards once: it fits
+    got = repo.sql("SELECT count(*) AS n FROM samples('a') x JOIN samples('a') y USING (k)")
+    assert got.column("n")[0].as_py() == 400
+    # with room for both, the join runs
+    roomy = Repository.open(memory_root, cache_dir=tmp_path / "c2", cache_budget="2MB")
+    got = roomy.sql("SELECT count(*) AS n FROM samples('a') JOIN samples('b') USING (k)")
+    assert got.column("n")[0].as_py() == 400
