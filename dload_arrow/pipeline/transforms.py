@@ -74,7 +74,11 @@ class _ChunkNode(Node):
         drop = self._drop
         before = self.child.get_state() if self.partial else None
         chunk = self.child.next()
-        if drop:
+        while drop and drop >= chunk_len(chunk):  # re-read, cut shorter (row_bytes.py)
+            drop -= chunk_len(chunk)
+            before = self.child.get_state() if self.partial else None
+            chunk = self.child.next()
+        if self._drop:
             self._drop = 0
             chunk = chunk_slice(chunk, drop, chunk_len(chunk))
         try:
