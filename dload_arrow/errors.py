@@ -8,6 +8,7 @@ value, and how to fix it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -27,6 +28,8 @@ __all__ = [
     "SqlError",
     "StorageError",
     "UnsafePathError",
+    "is_user_error",
+    "mark_user_error",
     "shown",
     "user_stacklevel",
 ]
@@ -117,3 +120,19 @@ def user_stacklevel() -> int:
                                         or frame.f_code.co_filename == functools.__file__):
         frame, level = frame.f_back, level + 1
     return level
+
+
+_USER = "_dload_user_error"
+
+
+def mark_user_error(error: BaseException) -> BaseException:
+    """Mark ``error`` as raised by the user's function (``map``, ``filter``...): a restore
+    that meets it reports it as it is, not as a saved position that does not fit."""
+    with contextlib.suppress(AttributeError, TypeError):  # a class with __slots__
+        setattr(error, _USER, True)
+    return error
+
+
+def is_user_error(error: BaseException) -> bool:
+    """True for an error :func:`mark_user_error` marked."""
+    return getattr(error, _USER, False) is True

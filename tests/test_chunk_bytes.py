@@ -200,3 +200,28 @@ def test_a_function_failure_saved_in_a_longer_chunk_resumes_where_chunks_are_cut
     again = mk(False)
     again.load_state_dict(state)
     assert seen + list(again) == full
+
+
+def test_a_function_that_fails_while_a_state_is_restored_raises_its_own_error(ds: Any) -> None:
+    # restoring re-reads the saved chunk through map(); the function's own error comes out,
+    # not "the loaded state's cursor does not fit this pipeline" (review 39)
+    fail = {"on": False}
+
+    def f(r: Any) -> int:
+        if fail["on"]:
+            raise KeyError("boom")
+        return int(r["x"])
+
+    pipe = ds.shuffle(600, seed=3).map(f)
+    it = iter(pipe)
+    next(it), next(it)
+    state = pipe.state_dict()
+    del it
+    again = ds.shuffle(600, seed=3).map(f)
+    again.load_state_dict(state)
+    fail["on"] = True
+    with pytest.raises(KeyError, match="boom") as e:
+        list(again)
+    assert "does not fit" not in str(e.value)
+    fail["on"] = False
+    assert list(again) == list(ds.shuffle(600, seed=3).map(f))[2:]  # the state still stands

@@ -108,12 +108,12 @@ class Pipeline(Lengths):
         self.check().raise_if_infeasible()
         with suppress(Exception):  # now, before a captured list or dict changes; a failure
             self.fingerprint()  # never stops iteration (state_dict() raises it then)
-        state, self._pending = self._pending, None
-        epoch = self._next_epoch if state is None else int(state[EPOCH])
-        self._next_epoch = epoch + 1
+        state, before = self._pending, self._next_epoch
+        epoch = before if state is None else int(state[EPOCH])
         closer.ensure_running()  # here, not in a finalizer
         self._generation += 1
         it = PipelineIterator(self, epoch, None if state is None else state[CURSOR], chunks)
+        self._pending, self._next_epoch = None, epoch + 1  # started: a failed start keeps them
         if (live := self._live()) is not None:
             live.replace()
         self._live, self._ended = weakref.ref(it), None

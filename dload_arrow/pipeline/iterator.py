@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, is_user_error
 from dload_arrow.pipeline import closer
 from dload_arrow.pipeline.check import sharing_budget, sources_at_once
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len
@@ -49,6 +49,9 @@ class PipelineIterator(Iterator[Any]):
             close = getattr(self.node, "close", None)
             if callable(close):
                 close()
+            if is_user_error(e):
+                raise  # the user's function failed: its own error; the state stays loaded
+            pipe._pending, pipe._next_epoch = None, epoch + 1  # refused: the next starts anew
             if isinstance(e, PastEndError):
                 raise  # says all it needs to
             raise ConfigError(

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.args import check_bool
 from dload_arrow.args import kind as kind_of
-from dload_arrow.errors import ConfigError, SchemaError, shown
+from dload_arrow.errors import ConfigError, SchemaError, mark_user_error, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import (
     Chunk,
@@ -92,7 +92,7 @@ class _ChunkNode(Node):
         # or the next call, runs it again instead of losing the rest of the chunk.
         self.child.reset(before)
         self._drop = drop + part.done
-        error = part.error
+        error = mark_user_error(part.error)
         if isinstance(error, StopIteration):
             error = stop_error(self.what)
             error.__cause__ = part.error
