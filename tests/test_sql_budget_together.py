@@ -38,3 +38,28 @@ def test_two_sources_that_fit_alone_but_not_together_are_refused_at_once(
     roomy = Repository.open(memory_root, cache_dir=tmp_path / "c2", cache_budget="2MB")
     got = roomy.sql("SELECT count(*) AS n FROM samples('a') JOIN samples('b') USING (k)")
     assert got.column("n")[0].as_py() == 400
+
+
+
+def test_when_the_disk_is_what_two_sources_do_not_fit_the_fix_is_disk_space(
+        memory_root: str, tmp_path: Path) -> None:
+    # Reached when the second source fits the free disk but not its reserve as well (each
+    # source's own plan catches the rest): the fix names the disk, not the budget.
+    from dataclasses import replace
+
+    from dload_arrow.catalog.files import ShardFiles, _check_together
+
+    _commit(memory_root, "a", 400)
+    plan = Repository.open(memory_root, cache_dir=tmp_path / "c").dataset("a").plan()
+    held = [ShardFiles([], [], plan, {"x" * 64: 500_000})]
+    on_disk = replace(plan, budget_bytes=800_000, budget_setting_bytes=10**7)
+    with pytest.raises(InfeasiblePlanError, match="800.0 KB its disk can hold") as e:
+        _check_together(on_disk, {"y" * 64: 400_000}, held)
+    assert "raise the cache budget" not in str(e.value)
+    assert f"free disk space under {plan.cache_dir}" in str(e.value)
+    by_budget = replace(plan, budget_bytes=800_000, budget_setting_bytes=800_000)
+    with pytest.raises(InfeasiblePlanError, match="the cache's 800.0 KB") as e:
+        _check_together(by_budget, {"y" * 64: 400_000}, held)
+    assert "raise the cache budget to at least" in str(e.value)
+    assert "free disk space" not in str(e.value)
+    _check_together(on_disk, {"x" * 64: 500_000}, held)  # the same shard held once: fits

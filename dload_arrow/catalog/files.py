@@ -111,14 +111,23 @@ def _check_together(plan: ReadPlan, shards: dict[str, int], held: Sequence[Shard
     for files in held:
         union.update(files.shards)
     need = sum(union.values())
-    if need > plan.budget_bytes:
-        raise InfeasiblePlanError(
-            f"this query reads {len(held) + 1} samples() sources whose shards need "
-            f"{format_bytes(need)} in the cache at once (a query opens all its files "
-            f"together), more than the cache's {fmt_budget(plan.budget_bytes)}; each fits "
-            f"alone. Fixes: raise the cache budget to at least {fmt_need(need)} "
-            "(--cache-budget, DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited'), or query "
-            "the sources one at a time")
+    budget, setting = plan.budget_bytes, plan.budget_setting_bytes
+    if need <= budget:
+        return
+    room = (f"the cache's {fmt_budget(budget)}" if budget >= setting else
+            f"the {format_bytes(budget)} its disk can hold (budget {fmt_budget(setting)})")
+    fixes = []
+    if need > setting:
+        fixes.append(f"raise the cache budget to at least {fmt_need(need)} (--cache-budget, "
+                     "DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited')")
+    if setting >= need > budget:  # the disk, not the budget (planner_fit.disk_short)
+        fixes.append(f"free disk space under {plan.cache_dir} or point cache_dir at a bigger "
+                     "disk")
+    raise InfeasiblePlanError(
+        f"this query reads {len(held) + 1} samples() sources whose shards need "
+        f"{format_bytes(need)} in the cache at once (a query opens all its files together), "
+        f"more than {room}; each fits alone. Fixes: {'; '.join(fixes)}; or query the "
+        "sources one at a time")
 
 
 # DuckDB's errors for a file it could not read (the others: the query's own mistakes).
