@@ -53,12 +53,12 @@ def test_when_the_disk_is_what_two_sources_do_not_fit_the_fix_is_disk_space(
     plan = Repository.open(memory_root, cache_dir=tmp_path / "c").dataset("a").plan()
     held = [ShardFiles([], [], plan, {"x" * 64: 500_000})]
     on_disk = replace(plan, budget_bytes=800_000, budget_setting_bytes=10**7)
-    with pytest.raises(InfeasiblePlanError, match="800.0 KB its disk can hold") as e:
+    with pytest.raises(InfeasiblePlanError, match=r"800\.0 KB its disk can hold") as e:
         _check_together(on_disk, {"y" * 64: 400_000}, held)
     assert "raise the cache budget" not in str(e.value)
     assert f"free disk space under {plan.cache_dir}" in str(e.value)
     by_budget = replace(plan, budget_bytes=800_000, budget_setting_bytes=800_000)
-    with pytest.raises(InfeasiblePlanError, match="the cache's 800.0 KB") as e:
+    with pytest.raises(InfeasiblePlanError, match=r"the cache's 800\.0 KB") as e:
         _check_together(by_budget, {"y" * 64: 400_000}, held)
     assert "raise the cache budget to at least" in str(e.value)
     assert "free disk space" not in str(e.value)
