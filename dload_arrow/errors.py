@@ -134,5 +134,16 @@ def mark_user_error(error: BaseException) -> BaseException:
 
 
 def is_user_error(error: BaseException) -> bool:
-    """True for an error :func:`mark_user_error` marked."""
-    return getattr(error, _USER, False) is True
+    """True for an error :func:`mark_user_error` marked, or one raised outside dload_arrow
+    (the innermost frame of its traceback is not ours: a user's source or function)."""
+    if getattr(error, _USER, False) is True:
+        return True
+    tb = error.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE)
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep

@@ -116,3 +116,84 @@ def test_a_state_restored_after_an_error_raises_it_again_when_the_function_still
             more.append(x)
     assert more == []
     assert got + list(it) == every
+
+
+class _MapStyle:
+    """A map-style source whose ``__getitem__`` fails while ``bad`` is set."""
+
+    bad = False
+
+    def __len__(self) -> int:
+        return 100
+
+    def __getitem__(self, i: int) -> Any:
+        if self.bad:
+            raise KeyError(i)
+        return {"i": i}
+
+
+def _first(a: Any, b: Any) -> Any:
+    if _MapStyle.bad:
+        raise ValueError("the zip function failed")
+    return a
+
+
+def _gen(epoch: int) -> Any:
+    for i in range(100):
+        if _MapStyle.bad:
+            raise ValueError("the source failed")
+        yield {"i": i}
+
+
+def _plain() -> Pipeline:
+    return dl.from_iterable([{"i": i} for i in range(100)])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: dl.from_iterable(_gen),
+    lambda: dl.from_iterable(_MapStyle(), name="ms"),
+    lambda: dl.zip_with([_plain(), _plain()], _first),
+    lambda: _plain().map(lambda x: _first(x, x)),
+], ids=["generator", "map-style", "zip_with", "map"])
+def test_user_code_failing_while_a_state_is_restored_raises_its_error_and_keeps_the_state(
+        make: Callable[[], Pipeline]) -> None:
+    _MapStyle.bad = False
+    pipe = make()
+    it = iter(pipe)
+    for _ in range(10):
+        next(it)
+    state = pipe.state_dict()
+    del it
+    again = make()
+    again.load_state_dict(state)
+    _MapStyle.bad = True
+    try:
+        with pytest.raises((KeyError, ValueError)) as e:
+            iter(again)
+        assert "does not fit" not in str(e.value)
+        assert again.state_dict() == state
+    finally:
+        _MapStyle.bad = False
+    assert [x["i"] for x in again] == list(range(10, 100))  # nothing skipped
+
+
+def test_a_second_iter_that_fails_to_start_leaves_the_live_iteration_its_position() -> None:
+    def source(epoch: int) -> Any:
+        if epoch >= 1:
+            raise ValueError("epoch 1's source is not ready")
+        return iter([{"i": i} for i in range(100)])
+
+    pipe = dl.from_iterable(source, name="g")
+    it = iter(pipe)
+    for _ in range(10):
+        next(it)
+    with pytest.raises(ValueError, match="not ready"):
+        iter(pipe)
+    for _ in range(10):
+        next(it)
+    del it  # left as with break
+    state = pipe.state_dict()
+    assert state["epoch"] == 0 and state["cursor"] is not None
+    rest = dl.from_iterable(source, name="g")
+    rest.load_state_dict(state)
+    assert [x["i"] for x in rest] == list(range(20, 100))

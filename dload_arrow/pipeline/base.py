@@ -108,12 +108,12 @@ class Pipeline(Lengths):
         self.check().raise_if_infeasible()
         with suppress(Exception):  # now, before a captured list or dict changes; a failure
             self.fingerprint()  # never stops iteration (state_dict() raises it then)
-        state, before = self._pending, self._next_epoch
-        epoch = before if state is None else int(state[EPOCH])
+        state = self._pending
+        epoch = self._next_epoch if state is None else int(state[EPOCH])
         closer.ensure_running()  # here, not in a finalizer
-        self._generation += 1
         it = PipelineIterator(self, epoch, None if state is None else state[CURSOR], chunks)
         self._pending, self._next_epoch = None, epoch + 1  # started: a failed start keeps them
+        self._generation += 1  # (after: a failed start leaves the live iteration's position)
         if (live := self._live()) is not None:
             live.replace()
         self._live, self._ended = weakref.ref(it), None

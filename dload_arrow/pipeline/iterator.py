@@ -34,7 +34,7 @@ class PipelineIterator(Iterator[Any]):
         self.pipe = pipe
         self.epoch = epoch
         self.chunks = chunks
-        self.generation = pipe._generation  # the pipeline's, when this iteration began
+        self.generation = pipe._generation + 1  # the pipeline's once this iteration starts
         self._from = cursor
         with sharing_budget(sources_at_once(pipe)):  # the sources' windows split the budget
             self.node = pipe._build(epoch)
