@@ -288,3 +288,11 @@ def sha256_file(path: str) -> str:
         while chunk := f.read(4 * 2**20):
             h.update(chunk)
     return h.hexdigest()
+
+
+def _after_fork() -> None:
+    # A parent thread in Cache.shared() at the fork would leave the child's copy held forever.
+    Cache._shared_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)

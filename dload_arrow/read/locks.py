@@ -63,6 +63,7 @@ class FileLock:
         self.path = path
         self.fd: int | None = fd
         self.exclusive = exclusive
+        self.pid = os.getpid()  # a forked child holds a copy of the descriptor, not the lock
 
     @classmethod
     def acquire(
@@ -109,8 +110,21 @@ class FileLock:
         if unlink and self.exclusive:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
-        os.close(self.fd)  # closing the last descriptor releases the flock
-        self.fd = None
+        self._drop()
+
+    def _drop(self) -> None:
+        """Unlock, then close. Closing alone frees a flock only with the last descriptor of
+        its open file: a DataLoader worker forked while this process held the lock has a
+        copy, and would keep the lock held for as long as it runs (every reader of the cache
+        waited on it). A forked child only closes its copy: the lock is its parent's."""
+        fd, self.fd = self.fd, None
+        if fd is None:
+            return
+        try:
+            if os.getpid() == self.pid:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
 
     def __enter__(self) -> FileLock:
         return self
@@ -119,10 +133,8 @@ class FileLock:
         self.release()
 
     def __del__(self) -> None:  # a forgotten hold must not outlive its object
-        if self.fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = None
+        with contextlib.suppress(OSError):
+            self._drop()
 
 
 def try_exclusive(path: str) -> FileLock | None:

@@ -28,6 +28,14 @@ _CACHE: dict[str, Any] = {}
 _PID = [os.getpid()]
 
 
+def _after_fork() -> None:
+    global _LOCK
+    _LOCK = threading.Lock()  # a parent thread building a client at the fork held it
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 def _key(protocol: str, options: dict[str, Any]) -> str | None:
     try:
         return json.dumps([protocol, options], sort_keys=True)
