@@ -17,6 +17,7 @@ from typing import Any
 from dload_arrow.errors import InfeasiblePlanError, IntegrityError
 from dload_arrow.read.cache import Hold, sha256_file
 from dload_arrow.read.context import ReadContext
+from dload_arrow.read.locks import FileLock
 from dload_arrow.read.planner import ReadPlan, plan_read
 from dload_arrow.read.planner_fit import fmt_budget, fmt_need
 from dload_arrow.read.shard_errors import missing_shard
@@ -87,7 +88,11 @@ def shard_files(
     cache = context.cache()
     label = f"{manifest.name}@{manifest.version[:12]}"
     holds: list[Hold] = []
-    with ThreadPoolExecutor(min(_FETCH_THREADS, max(1, len(chosen)))) as pool:
+    # One query of the machine gathers at a time: two that each held half their shards and
+    # waited for room the other held would both give up after the wait timeout (QA shared 40).
+    gather = FileLock.acquire(os.path.join(cache.dir, "gather.lock"), exclusive=True,
+                              timeout=cache.wait_timeout)
+    with gather, ThreadPoolExecutor(min(_FETCH_THREADS, max(1, len(chosen)))) as pool:
         futures = [
             pool.submit(cache.acquire, context.storage, e.digest, e.bytes, dataset=label)
             for e in chosen

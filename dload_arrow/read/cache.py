@@ -7,6 +7,7 @@ Layout under ``cache_dir``::
     holds/<aa>/<sha>                       readers hold a shared flock(); mtime = last use
     locks/<aa>/<sha>                       the downloader holds an exclusive flock()
     cache.lock                             admission and eviction, one process at a time
+    gather.lock                            one query at a time gathers all its shards (SQL)
     CACHEDIR.TAG                           marks the directory as a cache: no other is used
 
 Every guarantee rests on flock(), which the kernel drops when a process dies, so a crashed
