@@ -72,3 +72,26 @@ def test_our_thread_locks_held_at_a_fork_are_free_in_the_child(tmp_path: Path) -
     assert out.get(timeout=20) == "ok"
     child.join(30)
     assert child.exitcode == 0
+
+
+def test_a_download_that_progresses_is_waited_for_past_the_timeout(tmp_path: Path) -> None:
+    import itertools
+    import threading
+    import time
+
+    from dload_arrow.read.locks import LockTimeout, acquire_while
+
+    path = str(tmp_path / "dl.lock")
+    held = FileLock.acquire(path, exclusive=True)  # another download of the shard
+    threading.Timer(1.5, held.release).start()
+    ticks = itertools.count()  # its temp file grows at each look
+    t0 = time.monotonic()
+    lock = acquire_while(path, lambda: next(ticks), timeout=0.5, step=0.1)
+    assert time.monotonic() - t0 >= 1.0  # waited past the timeout: it made progress
+    lock.release()
+    stalled = FileLock.acquire(path, exclusive=True)
+    t0 = time.monotonic()
+    with pytest.raises(LockTimeout, match="without the download that holds it making progress"):
+        acquire_while(path, lambda: 7, timeout=0.5, step=0.1)
+    assert 0.4 < time.monotonic() - t0 < 5
+    stalled.release()

@@ -40,10 +40,9 @@ from dload_arrow.read.cache_space import (
     VERIFIED_NS,
     CacheEntry,
     free_disk,
-    list_dir,
     resolve_budget,
 )
-from dload_arrow.read.locks import FileLock, Hold, try_exclusive
+from dload_arrow.read.locks import FileLock, Hold, acquire_while, try_exclusive
 from dload_arrow.sizes import format_bytes
 from dload_arrow.storage import Storage
 
@@ -116,8 +115,8 @@ class Cache(CacheBudget):
             os.utime(hold.path)  # the LRU clock
             if self._trusted(final, nbytes):
                 return Hold(final, digest, hold)
-            dl = FileLock.acquire(self._lock_file(digest), exclusive=True,
-                                  timeout=self.wait_timeout)
+            dl = acquire_while(self._lock_file(digest), lambda: self._progress(digest),
+                               self.wait_timeout)  # another process downloading it: wait
             try:
                 fetch = not self._usable(final, digest, nbytes)
                 if fetch:
@@ -206,15 +205,6 @@ class Cache(CacheBudget):
             os.utime(hold.path)
             return Hold(final, digest, hold)
         hold.release()
-        return None
-
-    def partial_file(self, digest: str) -> str | None:
-        """The temp file of a download of ``digest`` in progress (any process's), if any."""
-        final = self.shard_file(digest)
-        prefix = os.path.basename(final) + ".tmp-"
-        for e in list_dir(os.path.dirname(final)):
-            if e.name.startswith(prefix):
-                return e.path
         return None
 
     def _trusted(self, final: str, nbytes: int) -> bool:

@@ -24,7 +24,13 @@ import warnings
 from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.cache_disk import disk_full
-from dload_arrow.read.cache_space import CacheSpace, claim_cache_dir, disk_reserve, resolve_budget
+from dload_arrow.read.cache_space import (
+    CacheSpace,
+    claim_cache_dir,
+    disk_reserve,
+    list_dir,
+    resolve_budget,
+)
 from dload_arrow.read.locks import FileLock
 from dload_arrow.sizes import format_bytes, format_bytes_up
 
@@ -150,6 +156,22 @@ class CacheBudget(CacheSpace):
                         os.unlink(path)
                         freed += size
         return freed
+
+    def partial_file(self, digest: str) -> str | None:
+        """The temp file of a download of ``digest`` in progress (any process's), if any."""
+        final = self.shard_file(digest)
+        prefix = os.path.basename(final) + ".tmp-"
+        for e in list_dir(os.path.dirname(final)):
+            if e.name.startswith(prefix):
+                return e.path
+        return None
+
+    def _progress(self, digest: str) -> tuple[int, int] | None:
+        """Size and mtime of a download of ``digest`` in progress (None: none)."""
+        with contextlib.suppress(OSError, TypeError):
+            st = os.stat(self.partial_file(digest))  # type: ignore[arg-type]
+            return st.st_size, st.st_mtime_ns
+        return None
 
     def _reserve(self, digest: str, nbytes: int, *, wait: bool = True,
                  keep: frozenset[str] = frozenset()) -> str | None:

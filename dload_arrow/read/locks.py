@@ -14,10 +14,11 @@ import errno
 import fcntl
 import os
 import time
+from collections.abc import Callable
 
 from dload_arrow.errors import DloadError
 
-__all__ = ["FileLock", "Hold", "LockTimeout", "try_exclusive"]
+__all__ = ["FileLock", "Hold", "LockTimeout", "acquire_while", "try_exclusive"]
 
 
 class LockTimeout(DloadError, TimeoutError):
@@ -135,6 +136,27 @@ class FileLock:
     def __del__(self) -> None:  # a forgotten hold must not outlive its object
         with contextlib.suppress(OSError):
             self._drop()
+
+
+def acquire_while(path: str, progress: Callable[[], object], timeout: float,
+                  step: float = 5.0) -> FileLock:
+    """The exclusive lock on ``path``, waited for as long as ``progress()`` keeps changing
+    (another process's download growing its temp file): :class:`LockTimeout` only after
+    ``timeout`` seconds in which it did not change. A slow link is not a stuck download."""
+    last, deadline = progress(), time.monotonic() + timeout
+    while True:
+        try:
+            return FileLock.acquire(path, exclusive=True,
+                                    timeout=max(0.0, min(step, deadline - time.monotonic())))
+        except LockTimeout:
+            now = progress()
+            if now != last:
+                last, deadline = now, time.monotonic() + timeout
+            elif time.monotonic() >= deadline:
+                raise LockTimeout(
+                    f"waited {timeout:.0f}s for the lock {path} without the download that "
+                    "holds it making progress (another process, stalled or paused); retry, "
+                    "or stop that process") from None
 
 
 def try_exclusive(path: str) -> FileLock | None:
