@@ -63,3 +63,22 @@ def test_when_the_disk_is_what_two_sources_do_not_fit_the_fix_is_disk_space(
     assert "raise the cache budget to at least" in str(e.value)
     assert "free disk space" not in str(e.value)
     _check_together(on_disk, {"x" * 64: 500_000}, held)  # the same shard held once: fits
+
+
+def test_a_check_that_fails_gives_the_tables_figure_and_names_one_source(
+        memory_root: str, tmp_path: Path) -> None:
+    import re
+
+    repo = Repository.open(memory_root, cache_dir=tmp_path / "c", cache_budget="1MB")
+    table = pa.table({"k": list(range(1000)), "b": [os.urandom(4096) for _ in range(1000)]})
+    repo.commit("d", table, shard_size="256KiB", row_group_size="64KiB", progress=False)
+    report = repo.dataset("d").shuffle(buffer=64, seed=0).batch(16).check(4)
+    with pytest.raises(InfeasiblePlanError) as e:
+        report.raise_if_infeasible()
+    text = str(e.value)
+    assert text.startswith("this source does not fit this machine: "), text
+    said = re.search(r"it needs (\S+ \S+) resident", text)
+    assert said is not None, text
+    row = next(ln for ln in text.splitlines() if ln.startswith("d@"))
+    assert row.split()[-4:-2] == said.group(1).split(), text  # the table's resident column
+    assert "raise the cache budget to at least" in text

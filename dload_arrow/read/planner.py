@@ -216,7 +216,9 @@ class PlanReport:
     def message(self) -> str:
         if not self.reasons:
             return ""
-        return ("the sources do not fit this machine together: " + "; ".join(self.reasons)
+        head = ("the sources do not fit this machine together: " if len(self.plans) > 1
+                else "this source does not fit this machine: ")
+        return (head + "; ".join(self.reasons)
                 + ". Fixes: " + "; ".join(self._fixes()) + "\n" + str(self))
 
     def _fixes(self) -> list[str]:

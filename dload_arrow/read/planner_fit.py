@@ -52,9 +52,12 @@ def reasons_for(resident: int, cached: int, budgets: tuple[int, int], free: int,
             else f"{consumers} consumer(s) x a window of {window} shard(s)")
     budget, setting = budgets
     out = []
-    if resident > setting:
-        out.append(f"it needs {format_bytes_up(resident)} resident ({what}) but the cache budget "
-                   f"is {fmt_budget(setting)}")
+    if resident > setting:  # the figure of the plan's table; exact where it reads as equal
+        need = format_bytes(resident)
+        if need == fmt_budget(setting):
+            need = f"{resident:,} bytes"
+        out.append(f"it needs {need} resident ({what}) but the cache budget is "
+                   f"{fmt_budget(setting)}")
     if resident - cached > free:
         out.append(f"it needs {format_bytes_up(resident - cached)} more on disk but only "
                    f"{format_bytes(free)} are free")
