@@ -190,6 +190,27 @@ def test_eviction_needs_a_released_hold_and_times_out_clearly(memory_root: str,
     assert not cache.is_cached(a.digest, a.bytes)  # evicted to make room
 
 
+def test_the_wait_for_room_is_set_by_dload_cache_wait(
+        memory_root: str, cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = Repository.open(memory_root, cache_dir=cache_dir)
+    _commit(repo)
+    a, b = repo.manifest("d").shards[:2]
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "0.3")
+    cache = Cache(cache_dir, max(a.bytes, b.bytes))
+    assert cache.wait_timeout == 0.3
+    hold = cache.acquire(repo.storage, a.digest, a.bytes)
+    with pytest.raises(InfeasiblePlanError, match="DLOAD_CACHE_WAIT=seconds"), pytest.warns(
+            UserWarning, match="waiting for room"):
+        cache.acquire(repo.storage, b.digest, b.bytes)
+    hold.release()
+    for bad in ("soon", "0", "-5", "inf", "nan"):
+        monkeypatch.setenv("DLOAD_CACHE_WAIT", bad)
+        with pytest.raises(ConfigError, match=f"DLOAD_CACHE_WAIT='{bad}' is not a number"):
+            Cache(cache_dir, "1GB")
+    monkeypatch.delenv("DLOAD_CACHE_WAIT")
+    assert Cache(cache_dir, "1GB").wait_timeout == 600
+
+
 def test_lru_evicts_the_least_recently_used_shard(memory_root: str, cache_dir: str) -> None:
     repo = Repository.open(memory_root, cache_dir=cache_dir)
     _commit(repo)

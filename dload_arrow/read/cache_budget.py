@@ -21,7 +21,7 @@ import time
 import uuid
 import warnings
 
-from dload_arrow.errors import InfeasiblePlanError
+from dload_arrow.errors import ConfigError, InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.cache_disk import disk_full
 from dload_arrow.read.cache_space import (
@@ -43,6 +43,25 @@ _POLL = 0.05
 _TELL_AFTER = 5.0  # seconds of waiting for room before a reader says it waits
 
 
+WAIT_ENV = "DLOAD_CACHE_WAIT"
+
+
+def wait_seconds() -> float:
+    """Seconds a reader waits for cache room or another process's stalled download:
+    ``DLOAD_CACHE_WAIT`` (a positive number), else 600."""
+    text = os.environ.get(WAIT_ENV, "").strip()
+    if not text:
+        return 600.0
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"{WAIT_ENV}={text!r} is not a number of seconds; set it to a "
+                          "positive number such as 1800, or unset it for the default 600")
+    return value
+
+
 class CacheBudget(CacheSpace):
     """A cache directory (refused unless it is one: ``claim_cache_dir``) within ``budget``.
 
@@ -51,15 +70,15 @@ class CacheBudget(CacheSpace):
         budget: ``"auto"`` (half the free disk when opened, counting what the cache holds),
             ``"unlimited"``, a size such as ``"60GB"``, or bytes.
         wait_timeout: seconds to wait for room (all bytes held by live readers) before giving
-            up with a clear error.
+            up with a clear error (default: ``DLOAD_CACHE_WAIT``, else 600).
     """
 
     def __init__(self, cache_dir: str, budget: str | int = "auto", *,
-                 wait_timeout: float = 600.0) -> None:
+                 wait_timeout: float | None = None) -> None:
         super().__init__(cache_dir)
         claim_cache_dir(self.dir)  # never evict in a root or any other directory's shards/
         os.makedirs(os.path.join(self.dir, "shards"), exist_ok=True)
-        self.wait_timeout = wait_timeout
+        self.wait_timeout = wait_seconds() if wait_timeout is None else wait_timeout
         self.budget_text = str(budget)
         self._tlock = threading.Lock()
         used = self.used_bytes() if str(budget).strip().lower() == "auto" else 0
@@ -236,7 +255,8 @@ class CacheBudget(CacheSpace):
                     f"none was released in {self.wait_timeout:.0f}s: pipelines reading now (in "
                     "this process too: a paused iterator holds its shard) and datasets whose "
                     "to_polars() LazyFrame holds its files (drop the dataset to free them). "
-                    "Raise the budget, lower prefetch, or run fewer readers at once"
+                    "Raise the budget, lower prefetch, run fewer readers at once, or wait "
+                    f"longer ({WAIT_ENV}=seconds)"
                 )
             time.sleep(_POLL)
 

@@ -89,8 +89,8 @@ class FileLock:
                             if time.monotonic() > deadline:
                                 raise LockTimeout(
                                     f"waited {timeout:.0f}s for the lock {path}; another "
-                                    "process holds it (a slow download?). Retry, or raise the "
-                                    "wait timeout"
+                                    "process holds it (a slow download?). Retry, or wait longer "
+                                    "(DLOAD_CACHE_WAIT=seconds)"
                                 ) from None
                             time.sleep(poll)
             except BaseException:
@@ -156,7 +156,7 @@ def acquire_while(path: str, progress: Callable[[], object], timeout: float,
                 raise LockTimeout(
                     f"waited {timeout:.0f}s for the lock {path} without the download that "
                     "holds it making progress (another process, stalled or paused); retry, "
-                    "or stop that process") from None
+                    "stop that process, or wait longer (DLOAD_CACHE_WAIT=seconds)") from None
 
 
 def try_exclusive(path: str) -> FileLock | None:
