@@ -187,10 +187,12 @@ class CacheBudget(CacheSpace):
 
     def _progress(self, digest: str) -> tuple[int, int] | None:
         """Size and mtime of a download of ``digest`` in progress (None: none)."""
-        with contextlib.suppress(OSError, TypeError):
-            st = os.stat(self.partial_file(digest))  # type: ignore[arg-type]
-            return st.st_size, st.st_mtime_ns
-        return None
+        path = self.partial_file(digest)
+        try:
+            st = os.stat(path) if path is not None else None
+        except OSError:  # renamed into place (or removed) meanwhile
+            return None
+        return None if st is None else (st.st_size, st.st_mtime_ns)
 
     def _reserve(self, digest: str, nbytes: int, *, wait: bool = True,
                  keep: frozenset[str] = frozenset()) -> str | None:
