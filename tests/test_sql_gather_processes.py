@@ -7,6 +7,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,3 +57,69 @@ def test_two_processes_querying_datasets_that_fit_only_one_at_a_time_both_finish
             p.join(10)
     assert got == {"d": 1000, "e": 1000}
     assert not [f for _, _, fs in os.walk(cache) for f in fs if ".tmp-" in f]
+
+
+def _commit_small(root: str, tmp_path: Any) -> Repository:
+    repo = Repository.open(root, cache_dir=str(tmp_path / "c"), cache_budget="50MB")
+    for name, seed in (("d", 0), ("e", 1)):
+        rng = np.random.default_rng(seed)
+        repo.commit(name, ((f"k{i}", {"b": rng.bytes(1000)}) for i in range(200)),
+                    shard_size="64KiB", progress=False)
+    return repo
+
+
+def test_a_query_of_cached_shards_does_not_wait_for_another_gather(
+        memory_root: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dload_arrow.read.locks import FileLock, LockTimeout
+
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "1")  # (read when the process opens the cache)
+    repo = _commit_small(memory_root, tmp_path)
+    count = "SELECT count(*) AS n FROM samples('d')"
+    assert repo.sql(count).column("n")[0].as_py() == 200  # d is cached now
+    again = Repository.open(memory_root, cache_dir=str(tmp_path / "c"), cache_budget="50MB")
+    # another process gathers (a stalled one: its lock file names no download in progress)
+    other = FileLock.acquire(str(tmp_path / "c" / "gather.lock"), exclusive=True)
+    try:
+        assert again.sql(count).column("n")[0].as_py() == 200  # cached: no wait
+        with pytest.raises(LockTimeout, match="without the download that holds it making"):
+            again.sql("SELECT count(*) AS n FROM samples('e')")  # e must be gathered
+    finally:
+        other.release()
+    assert again.sql("SELECT count(*) AS n FROM samples('e')").column("n")[0].as_py() == 200
+
+
+def test_a_gather_waits_as_long_as_the_other_gathers_downloads_progress(
+        memory_root: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+    import time
+
+    from dload_arrow.read.locks import FileLock
+
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "0.5")
+    repo = _commit_small(memory_root, tmp_path)
+    digest = repo.manifest("d").shards[0].digest
+    cache = repo.read_context.cache()
+    again = Repository.open(memory_root, cache_dir=str(tmp_path / "c"), cache_budget="50MB")
+    lock_path = str(tmp_path / "c" / "gather.lock")
+    other = FileLock.acquire(lock_path, exclusive=True)
+    Path(lock_path).write_text(digest)  # the other gather downloads this shard
+    partial = Path(cache.shard_file(digest) + ".tmp-1-x")
+    partial.parent.mkdir(parents=True, exist_ok=True)
+
+    def download() -> None:  # 2.5 s of steady progress, well past the 0.5 s wait
+        for _ in range(25):
+            with partial.open("ab") as f:
+                f.write(b"x")
+            time.sleep(0.1)
+        partial.unlink()
+        other.release()
+
+    t = threading.Thread(target=download)
+    t.start()
+    t0 = time.monotonic()
+    try:
+        got = again.sql("SELECT count(*) AS n FROM samples('e')")
+    finally:
+        t.join()
+    assert got.column("n")[0].as_py() == 200
+    assert time.monotonic() - t0 >= 2.0  # it waited for the gather, past its 0.5 s

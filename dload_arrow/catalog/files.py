@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dload_arrow.errors import InfeasiblePlanError, IntegrityError
-from dload_arrow.read.cache import Hold, sha256_file
+from dload_arrow.read.cache import Cache, Hold, sha256_file
 from dload_arrow.read.context import ReadContext
-from dload_arrow.read.locks import FileLock
+from dload_arrow.read.locks import acquire_while
 from dload_arrow.read.planner import ReadPlan, plan_read
 from dload_arrow.read.planner_fit import fmt_budget, fmt_need
 from dload_arrow.read.shard_errors import missing_shard
@@ -88,11 +88,8 @@ def shard_files(
     cache = context.cache()
     label = f"{manifest.name}@{manifest.version[:12]}"
     holds: list[Hold] = []
-    # One query of the machine gathers at a time: two that each held half their shards and
-    # waited for room the other held would both give up after the wait timeout (QA shared 40).
-    gather = FileLock.acquire(os.path.join(cache.dir, "gather.lock"), exclusive=True,
-                              timeout=cache.wait_timeout)
-    with gather, ThreadPoolExecutor(min(_FETCH_THREADS, max(1, len(chosen)))) as pool:
+    with _gathering(cache, chosen), ThreadPoolExecutor(
+            min(_FETCH_THREADS, max(1, len(chosen)))) as pool:
         futures = [
             pool.submit(cache.acquire, context.storage, e.digest, e.bytes, dataset=label)
             for e in chosen
@@ -106,6 +103,34 @@ def shard_files(
                     f.result().release()
             raise
     return ShardFiles([h.path for h in holds], holds, plan, {e.digest: e.bytes for e in chosen})
+
+
+@contextlib.contextmanager
+def _gathering(cache: Cache, chosen: Sequence[Any]) -> Iterator[None]:
+    """One query of the machine gathers shards it lacks at a time: two that each held half
+    their shards and waited for room the other held both gave up after the wait timeout (QA
+    shared 40). A query whose shards are all cached waits for nobody; a waiter waits as long
+    as the gatherer's downloads progress (their digests are in the lock file)."""
+    if all(cache.is_cached(e.digest, e.bytes) for e in chosen):
+        yield
+        return
+    path = os.path.join(cache.dir, "gather.lock")
+    with acquire_while(path, lambda: cache.download_progress(*_digests_in(path)),
+                       cache.wait_timeout) as lock:
+        fd = lock.fd
+        assert fd is not None
+        with contextlib.suppress(OSError):  # (a cache this user may only read: no matter)
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, " ".join(e.digest for e in chosen).encode(), 0)
+        yield
+
+
+def _digests_in(path: str) -> list[str]:
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except OSError:
+        return []
 
 
 def _check_together(plan: ReadPlan, shards: dict[str, int], held: Sequence[ShardFiles]) -> None:

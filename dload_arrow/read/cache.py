@@ -115,7 +115,7 @@ class Cache(CacheBudget):
             os.utime(hold.path)  # the LRU clock
             if self._trusted(final, nbytes):
                 return Hold(final, digest, hold)
-            dl = acquire_while(self._lock_file(digest), lambda: self._progress(digest),
+            dl = acquire_while(self._lock_file(digest), lambda: self.download_progress(digest),
                                self.wait_timeout)  # another process downloading it: wait
             try:
                 fetch = not self._usable(final, digest, nbytes)

@@ -185,14 +185,20 @@ class CacheBudget(CacheSpace):
                 return e.path
         return None
 
-    def _progress(self, digest: str) -> tuple[int, int] | None:
-        """Size and mtime of a download of ``digest`` in progress (None: none)."""
-        path = self.partial_file(digest)
-        try:
-            st = os.stat(path) if path is not None else None
-        except OSError:  # renamed into place (or removed) meanwhile
-            return None
-        return None if st is None else (st.st_size, st.st_mtime_ns)
+    def download_progress(self, *digests: str) -> tuple[int, int]:
+        """Bytes and latest mtime of every download of ``digests`` in progress, shards in
+        place included: it changes while any of them goes on (a dead download's temp file
+        beside a live one does not hide the live one)."""
+        size = latest = 0
+        for digest in digests:
+            final = self.shard_file(digest)
+            prefix = os.path.basename(final)
+            for e in list_dir(os.path.dirname(final)):
+                if e.name.startswith(prefix):
+                    with contextlib.suppress(OSError):  # renamed or removed meanwhile
+                        st = e.stat()
+                        size, latest = size + st.st_size, max(latest, st.st_mtime_ns)
+        return size, latest
 
     def _reserve(self, digest: str, nbytes: int, *, wait: bool = True,
                  keep: frozenset[str] = frozenset()) -> str | None:
