@@ -138,12 +138,21 @@ def is_user_error(error: BaseException) -> bool:
     (the innermost frame of its traceback is not ours: a user's source or function)."""
     if getattr(error, _USER, False) is True:
         return True
+    files = []
     tb = error.__traceback__
-    if tb is None:
-        return False
-    while tb.tb_next is not None:
+    while tb is not None:
+        files.append(tb.tb_frame.f_code.co_filename)
         tb = tb.tb_next
-    return not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE)
+    for name in reversed(files):  # innermost first; the standard library decides nothing
+        if name.startswith(_PACKAGE) or not _stdlib(name):
+            return not name.startswith(_PACKAGE)
+    return False
+
+
+def _stdlib(name: str) -> bool:
+    return name.startswith(_STDLIB) and not any(
+        part in name for part in ("site-packages", "dist-packages"))
 
 
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_STDLIB = os.path.dirname(os.__file__) + os.sep

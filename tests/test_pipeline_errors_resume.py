@@ -197,3 +197,26 @@ def test_a_second_iter_that_fails_to_start_leaves_the_live_iteration_its_positio
     rest = dl.from_iterable(source, name="g")
     rest.load_state_dict(state)
     assert [x["i"] for x in rest] == list(range(20, 100))
+
+
+def test_a_damaged_scan_state_is_refused_as_a_state_not_passed_off_as_the_users_error() -> None:
+    import json
+
+    from dload_arrow.errors import ConfigError
+
+    def make() -> Pipeline:
+        return dl.from_iterable(list(range(20))).scan(lambda acc, x: (acc + bytes([x]), x), b"")
+
+    pipe = make()
+    it = iter(pipe)
+    for _ in range(5):
+        next(it)
+    text = json.dumps(pipe.state_dict())
+    del it
+    assert '"b64": "' in text
+    bad = json.loads(text.replace('"b64": "', '"b64": "A', 1))  # a stray character (base64's)
+    again = make()
+    again.load_state_dict(bad)
+    with pytest.raises(ConfigError, match="does not fit this pipeline"):
+        iter(again)
+    assert list(again) == list(range(20))  # refused: the next iteration starts anew
