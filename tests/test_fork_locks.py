@@ -95,3 +95,18 @@ def test_a_download_that_progresses_is_waited_for_past_the_timeout(tmp_path: Pat
         acquire_while(path, lambda: 7, timeout=0.5, step=0.1)
     assert 0.4 < time.monotonic() - t0 < 5
     stalled.release()
+
+
+def test_a_live_download_beside_dead_temp_files_shows_progress(tmp_path: Path) -> None:
+    cache = Cache(str(tmp_path / "c"), "10MB")
+    digest = "ab" + "0" * 62
+    final = Path(cache.shard_file(digest))
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for i in range(5):  # downloads of killed processes, never growing again
+        Path(f"{final}.tmp-9-dead{i}").write_bytes(b"x" * 3)
+    live = Path(f"{final}.tmp-9-live")
+    live.write_bytes(b"")
+    before = cache.download_progress(digest)
+    with live.open("ab") as f:
+        f.write(b"more")
+    assert cache.download_progress(digest) != before

@@ -66,9 +66,13 @@ def make_window(node: Any, w: int) -> Window:
     every = np.concatenate(sizes) if sizes else None  # each row's bytes, units' order
     first = int(node._own(int(plan.window_starts[w])))
     end = int(node._own(int(plan.window_starts[w + 1])))
-    if items:
+
+    def consumer_order() -> np.ndarray:  # this consumer's rows, as rows of the units
         u, r = plan.locate(node._pos(np.arange(first, end, dtype=np.int64)))
-        sel = woffs[np.searchsorted(wunits, u)] + r
+        return woffs[np.searchsorted(wunits, u)] + r
+
+    if items:
+        sel = consumer_order()
         storage = rows if len(sel) == len(rows) else None  # else: free the others now
         return Window(w, None, True, first, items=[rows[i] for i in sel.tolist()],
                       storage=storage, sizes=None if every is None else every[sel])
@@ -82,7 +86,6 @@ def make_window(node: Any, w: int) -> Window:
     unit_rows = UnitRows(batches, once=not per_chunk, sizes=every)
     if per_chunk:  # each chunk takes its rows (DatasetNode.next)
         return Window(w, unit_rows.prepare(), False, units=wunits, offs=woffs)
-    u, r = plan.locate(node._pos(np.arange(first, end, dtype=np.int64)))
-    sel = woffs[np.searchsorted(wunits, u)] + r
+    sel = consumer_order()
     return Window(w, unit_rows.take(sel), True, first,
                   sizes=None if every is None else every[sel])
