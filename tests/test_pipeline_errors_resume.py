@@ -4,6 +4,7 @@ taken right after it points at the failing item, and going on delivers every ite
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -145,6 +146,13 @@ def _gen(epoch: int) -> Any:
         yield {"i": i}
 
 
+def _c_source() -> Any:
+    """A source of C iterators only: the error comes from ``int`` inside ``map``, no Python
+    frame of the user's is on the traceback."""
+    lines = ["x" if _MapStyle.bad else str(i) for i in range(100)]
+    return map(dict.fromkeys, itertools.repeat(("i",)), map(int, lines))
+
+
 def _plain() -> Pipeline:
     return dl.from_iterable([{"i": i} for i in range(100)])
 
@@ -152,9 +160,10 @@ def _plain() -> Pipeline:
 @pytest.mark.parametrize("make", [
     lambda: dl.from_iterable(_gen),
     lambda: dl.from_iterable(_MapStyle(), name="ms"),
+    lambda: dl.from_iterable(_c_source, name="c"),
     lambda: dl.zip_with([_plain(), _plain()], _first),
     lambda: _plain().map(lambda x: _first(x, x)),
-], ids=["generator", "map-style", "zip_with", "map"])
+], ids=["generator", "map-style", "c-iterators", "zip_with", "map"])
 def test_user_code_failing_while_a_state_is_restored_raises_its_error_and_keeps_the_state(
         make: Callable[[], Pipeline]) -> None:
     _MapStyle.bad = False

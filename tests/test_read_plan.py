@@ -144,6 +144,28 @@ def test_check_plans_sums_sources_sharing_a_machine(memory_root: str, cache_dir:
     assert check_plans(ctx, plans[:1]).check().feasible
 
 
+def test_sources_read_one_at_a_time_are_not_blamed_together(memory_root: str,
+                                                            cache_dir: str) -> None:
+    """A concat reads one source at a time: when one of them is too big alone, the report
+    names it and neither says "together" nor suggests reading fewer sources at once."""
+    _commit(_repo(memory_root, cache_dir, "unlimited"))
+    m = _repo(memory_root, cache_dir, "unlimited").manifest("d")
+    one = max(s.bytes for s in m.shards)
+    ctx = _repo(memory_root, cache_dir, str(3 * one)).read_context
+    fits = plan_read(ctx, m, all_units(m), prefetch=0)
+    big = plan_read(ctx, m, all_units(m), full_shuffle=True)
+    assert fits.feasible and not big.feasible
+    for plans in ([fits, big], [big, fits]):
+        msg = check_plans(ctx, plans, at_once=1).message
+        assert msg.startswith("a source does not fit this machine: d: "), msg
+        assert "together" not in msg and "fewer sources" not in msg
+    both = check_plans(ctx, [fits, big])  # read at once: still one source's own reason
+    assert "together" not in both.message and "fewer sources" not in both.message
+    pair = check_plans(ctx, [fits] * 4)
+    assert pair.message.startswith("the sources do not fit this machine together: ")
+    assert "read fewer sources at once" in pair.message
+
+
 def test_a_local_root_is_read_in_place_and_needs_no_cache(local_root: str,
                                                           cache_dir: str) -> None:
     repo = _repo(local_root, cache_dir, "1KB")

@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from small_disk import SmallDisk, du
 
 from dload_arrow import Repository
 from dload_arrow.errors import StorageError
@@ -135,30 +136,6 @@ def test_storage_error_is_raised_for_an_unwritable_lock_dir(local_root: str,
         repo.tag("d", repo.dataset("d").version, "v1")
 
 
-def _du(path: str) -> int:
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
-
-
-class _SmallDisk:
-    """os.statvfs for a disk of ``capacity`` bytes that holds only the files under ``folder``:
-    a full disk without mounting one (the OS's answer is faked, not our storage layer)."""
-
-    def __init__(self, folder: str, capacity: int) -> None:
-        self.folder, self.capacity, self.real = folder, capacity, os.statvfs
-        self.peak = 0
-
-    def __call__(self, path: str | os.PathLike[str]) -> os.statvfs_result:
-        if not os.path.abspath(os.fspath(path)).startswith(self.folder):
-            return self.real(path)
-        used = _du(self.folder)
-        self.peak = max(self.peak, used)
-        free = max(0, self.capacity - used) // 512
-        st = list(self.real(path))
-        st[0] = st[1] = 512  # f_bsize, f_frsize
-        st[2], st[3], st[4] = self.capacity // 512, free, free  # f_blocks, f_bfree, f_bavail
-        return os.statvfs_result(st)
-
-
 def _commit_big(root: str, cache_dir: str) -> None:
     import numpy as np
 
@@ -173,7 +150,7 @@ def test_a_budget_above_the_free_disk_slides_over_data_larger_than_the_disk(
         s3_root: str, cache_dir: str, monkeypatch: pytest.MonkeyPatch, budget: str) -> None:
     _commit_big(s3_root, cache_dir)
     os.makedirs(cache_dir)
-    disk = _SmallDisk(cache_dir, 1_200_000)
+    disk = SmallDisk(cache_dir, 1_200_000)
     monkeypatch.setattr(os, "statvfs", disk)
     ds = Repository.open(s3_root, cache_dir=cache_dir, cache_budget=budget).dataset("big")
     assert ds.num_bytes > disk.capacity
@@ -183,7 +160,7 @@ def test_a_budget_above_the_free_disk_slides_over_data_larger_than_the_disk(
     rows = 0
     for b in ds.batches(prefetch=0):
         rows += b.num_rows
-        assert _du(cache_dir) <= disk.capacity
+        assert du(cache_dir) <= disk.capacity
     assert rows == 2000 and disk.peak <= disk.capacity
 
 
@@ -193,7 +170,7 @@ def test_when_only_the_disk_is_short_the_fixes_do_not_say_raise_the_budget(
 
     _commit_big(s3_root, cache_dir)
     os.makedirs(cache_dir)
-    monkeypatch.setattr(os, "statvfs", _SmallDisk(cache_dir, 500_000))
+    monkeypatch.setattr(os, "statvfs", SmallDisk(cache_dir, 500_000))
     for budget in ("unlimited", "10MB"):
         ds = Repository.open(s3_root, cache_dir=cache_dir, cache_budget=budget).dataset("big")
         with pytest.raises(InfeasiblePlanError) as err:

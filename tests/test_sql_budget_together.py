@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from small_disk import SmallDisk
 
 from dload_arrow import InfeasiblePlanError, Repository
 
@@ -39,6 +40,20 @@ def test_two_sources_that_fit_alone_but_not_together_are_refused_at_once(
     got = roomy.sql("SELECT count(*) AS n FROM samples('a') JOIN samples('b') USING (k)")
     assert got.column("n")[0].as_py() == 400
 
+def test_a_small_disk_that_holds_each_source_but_not_both_blames_neither_alone(
+        memory_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _commit(memory_root, "a", 400)
+    _commit(memory_root, "b", 400)
+    cache = tmp_path / "c"
+    os.makedirs(cache)
+    monkeypatch.setattr(os, "statvfs", SmallDisk(str(cache), 650_000))
+    repo = Repository.open(memory_root, cache_dir=cache, cache_budget="unlimited")
+    assert repo.sql("SELECT count(*) AS n FROM samples('b')").column("n")[0].as_py() == 400
+    with pytest.raises(InfeasiblePlanError) as e:
+        repo.sql("SELECT count(*) FROM samples('a') JOIN samples('b') USING (k)")
+    text = str(e.value)
+    assert "2 samples() sources" in text and "each fits alone" in text, text
+    assert "free disk space" in text and "raise the cache budget" not in text, text
 
 
 def test_when_the_disk_is_what_two_sources_do_not_fit_the_fix_is_disk_space(

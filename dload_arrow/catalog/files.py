@@ -75,9 +75,11 @@ def shard_files(
     entries = manifest.shards
     chosen = [entries[i] for i in (range(len(entries)) if shards is None else shards)]
     units = [(e.index, 0) for e in chosen if e.rg_rows]
-    plan = plan_read(context, manifest, units, full_shuffle=True, purpose=purpose).check()
-    if held and not context.in_place:
+    plan = plan_read(context, manifest, units, full_shuffle=True, purpose=purpose)
+    if held and not context.in_place and plan.resident_bytes <= plan.budget_bytes:
+        # Fits the cache alone: a disk short of room is the earlier sources' held shards.
         _check_together(plan, {e.digest: e.bytes for e in chosen}, held)
+    plan.check()
     if context.in_place:
         local = [context.storage.local_path(shard_path(e.digest)) for e in chosen]
         for e, path in zip(chosen, local, strict=True):

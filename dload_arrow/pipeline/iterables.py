@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, mark_user_error
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk
 from dload_arrow.pipeline.integers import integer
@@ -121,7 +121,10 @@ class FromIterablePipe(Pipeline):
     def _open(self, epoch: int) -> Iterator[Any]:
         src = self.source
         if callable(src) and not isinstance(src, Iterable):
-            return iter(src(epoch) if _takes_arg(src) else src())
+            try:
+                return iter(src(epoch) if _takes_arg(src) else src())
+            except Exception as e:
+                raise mark_user_error(e) from None
         if isinstance(src, Iterator):
             if self._used_once:
                 raise RuntimeError(
@@ -197,7 +200,7 @@ class _IteratorNode(Node):
             self.it.load_state_dict(own)
             return
         for i in range(self.count):  # replay: deterministic factories give the same items
-            if next(self.it, _END) is _END:
+            if _next(self.it) is _END:
                 check_position(self.count, i, "items its iterable gave this time")
 
     def get_state(self) -> State:
@@ -210,7 +213,7 @@ class _IteratorNode(Node):
         assert self.it is not None
         out = []
         for _ in range(self.pipe.chunk):
-            x = next(self.it, _END)
+            x = _next(self.it)
             if x is _END:
                 break
             out.append(x)
@@ -221,3 +224,12 @@ class _IteratorNode(Node):
 
 
 _END = object()
+
+
+def _next(it: Iterator[Any]) -> Any:
+    """The user's iterator's next item, or ``_END``; its error is the user's even when the
+    iterator is a C one (``map(int, lines)``) and the innermost Python frame is ours."""
+    try:
+        return next(it, _END)
+    except Exception as e:
+        raise mark_user_error(e) from None

@@ -104,6 +104,11 @@ class CacheBudget(CacheSpace):
         used, pending, _entries = self._scan_pending(cleanup=False)
         return min(self.budget_bytes, self._disk_cap(used, pending))
 
+    def shard_bytes(self) -> int:
+        """Bytes of the shards the cache has written (downloads in progress not counted)."""
+        used, pending, _entries = self._scan_pending(cleanup=False)
+        return used - pending
+
     def _disk_cap(self, used: int, pending: int) -> int:
         # Free disk measured after the scan: a download writing meanwhile can only make the
         # cap lower than the truth, never higher. Eviction does not change it (bytes deleted

@@ -28,6 +28,7 @@ from dload_arrow.plan.window import (
 )
 from dload_arrow.read.cache_space import free_disk
 from dload_arrow.read.context import ReadContext
+from dload_arrow.read.plan_report import PlanReport, check_plans
 from dload_arrow.read.planner_fit import (
     ALTERNATIVES,
     budgets_of,
@@ -71,6 +72,8 @@ class ReadPlan:
     purpose: str = ""
     # the configured budget; ``budget_bytes`` is less when the disk cannot hold this one
     budget_setting_bytes: int = UNLIMITED
+    # other cached shards the cache may evict to make room for this plan's
+    evictable_bytes: int = 0
 
     @property
     def prefetch(self) -> int:
@@ -110,7 +113,7 @@ class ReadPlan:
         if not self.full_shuffle:
             fixes.append("commit with a smaller shard_size")
         if disk_short(self.resident_bytes, self.cached_bytes, self.budget_bytes,
-                       self.budget_setting_bytes, self.free_disk_bytes):
+                       self.budget_setting_bytes, self.free_disk_bytes + self.evictable_bytes):
             fixes.append(f"free disk space under {self.cache_dir} or point cache_dir at a "
                          "bigger disk")
         return fixes
@@ -172,7 +175,7 @@ def plan_read(
     budget, setting = budgets_of(ctx)
     window = choose_window(sizes, budget // max(1, share), consumers=consumers,
                            prefetch=prefetch, max_prefetch=DEFAULT_PREFETCH)
-    resident = cached = 0
+    resident = cached = evictable = 0
     reasons: list[str] = []
     if ctx.in_place:
         free = free_disk(ctx.cache_dir)
@@ -184,115 +187,14 @@ def plan_read(
         cache = ctx.cache()
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
+        evictable = max(0, cache.shard_bytes() - cached)
         reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
-                           window, purpose)
+                              window, purpose, evictable)
     return ReadPlan(
         dataset=manifest.name, version=manifest.version, units=len(units), shards=len(order),
         total_bytes=sum(sizes), max_shard_bytes=max(sizes, default=0), window_shards=window,
         consumers=consumers, full_shuffle=full_shuffle, in_place=ctx.in_place,
         resident_bytes=resident, cached_bytes=cached, budget_bytes=budget,
         free_disk_bytes=free, cache_dir=ctx.cache_dir, reasons=tuple(reasons), purpose=purpose,
-        budget_setting_bytes=setting,
+        budget_setting_bytes=setting, evictable_bytes=evictable,
     )
-
-
-@dataclass(frozen=True)
-class PlanReport:
-    """Several plans sharing one machine: their resident sets summed against budget and disk."""
-
-    plans: tuple[ReadPlan, ...]
-    budget_bytes: int
-    free_disk_bytes: int
-    resident_bytes: int
-    cached_bytes: int
-    reasons: tuple[str, ...]
-    budget_setting_bytes: int = UNLIMITED  # configured; budget_bytes is what the disk allows
-
-    @property
-    def feasible(self) -> bool:
-        return not self.reasons
-
-    @property
-    def message(self) -> str:
-        if not self.reasons:
-            return ""
-        head = ("the sources do not fit this machine together: " if len(self.plans) > 1
-                else "this source does not fit this machine: ")
-        return (head + "; ".join(self.reasons)
-                + ". Fixes: " + "; ".join(self._fixes()) + "\n" + str(self))
-
-    def _fixes(self) -> list[str]:
-        """The fixes that apply to these plans (not a fixed list: no shuffle, no advice on
-        shuffles)."""
-        fixes = []
-        if self.resident_bytes > self.budget_setting_bytes:
-            fixes.append(f"raise the cache budget to at least {fmt_need(self.resident_bytes)} "
-                         "(--cache-budget, DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited')")
-        if any(p.full_shuffle for p in self.plans):
-            fixes.append("use a windowed shuffle instead of a full shuffle")
-        if len(self.plans) > 1:
-            fixes.append("read fewer sources at once")
-        consumers = max((p.consumers for p in self.plans), default=1)
-        if consumers > 1:
-            fixes.append(f"run fewer consumers on this machine (now {consumers}: DataLoader "
-                         "workers x local ranks)")
-        streamed = [p for p in self.plans if not p.full_shuffle]  # a full shuffle holds all
-        if any(p.window_shards > 1 for p in streamed):
-            fixes.append("lower prefetch (prefetch=0 keeps one shard per consumer)")
-        if disk_short(self.resident_bytes, self.cached_bytes, self.budget_bytes,
-                       self.budget_setting_bytes, self.free_disk_bytes):
-            fixes.append("free disk space under the cache dir or point cache_dir at a bigger "
-                         "disk")
-        if streamed:
-            fixes.append("commit with a smaller shard_size")
-        return fixes
-
-    def check(self) -> PlanReport:
-        """Return the report, or raise InfeasiblePlanError with the table and the fixes."""
-        if self.reasons:
-            raise InfeasiblePlanError(self.message)
-        return self
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
-        p.text(str(self))
-
-    def __str__(self) -> str:
-        head = ("source", "shards", "size", "mode", "consumers", "resident", "status")
-        rows = [head]
-        for p in self.plans:
-            mode = ("in place" if p.in_place else "full shuffle" if p.full_shuffle
-                    else f"window {p.window_shards}")
-            rows.append((f"{p.dataset}@{p.version[:8]}", str(p.shards),
-                         format_bytes(p.total_bytes), mode, str(p.consumers),
-                         format_bytes(p.resident_bytes), "ok" if p.feasible else "too big"))
-        rows.append(("total", "", "", "", "", format_bytes(self.resident_bytes),
-                     "ok" if self.feasible else "INFEASIBLE"))
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip()
-                 for r in rows]
-        lines.append(f"cache {fmt_budget(self.budget_bytes)} (its budget, or what its disk can "
-                     f"hold if less), free disk "
-                     f"{format_bytes(self.free_disk_bytes)}")
-        return "\n".join(lines)
-
-
-def check_plans(ctx: ReadContext, plans: Sequence[ReadPlan],
-                at_once: int | None = None) -> PlanReport:
-    """Sum the resident sets of ``plans`` against one machine's cache: all of them, or the
-    ``at_once`` largest when no more sources than that are read at the same time (a concat
-    reads its sources one after the other)."""
-    largest = sorted(plans, key=lambda p: p.resident_bytes, reverse=True)[:at_once]
-    resident = sum(p.resident_bytes for p in largest)
-    cached = sum(p.cached_bytes for p in largest)
-    budget, setting = budgets_of(ctx)
-    free = free_disk(ctx.cache_dir)
-    reasons = [f"{p.dataset}: {r}" for p in plans for r in p.reasons]
-    if not reasons and resident > budget:
-        limit = (f"budget is {fmt_budget(budget)}" if resident > setting else
-                 f"can hold at most {format_bytes(budget)} on its disk")
-        reasons.append(f"together they need {format_bytes(resident)} resident but the cache "
-                       + limit)
-    if not reasons and resident - cached > free:
-        reasons.append(f"together they need {format_bytes(resident - cached)} more on disk but "
-                       f"only {format_bytes(free)} are free")
-    return PlanReport(tuple(plans), budget, free, resident, cached, tuple(reasons), setting)

@@ -31,22 +31,25 @@ def budgets_of(ctx: ReadContext) -> tuple[int, int]:
 
 
 def disk_short(resident: int, cached: int, budget: int, setting: int, free: int) -> bool:
-    """Whether the disk, not the budget, is what the resident set does not fit."""
+    """Whether the disk, not the budget, is what the resident set does not fit (``free``:
+    the free disk plus the other cached shards the cache may evict for it)."""
     return (setting >= resident > budget) or resident - cached > free
 
 
 ALTERNATIVES = {
-    "pull": "or read it without pulling: reading streams through the cache window",
-    "to_polars": "or use to_arrow(), to_pandas() or batches(), which stream through the "
+    "pull": "read it without pulling: reading streams through the cache window",
+    "to_polars": "use to_arrow(), to_pandas() or batches(), which stream through the "
                  "cache window",
-    "sql": "or filter with ds.where(...) and read with to_arrow() or batches(), which stream "
+    "sql": "filter with ds.where(...) and read with to_arrow() or batches(), which stream "
            "through the cache window",
 }
 
 
 def reasons_for(resident: int, cached: int, budgets: tuple[int, int], free: int,
-                full_shuffle: bool, consumers: int, window: int, purpose: str = "") -> list[str]:
-    """Why ``resident`` bytes do not fit ``budgets`` (in effect, configured) and the disk."""
+                full_shuffle: bool, consumers: int, window: int, purpose: str = "",
+                evictable: int = 0) -> list[str]:
+    """Why ``resident`` bytes do not fit ``budgets`` (in effect, configured) and the disk:
+    its ``free`` bytes, and ``evictable`` bytes of other cached shards it may evict."""
     what = (f"every shard at once, for {purpose}" if full_shuffle and purpose
             else "the whole schedule for a full shuffle" if full_shuffle
             else f"{consumers} consumer(s) x a window of {window} shard(s)")
@@ -58,9 +61,11 @@ def reasons_for(resident: int, cached: int, budgets: tuple[int, int], free: int,
             need = f"{resident:,} bytes"
         out.append(f"it needs {need} resident ({what}) but the cache budget is "
                    f"{fmt_budget(setting)}")
-    if resident - cached > free:
+    if resident - cached > free + evictable:
+        also = (f" (and the cache can evict {format_bytes(evictable)} of other shards)"
+                if evictable else "")
         out.append(f"it needs {format_bytes_up(resident - cached)} more on disk but only "
-                   f"{format_bytes(free)} are free")
+                   f"{format_bytes(free)} are free{also}")
     elif setting >= resident > budget:
         out.append(f"it needs {format_bytes(resident)} resident ({what}) but the cache can "
                    f"hold at most {format_bytes(budget)} on its disk (what it holds plus the "

@@ -1,0 +1,51 @@
+"""A disk filled by the cache's own shards of another dataset is not full: the planner counts
+the unheld shards the cache may evict (a notebook reading one dataset after another on a
+small disk was refused with "free disk space under the cache dir")."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from small_disk import SmallDisk, du
+
+from dload_arrow import InfeasiblePlanError, Repository
+
+
+def _commit(root: str, name: str) -> None:
+    table = pa.table({"k": list(range(400)), "b": [os.urandom(1000) for _ in range(400)]})
+    Repository.open(root).commit(name, table, shard_size="100KB", progress=False)
+
+
+def test_a_second_dataset_evicts_the_first_instead_of_being_refused(
+        memory_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _commit(memory_root, "a")
+    _commit(memory_root, "b")
+    cache = str(tmp_path / "c")
+    os.makedirs(cache)
+    disk = SmallDisk(cache, 650_000)
+    monkeypatch.setattr(os, "statvfs", disk)
+    repo = Repository.open(memory_root, cache_dir=cache, cache_budget="unlimited")
+    assert repo.dataset("b").to_polars().collect().height == 400
+    plan = repo.dataset("a").plan(full_shuffle=True)
+    assert plan.resident_bytes - plan.cached_bytes > plan.free_disk_bytes  # the disk is full
+    assert plan.feasible and plan.evictable_bytes >= repo.dataset("b").num_bytes
+    got = repo.dataset("a").to_polars().collect()
+    assert got.height == 400 and disk.peak <= disk.capacity and du(cache) <= disk.capacity
+
+
+def test_a_dataset_bigger_than_the_whole_disk_is_still_refused_for_its_disk(
+        memory_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _commit(memory_root, "a")
+    cache = str(tmp_path / "c")
+    os.makedirs(cache)
+    monkeypatch.setattr(os, "statvfs", SmallDisk(cache, 300_000))
+    repo = Repository.open(memory_root, cache_dir=cache, cache_budget="unlimited")
+    with pytest.raises(InfeasiblePlanError) as e:  # bigger than the whole disk
+        repo.dataset("a").to_polars()
+    text = str(e.value)
+    assert "more on disk" in text and "can evict" not in text, text
+    assert "free disk space" in text and text.count("Fixes: ") == 1
+    assert "Fixes: or " not in text, text
