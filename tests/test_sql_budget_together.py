@@ -66,7 +66,7 @@ def test_when_the_disk_is_what_two_sources_do_not_fit_the_fix_is_disk_space(
 
     _commit(memory_root, "a", 400)
     plan = Repository.open(memory_root, cache_dir=tmp_path / "c").dataset("a").plan()
-    held = [ShardFiles([], [], plan, {"x" * 64: 500_000})]
+    held = [ShardFiles([], [], plan, {"x" * 64: 500_000}).shards]
     on_disk = replace(plan, budget_bytes=800_000, budget_setting_bytes=10**7)
     with pytest.raises(InfeasiblePlanError, match=r"800\.0 KB its disk can hold") as e:
         _check_together(on_disk, {"y" * 64: 400_000}, held)

@@ -19,28 +19,23 @@ from dload_arrow import Repository
 def _query(root: str, cache: str, name: str, out: Any) -> None:
     try:
         repo = Repository.open(root, cache_dir=cache, cache_budget="6MB")
-        got = repo.sql(f"SELECT count(*) AS n FROM samples('{name}')")
+        sources = " JOIN ".join(f"samples('{n}')" for n in name.split("+"))
+        got = repo.sql(f"SELECT count(*) AS n FROM {sources} USING (i)" if "+" in name
+                       else f"SELECT count(*) AS n FROM {sources}")
         out.put((name, got.column("n")[0].as_py()))
     except Exception as e:  # reported, not lost in the child
         out.put((name, f"{type(e).__name__}: {e}"))
 
 
-def _rows(seed: int) -> Any:
+def _rows(seed: int, n: int = 1000) -> Any:
     rng = np.random.default_rng(seed)
-    return ((f"k{i:06d}", {"i": i, "blob": rng.bytes(4096)}) for i in range(1000))
+    return ((f"k{i:06d}", {"i": i, "blob": rng.bytes(4096)}) for i in range(n))
 
 
-@pytest.mark.timeout(240)
-def test_two_processes_querying_datasets_that_fit_only_one_at_a_time_both_finish(
-        s3_root: str, tmp_path: Any) -> None:
-    writer = Repository.open(s3_root, cache_dir=str(tmp_path / "w"))
-    for name, seed in (("d", 0), ("e", 1)):  # 5.2 MB each, in 256 KB shards
-        writer.commit(name, _rows(seed), shard_size="256KiB", row_group_size="64KiB",
-                      progress=False)
+def _run(root: str, cache: str, queries: tuple[str, ...]) -> dict[str, Any]:
     spawn = mp.get_context("spawn")
     out = spawn.Queue()
-    cache = str(tmp_path / "cache")
-    procs = [spawn.Process(target=_query, args=(s3_root, cache, n, out)) for n in ("d", "e")]
+    procs = [spawn.Process(target=_query, args=(root, cache, q, out)) for q in queries]
     for p in procs:
         p.start()
     got = {}
@@ -55,7 +50,35 @@ def test_two_processes_querying_datasets_that_fit_only_one_at_a_time_both_finish
             if p.is_alive():
                 p.kill()
             p.join(10)
+    return got
+
+
+@pytest.mark.timeout(240)
+def test_two_processes_querying_datasets_that_fit_only_one_at_a_time_both_finish(
+        s3_root: str, tmp_path: Any) -> None:
+    writer = Repository.open(s3_root, cache_dir=str(tmp_path / "w"))
+    for name, seed in (("d", 0), ("e", 1)):  # 5.2 MB each, in 256 KB shards
+        writer.commit(name, _rows(seed), shard_size="256KiB", row_group_size="64KiB",
+                      progress=False)
+    cache = str(tmp_path / "cache")
+    got = _run(s3_root, cache, ("d", "e"))
     assert got == {"d": 1000, "e": 1000}
+    assert not [f for _, _, fs in os.walk(cache) for f in fs if ".tmp-" in f]
+
+
+@pytest.mark.timeout(240)
+def test_two_processes_each_joining_two_sources_gather_all_or_nothing(
+        s3_root: str, tmp_path: Any) -> None:
+    # Each join fits the 6 MB budget (2 x 2.6 MB); the two joins together do not. Gathered a
+    # source at a time, each held one source and waited for room the other held.
+    writer = Repository.open(s3_root, cache_dir=str(tmp_path / "w"))
+    for seed, name in enumerate("defg"):
+        writer.commit(name, _rows(seed, 500), shard_size="256KiB", row_group_size="64KiB",
+                      progress=False)
+    cache = str(tmp_path / "cache")
+    for _ in range(3):  # (before: one run in three or so met halfway)
+        got = _run(s3_root, cache, ("d+e", "f+g"))
+        assert got == {"d+e": 500, "f+g": 500}
     assert not [f for _, _, fs in os.walk(cache) for f in fs if ".tmp-" in f]
 
 

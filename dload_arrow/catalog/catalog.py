@@ -37,7 +37,7 @@ __all__ = ["Catalog", "SqlError", "close_all"]
 # (name, version or None) -> the manifest to read; the repository resolves tags and pins.
 Resolver = Callable[[str, "str | None"], Manifest]
 # manifest -> its shards as local Parquet files, held until released (feasibility checked).
-FileProvider = Callable[[Manifest, Sequence[ShardFiles]], ShardFiles]  # (files held too)
+FileProvider = Callable[[Sequence[Manifest]], list[ShardFiles]]  # all of a query's, or none
 
 _BUILTIN = sorted({*VIEW_ORDER, *RAW_SCHEMAS})
 # What the names of the built-in views resolve to: the objects holding them in any database
@@ -160,11 +160,12 @@ class Catalog:
                 assert self._snapshot is not None
                 resolved = resolve_calls(calls, self._resolve, self._snapshot, self.storage,
                                          self.refresh if refresh else None)
-                for i, (call, manifest) in enumerate(zip(calls, resolved, strict=True)):
+                for call, manifest in zip(calls, resolved, strict=True):
                     check_stored(self._snapshot, self.storage, call.name, manifest.version)
                     refuse_case_twins(call.name, manifest.schema)
-                    files = self._shard_files(manifest, held)
-                    held.append(files)
+                if resolved:  # all sources' files or none (a query opens them together)
+                    held.extend(self._shard_files(resolved))
+                for i, (files, manifest) in enumerate(zip(held, resolved, strict=True)):
                     key = f"__dload_samples_{i}"
                     if files.paths:
                         params[key] = files.paths

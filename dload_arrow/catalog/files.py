@@ -25,7 +25,7 @@ from dload_arrow.sizes import format_bytes
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
 
-__all__ = ["ShardFiles", "corrupt_copies", "shard_files"]
+__all__ = ["ShardFiles", "corrupt_copies", "query_files", "shard_files"]
 
 _FETCH_THREADS = 8
 
@@ -72,26 +72,69 @@ def shard_files(
     Raises:
         InfeasiblePlanError: before any download, when the shards cannot all be resident.
     """
+    together = [files.shards for files in held]
+    chosen, plan = _planned(context, manifest, shards, purpose, together)
+    if context.in_place:
+        return _local(context, manifest, chosen, plan)
+    with _gathering(context.cache(), chosen):
+        return _fetch(context, manifest, chosen, plan)
+
+
+def query_files(context: ReadContext, manifests: Sequence[Manifest]) -> list[ShardFiles]:
+    """The files of every ``samples()`` source of one query, all or none: every plan is
+    checked (alone and together) before a download, and one gathering fetches them all. Two
+    processes whose queries each held one source's shards and waited for room the other held
+    gave up after the wait timeout (review 41)."""
+    planned = []
+    together: list[dict[str, int]] = []
+    for manifest in manifests:
+        chosen, plan = _planned(context, manifest, None, "sql", together)
+        together.append({e.digest: e.bytes for e in chosen})
+        planned.append((manifest, chosen, plan))
+    if context.in_place:
+        return [_local(context, *each) for each in planned]
+    out: list[ShardFiles] = []
+    with _gathering(context.cache(), [e for _m, chosen, _p in planned for e in chosen]):
+        try:
+            for each in planned:
+                out.append(_fetch(context, *each))
+        except BaseException:
+            for files in out:
+                files.release()
+            raise
+    return out
+
+
+def _planned(context: ReadContext, manifest: Manifest, shards: Sequence[int] | None,
+             purpose: str, together: Sequence[dict[str, int]]) -> tuple[list[Any], ReadPlan]:
+    """The chosen shard entries and their checked plan; ``together``: the shards of the
+    sources the same query reads beside them (digest: bytes), which must fit with them."""
     entries = manifest.shards
     chosen = [entries[i] for i in (range(len(entries)) if shards is None else shards)]
     units = [(e.index, 0) for e in chosen if e.rg_rows]
     plan = plan_read(context, manifest, units, full_shuffle=True, purpose=purpose)
-    if held and not context.in_place and plan.resident_bytes <= plan.budget_bytes:
+    if together and not context.in_place and plan.resident_bytes <= plan.budget_bytes:
         # Fits the cache alone: a disk short of room is the earlier sources' held shards.
-        _check_together(plan, {e.digest: e.bytes for e in chosen}, held)
+        _check_together(plan, {e.digest: e.bytes for e in chosen}, together)
     plan.check()
-    if context.in_place:
-        local = [context.storage.local_path(shard_path(e.digest)) for e in chosen]
-        for e, path in zip(chosen, local, strict=True):
-            if path is not None and not os.path.exists(path):  # else polars' or DuckDB's error
-                raise missing_shard(context.storage, e.digest, manifest.name,
-                                    manifest.version)
-        return ShardFiles([p for p in local if p is not None], [], plan)
+    return chosen, plan
+
+
+def _local(context: ReadContext, manifest: Manifest, chosen: Sequence[Any],
+           plan: ReadPlan) -> ShardFiles:
+    local = [context.storage.local_path(shard_path(e.digest)) for e in chosen]
+    for e, path in zip(chosen, local, strict=True):
+        if path is not None and not os.path.exists(path):  # else polars' or DuckDB's error
+            raise missing_shard(context.storage, e.digest, manifest.name, manifest.version)
+    return ShardFiles([p for p in local if p is not None], [], plan)
+
+
+def _fetch(context: ReadContext, manifest: Manifest, chosen: Sequence[Any],
+           plan: ReadPlan) -> ShardFiles:
     cache = context.cache()
     label = f"{manifest.name}@{manifest.version[:12]}"
     holds: list[Hold] = []
-    with _gathering(cache, chosen), ThreadPoolExecutor(
-            min(_FETCH_THREADS, max(1, len(chosen)))) as pool:
+    with ThreadPoolExecutor(min(_FETCH_THREADS, max(1, len(chosen)))) as pool:
         futures = [
             pool.submit(cache.acquire, context.storage, e.digest, e.bytes, dataset=label)
             for e in chosen
@@ -135,13 +178,14 @@ def _digests_in(path: str) -> list[str]:
         return []
 
 
-def _check_together(plan: ReadPlan, shards: dict[str, int], held: Sequence[ShardFiles]) -> None:
-    """Refuse a query whose ``samples()`` sources fit the cache one by one but not together:
-    the files of one query are all open at once, so the next source would wait for room the
-    query itself holds (until the cache's wait timeout)."""
+def _check_together(plan: ReadPlan, shards: dict[str, int],
+                    held: Sequence[dict[str, int]]) -> None:
+    """Refuse a query whose ``samples()`` sources fit the cache one by one but not together
+    (``held``: the earlier sources' shards): the files of one query are all open at once, so
+    the next source would wait for room the query itself holds (until the wait timeout)."""
     union = dict(shards)
-    for files in held:
-        union.update(files.shards)
+    for each in held:
+        union.update(each)
     need = sum(union.values())
     budget, setting = plan.budget_bytes, plan.budget_setting_bytes
     if need <= budget:

@@ -277,10 +277,10 @@ class Repository(VersionsMixin):
     def _catalog_manifest(self, name: str, version: str | None) -> Manifest:
         return self.manifest(name, version)
 
-    def _catalog_files(self, manifest: Manifest, held: Sequence[Any] = ()) -> Any:
-        from dload_arrow.catalog import shard_files
+    def _catalog_files(self, manifests: Sequence[Manifest]) -> Any:
+        from dload_arrow.catalog.files import query_files
 
-        return shard_files(self.read_context, manifest, held=held)
+        return query_files(self.read_context, manifests)
 
     def sql(self, query: str, /, **params: Any) -> pa.Table:
         """Run SQL over the catalog and samples; ``$name`` parameters are bound from ``params``.
