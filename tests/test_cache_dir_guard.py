@@ -41,13 +41,24 @@ def test_cache_clear_in_a_local_root_is_refused_and_deletes_nothing(
     r = run("cache", "clear", "--cache-dir", local_root, rc=1)
     assert local_root in r.err and "is the root" in r.err and "DLOAD_CACHE_DIR" in r.err
     assert _files(os.path.join(local_root, "shards")) == shards
-    repo = Repository.open(local_root, cache_dir=local_root)
-    with pytest.raises(ConfigError, match="is the root"):
-        repo.cache_clear()
-    with pytest.raises(ConfigError, match="is the root"):
-        repo.cache_status()
+    with pytest.raises(ConfigError, match="is the root"):  # refused when the root opens
+        Repository.open(local_root, cache_dir=local_root)
     assert _files(os.path.join(local_root, "shards")) == shards
-    assert sum(b.num_rows for b in repo.dataset("d").batches()) == 400  # read in place still
+    assert sorted(os.listdir(local_root)) == [".locks", "datasets", "shards"]  # no litter
+
+
+def test_a_cache_dir_in_a_roots_own_folders_is_refused_at_open(local_root: str) -> None:
+    """The manifest cache wrote ``manifests/`` into the root, or a ``datasets/manifests``
+    that reads as a dataset (QA repo 42); a folder of the user's own beside them is fine."""
+    _commit(Repository.open(local_root, cache_dir=local_root + "-c"))
+    for inner in ("datasets", "shards", "datasets/d"):
+        with pytest.raises(ConfigError, match="inside the root"):
+            Repository.open(local_root, cache_dir=os.path.join(local_root, inner))
+    assert os.listdir(os.path.join(local_root, "datasets")) == ["d"]
+    beside = Repository.open(local_root, cache_dir=os.path.join(local_root, ".cache"))
+    assert sum(b.num_rows for b in beside.dataset("d").batches()) == 400  # read in place
+    with pytest.raises(ConfigError, match="inside the root"):
+        beside.cache_clear()  # clearing is refused anywhere in the root
 
 
 def test_an_s3_reader_caching_in_a_local_roots_directory_evicts_nothing(
@@ -67,9 +78,8 @@ def test_an_s3_reader_caching_in_a_local_roots_directory_evicts_nothing(
 def test_a_cache_dir_inside_a_local_root_is_refused(local_root: str) -> None:
     inner = os.path.join(local_root, "shards")
     _commit(Repository.open(local_root, cache_dir=local_root + "-c"))
-    repo = Repository.open(local_root, cache_dir=inner, cache_budget="1KB")
     with pytest.raises(ConfigError, match="inside the root"):
-        repo.cache_clear()
+        Repository.open(local_root, cache_dir=inner, cache_budget="1KB").cache_clear()
     assert _files(inner)  # the root's shards are all there
 
 

@@ -55,14 +55,19 @@ class ReadContext:
                 raise
             raise cache_dir_error(self.cache_dir, e, self.cache_dir_source) from e
 
-    def _check_not_in_root(self) -> None:
-        """A cache dir that is a local root or inside one would evict (or litter) the root."""
+    def _check_not_in_root(self, layout_only: bool = False) -> None:
+        """A cache dir that is a local root or inside one would evict (or litter) the root.
+        ``layout_only`` (checked when the root is opened, before the first manifest is
+        cached): the root itself or one of its own folders (``datasets/``, ``shards/``)."""
         url = self.storage.url
         if not (self.in_place and url.startswith("file://")):
             return
         root = os.path.realpath(url[len("file://"):])
         cache = os.path.realpath(os.path.expanduser(self.cache_dir))
-        if cache == root or cache.startswith(root.rstrip(os.sep) + os.sep):
+        inside = [root] if not layout_only else [
+            os.path.join(root, sub) for sub in _ROOT_FOLDERS]
+        if cache == root or any(cache.startswith(d.rstrip(os.sep) + os.sep) or cache == d
+                                for d in inside):
             origin = f" (from {self.cache_dir_source})" if self.cache_dir_source else ""
             where = "is the root" if cache == root else "is inside the root"
             raise ConfigError(
@@ -71,6 +76,9 @@ class ReadContext:
                 "a directory outside the root (DLOAD_CACHE_DIR, --cache-dir, cache_dir= in "
                 "Repository.open or 'cache_dir' in dload.toml)"
             )
+
+
+_ROOT_FOLDERS = ("datasets", "shards", ".locks")  # a root's own layout (store/names.py)
 
 
 def _blocking_file(path: str) -> str | None:

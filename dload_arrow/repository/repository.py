@@ -66,7 +66,9 @@ class Repository(VersionsMixin):
             settings.root, endpoint_url=settings.endpoint_url, storage_options=storage_options
         )
         warn_unused_endpoint(storage, endpoint_url)  # the argument only: env may set it for all
-        return cls(storage, settings)
+        repo = cls(storage, settings)
+        repo.read_context._check_not_in_root(layout_only=True)  # before a manifest is cached
+        return repo
 
     def __repr__(self) -> str:
         return f"Repository({redact_url(self.storage.url)!r})"
@@ -271,11 +273,8 @@ class Repository(VersionsMixin):
         from dload_arrow.catalog import Catalog
 
         return Catalog(self.storage, self.settings.cache_dir,
-                       resolve=self._catalog_manifest, shard_files=self._catalog_files,
+                       resolve=self.manifest, shard_files=self._catalog_files,
                        manifests=self.manifests)
-
-    def _catalog_manifest(self, name: str, version: str | None) -> Manifest:
-        return self.manifest(name, version)
 
     def _catalog_files(self, manifests: Sequence[Manifest]) -> Any:
         from dload_arrow.catalog.files import query_files
