@@ -147,8 +147,8 @@ def test_known_datasets_lists_close_matches_first_then_ten_and_a_count(
 
 def test_unknown_dataset_message_shapes() -> None:
     assert unknown_dataset("x", [], "file:///r") == (
-        "no dataset 'x' under file:///r. The root is empty. Create it with repo.commit() or "
-        "`dload commit`.")
+        "no dataset 'x' under file:///r. The root has no datasets yet. Create it with "
+        "repo.commit() or `dload commit`.")
     assert unknown_dataset("zzz", ["a", "b"], "s3://b/p") == (
         "no dataset 'zzz' under s3://b/p. Known datasets: a, b (`dload ls`). Create it with "
         "repo.commit() or `dload commit`.")

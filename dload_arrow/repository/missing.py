@@ -40,7 +40,7 @@ def unknown_dataset(name: str, known: list[str], where: str, unpublished: int = 
                 f"`dload rm {name} --yes` to remove them")
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
     if not known:
-        hint = " The root is empty."
+        hint = " The root has no datasets yet."
     else:
         shown = (close + [k for k in known if k not in close])[:SHOWN_NAMES]
         more = f" and {len(known) - len(shown)} more" if len(known) > len(shown) else ""
