@@ -187,7 +187,8 @@ def plan_read(
         cache = ctx.cache()
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
-        evictable = max(0, cache.shard_bytes() - cached)
+        if resident - cached > free:  # (a scan of the cache: only when the disk is short)
+            evictable = max(0, cache.shard_bytes() - cached)
         reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
                               window, purpose, evictable)
     return ReadPlan(
