@@ -57,6 +57,45 @@ def test_from_inside_the_root_is_refused(tmp_path: Path) -> None:
     assert json.loads(dload("ls", "--json", *where, cwd=cwd).out)[0]["name"] == "photos"
 
 
+def test_a_table_folder_holding_its_root_commits_the_same_table_every_time(
+        tmp_path: Path) -> None:
+    """QA ingest 42: the second run saw the root's manifests beside the table's files, read
+    the folder as files and published one blob row as latest (exit 0)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "data"
+    data.mkdir()
+    pq.write_table(pa.table({"user": ["u1", "u2", "u3"], "clicks": [1, 2, 3]}),
+                   data / "part-0.parquet")
+    where = ["--root", "data/store", "--cache-dir", "cache"]
+    runs = [dload("commit", "events", "--from", "data", *where, "--json", cwd=tmp_path).json
+            for _ in range(2)]
+    assert runs[0]["version"] == runs[1]["version"] and runs[1]["source"]["kind"] == "table"
+    assert runs[1]["shards_uploaded"] == 0
+    keyed = [dload("commit", "events", "--from", "data", *where, "--key-column", "user", *extra,
+                   "--json", cwd=tmp_path).json for extra in ([], ["--as", "table"])]
+    assert keyed[0]["version"] == keyed[1]["version"] and keyed[0]["rows"] == 3
+    rows = dload("sql", "select __key__, clicks from samples('events') order by 1", "--json",
+                 *where, cwd=tmp_path).json
+    assert rows == [{"__key__": f"u{i}", "clicks": i} for i in (1, 2, 3)]
+
+
+def test_from_a_roots_or_caches_shards_folder_is_refused(tmp_path: Path) -> None:
+    cwd = _project(tmp_path)
+    where = ["--root", "store", "--cache-dir", "cache"]
+    dload("commit", "photos", "--from", "data/imgs", *where, cwd=cwd)
+    (cwd / "cache" / "shards").mkdir(parents=True, exist_ok=True)
+    for inner in ("store/shards", "store/datasets", "cache", "cache/shards"):
+        r = dload("commit", "x", "--from", inner, *where, cwd=cwd, rc=1)
+        assert "one of the folders where dload keeps its own data" in r.err, r.err
+        for as_table in ([], ["--as", "table"]) if "shards" in inner else ([],):
+            r = dload("commit", "x", "--from", inner, *where, *as_table, cwd=cwd, rc=1)
+            assert "point --from at the folder of your files" in r.err, r.err
+    assert [d["name"] for d in json.loads(dload("ls", "--json", *where, cwd=cwd).out)] == [
+        "photos"]
+
+
 def test_a_tar_with_an_entry_stored_again_later_says_twice(tmp_path: Path) -> None:
     import io
     import tarfile

@@ -69,9 +69,9 @@ def test_a_csv_whose_type_widens_late_in_the_file_commits(tmp_path: Path) -> Non
 
 def test_a_csv_type_change_past_the_inferred_block_says_how_to_fix(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dload_arrow.ingest.tables as tables
+    import dload_arrow.ingest.read_errors as read_errors
 
-    monkeypatch.setattr(tables, "CSV_INFER_BYTES", 1 << 20)
+    monkeypatch.setattr(read_errors, "CSV_INFER_BYTES", 1 << 20)
     path = tmp_path / "m.csv"
     with open(path, "w") as f:
         f.write("id,v\n")

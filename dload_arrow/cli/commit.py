@@ -85,10 +85,15 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
     folders, never read as samples.
     """
     from dload_arrow.ingest import Globs, GlobWarning, detect_kind, open_source, open_table
+    from dload_arrow.ingest.location import is_remote, local_path
+    from dload_arrow.ingest.own_data import own_dirs, refuse_own_data
     from dload_arrow.ingest.tables import table_listing
 
+    if not is_remote(source):
+        refuse_own_data(source, local_path(source), own_dirs(store_dirs))
     if kind == "auto":
-        kind = detect_kind(source, endpoint_url=endpoint_url, include=include, exclude=exclude)
+        kind = detect_kind(source, endpoint_url=endpoint_url, include=include, exclude=exclude,
+                           store_dirs=store_dirs)
     with warnings.catch_warnings():
         # Patterns that matched no file are in the report, printed as one line each.
         warnings.simplefilter("ignore", GlobWarning)
@@ -101,9 +106,9 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                 )
             reader = open_table(source, include=include, exclude=exclude, key=key_column,
                                 endpoint_url=endpoint_url, text_columns=text_columns(stored),
-                                stored=stored)
+                                stored=stored, store_dirs=store_dirs)
             globs = Globs(include, exclude)
-            ignored = table_listing(source, globs=globs)[1]
+            ignored = table_listing(source, globs=globs, skip=own_dirs(store_dirs))[1]
             return reader, key_column, {"kind": "table", "ignored": ignored,
                                         "unused_globs": globs.describe_unused(source)}
         if key_column:

@@ -24,6 +24,7 @@ from dload_arrow.ingest.kinds import (
     wrong_as,
 )
 from dload_arrow.ingest.location import is_remote, local_path
+from dload_arrow.ingest.own_data import own_dirs
 from dload_arrow.ingest.source import SampleSource
 from dload_arrow.ingest.tables import is_marker, table_listing
 from dload_arrow.ingest.tarsource import TarSource
@@ -35,12 +36,13 @@ __all__ = ["KINDS", "archive_format", "detect_kind", "is_table_folder", "open_ar
 KINDS = ("auto", "files", "archive", "table")
 
 
-def is_table_folder(path: str, include: Sequence[str] = (), exclude: Sequence[str] = ()
-                    ) -> bool:
+def is_table_folder(path: str, include: Sequence[str] = (), exclude: Sequence[str] = (),
+                    store_dirs: Sequence[str | os.PathLike[str]] = ()) -> bool:
     """Whether a local folder holds tables and, beside them, only markers and documents (of
-    the files the globs keep). A ``.parquet.gz`` beside tables is refused, naming it: read
-    as a folder of files, its tables would be stored as file blobs and their rows lost."""
-    tables, others = table_listing(path, include, exclude)
+    the files the globs keep; ``store_dirs``, dload's own folders, are not looked into). A
+    ``.parquet.gz`` beside tables is refused, naming it: read as a folder of files, its
+    tables would be stored as file blobs and their rows lost."""
+    tables, others = table_listing(path, include, exclude, skip=own_dirs(store_dirs))
     for other in others if tables else ():
         error = not_read_compressed(other, path)
         if error is not None:
@@ -51,16 +53,19 @@ def is_table_folder(path: str, include: Sequence[str] = (), exclude: Sequence[st
 
 
 def detect_kind(location: str | os.PathLike[str], *, endpoint_url: str | None = None,
-                include: Sequence[str] = (), exclude: Sequence[str] = ()) -> str:
+                include: Sequence[str] = (), exclude: Sequence[str] = (),
+                store_dirs: Sequence[str | os.PathLike[str]] = ()) -> str:
     """``"files"`` (a directory), ``"archive"`` or ``"table"`` for a ``--from`` location;
-    ``include``/``exclude``: the globs that choose a folder's files."""
+    ``include``/``exclude``: the globs that choose a folder's files; ``store_dirs``: dload's
+    own folders (a local root's, the cache), which a folder may hold and are not its data."""
     location = os.fspath(location)
     if not is_remote(location):
         path = local_path(location)
         if os.path.isdir(path):
-            table = is_table_folder(path, include, exclude) or bool(
-                (include or exclude) and not table_listing(path, include, exclude)[0]
-                and is_table_folder(path))  # globs that leave no table: the table error says so
+            skip = own_dirs(store_dirs)
+            table = is_table_folder(path, include, exclude, store_dirs) or bool(
+                (include or exclude) and not table_listing(path, include, exclude, skip=skip)[0]
+                and is_table_folder(path, store_dirs=store_dirs))  # the table error says so
             return "table" if table else "files"
         if not os.path.exists(path):
             raise NotFoundError(f"no file or directory {location!r}; check the path")
@@ -117,7 +122,8 @@ def open_source(
     """
     location = os.fspath(location)
     if kind == "auto":
-        kind = detect_kind(location, endpoint_url=endpoint_url, include=include, exclude=exclude)
+        kind = detect_kind(location, endpoint_url=endpoint_url, include=include, exclude=exclude,
+                           store_dirs=store_dirs)
     if kind == "files":
         return DirectorySource(location, include=include, exclude=exclude, split=split,
                                store_dirs=store_dirs)

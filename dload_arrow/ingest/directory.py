@@ -12,6 +12,7 @@ from dload_arrow.ingest.globs import exact_path
 from dload_arrow.ingest.grouping import Entry, check_entry_name
 from dload_arrow.ingest.kinds import file_kind, wrong_as
 from dload_arrow.ingest.location import is_remote, local_path, open_binary
+from dload_arrow.ingest.own_data import own_dirs, refuse_own_data
 from dload_arrow.ingest.source import SampleSource
 
 __all__ = ["DirectorySource"]
@@ -40,7 +41,7 @@ class DirectorySource(SampleSource):
         local = local_path(os.fspath(path))  # a file:// URL is its path, as for archives
         self.root = os.path.abspath(local)
         # dload's own folders (a local storage root, the cache): never samples
-        self._store_dirs = {os.path.realpath(os.fspath(d)) for d in store_dirs}
+        self._store_dirs = own_dirs(store_dirs)
         remote = is_remote(os.fspath(path))
         if remote:
             # A remote folder (not read yet) or a missing object says so here.
@@ -57,15 +58,7 @@ class DirectorySource(SampleSource):
             )
         if not os.path.isdir(self.root):
             raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")
-        real = os.path.realpath(self.root)
-        for d in self._store_dirs:
-            if real == d or real.startswith(d + os.sep):
-                raise ConfigError(
-                    f"{os.fspath(path)!r} is inside {d}, where dload keeps its own data (a "
-                    "storage root's datasets/ or shards/, or the cache): its files are "
-                    "manifests and shards, not samples; point --from at the folder of your "
-                    "files"
-                )
+        refuse_own_data(os.fspath(path), self.root, self._store_dirs)
         super().__init__(os.fspath(path), include=include, exclude=exclude, split=split)
 
     def _list(self) -> list[Entry]:

@@ -21,7 +21,7 @@ from dload_arrow.ingest.table_stream import open_table_file, recode_hint
 from dload_arrow.ingest.table_text import values_at
 from dload_arrow.sizes import format_bytes
 
-__all__ = ["CSV_INFER_BYTES", "bad_json_line", "read_error", "ragged_row"]
+__all__ = ["CSV_INFER_BYTES", "bad_json_line", "csv_options", "read_error", "ragged_row"]
 
 CSV_INFER_BYTES = 32 << 20
 """A CSV file's column types are inferred from its first block, up to this many bytes."""
@@ -34,6 +34,14 @@ _FIX_BIG = ("write the number as a string (\"1e400\") to keep it as text, or rem
 _NOT_UTF8 = "not UTF-8 text"
 _CHANGED = re.compile(r"Column\((.*)\) changed from (\w+) to (\w+)")
 
+
+
+def csv_options(size: int) -> Any:
+    """pyarrow's CSV read options for a file of ``size`` bytes: types are inferred from the
+    first block, so it is the whole file when that is not huge."""
+    import pyarrow.csv as pcsv
+
+    return pcsv.ReadOptions(block_size=max(1 << 20, min(size + 1, CSV_INFER_BYTES)))
 
 def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = None
                ) -> SchemaError:

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Collection, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -37,8 +36,9 @@ from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
 from dload_arrow.ingest.location import is_remote, local_path
+from dload_arrow.ingest.own_data import own_dirs, refuse_own_data
 from dload_arrow.ingest.partitions import Partitions
-from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, read_error
+from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, csv_options, read_error
 from dload_arrow.ingest.table_stream import open_table_file
 from dload_arrow.ingest.table_text import (
     checked_batches,
@@ -63,16 +63,16 @@ def is_marker(name: str) -> bool:
 
 
 def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
-                  exclude: Sequence[str] = (), *, globs: Globs | None = None
-                  ) -> tuple[list[str], list[str]]:
+                  exclude: Sequence[str] = (), *, globs: Globs | None = None,
+                  skip: Collection[str] = frozenset()) -> tuple[list[str], list[str]]:
     """``(table files, other files)`` of a file or a folder, recursive and sorted.
 
     Table files are paths to open; other files are named relative to the folder.
     ``include``/``exclude`` globs (or ``globs``, which then remembers the patterns that
     matched nothing) match as :class:`~dload_arrow.ingest.globs.Globs` says: the path in the
     folder, the file name or a directory on the path; files they leave out are in neither
-    list. Hidden and ``_`` directories are listed as ``"name/"`` among the others, and not
-    entered.
+    list. Hidden and ``_`` directories, and those in ``skip`` (real paths of dload's own
+    folders), are listed as ``"name/"`` among the others, and not entered.
     """
     path = local_path(os.fspath(path))
     select = globs if globs is not None else Globs(include, exclude)
@@ -88,7 +88,8 @@ def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
         rel = os.path.relpath(dirpath, path).replace(os.sep, "/")
         rel = "" if rel == "." else rel + "/"
         for d in sorted(dirnames):
-            if d.startswith((".", "_")):
+            if d.startswith((".", "_")) or (skip and os.path.realpath(
+                    os.path.join(dirpath, d)) in skip):
                 others.append(rel + d + "/")
                 select.note_skipped(rel + d + "/")  # --exclude .cache is no mistake
                 dirnames.remove(d)
@@ -108,13 +109,6 @@ def table_files(path: str, include: Sequence[str] = (), exclude: Sequence[str] =
     return table_listing(path, include, exclude)[0]
 
 
-def _csv_options(size: int) -> Any:
-    import pyarrow.csv as pcsv
-
-    # Types are inferred from the first block: make it the whole file when it is not huge.
-    return pcsv.ReadOptions(block_size=max(1 << 20, min(size + 1, CSV_INFER_BYTES)))
-
-
 def _file_batches(path: str, fmt: str, endpoint_url: str | None,
                   text_columns: Sequence[str] = (), key: str | None = None
                   ) -> Iterator[pa.RecordBatch]:
@@ -129,7 +123,7 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
-            options = _csv_options(size)
+            options = csv_options(size)
             count = QuoteCount(f)
             reader = pcsv.open_csv(count, read_options=options,
                                    convert_options=csv_convert(text_columns, key))
@@ -158,7 +152,7 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
-            reader = pcsv.open_csv(f, read_options=_csv_options(size),
+            reader = pcsv.open_csv(f, read_options=csv_options(size),
                                    convert_options=csv_convert(text_columns, key))
             schema = reader.schema
             refuse_bytes(schema, path)
@@ -201,7 +195,8 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
 def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
                exclude: Sequence[str] = (), endpoint_url: str | None = None,
                text_columns: Sequence[str] = (), key: str | None = None,
-               stored: pa.Schema | None = None) -> pa.RecordBatchReader:
+               stored: pa.Schema | None = None,
+               store_dirs: Sequence[str | os.PathLike[str]] = ()) -> pa.RecordBatchReader:
     """A RecordBatchReader over a table file or folder of them (see the module docstring).
 
     Args:
@@ -219,10 +214,14 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
             ``__key__`` column is always read so.
         stored: the schema of the dataset the rows will be appended to: partition folders
             (``month=01``) take its column types.
+        store_dirs: dload's own folders (a local root's, the cache), never read (own_data.py).
     """
     path = local_path(os.fspath(path))
     globs = Globs(include, exclude)
-    files = table_listing(path, globs=globs)[0]
+    skip = own_dirs(store_dirs)
+    if skip and not is_remote(path):
+        refuse_own_data(path, path, skip)
+    files = table_listing(path, globs=globs, skip=skip)[0]
     if not files:
         raise no_tables(path, globs.unused_text(), table_files(path) if globs else [],
                         endpoint_url)
