@@ -193,8 +193,10 @@ def test_commit_says_the_uploaded_bytes_of_a_shared_commit_are_its_manifest(
 def test_demo_trains_the_steps_it_was_asked_for(tmp_path: Path) -> None:
     # 16 + 8 samples make under one batch of 32 per pass of the mix: it must repeat
     out = dload("demo", "--samples", "16", "--steps", "7", "--root", str(tmp_path / "r"),
-                "--json", cwd=Path.cwd()).json
+                "--cache-dir", str(tmp_path / "c"), "--cache-budget", "1GB", "--json",
+                cwd=Path.cwd()).json
     assert out["train"]["steps"] == 7 and out["train"]["samples"] == 7 * 32
+    assert (tmp_path / "c" / "manifests").is_dir()  # the cache named (docs/CLI.md: all take it)
     r = dload("demo", "--steps", "0", cwd=Path.cwd(), rc=1)
     assert "Invalid value for '--steps'" in r.err
 
@@ -207,3 +209,19 @@ def test_tag_says_when_it_moves_an_existing_tag(tmp_path: Path, run: RunFn) -> N
     assert run("tag", f"d@{v1[:12]}", "v1", *root).out == f"tagged d@{v1[:12]} as v1\n"
     assert run("tag", "d", "v1", *root).out == f"moved tag v1 of d from {v1[:12]} to {v2[:12]}\n"
     assert repo.refs("d")["v1"] == v2
+
+
+def test_tables_stay_aligned_after_wide_characters(capsys: pytest.CaptureFixture[str]) -> None:
+    import unicodedata
+
+    from dload_arrow.cli.output import print_table
+
+    print_table([{"__key__": k, "txt": "v"} for k in ("ab", "日本語", "xyz", "e\u0301te")])
+    lines = capsys.readouterr().out.splitlines()
+
+    def column(line: str) -> int:  # the display column where "v" (or "txt") starts
+        head = line[:line.rindex(" ") + 1]
+        return sum(0 if unicodedata.combining(c) else
+                   2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in head)
+
+    assert len({column(ln) for ln in lines}) == 1, lines

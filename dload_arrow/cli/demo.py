@@ -42,12 +42,15 @@ def _train(pipe: Any, steps: int) -> dict[str, Any]:
               help="Root to use (default: as for every command, DLOAD_ROOT, then dload.toml, "
                    "then the user config, else a local directory in your data dir; the first "
                    "line printed names it).")
+@click.option("--cache-dir", default=None, help="Local cache directory.")
+@click.option("--cache-budget", default=None, help="Cache size limit, e.g. 50GB or auto.")
 @click.option("--samples", type=click.IntRange(min=1), default=256, show_default=True,
               help="Samples in the folder dataset.")
 @click.option("--steps", type=click.IntRange(min=1), default=20, show_default=True,
               help="Training steps (batches of 32; the mix repeats, new shuffle each pass).")
 @json_option
-def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
+def demo(root: str | None, cache_dir: str | None, cache_budget: str | None, samples: int,
+         steps: int, as_json: bool) -> None:
     """Tour dload: ingest a folder and an archive, recommit, SQL, train on a shuffled mix.
 
     Runs in seconds on the configured root (`dload status` shows which; with nothing
@@ -72,7 +75,7 @@ def demo(root: str | None, samples: int, steps: int, as_json: bool) -> None:
         timings[name] = round(time.perf_counter() - t, 3)
         return result
 
-    repo = open_repo(root, must_exist=False)
+    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
     shown = shown_path(repo.settings.root)  # absolute, as `dload status` shows it
     out["root"] = {"value": shown, "source": repo.settings.sources.get("root")}
     _say(quiet, f"root: {shown} ({repo.settings.sources.get('root')})")

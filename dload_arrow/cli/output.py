@@ -7,6 +7,7 @@ import json
 import math
 import os
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any, TypeVar
@@ -279,7 +280,15 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = 
     columns = list(columns or rows[0].keys())
     cells = [[cell(r.get(c)) for c in columns] for r in rows]
     heads = [escaped(c) for c in columns]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(heads)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(heads, widths, strict=True)).rstrip())
-    for row in cells:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    widths = [max(_width(c), *(_width(row[i]) for row in cells)) for i, c in enumerate(heads)]
+    for row in [heads, *cells]:
+        click.echo("  ".join(v + " " * (w - _width(v))
+                             for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: wide (CJK) characters two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(c) else
+               2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)

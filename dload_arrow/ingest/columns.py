@@ -72,6 +72,8 @@ def _load_npy(data: bytes, where: str) -> np.ndarray:
         raise SchemaError(f"{where}: not a readable .npy array ({e})") from e
     if not isinstance(arr, np.ndarray) or arr.dtype.hasobject:
         raise SchemaError(f"{where}: .npy holds an object array; save a numeric array instead")
+    if not arr.dtype.isnative:  # saved on a big-endian machine: the same values, this order
+        arr = arr.astype(arr.dtype.newbyteorder("="))
     return arr
 
 

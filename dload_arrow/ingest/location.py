@@ -91,6 +91,11 @@ def open_binary(
             raise NotFoundError(f"no file {location!r}; check the path")
         return open(path, "rb"), os.path.getsize(path)
     scheme, _, path = location.partition("://")
+    if scheme in ("http", "https"):
+        raise ConfigError(
+            f"cannot read {location!r}: dload does not download from http(s) URLs; download "
+            f"the file first (curl -LO '{location}') and give its local path, or copy it to S3 "
+            "and give its s3:// URL")
     if scheme in _BUCKET_SCHEMES and "/" not in path.strip("/"):
         raise _bucket_only(location, scheme, path.strip("/"))
     parent, _, name = location.rstrip("/").rpartition("/")

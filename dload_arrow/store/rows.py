@@ -43,8 +43,9 @@ def _with_key(schema: pa.Schema | None, key: str | None, table_schema: pa.Schema
         return KEY_COLUMN
     if key is not None and key != KEY_COLUMN and KEY_COLUMN in table_schema.names:
         raise SchemaError(
-            f"the table has a {KEY_COLUMN!r} column and key={key!r} names another: which is "
-            f"the key? Drop key= to use {KEY_COLUMN!r}, or drop the {KEY_COLUMN!r} column"
+            f"the table has a {KEY_COLUMN!r} column and key={key!r} (--key-column) names "
+            f"another: which is the key? Drop key= (--key-column) to use {KEY_COLUMN!r}, or "
+            f"drop the {KEY_COLUMN!r} column"
         )
     return key
 
