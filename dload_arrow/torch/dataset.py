@@ -29,6 +29,7 @@ from dload_arrow.torch.source import (
     as_source,
     check_length,
     compact,
+    refuse_loaded,
     refuse_past_end,
     source_schema,
 )
@@ -49,6 +50,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         if not isinstance(to_tensors, bool):
             raise ConfigError(f"to_tensors={to_tensors!r}: give True or False")
         self.pipe = as_source(pipe)
+        refuse_loaded(self.pipe)
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.uneven: Uneven = uneven
         self.to_tensors = to_tensors
@@ -70,22 +72,21 @@ class StreamDataset(torch.utils.data.IterableDataset):
         return {**self.__dict__, "_device": None}
 
     def __repr__(self) -> str:
-        return (
-            f"StreamDataset(rank={self.rank}, world_size={self.world_size}, "
-            f"uneven={self.uneven!r}, next={self._next})"
-        )
+        return (f"StreamDataset(rank={self.rank}, world_size={self.world_size}, "
+                f"uneven={self.uneven!r}, next={self._next})")
 
     # --- epochs and state ----------------------------------------------------------------
 
     def set_epoch(self, epoch: int) -> None:
-        """Iterate epoch ``epoch`` next (in every worker, persistent ones included). Right
-        after :meth:`load_state_dict` of a state in the same epoch, the loaded position is
-        kept, so the usual ``for epoch in ...: ds.set_epoch(epoch)`` loop resumes exactly."""
+        """Iterate epoch ``epoch`` next (in every worker, persistent ones included). After
+        :meth:`load_state_dict` of a state in that epoch, its position is kept until the epoch
+        starts, so ``for epoch in ...: ds.set_epoch(epoch)`` resumes exactly however often it
+        is called (a wrapper forwarding the loader's, the loop's own); another epoch drops it."""
         epoch = check_count("set_epoch", "epoch", epoch)
         self._device = None
-        loaded, self._loaded = self._loaded, None
-        position = loaded.position if loaded is not None and loaded.epoch == epoch else 0
-        self._set_plan(Plan(epoch, position))
+        if self._loaded is None or self._loaded.epoch != epoch:
+            self._loaded = None
+        self._set_plan(self._loaded or Plan(epoch, 0))
 
     def _set_plan(self, plan: Plan) -> None:
         self._next = plan
@@ -179,7 +180,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._undrive()
         if info is None:
             self._follow_workers()
-            plan = self._next
+            plan, self._loaded = self._next, None  # started: a loaded position is used up
             self._next = Plan(plan.epoch + 1, 0)
             self._control.set(plan.epoch + 1, 0)  # a loader's workers go on after it
             return plan, 0
@@ -211,7 +212,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._undrive()
         older = self._cursor
         self._follow_workers()
-        plan = self._next
+        plan, self._loaded = self._next, None  # started: a loaded position is used up
         self._set_plan(plan)
         self._next = Plan(plan.epoch + 1, 0)
         self._cursor = cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, 0)
@@ -222,6 +223,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         """Main process: after epochs a plain DataLoader's workers ran, continue after them."""
         last = self._control.last()  # None: none since this process set the plan
         if last is not None:
+            self._loaded = None  # the workers started (and used) it
             self._set_plan(Plan(last.epoch + 1, 0))
 
     def _undrive(self) -> None:
@@ -294,7 +296,5 @@ def as_iterable_dataset(
     Returns:
         The dataset; ``set_epoch``, ``state_dict`` and ``load_state_dict`` drive it.
     """
-    return StreamDataset(
-        pipe, rank=rank, world_size=world_size, uneven=uneven, to_tensors=to_tensors,
-        length=length,
-    )
+    return StreamDataset(pipe, rank=rank, world_size=world_size, uneven=uneven,
+                         to_tensors=to_tensors, length=length)

@@ -98,7 +98,8 @@ class StatefulLoader:
             del it
 
     def set_epoch(self, epoch: int) -> None:
-        """Make the next ``iter()`` epoch ``epoch`` (its order; from its start)."""
+        """Make the next ``iter()`` epoch ``epoch`` (its order), from its start, or from the
+        position a loaded state holds in that epoch (:meth:`StreamDataset.set_epoch`)."""
         self.dataset.set_epoch(epoch)
 
     def state_dict(self) -> dict[str, Any]:

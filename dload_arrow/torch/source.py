@@ -19,8 +19,8 @@ from dload_arrow.args import MAX_COUNT
 from dload_arrow.errors import ConfigError, SchemaError, shown
 
 __all__ = [
-    "as_source", "check_length", "compact", "epoch_length", "open_stream", "refuse_past_end",
-    "source_schema",
+    "as_source", "check_length", "compact", "epoch_length", "open_stream", "refuse_loaded",
+    "refuse_past_end", "source_schema",
 ]
 
 _NEEDED = ("skip", "shard", "set_epoch", "__iter__")
@@ -40,6 +40,19 @@ def as_source(obj: Any) -> Any:
         f"cannot stream a {type(obj).__name__} into torch: pass a dload_arrow pipeline "
         f"(e.g. ds.shuffle(...).batch(...)) or a Dataset; it needs {', '.join(_NEEDED)}"
     )
+
+
+def refuse_loaded(pipe: Any) -> None:
+    """A pipeline with a state loaded but not started (``pipe.load_state_dict``) cannot hand
+    it on: the torch dataset keeps its own cursor, and starting at (0, 0) silently replayed
+    what the state said was done (QA pipes 42)."""
+    pending = getattr(pipe, "_pending", None)
+    if isinstance(pending, dict) and pending.get("cursor") is not None:
+        raise ConfigError(
+            "this pipeline has a state loaded (pipe.load_state_dict) that as_iterable_dataset "
+            "cannot carry over: the torch dataset resumes from its own state. Wrap a pipeline "
+            "without one and resume with ds.load_state_dict(...) of a state saved from the "
+            "dataset or its loader (ds.state_dict(), loader.state_dict())")
 
 
 def _epoch_view(pipe: Any, epoch: int, first: int) -> Any:
