@@ -69,8 +69,22 @@ def test_a_pipeline_with_a_loaded_state_is_refused_by_the_wrapper(repo: Reposito
     del it
     q = _pipe(repo)
     q.load_state_dict(state)
-    with pytest.raises(ConfigError, match="state loaded .* cannot carry over"):
+    with pytest.raises(ConfigError, match=r"state loaded .* cannot carry over"):
         as_iterable_dataset(q)
     peeked = _pipe(repo)
     next(iter(peeked))  # a live iteration (a peek at one batch) is no loaded state
     assert len(_keys(list(StatefulLoader(as_iterable_dataset(peeked))))) == 100
+
+
+def test_the_wrapper_starts_at_the_epoch_the_pipeline_is_in(repo: Repository) -> None:
+    repo.commit("a", ((f"k{i:04d}", {"i": i}) for i in range(100)), progress=False)
+    p = _pipe(repo)
+    p.set_epoch(3)
+    ds = as_iterable_dataset(p)
+    assert ds.state_dict()["epoch"] == 3
+    reference = _pipe(repo)
+    reference.set_epoch(3)
+    assert _keys(list(StatefulLoader(ds))) == _keys(list(reference))
+    boundary = _pipe(repo)
+    boundary.load_state_dict({"epoch": 2, "cursor": None})  # a state saved between epochs
+    assert as_iterable_dataset(boundary).state_dict()["epoch"] == 2

@@ -29,9 +29,9 @@ from dload_arrow.torch.source import (
     as_source,
     check_length,
     compact,
-    refuse_loaded,
     refuse_past_end,
     source_schema,
+    start_epoch,
 )
 from dload_arrow.torch.state import from_state, worker_state
 from dload_arrow.torch.tensors import to_torch
@@ -50,7 +50,6 @@ class StreamDataset(torch.utils.data.IterableDataset):
         if not isinstance(to_tensors, bool):
             raise ConfigError(f"to_tensors={to_tensors!r}: give True or False")
         self.pipe = as_source(pipe)
-        refuse_loaded(self.pipe)
         self.rank, self.world_size = resolve_rank(rank, world_size)
         self.uneven: Uneven = uneven
         self.to_tensors = to_tensors
@@ -62,7 +61,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
         with contextlib.suppress(Exception):
             self._fingerprint()
         self._control = Control()
-        self._next = Plan(0, 0)  # main process: where its next iteration starts
+        self._next = Plan(start_epoch(self.pipe), 0)  # main: where its next iteration starts
+        self._control.set(self._next.epoch, 0)
         self._loaded: Plan | None = None  # from load_state_dict, kept by a matching set_epoch
         self._cursor: Cursor | None = None
         self._local: dict[str, Any] | None = None  # a worker's own restored state
@@ -282,7 +282,7 @@ def as_iterable_dataset(
     checkpoint mid-epoch.
 
     Args:
-        pipe: a dload_arrow pipeline or Dataset.
+        pipe: a dload_arrow pipeline or Dataset, from the start of the epoch it is in.
         rank: this process's rank; default torch.distributed, else ``RANK``, else 0.
         world_size: number of ranks; default torch.distributed, else ``WORLD_SIZE``, else 1.
         uneven: how ranks get equal lengths when they cannot split the epoch evenly:

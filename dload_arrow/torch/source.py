@@ -19,8 +19,8 @@ from dload_arrow.args import MAX_COUNT
 from dload_arrow.errors import ConfigError, SchemaError, shown
 
 __all__ = [
-    "as_source", "check_length", "compact", "epoch_length", "open_stream", "refuse_loaded",
-    "refuse_past_end", "source_schema",
+    "as_source", "check_length", "compact", "epoch_length", "open_stream", "refuse_past_end",
+    "source_schema", "start_epoch",
 ]
 
 _NEEDED = ("skip", "shard", "set_epoch", "__iter__")
@@ -42,10 +42,12 @@ def as_source(obj: Any) -> Any:
     )
 
 
-def refuse_loaded(pipe: Any) -> None:
-    """A pipeline with a state loaded but not started (``pipe.load_state_dict``) cannot hand
-    it on: the torch dataset keeps its own cursor, and starting at (0, 0) silently replayed
-    what the state said was done (QA pipes 42)."""
+def start_epoch(pipe: Any) -> int:
+    """The epoch a torch dataset over ``pipe`` starts with: the one the pipeline is in (after
+    ``pipe.set_epoch(3)``: 3), from its start. A state loaded but not started
+    (``pipe.load_state_dict``) cannot be handed on mid-epoch: the torch dataset keeps its own
+    cursor, and starting at (0, 0) silently replayed what the state said was done (QA pipes
+    42)."""
     pending = getattr(pipe, "_pending", None)
     if isinstance(pending, dict) and pending.get("cursor") is not None:
         raise ConfigError(
@@ -53,6 +55,12 @@ def refuse_loaded(pipe: Any) -> None:
             "cannot carry over: the torch dataset resumes from its own state. Wrap a pipeline "
             "without one and resume with ds.load_state_dict(...) of a state saved from the "
             "dataset or its loader (ds.state_dict(), loader.state_dict())")
+    state = getattr(pipe, "state_dict", None)
+    try:
+        epoch = state()["epoch"] if callable(state) else 0
+    except Exception:  # (a fingerprint that fails: state_dict() raises it later, iteration not)
+        return 0
+    return epoch if isinstance(epoch, int) and epoch >= 0 else 0
 
 
 def _epoch_view(pipe: Any, epoch: int, first: int) -> Any:
