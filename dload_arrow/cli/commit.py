@@ -85,8 +85,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
     folders, never read as samples.
     """
     from dload_arrow.ingest import Globs, GlobWarning, detect_kind, open_source, open_table
-    from dload_arrow.ingest.location import is_remote, local_path
-    from dload_arrow.ingest.own_data import own_dirs, refuse_own_data
+    from dload_arrow.ingest.location import is_remote, local_path, own_dirs, refuse_own_data
     from dload_arrow.ingest.tables import table_listing
 
     if not is_remote(source):

@@ -23,8 +23,7 @@ from dload_arrow.ingest.kinds import (
     table_kind,
     wrong_as,
 )
-from dload_arrow.ingest.location import is_remote, local_path
-from dload_arrow.ingest.own_data import own_dirs
+from dload_arrow.ingest.location import is_remote, local_path, own_dirs
 from dload_arrow.ingest.source import SampleSource
 from dload_arrow.ingest.tables import is_marker, table_listing
 from dload_arrow.ingest.tarsource import TarSource

@@ -11,8 +11,13 @@ from dload_arrow.errors import ConfigError, NotFoundError, SchemaError, UnsafePa
 from dload_arrow.ingest.globs import exact_path
 from dload_arrow.ingest.grouping import Entry, check_entry_name
 from dload_arrow.ingest.kinds import file_kind, wrong_as
-from dload_arrow.ingest.location import is_remote, local_path, open_binary
-from dload_arrow.ingest.own_data import own_dirs, refuse_own_data
+from dload_arrow.ingest.location import (
+    is_remote,
+    local_path,
+    open_binary,
+    own_dirs,
+    refuse_own_data,
+)
 from dload_arrow.ingest.source import SampleSource
 
 __all__ = ["DirectorySource"]

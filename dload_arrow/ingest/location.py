@@ -11,13 +11,14 @@ from __future__ import annotations
 import io
 import os
 import stat
+from collections.abc import Iterable
 from typing import IO
 
 from dload_arrow.errors import ConfigError, NotFoundError, StorageError
 from dload_arrow.storage import Storage, open_storage, redact_url
 from dload_arrow.storage.remote import FsspecStorage
 
-__all__ = ["RangeReader", "is_remote", "local_path", "open_binary"]
+__all__ = ["RangeReader", "is_remote", "local_path", "open_binary", "own_dirs", "refuse_own_data"]
 
 _BUCKET_SCHEMES = ("s3", "s3a", "gs", "gcs")  # URLs whose first path part is a bucket
 
@@ -167,3 +168,27 @@ def _about_input(e: StorageError | ConfigError, parent: str, location: str) -> E
             text = text[len(prefix) :]
     text = text.replace("check the root URL", "check the URL")
     return type(e)(f"cannot read {redact_url(location)}: {text}")
+
+# dload's own folders (a local storage root's ``datasets/``, ``shards/`` and ``.locks/``, the
+# cache) are never read as a user's samples or table rows: not when ``--from`` points into
+# one, and not when a folder being read holds one (a root kept beside its data: ``root =
+# "data/store"`` with ``--from data``). A second run of the same commit read the root's
+# manifests beside a table's files, took the folder for files and published one blob (QA
+# ingest 42).
+
+
+def own_dirs(dirs: Iterable[str | os.PathLike[str]]) -> frozenset[str]:
+    """The real paths of dload's own folders, as a walk compares them."""
+    return frozenset(os.path.realpath(os.fspath(d)) for d in dirs)
+
+
+def refuse_own_data(location: str, path: str, dirs: frozenset[str]) -> None:
+    """Raise ConfigError when ``path`` (``location`` as given) is one of ``dirs`` or inside one."""
+    real = os.path.realpath(path)
+    for d in sorted(dirs):
+        if real == d or real.startswith(d + os.sep):
+            where = "is" if real == d else f"is inside {d}, which is"
+            raise ConfigError(
+                f"{location!r} {where} one of the folders where dload keeps its own data (a "
+                "storage root's datasets/ or shards/, or the cache): its files are manifests "
+                "and shards, not samples; point --from at the folder of your files")

@@ -35,8 +35,7 @@ from dload_arrow.ingest.empty_columns import blank_text, fill_empty_text, text_n
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
-from dload_arrow.ingest.location import is_remote, local_path
-from dload_arrow.ingest.own_data import own_dirs, refuse_own_data
+from dload_arrow.ingest.location import is_remote, local_path, own_dirs, refuse_own_data
 from dload_arrow.ingest.partitions import Partitions
 from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, csv_options, read_error
 from dload_arrow.ingest.table_stream import open_table_file
@@ -214,7 +213,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
             ``__key__`` column is always read so.
         stored: the schema of the dataset the rows will be appended to: partition folders
             (``month=01``) take its column types.
-        store_dirs: dload's own folders (a local root's, the cache), never read (own_data.py).
+        store_dirs: dload's own folders (a local root's, the cache), never read (location.py).
     """
     path = local_path(os.fspath(path))
     globs = Globs(include, exclude)

@@ -60,10 +60,7 @@ class FsspecStorage:
         return f"FsspecStorage({redact_url(self.url)!r})"
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_fs"] = None
-        state["_pid"] = -1
-        return state
+        return {**self.__dict__, "_fs": None, "_pid": -1}  # a client per process
 
     @property
     def fs(self) -> Any:
@@ -276,8 +273,8 @@ class FsspecStorage:
         full = self._full(path)
         try:
             self.fs.rm_file(full)
-        except FileNotFoundError:
-            pass
+        except FileNotFoundError:  # gone already: what was asked
+            return
         except Exception as e:
             raise self._wrap(e, path, "deleting") from e
 
@@ -285,9 +282,8 @@ class FsspecStorage:
         full = self._full(path)
         try:
             if self.protocol in ("s3", "s3a"):
-                # One streaming GET per object, hashed as written (storage/s3_get.py).
-                # Parallelism comes from fetching several shards at once, and one request
-                # per shard keeps request costs predictable.
+                # One streaming GET per object, hashed as written (storage/s3_get.py): shards
+                # download in parallel, one request each (request costs stay predictable).
                 return s3_download(self.fs, full, dest, digest)
             self.fs.get_file(full, dest)
         except Exception as e:
