@@ -229,3 +229,26 @@ def test_a_damaged_scan_state_is_refused_as_a_state_not_passed_off_as_the_users_
     with pytest.raises(ConfigError, match="does not fit this pipeline"):
         iter(again)
     assert list(again) == list(range(20))  # refused: the next iteration starts anew
+
+
+def test_a_sources_error_keeps_its_own_cause() -> None:
+    class Root(Exception):
+        pass
+
+    def gen() -> Any:
+        yield 1
+        try:
+            raise Root("the real cause")
+        except Root as e:
+            raise RuntimeError("parse failed") from e
+
+    def factory() -> Any:
+        try:
+            raise Root("factory cause")
+        except Root as e:
+            raise RuntimeError("factory failed") from e
+
+    for src in (gen, factory):
+        with pytest.raises(RuntimeError) as err:
+            list(dl.from_iterable(src))
+        assert isinstance(err.value.__cause__, Root)  # (from None had dropped it)

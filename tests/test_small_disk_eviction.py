@@ -49,3 +49,32 @@ def test_a_dataset_bigger_than_the_whole_disk_is_still_refused_for_its_disk(
     assert "more on disk" in text and "can evict" not in text, text
     assert "free disk space" in text and text.count("Fixes: ") == 1
     assert "Fixes: or " not in text, text
+
+
+def test_shards_another_reader_holds_are_not_counted_as_room(
+        memory_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held shards cannot be evicted: counting them made the plan feasible and the read then
+    waited out DLOAD_CACHE_WAIT (review 42)."""
+    import time
+
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "30")
+    _commit(memory_root, "a")
+    _commit(memory_root, "b")
+    cache = str(tmp_path / "c")
+    os.makedirs(cache)
+    monkeypatch.setattr(os, "statvfs", SmallDisk(cache, 650_000))
+    repo = Repository.open(memory_root, cache_dir=cache, cache_budget="unlimited")
+    b = repo.dataset("b")
+    frame = b.to_polars()  # holds b's shards while b lives
+    plan = repo.dataset("a").plan(full_shuffle=True)
+    assert not plan.feasible and plan.evictable_bytes == 0
+    t0 = time.monotonic()
+    with pytest.raises(InfeasiblePlanError, match="free disk space"):
+        repo.dataset("a").to_polars()
+    assert time.monotonic() - t0 < 10
+    assert frame.collect().height == 400
+    del frame, b
+    import gc
+
+    gc.collect()
+    assert repo.dataset("a").to_polars().collect().height == 400  # released: room again

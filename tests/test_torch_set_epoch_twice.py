@@ -88,3 +88,50 @@ def test_the_wrapper_starts_at_the_epoch_the_pipeline_is_in(repo: Repository) ->
     boundary = _pipe(repo)
     boundary.load_state_dict({"epoch": 2, "cursor": None})  # a state saved between epochs
     assert as_iterable_dataset(boundary).state_dict()["epoch"] == 2
+
+
+def _count_source() -> Any:
+    from dload_arrow import from_iterable
+
+    return from_iterable(lambda: iter(range(10)), name="ten")
+
+
+def test_a_plain_dataloaders_workers_use_up_the_loaded_position() -> None:
+    """The workers begin the epoch, not the main process: a second run of the loaded epoch
+    resumed mid-epoch again and skipped its first items (review 42)."""
+    ds = as_iterable_dataset(_count_source(), to_tensors=False)
+    it = iter(ds)
+    for _ in range(4):
+        next(it)
+    state = ds.state_dict()
+    del it
+    for workers in (0, 2):
+        d = as_iterable_dataset(_count_source(), to_tensors=False)
+        d.load_state_dict(state)
+        src: Any = d if workers == 0 else torch.utils.data.DataLoader(
+            d, batch_size=None, num_workers=workers)
+        runs = []
+        for _ in range(2):
+            d.set_epoch(0)
+            runs.append(sorted(int(x) for x in src))
+        assert runs == [list(range(4, 10)), list(range(10))], workers
+
+
+def test_a_state_loaded_into_the_pipeline_after_wrapping_is_refused_too() -> None:
+    p = _count_source()
+    it = iter(p)
+    for _ in range(4):
+        next(it)
+    state = p.state_dict()
+    del it
+    q = _count_source()
+    ds = as_iterable_dataset(q, to_tensors=False)
+    q.load_state_dict(state)
+    with pytest.raises(ConfigError, match="cannot carry over"):
+        list(ds)
+    with pytest.raises(ConfigError, match="cannot carry over"):
+        list(StatefulLoader(ds))
+    mapped = _count_source()
+    mapped.load_state_dict(state)  # a pipeline the wrapped one reads
+    with pytest.raises(ConfigError, match="cannot carry over"):
+        as_iterable_dataset(mapped.map(lambda x: x), to_tensors=False)

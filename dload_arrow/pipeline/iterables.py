@@ -124,7 +124,8 @@ class FromIterablePipe(Pipeline):
             try:
                 return iter(src(epoch) if _takes_arg(src) else src())
             except Exception as e:
-                raise mark_user_error(e) from None
+                mark_user_error(e)
+                raise  # (as it is: its own cause and context kept)
         if isinstance(src, Iterator):
             if self._used_once:
                 raise RuntimeError(
@@ -232,4 +233,5 @@ def _next(it: Iterator[Any]) -> Any:
     try:
         return next(it, _END)
     except Exception as e:
-        raise mark_user_error(e) from None
+        mark_user_error(e)
+        raise

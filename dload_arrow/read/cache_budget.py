@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 import warnings
+from collections.abc import Collection
 
 from dload_arrow.errors import ConfigError, InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
@@ -104,10 +105,10 @@ class CacheBudget(CacheSpace):
         used, pending, _entries = self._scan_pending(cleanup=False)
         return min(self.budget_bytes, self._disk_cap(used, pending))
 
-    def shard_bytes(self) -> int:
-        """Bytes of the shards the cache has written (downloads in progress not counted)."""
-        used, pending, _entries = self._scan_pending(cleanup=False)
-        return used - pending
+    def evictable_bytes(self, exclude: Collection[str] = ()) -> int:
+        """Bytes of the cached shards no live reader holds, but those in ``exclude``: what
+        eviction could free for them (a stat and a lock try per shard)."""
+        return sum(e.bytes for e in self.entries() if not e.held and e.digest not in exclude)
 
     def _disk_cap(self, used: int, pending: int) -> int:
         # Free disk measured after the scan: a download writing meanwhile can only make the

@@ -188,7 +188,7 @@ def plan_read(
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
         if resident - cached > free:  # (a scan of the cache: only when the disk is short)
-            evictable = max(0, cache.shard_bytes() - cached)
+            evictable = cache.evictable_bytes({entries[i].digest for i in order})
         reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
                               window, purpose, evictable)
     return ReadPlan(

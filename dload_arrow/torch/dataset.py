@@ -29,11 +29,12 @@ from dload_arrow.torch.source import (
     as_source,
     check_length,
     compact,
+    refuse_loaded,
     refuse_past_end,
     source_schema,
     start_epoch,
 )
-from dload_arrow.torch.state import from_state, worker_state
+from dload_arrow.torch.state import from_state, unseen_consumption, worker_state
 from dload_arrow.torch.tensors import to_torch
 
 __all__ = ["StreamDataset", "as_iterable_dataset", "resolve_rank"]
@@ -55,9 +56,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self.to_tensors = to_tensors
         self.length = check_length(length)
         self._schema = source_schema(self.pipe)
-        # Now, in the main process: the pipeline carries it into the workers' pickle (a
-        # spawned worker lacks the main script's __main__ globals). A failure is raised by
-        # state_dict(); iteration does not need it.
+        # Now, in the main process: the pipeline carries it into the workers' pickle (a spawned
+        # worker lacks __main__'s globals); a failure is raised by state_dict() alone.
         with contextlib.suppress(Exception):
             self._fingerprint()
         self._control = Control()
@@ -84,6 +84,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         is called (a wrapper forwarding the loader's, the loop's own); another epoch drops it."""
         epoch = check_count("set_epoch", "epoch", epoch)
         self._device = None
+        self._follow_workers()  # a plain DataLoader's workers began the loaded epoch: used up
         if self._loaded is None or self._loaded.epoch != epoch:
             self._loaded = None
         self._set_plan(self._loaded or Plan(epoch, 0))
@@ -127,13 +128,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         last = self._control.last()  # workers' last iteration (a later epoch: cur is stale)
         if cur is None or (last is not None and last.epoch > cur.epoch):
             if last is not None:
-                raise ConfigError(
-                    "DataLoader workers read this dataset ahead of the training loop, so it "
-                    "cannot tell what the loop consumed: save the loader's state (a torchdata "
-                    "StatefulDataLoader's; in a to_device loop, the wrapper's), or iterate with "
-                    "dload_arrow.torch.StatefulLoader(ds, num_workers=...), whose dataset "
-                    "counts; a plain DataLoader keeps none (ds.set_epoch(e) at epoch starts)"
-                )
+                raise unseen_consumption()
             return worker_state(self._next.epoch, self._next.position, fp)
         if cur.ended(self.pipe, self.length):
             return worker_state(cur.epoch + 1, 0, fp)
@@ -169,9 +164,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
         Readers: ``num_workers`` (at least one) per rank, times ``LOCAL_WORLD_SIZE`` ranks on
         this machine (set by torchrun; default 1). None when the pipeline cannot tell."""
         check = getattr(self.pipe, "check", None)
-        if check is None:
-            return None
-        return check(consumers=max(num_workers, 1) * local_world_size())
+        return None if check is None else check(consumers=max(num_workers, 1)
+                                                 * local_world_size())
 
     # --- iteration -----------------------------------------------------------------------
 
@@ -209,6 +203,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def _begin_driven(self, workers: int) -> Cursor:
         """Start an iteration whose consumption a loader in this process counts."""
+        refuse_loaded(self.pipe)  # (a state loaded into the pipeline after it was wrapped)
         self._undrive()
         older = self._cursor
         self._follow_workers()
@@ -238,7 +233,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
     def __iter__(self) -> Iterator[Any]:
         # The iteration begins (and takes its epoch) at the first next(), not here: torchdata
         # restoring an ended epoch makes an iterator it drops unread, which must not count.
-        # The arguments are checked now, though.
+        # The arguments are checked now, though (and a state loaded into the pipeline).
+        refuse_loaded(self.pipe)
         info = torch.utils.data.get_worker_info()
         self._deal(self._next if info is None else self._control.plan,
                    0 if info is None else info.num_workers)

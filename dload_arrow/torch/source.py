@@ -19,8 +19,8 @@ from dload_arrow.args import MAX_COUNT
 from dload_arrow.errors import ConfigError, SchemaError, shown
 
 __all__ = [
-    "as_source", "check_length", "compact", "epoch_length", "open_stream", "refuse_past_end",
-    "source_schema", "start_epoch",
+    "as_source", "check_length", "compact", "epoch_length", "open_stream", "refuse_loaded",
+    "refuse_past_end", "source_schema", "start_epoch",
 ]
 
 _NEEDED = ("skip", "shard", "set_epoch", "__iter__")
@@ -42,19 +42,28 @@ def as_source(obj: Any) -> Any:
     )
 
 
+def refuse_loaded(pipe: Any) -> None:
+    """Refuse a pipeline (or one it reads) with a state loaded but not started
+    (``pipe.load_state_dict``): the torch dataset keeps its own cursor, and starting at (0, 0)
+    silently replayed what the state said was done (QA pipes 42). Checked when the dataset is
+    made and when an iteration begins (a state loaded after wrapping, review 42)."""
+    todo = [pipe]
+    while todo:
+        p = todo.pop()
+        pending = getattr(p, "_pending", None)
+        if isinstance(pending, dict) and pending.get("cursor") is not None:
+            raise ConfigError(
+                "this pipeline has a state loaded (pipe.load_state_dict) that the torch dataset "
+                "cannot carry over: it resumes from its own state. Wrap a pipeline without one "
+                "and resume with ds.load_state_dict(...) of a state saved from the dataset or "
+                "its loader (ds.state_dict(), loader.state_dict())")
+        todo.extend(getattr(p, "_children", ()))
+
+
 def start_epoch(pipe: Any) -> int:
     """The epoch a torch dataset over ``pipe`` starts with: the one the pipeline is in (after
-    ``pipe.set_epoch(3)``: 3), from its start. A state loaded but not started
-    (``pipe.load_state_dict``) cannot be handed on mid-epoch: the torch dataset keeps its own
-    cursor, and starting at (0, 0) silently replayed what the state said was done (QA pipes
-    42)."""
-    pending = getattr(pipe, "_pending", None)
-    if isinstance(pending, dict) and pending.get("cursor") is not None:
-        raise ConfigError(
-            "this pipeline has a state loaded (pipe.load_state_dict) that as_iterable_dataset "
-            "cannot carry over: the torch dataset resumes from its own state. Wrap a pipeline "
-            "without one and resume with ds.load_state_dict(...) of a state saved from the "
-            "dataset or its loader (ds.state_dict(), loader.state_dict())")
+    ``pipe.set_epoch(3)``: 3), from its start (:func:`refuse_loaded` first)."""
+    refuse_loaded(pipe)
     state = getattr(pipe, "state_dict", None)
     try:
         epoch = state()["epoch"] if callable(state) else 0

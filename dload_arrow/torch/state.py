@@ -30,6 +30,7 @@ __all__ = [
     "POSITION",
     "STATE_FORMAT",
     "from_state",
+    "unseen_consumption",
     "worker_state",
 ]
 
@@ -192,3 +193,13 @@ def from_state(
             raise _bad(state, "a StatefulDataLoader state without the dataset's state")
         return _ours(inner, fingerprint)
     return _ours(state, fingerprint)
+
+
+def unseen_consumption() -> ConfigError:
+    """The error for a main-process state while a plain DataLoader's workers read ahead."""
+    return ConfigError(
+        "DataLoader workers read this dataset ahead of the training loop, so it cannot tell "
+        "what the loop consumed: save the loader's state (a torchdata StatefulDataLoader's; "
+        "in a to_device loop, the wrapper's), or iterate with "
+        "dload_arrow.torch.StatefulLoader(ds, num_workers=...), whose dataset counts; a "
+        "plain DataLoader keeps none (ds.set_epoch(e) at epoch starts)")
