@@ -79,6 +79,8 @@ def test_from_an_http_url_says_to_download_it_first(run: RunFn) -> None:
     r = run("commit", "photos", "--from", "https://example.com/photos.zip", rc=1)
     assert "does not download from http(s) URLs" in r.err and "curl -LO" in r.err
     assert "root" not in r.err  # (it spoke of a root being written to)
+    r = run("commit", "photos", "--from", "https://example.com/imgs/", rc=1)
+    assert "download its files first" in r.err and "curl" not in r.err
 
 
 def test_a_key_column_beside_a_key_column_names_the_cli_option(tmp_path: Path,

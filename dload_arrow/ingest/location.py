@@ -93,10 +93,11 @@ def open_binary(
         return open(path, "rb"), os.path.getsize(path)
     scheme, _, path = location.partition("://")
     if scheme in ("http", "https"):
+        how = ("its files first and give their folder" if location.endswith("/") else
+               f"the file first (curl -LO '{location}') and give its local path")
         raise ConfigError(
             f"cannot read {location!r}: dload does not download from http(s) URLs; download "
-            f"the file first (curl -LO '{location}') and give its local path, or copy it to S3 "
-            "and give its s3:// URL")
+            f"{how}, or copy it to S3 and give its s3:// URL")
     if scheme in _BUCKET_SCHEMES and "/" not in path.strip("/"):
         raise _bucket_only(location, scheme, path.strip("/"))
     parent, _, name = location.rstrip("/").rpartition("/")
