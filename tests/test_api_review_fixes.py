@@ -83,6 +83,27 @@ def test_a_nanosecond_datetime64_parameter_binds_as_a_time(repo: Repository) -> 
         repo.sql("SELECT $t", t=np.datetime64("2024-06-01T00:00:00.000000001", "ns"))
 
 
+def test_nanosecond_pyarrow_and_pandas_parameters_are_not_cut_to_microseconds(
+        repo: Repository) -> None:
+    """A pyarrow timestamp[ns]/time64[ns] scalar or a pd.Timestamp was bound without its
+    nanoseconds and matched another row (QA sql 42)."""
+    import pandas as pd
+
+    from dload_arrow import SqlError
+
+    ts = pa.array([1_700_000_000_000_000_000, 1_700_000_000_000_000_007], pa.timestamp("ns"))
+    tod = pa.array([36_000_000_000_000, 36_000_000_000_500], pa.time64("ns"))
+    repo.commit("ev", pa.table({"__key__": ["a", "b"], "t": ts, "tod": tod}), progress=False)
+    table = repo.dataset("ev").to_arrow()
+    for column, value in (("t", table["t"][1]), ("t", pd.Timestamp(table["t"][1].value)),
+                          ("tod", table["tod"][1])):
+        with pytest.raises(SqlError, match="finer part"):
+            repo.sql(f"SELECT __key__ FROM samples('ev') WHERE {column} = $v", v=value)
+    whole = repo.sql("SELECT __key__ FROM samples('ev') WHERE t = $v", v=table["t"][0])
+    assert whole.column(0).to_pylist() == ["a"]  # a whole microsecond binds as before
+    assert repo.sql("SELECT $v AS v", v=pd.Timestamp("2024-01-01 10:00")).num_rows == 1
+
+
 def test_find_version_takes_the_name_at_version_it_advises(repo: Repository) -> None:
     from dload_arrow import InvalidNameError
 

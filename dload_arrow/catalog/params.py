@@ -31,13 +31,16 @@ def bindable(value: Any) -> Any:
         # DuckDB binds a nanosecond datetime64 as its integer count: make it a TIMESTAMP
         micro = value.astype("datetime64[us]")
         if micro.astype(value.dtype) != value:
-            raise SqlError(
-                f"parameter {np.datetime_as_string(value)}: DuckDB binds times to the "
-                "microsecond and this one has a finer part; pass it as text and cast it in "
-                "the query, e.g. CAST($t AS TIMESTAMP_NS) with t=str(value)")
+            raise _finer(np.datetime_as_string(value))
         return micro
     if isinstance(value, pa.Scalar):
+        t = value.type
+        if ((pa.types.is_timestamp(t) or pa.types.is_time64(t)) and t.unit == "ns"
+                and value.is_valid and value.value % 1000):
+            raise _finer(str(value))  # (as_py() would drop the nanoseconds)
         return value.as_py()
+    if getattr(value, "nanosecond", 0):  # a pandas Timestamp: bound without them
+        raise _finer(str(value))
     if isinstance(value, (pa.Array, pa.ChunkedArray)):
         return value.to_pylist()
     if isinstance(value, (list, tuple)):
@@ -45,6 +48,13 @@ def bindable(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: bindable(v) for k, v in value.items()}
     return value
+
+
+def _finer(shown: str) -> SqlError:
+    return SqlError(
+        f"parameter {shown}: DuckDB binds times to the microsecond and this one has a finer "
+        "part; pass it as text and cast it in the query, e.g. CAST($t AS TIMESTAMP_NS) with "
+        "t=str(value)")
 
 
 def bindable_params(params: dict[str, Any] | None) -> dict[str, Any]:
