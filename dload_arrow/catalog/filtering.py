@@ -92,7 +92,8 @@ class _Compiler:
         field = self.column(other.name)
         value = node.value
         if isinstance(value, int) and not isinstance(value, bool) and not (
-                -(2**63) <= value < 2**64):
+                -(2**63) <= value < 2**64) and not pa.types.is_decimal(
+                compared_type(field.type)):  # (a decimal column holds it: compared exactly)
             raise self.error(f"{value} does not fit in 64 bits (no column holds it); use a "
                              f"float literal ({float(value):g}) to compare by magnitude")
         kind, lit = column_kind(field.type), literal_kind(value)

@@ -15,6 +15,7 @@ compares them (:mod:`dload_arrow.catalog.column_pairs`).
 
 from __future__ import annotations
 
+import decimal
 import functools
 import math
 from typing import Any
@@ -119,6 +120,8 @@ def _compare(op: str, column: Any, v: Any) -> Any:
     a literal beyond the type's range gives every non-null row the same answer.
     """
     t = column.type
+    if pa.types.is_decimal(t) and isinstance(v, decimal.Decimal) and v.is_finite():
+        return _decimal_compare(op, column, v)
     if pa.types.is_integer(t) and isinstance(v, float) and not math.isnan(v):
         op, v = _integral(op, v)
     if not pa.types.is_integer(t) or not isinstance(v, int) or isinstance(v, bool):
@@ -131,6 +134,37 @@ def _compare(op: str, column: Any, v: Any) -> Any:
     holds = op in (("<", "<=", "!=") if v > hi else (">", ">=", "!="))
     # true (or false) for every row, null where the column is null, as SQL says
     return pc.equal(column, column) if holds else pc.not_equal(column, column)
+
+
+def _decimal_compare(op: str, column: Any, v: decimal.Decimal) -> Any:
+    """``column <op> v`` for a decimal column and an exact literal (:func:`decimal_operand`)."""
+    got = decimal_operand(op, column.type, v)
+    if isinstance(got, bool):  # every non-null row the same answer, null where null
+        return pc.equal(column, column) if got else pc.not_equal(column, column)
+    return _KERNELS[got[0]](column, pa.scalar(got[1], type=column.type))
+
+
+def decimal_operand(op: str, t: pa.DataType, v: decimal.Decimal
+                    ) -> tuple[str, decimal.Decimal] | bool:
+    """``x <op> v`` for ``x`` of decimal type ``t`` as ``x <op'> q`` with ``q`` a value of
+    ``t``, or the answer of every row (True/False). Arrow's common type of the two needs
+    their digits together, and past 38 the kernel failed mid-read (``5.549999999999999999999``
+    against ``decimal128(20, 2)``, QA sql 42). A value of ``t`` is a multiple of its last
+    digit, so with ``q`` the literal rounded down to it, ``x > v`` is ``x > q`` and ``x < v``
+    is ``x <= q`` when ``v`` has a finer part; a literal beyond ``t``'s digits gives every row
+    the same answer."""
+    ulp = decimal.Decimal(1).scaleb(-t.scale)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 200  # exact for any literal the parser takes
+        q = v.quantize(ulp, rounding=decimal.ROUND_FLOOR)
+        top = decimal.Decimal(10) ** (t.precision - t.scale) - ulp  # the largest value held
+    if q != v:  # between two values of the column
+        if op in ("=", "!="):
+            return op == "!="
+        op = {">": ">", ">=": ">", "<": "<=", "<=": "<="}[op]
+    if -top <= q <= top:
+        return op, q
+    return op in (("<", "<=", "!=") if q > top else (">", ">=", "!="))
 
 
 def _integral(op: str, v: float) -> tuple[str, int]:
