@@ -145,6 +145,11 @@ def test_samples_in_create_view_says_to_make_a_table(repo: Repository) -> None:
     assert "__dload_samples" not in str(e.value) and "myv as select" in str(e.value)
     repo.sql("create temp table myt as select * from samples('d')")
     assert repo.sql("select count(*) n from myt").to_pylist() == [{"n": 20}]
+    for query in ("PREPARE p AS SELECT count(*) FROM samples('d'); EXECUTE p",
+                  "PIVOT (SELECT __key__, label FROM samples('d')) ON label USING count(*)"):
+        with pytest.raises(SqlError, match="make a table instead") as e:  # (QA sql 42)
+            repo.sql(query)
+        assert "__dload_samples" not in str(e.value), query
 
 
 def test_where_counts_every_nan_row_of_a_float_column(repo: Repository) -> None:

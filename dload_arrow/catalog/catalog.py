@@ -57,11 +57,16 @@ ORDER BY ALL
 # DuckDB refuses bound parameters in a statement it stores as text (CREATE VIEW, CREATE
 # MACRO): the rewrite of samples() binds its file list, so such a statement cannot read it.
 _UNPREPARABLE = (
-    "samples() cannot be used in CREATE VIEW (or another statement DuckDB keeps as text): "
-    "its file list is bound as a parameter, which such a statement cannot hold (in the "
-    "query {query!r}); make a table instead: CREATE TEMP TABLE t AS SELECT ... FROM "
-    "samples('<name>'), or repeat samples() in each query"
+    "samples() cannot be used in CREATE VIEW, PREPARE or a PIVOT whose values come from the "
+    "data (statements DuckDB keeps as text or plans before binding): its file list is bound "
+    "as a parameter, which they cannot hold (in the query {query!r}); make a table instead: "
+    "CREATE TEMP TABLE t AS SELECT ... FROM samples('<name>'), then use t (or list the PIVOT's "
+    "values: PIVOT ... ON c IN (...))"
 )
+# DuckDB's words for a statement that cannot take samples()' bound file list
+_NO_PARAMETERS = ("can't be prepared", "Unexpected prepared parameter",
+                  "Values were not provided for the following parameters: __dload_samples",
+                  "cannot have parameters in their source")
 
 
 def _duckdb() -> Any:
@@ -222,8 +227,7 @@ class Catalog:
                     self._keep_builtins(before)
             return result
         except duckdb.Error as e:
-            if shown is not None and ("can't be prepared" in str(e)
-                                     or "Unexpected prepared parameter" in str(e)):
+            if shown is not None and any(m in str(e) for m in _NO_PARAMETERS):
                 raise SqlError(_UNPREPARABLE.format(query=shown)) from e
             hint = ""
             if "Parameter" in str(e) or "parameter" in str(e):
