@@ -135,3 +135,13 @@ def test_a_state_loaded_into_the_pipeline_after_wrapping_is_refused_too() -> Non
     mapped.load_state_dict(state)  # a pipeline the wrapped one reads
     with pytest.raises(ConfigError, match="cannot carry over"):
         as_iterable_dataset(mapped.map(lambda x: x), to_tensors=False)
+
+
+def test_a_pipeline_iterated_to_count_its_batches_still_starts_at_epoch_0(
+        repo: Repository) -> None:
+    repo.commit("a", ((f"k{i:04d}", {"i": i}) for i in range(100)), progress=False)
+    p = _pipe(repo)
+    assert sum(1 for _ in p) == 10  # counted: the pipeline itself moved on to epoch 1
+    ds = as_iterable_dataset(p)
+    assert ds.state_dict()["epoch"] == 0
+    assert _keys(list(StatefulLoader(ds))) == _keys(list(_pipe(repo)))  # epoch 0's order

@@ -61,15 +61,19 @@ def refuse_loaded(pipe: Any) -> None:
 
 
 def start_epoch(pipe: Any) -> int:
-    """The epoch a torch dataset over ``pipe`` starts with: the one the pipeline is in (after
-    ``pipe.set_epoch(3)``: 3), from its start (:func:`refuse_loaded` first)."""
+    """The epoch a torch dataset over ``pipe`` starts with, from its start (:func:`refuse_loaded`
+    first): the one ``pipe.set_epoch(3)`` or a state saved between epochs set on a pipeline
+    not iterated since; else 0 (a pipeline iterated once to count its batches, say, is not
+    taken to have moved on: the same script with and without the count trains alike)."""
+    from dload_arrow.pipeline import closer
+
     refuse_loaded(pipe)
-    state = getattr(pipe, "state_dict", None)
-    try:
-        epoch = state()["epoch"] if callable(state) else 0
-    except Exception:  # (a fingerprint that fails: state_dict() raises it later, iteration not)
+    pending = getattr(pipe, "_pending", None)
+    if isinstance(pending, dict):
+        return int(pending["epoch"])
+    if getattr(pipe, "_live", None) is not closer.nothing:  # iterated (or not a Pipeline)
         return 0
-    return epoch if isinstance(epoch, int) and epoch >= 0 else 0
+    return int(getattr(pipe, "_next_epoch", 0))
 
 
 def _epoch_view(pipe: Any, epoch: int, first: int) -> Any:

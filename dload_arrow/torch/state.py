@@ -200,6 +200,6 @@ def unseen_consumption() -> ConfigError:
     return ConfigError(
         "DataLoader workers read this dataset ahead of the training loop, so it cannot tell "
         "what the loop consumed: save the loader's state (a torchdata StatefulDataLoader's; "
-        "in a to_device loop, the wrapper's), or iterate with "
+        "in a to_device loop over one, the wrapper's), or iterate with "
         "dload_arrow.torch.StatefulLoader(ds, num_workers=...), whose dataset counts; a "
         "plain DataLoader keeps none (ds.set_epoch(e) at epoch starts)")
