@@ -87,6 +87,7 @@ def test_nanosecond_pyarrow_and_pandas_parameters_are_not_cut_to_microseconds(
         repo: Repository) -> None:
     """A pyarrow timestamp[ns]/time64[ns] scalar or a pd.Timestamp was bound without its
     nanoseconds and matched another row (QA sql 42)."""
+    import numpy as np
     import pandas as pd
 
     from dload_arrow import SqlError
@@ -102,6 +103,21 @@ def test_nanosecond_pyarrow_and_pandas_parameters_are_not_cut_to_microseconds(
     whole = repo.sql("SELECT __key__ FROM samples('ev') WHERE t = $v", v=table["t"][0])
     assert whole.column(0).to_pylist() == ["a"]  # a whole microsecond binds as before
     assert repo.sql("SELECT $v AS v", v=pd.Timestamp("2024-01-01 10:00")).num_rows == 1
+    # arrays and lists of them, durations, and the zoned advice (review 43)
+    for value in (table["t"], table["t"].combine_chunks(), pd.Timedelta(1007, "ns"),
+                  pa.scalar([table["t"][1].value], pa.list_(pa.timestamp("ns")))):
+        with pytest.raises(SqlError, match="finer part"):
+            repo.sql("SELECT $v AS v", v=value)
+    zoned = pa.scalar(table["t"][1].value, pa.timestamp("ns", "UTC"))
+    with pytest.raises(SqlError, match="TIMESTAMPTZ_NS") as e:
+        repo.sql("SELECT $v AS v", v=zoned)
+    assert ".000000007" in str(e.value)  # the value as it is, not cut
+    for null in (pd.NaT, np.datetime64("NaT", "ns")):  # NULL, as before (not refused)
+        got = repo.sql("SELECT __key__ FROM samples('ev') WHERE t = $v", v=null)
+        assert got.num_rows == 0
+    cut = repo.sql("SELECT __key__ FROM samples('ev') WHERE t IN (SELECT unnest($v))",
+                   v=table["t"].slice(0, 1))
+    assert cut.column(0).to_pylist() == ["a"]
 
 
 def test_find_version_takes_the_name_at_version_it_advises(repo: Repository) -> None:

@@ -78,3 +78,33 @@ def test_shards_another_reader_holds_are_not_counted_as_room(
 
     gc.collect()
     assert repo.dataset("a").to_polars().collect().height == 400  # released: room again
+
+
+def test_a_pipelines_check_counts_room_as_its_plan_does(
+        memory_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one of the dataset's own cached shards held by another reader, check() took the
+    held bytes off the evictable ones twice and refused what plan() and the read allow
+    (review 43)."""
+    import gc
+
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "30")
+    _commit(memory_root, "a")
+    table = pa.table({"k": list(range(200)), "b": [os.urandom(1000) for _ in range(200)]})
+    Repository.open(memory_root).commit("c", table, shard_size="100KB", progress=False)
+    cache = str(tmp_path / "c")
+    repo = Repository.open(memory_root, cache_dir=cache, cache_budget="unlimited")
+    assert repo.dataset("c").to_polars().collect().height == 200  # c cached, unheld
+    assert repo.dataset("a").where("k < 50").to_polars().collect().height == 50  # a's first
+    gc.collect()
+    a = repo.dataset("a")
+    first = a.manifest.shards[0]
+    other = repo.read_context.cache().acquire(repo.storage, first.digest, first.bytes)
+    try:  # another reader holds a's first shard; the disk has 100 KB free
+        monkeypatch.setattr(os, "statvfs", SmallDisk(cache, du(cache) + 100_000))
+        plan = a.plan(full_shuffle=True)
+        assert plan.resident_bytes - plan.cached_bytes > plan.free_disk_bytes
+        pipe = a.shuffle(seed=1, full=True)
+        assert plan.feasible and pipe.check().feasible
+        assert sum(1 for _ in pipe) == 400
+    finally:
+        other.release()

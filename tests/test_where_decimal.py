@@ -72,8 +72,11 @@ def test_integers_past_64_bits_compare_exactly_with_a_wide_decimal_column(
     repo.commit("w", pa.table({"__key__": ["a", "b", "c", "d"], "n": pa.array(values, typ)}),
                 progress=False)
     view = repo.dataset("w")
+    bound = 10 ** typ.precision  # one past the largest value the column holds
     for op, literal in (("=", 2**64 + 1), (">", 2**64), ("<", 10**40), (">=", -(10**40)),
-                        ("=", f"{2**64}.0"), (">", "0.000000000000000000000000000000000001")):
+                        ("=", f"{2**64}.0"), (">", "0.000000000000000000000000000000000001"),
+                        (">", -bound), ("<", -bound), (">", 1 - bound), ("<", bound),
+                        (">=", f"-{bound}.5"), ("!=", 10**90), ("<", -(10**90))):
         query = f"n {op} {literal}"
         want = sorted(k for k, v in zip("abcd", values, strict=True)
                       if _OPS[op](v, D(str(literal))))

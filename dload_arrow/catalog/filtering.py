@@ -28,7 +28,13 @@ from dload_arrow.arrays import scalar
 from dload_arrow.catalog.column_pairs import compare_columns, uncomparable
 from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.literal_kinds import as_column_number, column_kind, literal_kind
-from dload_arrow.catalog.masks import compared_type, row_mask, time_scalar
+from dload_arrow.catalog.masks import (
+    compare_decimal,
+    compared_type,
+    decimal_literal,
+    row_mask,
+    time_scalar,
+)
 from dload_arrow.catalog.name_hints import literal_compare_hint, quoted, sql_literal
 from dload_arrow.catalog.predicate import (
     And,
@@ -58,8 +64,7 @@ _NULL_BOOL = scalar(None)  # built from buffers: pa.scalar() imports pandas
 
 @dataclass(frozen=True)
 class CompiledFilter:
-    """A validated filter: its text, tree (literals typed), Arrow expression and row filter
-    (the same test as compute kernels: :mod:`dload_arrow.catalog.masks`)."""
+    """A validated filter: text, tree (literals typed), Arrow expression and row filter."""
 
     text: str
     node: Node
@@ -89,16 +94,15 @@ class _Compiler:
         """Check operand types; cast string literals compared with time columns."""
         if not isinstance(node, Literal) or not isinstance(other, Column):
             return node
-        field = self.column(other.name)
-        value = node.value
+        field, value = self.column(other.name), node.value
+        typ = compared_type(field.type)  # a decimal column holds any integer: compared exactly
         if isinstance(value, int) and not isinstance(value, bool) and not (
-                -(2**63) <= value < 2**64) and not pa.types.is_decimal(
-                compared_type(field.type)):  # (a decimal column holds it: compared exactly)
+                -(2**63) <= value < 2**64) and not pa.types.is_decimal(typ):
             raise self.error(f"{value} does not fit in 64 bits (no column holds it); use a "
                              f"float literal ({float(value):g}) to compare by magnitude")
         kind, lit = column_kind(field.type), literal_kind(value)
         if lit == "number":
-            node = as_column_number(node, compared_type(field.type))
+            node = as_column_number(node, typ)
         if lit == "null" or kind == lit:
             return node
         if kind == "temporal" and lit == "string":
@@ -224,10 +228,8 @@ def _compares(node: In | Between) -> Node:
 def _balanced(parts: list[Node]) -> Node:
     """The OR of ``parts`` as a tree of depth log2(n): a list of 1,000 times chained
     left to right overflowed the recursion of compiling and pruning it."""
-    if len(parts) == 1:
-        return parts[0]
     half = len(parts) // 2
-    return Or(_balanced(parts[:half]), _balanced(parts[half:]))
+    return parts[0] if half == 0 else Or(_balanced(parts[:half]), _balanced(parts[half:]))
 
 
 _Casts = dict[str, pa.DataType]  # the columns compared as another type, and that type
@@ -268,6 +270,8 @@ def _expr(node: Node, casts: _Casts, types: _Types) -> Any:
         if isinstance(node.left, Column) and isinstance(node.right, Column):
             return compare_columns(node.op, _value(node.left, casts), types[node.left.name],
                                    _value(node.right, casts), types[node.right.name])
+        if (dec := decimal_literal(node, types.__getitem__)) is not None:  # (any digits)
+            return compare_decimal(node.op, _value(node.left, casts), *dec)
         return _OPS[node.op](_value(node.left, casts), _value(node.right, casts))
     if isinstance(node, IsNull):
         e = pc.field(node.operand.name).is_null()  # type: ignore[union-attr]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import decimal
 import functools
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -137,11 +138,28 @@ def _compare(op: str, column: Any, v: Any) -> Any:
 
 
 def _decimal_compare(op: str, column: Any, v: decimal.Decimal) -> Any:
-    """``column <op> v`` for a decimal column and an exact literal (:func:`decimal_operand`)."""
-    got = decimal_operand(op, column.type, v)
+    return compare_decimal(op, column, column.type, v)
+
+
+def compare_decimal(op: str, column: Any, t: pa.DataType, v: decimal.Decimal) -> Any:
+    """``column <op> v`` for a decimal column (an array or an Arrow expression) of type ``t``
+    and an exact literal (:func:`decimal_operand`)."""
+    got = decimal_operand(op, t, v)
     if isinstance(got, bool):  # every non-null row the same answer, null where null
         return pc.equal(column, column) if got else pc.not_equal(column, column)
-    return _KERNELS[got[0]](column, pa.scalar(got[1], type=column.type))
+    return _KERNELS[got[0]](column, pa.scalar(got[1], type=t))
+
+
+def decimal_literal(node: Compare, type_of: Callable[[str], pa.DataType]
+                    ) -> tuple[pa.DataType, decimal.Decimal] | None:
+    """(the column's type, the literal) when ``node`` compares a decimal column with a finite
+    decimal literal (``type_of``: a column's compared type), else None."""
+    left, right = node.left, node.right
+    if (isinstance(left, Column) and isinstance(right, Literal)
+            and isinstance(right.value, decimal.Decimal) and right.value.is_finite()):
+        t = type_of(left.name)
+        return (t, right.value) if pa.types.is_decimal(t) else None
+    return None
 
 
 def decimal_operand(op: str, t: pa.DataType, v: decimal.Decimal
@@ -158,11 +176,12 @@ def decimal_operand(op: str, t: pa.DataType, v: decimal.Decimal
         ctx.prec = 200  # exact for any literal the parser takes
         q = v.quantize(ulp, rounding=decimal.ROUND_FLOOR)
         top = decimal.Decimal(10) ** (t.precision - t.scale) - ulp  # the largest value held
+        inside = -top <= q <= top  # (exact: in the wide context, as -top is)
     if q != v:  # between two values of the column
         if op in ("=", "!="):
             return op == "!="
         op = {">": ">", ">=": ">", "<": "<=", "<=": "<="}[op]
-    if -top <= q <= top:
+    if inside:
         return op, q
     return op in (("<", "<=", "!=") if q > top else (">", ">=", "!="))
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dload_arrow.errors import SqlError
 
@@ -24,25 +25,30 @@ _FINE = ("ns", "ps", "fs", "as")
 def bindable(value: Any) -> Any:
     """``value`` in a form DuckDB binds: numpy numbers and bools via ``.item()``, pyarrow
     scalars and arrays via ``.as_py()`` / ``.to_pylist()``; lists, tuples and dicts element
-    by element. Anything else (numpy arrays, strings, times...) is returned as it is."""
+    by element. Anything else (numpy arrays, strings, times...) is returned as it is. A time
+    with a part finer than a microsecond (which DuckDB would bind cut, matching another row)
+    is refused, saying how to compare it exactly."""
     if isinstance(value, (np.number, np.bool_)) and not isinstance(value, np.timedelta64):
         return value.item()
     if isinstance(value, np.datetime64) and np.datetime_data(value.dtype)[0] in _FINE:
         # DuckDB binds a nanosecond datetime64 as its integer count: make it a TIMESTAMP
         micro = value.astype("datetime64[us]")
-        if micro.astype(value.dtype) != value:
-            raise _finer(np.datetime_as_string(value))
+        if not np.isnat(value) and micro.astype(value.dtype) != value:
+            raise _finer(np.datetime_as_string(value), "TIMESTAMP_NS")
         return micro
-    if isinstance(value, pa.Scalar):
-        t = value.type
-        if ((pa.types.is_timestamp(t) or pa.types.is_time64(t)) and t.unit == "ns"
-                and value.is_valid and value.value % 1000):
-            raise _finer(str(value))  # (as_py() would drop the nanoseconds)
-        return value.as_py()
-    if getattr(value, "nanosecond", 0):  # a pandas Timestamp: bound without them
-        raise _finer(str(value))
-    if isinstance(value, (pa.Array, pa.ChunkedArray)):
-        return value.to_pylist()
+    if isinstance(value, (pa.Scalar, pa.Array, pa.ChunkedArray)):
+        coarse = _micro(value.type)
+        if coarse is not None:  # a safe cast fails where a value has a finer part
+            try:
+                value = value.cast(coarse)
+            except pa.ArrowInvalid:
+                raise _finer(_shown(value), _CASTS.get(_kind(value.type), "")) from None
+        return value.as_py() if isinstance(value, pa.Scalar) else value.to_pylist()
+    nanos = getattr(value, "nanosecond", getattr(value, "nanoseconds", 0))  # pandas' own
+    if isinstance(nanos, int) and nanos:  # (pd.NaT's is NaN: bound as NULL)
+        kind = "duration" if hasattr(value, "nanoseconds") else (
+            "zoned" if getattr(value, "tzinfo", None) is not None else "timestamp")
+        raise _finer(str(value), _CASTS.get(kind, ""))
     if isinstance(value, (list, tuple)):
         return [bindable(v) for v in value]
     if isinstance(value, dict):
@@ -50,11 +56,52 @@ def bindable(value: Any) -> Any:
     return value
 
 
-def _finer(shown: str) -> SqlError:
-    return SqlError(
-        f"parameter {shown}: DuckDB binds times to the microsecond and this one has a finer "
-        "part; pass it as text and cast it in the query, e.g. CAST($t AS TIMESTAMP_NS) with "
-        "t=str(value)")
+_CASTS = {"timestamp": "TIMESTAMP_NS", "zoned": "TIMESTAMPTZ_NS", "time": "TIME_NS"}
+
+
+def _kind(t: pa.DataType) -> str:
+    """The kind of nanosecond time ``t`` is or holds (a list's values)."""
+    while pa.types.is_list(t) or pa.types.is_large_list(t):
+        t = t.value_type
+    if pa.types.is_timestamp(t):
+        return "zoned" if t.tz is not None else "timestamp"
+    return "time" if pa.types.is_time(t) else "duration"
+
+
+def _micro(t: pa.DataType) -> pa.DataType | None:
+    """``t`` with nanoseconds made microseconds (in lists too), or None when it has none."""
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return pa.timestamp("us", t.tz)
+    if pa.types.is_time64(t) and t.unit == "ns":
+        return pa.time64("us")
+    if pa.types.is_duration(t) and t.unit == "ns":
+        return pa.duration("us")
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _micro(t.value_type)
+        if inner is not None:
+            return pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
+    return None
+
+
+def _shown(value: Any) -> str:
+    """The value with its nanoseconds, as text (``str`` of a time scalar drops them); the
+    first three of an array's."""
+    values = pa.array([value], value.type) if isinstance(value, pa.Scalar) else value
+    flat = values
+    while pa.types.is_list(flat.type) or pa.types.is_large_list(flat.type):
+        flat = pc.list_flatten(flat)
+    if pa.types.is_duration(flat.type):
+        flat = flat.cast(pa.int64())
+    text = flat.cast(pa.string()).to_pylist()[:3]
+    return text[0] if isinstance(value, pa.Scalar) and text else str(text)
+
+
+def _finer(shown: Any, cast: str) -> SqlError:
+    how = (f"pass it as text and cast it in the query, e.g. CAST($t AS {cast}) with t its text"
+           if cast else "DuckDB's INTERVAL holds microseconds; pass the count of "
+           "nanoseconds as an integer and compare with one")
+    return SqlError(f"parameter {shown}: DuckDB binds times to the microsecond and this one "
+                    f"has a finer part; {how}")
 
 
 def bindable_params(params: dict[str, Any] | None) -> dict[str, Any]:

@@ -11,7 +11,6 @@ import functools
 import operator
 import re
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -20,7 +19,7 @@ from dload_arrow.catalog.files import ShardFiles, shard_files
 from dload_arrow.catalog.filtering import prune_units
 from dload_arrow.catalog.frames import polars_shapes
 from dload_arrow.catalog.in_lists import value_set
-from dload_arrow.catalog.masks import compared_type, decimal_operand
+from dload_arrow.catalog.masks import compared_type, decimal_literal, decimal_operand
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -128,11 +127,10 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
         if isinstance(n, Compare):
             if any(isinstance(s, Literal) and s.value is None for s in (n.left, n.right)):
                 return pl.lit(None, dtype=pl.Boolean)
-            if (schema is not None and isinstance(n.left, Column)
-                    and isinstance(n.right, Literal) and isinstance(n.right.value, Decimal)
-                    and n.right.value.is_finite() and pa.types.is_decimal(
-                        t := compared_type(schema.field(n.left.name).type))):
-                got, col = decimal_operand(n.op, t, n.right.value), pl.col(n.left.name)
+            if schema is not None and (dec := decimal_literal(
+                    n, lambda c: compared_type(schema.field(c).type))) is not None:
+                assert isinstance(n.left, Column)
+                got, col = decimal_operand(n.op, *dec), pl.col(n.left.name)
                 if isinstance(got, bool):  # (polars holds no literal past 38 digits)
                     return (col == col) if got else (col != col)
                 return ops[got[0]](col, pl.lit(got[1]))

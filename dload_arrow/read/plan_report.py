@@ -115,7 +115,8 @@ def check_plans(ctx: ReadContext, plans: Sequence[ReadPlan],
     budget, setting = budgets_of(ctx)
     free = free_disk(ctx.cache_dir)
     short = not ctx.in_place and resident - cached > free  # (evictable: a scan of the cache)
-    evictable = max(0, ctx.cache().evictable_bytes() - cached) if short else 0
+    mine = frozenset().union(*(p.digests for p in largest))  # (held or not: not room)
+    evictable = ctx.cache().evictable_bytes(mine) if short else 0
     reasons = [f"{p.dataset}: {r}" for p in plans for r in p.reasons]
     together = not reasons and len(largest) > 1
     if not reasons and resident > budget:

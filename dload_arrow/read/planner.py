@@ -74,6 +74,7 @@ class ReadPlan:
     budget_setting_bytes: int = UNLIMITED
     # other cached shards the cache may evict to make room for this plan's
     evictable_bytes: int = 0
+    digests: frozenset[str] = frozenset()  # the plan's shards (a remote root's)
 
     @property
     def prefetch(self) -> int:
@@ -177,6 +178,7 @@ def plan_read(
                            prefetch=prefetch, max_prefetch=DEFAULT_PREFETCH)
     resident = cached = evictable = 0
     reasons: list[str] = []
+    digests: frozenset[str] = frozenset()
     if ctx.in_place:
         free = free_disk(ctx.cache_dir)
     else:
@@ -187,8 +189,9 @@ def plan_read(
         cache = ctx.cache()
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
+        digests = frozenset(entries[i].digest for i in order)
         if resident - cached > free:  # (a scan of the cache: only when the disk is short)
-            evictable = cache.evictable_bytes({entries[i].digest for i in order})
+            evictable = cache.evictable_bytes(digests)
         reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
                               window, purpose, evictable)
     return ReadPlan(
@@ -197,5 +200,5 @@ def plan_read(
         consumers=consumers, full_shuffle=full_shuffle, in_place=ctx.in_place,
         resident_bytes=resident, cached_bytes=cached, budget_bytes=budget,
         free_disk_bytes=free, cache_dir=ctx.cache_dir, reasons=tuple(reasons), purpose=purpose,
-        budget_setting_bytes=setting, evictable_bytes=evictable,
+        budget_setting_bytes=setting, evictable_bytes=evictable, digests=digests,
     )
