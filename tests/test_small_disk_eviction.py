@@ -108,3 +108,27 @@ def test_a_pipelines_check_counts_room_as_its_plan_does(
         assert sum(1 for _ in pipe) == 400
     finally:
         other.release()
+
+
+def test_an_automatic_window_fits_the_room_other_readers_leave_on_the_disk(
+        memory_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame of another dataset holds its shards: the default read-ahead was sized as if
+    they were room, refused, and told the user to lower a prefetch they never set (QA cache
+    43); prefetch=0 read it fine."""
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "30")
+    _commit(memory_root, "a")
+    _commit(memory_root, "b")
+    cache = str(tmp_path / "c")
+    os.makedirs(cache)
+    monkeypatch.setattr(os, "statvfs", SmallDisk(cache, 700_000))
+    repo = Repository.open(memory_root, cache_dir=cache, cache_budget="unlimited")
+    a = repo.dataset("a")
+    frame = a.to_polars()  # holds a's shards while a lives
+    b = repo.dataset("b")
+    plan = b.plan()
+    assert plan.feasible and plan.window_shards >= 1, plan
+    assert sum(x.num_rows for x in b.batches()) == 400
+    assert sorted(s["k"] for s in b.shuffle(seed=2)) == list(range(400))
+    with pytest.raises(InfeasiblePlanError, match="lower prefetch"):
+        b.plan(prefetch=3).check()  # asked for: reported, not shrunk
+    assert frame.collect().height == 400
