@@ -4,11 +4,18 @@ storage layer)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 
 def du(path: str) -> int:
-    return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
+    """Bytes of the files under ``path`` (one a download or eviction removes mid-walk: 0)."""
+    total = 0
+    for d, _, fs in os.walk(path):
+        for f in fs:
+            with contextlib.suppress(FileNotFoundError):
+                total += os.path.getsize(os.path.join(d, f))
+    return total
 
 
 class SmallDisk:
