@@ -132,3 +132,26 @@ def test_an_automatic_window_fits_the_room_other_readers_leave_on_the_disk(
     with pytest.raises(InfeasiblePlanError, match="lower prefetch"):
         b.plan(prefetch=3).check()  # asked for: reported, not shrunk
     assert frame.collect().height == 400
+
+
+def test_cache_status_says_what_the_disk_can_hold(
+        memory_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """On a disk smaller than the budget, status said "used of unlimited" while plans used
+    what the disk can hold (QA cache 43)."""
+    import dataclasses
+
+    from dload_arrow.cli.data import cache_text
+
+    _commit(memory_root, "a")
+    cache = str(tmp_path / "c")
+    os.makedirs(cache)
+    monkeypatch.setattr(os, "statvfs", SmallDisk(cache, 650_000))
+    repo = Repository.open(memory_root, cache_dir=cache, cache_budget="unlimited")
+    status = repo.cache_status()
+    limit = status.to_dict()["limit_bytes"]
+    assert isinstance(limit, int) and limit < 650_000
+    assert limit == repo.dataset("a").plan().budget_bytes
+    assert "unlimited (its disk holds at most" in str(status)
+    cache_text(dataclasses.asdict(status), residency=False)  # (dload cache status)
+    assert "used of unlimited (its disk holds at most" in capsys.readouterr().out

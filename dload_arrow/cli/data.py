@@ -30,9 +30,7 @@ _CHUNK = 8 << 20
 def _as_dict(obj: Any) -> dict[str, Any]:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
-    if isinstance(obj, dict):
-        return obj
-    return {"result": obj}
+    return obj if isinstance(obj, dict) else {"result": obj}
 
 
 def cache_text(d: dict[str, Any], residency: bool = True) -> None:
@@ -40,6 +38,9 @@ def cache_text(d: dict[str, Any], residency: bool = True) -> None:
     budget = d.get("budget_bytes")
     shown = "unlimited" if isinstance(budget, int) and budget >= 2**62 else (
         format_bytes(budget) if isinstance(budget, int) else "?")
+    if isinstance(limit := d.get("limit_bytes"), int) and limit < min(
+            budget if isinstance(budget, int) else 2**62, 2**62):  # the disk holds less
+        shown += f" (its disk holds at most {format_bytes(limit)})"
     used = d.get("used_bytes")
     click.echo(f"cache: {d.get('cache_dir')}: {format_bytes(used or 0)} used of {shown}"
                f" ({d.get('shards', '?')} shards, {d.get('held_shards', 0)} held"

@@ -136,10 +136,14 @@ class CacheStatus:
     in_place: bool
     datasets: tuple[Residency, ...]
     downloading_bytes: int = 0  # reserved by downloads in progress (counted in the budget)
+    limit_bytes: int = UNLIMITED  # the budget in effect: less when the disk cannot hold it
 
     @property
     def budget(self) -> str:
-        return "unlimited" if self.budget_bytes >= UNLIMITED else format_bytes(self.budget_bytes)
+        shown = "unlimited" if self.budget_bytes >= UNLIMITED else format_bytes(self.budget_bytes)
+        if self.limit_bytes < self.budget_bytes:
+            shown += f" (its disk holds at most {format_bytes(self.limit_bytes)})"
+        return shown
 
     def to_dict(self) -> dict[str, Any]:
         """Plain values, for ``--json``."""
@@ -149,6 +153,7 @@ class CacheStatus:
             "used_bytes": self.used_bytes, "free_disk_bytes": self.free_disk_bytes,
             "shards": self.shards, "held_shards": self.held_shards, "in_place": self.in_place,
             "downloading_bytes": self.downloading_bytes,
+            "limit_bytes": None if self.limit_bytes >= UNLIMITED else self.limit_bytes,
             "datasets": [r.__dict__ for r in self.datasets],
         }
 
@@ -189,7 +194,7 @@ def cache_status(ctx: ReadContext, manifests: Iterable[Manifest]) -> CacheStatus
     reserved = max(0, cache.used_bytes() - files)  # downloads under way
     return CacheStatus(cache.dir, cache.budget_bytes, files + reserved, cache.free_disk(),
                        len(entries), sum(e.held for e in entries), ctx.in_place, tuple(rows),
-                       reserved)
+                       reserved, UNLIMITED if ctx.in_place else cache.limit())
 
 
 def downloading(nbytes: int) -> str:
