@@ -164,7 +164,7 @@ def test_holds_of_a_killed_process_do_not_block_eviction(s3_root: str, cache_dir
         assert child.stdout.readline().strip() == "held"
         cache = Cache(cache_dir, "unlimited")
         assert all(e.held for e in cache.entries())
-        assert repo.cache_clear() == 0  # live holds are never evicted
+        assert repo.cache_clear() < total  # live holds are never evicted (manifests go)
         assert _disk_bytes(os.path.join(cache_dir, "shards")) == total
     finally:
         child.send_signal(signal.SIGKILL)

@@ -75,7 +75,9 @@ def test_cache_status_reports_residency_and_clear_frees_unheld(memory_root: str,
     shard = ma.shards[0]
     hold = repo.read_context.cache().acquire(repo.storage, shard.digest, shard.bytes)
     assert repo.cache_status().held_shards == 1
-    assert repo.cache_clear() == ma.num_bytes - shard.bytes
+    manifests = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(
+        os.path.join(repo.settings.cache_dir, "manifests")) for f in fs)  # cleared too
+    assert repo.cache_clear() == ma.num_bytes - shard.bytes + manifests
     assert repo.cache_status().used_bytes == shard.bytes
     hold.release()
     assert repo.cache_clear() == shard.bytes
@@ -131,6 +133,12 @@ def test_cache_clear_also_removes_cached_footers(memory_root: str, cache_dir: st
     footers = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(cache_dir, "footers"))
                for f in fs]
     assert footers
+    manifests = [os.path.join(d, f) for d, _, fs in os.walk(os.path.join(cache_dir,
+                                                                          "manifests"))
+                 for f in fs]
+    assert manifests
     freed = repo.cache_clear()
     assert freed >= sum(1 for _ in footers) and not any(os.path.exists(f) for f in footers)
-    assert repo.dataset("d")[0] == first  # fetched again when needed
+    assert not any(os.path.exists(f) for f in manifests)  # (QA cache 43: never freed)
+    again = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    assert again.dataset("d")[0] == first  # fetched again when needed

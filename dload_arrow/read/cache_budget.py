@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import threading
 import time
@@ -165,14 +166,15 @@ class CacheBudget(CacheSpace):
         return time.monotonic() - self._refused_at < LOOK_AHEAD_PAUSE
 
     def clear(self) -> int:
-        """Remove every shard no live reader holds, and the cached footers (small, fetched
-        again when needed); return the bytes freed."""
+        """Remove every shard no live reader holds, and the cached footers and manifests
+        (small, fetched again when needed); return the bytes freed."""
         freed = 0
         with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
             for _stamp, digest, size in self._scan(cleanup=True)[1]:
                 if self._evict(digest):
                     freed += size
-        for folder, _dirs, files in os.walk(os.path.join(self.dir, "footers")):
+        for folder, _dirs, files in itertools.chain(*(
+                os.walk(os.path.join(self.dir, sub)) for sub in ("footers", "manifests"))):
             for name in files:
                 if ".tmp-" not in name:  # a footer being written now is left to its writer
                     path = os.path.join(folder, name)
