@@ -104,8 +104,11 @@ def test_nanosecond_pyarrow_and_pandas_parameters_are_not_cut_to_microseconds(
     assert whole.column(0).to_pylist() == ["a"]  # a whole microsecond binds as before
     assert repo.sql("SELECT $v AS v", v=pd.Timestamp("2024-01-01 10:00")).num_rows == 1
     # arrays and lists of them, durations, and the zoned advice (review 43)
-    for value in (table["t"], table["t"].combine_chunks(), pd.Timedelta(1007, "ns"),
-                  pa.scalar([table["t"][1].value], pa.list_(pa.timestamp("ns")))):
+    flat = table["t"].combine_chunks()
+    for value in (table["t"], flat, pd.Timedelta(1007, "ns"),
+                  pa.scalar([table["t"][1].value], pa.list_(pa.timestamp("ns"))),
+                  flat.dictionary_encode(), flat.dictionary_encode()[1],  # (review 44)
+                  pa.StructArray.from_arrays([flat], ["t"]), flat.to_numpy()):
         with pytest.raises(SqlError, match="finer part"):
             repo.sql("SELECT $v AS v", v=value)
     zoned = pa.scalar(table["t"][1].value, pa.timestamp("ns", "UTC"))

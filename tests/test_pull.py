@@ -142,3 +142,20 @@ def test_cache_clear_also_removes_cached_footers(memory_root: str, cache_dir: st
     assert not any(os.path.exists(f) for f in manifests)  # (QA cache 43: never freed)
     again = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
     assert again.dataset("d")[0] == first  # fetched again when needed
+
+
+def test_cache_clear_leaves_a_manifest_being_written_and_status_of_a_local_root(
+        memory_root: str, local_root: str, cache_dir: str) -> None:
+    import dataclasses
+
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="unlimited")
+    _commit(repo)
+    Repository.open(memory_root, cache_dir=cache_dir).dataset("d")  # its manifest cached
+    folder = next(d for d, _, fs in os.walk(os.path.join(cache_dir, "manifests")) if fs)
+    writing = os.path.join(folder, ".0123456789ab.x1y2.tmp")  # another process's, mid-write
+    with open(writing, "wb") as f:
+        f.write(b"partial")
+    repo.cache_clear()
+    assert os.path.exists(writing)  # (review 44: only ".tmp-" names were left alone)
+    local = Repository.open(local_root, cache_dir=cache_dir + "-l").cache_status()
+    assert dataclasses.asdict(local)["limit_bytes"] == local.budget_bytes  # no sentinel

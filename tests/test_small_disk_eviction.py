@@ -155,3 +155,25 @@ def test_cache_status_says_what_the_disk_can_hold(
     assert "unlimited (its disk holds at most" in str(status)
     cache_text(dataclasses.asdict(status), residency=False)  # (dload cache status)
     assert "used of unlimited (its disk holds at most" in capsys.readouterr().out
+
+
+def test_sources_read_at_once_share_the_disks_room(
+        memory_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each source of a mix shrank its automatic window to the whole free disk; together they
+    were refused with "lower prefetch", which a pipeline cannot set (review 44)."""
+    import dload_arrow as dl
+
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "30")
+    for name in "abc":
+        _commit(memory_root, name)
+    cache = str(tmp_path / "c")
+    os.makedirs(cache)
+    monkeypatch.setattr(os, "statvfs", SmallDisk(cache, 1_000_000))
+    repo = Repository.open(memory_root, cache_dir=cache, cache_budget="unlimited")
+    a = repo.dataset("a")
+    frame = a.to_polars()  # another reader holds a's shards
+    pipe = dl.mix([repo.dataset("b").pipeline(), repo.dataset("c").pipeline()], [1, 1],
+                  seed=0, stop="all")
+    assert pipe.check().feasible
+    assert sum(1 for _ in pipe) == 800
+    assert frame.collect().height == 400

@@ -30,6 +30,8 @@ def bindable(value: Any) -> Any:
     is refused, saying how to compare it exactly."""
     if isinstance(value, (np.number, np.bool_)) and not isinstance(value, np.timedelta64):
         return value.item()
+    if isinstance(value, np.ndarray) and value.dtype.kind == "M":  # DuckDB: BIGINT[] for ns
+        value = pa.array(value)
     if isinstance(value, np.datetime64) and np.datetime_data(value.dtype)[0] in _FINE:
         # DuckDB binds a nanosecond datetime64 as its integer count: make it a TIMESTAMP
         micro = value.astype("datetime64[us]")
@@ -37,6 +39,9 @@ def bindable(value: Any) -> Any:
             raise _finer(np.datetime_as_string(value), "TIMESTAMP_NS")
         return micro
     if isinstance(value, (pa.Scalar, pa.Array, pa.ChunkedArray)):
+        if pa.types.is_dictionary(value.type):  # (bound as its values)
+            value = value.value if isinstance(value, pa.Scalar) else value.cast(
+                value.type.value_type)
         coarse = _micro(value.type)
         if coarse is not None:  # a safe cast fails where a value has a finer part
             try:
@@ -59,41 +64,57 @@ def bindable(value: Any) -> Any:
 _CASTS = {"timestamp": "TIMESTAMP_NS", "zoned": "TIMESTAMPTZ_NS", "time": "TIME_NS"}
 
 
+def _times(t: pa.DataType) -> list[pa.DataType]:
+    """The nanosecond time types ``t`` is or holds (in lists, structs, maps, dictionaries)."""
+    if pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
+        return [t] if t.unit == "ns" else []
+    if pa.types.is_dictionary(t):
+        return _times(t.value_type)
+    return [x for i in range(t.num_fields) for x in _times(t.field(i).type)]
+
+
 def _kind(t: pa.DataType) -> str:
-    """The kind of nanosecond time ``t`` is or holds (a list's values)."""
-    while pa.types.is_list(t) or pa.types.is_large_list(t):
-        t = t.value_type
+    """The kind of the first nanosecond time ``t`` holds."""
+    t = _times(t)[0]
     if pa.types.is_timestamp(t):
         return "zoned" if t.tz is not None else "timestamp"
     return "time" if pa.types.is_time(t) else "duration"
 
 
 def _micro(t: pa.DataType) -> pa.DataType | None:
-    """``t`` with nanoseconds made microseconds (in lists too), or None when it has none."""
-    if pa.types.is_timestamp(t) and t.unit == "ns":
+    """``t`` with nanoseconds made microseconds (nested too; a dictionary decoded), or None
+    when it holds none."""
+    if not _times(t):
+        return None
+    if pa.types.is_timestamp(t):
         return pa.timestamp("us", t.tz)
-    if pa.types.is_time64(t) and t.unit == "ns":
+    if pa.types.is_time64(t):
         return pa.time64("us")
-    if pa.types.is_duration(t) and t.unit == "ns":
+    if pa.types.is_duration(t):
         return pa.duration("us")
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        inner = _micro(t.value_type)
-        if inner is not None:
-            return pa.list_(inner) if pa.types.is_list(t) else pa.large_list(inner)
-    return None
+    if pa.types.is_dictionary(t):
+        return _micro(t.value_type)
+    if pa.types.is_map(t):
+        return pa.map_(_micro(t.key_type) or t.key_type, _micro(t.item_type) or t.item_type)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_micro(f.type) or f.type) for f in t])
+    inner = _micro(t.value_type)
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(inner, t.list_size)
+    return pa.large_list(inner) if pa.types.is_large_list(t) else pa.list_(inner)
 
 
 def _shown(value: Any) -> str:
-    """The value with its nanoseconds, as text (``str`` of a time scalar drops them); the
-    first three of an array's."""
-    values = pa.array([value], value.type) if isinstance(value, pa.Scalar) else value
-    flat = values
-    while pa.types.is_list(flat.type) or pa.types.is_large_list(flat.type):
-        flat = pc.list_flatten(flat)
-    if pa.types.is_duration(flat.type):
-        flat = flat.cast(pa.int64())
-    text = flat.cast(pa.string()).to_pylist()[:3]
-    return text[0] if isinstance(value, pa.Scalar) and text else str(text)
+    """The first value with a finer part, as text with its nanoseconds (``str`` of a time
+    scalar drops them); a nested value as it prints."""
+    flat = pa.array([value], value.type) if isinstance(value, pa.Scalar) else value
+    if _times(flat.type) != [flat.type]:
+        return str(flat.to_pylist()[:3])[:300]  # (pandas Timestamps keep the nanoseconds)
+    micro = pc.cast(flat, _micro(flat.type), safe=False)
+    cut = flat.filter(pc.not_equal(pc.cast(micro, flat.type), flat))
+    if pa.types.is_duration(cut.type):
+        return f"{cut.cast(pa.int64())[0].as_py()} ns"
+    return str(cut.cast(pa.string())[0].as_py())
 
 
 def _finer(shown: Any, cast: str) -> SqlError:

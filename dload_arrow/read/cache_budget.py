@@ -176,7 +176,7 @@ class CacheBudget(CacheSpace):
         for folder, _dirs, files in itertools.chain(*(
                 os.walk(os.path.join(self.dir, sub)) for sub in ("footers", "manifests"))):
             for name in files:
-                if ".tmp-" not in name:  # a footer being written now is left to its writer
+                if ".tmp" not in name:  # one being written now is left to its writer
                     path = os.path.join(folder, name)
                     with contextlib.suppress(OSError):
                         size = os.path.getsize(path)

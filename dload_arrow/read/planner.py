@@ -192,9 +192,9 @@ def plan_read(
         digests = frozenset(entries[i].digest for i in order)
         if resident - cached > free:  # (a scan of the cache: only when the disk is short)
             evictable = cache.evictable_bytes(digests)
-        while (prefetch is None and not full_shuffle and window > 1
-               and resident - cached > free + evictable):  # an automatic window: what the
-            window -= 1  # disk has room for (other readers' held shards are not room)
+        while (prefetch is None and not full_shuffle and window > 1  # an automatic window:
+               and resident - cached > (free + evictable) // max(1, share)):  # the disk's
+            window -= 1  # room, shared by the sources read at once (held shards: not room)
             resident = consumers * window_resident_bytes(sizes, window)
         reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
                               window, purpose, evictable)

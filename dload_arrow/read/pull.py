@@ -194,7 +194,7 @@ def cache_status(ctx: ReadContext, manifests: Iterable[Manifest]) -> CacheStatus
     reserved = max(0, cache.used_bytes() - files)  # downloads under way
     return CacheStatus(cache.dir, cache.budget_bytes, files + reserved, cache.free_disk(),
                        len(entries), sum(e.held for e in entries), ctx.in_place, tuple(rows),
-                       reserved, UNLIMITED if ctx.in_place else cache.limit())
+                       reserved, cache.budget_bytes if ctx.in_place else cache.limit())
 
 
 def downloading(nbytes: int) -> str:
