@@ -94,6 +94,8 @@ def test_from_a_roots_or_caches_shards_folder_is_refused(tmp_path: Path) -> None
             assert "point --from at the folder of your files" in r.err, r.err
     assert [d["name"] for d in json.loads(dload("ls", "--json", *where, cwd=cwd).out)] == [
         "photos"]
+    r = dload("commit", "x", "--from", "store", "--as", "table", *where, cwd=cwd, rc=1)
+    assert "holds only folders that are not read" in r.err, r.err  # (not "use --as files")
 
 
 def test_a_tar_with_an_entry_stored_again_later_says_twice(tmp_path: Path) -> None:

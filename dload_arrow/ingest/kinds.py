@@ -193,10 +193,11 @@ def mixed_formats(path: str, files: list[str]) -> SchemaError:
     )
 
 
-def no_tables(path: str, unused: str, every: list[str], endpoint_url: str | None) -> DloadError:
+def no_tables(path: str, unused: str, every: list[str], endpoint_url: str | None,
+              own_only: bool = False) -> DloadError:
     """Why ``path`` gave no table file: the globs (``every``: the table files there without
-    them, ``unused``: the globs that matched nothing), or what the path is and the --as that
-    fits."""
+    them, ``unused``: the globs that matched nothing), a folder holding only folders not read
+    (``own_only``: dload's own data, hidden ones), or what the path is and the --as that fits."""
     if every:
         example = os.path.relpath(every[0], path) if os.path.isdir(path) else every[0]
         return NotFoundError(
@@ -207,6 +208,11 @@ def no_tables(path: str, unused: str, every: list[str], endpoint_url: str | None
     exts = ", ".join(TABLE_FORMATS)
     if not is_remote(path) and not os.path.exists(path):
         return NotFoundError(f"no file or directory {path!r}; check the path")
+    if own_only:
+        return ConfigError(
+            f"{path!r} holds only folders that are not read (dload's own data: a storage "
+            "root's datasets/ and shards/, or hidden ones): nothing to commit; point --from "
+            "at the folder of your files")
     if not is_remote(path) and os.path.isdir(path):
         return wrong_as(path, f"a folder of files with no table among them ({exts})",
                         "a folder of tables", "files")

@@ -220,10 +220,12 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     skip = own_dirs(store_dirs)
     if skip and not is_remote(path):
         refuse_own_data(path, path, skip)
-    files = table_listing(path, globs=globs, skip=skip)[0]
-    if not files:
+    files, others = table_listing(path, globs=globs, skip=skip)
+    if not files:  # own_only: only skipped folders there (dload's own data, hidden ones)
+        own_only = bool(skip and others) and os.path.isdir(path) and all(
+            o.endswith("/") for o in others)
         raise no_tables(path, globs.unused_text(), table_files(path) if globs else [],
-                        endpoint_url)
+                        endpoint_url, own_only)
     globs.warn_unused(path)
     formats = {table_format(f, json_lines=True) for f in files}  # .json: listed if Spark's
     if len(formats) > 1:
