@@ -123,6 +123,26 @@ def test_nanosecond_pyarrow_and_pandas_parameters_are_not_cut_to_microseconds(
     assert cut.column(0).to_pylist() == ["a"]
 
 
+def test_a_numpy_timedelta_parameter_binds_as_an_interval(repo: Repository) -> None:
+    """DuckDB refused np.timedelta64 at any unit (review 44); a finer part than a microsecond
+    and a month (no fixed length) are refused with what to do."""
+    import datetime as dt
+
+    import numpy as np
+
+    from dload_arrow import SqlError
+
+    for value in (np.timedelta64(1, "s"), np.timedelta64(1_000_000_000, "ns")):
+        got = repo.sql("SELECT $v = INTERVAL 1 SECOND AS same", v=value).to_pylist()
+        assert got == [{"same": True}], value
+    assert repo.sql("SELECT $v AS v", v=np.timedelta64("NaT")).to_pylist() == [{"v": None}]
+    assert repo.sql("SELECT $v AS v", v=dt.timedelta(seconds=1)).num_rows == 1
+    with pytest.raises(SqlError, match="finer part"):
+        repo.sql("SELECT $v", v=np.timedelta64(1_000_000_001, "ns"))
+    with pytest.raises(SqlError, match="no fixed length"):
+        repo.sql("SELECT $v", v=np.timedelta64(1, "M"))
+
+
 def test_find_version_takes_the_name_at_version_it_advises(repo: Repository) -> None:
     from dload_arrow import InvalidNameError
 

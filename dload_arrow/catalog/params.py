@@ -32,6 +32,16 @@ def bindable(value: Any) -> Any:
         return value.item()
     if isinstance(value, np.ndarray) and value.dtype.kind == "M":  # DuckDB: BIGINT[] for ns
         value = pa.array(value)
+    if isinstance(value, np.timedelta64):  # DuckDB binds none: a timedelta (an INTERVAL)
+        if np.isnat(value):
+            return None
+        if np.datetime_data(value.dtype)[0] in ("Y", "M"):  # numpy makes a month 30.44 days
+            raise SqlError(f"parameter {value}: months and years have no fixed length; pass "
+                           "the text (t='1 month') and write CAST($t AS INTERVAL)")
+        micro = value.astype("timedelta64[us]")
+        if micro.astype(value.dtype) != value:
+            raise _finer(f"{value}", "")
+        return micro.item()
     if isinstance(value, np.datetime64) and np.datetime_data(value.dtype)[0] in _FINE:
         # DuckDB binds a nanosecond datetime64 as its integer count: make it a TIMESTAMP
         micro = value.astype("datetime64[us]")
