@@ -122,7 +122,7 @@ def _compare(op: str, column: Any, v: Any) -> Any:
     """
     t = column.type
     if pa.types.is_decimal(t) and isinstance(v, decimal.Decimal) and v.is_finite():
-        return _decimal_compare(op, column, v)
+        return compare_decimal(op, column, t, v)
     if pa.types.is_integer(t) and isinstance(v, float) and not math.isnan(v):
         op, v = _integral(op, v)
     if not pa.types.is_integer(t) or not isinstance(v, int) or isinstance(v, bool):
@@ -135,10 +135,6 @@ def _compare(op: str, column: Any, v: Any) -> Any:
     holds = op in (("<", "<=", "!=") if v > hi else (">", ">=", "!="))
     # true (or false) for every row, null where the column is null, as SQL says
     return pc.equal(column, column) if holds else pc.not_equal(column, column)
-
-
-def _decimal_compare(op: str, column: Any, v: decimal.Decimal) -> Any:
-    return compare_decimal(op, column, column.type, v)
 
 
 def compare_decimal(op: str, column: Any, t: pa.DataType, v: decimal.Decimal) -> Any:
