@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.cache_space import free_disk
 from dload_arrow.read.context import ReadContext
-from dload_arrow.read.planner_fit import budgets_of, disk_short, fmt_budget, fmt_need
+from dload_arrow.read.planner_fit import Verdict, budgets_of, fmt_budget
 from dload_arrow.sizes import format_bytes
 
 if TYPE_CHECKING:
@@ -22,7 +21,7 @@ __all__ = ["PlanReport", "check_plans"]
 
 
 @dataclass(frozen=True)
-class PlanReport:
+class PlanReport(Verdict):
     """Several plans sharing one machine: their resident sets summed against budget and disk."""
 
     plans: tuple[ReadPlan, ...]
@@ -36,10 +35,6 @@ class PlanReport:
     evictable_bytes: int = 0  # other cached shards the cache may evict for these plans
 
     @property
-    def feasible(self) -> bool:
-        return not self.reasons
-
-    @property
     def message(self) -> str:
         if not self.reasons:
             return ""
@@ -49,13 +44,13 @@ class PlanReport:
         return (head + "; ".join(self.reasons)
                 + ". Fixes: " + "; ".join(self._fixes()) + "\n" + str(self))
 
+    # IPython looks for it before the dataclass's __repr__, in this class's own dict
+    _repr_pretty_ = Verdict._repr_pretty_
+
     def _fixes(self) -> list[str]:
         """The fixes that apply to these plans (not a fixed list: no shuffle, no advice on
         shuffles)."""
-        fixes = []
-        if self.resident_bytes > self.budget_setting_bytes:
-            fixes.append(f"raise the cache budget to at least {fmt_need(self.resident_bytes)} "
-                         "(--cache-budget, DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited')")
+        fixes = self._budget_fix()
         if any(p.full_shuffle for p in self.plans):
             fixes.append("use a windowed shuffle instead of a full shuffle")
         if self.together:
@@ -67,22 +62,12 @@ class PlanReport:
         streamed = [p for p in self.plans if not p.full_shuffle]  # a full shuffle holds all
         if any(p.window_shards > 1 for p in streamed):
             fixes.append("lower prefetch (prefetch=0 keeps one shard per consumer)")
-        if disk_short(self.resident_bytes, self.cached_bytes, self.budget_bytes,
-                       self.budget_setting_bytes, self.free_disk_bytes + self.evictable_bytes):
+        if self._disk_short():
             fixes.append("free disk space under the cache dir or point cache_dir at a bigger "
                          "disk")
         if streamed:
             fixes.append("commit with a smaller shard_size")
         return fixes
-
-    def check(self) -> PlanReport:
-        """Return the report, or raise InfeasiblePlanError with the table and the fixes."""
-        if self.reasons:
-            raise InfeasiblePlanError(self.message)
-        return self
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
-        p.text(str(self))
 
     def __str__(self) -> str:
         head = ("source", "shards", "size", "mode", "consumers", "resident", "status")

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from dload_arrow.args import check_bool
-from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import (
     DEFAULT_PREFETCH,
     UNLIMITED,
@@ -31,8 +29,8 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.plan_report import PlanReport, check_plans
 from dload_arrow.read.planner_fit import (
     ALTERNATIVES,
+    Verdict,
     budgets_of,
-    disk_short,
     fmt_budget,
     fmt_need,
     reasons_for,
@@ -49,7 +47,7 @@ def schedule_shards(units: Sequence[tuple[int, int]]) -> list[int]:
 
 
 @dataclass(frozen=True)
-class ReadPlan:
+class ReadPlan(Verdict):
     """How one source will be read on this machine, and whether it fits."""
 
     dataset: str
@@ -82,10 +80,6 @@ class ReadPlan:
         return max(0, self.window_shards - 1)
 
     @property
-    def feasible(self) -> bool:
-        return not self.reasons
-
-    @property
     def message(self) -> str:
         """Why the plan does not fit and how to fix it ('' when it fits)."""
         if not self.reasons:
@@ -95,11 +89,11 @@ class ReadPlan:
             + "; ".join(self.reasons) + ". Fixes: " + "; ".join(self._fixes())
         )
 
+    # IPython looks for it before the dataclass's __repr__, in this class's own dict
+    _repr_pretty_ = Verdict._repr_pretty_
+
     def _fixes(self) -> list[str]:
-        fixes = []
-        if self.resident_bytes > self.budget_setting_bytes:
-            fixes.append(f"raise the cache budget to at least {fmt_need(self.resident_bytes)} "
-                         "(--cache-budget, DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited')")
+        fixes = self._budget_fix()
         if self.full_shuffle and self.purpose:
             fixes.append(ALTERNATIVES.get(self.purpose, "read it in a stream (batches(), "
                                                          "samples(), to_arrow())"))
@@ -113,20 +107,10 @@ class ReadPlan:
                          "DataLoader workers x local ranks)")
         if not self.full_shuffle:
             fixes.append("commit with a smaller shard_size")
-        if disk_short(self.resident_bytes, self.cached_bytes, self.budget_bytes,
-                       self.budget_setting_bytes, self.free_disk_bytes + self.evictable_bytes):
+        if self._disk_short():
             fixes.append(f"free disk space under {self.cache_dir} or point cache_dir at a "
                          "bigger disk")
         return fixes
-
-    def check(self) -> ReadPlan:
-        """Return the plan, or raise InfeasiblePlanError with the numbers and the fixes."""
-        if self.reasons:
-            raise InfeasiblePlanError(self.message)
-        return self
-
-    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
-        p.text(str(self))
 
     def __str__(self) -> str:
         mode = "full shuffle" if self.full_shuffle else f"window {self.window_shards} shards"

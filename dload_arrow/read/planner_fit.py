@@ -4,11 +4,15 @@ limit is short (the configured budget or the cache's disk), for :mod:`~dload_arr
 
 from __future__ import annotations
 
+from typing import Any, Self
+
+from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.context import ReadContext
 from dload_arrow.sizes import format_bytes, format_bytes_up
 
-__all__ = ["ALTERNATIVES", "budgets_of", "disk_short", "fmt_budget", "fmt_need", "reasons_for"]
+__all__ = ["ALTERNATIVES", "Verdict", "budgets_of", "disk_short", "fmt_budget", "fmt_need",
+           "reasons_for"]
 
 
 def fmt_budget(n: int) -> str:
@@ -71,3 +75,47 @@ def reasons_for(resident: int, cached: int, budgets: tuple[int, int], free: int,
                    f"hold at most {format_bytes(budget)} on its disk (what it holds plus the "
                    f"{format_bytes(free)} free, less a small reserve)")
     return out
+
+
+class Verdict:
+    """What a read plan and a report of several share: the reasons it does not fit, the
+    fixes that apply, and :meth:`check`. A subclass (a frozen dataclass) has the fields used
+    here and gives its ``message``."""
+
+    reasons: tuple[str, ...]
+    resident_bytes: int
+    cached_bytes: int
+    budget_bytes: int
+    budget_setting_bytes: int
+    free_disk_bytes: int
+    evictable_bytes: int
+
+    @property
+    def feasible(self) -> bool:
+        return not self.reasons
+
+    @property
+    def message(self) -> str:
+        raise NotImplementedError
+
+    def check(self) -> Self:
+        """Return this, or raise InfeasiblePlanError with the numbers and the fixes."""
+        if self.reasons:
+            raise InfeasiblePlanError(self.message)
+        return self
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython/Jupyter: str()
+        p.text(str(self))
+
+    def _budget_fix(self) -> list[str]:
+        """'raise the cache budget', when the configured budget is what is short."""
+        if self.resident_bytes <= self.budget_setting_bytes:
+            return []
+        return [f"raise the cache budget to at least {fmt_need(self.resident_bytes)} "
+                "(--cache-budget, DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited')"]
+
+    def _disk_short(self) -> bool:
+        """Whether the cache's disk is short (with what eviction could free counted)."""
+        return disk_short(self.resident_bytes, self.cached_bytes, self.budget_bytes,
+                          self.budget_setting_bytes,
+                          self.free_disk_bytes + self.evictable_bytes)
