@@ -74,14 +74,14 @@ def test_a_row_group_of_nanoseconds_past_a_second_is_not_pruned(repo: Repository
 
 def test_an_older_manifests_floored_maximum_prunes_nothing_it_should_keep(
         repo: Repository, monkeypatch: pytest.MonkeyPatch) -> None:
-    exact = shard._col_stats
+    exact = shard.column_bounds
 
-    def floored(col: Any) -> tuple[Any, Any, int]:  # as datetime.time took them before
-        lo, hi, nulls = exact(col)
+    def floored(col: Any, **kw: Any) -> tuple[Any, Any, int]:  # as datetime.time took them
+        lo, hi, nulls = exact(col, **kw)
         return (lo, hi, nulls) if col.type != pa.time64("ns") else (
             lo // 1000 * 1000, hi // 1000 * 1000, nulls)
 
-    monkeypatch.setattr(shard, "_col_stats", floored)
+    monkeypatch.setattr(shard, "column_bounds", floored)
     ds = _commit(repo, "old", pa.time64("ns"), [61_000_000_001, 61_000_000_500, 61_000_000_000])
     monkeypatch.undo()
     assert ds.manifest.table["rg_max.t"].to_pylist()[0][0] == dt.time(0, 1, 1)  # floored

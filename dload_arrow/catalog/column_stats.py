@@ -22,8 +22,9 @@ from dload_arrow.arrays import pylist
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.read.reader import all_units
+from dload_arrow.store.bounds import without_nan
 from dload_arrow.store.manifest import Manifest
-from dload_arrow.store.shard import is_scalar, without_nan
+from dload_arrow.store.shard import is_scalar
 
 __all__ = ["data_rows", "manifest_rows", "measured_only"]
 
@@ -138,6 +139,9 @@ def manifest_rows(ctx: ReadContext, manifest: Manifest,
             mins = without_nan([lo[s][r] for s, r in chosen if lo[s][r] is not None])
             maxs = without_nan([hi[s][r] for s, r in chosen if hi[s][r] is not None])
             n_null = sum(nulls_l[s][r] for s, r in chosen) if nulls_l else 0
+            if nulls_l and any(lo[s][r] is None and nulls_l[s][r] < shards[s].rg_rows[r]
+                               for s, r in chosen):  # bounds not kept (store/bounds.py)
+                mins = maxs = []
             row.update(count=rows - n_null, nulls=n_null,
                        min=None if not mins else str(min(mins)),
                        max=None if not maxs else str(max(maxs)))

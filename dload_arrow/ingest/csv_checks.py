@@ -96,9 +96,17 @@ def check_quotes_closed(count: QuoteCount, path: str, endpoint_url: str | None) 
 
 
 def refuse_bytes(schema: pa.Schema, path: str) -> None:
-    """Refuse a CSV file whose text is not UTF-8 (pyarrow reads such a column as bytes)."""
-    binary = [f.name for f in schema if pa.types.is_binary(f.type)
-              or pa.types.is_large_binary(f.type)]
+    """Refuse a CSV file whose text is not UTF-8 (pyarrow reads such a column as bytes, and
+    keeps such a header's bytes as they are: its names do not decode)."""
+    try:
+        names = schema.names
+    except UnicodeDecodeError as e:
+        raise SchemaError(
+            f"{path!r}, line 1 is not UTF-8 text: the header holds bytes that are not UTF-8 "
+            f"({e.object[max(0, e.start - 12):e.end + 12]!r}); re-encode the file as UTF-8, "
+            f"e.g. `{recode_hint(path)}`, and commit that") from None
+    binary = [n for n, t in zip(names, schema.types, strict=True) if pa.types.is_binary(t)
+              or pa.types.is_large_binary(t)]
     if binary:
         raise SchemaError(
             f"{path!r} is not UTF-8 text: column {binary[0]!r} holds bytes that are not UTF-8 "

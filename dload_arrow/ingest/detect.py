@@ -17,6 +17,7 @@ from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.ingest.directory import DirectorySource
 from dload_arrow.ingest.kinds import (
     archive_format,
+    archive_named_table,
     not_read_compressed,
     sniff_archive,
     table_format,
@@ -68,8 +69,8 @@ def detect_kind(location: str | os.PathLike[str], *, endpoint_url: str | None = 
             return "table" if table else "files"
         if not os.path.exists(path):
             raise NotFoundError(f"no file or directory {location!r}; check the path")
-    if table_format(location):
-        return "table"
+    if table_format(location):  # an archive by its content, whatever its name says
+        return "archive" if archive_named_table(location, endpoint_url=endpoint_url) else "table"
     archive_format(location, endpoint_url=endpoint_url)
     return "archive"
 

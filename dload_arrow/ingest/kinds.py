@@ -17,7 +17,8 @@ from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFound
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.table_stream import compression, without_compression
 
-__all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "compressed_table",
+__all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "archive_named_table",
+           "compressed_table",
            "file_kind", "mixed_formats", "no_tables", "not_read_compressed", "sniff_archive",
            "table_format", "table_kind", "wrong_as"]
 
@@ -158,6 +159,18 @@ def file_kind(location: str, *, endpoint_url: str | None = None) -> tuple[str, s
     except IntegrityError:
         return None
     return f"a {archive} archive", "archive"
+
+
+def archive_named_table(location: str, *, endpoint_url: str | None = None
+                        ) -> ConfigError | None:
+    """The error for a zip or tar archive saved under a table's name (``photos.csv``), found
+    by its first bytes; None for anything else. (A gzip or zstd stream is a compressed table
+    as often as a compressed tar: only the zip and tar magic tell.)"""
+    fmt = sniff_archive(location, endpoint_url=endpoint_url)
+    if fmt not in ("zip", "tar"):
+        return None
+    return wrong_as(location, f"a {fmt} archive (by its first bytes)", table_kind(location)
+                    or "a table", "archive", " whatever its name says")
 
 
 def wrong_as(location: str, what: str, asked: str, fits: str, detail: str = "") -> ConfigError:

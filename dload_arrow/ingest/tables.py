@@ -34,7 +34,13 @@ from dload_arrow.ingest.csv_checks import (
 from dload_arrow.ingest.empty_columns import blank_text, fill_empty_text, text_nulls
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.jsonl import read_json
-from dload_arrow.ingest.kinds import TABLE_FORMATS, mixed_formats, no_tables, table_format
+from dload_arrow.ingest.kinds import (
+    TABLE_FORMATS,
+    archive_named_table,
+    mixed_formats,
+    no_tables,
+    table_format,
+)
 from dload_arrow.ingest.location import is_remote, local_path, own_dirs, refuse_own_data
 from dload_arrow.ingest.partitions import Partitions
 from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, csv_options, read_error
@@ -227,6 +233,8 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         raise no_tables(path, globs.unused_text(), table_files(path) if globs else [],
                         endpoint_url, own_only)
     globs.warn_unused(path)
+    if files == [path] and (named := archive_named_table(path, endpoint_url=endpoint_url)):
+        raise named
     formats = {table_format(f, json_lines=True) for f in files}  # .json: listed if Spark's
     if len(formats) > 1:
         raise mixed_formats(path, files)

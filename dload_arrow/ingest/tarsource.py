@@ -154,6 +154,10 @@ class TarSource(SampleSource):
                         f"files (e.g. `tar -czf data.tar.gz DIR`), or the folder of the "
                         "decompressed files")
         where = f"in or after entry {last!r}" if last else "at its first entry"
+        if isinstance(e, EOFError) and self.compression == "gz":  # gzip's own end is missing
+            where = f", in or after entry {last!r}" if last else ""
+            return (f"{self.location} is truncated: its gzip stream ends before its end marker"
+                    f"{where} (a failed download or copy?); {fix}")
         return f"{self.location} is corrupt {where} ({type(e).__name__}: {e}); {fix}"
 
     def _warn_unchecked(self, head: bytes) -> None:

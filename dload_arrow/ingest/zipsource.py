@@ -102,6 +102,9 @@ class ZipSource(SampleSource):
             # Unix file types live in the high 16 bits (only meaningful from Unix zippers).
             ftype = stat.S_IFMT(info.external_attr >> 16) if info.create_system == 3 else 0
             if info.is_dir() or not name:
+                if info.file_size and name:  # a faulty zipper's: said, not dropped silently
+                    self._skipped.append((name, f"a directory entry holding "
+                                                f"{info.file_size} bytes (not read)"))
                 continue
             if ftype == stat.S_IFLNK:
                 self._skipped.append((name, "symbolic link (not followed)"))

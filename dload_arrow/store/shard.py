@@ -8,7 +8,6 @@ bytes however the input was chunked. That is what makes a second commit upload n
 from __future__ import annotations
 
 import hashlib
-import math
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -20,11 +19,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dload_arrow.errors import SchemaError
+from dload_arrow.store.bounds import column_bounds, shard_bounds
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.time_range import check_nested_time_range, check_time_range
 
 __all__ = ["DEFAULT_ROW_GROUP_SIZE", "DEFAULT_SHARD_SIZE", "ShardData", "digest_of", "is_scalar",
-           "without_nan", "write_shards"]
+           "write_shards"]
 
 DEFAULT_SHARD_SIZE = 128 * 2**20
 DEFAULT_ROW_GROUP_SIZE = 2 * 2**20
@@ -131,23 +131,6 @@ def _row_groups(batches: Iterable[pa.RecordBatch], target: int) -> Iterator[pa.T
         yield pa.Table.from_batches(pending)
 
 
-def _col_stats(col: Any) -> tuple[Any, Any, int]:
-    if pa.types.is_float16(col.type):  # Arrow has no min_max kernel for half floats
-        col = col.cast(pa.float32())
-    if pa.types.is_timestamp(col.type) or pa.types.is_duration(col.type):
-        col = col.cast(pa.int64())  # ticks: exact (a datetime drops nanoseconds; -2**63 is NaT)
-    elif pa.types.is_time(col.type):  # ticks after midnight (a datetime.time drops ns)
-        col = col.cast(pa.int32() if col.type.bit_width == 32 else pa.int64())
-    mm = pc.min_max(col)
-    return mm["min"].as_py(), mm["max"].as_py(), col.null_count
-
-
-def without_nan(bounds: list[Any]) -> list[Any]:
-    """``bounds`` without NaN, unless NaN is all there is (min() would keep a leading NaN)."""
-    real = [b for b in bounds if not (isinstance(b, float) and math.isnan(b))]
-    return real or bounds
-
-
 class _Open:
     def __init__(self, schema: pa.Schema) -> None:
         self.sink = pa.BufferOutputStream()
@@ -182,13 +165,13 @@ class _Open:
                 "was committed from): give every sample a value there, or commit with the "
                 "field nullable (pa.field(name, type) is nullable by default)") from None
         keys = table.column(KEY_COLUMN)
-        kmin, kmax, _ = _col_stats(keys)
+        kmin, kmax, _ = column_bounds(keys, long_text=True)
         self.rg_rows.append(table.num_rows)
         self.rg_key_min.append(kmin)
         self.rg_key_max.append(kmax)
         for c in self.scalar:
             check_time_range(c, table.column(c))
-            self.rg_stats[c].append(_col_stats(table.column(c)))
+            self.rg_stats[c].append(column_bounds(table.column(c)))
         for c, nulls in self.rg_nulls.items():
             check_nested_time_range(c, table.column(c))
             nulls.append(table.column(c).null_count)
@@ -212,13 +195,7 @@ class _Open:
             offsets.append(int(start))
             lengths.append(int(end - start))
         footer_len = struct.unpack("<I", buf.slice(buf.size - 8, 4).to_pybytes())[0]
-        stats = {}
-        for c, per in self.rg_stats.items():
-            # a row group of NaN only has NaN bounds: the others' bounds are the shard's
-            mins = without_nan([m for m, _, _ in per if m is not None])
-            maxs = without_nan([m for _, m, _ in per if m is not None])
-            stats[c] = (min(mins) if mins else None, max(maxs) if maxs else None,
-                        sum(n for _, _, n in per))
+        stats = {c: shard_bounds(per, self.rg_rows) for c, per in self.rg_stats.items()}
         return ShardData(
             data=buf,
             digest=digest_of(buf) if digest else "",
