@@ -215,6 +215,16 @@ def _nullable_dtype(t: pa.DataType) -> Any:
     return None
 
 
+def polars_col(pl: Any, name: str) -> Any:
+    """The polars expression of the column named exactly ``name``: ``pl.col`` reads a name
+    like ``^x.*$`` as a pattern and ``*`` as every column (another column's data, silently)."""
+    if name == "*" or (name.startswith("^") and name.endswith("$")):
+        import polars.selectors as cs
+
+        return cs.by_name(name).as_expr()
+    return pl.col(name)
+
+
 def polars_shapes(frame: Any, schema: pa.Schema, pl: Any) -> Any:
     """A polars (Lazy)Frame with its flat tensor columns (``Array(f32, 6)``) given their
     field's shape (``Array(f32, (2, 3))``); null rows stay null.
@@ -224,7 +234,7 @@ def polars_shapes(frame: Any, schema: pa.Schema, pl: Any) -> Any:
     """
     exprs: list[Any] = []
     for _, field, shape in tensor_fields(schema):
-        col, changed = pl.col(field.name), False
+        col, changed = polars_col(pl, field.name), False
         if is_fixed_shape_tensor(field.type):  # polars keeps Arrow's extension: its storage
             if field.type.permutation not in (None, list(range(len(shape)))) or not hasattr(
                     col, "ext"):  # another axis order, or a polars without .ext: as it is

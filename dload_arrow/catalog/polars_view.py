@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from dload_arrow.catalog.files import ShardFiles, shard_files
 from dload_arrow.catalog.filtering import prune_units
-from dload_arrow.catalog.frames import polars_shapes
+from dload_arrow.catalog.frames import polars_col, polars_shapes
 from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.masks import compared_type, decimal_literal, decimal_operand
 from dload_arrow.catalog.predicate import (
@@ -75,12 +75,13 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
     def value(n: Node) -> Any:
         if isinstance(n, Column):
             if n.name in strings:
-                return pl.col(n.name).cast(pl.String)
+                return polars_col(pl, n.name).cast(pl.String)
             if n.name in zoned:
-                return pl.col(n.name).dt.convert_time_zone("UTC")
+                return polars_col(pl, n.name).dt.convert_time_zone("UTC")
             # floats compared in float64 (a float32 column's literals are float32 values
             # already: literal_kinds.nearest_float32), as the row filter compares them
-            return pl.col(n.name).cast(pl.Float64) if n.name in floats else pl.col(n.name)
+            col = polars_col(pl, n.name)
+            return col.cast(pl.Float64) if n.name in floats else col
         assert isinstance(n, Literal)
         if n.ticks is not None and pa.types.is_time(n.time_type):
             # polars' Time counts nanoseconds; a datetime.time would drop them
@@ -130,7 +131,7 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
             if schema is not None and (dec := decimal_literal(
                     n, lambda c: compared_type(schema.field(c).type))) is not None:
                 assert isinstance(n.left, Column)
-                got, col = decimal_operand(n.op, *dec), pl.col(n.left.name)
+                got, col = decimal_operand(n.op, *dec), polars_col(pl, n.left.name)
                 if isinstance(got, bool):  # (polars holds no literal past 38 digits)
                     return (col == col) if got else (col != col)
                 return ops[got[0]](col, pl.lit(got[1]))
@@ -139,7 +140,7 @@ def polars_expr(node: Node, schema: pa.Schema | None = None) -> Any:
             # comparison with a null stays null (null | true would be true, under NOT too)
             for side in (n.left, n.right):
                 if isinstance(side, Column) and side.name in floats:
-                    nan = pl.col(side.name).is_nan() & e.is_not_null()
+                    nan = polars_col(pl, side.name).is_nan() & e.is_not_null()
                     e = (e | nan) if n.op == "!=" else (e & ~nan)
             return e
         if isinstance(n, IsNull):
@@ -284,5 +285,5 @@ def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int,
     if node is not None:
         lf = lf.filter(polars_expr(node, manifest.schema))
     if columns is not None:
-        lf = lf.select(schema.names)
+        lf = lf.select([polars_col(pl, n) for n in schema.names])
     return polars_shapes(lf, schema, pl), files
