@@ -108,16 +108,30 @@ class Control:
                 a[at], a[at + 1], a[at + 2] = gen, seed, 0
             k = a[at + 2]
             a[at + 2] = k + 1
-            same = (a[_REC_GEN], a[_REC_SEED], a[_REC_K]) == (gen, seed, k)
+            plan, same = self._following(seed, k)
             if restored is not None:
                 plan = restored
             elif same:
-                return Plan(a[_REC_EPOCH], a[_REC_POSITION])
-            elif a[_REC_GEN] == gen:
-                plan = Plan(a[_REC_EPOCH] + 1, 0)
-            else:
-                plan = Plan(a[_EPOCH], a[_POSITION])
-            if not same or restored is not None:
-                a[_REC_GEN], a[_REC_SEED], a[_REC_K] = gen, seed, k
-                a[_REC_EPOCH], a[_REC_POSITION] = plan.epoch, plan.position
+                return plan
+            a[_REC_GEN], a[_REC_SEED], a[_REC_K] = gen, seed, k
+            a[_REC_EPOCH], a[_REC_POSITION] = plan.epoch, plan.position
             return plan
+
+    def upcoming(self, slot: int, seed: int) -> Plan:
+        """The plan :meth:`begin` will give worker ``slot``'s next iteration under base seed
+        ``seed``, recording nothing: the state of a worker saved before its first item (a
+        non-persistent worker of the next epoch has not advanced the epoch yet)."""
+        a, at = self._arr, _SLOTS + _SLOT * slot
+        with self._lock:
+            k = a[at + 2] if (a[at], a[at + 1]) == (a[_GEN], seed) else 0
+            return self._following(seed, k)[0]
+
+    def _following(self, seed: int, k: int) -> tuple[Plan, bool]:
+        """The plan of iteration ``k`` under ``seed`` (called with the lock held), and whether
+        it is the one recorded (another worker of that iteration began it)."""
+        a, gen = self._arr, self._arr[_GEN]
+        if (a[_REC_GEN], a[_REC_SEED], a[_REC_K]) == (gen, seed, k):
+            return Plan(a[_REC_EPOCH], a[_REC_POSITION]), True
+        if a[_REC_GEN] == gen:
+            return Plan(a[_REC_EPOCH] + 1, 0), False
+        return Plan(a[_EPOCH], a[_POSITION]), False

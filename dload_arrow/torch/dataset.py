@@ -116,9 +116,10 @@ class StreamDataset(torch.utils.data.IterableDataset):
     def live_state(self) -> dict[str, Any]:
         """The state as this process counts it, items copied ahead by to_device included."""
         cur, fp = self._cursor, self._fingerprint()
-        if torch.utils.data.get_worker_info() is not None:
+        if (info := torch.utils.data.get_worker_info()) is not None:
             if cur is None:  # world_size: to count steps a loader took before a snapshot
-                plan = self._control.plan
+                plan = self._control.plan if self._local is not None else \
+                    self._control.upcoming(info.id, int(info.seed) - info.id)
                 return worker_state(plan.epoch, plan.position, fp, world_size=self.world_size)
             d = cur.deal
             return worker_state(

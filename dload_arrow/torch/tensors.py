@@ -153,13 +153,17 @@ def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     check_same_columns(samples)
     out: dict[str, Any] = {}
     for name in samples[0]:
-        values = [value_to_torch(s[name], None, name=name) for s in samples]
+        raw = [s[name] for s in samples]
+        # Python ints among floats: float64, as for floats alone (default_collate's way)
+        mixed = all(type(v) in (int, float) for v in raw) and float in map(type, raw)
+        values = [value_to_torch(v, None, torch.float64 if mixed else None, name=name)
+                  for v in raw]
         if all(isinstance(v, torch.Tensor) for v in values) and all(
             v.shape == values[0].shape and v.dtype == values[0].dtype for v in values
         ):
             out[name] = torch.stack(values)
         else:  # a list: arrays as tensors, other values as they came
-            check_one_kind(name, [s[name] for s in samples])
+            check_one_kind(name, raw)
             out[name] = [v if isinstance(s[name], np.ndarray) else s[name]
                          for s, v in zip(samples, values, strict=True)]
     return out

@@ -28,6 +28,8 @@ def from_numpy(arr: np.ndarray) -> torch.Tensor:
     # ('Q', what np.asarray makes of Python ints >= 2**63); from_numpy takes only the first.
     if arr.dtype.char == "Q" and arr.dtype.isnative:
         arr = arr.view(np.uint64)
+    if any(step < 0 for step in arr.strides):  # np.fliplr's view: torch takes no such strides
+        arr = np.ascontiguousarray(arr)
     # Arrow buffers are immutable, so numpy views over them are read-only; torch warns about
     # that on every from_numpy. The tensor is documented as read-only, so silence only that.
     with warnings.catch_warnings():
