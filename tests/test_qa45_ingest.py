@@ -101,3 +101,33 @@ def test_long_text_bounds_stay_out_of_the_manifest(repo: Repository, local_root:
     exact = {r["column"]: r for r in ds.describe(exact=True).to_pylist()}
     assert exact["mixed"]["min"].startswith("doc 001")  # measured from the data
     assert len(texts[0]) > MAX_TEXT_BOUND
+
+
+def test_an_archive_of_tables_is_refused_with_how_to_read_its_rows(tmp_path: Path) -> None:
+    csv = "id,x\n" + "".join(f"{i},{2 * i}\n" for i in range(100))
+    _zip(tmp_path / "data.csv.zip", {"data.csv": csv.encode(), "README.md": b"hi"})
+    with tarfile.open(tmp_path / "parts.tar.gz", "w:gz") as tf:
+        info = tarfile.TarInfo("a/part-0.csv")
+        info.size = len(csv)
+        tf.addfile(info, io.BytesIO(csv.encode()))
+    _zip(tmp_path / "mixed.zip", {"a.jpg": b"\xff\xd8A", "labels.csv": csv.encode()})
+    where = ["--root", "store", "--json"]
+    r = dload("commit", "z", "--from", "data.csv.zip", *where, cwd=tmp_path, rc=1)
+    assert "'data.csv.zip' is an archive of tables ('data.csv')" in r.err
+    assert "`unzip data.csv.zip -d data`" in r.err and "--as archive" in r.err
+    r = dload("commit", "t", "--from", "parts.tar.gz", *where, cwd=tmp_path, rc=1)
+    assert "`mkdir parts && tar -xf parts.tar.gz -C parts`" in r.err
+    stored = dload("commit", "z", "--from", "data.csv.zip", "--as", "archive", *where,
+                   cwd=tmp_path).json
+    assert stored["rows"] == 2  # the files, as bytes: asked for
+    r = dload("commit", "x", "--from", "data.csv.zip", "--as", "table", *where, cwd=tmp_path,
+              rc=1)
+    assert "tables inside an archive are not read as tables: extract it" in r.err
+    mixed = dload("commit", "m", "--from", "mixed.zip", *where, cwd=tmp_path).json
+    assert mixed["rows"] == 2  # files beside the table: an archive of samples
+    (tmp_path / "tables").mkdir()
+    (tmp_path / "tables" / "data.csv").write_text(csv)
+    (tmp_path / "tables" / "a.jpg").write_bytes(b"\xff\xd8A")
+    r = dload("commit", "t", "--from", "tables", "--as", "table", "--root", "store",
+              cwd=tmp_path)
+    assert "not read: 1 file that is not a table (a.jpg)" in r.err

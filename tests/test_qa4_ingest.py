@@ -191,7 +191,8 @@ def test_as_table_on_a_zip_says_it_is_a_zip_archive(run: RunFn, tmp_path: Path) 
     z = _zip(tmp_path / "s.zip", {"a.txt": b"x"})
     r = run("commit", "x", "--from", str(z), "--as", "table", rc=1)
     assert r.err == (
-        f"dload: error: {str(z)!r} is a zip archive, not a table: read it with --as archive, "
+        f"dload: error: {str(z)!r} is a zip archive, not a table (tables inside an archive are "
+        "not read as tables: extract it and commit the folder): read it with --as archive, "
         "or drop --as to detect it (in Python: open_source(path) or dl.from_archive(path))\n"
     )
 

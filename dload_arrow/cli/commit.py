@@ -90,7 +90,8 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
 
     if not is_remote(source):
         refuse_own_data(source, local_path(source), own_dirs(store_dirs))
-    if kind == "auto":
+    auto = kind == "auto"
+    if auto:
         kind = detect_kind(source, endpoint_url=endpoint_url, include=include, exclude=exclude,
                            store_dirs=store_dirs)
     with warnings.catch_warnings():
@@ -120,6 +121,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                           split=split or "last", endpoint_url=endpoint_url,
                           store_dirs=store_dirs)
         src.progress = progress_enabled()  # the CLI's rule: a terminal (a listing pass counter)
+        src.tables_refused = auto  # an archive of tables: its rows are not read (kinds.py)
         return src.reader(), None, {"kind": kind, **src.report.to_dict()}
 
 
@@ -174,13 +176,15 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
         # (names escaped: a newline or ESC in a file name must not split or drive the output)
         if report.get("unmatched"):
             shown = escaped(", ".join(report["unmatched"][:5]))
-            click.echo(f"not ingested: {len(report['unmatched'])} files without an extension "
-                       f"or hidden ({shown}{', ...' if len(report['unmatched']) > 5 else ''})",
-                       err=True)
+            n = len(report["unmatched"])
+            click.echo(f"not ingested: {n} file{'s' * (n != 1)} without an extension or hidden "
+                       f"({shown}{', ...' if n > 5 else ''})", err=True)
         if report.get("ignored"):
             shown = escaped(", ".join(report["ignored"][:5]))
-            click.echo(f"not read: {len(report['ignored'])} files that are not tables ({shown}"
-                       f"{', ...' if len(report['ignored']) > 5 else ''})", err=True)
+            n = len(report["ignored"])
+            click.echo(f"not read: {n} file{'s that are' if n != 1 else ' that is'} not "
+                       f"{'tables' if n != 1 else 'a table'} ({shown}{', ...' if n > 5 else ''})",
+                       err=True)
         for line in _skipped_lines(report):
             click.echo(escaped(line), err=True)
         for line in report.get("unused_globs", []):

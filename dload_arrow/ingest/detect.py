@@ -18,6 +18,7 @@ from dload_arrow.ingest.directory import DirectorySource
 from dload_arrow.ingest.kinds import (
     archive_format,
     archive_named_table,
+    is_marker,
     not_read_compressed,
     sniff_archive,
     table_format,
@@ -26,7 +27,7 @@ from dload_arrow.ingest.kinds import (
 )
 from dload_arrow.ingest.location import is_remote, local_path, own_dirs
 from dload_arrow.ingest.source import SampleSource
-from dload_arrow.ingest.tables import is_marker, table_listing
+from dload_arrow.ingest.tables import table_listing
 from dload_arrow.ingest.tarsource import TarSource
 from dload_arrow.ingest.zipsource import ZipSource
 
@@ -121,15 +122,18 @@ def open_source(
     ``store_dirs``: folders a directory's walk leaves out (a local storage root, a cache).
     """
     location = os.fspath(location)
-    if kind == "auto":
+    auto = kind == "auto"
+    if auto:
         kind = detect_kind(location, endpoint_url=endpoint_url, include=include, exclude=exclude,
                            store_dirs=store_dirs)
     if kind == "files":
         return DirectorySource(location, include=include, exclude=exclude, split=split,
                                store_dirs=store_dirs)
     if kind == "archive":
-        return open_archive(
+        source = open_archive(
             location, include=include, exclude=exclude, split=split, endpoint_url=endpoint_url
         )
+        source.tables_refused = auto  # its tables would be stored as bytes (kinds.py)
+        return source
     raise ConfigError(f"{location!r} is a {kind}, not a directory or an archive")
 

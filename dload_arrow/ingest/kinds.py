@@ -11,13 +11,16 @@ by its extension. Tables are recognised by extension (``.parquet``, ``.csv``, ``
 from __future__ import annotations
 
 import os
+import posixpath
 import shlex
+from collections.abc import Sequence
 
 from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFoundError, SchemaError
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.table_stream import compression, without_compression
 
 __all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "archive_named_table",
+           "archive_of_tables", "is_marker",
            "compressed_table",
            "file_kind", "mixed_formats", "no_tables", "not_read_compressed", "sniff_archive",
            "table_format", "table_kind", "wrong_as"]
@@ -173,6 +176,33 @@ def archive_named_table(location: str, *, endpoint_url: str | None = None
                     or "a table", "archive", " whatever its name says")
 
 
+_DOC_STEMS = ("readme", "license", "licence", "notice", "changelog", "authors")
+
+
+def is_marker(name: str) -> bool:
+    """Whether a file beside tables is a marker or a document, not data: hidden and `_`
+    files (`_SUCCESS`), `*.crc`, README, LICENSE, NOTICE, CHANGELOG and AUTHORS files."""
+    base = posixpath.basename(name)
+    lower = base.lower()
+    return (base.startswith((".", "_")) or lower.endswith(".crc")
+            or lower.split(".", 1)[0] in _DOC_STEMS)
+
+
+def archive_of_tables(location: str, names: Sequence[str], extract: str) -> ConfigError | None:
+    """The error for an archive whose files (``names``) are all tables, beside markers and
+    documents, read with ``--as auto``: each would be stored as one sample's bytes (a zip of
+    a CSV as one row holding the whole file), not read as rows. ``extract``: the shell
+    command that extracts it (``unzip data.zip -d data``). None for any other archive."""
+    tables = [n for n in names if table_format(n)]
+    if not tables or not all(table_format(n) or is_marker(n) for n in names):
+        return None
+    more = f" and {len(tables) - 1} more" if len(tables) > 1 else ""
+    return ConfigError(
+        f"{location!r} is an archive of tables ({tables[0]!r}{more}): tables are read from a "
+        f"file or a folder, not from inside an archive; extract it (`{extract}`) and commit "
+        "the folder, or commit it with --as archive to store each file as one sample's bytes")
+
+
 def wrong_as(location: str, what: str, asked: str, fits: str, detail: str = "") -> ConfigError:
     """The error of ``--as`` on a path it does not fit: what the path is, which ``--as`` fits.
 
@@ -234,7 +264,9 @@ def no_tables(path: str, unused: str, every: list[str], endpoint_url: str | None
         return compressed
     kind = file_kind(path, endpoint_url=endpoint_url)
     if kind is not None:
-        return wrong_as(path, kind[0], "a table", kind[1])
+        inside = (" (tables inside an archive are not read as tables: extract it and commit the "
+                  "folder)") if kind[1] == "archive" else ""
+        return wrong_as(path, kind[0], "a table", kind[1], inside)
     return NotFoundError(
         f"{path!r} is neither a table nor an archive: tables are recognised by extension "
         f"({exts}), archives by extension or content; if it holds a table, rename it with "

@@ -34,6 +34,7 @@ from dload_arrow.ingest.grouping import (
     group_entries,
     split_name,
 )
+from dload_arrow.ingest.kinds import archive_of_tables
 from dload_arrow.ingest.order import UnsortedWarning, check_adjacent, warn_unsorted
 from dload_arrow.store.names import KEY_COLUMN
 
@@ -52,6 +53,10 @@ class SampleSource:
     """Samples grouped from the files of one location (see the module docstring)."""
 
     random_access = True
+    #: An archive whose files are all tables is refused (``--as auto``: open_source sets it).
+    tables_refused = False
+    #: How to extract this kind of archive, for that refusal: ``{name}`` and ``{stem}``.
+    extract_command = ""
     #: A counter on stderr during a slow listing pass (a tar is read through to be listed):
     #: None (the default) only where someone watches (a terminal, a notebook), or True/False.
     progress: bool | None = None
@@ -129,6 +134,11 @@ class SampleSource:
         report.excluded = sum(1 for e in listed if not self.globs(e.name)
                               and not any(p.startswith(".") for p in e.name.split("/")))
         report.excluded_dirs = sorted(self._excluded_dirs)
+        if self.tables_refused:
+            name = self.location.rstrip("/").rsplit("/", 1)[-1]
+            command = self.extract_command.format(name=name, stem=name.split(".")[0] or "data")
+            if (tables := archive_of_tables(self.location, [e.name for e in entries], command)):
+                raise tables
         for e in entries:  # names that make keys: hidden ones and no extension never do
             if split_name(e.name, self.split) is not None:
                 check_utf8(e.name, self.location)

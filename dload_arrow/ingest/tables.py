@@ -19,7 +19,6 @@ are not read; :func:`table_listing` reports them.
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Collection, Iterator, Sequence
 
 import pyarrow as pa
@@ -37,6 +36,7 @@ from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.kinds import (
     TABLE_FORMATS,
     archive_named_table,
+    is_marker,
     mixed_formats,
     no_tables,
     table_format,
@@ -55,17 +55,6 @@ from dload_arrow.store.conform import ColumnMismatch, fit_batch
 
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
            "table_format", "table_listing"]
-
-_DOC_STEMS = ("readme", "license", "licence", "notice", "changelog", "authors")
-
-
-def is_marker(name: str) -> bool:
-    """Whether a file beside tables is a marker or a document, not data (see module doc)."""
-    base = posixpath.basename(name)
-    lower = base.lower()
-    return (base.startswith((".", "_")) or lower.endswith(".crc")
-            or lower.split(".", 1)[0] in _DOC_STEMS)
-
 
 def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
                   exclude: Sequence[str] = (), *, globs: Globs | None = None,

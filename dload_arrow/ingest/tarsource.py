@@ -44,6 +44,8 @@ def _link_target(linkname: str) -> str:
 class TarSource(SampleSource):
     """A tar archive (``compression``: ``None``, ``"gz"`` or ``"zst"``), in archive order."""
 
+    extract_command = "mkdir {stem} && tar -xf {name} -C {stem}"
+
     random_access = False
 
     def __init__(

@@ -45,6 +45,8 @@ class ZipSource(SampleSource):
     Picklable: the file is reopened lazily in each process (DataLoader workers).
     """
 
+    extract_command = "unzip {name} -d {stem}"
+
     random_access = True
 
     def __init__(
