@@ -174,7 +174,12 @@ class Snapshotter:
         """``dload_raw_refs`` of ``(name, ref)`` pairs, read now (refs move)."""
         rows = []
         for name, ref in refs:
-            value = read_ref(self.storage, name, ref)
+            try:
+                value = read_ref(self.storage, name, ref)
+            except IntegrityError as e:  # one damaged ref must not fail every query
+                warnings.warn(f"the catalog leaves out ref {ref!r} of {name!r}: {e}",
+                              stacklevel=user_stacklevel())
+                continue
             if value is not None:
                 rows.append({"name": name, "ref": ref, "version": value.version,
                              "seq": value.seq})

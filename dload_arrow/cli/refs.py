@@ -224,10 +224,14 @@ def gc(grace: str, dry_run: bool, root: str | None, cache_dir: str | None,
            "kept_referenced": r.kept_referenced, "kept_young": r.kept_young,
            "dry_run": r.dry_run, "digests": r.deleted,
            "temp_files": r.temp_files_removed, "temp_bytes": r.temp_bytes_reclaimed,
-           "foreign": r.foreign_count, "foreign_paths": list(r.foreign)}
+           "foreign": r.foreign_count, "foreign_paths": list(r.foreign),
+           "uploads_aborted": r.uploads_aborted, "upload_bytes": r.upload_bytes_reclaimed}
     verb = "would delete" if dry_run else "deleted"
     temps = (f"; {verb} {r.temp_files_removed} temp files of interrupted writes "
              f"({format_bytes(r.temp_bytes_reclaimed)})" if r.temp_files_removed else "")
+    if r.uploads_aborted:
+        temps += (f"; {'would abort' if dry_run else 'aborted'} {r.uploads_aborted} multipart "
+                  f"uploads of interrupted commits ({format_bytes(r.upload_bytes_reclaimed)})")
     if r.foreign_count:  # a user's files under shards/: never touched
         temps += (f"; left {r.foreign_count} files under shards/ that are not dload shards "
                   f"(e.g. {escaped(r.foreign[0])}): move them out of the root")

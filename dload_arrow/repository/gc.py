@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from dload_arrow.errors import IntegrityError, NotFoundError
 from dload_arrow.storage import Storage
+from dload_arrow.storage.s3_uploads import abort_upload, open_uploads
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import corrupt_manifest
 
@@ -32,6 +33,10 @@ class GcReport:
     # deleted; the first few paths, and how many.
     foreign: tuple[str, ...] = ()
     foreign_count: int = 0
+    # S3 roots: multipart uploads of shards a killed commit left open (storage/s3_uploads.py),
+    # started before the grace period: aborted, their parts' bytes freed.
+    uploads_aborted: int = 0
+    upload_bytes_reclaimed: int = 0
 
 
 # What dload_arrow stores under shards/ (store.names.shard_path), and its local temp files.
@@ -126,14 +131,18 @@ def collect_garbage(storage: Storage, grace: float, dry_run: bool = False) -> Gc
                     deleted.append(obj)
                 young += state == "young"
     temps = _stale_temp_files(storage, now - grace)
+    uploads = open_uploads(storage, "shards/", now - grace)
     if not dry_run:
         for path, _ in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
+        for upload in uploads:
+            abort_upload(storage, upload)
     return GcReport(
         [_digest(o.path) for o in deleted], sum(o.size for o in deleted), kept, young, dry_run,
         temp_files_removed=len(temps), temp_bytes_reclaimed=sum(n for _, n in temps),
         foreign=tuple(foreign[:_FOREIGN_SHOWN]), foreign_count=len(foreign),
+        uploads_aborted=len(uploads), upload_bytes_reclaimed=sum(u.bytes for u in uploads),
     )
 
 

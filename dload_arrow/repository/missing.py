@@ -73,6 +73,12 @@ def removed_dataset(storage: Storage, name: str, where: str,
 
     when = when_text(last.time)
     by = f" by {last.user}@{last.host}" if last.user else ""
+    if left and last.action != "delete" and last.version in left:  # published, then lost
+        return (f"dataset {name!r} under {where} has lost its latest ref (the object "
+                f"datasets/{name}/refs/latest is missing), though its log says it last pointed "
+                f"at {vid} ({last.action}, {when}{by}), a version still stored: restore the ref "
+                f"with `dload tag {name}@{vid} latest` (repo.tag({name!r}, {vid!r}, "
+                "'latest'))")
     if left:
         if last.action != "delete" or not any(_removed_then(storage, name, v) for v in left):
             return None

@@ -29,9 +29,12 @@ class TagsMixin:
         def manifest(self, name: str, version: str | None = None) -> Manifest: ...
 
     def tag(self, name: str, version: str, tag: str) -> str:
-        """Point tag ``tag`` of ``name`` at ``version``; return the version id."""
+        """Point tag ``tag`` of ``name`` at ``version``; return the version id.
+
+        ``latest`` is managed by commits; it is taken here only to restore a lost ``latest``
+        ref object, at the version the dataset's log says it last pointed at."""
         if check_ref(tag) == "latest":
-            raise InvalidNameError("'latest' is managed by commits; choose another tag name")
+            return self._restore_latest(name, version)
         if all(c in "0123456789abcdefABCDEF" for c in tag):
             # NAME@<tag> would then shadow the versions whose ids start with it
             raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
@@ -50,6 +53,25 @@ class TagsMixin:
             self._removed(name, vid, f" while tag {tag!r} was moved to it, so the tag was "
                                      "deleted again")
         return vid
+
+    def _restore_latest(self, name: str, version: str) -> str:
+        """Create the missing ``latest`` ref of ``name`` at ``version``, when its log's last
+        move of ``latest`` published that version and its manifest is stored."""
+        from dload_arrow.store.refs import read_log
+
+        moves = [e for e in read_log(self.storage, name) if e.ref == "latest"]
+        last = moves[-1] if moves else None
+        ref = read_ref(self.storage, name, "latest")
+        if (ref is not None or last is None or last.action == "delete" or not last.version
+                or not last.version.startswith(version.lower()) or len(version) < 4
+                or not self.storage.exists(manifest_path(name, last.version))):
+            raise InvalidNameError(
+                "'latest' is managed by commits; choose another tag name (it is taken only to "
+                "restore a lost latest ref, at the version its log names: `dload log "
+                f"{name}`)")
+        move_ref(self.storage, name, "latest", last.version, action="restore",
+                 only_if_absent=True)
+        return last.version
 
     def _removed(self, name: str, vid: str, how: str = "") -> NoReturn:
         self.manifests.forget(vid)

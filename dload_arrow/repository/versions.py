@@ -19,6 +19,7 @@ from dload_arrow.errors import (
     IntegrityError,
     InvalidNameError,
     NotFoundError,
+    StorageError,
     user_stacklevel,
 )
 from dload_arrow.repository.lock import editing, lock_path, pinned_version, read_lock, write_lock
@@ -229,5 +230,7 @@ class VersionsMixin(RemoveMixin):
             if ref is None:
                 return None, frozenset()
             return ref.version, frozenset(self.manifests.get(name, ref.version).digests())
+        except StorageError:  # the storage failing (a stalled endpoint): not a fallback
+            raise
         except DloadError:  # unreadable: every reused shard is touched, as before
             return None, frozenset()

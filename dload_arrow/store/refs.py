@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dload_arrow.errors import ConflictError, IntegrityError, NotFoundError
-from dload_arrow.storage import Storage
+from dload_arrow.errors import ConflictError, DloadError, IntegrityError, NotFoundError
+from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.names import check_digest, check_name, check_ref
 
 __all__ = [
@@ -58,18 +58,30 @@ def _ref_path(name: str, ref: str) -> str:
     return f"datasets/{check_name(name)}/refs/{check_ref(ref)}"
 
 
-def _parse(data: bytes, where: str) -> RefValue:
+def _parse(data: bytes, where: str, storage: Storage | None = None) -> RefValue:
     try:
         obj = json.loads(data)
         return RefValue(check_digest(obj["version"], f"version in {where}"), int(obj["seq"]))
-    except (ValueError, KeyError, TypeError) as e:
-        raise IntegrityError(f"{where} is not a valid ref: {e}") from e
+    except (ValueError, KeyError, TypeError, DloadError) as e:
+        raise IntegrityError(_damaged(where, e, storage)) from e
+
+
+def _damaged(path: str, error: BaseException, storage: Storage | None) -> str:
+    """Why the ref object at ``path`` does not read, and how to mend it: written outside
+    dload (a copy cut short, an edit); a ref is never written partly."""
+    _, name, _, ref = path.split("/", 3)
+    root = f" under {redact_url(storage.url)}" if storage is not None else ""
+    mend = (f"restore it with `dload tag {name}@VERSION latest`, VERSION being the one "
+            f"`dload log {name}` shows last" if ref == "latest" else
+            f"tag the version again (`dload tag {name}@VERSION {ref}`)")
+    return (f"{path}{root} is not a valid ref ({error}): the object was changed outside "
+            f"dload; delete it, then {mend}")
 
 
 def read_ref(storage: Storage, name: str, ref: str = "latest") -> RefValue | None:
     """The ref's value, or None when it does not exist."""
     got = storage.read_with_token(_ref_path(name, ref))
-    return None if got is None else _parse(got[0], _ref_path(name, ref))
+    return None if got is None else _parse(got[0], _ref_path(name, ref), storage)
 
 
 def list_refs(storage: Storage, name: str) -> dict[str, RefValue]:
@@ -93,13 +105,15 @@ def move_ref(
     action: str = "commit",
     only_if: str | None = None,
     unless_there: bool = False,
+    only_if_absent: bool = False,
 ) -> RefValue:
     """Point ``ref`` at ``version`` by compare-and-swap, retrying on contention.
 
     ``only_if``: move only while the ref still points there (used by rm to step back);
     a mismatch raises ConflictError instead of retrying. ``unless_there``: when the ref
     already points at ``version``, leave it (and the log) alone: a commit of identical
-    samples is a no-op.
+    samples is a no-op. ``only_if_absent``: create it only (a lost ``latest`` restored),
+    ConflictError when it exists.
     """
     path = _ref_path(name, ref)
     check_digest(version, "version id")
@@ -111,11 +125,14 @@ def move_ref(
             # The ref holds what the last swap sent (its writer nonce: no one else's): the
             # store applied it, then answered an error, and the retried request lost to it.
             return _logged(storage, name, ref, tried[1], tried[2], action)
-        old = None if got is None else _parse(got[0], path)
+        old = None if got is None else _parse(got[0], path, storage)
         if unless_there and old is not None and old.version == version:
             return old
         if only_if is not None and (old is None or old.version != only_if):
             raise ConflictError(f"ref {name}:{ref} moved concurrently; retry the operation")
+        if only_if_absent and old is not None:
+            raise ConflictError(f"ref {name}:{ref} exists (it points at {old.version[:12]}): "
+                                "another writer published meanwhile; nothing to restore")
         new = RefValue(version, (old.seq if old else _last_seq(storage, name, ref)) + 1)
         body = json.dumps({"version": new.version, "seq": new.seq, "writer": writer},
                           sort_keys=True).encode()

@@ -1,0 +1,82 @@
+"""QA round 45 (repository lifecycle): a lost or damaged ``latest`` ref, multipart uploads a
+killed commit left open on S3, a stalled endpoint's timeout not swallowed by a commit."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+import s3fs
+
+from dload_arrow import IntegrityError, NotFoundError, Repository
+from dload_arrow.errors import InvalidNameError
+
+
+def _two_versions(repo: Repository) -> tuple[str, str]:
+    v1 = repo.commit("d", [(f"k{i:03d}", {"x": i}) for i in range(30)], progress=False)
+    v2 = repo.append("d", [(f"k{i:03d}", {"x": i}) for i in range(30, 40)], progress=False)
+    return v1.version, v2.version
+
+
+def test_a_lost_latest_ref_is_named_and_restored_not_called_unpublished(
+        repo: Repository, local_root: str) -> None:
+    v1, v2 = _two_versions(repo)
+    os.remove(os.path.join(local_root, "datasets", "d", "refs", "latest"))
+    with pytest.raises(NotFoundError) as e:
+        repo.dataset("d")
+    said = str(e.value)
+    assert "has lost its latest ref (the object datasets/d/refs/latest is missing)" in said
+    assert f"last pointed at {v2[:12]} (append" in said and "unpublished" not in said
+    assert f"`dload tag d@{v2[:12]} latest`" in said and "rm" not in said
+    with pytest.raises(InvalidNameError, match="only to restore a lost latest ref"):
+        repo.tag("d", v1, "latest")  # not the version the log names
+    assert repo.tag("d", v2[:12], "latest") == v2
+    assert repo.dataset("d").version == v2 and repo.datasets() == ["d"]
+    assert [(e.action, e.version) for e in repo.log("d")][-1] == ("restore", v2)
+    with pytest.raises(InvalidNameError, match="managed by commits"):
+        repo.tag("d", v2, "latest")  # there now: commits move it
+    v3 = repo.append("d", [("z", {"x": 0})], progress=False)
+    assert repo.dataset("d").num_rows == 41 and v3.version != v2
+
+
+def test_a_damaged_ref_says_how_to_mend_it_and_leaves_other_queries_alone(
+        repo: Repository, local_root: str) -> None:
+    _, v2 = _two_versions(repo)
+    repo.commit("other", [("a", {"y": 1})], progress=False)
+    path = os.path.join(local_root, "datasets", "d", "refs", "latest")
+    Path(path).write_bytes(Path(path).read_bytes()[:20])
+    with pytest.raises(IntegrityError) as e:
+        repo.dataset("d")
+    assert f"datasets/d/refs/latest under file://{local_root}" in str(e.value)
+    assert "delete it, then restore it with `dload tag d@VERSION latest`" in str(e.value)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert repo.sql("select count(*) as n from samples('other')").to_pylist() == [{"n": 1}]
+    assert any("the catalog leaves out ref 'latest' of 'd'" in str(w.message) for w in seen)
+    os.remove(path)
+    assert repo.tag("d", v2, "latest") == v2 and repo.dataset("d").num_rows == 40
+
+
+def test_gc_aborts_multipart_uploads_a_killed_commit_left(s3_repo: Repository, s3_root: str,
+                                                          s3_server: object) -> None:
+    s3_repo.commit("d", [("a", {"x": 1})], progress=False)
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": os.environ["DLOAD_ENDPOINT_URL"]},
+                           skip_instance_cache=True)
+    bucket, root = s3_root[len("s3://"):].split("/", 1)
+    key = f"{root}/shards/ab/{'ab' * 32}.parquet"
+    up = fs.call_s3("create_multipart_upload", Bucket=bucket, Key=key)
+    fs.call_s3("upload_part", Bucket=bucket, Key=key, UploadId=up["UploadId"], PartNumber=1,
+               Body=b"x" * 1000)
+    other = fs.call_s3("create_multipart_upload", Bucket=bucket, Key="elsewhere/file")
+    # moto dates every upload 2010-11-10: a grace of 9,000 days (back to 2002) holds it young
+    young = s3_repo.gc(grace="9000d")
+    assert young.uploads_aborted == 0  # within the grace period: a commit may be running
+    dry = s3_repo.gc(grace="0s", dry_run=True)
+    assert (dry.uploads_aborted, dry.upload_bytes_reclaimed) == (1, 1000)
+    done = s3_repo.gc(grace="0s")
+    assert (done.uploads_aborted, done.upload_bytes_reclaimed) == (1, 1000)
+    left = fs.call_s3("list_multipart_uploads", Bucket=bucket).get("Uploads", [])
+    assert [u["UploadId"] for u in left] == [other["UploadId"]]  # not the root's: left alone
+    assert s3_repo.dataset("d").num_rows == 1
