@@ -80,3 +80,24 @@ def test_gc_aborts_multipart_uploads_a_killed_commit_left(s3_repo: Repository, s
     left = fs.call_s3("list_multipart_uploads", Bucket=bucket).get("Uploads", [])
     assert [u["UploadId"] for u in left] == [other["UploadId"]]  # not the root's: left alone
     assert s3_repo.dataset("d").num_rows == 1
+
+
+def test_a_damaged_shard_reads_with_its_size_or_its_dataset_named(
+        s3_repo: Repository, s3_root: str, repo: Repository, local_root: str) -> None:
+    rows = [(f"k{i:04d}", {"x": i}) for i in range(300)]
+    s3_repo.commit("d", rows, progress=False)
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": os.environ["DLOAD_ENDPOINT_URL"]},
+                           skip_instance_cache=True)
+    (key,) = fs.find(s3_root[len("s3://"):] + "/shards/")
+    size = fs.size(key)
+    fs.pipe_file(key, b"garbage" * 100)
+    with pytest.raises(IntegrityError, match=f"it holds 700 bytes, where the manifest lists "
+                                             f"{size:,}"):
+        s3_repo.dataset("d").to_arrow()
+    repo.commit("d", rows, progress=False)
+    (path,) = Path(local_root, "shards").glob("*/*.parquet")
+    path.write_bytes(b"garbage" * 100)
+    with pytest.raises(IntegrityError, match=r"shard [0-9a-f]{12} of dataset 'd' under file://.* "
+                                             r"is corrupt \(.*\): restore it from a copy, or run "
+                                             r"`dload verify d --delete-bad`"):
+        repo.sql("select count(*) from samples('d')")

@@ -182,7 +182,8 @@ class Catalog:
                 rewritten = replace_calls(query, calls, replacements)
                 return self._run(rewritten, params, shown=query if calls else None)
             except SqlError as e:  # a damaged cached copy reads as "Out of buffer"
-                raise corrupt_copies(held, e.__cause__) or e from e.__cause__
+                raise corrupt_copies(held, e.__cause__, redact_url(self.storage.url)) or e \
+                    from e.__cause__
             finally:
                 for files in held:
                     files.release()

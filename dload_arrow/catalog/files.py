@@ -210,15 +210,29 @@ def _check_together(plan: ReadPlan, shards: dict[str, int],
 _READ_ERRORS = ("IOException", "InvalidInputException", "InternalException")
 
 
-def corrupt_copies(held: Sequence[ShardFiles], error: BaseException | None
-                   ) -> IntegrityError | None:
+def corrupt_copies(held: Sequence[ShardFiles], error: BaseException | None,
+                   root: str = "") -> IntegrityError | None:
     """After a query over ``held`` failed reading a file (DuckDB's ``error``): the cached
     copies whose bytes no longer match their digest (bit rot, another program's write; a
     cached file is trusted by size and mark, not hashed on each read) are deleted, so the
-    next read fetches them again, and the error names them. None when ``error`` is not a
-    read error (a typo is not worth hashing the cache) or every copy is intact."""
+    next read fetches them again, and the error names them. A local root's own file that
+    the error names (read in place) is named with its dataset and the fix, as a stream's
+    read says it. None when ``error`` is not a read error (a typo is not worth hashing the
+    cache) or every file is intact."""
     if type(error).__name__ not in _READ_ERRORS and "Out of buffer" not in str(error):
         return None
+    said = str(error)
+    for files in held:
+        for path in files.paths if not files._holds else []:
+            digest = os.path.basename(path).split(".")[0]
+            with contextlib.suppress(OSError):
+                if path in said and sha256_file(path) != digest:
+                    name = files.plan.dataset
+                    return IntegrityError(
+                        f"shard {digest[:12]} of dataset {name!r} under {root} is corrupt "
+                        f"({said.splitlines()[0]}): restore it from a copy, or run `dload "
+                        f"verify {name} --delete-bad` (it checks every shard and deletes the "
+                        "corrupt ones) and commit the data again")
     bad = []
     for files in held:
         for h in files._holds:

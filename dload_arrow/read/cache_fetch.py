@@ -54,13 +54,14 @@ def fetch_into(tmp: str, final: str, storage: Storage, digest: str, nbytes: int,
                 from dload_arrow.read.shard_errors import missing_shard
 
                 raise missing_shard(storage, digest, dataset or "") from e
-            got = hasher.hexdigest() if size == nbytes else f"<{size} bytes, expected {nbytes}>"
-            if got == digest:
+            got = (f"its bytes hash to {hasher.hexdigest()}" if size == nbytes else
+                   f"it holds {size:,} bytes, where the manifest lists {nbytes:,}")
+            if size == nbytes and hasher.hexdigest() == digest:
                 break
         else:
             raise IntegrityError(
                 f"shard {digest} of dataset {dataset or '?'} in {redact_url(storage.url)} "
-                f"is corrupt: its bytes hash to {got}. Restore the object from a copy, or "
+                f"is corrupt: {got}. Restore the object from a copy, or "
                 f"run `dload verify {dataset or 'NAME'} --delete-bad` and commit the data "
                 "again (a commit skips a shard whose object exists)"
             )
