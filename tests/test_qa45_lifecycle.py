@@ -101,3 +101,12 @@ def test_a_damaged_shard_reads_with_its_size_or_its_dataset_named(
                                              r"is corrupt \(.*\): restore it from a copy, or run "
                                              r"`dload verify d --delete-bad`"):
         repo.sql("select count(*) from samples('d')")
+
+
+def test_tagging_the_version_a_tag_holds_logs_no_move(repo: Repository) -> None:
+    v1, v2 = _two_versions(repo)
+    repo.tag("d", v1, "best")
+    repo.tag("d", v1, "best")
+    repo.tag("d", v2, "best")
+    moves = [(e.version, e.previous) for e in repo.log("d") if e.ref == "best"]
+    assert moves == [(v1, None), (v2, v1)]

@@ -42,7 +42,7 @@ class TagsMixin:
         vid = self.manifest(name, version).version
         if not self.storage.exists(manifest_path(name, vid)):  # removed since it was cached
             self._removed(name, vid)
-        move_ref(self.storage, name, tag, vid, action="tag")
+        move_ref(self.storage, name, tag, vid, action="tag", unless_there=True)  # (no-op: no log)
         # An rm of the version may have run since the check, its ref re-read before the move
         # (as a commit checks its own move): the tag goes again. An rm deleting the manifest
         # after this check sees the tag at its own re-read and keeps the version.
