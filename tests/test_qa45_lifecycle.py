@@ -110,3 +110,44 @@ def test_tagging_the_version_a_tag_holds_logs_no_move(repo: Repository) -> None:
     repo.tag("d", v2, "best")
     moves = [(e.version, e.previous) for e in repo.log("d") if e.ref == "best"]
     assert moves == [(v1, None), (v2, v1)]
+
+
+def test_a_wait_for_room_says_how_much_this_process_holds(s3_root: str, cache_dir: str) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    from dload_arrow import InfeasiblePlanError
+    from dload_arrow.read.cache import Cache
+
+    repo = Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    repo.commit("d", [(f"k{i:04d}", {"b": os.urandom(40)}) for i in range(300)],
+                shard_size=3000, row_group_size=800, progress=False)
+    a, b = repo.manifest("d").shards[:2]
+    cache = Cache(cache_dir, max(a.bytes, b.bytes), wait_timeout=0.3)
+    hold = cache.acquire(repo.storage, a.digest, a.bytes)  # as a live to_polars() frame
+    with pytest.raises(InfeasiblePlanError, match="of them by this process: its to_polars"), \
+            pytest.warns(UserWarning, match="of them by this process"):
+        cache.acquire(repo.storage, b.digest, b.bytes)
+    hold.release()
+    holder = textwrap.dedent("""
+        import sys, time
+        from dload_arrow.read.cache import Cache
+        from dload_arrow import Repository
+        repo = Repository.open(sys.argv[1], cache_dir=sys.argv[2])
+        s = repo.manifest("d").shards[0]
+        h = Cache(sys.argv[2], "unlimited").acquire(repo.storage, s.digest, s.bytes)
+        print("held", flush=True)
+        time.sleep(60)
+    """)
+    child = subprocess.Popen([sys.executable, "-c", holder, s3_root, cache_dir],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        with pytest.raises(InfeasiblePlanError) as e, pytest.warns(UserWarning):
+            cache.acquire(repo.storage, b.digest, b.bytes)
+        assert "held by live readers and none" in str(e.value)  # another process's: not ours
+        assert "by this process" not in str(e.value)
+    finally:
+        child.kill()
+        child.wait()

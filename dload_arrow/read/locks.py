@@ -13,12 +13,13 @@ import contextlib
 import errno
 import fcntl
 import os
+import threading
 import time
 from collections.abc import Callable
 
 from dload_arrow.errors import DloadError
 
-__all__ = ["FileLock", "Hold", "LockTimeout", "acquire_while", "try_exclusive"]
+__all__ = ["FileLock", "Hold", "LockTimeout", "acquire_while", "held_here", "try_exclusive"]
 
 
 class LockTimeout(DloadError, TimeoutError):
@@ -53,6 +54,18 @@ def _same_file(fd: int, path: str) -> bool:
     return (st.st_ino, st.st_dev) == (fst.st_ino, fst.st_dev)
 
 
+# Shared locks (holds) this process has, by path: what a reader waiting for room says this
+# process itself holds (a to_polars() frame, a paused iterator).
+_SHARED_HERE: dict[str, int] = {}
+_HERE_LOCK = threading.Lock()
+
+
+def held_here(path: str) -> bool:
+    """Whether this process holds a shared lock on ``path``."""
+    with _HERE_LOCK:
+        return path in _SHARED_HERE
+
+
 class FileLock:
     """A held flock() on ``path``: shared (readers' holds) or exclusive (downloads, eviction).
 
@@ -65,6 +78,9 @@ class FileLock:
         self.fd: int | None = fd
         self.exclusive = exclusive
         self.pid = os.getpid()  # a forked child holds a copy of the descriptor, not the lock
+        if not exclusive:
+            with _HERE_LOCK:
+                _SHARED_HERE[path] = _SHARED_HERE.get(path, 0) + 1
 
     @classmethod
     def acquire(
@@ -124,6 +140,12 @@ class FileLock:
         try:
             if os.getpid() == self.pid:
                 fcntl.flock(fd, fcntl.LOCK_UN)
+                if not self.exclusive:
+                    with _HERE_LOCK:
+                        if _SHARED_HERE.get(self.path, 0) > 1:
+                            _SHARED_HERE[self.path] -= 1
+                        else:
+                            _SHARED_HERE.pop(self.path, None)
         finally:
             os.close(fd)
 
