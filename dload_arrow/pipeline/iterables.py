@@ -59,6 +59,10 @@ def from_iterable(source: Any, *, chunk: int = 1, name: str | None = None,
         raise ConfigError("from_iterable: a DataFrame iterates its column names (or columns), "
                           "not its rows; pass df.to_dict('records') (pandas) or df.to_dicts() "
                           "(polars) for rows as dicts, or commit it and read the dataset")
+    if type(source).__name__ in ("Table", "RecordBatch") and hasattr(source, "schema"):
+        raise ConfigError(f"from_iterable: a pyarrow {type(source).__name__} indexes its columns, "
+                          "not its rows; pass table.to_pylist() for rows as dicts, or commit it "
+                          "(repo.commit(name, table)) and read the dataset, which streams it")
     if isinstance(source, (set, frozenset)):  # hash order differs between processes: sorted
         try:
             source = sorted(source)

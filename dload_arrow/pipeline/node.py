@@ -74,6 +74,16 @@ class HeldError:
         self.error = error
 
 
+def noted(error: Exception, fn: Any, item: Any) -> Exception:
+    """``error``, raised by the user's ``fn`` on ``item``, with a note naming both (the type
+    kept, so ``except`` clauses still match): which function, and which sample by its key."""
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    key = item.get("__key__") if isinstance(item, dict) else None
+    on = f", on the sample with __key__ {key!r}" if isinstance(key, str) else ""
+    error.add_note(f"(dload_arrow: raised by the pipeline's function {name}{on})")
+    return error
+
+
 def stop_error(what: str) -> RuntimeError:
     """The error for a user's function that raised StopIteration (raise it ``from`` that): a
     node's StopIteration means "no more items", so letting it through would end the stream

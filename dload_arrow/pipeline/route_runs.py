@@ -12,7 +12,7 @@ which loads the source's next chunk (or finds it exhausted) and the runs go on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +26,10 @@ __all__ = ["interleave", "normalized", "run_length", "slot_sources"]
 
 def normalized(weights: Sequence[float] | None, n: int) -> np.ndarray:
     """``weights`` (default equal) as probabilities; ValueError unless n valid ones."""
+    if isinstance(weights, Mapping):  # list() of a dict is its keys
+        raise ConfigError(f"weights {weights!r} must be a sequence of {n} numbers in the order "
+                          "of the inputs, not a dict: pass list(weights.values()) if that is "
+                          "their order")
     try:
         w = np.ones(n) if weights is None else np.asarray(list(weights), dtype=np.float64)
     except (TypeError, ValueError) as e:

@@ -29,7 +29,7 @@ from dload_arrow.pipeline.chunks import (
     chunk_len,
     chunk_slice,
 )
-from dload_arrow.pipeline.node import CHILD, OFFSET, HeldError, Node, State, stop_error
+from dload_arrow.pipeline.node import CHILD, OFFSET, HeldError, Node, State, noted, stop_error
 from dload_arrow.pipeline.views import filter_rows
 
 __all__ = ["FilterPipe", "FlatMapPipe", "MapBatchesPipe", "MapPipe"]
@@ -121,12 +121,12 @@ class _Partial(Exception):
 def _each(fn: Callable[[Any], Any], chunk: Chunk) -> list[Any]:
     """``[fn(x) for x in items]``; when fn raises, :class:`_Partial` with the results so far."""
     out: list[Any] = []
-    add = out.append
+    add, x = out.append, None
     try:
         for x in chunk_items(chunk):
             add(fn(x))
     except Exception as e:
-        raise _Partial(out, len(out), e) from e
+        raise _Partial(out, len(out), noted(e, fn, x)) from e
     return out
 
 
