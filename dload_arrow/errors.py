@@ -103,12 +103,16 @@ def escaped(text: str) -> str:
     return _CONTROL.sub(_escaped, text)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# controls, and the line/paragraph separators and bidi overrides (a line split, a row shown
+# reversed); not zero-width joiners, which emoji are made of
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escaped(m: re.Match[str]) -> str:
     c = m.group()
-    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or f"\\x{ord(c):02x}"
+    code = ord(c)
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c) or (
+        f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def user_stacklevel() -> int:

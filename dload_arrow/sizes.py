@@ -8,7 +8,7 @@ import re
 
 from dload_arrow.errors import ConfigError
 
-__all__ = ["format_bytes", "parse_duration", "parse_size"]
+__all__ = ["format_bytes", "parse_duration", "parse_size", "plural"]
 
 _UNITS = {
     "": 1, "b": 1,
@@ -82,3 +82,8 @@ def format_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} PB"
+
+
+def plural(n: int, word: str) -> str:
+    """A count for people: ``1 shard``, ``2 shards``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

@@ -216,7 +216,7 @@ def test_rm_of_the_latest_version_reports_the_ref_moves(run: RunFn, local_root: 
     v1, v2 = _two_versions(Repository.open(local_root))
     r = run("rm", "p", "--version", "release", "--yes")
     assert r.out.splitlines() == [
-        "removed 1 version(s) of p; run `dload gc` to reclaim shard space",
+        "removed 1 version of p; run `dload gc` to reclaim shard space",
         f"latest moved from {v2[:12]} to {v1[:12]}; tag release deleted (it pointed at "
         f"{v2[:12]})"]
     Repository.open(local_root).commit("p", {"k": {"txt": b"2"}})

@@ -82,7 +82,7 @@ def test_rm_of_a_dataset_with_a_corrupt_version_removes_all_of_it(
         capsys: pytest.CaptureFixture[str], root: str, corrupt: tuple[str, str],
         tmp_path: Path) -> None:
     run: RunFn = runner(capsys, ["--root", root, "--cache-dir", str(tmp_path / "cli")])
-    assert "removed 2 version(s) of d" in run("rm", "d", "--yes").out
+    assert "removed 2 versions of d" in run("rm", "d", "--yes").out
     assert _fresh(root, tmp_path).datasets() == []
 
 

@@ -21,7 +21,7 @@ from dload_arrow.cli.output import (
     root_options,
 )
 from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import format_bytes, plural
 from dload_arrow.store.names import is_digest, manifest_path
 
 if TYPE_CHECKING:
@@ -151,8 +151,8 @@ def info(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
 
     def text() -> None:
         click.echo(f"{name}@{m.version}")
-        click.echo(f"  {m.num_rows} rows, {len(m.shards)} shards, {format_bytes(m.num_bytes)}"
-                   f"; refs: {', '.join(refs) or '-'}")
+        click.echo(f"  {m.num_rows} rows, {plural(len(m.shards), 'shard')}, "
+                   f"{format_bytes(m.num_bytes)}; refs: {', '.join(refs) or '-'}")
         click.echo("  columns:")
         for f in out["schema"]:
             click.echo(f"    {escaped(f['name'])}: {escaped(str(f['type']))}"

@@ -19,7 +19,7 @@ import click
 from dload_arrow.cli.demo_data import CLASSES, write_archive, write_folder
 from dload_arrow.cli.output import emit, json_option, open_repo, print_table
 from dload_arrow.cli.setup import shown_path
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import format_bytes, plural
 
 __all__ = ["COMMANDS", "demo"]
 
@@ -127,8 +127,8 @@ def demo(root: str | None, cache_dir: str | None, cache_budget: str | None, samp
     else:
         res = step("train", lambda: _train(pipe, steps))
         out["train"] = res
-        _say(quiet, f"6. trained a linear model for {res['steps']} steps on a shuffled 80/20 "
-                    f"mix, repeated as needed ({res['samples']} samples): loss "
+        _say(quiet, f"6. trained a linear model for {plural(res['steps'], 'step')} on a "
+                    f"shuffled 80/20 mix, repeated as needed ({res['samples']} samples): loss "
                     f"{res['first_loss']:.3f} -> {res['last_loss']:.3f}")
     total = time.perf_counter() - t_start
     out["timings"] = {**timings, "total": round(total, 3)}

@@ -124,8 +124,12 @@ def open_repo(root: str | None, cache_dir: str | None = None, cache_budget: str 
 
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
-    """``NAME[@VERSION]`` -> ``(name, version or None)``."""
-    name, _, version = spec.partition("@")
+    """``NAME[@VERSION]`` -> ``(name, version or None)``; ``NAME@`` (an unset variable after
+    the ``@``) is refused, as an empty version is in Python, not read as the latest."""
+    name, at, version = spec.partition("@")
+    if at and not version.strip():
+        raise ConfigError(f"version {version!r} after the @ of {spec!r} is empty (an unset "
+                          f"variable?): write {name} for the latest, or {name}@VERSION")
     return name, (version or None)
 
 
@@ -283,7 +287,7 @@ def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = 
     widths = [max(_width(c), *(_width(row[i]) for row in cells)) for i, c in enumerate(heads)]
     for row in [heads, *cells]:
         click.echo("  ".join(v + " " * (w - _width(v))
-                             for v, w in zip(row, widths, strict=True)).rstrip())
+                             for v, w in zip(row, widths, strict=True)).rstrip(" "))
 
 
 def _width(text: str) -> int:

@@ -18,7 +18,7 @@ from dload_arrow.cli.output import (
     root_options,
 )
 from dload_arrow.errors import ConfigError, NotFoundError
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import format_bytes, plural
 
 __all__ = ["COMMANDS", "gc", "pin", "rm", "tag", "unpin"]
 
@@ -136,7 +136,7 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
       dload rm photos --yes
     """
     if "@" in name:
-        bare, _, at = name.partition("@")
+        bare, at = parse_spec(name)  # (NAME@, an empty version, is refused there)
         raise ConfigError(f"rm takes a dataset NAME, and the version apart ({name!r}): "
                           f"`dload rm {bare} --version {at}` removes that version, "
                           f"`dload rm {bare}` the whole dataset")
@@ -175,8 +175,8 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
     deleted = sorted(r for r in before if r not in after)
 
     def text() -> None:
-        click.echo(f"removed {len(removed)} version(s) of {name}; run `dload gc` to reclaim "
-                   "shard space")
+        click.echo(f"removed {plural(len(removed), 'version')} of {name}; run `dload gc` to "
+                   "reclaim shard space")
         if version is not None and (moved or deleted):
             click.echo(_ref_text(before, after))
 
@@ -236,7 +236,7 @@ def gc(grace: str, dry_run: bool, root: str | None, cache_dir: str | None,
         temps += (f"; left {r.foreign_count} files under shards/ that are not dload shards "
                   f"(e.g. {escaped(r.foreign[0])}): move them out of the root")
     emit(out, as_json, lambda: click.echo(
-        f"{verb} {len(r.deleted)} shards ({format_bytes(r.bytes_reclaimed)}); kept "
+        f"{verb} {plural(len(r.deleted), 'shard')} ({format_bytes(r.bytes_reclaimed)}); kept "
         f"{r.kept_referenced} referenced, {r.kept_young} younger than "
         f"{f'{grace} s' if re.fullmatch(r'[0-9.]+', grace.strip()) else grace}{temps}"))
 

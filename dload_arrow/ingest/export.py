@@ -48,7 +48,9 @@ def _encode(value: Any, field: pa.Field | None) -> bytes:
         buf = io.BytesIO()
         np.save(buf, arr, allow_pickle=False)
         return buf.getvalue()
-    if isinstance(value, (bool, int, float, np.generic)):
+    if isinstance(value, (bool, np.bool_)):  # JSON's, as inside lists: not Python's True
+        return b"true" if value else b"false"
+    if isinstance(value, (int, float, np.generic)):
         return str(value).encode()
     return json.dumps(value, default=str).encode()
 
