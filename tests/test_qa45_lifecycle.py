@@ -151,3 +151,31 @@ def test_a_wait_for_room_says_how_much_this_process_holds(s3_root: str, cache_di
     finally:
         child.kill()
         child.wait()
+
+
+def test_an_rm_cut_off_after_deleting_latest_is_half_removed_not_lost(
+        repo: Repository, local_root: str) -> None:
+    from dload_arrow.store.removals import record_removal
+
+    v1, v2 = _two_versions(repo)
+    for vid in (v1, v2):  # what rm writes first, before it deletes the ref and the manifests
+        record_removal(repo.storage, "d", vid, repo.manifest("d", vid))
+    os.remove(os.path.join(local_root, "datasets", "d", "refs", "latest"))  # then it stopped
+    with pytest.raises(NotFoundError, match=r"is half removed: an rm deleted its latest ref "
+                                            r"and stopped with 2 version\(s\) left; run "
+                                            r"`dload rm d --yes`"):
+        repo.dataset("d")
+
+
+def test_ls_lists_the_other_datasets_beside_a_damaged_ref(repo: Repository,
+                                                          local_root: str) -> None:
+    from test_cli import dload
+
+    _two_versions(repo)
+    repo.commit("other", [("a", {"y": 1})], progress=False)
+    path = Path(local_root, "datasets", "d", "refs", "latest")
+    path.write_bytes(path.read_bytes()[:20])
+    r = dload("ls", "--root", local_root, "--json", cwd=Path(local_root).parent)
+    assert [(row["name"], row["rows"]) for row in r.json] == [("d", None), ("other", 1)]
+    assert "warning: datasets/d/refs/latest under" in r.err
+    assert "select version from log where name = 'd' and ref = 'latest'" in r.err

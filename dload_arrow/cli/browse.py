@@ -66,7 +66,13 @@ def _field(f: pa.Field) -> dict[str, Any]:
 
 def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dict[str, Any]:
     """One dataset's latest version (never the pinned one), and its pin if dload.lock has one."""
-    vid, pin = repo.resolve(name, "latest"), pins.get(name)
+    pin = pins.get(name)
+    try:
+        vid = repo.resolve(name, "latest")
+    except IntegrityError as e:  # a damaged ref: said, the other datasets still listed
+        click.echo(f"warning: {escaped(str(e))}", err=True)
+        return {"name": name, "version": "", "rows": None, "bytes": None, "shards": None,
+                "pinned": None}
     try:
         m = repo.manifest(name, vid)
     except NotFoundError:  # latest names a manifest that is gone: listed, sizes unknown

@@ -192,15 +192,32 @@ def archive_of_tables(location: str, names: Sequence[str], extract: str) -> Conf
     """The error for an archive whose files (``names``) are all tables, beside markers and
     documents, read with ``--as auto``: each would be stored as one sample's bytes (a zip of
     a CSV as one row holding the whole file), not read as rows. ``extract``: the shell
-    command that extracts it (``unzip data.zip -d data``). None for any other archive."""
+    command that extracts it, with ``{name}`` and ``{stem}`` (``unzip {name} -d {stem}``).
+    None for any other archive."""
     tables = [n for n in names if table_format(n)]
     if not tables or not all(table_format(n) or is_marker(n) for n in names):
         return None
     more = f" and {len(tables) - 1} more" if len(tables) > 1 else ""
+    name = location.rstrip("/").rsplit("/", 1)[-1]
+    stem = name
+    while (inner := _stem(stem)) != stem:  # data.csv.tar.gz -> data
+        stem = inner
+    command = extract.format(name=shlex.quote(name), stem=shlex.quote(stem or "data"))
+    how = f"download it, then extract it (`{command}`)" if is_remote(location) else \
+        f"extract it (`{command}`)"
     return ConfigError(
         f"{location!r} is an archive of tables ({tables[0]!r}{more}): tables are read from a "
-        f"file or a folder, not from inside an archive; extract it (`{extract}`) and commit "
-        "the folder, or commit it with --as archive to store each file as one sample's bytes")
+        f"file or a folder, not from inside an archive; {how} and commit the folder, or "
+        "commit it with --as archive to store each file as one sample's bytes")
+
+
+def _stem(name: str) -> str:
+    """``name`` without one archive, compression or table extension."""
+    lower = name.lower()
+    for ext in (*(e for e, _ in ARCHIVE_EXTENSIONS), ".gz", ".zst", *TABLE_FORMATS):
+        if lower.endswith(ext) and len(name) > len(ext):
+            return name[: -len(ext)]
+    return name
 
 
 def wrong_as(location: str, what: str, asked: str, fits: str, detail: str = "") -> ConfigError:

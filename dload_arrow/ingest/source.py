@@ -134,11 +134,9 @@ class SampleSource:
         report.excluded = sum(1 for e in listed if not self.globs(e.name)
                               and not any(p.startswith(".") for p in e.name.split("/")))
         report.excluded_dirs = sorted(self._excluded_dirs)
-        if self.tables_refused:
-            name = self.location.rstrip("/").rsplit("/", 1)[-1]
-            command = self.extract_command.format(name=name, stem=name.split(".")[0] or "data")
-            if (tables := archive_of_tables(self.location, [e.name for e in entries], command)):
-                raise tables
+        if self.tables_refused and (tables := archive_of_tables(
+                self.location, [e.name for e in entries], self.extract_command)):
+            raise tables
         for e in entries:  # names that make keys: hidden ones and no extension never do
             if split_name(e.name, self.split) is not None:
                 check_utf8(e.name, self.location)

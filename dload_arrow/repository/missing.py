@@ -74,6 +74,11 @@ def removed_dataset(storage: Storage, name: str, where: str,
     when = when_text(last.time)
     by = f" by {last.user}@{last.host}" if last.user else ""
     if left and last.action != "delete" and last.version in left:  # published, then lost
+        if any(_removed_then(storage, name, v) for v in left):  # an rm cut off before its log
+            return (f"dataset {name!r} under {where} is half removed: an rm deleted its latest "
+                    f"ref and stopped with {len(left)} version(s) left; run `dload rm {name} "
+                    f"--yes` (repo.rm({name!r})) again to finish, or commit to {name!r} to "
+                    "publish a version again")
         return (f"dataset {name!r} under {where} has lost its latest ref (the object "
                 f"datasets/{name}/refs/latest is missing), though its log says it last pointed "
                 f"at {vid} ({last.action}, {when}{by}), a version still stored: restore the ref "
