@@ -71,9 +71,9 @@ def _damaged(path: str, error: BaseException, storage: Storage | None) -> str:
     dload (a copy cut short, an edit); a ref is never written partly."""
     _, name, _, ref = path.split("/", 3)
     root = f" under {redact_url(storage.url)}" if storage is not None else ""
-    mend = (f"restore it with `dload tag {name}@VERSION latest`, VERSION being the last "
-            f"one of `dload sql \"select version from log where name = '{name}' and ref = "
-            "'latest'\"`" if ref == "latest" else
+    mend = (f"restore it with `dload tag {name}@VERSION latest`, VERSION being what `dload "
+            f"sql \"select version from log where name = '{name}' and ref = 'latest' order by "
+            "seq desc limit 1\"` says" if ref == "latest" else
             f"tag the version again (`dload tag {name}@VERSION {ref}`)")
     return (f"{path}{root} is not a valid ref ({error}): the object was changed outside "
             f"dload; delete it, then {mend}")
