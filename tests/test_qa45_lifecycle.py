@@ -180,3 +180,24 @@ def test_ls_lists_the_other_datasets_beside_a_damaged_ref(repo: Repository,
     assert "warning: datasets/d/refs/latest under" in r.err
     assert ("select version from log where name = 'd' and ref = 'latest' order by seq desc "
             "limit 1" in r.err)
+
+
+def test_listing_warns_of_a_dataset_whose_latest_ref_was_lost(repo: Repository,
+                                                              local_root: str) -> None:
+    _, v2 = _two_versions(repo)
+    repo.commit("other", [("a", {"y": 1})], progress=False)
+    os.remove(os.path.join(local_root, "datasets", "d", "refs", "latest"))
+    with pytest.warns(UserWarning, match=r"'d' .* has lost its latest ref .*; until then it is "
+                                         r"not listed"):
+        assert repo.datasets() == ["other"]
+    repo.tag("d", v2, "latest")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert repo.datasets() == ["d", "other"]
+
+
+def test_init_takes_a_file_url_cache_dir(tmp_path: Path) -> None:
+    from test_cli import dload
+
+    dload("init", "--project", "--cache-dir", f"file://{tmp_path}/cache", cwd=tmp_path)
+    assert f'cache_dir = "file://{tmp_path}/cache"' in (tmp_path / "dload.toml").read_text()

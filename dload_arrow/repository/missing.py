@@ -7,15 +7,17 @@ in SQL), so a mistyped name reads the same whichever command met it.
 from __future__ import annotations
 
 import difflib
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dload_arrow.errors import DloadError, NotFoundError
+from dload_arrow.errors import DloadError, NotFoundError, user_stacklevel
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
 
-__all__ = ["SHOWN_NAMES", "dangling_refs", "removed_dataset", "unknown_dataset"]
+__all__ = ["SHOWN_NAMES", "dangling_refs", "lost_refs", "published_names", "removed_dataset",
+           "unknown_dataset"]
 
 SHOWN_NAMES = 10  # known names listed at most; the rest are counted
 
@@ -95,6 +97,31 @@ def removed_dataset(storage: Storage, name: str, where: str,
         f"`dload sql \"select * from log where name = '{name}'\"`"
     return (f"dataset {name!r} under {where} was removed ({when}{by}); its log and lineage "
             f"are kept: {see} shows them. Commit to {name!r} to create it again")
+
+
+def published_names(storage: Storage, where: str) -> list[str]:
+    """The names under the root whose ``latest`` ref exists, sorted; a name whose ref was
+    lost (:func:`lost_refs`) is warned about."""
+    names: set[str] = set()
+    left: dict[str, list[str]] = {}
+    for obj in storage.list("datasets/"):
+        parts = obj.path.split("/")
+        if len(parts) == 4 and parts[2] == "refs" and parts[3] == "latest":
+            names.add(parts[1])
+        elif len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow"):
+            left.setdefault(parts[1], []).append(parts[3][: -len(".arrow")])
+    lost_refs(storage, {n: v for n, v in left.items() if n not in names}, where)
+    return sorted(names)
+
+
+def lost_refs(storage: Storage, left: dict[str, list[str]], where: str) -> None:
+    """Warn about each dataset of ``left`` (name: its stored versions, for names with no
+    ``latest`` ref) whose ref object was lost after its log published one of them: it is not
+    listed (``datasets()``), and would vanish without a word."""
+    for name, vids in sorted(left.items()):
+        text = removed_dataset(storage, name, where, left=vids)
+        if text is not None and "has lost its latest ref" in text:
+            warnings.warn(f"{text}; until then it is not listed", stacklevel=user_stacklevel())
 
 
 def _removed_then(storage: Storage, name: str, vid: str) -> bool:

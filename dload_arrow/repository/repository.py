@@ -18,7 +18,12 @@ from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
 from dload_arrow.repository.lock import is_pinned, stale_pin
-from dload_arrow.repository.missing import dangling_refs, removed_dataset, unknown_dataset
+from dload_arrow.repository.missing import (
+    dangling_refs,
+    published_names,
+    removed_dataset,
+    unknown_dataset,
+)
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
 from dload_arrow.storage import Storage, open_storage, redact_url, warn_unused_endpoint
@@ -164,18 +169,10 @@ class Repository(VersionsMixin):
     # --- listing and resolving ---------------------------------------------------------------
 
     def datasets(self) -> list[str]:
-        """Names of every dataset under the root with a published version, sorted.
-
-        A name counts once its ``latest`` ref exists: a manifest that no ref points at (a commit
-        that crashed or failed before publishing) does not make a dataset. ``rm(name)`` still
-        removes such leftovers.
-        """
-        names = set()
-        for obj in self.storage.list("datasets/"):
-            parts = obj.path.split("/")
-            if len(parts) == 4 and parts[2] == "refs" and parts[3] == "latest":
-                names.add(parts[1])
-        return sorted(names)
+        """Names of every dataset under the root with a published version (its ``latest``
+        ref exists), sorted: the manifests of a commit that stopped before publishing do not
+        make one (``rm(name)`` removes them); a ``latest`` ref lost since is warned about."""
+        return published_names(self.storage, redact_url(self.storage.url))
 
     def _version_ids(self, name: str) -> list[str]:
         prefix = f"datasets/{check_name(name)}/manifests/"
