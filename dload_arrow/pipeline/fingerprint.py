@@ -12,20 +12,22 @@ views: units, predicate, columns), and every function by qualified name plus:
   OrderedDict in order), sets (sorted), ranges, dataclass instances, enum members, numpy
   arrays (dtype, shape and a sha256 of the bytes), Arrow expressions by their serialized form
   (``filter(pc.field("x") < 3)``), types and schemas by their full text;
-- a callable object's class ``__call__`` and its ``__dict__``; a bound method's ``self``, a
-  ``functools.partial``'s arguments as values, a ``functools.cache`` wrapper's function;
+- a callable object's class ``__call__``, its ``__dict__`` and its class's methods defined in
+  user code; a bound method's object the same way, a ``functools.partial``'s arguments as
+  values, a ``functools.cache`` wrapper's function;
 - a ``from_iterable`` list, tuple or array by its items, as values.
 
-What is named only (``module.qualname``), its state not hashed: modules, classes, the globals
-of library functions, and other objects (a Repository, a Dataset, Arrow arrays and tables,
-DataFrames, tensors, an instance's attributes, an object the hasher cannot read). Big values
-(past ``_FAST`` items, ``_MAX_ITEMS`` in all or ``_MAX_DEPTH`` levels) are hashed in bulk as
-canonical json, never by type and length alone. ``id()``, addresses and ``hash()`` never go
-in, and ``__mp_main__`` (the main script in a spawned worker) reads as ``__main__``: the same
-definition hashes the same in any process or machine running the same code. A function that
-mutates what it reads (a counter, a cache dict) changes the fingerprint as it runs;
-``Pipeline.fingerprint()`` caches the first one it computes (before a pipeline is pickled into
-DataLoader workers: ``as_iterable_dataset`` computes it, a worker keeps the main process's).
+What is named only (``module.qualname``), its state not hashed: modules, classes, the globals of
+library functions, and other objects (a Repository, a Dataset, Arrow arrays and tables,
+DataFrames, tensors, an instance passed as a value (its attributes), an object the hasher cannot
+read). Big values (past ``_FAST`` items, ``_MAX_ITEMS`` in all or ``_MAX_DEPTH`` levels) are
+hashed in bulk as canonical json, never by type and length alone. ``id()``, addresses and
+``hash()`` never go in, and ``__mp_main__`` (the main script in a spawned worker) reads as
+``__main__``: the same definition hashes the same in any process or machine running the same
+code. What a function changes as it runs (a counter, a list it appends to:
+``fingerprint_state.py``) is hashed by name only; ``Pipeline.fingerprint()`` caches the first
+fingerprint it computes (before a pipeline is pickled into DataLoader workers:
+``as_iterable_dataset`` computes it, a worker keeps the main process's).
 """
 
 from __future__ import annotations

@@ -16,9 +16,7 @@ import enum
 import functools
 import hashlib
 import json
-import os
 import pickle
-import sysconfig
 import types
 from typing import Any
 
@@ -26,7 +24,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.pipeline.fingerprint_state import written_names
+from dload_arrow.pipeline.fingerprint_state import (
+    is_user_code,
+    owner_attrs,
+    user_methods,
+    written_names,
+)
 
 __all__ = ["code_hash", "type_name"]
 
@@ -63,24 +66,6 @@ def _global_names(code: types.CodeType) -> set[str]:
         if isinstance(c, types.CodeType):
             names |= _global_names(c)
     return names
-
-
-@functools.cache
-def _library_dirs() -> tuple[str, ...]:
-    paths = sysconfig.get_paths()
-    dirs = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib")
-            if k in paths}
-    return tuple(d + os.sep for d in sorted(dirs))
-
-
-def _is_user_code(fn: Any) -> bool:
-    """True for functions whose globals are hashed: not stdlib, site-packages or dload_arrow."""
-    if str(getattr(fn, "__module__", "") or "").split(".")[0] == "dload_arrow":
-        return False
-    filename = fn.__code__.co_filename
-    if filename.startswith("<frozen"):
-        return False
-    return not os.path.realpath(filename).startswith(_library_dirs())
 
 
 def _module(name: Any) -> str:
@@ -202,9 +187,10 @@ class _Hasher:
             return {"unreadable": type_name(fn)}
 
     def _function_cached(self, fn: Any, depth: int) -> Any:
-        if isinstance(fn, types.MethodType):
-            return {"method": self.function(fn.__func__, depth),
-                    "self": self.value(fn.__self__, depth)}
+        if isinstance(fn, types.MethodType):  # its object by attributes and methods too
+            attrs = owner_attrs(fn.__self__, getattr(fn.__func__, "__code__", None))
+            return {"method": self.function(fn.__func__, depth), "self": self.value(
+                fn.__self__, depth) if attrs is None else self._object(fn.__self__, attrs, depth)}
         if isinstance(fn, functools.partial):
             return {"partial": self.function(fn.func, depth),
                     "args": self.value(list(fn.args), depth),
@@ -237,11 +223,8 @@ class _Hasher:
             if type(fn).__module__ == "unittest.mock":  # a Mock: what it runs, not its calls
                 return {"mock": type_name(fn), "side_effect": self.value(
                     fn.side_effect if callable(fn.side_effect) else None, depth)}
-            own = written_names(call.__code__).attrs  # self.n += 1: state, not definition
-            attrs = {k: ({"state": k} if k in own else v)
-                     for k, v in dict(getattr(fn, "__dict__", {})).items()}
             return {"callable": name, "call": self.function(call, depth),
-                    "state": self.value(attrs, depth)}
+                    "state": self._object(fn, owner_attrs(fn, call.__code__) or {}, depth)}
         out: dict[str, Any] = {"fn": name, "code": code_hash(code)}
         if getattr(fn, "__defaults__", None):
             out["defaults"] = self.value(list(fn.__defaults__), depth)
@@ -252,12 +235,18 @@ class _Hasher:
             out["closure"] = [{"state": n} if n in changed.cells else self.value(_cell(c), depth)
                               for n, c in zip(code.co_freevars, fn.__closure__, strict=False)]
         glob = getattr(fn, "__globals__", None)
-        if glob is not None and _is_user_code(fn):
+        if glob is not None and is_user_code(fn):
             used = {n: {"state": n} if n in changed.globals else self.value(glob[n], depth)
                     for n in sorted(_global_names(code)) if n in glob}
             if used:
                 out["globals"] = used
         return out
+
+    def _object(self, owner: Any, attrs: dict[str, Any], depth: int) -> Any:
+        """An object by its attributes and its class's methods defined in user code."""
+        methods = user_methods(type(owner), is_user_code)
+        return {"attrs": self.value(attrs, depth),
+                "methods": {n: self.function(f, depth + 1) for n, f in methods.items()}}
 
     def _builtin(self, fn: Any, name: str, depth: int) -> Any:
         """A callable without Python code: a bound builtin method by its object too

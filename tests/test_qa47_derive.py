@@ -1,0 +1,95 @@
+"""QA round 47 (derive): a map that changes its row in place keeps the values it computes
+with in the fingerprint (the memo returned stale rows), a bound method's object and a
+callable's helper methods count, a counter keyed by an expression stays state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dload_arrow as dl
+from dload_arrow import Repository
+from dload_arrow.pipeline.fingerprint_state import written_names
+
+SCALE = 2
+COUNTS: dict[Any, int] = {}
+
+
+def _scaled(r: dict[str, Any]) -> dict[str, Any]:
+    r["y"] = r["x"] * SCALE
+    return r
+
+
+def _ys(repo: Repository, name: str) -> list[int]:
+    return [r["y"] for r in repo.dataset(name).pipeline()]
+
+
+def test_a_row_changed_in_place_does_not_hide_the_value_it_uses(repo: Repository) -> None:
+    global SCALE
+    repo.commit("a", [(f"k{i}", {"x": i}) for i in range(5)], progress=False)
+    a = repo.dataset("a")
+    v1 = repo.derive("g", a.pipeline().map(_scaled))
+    SCALE = 100
+    try:
+        v2 = repo.derive("g", a.pipeline().map(_scaled))
+    finally:
+        SCALE = 2
+    assert v1.version != v2.version and _ys(repo, "g") == [0, 100, 200, 300, 400]
+
+    def make(k: int) -> Any:
+        def f(r: dict[str, Any]) -> dict[str, Any]:
+            r["y"] = r["x"] * k
+            return r
+        return f
+
+    assert a.pipeline().map(make(2)).fingerprint() != a.pipeline().map(make(3)).fingerprint()
+
+
+def test_a_bound_methods_object_and_a_callables_helpers_count(repo: Repository) -> None:
+    repo.commit("a", [(f"k{i}", {"x": i}) for i in range(5)], progress=False)
+    pipe = repo.dataset("a").pipeline()
+
+    class Scaler:
+        def __init__(self, k: int) -> None:
+            self.k = k
+
+        def apply(self, r: dict[str, Any]) -> dict[str, Any]:
+            return {**r, "y": r["x"] * self.k}
+
+    assert pipe.map(Scaler(2).apply).fingerprint() != pipe.map(Scaler(10).apply).fingerprint()
+    assert pipe.map(Scaler(2).apply).fingerprint() == pipe.map(Scaler(2).apply).fingerprint()
+
+    def callable_with(factor: int) -> Any:
+        class Clean:
+            def clean(self, x: int) -> int:
+                return x * factor if factor else -x  # (the code differs with factor=0)
+
+            def __call__(self, r: dict[str, Any]) -> dict[str, Any]:
+                return {**r, "y": self.clean(r["x"])}
+        return Clean()
+
+    class Twice:
+        def clean(self, x: int) -> int:
+            return x * 2
+
+        def __call__(self, r: dict[str, Any]) -> dict[str, Any]:
+            return {**r, "y": self.clean(r["x"])}
+
+    class Thrice(Twice):
+        def clean(self, x: int) -> int:
+            return x * 3
+
+    assert pipe.map(Twice()).fingerprint() != pipe.map(Thrice()).fingerprint()
+    assert pipe.map(callable_with(0)).fingerprint() != pipe.map(callable_with(2)).fingerprint()
+
+
+def test_a_counter_keyed_by_an_expression_is_state() -> None:
+    def count(r: dict[str, Any]) -> dict[str, Any]:
+        COUNTS[r["label"]] = COUNTS.get(r["label"], 0) + 1
+        return r
+
+    assert written_names(count.__code__).globals == {"COUNTS"}
+    pipe = dl.from_iterable([{"label": i % 2} for i in range(6)]).map(count)
+    before = pipe.fingerprint()
+    assert len(list(pipe)) == 6 and COUNTS
+    assert dl.from_iterable([{"label": i % 2} for i in range(6)]).map(count).fingerprint() == \
+        before
