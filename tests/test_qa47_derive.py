@@ -93,3 +93,19 @@ def test_a_counter_keyed_by_an_expression_is_state() -> None:
     assert len(list(pipe)) == 6 and COUNTS
     assert dl.from_iterable([{"label": i % 2} for i in range(6)]).map(count).fingerprint() == \
         before
+
+
+def test_derive_of_repeated_keys_and_a_missing_recipe_say_what_fits_a_derive(
+        repo: Repository, local_root: str, tmp_path: Any) -> None:
+    import pytest
+    from test_cli import dload
+
+    from dload_arrow import SchemaError
+
+    repo.commit("a", [(f"k{i:04d}", {"x": i}) for i in range(3)], progress=False)
+    with pytest.raises(SchemaError, match=r"3 duplicate keys .*: map __key__ to unique keys .* "
+                                          r"or drop __key__ and the items are numbered"):
+        repo.derive("twice", repo.dataset("a").pipeline().repeat(2))
+    repo.derive("b", repo.dataset("a").pipeline().map(lambda r: {**r, "y": 1}))
+    r = dload("recipe", "b", "--root", local_root, cwd=tmp_path, rc=1)
+    assert "has no recipe; derive with recipe=" in r.err

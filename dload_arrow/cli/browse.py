@@ -66,20 +66,14 @@ def _field(f: pa.Field) -> dict[str, Any]:
 
 def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dict[str, Any]:
     """One dataset's latest version (never the pinned one), and its pin if dload.lock has one."""
-    pin = pins.get(name)
+    pin, vid, m = pins.get(name), "", None
     try:
         vid = repo.resolve(name, "latest")
-    except IntegrityError as e:  # a damaged ref: said, the other datasets still listed
-        click.echo(f"warning: {escaped(str(e))}", err=True)
-        return {"name": name, "version": "", "rows": None, "bytes": None, "shards": None,
-                "pinned": None}
-    try:
         m = repo.manifest(name, vid)
     except NotFoundError:  # latest names a manifest that is gone: listed, sizes unknown
-        m = None
-    except IntegrityError as e:  # a damaged one: listed too, the others still shown
+        pass
+    except IntegrityError as e:  # a damaged ref or manifest: listed too, the others shown
         click.echo(f"warning: {escaped(str(e))}", err=True)
-        m = None
     exists = pin == vid or (is_digest(pin) and repo.storage.exists(manifest_path(name, pin)))
     pinned = None if pin is None else {"version": pin, "lock": lock, "exists": exists,
                                        "full_id": is_digest(pin)}
@@ -218,7 +212,8 @@ def recipe(spec: str, root: str | None, cache_dir: str | None, cache_budget: str
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     m = repo.manifest(name, version)
     if m.recipe is None and not as_json:
-        raise NotFoundError(f"{name}@{m.version[:12]} has no recipe; commit with --recipe FILE")
+        how = "derive with recipe=" if "derived" in m.meta else "commit with --recipe FILE"
+        raise NotFoundError(f"{name}@{m.version[:12]} has no recipe; {how}")
     # verbatim into a file or a pipe (`> make.py` gives back the text committed: no newline
     # added, and color=True keeps escape characters click would strip); on a terminal a last
     # newline is added so the prompt starts on a line of its own

@@ -198,9 +198,17 @@ def derive(
         # int8 column would become int64, an all-null one the type null)
         commit_kwargs = {**commit_kwargs, "schema": pipe.schema}
     latest, listed = repo._listed_shards(name)  # what repo.commit does, logged as derive
-    version = commit_samples(repo.storage, name, _rows(pipe), meta=meta, recipe=recipe,
-                             parents=parents, progress=progress, protected=listed,
-                             protected_by=latest, action="derive", **commit_kwargs)
+    try:
+        version = commit_samples(repo.storage, name, _rows(pipe), meta=meta, recipe=recipe,
+                                 parents=parents, progress=progress, protected=listed,
+                                 protected_by=latest, action="derive", **commit_kwargs)
+    except SchemaError as e:  # the commit's advice (tables, `key=`) does not fit a pipeline
+        if "duplicate keys" not in str(e):
+            raise
+        raise SchemaError(f"{str(e).split(';')[0]}; the pipeline gives some keys more than "
+                          "once (a repeat(), a concat of overlapping sources, a map that sets "
+                          "__key__): map __key__ to unique keys (e.g. add the epoch or source), "
+                          "or drop __key__ and the items are numbered by position") from e
     write_memo(repo, name, version.version, fp, options)
     if force:
         forget_others(repo, fp, name)
