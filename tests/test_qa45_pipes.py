@@ -40,3 +40,15 @@ def test_a_failing_function_names_itself_and_the_sample(repo: Repository) -> Non
         "(dload_arrow: raised by the pipeline's function "
         "test_a_failing_function_names_itself_and_the_sample.<locals>.inverse, on the sample "
         "with __key__ 'k005')"]
+
+
+def test_one_exception_object_raised_again_is_noted_once() -> None:
+    error = ValueError("cached")
+
+    def fail(v: int) -> int:
+        raise error
+
+    for _ in range(3):
+        with pytest.raises(ValueError):
+            list(dl.from_iterable([1]).map(fail))
+    assert len(error.__notes__) == 1

@@ -80,7 +80,10 @@ def noted(error: Exception, fn: Any, item: Any) -> Exception:
     name = getattr(fn, "__qualname__", None) or type(fn).__name__
     key = item.get("__key__") if isinstance(item, dict) else None
     on = f", on the sample with __key__ {key!r}" if isinstance(key, str) else ""
-    error.add_note(f"(dload_arrow: raised by the pipeline's function {name}{on})")
+    note = f"(dload_arrow: raised by the pipeline's function {name}{on})"
+    if not any(str(n).startswith("(dload_arrow: raised by") for n in getattr(
+            error, "__notes__", ())):  # (one exception object raised again: noted once)
+        error.add_note(note)
     return error
 
 
