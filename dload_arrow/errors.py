@@ -105,7 +105,8 @@ def escaped(text: str) -> str:
 
 # controls, and the line/paragraph separators and bidi overrides (a line split, a row shown
 # reversed); not zero-width joiners, which emoji are made of
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escaped(m: re.Match[str]) -> str:

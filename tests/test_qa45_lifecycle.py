@@ -201,3 +201,20 @@ def test_init_takes_a_file_url_cache_dir(tmp_path: Path) -> None:
 
     dload("init", "--project", "--cache-dir", f"file://{tmp_path}/cache", cwd=tmp_path)
     assert f'cache_dir = "file://{tmp_path}/cache"' in (tmp_path / "dload.toml").read_text()
+
+
+def test_a_forked_child_holds_none_of_its_parents_locks(tmp_path: Path) -> None:
+    from dload_arrow.errors import escaped
+    from dload_arrow.read.locks import FileLock, held_here
+
+    path = str(tmp_path / "hold")
+    lock = FileLock.acquire(path, exclusive=False)
+    assert held_here(path)
+    pid = os.fork()
+    if pid == 0:  # the child: its copy of the descriptor is not a hold of its own
+        os._exit(0 if not held_here(path) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    lock.release()
+    assert not held_here(path)
+    assert escaped("a\u061cb") == "a\\u061cb"

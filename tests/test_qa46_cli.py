@@ -63,3 +63,10 @@ def test_counts_of_one_are_singular(tmp_path: Path) -> None:
                                               cwd=tmp_path).out
     assert "would delete 1 shard (" in dload("gc", "--grace", "0s", "--dry-run", *where,
                                             cwd=tmp_path).out
+
+
+def test_log_and_versions_refuse_an_empty_version_too(tmp_path: Path) -> None:
+    _two(tmp_path / "root")
+    for args in (["log", "ds@"], ["versions", "ds@"]):
+        r = dload(*args, "--root", str(tmp_path / "root"), cwd=tmp_path, rc=1)
+        assert "is empty (an unset variable?)" in r.err

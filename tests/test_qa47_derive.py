@@ -58,15 +58,6 @@ def test_a_bound_methods_object_and_a_callables_helpers_count(repo: Repository) 
     assert pipe.map(Scaler(2).apply).fingerprint() != pipe.map(Scaler(10).apply).fingerprint()
     assert pipe.map(Scaler(2).apply).fingerprint() == pipe.map(Scaler(2).apply).fingerprint()
 
-    def callable_with(factor: int) -> Any:
-        class Clean:
-            def clean(self, x: int) -> int:
-                return x * factor if factor else -x  # (the code differs with factor=0)
-
-            def __call__(self, r: dict[str, Any]) -> dict[str, Any]:
-                return {**r, "y": self.clean(r["x"])}
-        return Clean()
-
     class Twice:
         def clean(self, x: int) -> int:
             return x * 2
@@ -79,7 +70,48 @@ def test_a_bound_methods_object_and_a_callables_helpers_count(repo: Repository) 
             return x * 3
 
     assert pipe.map(Twice()).fingerprint() != pipe.map(Thrice()).fingerprint()
-    assert pipe.map(callable_with(0)).fingerprint() != pipe.map(callable_with(2)).fingerprint()
+
+    class Static:
+        @staticmethod
+        def clean(x: int) -> int:
+            return x * 2
+
+        def __call__(self, r: dict[str, Any]) -> dict[str, Any]:
+            return {**r, "y": self.clean(r["x"])}
+
+    class Static100(Static):
+        @staticmethod
+        def clean(x: int) -> int:
+            return x * 100
+
+    assert pipe.map(Static()).fingerprint() != pipe.map(Static100()).fingerprint()
+
+
+def test_an_object_holding_its_own_method_fingerprints_alike_at_any_depth(
+        repo: Repository) -> None:
+    repo.commit("a", [(f"k{i}", {"x": i}) for i in range(5)], progress=False)
+    pipe = repo.dataset("a").pipeline()
+
+    class Stepper:
+        def __init__(self) -> None:
+            self.step = self.helper  # the object, again, through its own bound method
+            self.cache: dict[int, int] = {}
+
+        def helper(self, r: dict[str, Any]) -> dict[str, Any]:
+            self.cache[r["x"]] = r["x"]  # a helper's state: by name only
+            return r
+
+        def __call__(self, r: dict[str, Any]) -> dict[str, Any]:
+            return self.step(r)
+
+    def deep(n: int) -> str:
+        return deep(n - 1) if n else pipe.map(fn).fingerprint()
+
+    fn = Stepper()
+    first = pipe.map(fn).fingerprint()
+    assert deep(50) == deep(200) == first
+    assert len(list(pipe.map(fn))) == 5 and fn.cache
+    assert pipe.map(fn).fingerprint() == first  # filled as it ran: state
 
 
 def test_a_counter_keyed_by_an_expression_is_state() -> None:

@@ -180,7 +180,7 @@ def versions(name: str, root: str | None, cache_dir: str | None, cache_budget: s
       dload versions photos
     """
     if "@" in name:
-        bare = name.partition("@")[0]
+        bare = parse_spec(name)[0]  # (NAME@, an empty version, is refused there)
         raise ConfigError(f"versions takes a dataset NAME, not NAME@VERSION ({name!r}): "
                           f"`dload versions {bare}` lists every version, `dload info {name}` "
                           "shows that one")
@@ -240,9 +240,9 @@ def log(spec: str, root: str | None, cache_dir: str | None, cache_budget: str | 
       dload log photos
       dload log photos@v1 --json
     """
-    name, _, version = spec.partition("@")
+    name, version = parse_spec(spec)  # (NAME@, an empty version, is refused there)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
-    lineage = repo.lineage(name, version or None)
+    lineage = repo.lineage(name, version)
     emit(lineage.to_dict(), as_json, lambda: click.echo(str(lineage)))
 
 

@@ -18,10 +18,9 @@ from __future__ import annotations
 import ast
 import dis
 import functools
-import inspect
+import linecache
 import os
 import sysconfig
-import textwrap
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,13 +108,8 @@ def _subscript_targets(code: types.CodeType) -> set[tuple[str, str]] | None:
     delete (``counts[row["k"]] += 1``, ``self.seen[k] = v``), read from its source: the
     container of any key expression, which the bytecode alone does not tell. None when the
     source cannot be read (:func:`_container` then decides, from the bytecode)."""
-    try:
-        text = textwrap.dedent(inspect.getsource(code))
-        tree = ast.parse(text)
-    except (OSError, TypeError, SyntaxError, IndentationError):
-        return None
-    body = tree.body[0] if len(tree.body) == 1 else None
-    if not isinstance(body, ast.FunctionDef | ast.AsyncFunctionDef) or body.name != code.co_name:
+    body = _function_node(code)
+    if body is None:
         return None
     found: set[tuple[str, str]] = set()
     for node in _own_nodes(body):
@@ -131,6 +125,27 @@ def _subscript_targets(code: types.CodeType) -> set[tuple[str, str]] | None:
                 elif isinstance(base, ast.Name) and base.id not in code.co_varnames:
                     found.add(("cells" if base.id in code.co_freevars else "globals", base.id))
     return found
+
+
+def _function_node(code: types.CodeType) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The definition of ``code`` in its file (or notebook cell), found by name and first
+    line (a decorator's, when decorated); None without a readable source."""
+    lines = linecache.getlines(code.co_filename)
+    tree = _parsed("".join(lines)) if lines else None
+    for node in ast.walk(tree) if tree is not None else ():
+        if (isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and node.name == code.co_name and code.co_firstlineno in (
+                    node.lineno, *(d.lineno for d in node.decorator_list))):
+            return node
+    return None
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _own_nodes(fn: ast.AST) -> list[ast.AST]:
@@ -159,25 +174,47 @@ def is_user_code(fn: Any) -> bool:
     """True for functions whose globals are hashed: not stdlib, site-packages or dload_arrow."""
     if str(getattr(fn, "__module__", "") or "").split(".")[0] == "dload_arrow":
         return False
-    filename = fn.__code__.co_filename
-    if filename.startswith("<frozen"):
-        return False
-    return not os.path.realpath(filename).startswith(_library_dirs())
+    return not _library_file(fn.__code__.co_filename)
 
 
-def owner_attrs(owner: Any, code: types.CodeType | None) -> dict[str, Any] | None:
+@functools.lru_cache(maxsize=4096)
+def _library_file(filename: str) -> bool:
+    """Whether ``filename`` is the standard library's or site-packages' (a realpath each:
+    cached, a torch module has thousands of methods)."""
+    return filename.startswith("<frozen") or os.path.realpath(filename).startswith(
+        _library_dirs())
+
+
+_BUILDERS = frozenset({"__init__", "__new__", "__post_init__", "__setstate__", "__set_name__",
+                       "__init_subclass__"})
+
+
+def owner_attrs(owner: Any, code: types.CodeType | None,
+                user: Callable[[Any], bool]) -> dict[str, Any] | None:
     """The attributes of a callable object or a bound method's object, those that ``code``
-    (its ``__call__``, the method) writes by name only (``self.n += 1``: state); None for an
-    object without a ``__dict__`` (a module, a class, a builtin's)."""
+    (its ``__call__``, the method) or any method of its class defined in user code writes by
+    name only (``self.n += 1``, a helper filling ``self.cache``: state); None for an object
+    without a ``__dict__`` (a module, a class, a builtin's)."""
     attrs = getattr(owner, "__dict__", None)
     if not isinstance(attrs, dict) or isinstance(owner, type | types.ModuleType):
         return None
-    own = written_names(code).attrs if code is not None else frozenset()
+    codes = [code] if code is not None else []
+    codes += [f.__code__ for f in user_methods(type(owner), user).values()
+              if f.__name__ not in _BUILDERS]  # what builds the object defines it
+    own = frozenset().union(*(written_names(c).attrs for c in codes))
     return {k: ({"state": k} if k in own else v) for k, v in dict(attrs).items()}
 
 
 def user_methods(cls: type, user: Callable[[Any], bool]) -> dict[str, types.FunctionType]:
-    """The methods defined in user code along ``cls``'s MRO, by qualified name: a helper
-    method ``__call__`` calls is part of what the object does."""
-    return {f"{t.__qualname__}.{n}": f for t in cls.__mro__
-            for n, f in sorted(vars(t).items()) if isinstance(f, types.FunctionType) and user(f)}
+    """The methods defined in user code along ``cls``'s MRO, by qualified name (static and
+    class methods, properties and ``functools`` wrappers unwrapped): a helper method
+    ``__call__`` calls is part of what the object does."""
+    out = {}
+    for t in cls.__mro__:
+        for n, f in sorted(vars(t).items()):
+            for g in (f.fget, f.fset) if isinstance(f, property) else (f,):
+                g = getattr(g, "__func__", g)  # staticmethod, classmethod
+                g = getattr(g, "__wrapped__", g)  # functools.cache, lru_cache, wraps
+                if isinstance(g, types.FunctionType) and user(g):
+                    out[f"{t.__qualname__}.{n}" + ("" if g is f else f".{g.__name__}")] = g
+    return out

@@ -188,7 +188,8 @@ class _Hasher:
 
     def _function_cached(self, fn: Any, depth: int) -> Any:
         if isinstance(fn, types.MethodType):  # its object by attributes and methods too
-            attrs = owner_attrs(fn.__self__, getattr(fn.__func__, "__code__", None))
+            attrs = owner_attrs(fn.__self__, getattr(fn.__func__, "__code__", None),
+                                is_user_code)
             return {"method": self.function(fn.__func__, depth), "self": self.value(
                 fn.__self__, depth) if attrs is None else self._object(fn.__self__, attrs, depth)}
         if isinstance(fn, functools.partial):
@@ -224,7 +225,8 @@ class _Hasher:
                 return {"mock": type_name(fn), "side_effect": self.value(
                     fn.side_effect if callable(fn.side_effect) else None, depth)}
             return {"callable": name, "call": self.function(call, depth),
-                    "state": self._object(fn, owner_attrs(fn, call.__code__) or {}, depth)}
+                    "state": self._object(fn, owner_attrs(fn, call.__code__, is_user_code)
+                                          or {}, depth)}
         out: dict[str, Any] = {"fn": name, "code": code_hash(code)}
         if getattr(fn, "__defaults__", None):
             out["defaults"] = self.value(list(fn.__defaults__), depth)
@@ -244,9 +246,15 @@ class _Hasher:
 
     def _object(self, owner: Any, attrs: dict[str, Any], depth: int) -> Any:
         """An object by its attributes and its class's methods defined in user code."""
-        methods = user_methods(type(owner), is_user_code)
-        return {"attrs": self.value(attrs, depth),
-                "methods": {n: self.function(f, depth + 1) for n, f in methods.items()}}
+        if id(owner) in self.active:  # (self.step = self.helper: the object again)
+            return {"cycle": type_name(owner)}
+        self.active.add(id(owner))
+        try:  # its methods by code only: what they read as they run may be their state
+            return {"attrs": self.value(attrs, depth), "methods": {
+                n: code_hash(f.__code__) for n, f in user_methods(type(owner),
+                                                                   is_user_code).items()}}
+        finally:
+            self.active.discard(id(owner))
 
     def _builtin(self, fn: Any, name: str, depth: int) -> Any:
         """A callable without Python code: a bound builtin method by its object too

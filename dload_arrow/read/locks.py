@@ -60,6 +60,9 @@ _SHARED_HERE: dict[str, int] = {}
 _HERE_LOCK = threading.Lock()
 
 
+os.register_at_fork(after_in_child=_SHARED_HERE.clear)  # a forked child holds none of them
+
+
 def held_here(path: str) -> bool:
     """Whether this process holds a shared lock on ``path``."""
     with _HERE_LOCK:
