@@ -9,8 +9,10 @@ everything again the second time and a checkpoint no longer matched a rebuilt pi
 
 :func:`written_names` reads the bytecode (nested functions included) for names that are
 assigned (``STORE_GLOBAL``, ``STORE_DEREF``, ``STORE_ATTR``), changed in place through a
-mutating method (``seen.append``, ``d.update``...) or item assignment (``counts[k] += 1``).
-Those are hashed by name only. Reads of everything else are hashed by value, as before.
+mutating method (``seen.append``, ``d.update``...) or item assignment (``counts[k] += 1``:
+the container read from the function's definition in its source file, from the bytecode only
+when sure; a row changed in place, ``r["y"] = r["x"] * SCALE``, is a local, and ``SCALE``
+stays a value). Those are hashed by name only. Reads of everything else are hashed by value.
 """
 
 from __future__ import annotations
