@@ -90,6 +90,7 @@ class _Hasher:
     def __init__(self) -> None:
         self.items = 0
         self.active: set[int] = set()  # functions and containers being hashed (cycles only)
+        self.owners: set[int] = set()  # objects whose attributes are being hashed
         self.seen: dict[int, tuple[Any, str]] = {}  # id -> (function kept alive, digest)
 
     def value(self, v: Any, depth: int = 0) -> Any:
@@ -246,15 +247,15 @@ class _Hasher:
 
     def _object(self, owner: Any, attrs: dict[str, Any], depth: int) -> Any:
         """An object by its attributes and its class's methods defined in user code."""
-        if id(owner) in self.active:  # (self.step = self.helper: the object again)
+        if id(owner) in self.owners:  # (self.step = self.helper: the object again)
             return {"cycle": type_name(owner)}
-        self.active.add(id(owner))
+        self.owners.add(id(owner))
         try:  # its methods by code only: what they read as they run may be their state
             return {"attrs": self.value(attrs, depth), "methods": {
                 n: code_hash(f.__code__) for n, f in user_methods(type(owner),
                                                                    is_user_code).items()}}
         finally:
-            self.active.discard(id(owner))
+            self.owners.discard(id(owner))
 
     def _builtin(self, fn: Any, name: str, depth: int) -> Any:
         """A callable without Python code: a bound builtin method by its object too
