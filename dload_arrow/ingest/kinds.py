@@ -20,10 +20,9 @@ from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.table_stream import compression, without_compression
 
 __all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "archive_named_table",
-           "archive_of_tables", "is_marker",
-           "compressed_table",
-           "file_kind", "mixed_formats", "no_tables", "not_read_compressed", "sniff_archive",
-           "table_format", "table_kind", "wrong_as"]
+           "archive_of_tables", "compressed_table", "file_kind", "is_marker", "mixed_formats",
+           "no_tables", "not_read_compressed", "sniff_archive", "table_format", "table_kind",
+           "wrong_as"]
 
 TABLE_FORMATS = {
     ".parquet": "parquet",

@@ -192,16 +192,16 @@ _BUILDERS = frozenset({"__init__", "__new__", "__post_init__", "__setstate__", "
 
 
 def owner_attrs(owner: Any, code: types.CodeType | None,
-                user: Callable[[Any], bool]) -> dict[str, Any] | None:
+                methods: dict[str, types.FunctionType]) -> dict[str, Any] | None:
     """The attributes of a callable object or a bound method's object, those that ``code``
-    (its ``__call__``, the method) or any method of its class defined in user code writes by
-    name only (``self.n += 1``, a helper filling ``self.cache``: state); None for an object
-    without a ``__dict__`` (a module, a class, a builtin's)."""
+    (its ``__call__``, the method) or one of its class's ``methods`` writes by name only
+    (``self.n += 1``, a helper filling ``self.cache``: state); None for an object without a
+    ``__dict__`` (a module, a class, a builtin's)."""
     attrs = getattr(owner, "__dict__", None)
     if not isinstance(attrs, dict) or isinstance(owner, type | types.ModuleType):
         return None
     codes = [code] if code is not None else []
-    codes += [f.__code__ for f in user_methods(type(owner), user).values()
+    codes += [f.__code__ for f in methods.values()
               if f.__name__ not in _BUILDERS]  # what builds the object defines it
     own = frozenset().union(*(written_names(c).attrs for c in codes))
     return {k: ({"state": k} if k in own else v) for k, v in dict(attrs).items()}

@@ -189,10 +189,9 @@ class _Hasher:
 
     def _function_cached(self, fn: Any, depth: int) -> Any:
         if isinstance(fn, types.MethodType):  # its object by attributes and methods too
-            attrs = owner_attrs(fn.__self__, getattr(fn.__func__, "__code__", None),
-                                is_user_code)
-            return {"method": self.function(fn.__func__, depth), "self": self.value(
-                fn.__self__, depth) if attrs is None else self._object(fn.__self__, attrs, depth)}
+            obj = self._object(fn.__self__, getattr(fn.__func__, "__code__", None), depth)
+            return {"method": self.function(fn.__func__, depth),
+                    "self": self.value(fn.__self__, depth) if obj is None else obj}
         if isinstance(fn, functools.partial):
             return {"partial": self.function(fn.func, depth),
                     "args": self.value(list(fn.args), depth),
@@ -226,8 +225,7 @@ class _Hasher:
                 return {"mock": type_name(fn), "side_effect": self.value(
                     fn.side_effect if callable(fn.side_effect) else None, depth)}
             return {"callable": name, "call": self.function(call, depth),
-                    "state": self._object(fn, owner_attrs(fn, call.__code__, is_user_code)
-                                          or {}, depth)}
+                    "state": self._object(fn, call.__code__, depth) or {}}
         out: dict[str, Any] = {"fn": name, "code": code_hash(code)}
         if getattr(fn, "__defaults__", None):
             out["defaults"] = self.value(list(fn.__defaults__), depth)
@@ -245,15 +243,19 @@ class _Hasher:
                 out["globals"] = used
         return out
 
-    def _object(self, owner: Any, attrs: dict[str, Any], depth: int) -> Any:
-        """An object by its attributes and its class's methods defined in user code."""
+    def _object(self, owner: Any, code: types.CodeType | None, depth: int) -> Any:
+        """An object by its attributes (those ``code`` or its methods change: by name) and
+        its class's methods defined in user code; None without a ``__dict__``."""
+        methods = user_methods(type(owner), is_user_code)
+        attrs = owner_attrs(owner, code, methods)
+        if attrs is None:
+            return None
         if id(owner) in self.owners:  # (self.step = self.helper: the object again)
             return {"cycle": type_name(owner)}
         self.owners.add(id(owner))
         try:  # its methods by code only: what they read as they run may be their state
-            return {"attrs": self.value(attrs, depth), "methods": {
-                n: code_hash(f.__code__) for n, f in user_methods(type(owner),
-                                                                   is_user_code).items()}}
+            return {"attrs": self.value(attrs, depth),
+                    "methods": {n: code_hash(f.__code__) for n, f in methods.items()}}
         finally:
             self.owners.discard(id(owner))
 

@@ -20,6 +20,7 @@ __all__ = ["SHOWN_NAMES", "dangling_refs", "lost_refs", "published_names", "remo
            "unknown_dataset"]
 
 SHOWN_NAMES = 10  # known names listed at most; the rest are counted
+_LOST = "has lost its latest ref"  # removed_dataset's text for it, which lost_refs warns of
 
 
 def unknown_dataset(name: str, known: list[str], where: str, unpublished: int = 0) -> str:
@@ -81,7 +82,7 @@ def removed_dataset(storage: Storage, name: str, where: str,
                     f"ref and stopped with {len(left)} version(s) left; run `dload rm {name} "
                     f"--yes` (repo.rm({name!r})) again to finish, or commit to {name!r} to "
                     "publish a version again")
-        return (f"dataset {name!r} under {where} has lost its latest ref (the object "
+        return (f"dataset {name!r} under {where} {_LOST} (the object "
                 f"datasets/{name}/refs/latest is missing), though its log says it last pointed "
                 f"at {vid} ({last.action}, {when}{by}), a version still stored: restore the ref "
                 f"with `dload tag {name}@{vid} latest` (repo.tag({name!r}, {vid!r}, "
@@ -120,7 +121,7 @@ def lost_refs(storage: Storage, left: dict[str, list[str]], where: str) -> None:
     listed (``datasets()``), and would vanish without a word."""
     for name, vids in sorted(left.items()):
         text = removed_dataset(storage, name, where, left=vids)
-        if text is not None and "has lost its latest ref" in text:
+        if text is not None and _LOST in text:
             warnings.warn(f"{text}; until then it is not listed", stacklevel=user_stacklevel())
 
 
