@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 
 from dload_arrow import Repository
 from dload_arrow.store.names import shard_path
+from dload_arrow.store.tensor_layout import restore
 
 __all__ = ["missing_shards", "read_back", "shard_paths"]
 
@@ -18,9 +19,10 @@ def shard_paths(repo: Repository, name: str, version: str | None = None) -> list
 
 
 def read_back(repo: Repository, name: str, version: str | None = None) -> pa.Table:
-    """Every row of a version, in manifest order, read with pyarrow.parquet from the root."""
+    """Every row of a version, in manifest order, read with pyarrow.parquet from the root
+    (tensors stored as bytes turned back into their lists, as every reader of shards does)."""
     tables = [
-        pq.read_table(pa.BufferReader(repo.storage.read(p)))
+        restore(pq.read_table(pa.BufferReader(repo.storage.read(p))))
         for p in shard_paths(repo, name, version)
     ]
     return pa.concat_tables(tables)

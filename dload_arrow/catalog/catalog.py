@@ -21,6 +21,7 @@ from dload_arrow.catalog.call_versions import check_stored, resolve_calls
 from dload_arrow.catalog.case_twins import refuse_case_twins
 from dload_arrow.catalog.files import ShardFiles, corrupt_copies
 from dload_arrow.catalog.interrupt import run_query
+from dload_arrow.catalog.packed import sql_source
 from dload_arrow.catalog.params import bindable_params
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
 from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
@@ -172,10 +173,9 @@ class Catalog:
                     held.extend(self._shard_files(resolved))
                 for i, (files, manifest) in enumerate(zip(held, resolved, strict=True)):
                     key = f"__dload_samples_{i}"
-                    if files.paths:
-                        params[key] = files.paths
-                        # (no folder named like `x=1` above the files is a column)
-                        replacements.append(f"read_parquet(${key}, hive_partitioning = false)")
+                    if files.paths:  # (no folder named like `x=1` above them is a column)
+                        replacements.append(sql_source(self.connection, key, files.paths,
+                                                       manifest.schema, params))
                     else:  # a version without shards: an empty table of its schema
                         _register(self.connection, key, _empty(manifest.schema))
                         replacements.append(key)

@@ -207,7 +207,8 @@ def _check_together(plan: ReadPlan, shards: dict[str, int],
 
 
 # DuckDB's errors for a file it could not read (the others: the query's own mistakes).
-_READ_ERRORS = ("IOException", "InvalidInputException", "InternalException")
+_READ_ERRORS = ("IOException", "InvalidInputException", "InternalException",
+                "OSError")  # OSError: a footer catalog/packed.py reads
 
 
 def corrupt_copies(held: Sequence[ShardFiles], error: BaseException | None,

@@ -15,11 +15,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from dload_arrow.catalog.files import ShardFiles, shard_files
+from dload_arrow.catalog.files import ShardFiles, corrupt_copies, shard_files
 from dload_arrow.catalog.filtering import prune_units
 from dload_arrow.catalog.frames import polars_col, polars_shapes
 from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.masks import compared_type, decimal_literal, decimal_operand
+from dload_arrow.catalog.packed import scan_parquet_lists
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -35,6 +36,7 @@ from dload_arrow.catalog.predicate import (
 from dload_arrow.errors import SchemaError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.reader import all_units, projection
+from dload_arrow.storage.base import redact_url
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.type_walk import holds_type
 
@@ -256,7 +258,10 @@ def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int,
     if not files.paths:
         empty = pl.LazyFrame(schema=pl.from_arrow(schema.empty_table()).schema)
         return polars_shapes(empty, schema, pl), files
-    lf = pl.scan_parquet(files.paths, glob=False)
+    try:
+        lf = scan_parquet_lists(pl, files.paths, manifest.schema)
+    except OSError as e:  # a damaged file: named, a cached copy deleted to fetch anew
+        raise corrupt_copies([files], e, redact_url(ctx.storage.url)) or e from e
     everything = sum(len(entries[s].rg_rows) for s in shard_ids)
     # Units that pruning left out cannot hold a passing row, so the filter alone is exact
     # there; only units narrowed some other way need the row-index filter (which costs
@@ -280,7 +285,7 @@ def scan_polars(ctx: ReadContext, manifest: Manifest, units: Sequence[tuple[int,
                 merged.append([a, b])
         idx = pl.col("__row__")
         cond = functools.reduce(operator.or_, ((idx >= a) & (idx < b) for a, b in merged))
-        lf = pl.scan_parquet(files.paths, glob=False, row_index_name="__row__").filter(cond)
+        lf = scan_parquet_lists(pl, files.paths, manifest.schema, "__row__").filter(cond)
         lf = lf.drop("__row__")
     if node is not None:
         lf = lf.filter(polars_expr(node, manifest.schema))

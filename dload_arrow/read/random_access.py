@@ -26,6 +26,7 @@ from dload_arrow.read.shard_errors import corrupt_shard, missing_shard
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest, ShardEntry
 from dload_arrow.store.names import KEY_COLUMN, check_digest, shard_path
+from dload_arrow.store.tensor_layout import restore
 
 __all__ = ["corrupt_shard", "open_shard", "RangeFile", "RowGroupReader", "ShardRef", "stored_keys"]
 
@@ -152,6 +153,11 @@ class RowGroupReader:
         range is not hashed: its pages' CRCs are checked instead (shards written before the
         writer added them have none), and a mismatch raises IntegrityError naming the shard.
         """
+        table = self._read(ref, rg, columns, dataset, version)
+        return restore(table)  # tensors stored as bytes: their lists again
+
+    def _read(self, ref: ShardRef, rg: int, columns: list[str] | None, dataset: str,
+              version: str | None) -> pa.Table:
         path = shard_path(ref.digest)
         cache = None if self.ctx.in_place else self.ctx.cache()
         hold = None if cache is None else cache.try_hold(ref.digest, ref.nbytes)

@@ -34,6 +34,7 @@ from dload_arrow.rowfilter import Predicate, filter_rows
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.readahead import Starving, read_ahead
+from dload_arrow.store.tensor_layout import restore
 
 __all__ = ["DECODE_AHEAD", "all_units", "iter_units", "one_batch", "projection",
            "threads_pay_off"]
@@ -104,6 +105,7 @@ class _Decoder:
         table = read(None if read_all else self.schema.names)
         if table is None:
             return None
+        table = restore(table)  # tensors stored as bytes: their lists again
         if self.predicate is not None:
             try:
                 table = filter_rows(table, self.predicate)

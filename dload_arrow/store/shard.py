@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from dload_arrow.errors import SchemaError
 from dload_arrow.store.bounds import column_bounds, shard_bounds
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.tensor_layout import has_null_items, packable, stored_schema, to_stored
 from dload_arrow.store.time_range import check_nested_time_range, check_time_range
 
 __all__ = ["DEFAULT_ROW_GROUP_SIZE", "DEFAULT_SHARD_SIZE", "ShardData", "digest_of", "is_scalar",
@@ -132,12 +133,16 @@ def _row_groups(batches: Iterable[pa.RecordBatch], target: int) -> Iterator[pa.T
 
 
 class _Open:
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, first: pa.Table) -> None:
         self.sink = pa.BufferOutputStream()
         dict_cols = [f.name for f in schema if is_scalar(f.type) and f.name != KEY_COLUMN]
+        # tensors as bytes (store/tensor_layout.py), unless the first row group holds a null
+        # element: then this shard keeps that column a list
+        self.packed = [n for n in packable(schema) if not has_null_items(first.column(n))]
+        self.stored = stored_schema(schema, self.packed)
         self.writer = pq.ParquetWriter(
             self.sink,
-            schema,
+            self.stored,
             compression="zstd",
             compression_level=ZSTD_LEVEL,
             use_dictionary=dict_cols or False,
@@ -154,9 +159,14 @@ class _Open:
         self.rg_nulls: dict[str, list[int]] = {
             f.name: [] for f in schema if f.name != KEY_COLUMN and f.name not in self.scalar}
 
+    def fits(self, table: pa.Table) -> bool:
+        """Whether ``table``'s tensors can go into this shard as its first row group went."""
+        return not any(has_null_items(table.column(n)) for n in self.packed)
+
     def add(self, table: pa.Table) -> None:
         try:
-            self.writer.write_table(table, row_group_size=table.num_rows)
+            self.writer.write_table(to_stored(table, self.stored),
+                                    row_group_size=table.num_rows)
         except pa.ArrowInvalid as e:  # a null where the schema says "not null"
             if "non-nullable" not in str(e):
                 raise
@@ -247,8 +257,11 @@ def write_shards(
     in_order = True
     told = 0  # bytes of the open shard given to on_row_group
     for table in _row_groups(batches, row_group_size):
+        if current is not None and not current.fits(table):  # a null element: lists now
+            yield _finished(current, in_order, digest, on_row_group, told)
+            current = None
         if current is None:
-            current = _Open(schema)
+            current = _Open(schema, table)
             in_order = True
             told = 0
         if current.rg_key_max and table.num_rows:

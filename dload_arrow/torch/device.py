@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -132,7 +133,9 @@ class DeviceLoader:
 
         def cuda_copy(item: Any) -> tuple[Any, Any]:
             def one(t: torch.Tensor) -> torch.Tensor:
-                host = t if t.is_pinned() else t.pin_memory()
+                # a tensor on a device already (a collate that made it there) is no host
+                # memory to pin: torch refuses pin_memory() on it
+                host = t if t.device.type != "cpu" or t.is_pinned() else _pinned(t)
                 return host.to(self.device, non_blocking=True)
 
             with torch.cuda.stream(stream):
@@ -227,6 +230,18 @@ class DeviceLoader:
             self.loader.load_state_dict(state)
         else:
             self.loader.load_state_dict(state, strict=False)
+
+
+def _pinned(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in page-locked memory, or ``t`` itself where pinning fails (a low memlock limit
+    in a container, pinned memory exhausted): the copy is then blocking, not wrong."""
+    try:
+        return t.pin_memory()
+    except RuntimeError as e:
+        warnings.warn(f"to_device: cannot pin a {tuple(t.shape)} {t.dtype} tensor in "
+                      f"page-locked memory ({e}); copying it without pinning (slower)",
+                      stacklevel=2)
+        return t
 
 
 def _offer(q: queue.Queue[Any], stop: threading.Event, value: Any) -> bool:

@@ -1,0 +1,154 @@
+"""Tensor columns stored as fixed-width bytes in shards (store/tensor_layout.py).
+
+Users, SQL and polars see the dataset's fixed-size lists; only the Parquet file differs. A row
+group whose tensor holds a null element starts a shard that keeps lists, so nothing is lost
+and a dataset may mix both layouts.
+"""
+
+from __future__ import annotations
+
+import glob
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dload_arrow import IntegrityError, Repository
+from dload_arrow.repository.dataset import Dataset
+from dload_arrow.store.tensor_layout import LAYOUT_KEY, restore, stored_schema, to_stored
+
+DTYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64,
+          np.float16, np.float32, np.float64]
+
+
+def _shards(root: str) -> list[str]:
+    return sorted(glob.glob(f"{root}/**/*.parquet", recursive=True))
+
+
+def _stored(root: str) -> list[pa.Schema]:
+    return [pq.read_schema(p) for p in _shards(root)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_number_type_reads_back_equal_and_is_stored_as_bytes(
+        repo: Repository, local_root: str, dtype: Any) -> None:
+    rng = np.random.default_rng(1)
+    values = [rng.integers(0, 100, (2, 3)).astype(dtype) for _ in range(20)]
+    repo.commit("t", [(f"k{i:02d}", {"x": v, "flags": np.array([True, False])})
+                      for i, v in enumerate(values)], row_group_size=100, progress=False)
+    ds = repo.dataset("t")
+    assert ds.schema.field("x").type == pa.list_(pa.from_numpy_dtype(dtype), 6)
+    for got, want in zip(ds.samples(), values, strict=True):
+        assert got["x"].dtype == want.dtype and np.array_equal(got["x"], want)
+    (schema,) = _stored(local_root)
+    assert schema.field("x").type == pa.binary(6 * np.dtype(dtype).itemsize)
+    assert LAYOUT_KEY in schema.field("x").metadata
+    assert pa.types.is_fixed_size_list(schema.field("flags").type)  # bools: 8 to a byte
+    assert np.array_equal(ds.get("k07")["x"], values[7])  # the random-access path
+
+
+def _tensors(n: int, null_rows: set[int], null_items: set[int], start: int = 0) -> pa.Table:
+    values = pa.array(np.arange(start * 4, (start + n) * 4, dtype=np.float32))
+    if null_items:
+        mask = np.zeros(n * 4, bool)
+        for i in null_items:
+            mask[(i - start) * 4 + 1] = True
+        values = pa.array(np.arange(start * 4, (start + n) * 4, dtype=np.float32), mask=mask)
+    rows = np.array([i in null_rows for i in range(start, start + n)])
+    x = pa.FixedSizeListArray.from_arrays(values, 4, mask=pa.array(rows))
+    keys = pa.array([f"k{i:03d}" for i in range(start, start + n)])
+    return pa.table({"__key__": keys, "x": x, "n": pa.array(range(start, start + n))})
+
+
+def test_null_rows_stay_null_and_a_null_element_keeps_its_shard_a_list(
+        repo: Repository, local_root: str) -> None:
+    # rows 0-39 have no null element, 40-79 do (row 41): two layouts in one dataset
+    table = pa.concat_tables([_tensors(40, {3, 17}, set()),
+                              _tensors(40, {50}, {41}, start=40)])
+    repo.commit("t", table, row_group_size=160, shard_size=1, progress=False)
+    ds = repo.dataset("t")
+    back = ds.to_arrow()
+    assert back.column("x").type == pa.list_(pa.float32(), 4)
+    assert back.column("x").to_pylist() == table.column("x").to_pylist()
+    assert back.column("x").to_pylist()[41][1] is None and back.column("x")[3].as_py() is None
+    # one row group a shard: only the shard holding row 41 keeps a list
+    for entry in ds.manifest.shards:
+        (path,) = glob.glob(f"{local_root}/**/{entry.digest}.parquet", recursive=True)
+        packed = LAYOUT_KEY in (pq.read_schema(path).field("x").metadata or {})
+        assert packed == (not entry.key_min <= "k041" <= entry.key_max), entry.key_min
+
+
+def test_the_same_rows_chunked_otherwise_give_the_same_version(repo: Repository) -> None:
+    table = pa.concat_tables([_tensors(30, {2}, set()), _tensors(30, set(), {35}, start=30),
+                              _tensors(30, set(), set(), start=60)])
+    one = repo.commit("a", table, row_group_size=200, shard_size=1000, progress=False)
+    parts = [table.slice(i, 7) for i in range(0, 90, 7)]
+    two = repo.commit("b", pa.concat_tables(parts), row_group_size=200, shard_size=1000,
+                      progress=False)
+    assert [s.digest for s in repo.dataset("a").manifest.shards] == \
+        [s.digest for s in repo.dataset("b").manifest.shards]
+    assert one.version != "" and two.version != ""
+
+
+def test_sliced_lists_pack_the_right_rows() -> None:
+    t = _tensors(10, {4}, set()).slice(3, 5)
+    x = t.column("x").chunk(0)
+    assert x.offset == 3
+    schema = stored_schema(t.schema, ["x"])
+    stored = to_stored(t, schema)
+    assert stored.column("x").type == pa.binary(16)
+    assert restore(stored).column("x").to_pylist() == t.column("x").to_pylist()
+
+
+def test_sql_and_polars_see_lists_over_both_layouts(repo: Repository) -> None:
+    table = pa.concat_tables([_tensors(40, {3}, set()), _tensors(40, set(), {41}, start=40)])
+    repo.commit("t", table, row_group_size=160, shard_size=1, progress=False)
+    got = repo.sql("SELECT n, x, x[2] AS second FROM samples('t') ORDER BY n")
+    assert got.column("x").to_pylist() == table.column("x").to_pylist()
+    assert got.column("second").to_pylist() == [
+        None if v is None else v[1] for v in table.column("x").to_pylist()]
+    summed = repo.sql("SELECT sum(list_sum(x)) AS s FROM samples('t') WHERE n >= 60")
+    assert summed.column("s")[0].as_py() == sum(
+        sum(float(e) for e in v) for v in table.column("x").to_pylist()[60:])
+    ds = repo.dataset("t")
+    frame = ds.to_polars().collect()
+    assert frame["x"].to_list() == table.column("x").to_pylist()
+    # a view of some row groups: polars counts rows over every file, in their order
+    units = ds.units_all()
+    picked = Dataset(repo, ds.manifest, units=units[1::2])
+    want = pa.concat_tables([ds.take([k]) for k in picked.to_arrow().column("__key__")
+                             .to_pylist()])
+    assert picked.to_polars().collect()["x"].to_list() == want.column("x").to_pylist()
+
+
+def test_half_floats_read_as_floats_in_sql(repo: Repository) -> None:
+    v = np.array([0.5, 1.5, -2.0], np.float16)
+    repo.commit("h", [("a", {"x": v})], progress=False)
+    got = repo.sql("SELECT x FROM samples('h')").column("x").to_pylist()
+    assert got == [[0.5, 1.5, -2.0]]
+
+
+def test_a_damaged_shard_of_tensors_is_named_in_sql_and_polars(repo: Repository,
+                                                               local_root: str) -> None:
+    repo.commit("t", [(f"k{i}", {"x": np.arange(4, dtype=np.float32) + i}) for i in range(5)],
+                progress=False)
+    (path,) = _shards(local_root)
+    with open(path, "r+b") as f:  # same size, footer garbled
+        f.seek(-40, 2)
+        f.write(b"\xff" * 40)
+    named = r"shard [0-9a-f]{12} of dataset 't' under file://.* is corrupt"
+    with pytest.raises(IntegrityError, match=named):
+        repo.sql("SELECT count(*) FROM samples('t')")
+    with pytest.raises(IntegrityError, match=named):
+        repo.dataset("t").to_polars().collect()
+
+
+def test_sql_over_no_rows_and_unselected_tensors(repo: Repository) -> None:
+    repo.commit("t", [(f"k{i}", {"x": np.arange(4, dtype=np.float32) + i, "n": i})
+                      for i in range(5)], progress=False)
+    assert repo.sql("SELECT x FROM samples('t') WHERE n < 0").num_rows == 0
+    assert repo.sql("SELECT count(*) AS c FROM samples('t')").column("c")[0].as_py() == 5
+    got = repo.sql("SELECT x FROM samples('t') WHERE x[1] = 3")
+    assert got.column("x").to_pylist() == [[3.0, 4.0, 5.0, 6.0]]
