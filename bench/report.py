@@ -268,5 +268,6 @@ def render(out: Path = OUT) -> None:
     lines += _targets(found)
     for doc in found:
         lines += _workload(doc)
+    lines += _note("gpu.md")
     lines += _note("speed-work.md")
     out.write_text("\n".join(lines).rstrip() + "\n")
