@@ -68,3 +68,13 @@ def test_collate_keeps_float64_and_the_numpy_dtype() -> None:
 def test_to_tensors_must_be_a_bool(pipe: Any) -> None:
     with pytest.raises(ConfigError, match="to_tensors"):
         as_iterable_dataset(pipe, to_tensors="no")  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where pinning fails")
+def test_a_tensor_that_cannot_be_pinned_is_copied_unpinned_with_a_warning() -> None:
+    from dload_arrow.torch.device import _pinned
+
+    t = torch.arange(6, dtype=torch.uint8).reshape(2, 3)
+    with pytest.warns(UserWarning, match=r"cannot pin a \(2, 3\) torch.uint8 tensor .*without "
+                                         r"pinning"):
+        assert _pinned(t) is t
