@@ -52,3 +52,16 @@ def test_one_exception_object_raised_again_is_noted_once() -> None:
         with pytest.raises(ValueError):
             list(dl.from_iterable([1]).map(fail))
     assert len(error.__notes__) == 1
+
+
+def test_a_failing_flat_map_names_the_users_function(repo: Repository) -> None:
+    repo.commit("a", [(f"k{i:03d}", {"x": i}) for i in range(20)], progress=False)
+
+    def pieces(row: dict[str, int]) -> list[int]:
+        return [row["x"] // (row["x"] - 3)]
+
+    with pytest.raises(ZeroDivisionError) as e:
+        list(repo.dataset("a").pipeline().flat_map(pieces))
+    (note,) = e.value.__notes__
+    assert "test_a_failing_flat_map_names_the_users_function.<locals>.pieces, on the sample " \
+           "with __key__ 'k003'" in note and "lambda" not in note

@@ -118,15 +118,16 @@ class _Partial(Exception):
         self.out, self.done, self.error = out, done, error
 
 
-def _each(fn: Callable[[Any], Any], chunk: Chunk) -> list[Any]:
-    """``[fn(x) for x in items]``; when fn raises, :class:`_Partial` with the results so far."""
+def _each(fn: Callable[[Any], Any], chunk: Chunk, user: Any = None) -> list[Any]:
+    """``[fn(x) for x in items]``; when fn raises, :class:`_Partial` with the results so far
+    (its note names ``user``, the user's function ``fn`` wraps, if given)."""
     out: list[Any] = []
     add, x = out.append, None
     try:
         for x in chunk_items(chunk):
             add(fn(x))
     except Exception as e:
-        raise _Partial(out, len(out), noted(e, fn, x)) from e
+        raise _Partial(out, len(out), noted(e, user or fn, x)) from e
     return out
 
 
@@ -262,7 +263,7 @@ class FlatMapPipe(_OnePipe):
 
         def apply(chunk: Chunk) -> Chunk:
             try:
-                return [y for ys in _each(lambda x: list(_iterable(fn, x)), chunk) for y in ys]
+                return [y for ys in _each(lambda x: list(_iterable(fn, x)), chunk, fn) for y in ys]
             except _Partial as p:
                 p.out = [y for ys in p.out for y in ys]
                 raise
