@@ -152,3 +152,48 @@ def test_sql_over_no_rows_and_unselected_tensors(repo: Repository) -> None:
     assert repo.sql("SELECT count(*) AS c FROM samples('t')").column("c")[0].as_py() == 5
     got = repo.sql("SELECT x FROM samples('t') WHERE x[1] = 3")
     assert got.column("x").to_pylist() == [[3.0, 4.0, 5.0, 6.0]]
+
+
+def test_a_shard_read_by_hand_commits_back_as_tensors(repo: Repository,
+                                                       local_root: str) -> None:
+    x = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(12, dtype=np.float32)), 3)
+    field = pa.field("x", x.type, metadata={b"dload.shape": b"[3]"})
+    repo.commit("src", pa.table({"__key__": ["k0", "k1", "k2", "k3"], "x": x},
+                                schema=pa.schema([("__key__", pa.string()), field])),
+                progress=False)
+    (shard,) = _shards(local_root)
+    raw = pq.read_table(shard)
+    assert pa.types.is_fixed_size_binary(raw.schema.field("x").type)
+    v = repo.commit("copy", raw, progress=False)
+    assert repo.dataset("copy").schema.field("x").type == x.type
+    assert repo.dataset("copy").to_arrow().column("x").to_pylist() == x.to_pylist()
+    assert v.shards_uploaded == 0  # the same shard: the data came back whole
+
+
+def test_a_stale_mark_on_a_users_column_is_not_trusted(repo: Repository,
+                                                        local_root: str) -> None:
+    mark = {LAYOUT_KEY: b'{"type": "float", "name": "item", "nullable": true}'}
+    b = pa.array([b"abcdefgh", b"12345678"], pa.binary(8))
+    bad = pa.array([b"abcdefg", b"1234567"], pa.binary(7))  # 7 bytes: no float32 list
+    schema = pa.schema([("__key__", pa.string()), pa.field("b", b.type, metadata=mark),
+                        pa.field("c", bad.type, metadata=mark)])
+    repo.commit("t", pa.table({"__key__": ["a", "b"], "b": b, "c": bad}, schema=schema),
+                progress=False)
+    got = repo.dataset("t").to_arrow()
+    assert got.column("c").to_pylist() == bad.to_pylist()
+    for s in _stored(local_root):
+        assert LAYOUT_KEY not in (s.field("c").metadata or {})
+
+
+def test_an_int_tensor_with_a_missing_element_keeps_its_exact_values(
+        repo: Repository) -> None:
+    typ = pa.list_(pa.int64(), 2)
+    field = pa.field("x", typ, metadata={b"dload.shape": b"[2]"})
+    big = 2**60 + 1
+    t = pa.table({"__key__": ["a", "b"], "x": pa.array([[big, None], [1, 2]], typ)},
+                 schema=pa.schema([("__key__", pa.string()), field]))
+    repo.commit("t", t, progress=False)
+    ds = repo.dataset("t")
+    for cell in (next(iter(ds.samples()))["x"], ds.get("a")["x"], ds[0]["x"]):
+        assert cell.dtype == object and cell.tolist() == [big, None]
+    assert ds.get("b")["x"].tolist() == [1, 2]

@@ -33,11 +33,12 @@ def column_values(field: pa.Field, arr: pa.Array | pa.ChunkedArray) -> list[Any]
     if shape is None or not pa.types.is_fixed_size_list(arr.type):
         return pylist(arr)
     n = len(arr)
-    if arr.null_count == 0:
-        flat = arr.flatten()  # honours the array's offset
+    flat = arr.flatten() if arr.null_count == 0 else None  # honours the array's offset
+    if flat is not None and flat.null_count == 0:
         block = np.array(numpy_values(flat)).reshape((n, *shape))
         return list(block)  # writeable views into one fresh array per batch
-    dense = list_slots(arr)  # null rows keep their slots: one block, None where null
+    # null rows keep their slots: one block, None where null (None: a missing element)
+    dense = list_slots(arr) if flat is None else None
     if dense is not None:
         zero = pa.scalar(False if pa.types.is_boolean(dense[0].type) else 0, dense[0].type)
         slots = pc.fill_null(dense[0], zero) if dense[0].null_count else dense[0]

@@ -19,6 +19,7 @@ from dload_arrow.arrays import string_array
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.key_index import check_unique
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.tensor_layout import restored_reader
 
 __all__ = ["SHAPE_META", "field_shape", "to_batches"]
 
@@ -187,6 +188,7 @@ def to_batches(
         samples = pa.RecordBatchReader.from_batches(samples.schema, samples.to_batches())
     if isinstance(samples, pa.RecordBatchReader):
         _refuse_duplicates(samples.schema)
+        samples = restored_reader(samples)  # a shard read by hand: its tensors as lists
         if append_to is not None and schema is not None:
             from dload_arrow.store.conform import conform_to
 

@@ -26,7 +26,7 @@ from typing import TypeVar
 import pyarrow as pa
 
 __all__ = ["LAYOUT_KEY", "has_null_items", "packable", "packed_names", "restore",
-           "restore_array", "stored_schema", "to_stored"]
+           "restore_array", "restored_reader", "stored_schema", "to_stored"]
 
 LAYOUT_KEY = b"dload.layout"
 
@@ -61,10 +61,19 @@ def _mark(field: pa.Field) -> pa.Field:
     return pa.field(field.name, pa.binary(width), field.nullable, meta)
 
 
+def _unmarked(field: pa.Field) -> pa.Field:
+    """``field`` without a layout mark (one a table read from a shard by hand carried in)."""
+    if not field.metadata or LAYOUT_KEY not in field.metadata:
+        return field
+    meta = {k: v for k, v in field.metadata.items() if k != LAYOUT_KEY}
+    return field.with_metadata(meta) if meta else field.remove_metadata()
+
+
 def stored_schema(schema: pa.Schema, names: Iterable[str]) -> pa.Schema:
-    """``schema`` with the columns ``names`` as the marked fixed-width binary a shard holds."""
+    """``schema`` with the columns ``names`` as the marked fixed-width binary a shard holds
+    (and no other column marked: only this writer's marks may tell readers to convert)."""
     packed = set(names)
-    return pa.schema([_mark(f) if f.name in packed else f for f in schema],
+    return pa.schema([_mark(f) if f.name in packed else _unmarked(f) for f in schema],
                      metadata=schema.metadata)
 
 
@@ -108,20 +117,40 @@ def restore_array(arr: pa.Array, typ: pa.DataType) -> pa.Array:
                                  arr.offset, children=[child])
 
 
+def _is_packed(field: pa.Field) -> bool:
+    if not (field.metadata and LAYOUT_KEY in field.metadata and
+            pa.types.is_fixed_size_binary(field.type)):
+        return False
+    try:
+        typ = _list_type(field)
+    except (ValueError, KeyError, TypeError):  # not a mark this writer made
+        return False
+    return typ.list_size * typ.value_type.bit_width == field.type.byte_width * 8
+
+
 def packed_names(schema: pa.Schema) -> list[str]:
     """The columns of a shard's stored ``schema`` that hold a tensor as bytes."""
-    return [f.name for f in schema if f.metadata and LAYOUT_KEY in f.metadata]
+    return [f.name for f in schema if _is_packed(f)]
+
+
+def restored_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
+    """``reader`` with the tensors of shard data read by hand (``pq.read_table`` of a shard)
+    as their lists again; other readers unchanged."""
+    if not packed_names(reader.schema):
+        return reader
+    schema = restore(reader.schema.empty_table()).schema
+    return pa.RecordBatchReader.from_batches(schema, (restore(b) for b in reader))
 
 
 def restore(data: _Data) -> _Data:
     """``data`` read from a shard with its tensor columns as their lists again (no copy)."""
     schema = data.schema
-    if not any(f.metadata and LAYOUT_KEY in f.metadata for f in schema):
+    if not any(_is_packed(f) for f in schema):
         return data
     fields, columns = [], []
     for i, field in enumerate(schema):
         column = data.column(i)
-        if field.metadata and LAYOUT_KEY in field.metadata:
+        if _is_packed(field):
             typ = _list_type(field)
             meta = {k: v for k, v in field.metadata.items() if k != LAYOUT_KEY}
             field = pa.field(field.name, typ, field.nullable, meta or None)
