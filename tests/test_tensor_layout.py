@@ -197,3 +197,45 @@ def test_an_int_tensor_with_a_missing_element_keeps_its_exact_values(
     for cell in (next(iter(ds.samples()))["x"], ds.get("a")["x"], ds[0]["x"]):
         assert cell.dtype == object and cell.tolist() == [big, None]
     assert ds.get("b")["x"].tolist() == [1, 2]
+
+
+def test_many_alternating_layouts_keep_the_files_order_in_polars_and_sql(
+        repo: Repository) -> None:
+    n = 40  # odd rows hold a null element: 40 shards, 40 runs of one layout
+    mask = np.zeros(n * 4, bool)
+    mask[[r * 4 + 1 for r in range(1, n, 2)]] = True
+    x = pa.FixedSizeListArray.from_arrays(
+        pa.array(np.arange(n * 4, dtype=np.float32), mask=mask), 4)
+    table = pa.table({"__key__": [f"k{i:03d}" for i in range(n)], "x": x, "n": np.arange(n)})
+    repo.commit("t", table, shard_size=1, row_group_size=1, progress=False)
+    ds = repo.dataset("t")
+    assert len(ds.manifest.shards) == n
+    frame = ds.to_polars().collect()
+    assert frame["n"].to_list() == list(range(n))
+    assert frame["x"].to_list() == table.column("x").to_pylist()
+    assert frame.columns == ["__key__", "x", "n"]
+    picked = Dataset(repo, ds.manifest, units=ds.units_all()[1::3])
+    want = picked.to_arrow()
+    got = picked.to_polars().collect()
+    assert got["n"].to_list() == want.column("n").to_pylist() == list(range(1, n, 3))
+    assert got["x"].to_list() == want.column("x").to_pylist()
+    rows = repo.sql("SELECT n, x FROM samples('t')")
+    assert rows.column("n").to_pylist() == list(range(n))
+    assert rows.column("x").to_pylist() == table.column("x").to_pylist()
+
+
+def test_tensors_stored_as_bytes_carry_no_statistics(repo: Repository,
+                                                     local_root: str) -> None:
+    emb = np.random.default_rng(0).standard_normal((50, 768)).astype(np.float32)
+    repo.commit("e", [(f"k{i:02d}", {"emb": e, "tags": [1, 2], "n": i})
+                      for i, e in enumerate(emb)], row_group_size="64KB", progress=False)
+    (path,) = _shards(local_root)
+    meta = pq.read_metadata(path)
+    assert meta.num_row_groups > 1
+    for r in range(meta.num_row_groups):
+        cols = {meta.row_group(r).column(i).path_in_schema: meta.row_group(r).column(i)
+                for i in range(meta.row_group(r).num_columns)}
+        assert not cols["emb"].is_stats_set and not cols["emb"].has_column_index
+        assert cols["n"].is_stats_set and cols["tags.list.element"].is_stats_set
+    assert meta.serialized_size < 20_000  # not 3 KB min and max per row group and page
+    assert np.array_equal(np.stack([s["emb"] for s in repo.dataset("e").samples()]), emb)

@@ -21,7 +21,13 @@ import pyarrow.parquet as pq
 from dload_arrow.errors import SchemaError
 from dload_arrow.store.bounds import column_bounds, shard_bounds
 from dload_arrow.store.names import KEY_COLUMN
-from dload_arrow.store.tensor_layout import has_null_items, packable, stored_schema, to_stored
+from dload_arrow.store.tensor_layout import (
+    has_null_items,
+    packable,
+    statistics_columns,
+    stored_schema,
+    to_stored,
+)
 from dload_arrow.store.time_range import check_nested_time_range, check_time_range
 
 __all__ = ["DEFAULT_ROW_GROUP_SIZE", "DEFAULT_SHARD_SIZE", "ShardData", "digest_of", "is_scalar",
@@ -148,7 +154,7 @@ class _Open:
             use_dictionary=dict_cols or False,
             write_page_index=True,
             write_page_checksum=True,  # what a range read checks (read/random_access.py)
-            write_statistics=True,
+            write_statistics=statistics_columns(self.stored),
             store_schema=True,
         )
         self.scalar = [f.name for f in schema if is_scalar(f.type) and f.name != KEY_COLUMN]

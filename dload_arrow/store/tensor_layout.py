@@ -4,7 +4,8 @@ A tensor column is an Arrow ``fixed_size_list`` of numbers. Parquet has no fixed
 writes a list, and gives every element a repetition and a definition level, which the reader
 decodes one by one. pyarrow turns 27,648-byte images stored so into arrays at 115 MB/s; the
 same bytes in a FIXED_LEN_BYTE_ARRAY column decode at 4.2 GB/s, 36 times faster, and the file
-is 27% smaller (bench/notes/speed-work.md, "Twenty-fifth session").
+is 27% smaller (bench/notes/speed-work.md, "Twenty-fifth session"; random floats, which
+zstd barely compresses, about the same size).
 
 So a shard stores each such column as ``fixed_size_binary(list_size * item width)``, its field
 marked with :data:`LAYOUT_KEY` (the list's item type, as JSON), and every reader of shards
@@ -26,7 +27,8 @@ from typing import TypeVar
 import pyarrow as pa
 
 __all__ = ["LAYOUT_KEY", "has_null_items", "packable", "packed_names", "restore",
-           "restore_array", "restored_reader", "stored_schema", "to_stored"]
+           "restore_array", "restored_reader", "statistics_columns", "stored_schema",
+           "to_stored"]
 
 LAYOUT_KEY = b"dload.layout"
 
@@ -75,6 +77,21 @@ def stored_schema(schema: pa.Schema, names: Iterable[str]) -> pa.Schema:
     packed = set(names)
     return pa.schema([_mark(f) if f.name in packed else _unmarked(f) for f in schema],
                      metadata=schema.metadata)
+
+
+def statistics_columns(stored: pa.Schema) -> bool | list[str]:
+    """``write_statistics`` for a shard of ``stored``: every column but the tensors stored as
+    bytes, whose min and max would be whole tensors (a 768-float embedding: 3 KB twice per row
+    group and per page, a footer 27 times larger) that nothing can prune on."""
+    packed = set(packed_names(stored))
+    if not packed:
+        return True
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()  # the leaves' dotted paths, as the writer names them
+    pq.write_table(stored.empty_table(), sink)
+    leaves = pq.read_metadata(pa.BufferReader(sink.getvalue())).schema
+    return [p for p in (leaves.column(i).path for i in range(len(leaves))) if p not in packed]
 
 
 def _pack(arr: pa.Array, typ: pa.DataType) -> pa.Array:
