@@ -234,7 +234,7 @@ def test_hostile_parts_are_integrity_errors(repo: Repository) -> None:
         "layout": {"key_index": [parts[0], dict(parts[1], rg_key_min=None), parts[2]]},
         "lengths": {"key_index": [parts[0], dict(parts[1], rg_offsets=[0, 1, 2]), parts[2]]},
         "no index": {"key_index": None},
-        "newer": {"format": 3},
+        "newer": {"format": 4},
     }
     for what, info in cases.items():
         with pytest.raises(IntegrityError) as e:
@@ -243,7 +243,7 @@ def test_hostile_parts_are_integrity_errors(repo: Repository) -> None:
     with pytest.raises(InvalidNameError, match="key index"):
         Manifest.from_bytes(_hostile(m, key_index=[parts[0], dict(parts[1], digest="../x")]))
     with pytest.raises(IntegrityError, match="upgrade"):
-        Manifest.from_bytes(_hostile(m, format=3))
+        Manifest.from_bytes(_hostile(m, format=4))
 
 
 def test_an_append_rebased_onto_a_newer_latest_writes_its_part_there(repo: Repository) -> None:

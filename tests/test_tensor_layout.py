@@ -239,3 +239,10 @@ def test_tensors_stored_as_bytes_carry_no_statistics(repo: Repository,
         assert cols["n"].is_stats_set and cols["tags.list.element"].is_stats_set
     assert meta.serialized_size < 20_000  # not 3 KB min and max per row group and page
     assert np.array_equal(np.stack([s["emb"] for s in repo.dataset("e").samples()]), emb)
+
+
+def test_a_dataset_with_tensors_has_a_format_older_readers_refuse(repo: Repository) -> None:
+    repo.commit("t", [("a", {"x": np.zeros(3, np.float32)})], progress=False)
+    repo.commit("s", [("a", {"x": 1.0, "flags": np.array([True, False])})], progress=False)
+    assert repo.manifest("t").info["format"] == 3  # c0ac5d9 and before read only 1 and 2
+    assert repo.manifest("s").info["format"] == 1  # no tensor of numbers: as before

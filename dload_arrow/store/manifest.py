@@ -28,11 +28,13 @@ from dload_arrow.errors import ConfigError, IntegrityError
 from dload_arrow.store.manifest_check import (
     FORMAT_VERSION,
     KEY_INDEX_PARTS_FORMAT,
+    TENSOR_BYTES_FORMAT,
     check_manifest,
 )
 from dload_arrow.store.manifest_meta import check_meta
 from dload_arrow.store.names import check_name
 from dload_arrow.store.shard import ShardData, is_scalar
+from dload_arrow.store.tensor_layout import packable
 
 __all__ = ["FORMAT_VERSION", "Manifest", "ShardEntry", "build_manifest", "check_meta",
            "shard_rows"]
@@ -121,13 +123,15 @@ def build_manifest(
     """Assemble a manifest; its bytes (and so its version id) depend only on the arguments.
 
     ``key_index``: its part, or its parts in row order. One part is stored as an object in a
-    format-1 manifest (as before parts existed); several as a list, in format 2."""
+    format-1 manifest (as before parts existed); several as a list, in format 2. A schema with
+    tensors that shards store as bytes makes it format 3, either way."""
     check_name(name)
     check_meta(meta, recipe)
     parts = [] if key_index is None else (
         [key_index] if isinstance(key_index, dict) else list(key_index))
     info = {
-        "format": KEY_INDEX_PARTS_FORMAT if len(parts) > 1 else FORMAT_VERSION,
+        "format": TENSOR_BYTES_FORMAT if packable(schema) else
+        KEY_INDEX_PARTS_FORMAT if len(parts) > 1 else FORMAT_VERSION,
         "name": name,
         "schema": _schema_to_b64(schema),
         "meta": meta or {},

@@ -20,14 +20,18 @@ from dload_arrow.arrays import numpy_values
 from dload_arrow.errors import IntegrityError, InvalidNameError, shown
 from dload_arrow.store.names import check_digest, check_name
 
-__all__ = ["FORMAT_VERSION", "KEY_INDEX_PARTS_FORMAT", "check_manifest"]
+__all__ = ["FORMAT_VERSION", "KEY_INDEX_PARTS_FORMAT", "TENSOR_BYTES_FORMAT", "check_manifest"]
 
 FORMAT_VERSION = 1
 """The format of every manifest whose key index is absent or one Parquet file (a dict)."""
 KEY_INDEX_PARTS_FORMAT = 2
 """The format of a manifest whose key index is a list of parts (written only then: a
 dload_arrow that reads format 1 refuses it with "upgrade" instead of misreading it)."""
-_FORMATS = (FORMAT_VERSION, KEY_INDEX_PARTS_FORMAT)
+TENSOR_BYTES_FORMAT = 3
+"""The format of a manifest whose schema has tensors its shards may store as bytes
+(store/tensor_layout.py), with either form of key index: a dload_arrow that reads only
+formats 1 and 2 would misread those shards, so it refuses the manifest with "upgrade"."""
+_FORMATS = (FORMAT_VERSION, KEY_INDEX_PARTS_FORMAT, TENSOR_BYTES_FORMAT)
 
 _REQUIRED = ("digest", "bytes", "rows", "row_offset", "footer_offset", "rg_rows",
              "rg_offsets", "rg_bytes")
@@ -144,7 +148,10 @@ _PART_LISTS = {"rg_offsets": int, "rg_bytes": int, "rg_key_min": str, "rg_key_ma
 
 def _check_key_index(fmt: int, idx: Any, table: pa.Table) -> None:
     """Format 1: no key index, or one part (an object); format 2: a list of two or more parts
-    whose rows add up to the version's. Each part's digest and row-group layout is checked."""
+    whose rows add up to the version's; format 3 either. Each part's digest and row-group
+    layout is checked."""
+    if fmt == TENSOR_BYTES_FORMAT:
+        fmt = KEY_INDEX_PARTS_FORMAT if isinstance(idx, list) else FORMAT_VERSION
     if idx is None and fmt == FORMAT_VERSION:
         return
     if fmt == FORMAT_VERSION:
