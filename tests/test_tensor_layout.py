@@ -8,6 +8,7 @@ and a dataset may mix both layouts.
 from __future__ import annotations
 
 import glob
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -246,3 +247,42 @@ def test_a_dataset_with_tensors_has_a_format_older_readers_refuse(repo: Reposito
     repo.commit("s", [("a", {"x": 1.0, "flags": np.array([True, False])})], progress=False)
     assert repo.manifest("t").info["format"] == 3  # c0ac5d9 and before read only 1 and 2
     assert repo.manifest("s").info["format"] == 1  # no tensor of numbers: as before
+
+
+def test_a_fixed_shape_tensor_column_beside_a_tensor_commits(repo: Repository) -> None:
+    arr = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
+    fst = pa.FixedShapeTensorArray.from_numpy_ndarray(arr)
+    plain = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(8, dtype=np.int16)), 2)
+    table = pa.table({"__key__": ["a", "b", "c", "d"], "t": fst, "p": plain})
+    repo.commit("f", table, progress=False)
+    back = repo.dataset("f").to_arrow()
+    assert back.column("p").to_pylist() == plain.to_pylist()
+    assert np.array_equal(back.column("t").combine_chunks().to_numpy_ndarray(), arr)
+
+
+def test_helper_columns_of_many_runs_never_take_a_users_name(repo: Repository) -> None:
+    n = 40
+    mask = np.zeros(n * 2, bool)
+    mask[[r * 2 for r in range(1, n, 2)]] = True
+    x = pa.FixedSizeListArray.from_arrays(
+        pa.array(np.arange(n * 2, dtype=np.float32), mask=mask), 2)
+    cols = {"__key__": [f"k{i:03d}" for i in range(n)], "x": x}
+    cols.update({c: np.arange(n) + j for j, c in enumerate(
+        ("__dload_file__", "__dload_at__", "__dload_row__"))})
+    repo.commit("t", pa.table(cols), shard_size=1, row_group_size=1, progress=False)
+    frame = repo.dataset("t").to_polars().collect()
+    assert frame.columns == list(cols)
+    assert frame["__dload_at__"].to_list() == list(range(1, n + 1))
+    assert frame["x"].to_list() == x.to_pylist()
+
+
+def test_a_shard_damaged_after_a_query_is_still_named(repo: Repository,
+                                                      local_root: str) -> None:
+    repo.commit("t", [(f"k{i}", {"x": np.arange(4, dtype=np.float32) + i}) for i in range(5)],
+                progress=False)
+    assert repo.sql("SELECT count(*) AS c FROM samples('t')").column("c")[0].as_py() == 5
+    (path,) = _shards(local_root)
+    Path(path).write_bytes(b"garbage" * 100)
+    named = r"shard [0-9a-f]{12} of dataset 't' under file://.* is corrupt"
+    with pytest.raises(IntegrityError, match=named):
+        repo.sql("SELECT count(*) FROM samples('t')")

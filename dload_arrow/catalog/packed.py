@@ -49,21 +49,24 @@ def layout_runs(paths: Sequence[str], schema: pa.Schema) -> list[tuple[list[str]
     return runs
 
 
-# shard file name (its digest: the bytes never change) -> its columns stored as bytes
-_LAYOUTS: dict[str, list[str]] = {}
+# shard file (name: its digest; size and change time: a file damaged since, read anew, so
+# the query names it) -> its columns stored as bytes
+_LAYOUTS: dict[tuple[str, int, int], list[str]] = {}
 _LAYOUTS_KEPT = 200_000
 _FEW_RUNS = 16  # polars scans of one layout each, one after the other (scan_parquet_lists)
 
 
 def _packed_of(path: str) -> list[str]:
     """The columns the shard file at ``path`` stores as bytes (its footer read once)."""
-    name = os.path.basename(path)
-    got = _LAYOUTS.get(name)
-    if got is None:
-        try:
+    try:
+        st = os.stat(path)
+        name = (os.path.basename(path), st.st_size, st.st_mtime_ns)
+        got = _LAYOUTS.get(name)
+        if got is None:
             got = packed_names(pq.read_schema(path))
-        except (OSError, pa.ArrowInvalid) as e:
-            raise OSError(f"{path}: {e}") from e
+    except (OSError, pa.ArrowInvalid) as e:
+        raise OSError(f"{path}: {e}") from e
+    if name not in _LAYOUTS:
         if len(_LAYOUTS) >= _LAYOUTS_KEPT:
             _LAYOUTS.clear()
         _LAYOUTS[name] = got
@@ -137,7 +140,8 @@ def scan_parquet_lists(pl: Any, paths: Sequence[str], schema: pa.Schema,
 
     A few runs of one layout are scanned one after the other. Many (null elements spread over
     the shards: each scan costs polars more the more there are, 1,000 took 12-28 s) are
-    scanned once per layout and put back in the files' order by a sort."""
+    scanned once per layout and put back in the files' order by a sort, which polars cannot
+    push filters or a slice below: such a frame reads every row of the view."""
     runs = layout_runs(paths, schema)
     if len(runs) <= _FEW_RUNS:
         frames = [_scan(pl, files, packed, schema) for packed, files in runs]
@@ -147,7 +151,15 @@ def scan_parquet_lists(pl: Any, paths: Sequence[str], schema: pa.Schema,
     for packed, files in runs:
         by_layout.setdefault(tuple(packed), []).extend(files)
     place = {path: i for i, path in enumerate(paths)}
-    file, at, row = "__dload_file__", "__dload_at__", "__dload_row__"
+    taken = set(schema.names)
+
+    def fresh(name: str) -> str:  # a helper column no user column is called
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        return name
+
+    file, at, row = fresh("__dload_file__"), fresh("__dload_at__"), fresh("__dload_row__")
     frames = [_scan(pl, files, packed, schema, include_file_paths=file)
               .with_columns(pl.col(file).replace_strict(place, return_dtype=pl.Int64).alias(at),
                             pl.int_range(pl.len()).over(file).alias(row))

@@ -127,7 +127,7 @@ def _each(fn: Callable[[Any], Any], chunk: Chunk, user: Any = None) -> list[Any]
         for x in chunk_items(chunk):
             add(fn(x))
     except Exception as e:
-        raise _Partial(out, len(out), noted(e, user or fn, x)) from e
+        raise _Partial(out, len(out), noted(e, fn if user is None else user, x)) from e
     return out
 
 

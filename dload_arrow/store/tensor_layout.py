@@ -89,7 +89,7 @@ def statistics_columns(stored: pa.Schema) -> bool | list[str]:
     import pyarrow.parquet as pq
 
     sink = pa.BufferOutputStream()  # the leaves' dotted paths, as the writer names them
-    pq.write_table(stored.empty_table(), sink)
+    pq.ParquetWriter(sink, stored).close()  # (no table: extension types have no empty one)
     leaves = pq.read_metadata(pa.BufferReader(sink.getvalue())).schema
     return [p for p in (leaves.column(i).path for i in range(len(leaves))) if p not in packed]
 
@@ -155,7 +155,9 @@ def restored_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
     as their lists again; other readers unchanged."""
     if not packed_names(reader.schema):
         return reader
-    schema = restore(reader.schema.empty_table()).schema
+    fields = [pa.field(f.name, _list_type(f), f.nullable, _unmarked(f).metadata)
+              if _is_packed(f) else f for f in reader.schema]
+    schema = pa.schema(fields, metadata=reader.schema.metadata)
     return pa.RecordBatchReader.from_batches(schema, (restore(b) for b in reader))
 
 
