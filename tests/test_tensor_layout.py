@@ -286,3 +286,25 @@ def test_a_shard_damaged_after_a_query_is_still_named(repo: Repository,
     named = r"shard [0-9a-f]{12} of dataset 't' under file://.* is corrupt"
     with pytest.raises(IntegrityError, match=named):
         repo.sql("SELECT count(*) FROM samples('t')")
+
+
+def test_the_cli_commits_and_appends_a_shard_copied_out_of_a_root(
+        repo: Repository, local_root: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_run import runner
+
+    run = runner(capsys, ["--root", local_root])
+    rows = [(f"k{i}", {"x": np.arange(3, dtype=np.float32) + i}) for i in range(4)]
+    repo.commit("src", rows, progress=False)
+    repo.commit("dst", [("z", {"x": np.zeros(3, np.float32)})], progress=False)
+    digest = repo.dataset("src").manifest.shards[0].digest
+    copy = tmp_path / "copy.parquet"
+    copy.write_bytes(Path(glob.glob(f"{local_root}/**/{digest}.parquet",
+                                    recursive=True)[0]).read_bytes())
+    run("append", "dst", "--from", str(copy))
+    run("commit", "again", "--from", str(copy))
+    for name in ("dst", "again"):
+        ds = repo.dataset(name)
+        assert ds.schema.field("x").type == pa.list_(pa.float32(), 3)
+        got = {s["__key__"]: s["x"].tolist() for s in ds.samples()}
+        assert all(got[k] == v["x"].tolist() for k, v in rows), name

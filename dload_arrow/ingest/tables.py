@@ -52,6 +52,7 @@ from dload_arrow.ingest.table_text import (
     null_key,
 )
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
+from dload_arrow.store.tensor_layout import restore, restored_reader
 
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
            "table_format", "table_listing"]
@@ -113,7 +114,8 @@ def _file_batches(path: str, fmt: str, endpoint_url: str | None,
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
-            yield from pq.ParquetFile(f).iter_batches(batch_size=64 * 1024)
+            # a shard copied out of a root: its tensors stored as bytes become lists again
+            yield from map(restore, pq.ParquetFile(f).iter_batches(batch_size=64 * 1024))
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
@@ -142,7 +144,8 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
             meta = pq.ParquetFile(f).metadata
             if meta.num_rows == 0:  # a Spark part with no rows: its types add nothing either
                 return pa.schema([])
-            schema = meta.schema.to_arrow_schema()
+            schema = restored_reader(pa.RecordBatchReader.from_batches(
+                meta.schema.to_arrow_schema(), iter(()))).schema
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
