@@ -345,7 +345,7 @@ def test_manifest_records_shard_layout_and_stats(repo: Repository) -> None:
     assert m.table.column("min.i").to_pylist()[0] == sample(0)["i"]
     assert "min.st" not in m.table.column_names  # statistics only for scalar columns
     info = json.loads(m.table.schema.metadata[b"dload"])
-    assert info["name"] == "stats" and info["format"] == 1
+    assert info["name"] == "stats" and info["format"] == 3  # its tensor column "t"
 
 
 def test_append_on_s3_reads_only_the_key_column_of_the_parent(

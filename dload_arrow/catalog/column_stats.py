@@ -88,17 +88,17 @@ def _footer_nulls(ctx: ReadContext, manifest: Manifest, chosen: Sequence[tuple[i
     return out
 
 
-def _manifest_nulls(t: pa.Table, column: str,
-                    chosen: Sequence[tuple[int, int]]) -> int | None:
-    """Null rows of a non-scalar ``column`` in the ``chosen`` row groups, from the manifest;
-    None when it lacks them (written before they were recorded)."""
+def _manifest_nulls(t: pa.Table, column: str, chosen: Sequence[tuple[int, int]]
+                    ) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """Null rows of a non-scalar ``column`` in the ``chosen`` row groups the manifest counts,
+    and the row groups it has no count for (written before they were recorded: all of them,
+    or an older parent's after an append)."""
     name = f"rg_nulls.{column}"
     if name not in t.column_names:
-        return None
+        return 0, tuple(chosen)
     per = pylist(t.column(name))
-    if any(per[s] is None for s, _ in chosen):  # an older parent's shards, after an append
-        return None
-    return sum(per[s][r] for s, r in chosen)
+    return (sum(per[s][r] for s, r in chosen if per[s] is not None),
+            tuple((s, r) for s, r in chosen if per[s] is None))
 
 
 def manifest_rows(ctx: ReadContext, manifest: Manifest,
@@ -114,11 +114,21 @@ def manifest_rows(ctx: ReadContext, manifest: Manifest,
     others = [f for f in manifest.schema if f.name != "__key__" and not is_scalar(f.type)]
     footer: dict[str, int | None] = {f.name: None for f in others}
     if footers:
-        footer = {f.name: _manifest_nulls(t, f.name, chosen) for f in others}
-        unknown = [f for f in others if footer[f.name] is None]
-        if unknown and ctx.in_place:
-            footer.update(_footer_nulls(ctx, manifest, chosen, unknown) if chosen else {
-                f.name: 0 for f in unknown})
+        # counts the manifest lacks come from the shards' footers, on a local root (shards
+        # written since keep their counts in the manifest: tensors stored as bytes have none
+        # in the footer)
+        lacking: dict[tuple[tuple[int, int], ...], list[pa.Field]] = {}
+        known: dict[str, int] = {}
+        for f in others:
+            known[f.name], missing = _manifest_nulls(t, f.name, chosen)
+            footer[f.name] = known[f.name]
+            if missing:
+                lacking.setdefault(missing, []).append(f)
+        for missing, fields in lacking.items():
+            read = _footer_nulls(ctx, manifest, missing, fields) if ctx.in_place else {}
+            for f in fields:
+                n = read.get(f.name)
+                footer[f.name] = None if n is None else known[f.name] + n
     out = []
     index = {name: i for i, name in enumerate(t.column_names)}  # by name: O(1), not O(columns)
     for field in manifest.schema:
