@@ -316,3 +316,18 @@ def test_a_dataset_name_ending_in_a_newline_is_refused(repo: Repository, name: s
     with pytest.raises(InvalidNameError):
         repo.commit(name, [("k", {"x": 1})], progress=False)
     assert name not in repo.datasets()
+
+
+def test_a_version_a_newer_release_wrote_is_kept_not_removed(repo: Repository) -> None:
+    from dload_arrow.store.refs import move_ref
+
+    repo.commit("d", [("a", {"x": 1})], progress=False)
+    data = hostile(repo.manifest("d"), info={"format": 99})
+    vid = hashlib.sha256(data).hexdigest()
+    repo.storage.write(manifest_path("d", vid), data)
+    move_ref(repo.storage, "d", "latest", vid)
+    with pytest.raises(IntegrityError) as e:
+        repo.dataset("d")
+    said = str(e.value)
+    assert "upgrade dload-arrow" in said and "do not remove it" in said
+    assert "dload rm" not in said

@@ -308,3 +308,26 @@ def test_the_cli_commits_and_appends_a_shard_copied_out_of_a_root(
         assert ds.schema.field("x").type == pa.list_(pa.float32(), 3)
         got = {s["__key__"]: s["x"].tolist() for s in ds.samples()}
         assert all(got[k] == v["x"].tolist() for k, v in rows), name
+
+
+@pytest.mark.parametrize("item", [pa.int64(), pa.bool_(), pa.float32()], ids=str)
+def test_export_of_a_tensor_with_a_missing_element_never_changes_a_value(
+        repo: Repository, local_root: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str], item: pa.DataType) -> None:
+    from cli_run import runner
+
+    run = runner(capsys, ["--root", local_root])
+    typ = pa.list_(item, 3)
+    field = pa.field("v", typ, metadata={b"dload.shape": b"[3]"})
+    vals = [[True, None, True]] if item == pa.bool_() else [[1, None, 3]]
+    repo.commit("t", pa.table([pa.array(["k"]), pa.array(vals, typ)],
+                              schema=pa.schema([("__key__", pa.string()), field])),
+                progress=False)
+    out = tmp_path / "out"
+    if item == pa.float32():  # NaN is a float's missing value: written as get() gives it
+        run("export", "t", "k", "--to", str(out))
+        assert np.isnan(np.load(out / "k.v")[1])
+        return
+    got = run("export", "t", "k", "--to", str(out), rc=1)
+    assert "column 'v'" in got.err and "missing element" in got.err
+    assert not (out / "k.v").exists()

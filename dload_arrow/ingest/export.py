@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.errors import UnsafePathError
+from dload_arrow.errors import SchemaError, UnsafePathError
 from dload_arrow.ingest.grouping import check_entry_name
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import field_shape
@@ -33,6 +33,10 @@ def _npy_dtype(t: pa.DataType) -> Any:
     return t.to_pandas_dtype()
 
 
+class _Missing(Exception):
+    """A tensor holds a missing element (None), which a .npy file of its type cannot hold."""
+
+
 def _encode(value: Any, field: pa.Field | None) -> bytes:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value)
@@ -41,6 +45,8 @@ def _encode(value: Any, field: pa.Field | None) -> bytes:
     shape = field_shape(field) if field is not None else None
     if isinstance(value, np.ndarray) or shape is not None:
         arr = np.asarray(value)
+        if arr.dtype == object and any(v is None for v in arr.flat):
+            raise _Missing(str(arr.dtype if field is None else field.type.value_type))
         if shape is not None and field is not None:
             arr = arr.astype(_npy_dtype(field.type.value_type), copy=False).reshape(shape)
         import io
@@ -85,7 +91,15 @@ def write_sample_files(
         if not _inside(os.path.abspath(path), root):
             raise UnsafePathError(f"sample {key!r} column {column!r} would be written outside "
                                   f"{dest}")
-        plan.append((path, _encode(value, field)))
+        try:
+            plan.append((path, _encode(value, field)))
+        except _Missing as e:
+            raise SchemaError(
+                f"sample {key!r} column {column!r}: its {e} tensor holds a missing element, "
+                "which a .npy file cannot hold (no missing value for integers or booleans); "
+                "nothing was written for this sample. Fill it before exporting (e.g. repo."
+                "derive with a map that replaces None), or read it with ds.get() / ds.to_arrow()"
+            ) from None
     written = []
     for path, data in plan:
         parent = os.path.dirname(path)

@@ -36,9 +36,13 @@ def corrupt_manifest(storage: Storage, name: str, version: str,
     which dataset, which object, which root, and the fix. Nothing else can mend it: every
     command that reads the version (or all versions: ``versions``, ``sql``, ``gc``) fails on
     it, and ``rm`` of that version removes it without reading it."""
+    where = (f"dataset {name!r}, object datasets/{name}/manifests/{version}.arrow under "
+             f"{redact_url(storage.url)}")
+    if "upgrade dload-arrow" in str(e):  # a newer release wrote it: sound, keep it
+        return IntegrityError(f"{e} ({where}); the version is sound, do not remove it: "
+                              "pip install -U dload-arrow")
     return IntegrityError(
-        f"{e} (dataset {name!r}, object datasets/{name}/manifests/{version}.arrow under "
-        f"{redact_url(storage.url)}); restore the object from a copy, or remove that version "
+        f"{e} ({where}); restore the object from a copy, or remove that version "
         f"with `dload rm {name} --version {version[:12]} --yes`")
 
 
