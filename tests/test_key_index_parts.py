@@ -244,6 +244,9 @@ def test_hostile_parts_are_integrity_errors(repo: Repository) -> None:
         Manifest.from_bytes(_hostile(m, key_index=[parts[0], dict(parts[1], digest="../x")]))
     with pytest.raises(IntegrityError, match="upgrade"):
         Manifest.from_bytes(_hostile(m, format=4))
+    with pytest.raises(IntegrityError, match="as format 3 requires"):  # named as itself
+        Manifest.from_bytes(_hostile(m, format=3, key_index=parts[:1]))
+    assert Manifest.from_bytes(_hostile(m, format=3)).key_index_parts == parts
 
 
 def test_an_append_rebased_onto_a_newer_latest_writes_its_part_there(repo: Repository) -> None:

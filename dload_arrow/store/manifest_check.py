@@ -150,6 +150,7 @@ def _check_key_index(fmt: int, idx: Any, table: pa.Table) -> None:
     """Format 1: no key index, or one part (an object); format 2: a list of two or more parts
     whose rows add up to the version's; format 3 either. Each part's digest and row-group
     layout is checked."""
+    said = fmt  # format 3 takes either form: checked as the form it has, named as itself
     if fmt == TENSOR_BYTES_FORMAT:
         fmt = KEY_INDEX_PARTS_FORMAT if isinstance(idx, list) else FORMAT_VERSION
     if idx is None and fmt == FORMAT_VERSION:
@@ -161,7 +162,7 @@ def _check_key_index(fmt: int, idx: Any, table: pa.Table) -> None:
         return
     if not isinstance(idx, list) or len(idx) < 2 or not all(isinstance(p, dict) for p in idx):
         raise IntegrityError(f"manifest key index {shown(idx)} is not a list of two or more "
-                             f"parts (objects), as format {fmt} requires")
+                             f"parts (objects), as format {said} requires")
     for part in idx:
         _check_part(part)
     if sum(p["rows"] for p in idx) != sum(table.column("rows").to_pylist()):
