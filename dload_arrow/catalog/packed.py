@@ -64,12 +64,11 @@ def _packed_of(path: str) -> list[str]:
         got = _LAYOUTS.get(name)
         if got is None:
             got = packed_names(pq.read_schema(path))
+            if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+                _LAYOUTS.clear()
+            _LAYOUTS[name] = got
     except (OSError, pa.ArrowInvalid) as e:
         raise OSError(f"{path}: {e}") from e
-    if name not in _LAYOUTS:
-        if len(_LAYOUTS) >= _LAYOUTS_KEPT:
-            _LAYOUTS.clear()
-        _LAYOUTS[name] = got
     return got
 
 
