@@ -52,7 +52,7 @@ from dload_arrow.ingest.table_text import (
     null_key,
 )
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
-from dload_arrow.store.tensor_layout import restore, restored_reader
+from dload_arrow.store.tensor_layout import restore, restored_schema
 
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
            "table_format", "table_listing"]
@@ -144,8 +144,7 @@ def _file_schema(path: str, fmt: str, endpoint_url: str | None,
             meta = pq.ParquetFile(f).metadata
             if meta.num_rows == 0:  # a Spark part with no rows: its types add nothing either
                 return pa.schema([])
-            schema = restored_reader(pa.RecordBatchReader.from_batches(
-                meta.schema.to_arrow_schema(), iter(()))).schema
+            schema = restored_schema(meta.schema.to_arrow_schema())
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 

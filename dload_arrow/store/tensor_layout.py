@@ -27,8 +27,8 @@ from typing import TypeVar
 import pyarrow as pa
 
 __all__ = ["LAYOUT_KEY", "has_null_items", "packable", "packed_names", "restore",
-           "restore_array", "restored_reader", "statistics_columns", "stored_schema",
-           "to_stored"]
+           "restore_array", "restored_reader", "restored_schema", "statistics_columns",
+           "stored_schema", "to_stored"]
 
 LAYOUT_KEY = b"dload.layout"
 
@@ -54,13 +54,17 @@ def has_null_items(column: pa.ChunkedArray | pa.Array) -> bool:
     return any(chunk.values.null_count and chunk.flatten().null_count for chunk in chunks)
 
 
+def _width(typ: pa.DataType) -> int:
+    """Bytes of one tensor of the fixed-size list type ``typ``."""
+    return int(typ.list_size * typ.value_type.bit_width // 8)
+
+
 def _mark(field: pa.Field) -> pa.Field:
     item = field.type.value_field
     note = json.dumps({"type": str(item.type), "name": item.name, "nullable": item.nullable})
-    width = field.type.list_size * item.type.bit_width // 8
     meta = dict(field.metadata or {})
     meta[LAYOUT_KEY] = note.encode()
-    return pa.field(field.name, pa.binary(width), field.nullable, meta)
+    return pa.field(field.name, pa.binary(_width(field.type)), field.nullable, meta)
 
 
 def _unmarked(field: pa.Field) -> pa.Field:
@@ -98,9 +102,8 @@ def _pack(arr: pa.Array, typ: pa.DataType) -> pa.Array:
     child = arr.values  # the whole child: a sliced list keeps its offset on itself
     start = child.offset * typ.value_type.bit_width // 8
     data = child.buffers()[1].slice(start)
-    return pa.Array.from_buffers(pa.binary(typ.list_size * typ.value_type.bit_width // 8),
-                                 len(arr), [arr.buffers()[0], data], arr.null_count,
-                                 arr.offset)
+    return pa.Array.from_buffers(pa.binary(_width(typ)), len(arr), [arr.buffers()[0], data],
+                                 arr.null_count, arr.offset)
 
 
 def to_stored(table: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -127,7 +130,7 @@ def restore_array(arr: pa.Array, typ: pa.DataType) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         return pa.chunked_array([restore_array(c, typ) for c in arr.chunks], typ)
     if not pa.types.is_fixed_size_binary(arr.type):  # DuckDB hands BLOBs as variable binary
-        arr = arr.cast(pa.binary(typ.list_size * typ.value_type.bit_width // 8))
+        arr = arr.cast(pa.binary(_width(typ)))
     items = (arr.offset + len(arr)) * typ.list_size
     child = pa.Array.from_buffers(typ.value_type, items, [None, arr.buffers()[1]])
     return pa.Array.from_buffers(typ, len(arr), [arr.buffers()[0]], arr.null_count,
@@ -150,32 +153,34 @@ def packed_names(schema: pa.Schema) -> list[str]:
     return [f.name for f in schema if _is_packed(f)]
 
 
+def _restored_field(field: pa.Field) -> pa.Field:
+    return pa.field(field.name, _list_type(field), field.nullable, _unmarked(field).metadata)
+
+
+def restored_schema(schema: pa.Schema) -> pa.Schema:
+    """A shard's stored ``schema`` with its tensors stored as bytes as their list types."""
+    return pa.schema([_restored_field(f) if _is_packed(f) else f for f in schema],
+                     metadata=schema.metadata)
+
+
 def restored_reader(reader: pa.RecordBatchReader) -> pa.RecordBatchReader:
     """``reader`` with the tensors of shard data read by hand (``pq.read_table`` of a shard)
     as their lists again; other readers unchanged."""
     if not packed_names(reader.schema):
         return reader
-    fields = [pa.field(f.name, _list_type(f), f.nullable, _unmarked(f).metadata)
-              if _is_packed(f) else f for f in reader.schema]
-    schema = pa.schema(fields, metadata=reader.schema.metadata)
-    return pa.RecordBatchReader.from_batches(schema, (restore(b) for b in reader))
+    return pa.RecordBatchReader.from_batches(restored_schema(reader.schema),
+                                             (restore(b) for b in reader))
 
 
 def restore(data: _Data) -> _Data:
     """``data`` read from a shard with its tensor columns as their lists again (no copy)."""
     schema = data.schema
-    if not any(_is_packed(f) for f in schema):
+    packed = {i for i, f in enumerate(schema) if _is_packed(f)}
+    if not packed:
         return data
-    fields, columns = [], []
-    for i, field in enumerate(schema):
-        column = data.column(i)
-        if _is_packed(field):
-            typ = _list_type(field)
-            meta = {k: v for k, v in field.metadata.items() if k != LAYOUT_KEY}
-            field = pa.field(field.name, typ, field.nullable, meta or None)
-            column = restore_array(column, typ)
-        fields.append(field)
-        columns.append(column)
+    fields = [_restored_field(f) if i in packed else f for i, f in enumerate(schema)]
+    columns = [restore_array(data.column(i), fields[i].type) if i in packed else data.column(i)
+               for i in range(len(fields))]
     out = pa.schema(fields, metadata=schema.metadata)
     if isinstance(data, pa.RecordBatch):
         return pa.RecordBatch.from_arrays(columns, schema=out)
