@@ -331,3 +331,21 @@ def test_export_of_a_tensor_with_a_missing_element_never_changes_a_value(
     got = run("export", "t", "k", "--to", str(out), rc=1)
     assert "column 'v'" in got.err and "missing element" in got.err
     assert not (out / "k.v").exists()
+
+
+def test_a_shard_read_by_polars_and_appended_back_is_named_as_raw_tensor_bytes(
+        repo: Repository, local_root: str) -> None:
+    import polars as pl
+
+    from dload_arrow import SchemaError
+    repo.commit("t", [(f"k{i}", {"x": np.full((2, 2), i, np.float32)}) for i in range(4)],
+                progress=False)
+    frame = pl.read_parquet(_shards(local_root)[0])  # polars sees the tensor's bytes
+    frame = frame.with_columns(pl.col("__key__") + "_b")
+    with pytest.raises(SchemaError, match=r"'x'.*16 bytes, the raw bytes a shard stores.*"
+                       r"bin\.reinterpret\(dtype=pl\.Array\(pl\.Float32, 4\)\)"):
+        repo.append("t", frame)
+    fixed = frame.with_columns(pl.col("x").bin.reinterpret(dtype=pl.Array(pl.Float32, 4)))
+    repo.append("t", fixed)  # the fix the message gives
+    got = repo.dataset("t").get("k3_b")["x"]
+    assert got.dtype == np.float32 and np.array_equal(got, np.full((2, 2), 3, np.float32))

@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store import tensor_layout
 from dload_arrow.store.cast_check import changed_row
 from dload_arrow.store.lossless import leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
@@ -191,9 +193,36 @@ def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def _raw_tensor_bytes(name: str, col: pa.Array, want: pa.DataType) -> str:
+    """Why bytes are refused as the tensors ``want`` when each value is exactly one tensor's
+    bytes: a shard read by polars or DuckDB without dload_arrow shows its tensors so."""
+    t = col.type
+    if not ((pa.types.is_binary(t) or pa.types.is_large_binary(t)
+             or pa.types.is_fixed_size_binary(t))
+            and tensor_layout.packable(pa.schema([("t", want)]))):
+        return ""
+    width = want.list_size * want.value_type.bit_width // 8
+    if pc.all(pc.equal(pc.binary_length(col), width)).as_py() is not True:
+        return ""
+    item = _POLARS_NAMES.get(str(want.value_type), str(want.value_type).capitalize())
+    return (f"each of its values is {width} bytes, the raw bytes a shard stores for these "
+            "tensors (polars or DuckDB reading a shard file directly see them so); read the "
+            "data through dload_arrow instead (ds.to_polars(), ds.to_arrow(), samples() in "
+            f"repo.sql), or reinterpret them (polars: pl.col({name!r}).bin.reinterpret("
+            f"dtype=pl.Array(pl.{item}, {want.list_size})))")
+
+
+_POLARS_NAMES = {"halffloat": "Float16", "float": "Float32", "double": "Float64",
+                 **{f"{s}int{b}": f"{s.upper()}Int{b}" for s in ("", "u")
+                    for b in (8, 16, 32, 64)}}
+
+
 def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
     if len(col) and col.null_count == len(col):  # no value to lose (a file's empty column)
         return pa.nulls(len(col), want)
+    raw = _raw_tensor_bytes(name, col, want)
+    if raw:
+        raise ColumnMismatch(name, col.type, want) from SchemaError(raw)
     if _textual(col.type) and not _textual(want):
         raise ColumnMismatch(name, col.type, want) from SchemaError(
             f"text is not parsed into {want} (a value such as '02134' would silently become "
