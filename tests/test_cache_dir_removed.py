@@ -8,6 +8,7 @@ sample arrives exactly once. Deleted under every download, the error names the d
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import threading
@@ -125,3 +126,27 @@ def test_a_cache_deleted_once_while_downloads_run_loses_nothing(
                 shutil.rmtree(cache, ignore_errors=True)
             xs.append(sample["x"])
         assert xs == list(range(N))
+
+
+def test_a_folder_deleted_while_it_is_made_is_made_again(
+        s3_data: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA env53: ``os.makedirs(exist_ok=True)`` raises FileExistsError when the folder its
+    mkdir found is gone when it looks again (an ``rm -rf`` of the cache racing the reader):
+    a bare FileExistsError ended the epoch. The race, made certain: the first making of a
+    per-shard folder of each kind (locks/, holds/, shards/) finds it and loses it at once.
+    The reader makes it again and reads on."""
+    cache = str(tmp_path / "cache")
+    real, raced = os.makedirs, {}
+
+    def racing(path: Any, mode: int = 0o777, exist_ok: bool = False) -> None:
+        real(path, mode, exist_ok)
+        parts = os.path.relpath(os.fspath(path), cache).split(os.sep)
+        if len(parts) == 2 and parts[0] != ".." and parts[0] not in raced:
+            raced[parts[0]] = os.fspath(path)
+            shutil.rmtree(path, ignore_errors=True)
+            raise FileExistsError(errno.EEXIST, "File exists", os.fspath(path))
+
+    monkeypatch.setattr(os, "makedirs", racing)
+    repo = Repository.open(s3_data, cache_dir=cache, cache_budget="unlimited")
+    assert [s["x"] for s in repo.dataset("d").samples()] == list(range(N))
+    assert set(raced) == {"locks", "holds", "shards"}, raced

@@ -256,16 +256,19 @@ class Cache(CacheBudget):
                         gone = e.__cause__ or e
                 if attempt == REMOVED_TRIES:
                     raise cache_removed_error(self.dir, digest, dataset) from gone
-                reclaim(self.dir)
-                if not any(lock.is_current() for lock in (dl, *relocked)):
-                    got = FileLock.acquire(self._lock_file(digest), exclusive=True,
-                                           timeout=self.wait_timeout) if wait else \
-                        try_exclusive(self._lock_file(digest))
-                    if got is None:
-                        return False  # a download ahead: another thread has it now
-                    relocked.append(got)
-                    if self._usable(self.shard_file(digest), digest, nbytes):
-                        return True  # another downloader fetched it in the new directory
+                try:
+                    reclaim(self.dir)
+                    if not any(lock.is_current() for lock in (dl, *relocked)):
+                        got = FileLock.acquire(self._lock_file(digest), exclusive=True,
+                                               timeout=self.wait_timeout) if wait else \
+                            try_exclusive(self._lock_file(digest))
+                        if got is None:
+                            return False  # a download ahead: another thread has it now
+                        relocked.append(got)
+                        if self._usable(self.shard_file(digest), digest, nbytes):
+                            return True  # another downloader fetched it in the new folder
+                except FileNotFoundError as e:  # still being deleted: once more
+                    gone = e
             raise AssertionError("unreachable")
         finally:
             for lock in relocked:

@@ -33,7 +33,7 @@ from dload_arrow.read.cache_space import (
     list_dir,
     resolve_budget,
 )
-from dload_arrow.read.locks import FileLock, held_here
+from dload_arrow.read.locks import FileLock, held_here, make_dirs
 from dload_arrow.sizes import format_bytes, format_bytes_up
 
 __all__ = ["LOOK_AHEAD_PAUSE", "CacheBudget"]
@@ -258,7 +258,7 @@ class CacheBudget(CacheSpace):
                     candidates = [c for c in candidates if c[1] not in keep] + later
                 if self._evict_for(candidates, excess):
                     final = self.shard_file(digest)
-                    os.makedirs(os.path.dirname(final), exist_ok=True)
+                    make_dirs(os.path.dirname(final))
                     tmp = f"{final}.tmp-{nbytes}-{uuid.uuid4().hex[:12]}"
                     open(tmp, "wb").close()
                     return tmp

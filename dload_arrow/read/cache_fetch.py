@@ -17,6 +17,7 @@ import os
 
 from dload_arrow.errors import ConflictError, IntegrityError, NotFoundError
 from dload_arrow.read.cache_space import VERIFIED_NS, claim_cache_dir
+from dload_arrow.read.locks import make_dirs
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.names import shard_path
 
@@ -83,7 +84,7 @@ def reclaim(cache_dir: str) -> None:
     admission lock every download takes) says the directory is a cache, as it does for caches
     older than the marker, so the marker is written even then; a root (``datasets/``) stays
     refused."""
-    os.makedirs(os.path.join(cache_dir, "shards"), exist_ok=True)
+    make_dirs(os.path.join(cache_dir, "shards"))
     if not os.path.isdir(os.path.join(cache_dir, "datasets")):
         with open(os.path.join(cache_dir, "cache.lock"), "a"):
             pass

@@ -19,18 +19,31 @@ from collections.abc import Callable
 
 from dload_arrow.errors import DloadError
 
-__all__ = ["FileLock", "Hold", "LockTimeout", "acquire_while", "held_here", "try_exclusive"]
+__all__ = ["FileLock", "Hold", "LockTimeout", "acquire_while", "held_here", "make_dirs",
+           "try_exclusive"]
 
 
 class LockTimeout(DloadError, TimeoutError):
     """A cache lock was not obtained in time."""
 
 
+def make_dirs(path: str) -> None:
+    """``os.makedirs(path, exist_ok=True)``, raising FileNotFoundError when the folder is
+    deleted while it is made (the cache removed by hand mid-read: callers make it again);
+    ``os.makedirs`` raises FileExistsError then, having seen it exist an instant before."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except FileExistsError:
+        if os.path.lexists(path):  # a file where the folder goes: a real error
+            raise
+        raise FileNotFoundError(errno.ENOENT, "deleted while being made", path) from None
+
+
 def _open(path: str) -> int:
     try:
         for attempt in range(3):  # the cache deleted while its folders were made: again
             try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
+                make_dirs(os.path.dirname(path))
                 return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             except FileNotFoundError:
                 if attempt == 2:

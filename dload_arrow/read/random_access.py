@@ -9,6 +9,7 @@ a local root is read in place.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import threading
@@ -225,11 +226,15 @@ class RowGroupReader:
         except FileNotFoundError:
             pass
         data = self.ctx.storage.read_range(shard_path(ref.digest), ref.footer_offset, ref.nbytes)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.tmp-{uuid.uuid4().hex[:12]}"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        try:  # kept for the next lookup; a footer not kept costs a ranged GET, never the read
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError:  # the cache deleted meanwhile, a full disk
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
         return data
 
 
