@@ -147,6 +147,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
             f"config file {path} has unknown keys {sorted(unknown)}; known keys: {list(KEYS)}"
         )
     for key, value in data.items():
+        _check_edges(key, value, str(path))
         number = key == "cache_budget" and isinstance(value, int | float) \
             and not isinstance(value, bool)
         if not isinstance(value, str) and not number:
@@ -158,6 +159,20 @@ def _load_toml(path: Path) -> dict[str, Any]:
 
 _EXAMPLES = {"root": '"s3://bucket/datasets"', "cache_dir": '"/scratch/dload-cache"',
              "cache_budget": '"50GB"', "endpoint_url": '"http://127.0.0.1:9000"'}
+
+
+def _check_edges(key: str, value: Any, source: str) -> None:
+    """Refuse a path setting that begins or ends with a blank (``DLOAD_ROOT=" /data/x"``, a
+    copy-paste slip): relative, it would make a folder named ``" "`` in the working
+    directory and commit there."""
+    if key in _PATH_KEYS and isinstance(value, str) and value.strip() and \
+            value != value.strip():
+        if source == "env":
+            source = f"env {_ENV[key]}"
+        raise ConfigError(
+            f"{key} {value!r} (from {source}) begins or ends with a blank, which would become "
+            "part of a folder name (a relative path: ' /data/x' is a folder named ' ' in the "
+            "working directory); remove the blank")
 
 
 def resolve_settings(check: bool = True, **explicit: Any) -> Settings:
@@ -172,6 +187,9 @@ def resolve_settings(check: bool = True, **explicit: Any) -> Settings:
         layers[1][1]["endpoint_url"] = (
             f"https://{os.environ['R2_ACCOUNT_ID']}.r2.cloudflarestorage.com"
         )
+    for source, layer in layers:
+        for key, value in layer.items():
+            _check_edges(key, value, source)
     project = find_up("dload.toml")
     if project is not None:
         layers.append((str(project), _anchor_paths(_load_toml(project), project)))

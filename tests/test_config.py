@@ -366,3 +366,27 @@ def test_a_symlinked_lock_file_is_edited_where_it_lives(repo: Repository, tmp_pa
     assert Path("dload.lock").is_symlink()  # not replaced by a file
     assert read_lock(shared) == {"a": a.version}
     assert shared.read_text().startswith("# shared by every checkout")
+
+
+@pytest.mark.parametrize("key", ["root", "cache_dir"])
+def test_a_path_setting_with_a_blank_at_an_edge_is_refused_naming_its_source(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    """QA env53: DLOAD_ROOT=" /data/x" (relative: a folder named ' ' here) committed into
+    ./ /data/x and said so nowhere; a trailing blank was refused, a leading one was not."""
+    monkeypatch.chdir(tmp_path)
+    env = {"root": "DLOAD_ROOT", "cache_dir": "DLOAD_CACHE_DIR"}[key]
+    monkeypatch.setenv(env, f" {tmp_path}/x")
+    with pytest.raises(ConfigError, match=rf"{key} ' {tmp_path}/x' \(from env {env}\) "
+                       "begins or ends with a blank.*remove the blank"):
+        resolve_settings()
+    monkeypatch.delenv(env)
+    Path("dload.toml").write_text(f'{key} = " /abs"\n')
+    with pytest.raises(ConfigError, match=rf"{key} ' /abs' \(from .*dload.toml\)"):
+        resolve_settings()
+    Path("dload.toml").unlink()
+    with pytest.raises(ConfigError, match=rf"{key} '{tmp_path}/y\\t' \(from argument\)"):
+        resolve_settings(**{key: f"{tmp_path}/y\t"})
+    with pytest.raises(ConfigError, match="begins or ends with a blank"):
+        Repository.open(" s3://bucket/x") if key == "root" else resolve_settings(
+            cache_dir=" c")
+    assert not any(p.name.strip() == "" for p in tmp_path.iterdir())  # nothing made
