@@ -81,3 +81,26 @@ def test_ls_of_a_root_without_datasets_says_what_that_may_mean(
     empty = tmp_path / "empty"
     os.mkdir(empty)  # an existing local directory says the same (a missing one is an error)
     assert f"no datasets under {empty} (from --root)" in run("ls", "--root", str(empty)).err
+
+
+def test_status_reports_credentials_and_endpoint_botocore_reads_from_its_config_file(
+        s3_root: str, run: RunFn, tmp_path: Path, no_endpoint_env: pytest.MonkeyPatch,
+        s3_server: S3Server) -> None:
+    """QA env53: with keys and endpoint_url in ~/.aws/config (or an instance role, SSO...),
+    reads worked while status said "credentials: NONE found" and "endpoint_url -"."""
+    config = tmp_path / "aws-config"
+    config.write_text("[default]\naws_access_key_id = testing\naws_secret_access_key = "
+                      f"testing\nregion = us-east-1\nendpoint_url = {s3_server.endpoint}\n")
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "DLOAD_ENDPOINT_URL",
+                "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        no_endpoint_env.delenv(var, raising=False)
+    no_endpoint_env.setenv("AWS_CONFIG_FILE", str(config))
+    no_endpoint_env.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    got = run("status", "--root", s3_root, "--json").json
+    assert got["root"]["reachable"] is True
+    assert got["credentials"] == {"needed": True, "present": True, "from": [str(config)]}
+    assert got["settings"]["endpoint_url"] == {
+        "value": s3_server.endpoint, "source": f"{config} (read by botocore)"}
+    no_endpoint_env.setenv("AWS_PROFILE", "nope")  # a profile that is not there: said so
+    text = run("status", "--root", s3_root).out
+    assert "credentials: NONE found (The config profile (nope) could not be found)" in text

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-from pathlib import Path
 from typing import Any
 
 import click
 
+from dload_arrow.cli.aws_chain import botocore_credentials, botocore_endpoint
 from dload_arrow.cli.data import cache_text
 from dload_arrow.cli.output import (
     emit,
@@ -24,34 +23,6 @@ from dload_arrow.errors import ConfigError, DloadError
 from dload_arrow.storage import LocalStorage, redact_url
 
 __all__ = ["COMMANDS", "cache_summary", "status"]
-
-# Where S3 credentials can come from (the standard AWS chain); only presence is reported.
-_CREDENTIAL_ENV = (
-    "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-)
-
-
-def _botocore_endpoint() -> dict[str, Any]:
-    """The S3 endpoint botocore takes from the environment when dload sets none: its own
-    variables (AWS_ENDPOINT_URL_S3 before AWS_ENDPOINT_URL), unless they are switched off."""
-    value = source = None
-    if os.environ.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() != "true":
-        for var in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
-            if os.environ.get(var):
-                value, source = redact_url(os.environ[var]), f"env {var} (read by botocore)"
-                break
-    return {"value": value, "source": source or "default"}
-
-
-def _credentials(root: str) -> dict[str, Any]:
-    if not root.startswith(("s3://", "s3a://")):
-        return {"needed": False, "present": None, "from": None}
-    found = [v for v in _CREDENTIAL_ENV if os.environ.get(v)]
-    aws = Path(os.environ.get("AWS_SHARED_CREDENTIALS_FILE") or Path.home() / ".aws/credentials")
-    if aws.is_file():
-        found.append(str(aws))
-    return {"needed": True, "present": bool(found), "from": found or None}
 
 
 def cache_summary(repo: Any) -> dict[str, Any]:
@@ -107,12 +78,13 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     shown = {"settings": {k: {"value": _shown(settings, k), "source": settings.sources.get(k)}
                           for k in KEYS}}
     if shown["settings"]["endpoint_url"]["value"] is None:
-        shown["settings"]["endpoint_url"] = _botocore_endpoint()
+        shown["settings"]["endpoint_url"] = botocore_endpoint(
+            settings.root.startswith(("s3://", "s3a://")))
     out = {
         **shown,
         "root": reach,
         "cache": cache_summary(repo),
-        "credentials": _credentials(settings.root),
+        "credentials": botocore_credentials(settings.root),
     }
 
     def text() -> None:
@@ -134,7 +106,8 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
         cred = out["credentials"]
         click.echo("credentials: " + ("not needed (local root)" if not cred["needed"] else
                    ("present (" + ", ".join(cred["from"]) + ")") if cred["present"] else
-                   "NONE found: set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE"))
+                   "NONE found" + (f" ({cred['error']})" if cred.get("error") else "")
+                   + ": set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE"))
 
     emit(out, as_json, text)
 
