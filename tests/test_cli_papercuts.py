@@ -18,7 +18,7 @@ import pytest
 from cli_run import RunFn, runner
 from test_cli import dload
 
-from dload_arrow import Repository
+from dload_arrow import Repository, StorageError
 
 
 @pytest.fixture
@@ -225,3 +225,35 @@ def test_tables_stay_aligned_after_wide_characters(capsys: pytest.CaptureFixture
                    2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in head)
 
     assert len({column(ln) for ln in lines}) == 1, lines
+
+
+def test_a_dangling_link_as_root_or_cache_dir_is_named_with_its_target(
+        tmp_path: Path, run: RunFn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA env53: a link to a purged scratch folder was called "a file, not a directory" (the
+    cache dir), and the root "does not exist yet (`dload commit` creates it)", then the
+    commit failed saying "it is created if missing"."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "root").symlink_to(tmp_path / "purged_root")
+    (tmp_path / "cache").symlink_to(tmp_path / "purged_cache")
+    gone = f"is a link to {tmp_path / 'purged_root'}, which does not exist"
+    for args in (["ls"], ["status"], ["commit", "x", "--from", str(_folder(tmp_path))]):
+        r = run(*args, "--root", "root", rc=1)
+        assert gone in r.err and "(the root from argument)" in r.err, r.err
+    assert "root" in run("status", "--root", "root", rc=1).out  # the settings table first
+    with pytest.raises(StorageError, match=gone):
+        Repository.open(str(tmp_path / "root"))
+    assert not (tmp_path / "purged_root").exists()  # nothing made where the link points
+    out = run("status", "--root", str(tmp_path / "data"), "--cache-dir", "cache").out
+    assert f"is a link to {tmp_path / 'purged_cache'}, which does not exist" in out
+    assert "is a file" not in out
+
+
+def test_a_file_as_root_names_where_the_setting_came_from(
+        tmp_path: Path, run: RunFn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notadir").write_text("x")
+    (tmp_path / "dload.toml").write_text('root = "notadir"\n')
+    monkeypatch.delenv("DLOAD_ROOT", raising=False)
+    r = run("status", rc=1)
+    assert f"(the root from {tmp_path / 'dload.toml'})" in r.err
+    assert f"{tmp_path / 'notadir'}" in r.out  # the table, before the error

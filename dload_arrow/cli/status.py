@@ -19,7 +19,7 @@ from dload_arrow.cli.output import (
 )
 from dload_arrow.cli.setup import shown_path
 from dload_arrow.config import KEYS, resolve_settings
-from dload_arrow.errors import ConfigError, DloadError
+from dload_arrow.errors import DloadError
 from dload_arrow.storage import LocalStorage, redact_url
 
 __all__ = ["COMMANDS", "cache_summary", "status"]
@@ -69,7 +69,7 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
                                 cache_budget=cache_budget)
     try:
         repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
-    except ConfigError:  # a setting no command can use: shown first, then the error
+    except DloadError:  # a setting no command can use (a root that is a file): shown first
         if not as_json:
             _settings_table({k: (_shown(settings, k), settings.sources.get(k))
                              for k in KEYS})

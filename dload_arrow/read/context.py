@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from dload_arrow.errors import ConfigError, DloadError
 from dload_arrow.storage import Storage
+from dload_arrow.storage.local import dangling_link
 
 if TYPE_CHECKING:
     from dload_arrow.read.cache import Cache
@@ -96,7 +97,10 @@ def _blocking_file(path: str) -> str | None:
 def cache_dir_error(cache_dir: str, error: OSError, source: str | None = None) -> ConfigError:
     """A ConfigError for a cache dir that ``error`` shows unusable: what, why, how to fix."""
     blocker = _blocking_file(cache_dir)
-    if blocker is not None:
+    dangling = dangling_link(cache_dir)
+    if dangling:
+        why = dangling
+    elif blocker is not None:
         why = f"{blocker} is a file, not a directory"
     else:
         why = error.strerror or str(error)

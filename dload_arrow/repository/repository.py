@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from dload_arrow.args import check_bool
 from dload_arrow.config import Settings, resolve_settings
-from dload_arrow.errors import InvalidNameError, NotFoundError
+from dload_arrow.errors import InvalidNameError, NotFoundError, StorageError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
@@ -67,9 +67,11 @@ class Repository(VersionsMixin):
             cache_budget=cache_budget,  # a number as it is: config.budget_text reads it
             endpoint_url=endpoint_url,
         )
-        storage = open_storage(
-            settings.root, endpoint_url=settings.endpoint_url, storage_options=storage_options
-        )
+        try:
+            storage = open_storage(settings.root, endpoint_url=settings.endpoint_url,
+                                   storage_options=storage_options)
+        except StorageError as e:  # a local root that is a file, or a dangling link
+            raise StorageError(f"{e} (the root from {settings.sources['root']})") from None
         warn_unused_endpoint(storage, endpoint_url)  # the argument only: env may set it for all
         repo = cls(storage, settings)
         repo.read_context._check_not_in_root(layout_only=True)  # before a manifest is cached

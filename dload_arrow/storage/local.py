@@ -14,9 +14,24 @@ from contextlib import contextmanager, suppress
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath
 
-__all__ = ["LocalStorage"]
+__all__ = ["LocalStorage", "dangling_link"]
 
 _COPY_CHUNK = 4 * 2**20
+
+
+def dangling_link(path: str) -> str | None:
+    """Why ``path`` cannot be made: it or a folder above it is a symbolic link whose target
+    does not exist (a scratch directory purged under a link to it); None when none is."""
+    p = os.path.abspath(os.path.expanduser(path))
+    while True:
+        if os.path.islink(p) and not os.path.exists(p):
+            target = os.path.join(os.path.dirname(p), os.readlink(p))
+            return (f"{p} is a link to {os.path.normpath(target)}, which does not exist (a "
+                    "purged scratch folder?); create that folder or point the link elsewhere")
+        parent = os.path.dirname(p)
+        if parent == p:
+            return None
+        p = parent
 
 
 class LocalStorage:
@@ -33,6 +48,9 @@ class LocalStorage:
     def __init__(self, directory: str) -> None:
         self.root = os.path.abspath(os.path.expanduser(directory))
         self.url = "file://" + self.root
+        dangling = dangling_link(self.root)
+        if dangling:
+            raise StorageError(f"root {self.root}: {dangling}")
         if os.path.exists(self.root) and not os.path.isdir(self.root):
             raise StorageError(f"root {self.root} is a file, not a directory; point the root at "
                                "a directory (a new one is created on the first commit)")
