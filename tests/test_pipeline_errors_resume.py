@@ -17,13 +17,13 @@ from dload_arrow.pipeline.base import Pipeline
 class _Once:
     """A function of an item that raises once, at item ``k``; the same object after."""
 
-    def __init__(self, k: int) -> None:
-        self.k, self.armed = k, False
+    def __init__(self, k: int, error: type[BaseException] = ValueError) -> None:
+        self.k, self.armed, self.error = k, False, error
 
     def __call__(self, x: Any) -> Any:
         if self.armed and x == self.k:
             self.armed = False
-            raise ValueError(f"bad sample {x}")
+            raise self.error(f"bad sample {x}")
         return x
 
 
@@ -89,6 +89,30 @@ def test_an_error_under_a_combinator_loses_no_item(case: str, k: int) -> None:
     rest = list(it)  # the user catches the error and goes on
     assert got + rest == every
     q = CASES[case](_Once(k))  # a new process: the same pipeline, restored
+    q.load_state_dict(state)
+    assert got + list(q) == every
+
+
+@pytest.mark.parametrize("k", [6, 1000])
+@pytest.mark.parametrize("case", list(CASES))
+def test_going_on_after_a_ctrl_c_in_a_users_function_loses_no_item(case: str, k: int) -> None:
+    """QA conc53: a KeyboardInterrupt (Ctrl-C in a notebook) in a map, then next() on the same
+    iterator, skipped the rest of the chunk (456 of 3000 rows): only an Exception was
+    recovered from. Now the iteration reads again from what it had handed out."""
+    every = list(CASES[case](_Once(k)))
+    f = _Once(k, KeyboardInterrupt)
+    f.armed = True
+    p = CASES[case](f)
+    it = iter(p)
+    got: list[Any] = []
+    with pytest.raises(KeyboardInterrupt):
+        for x in it:
+            got.append(x)
+    state = p.state_dict()
+    assert got == every[:len(got)]
+    rest = list(it)  # the user goes on with the same iterator
+    assert got + rest == every
+    q = CASES[case](_Once(k, KeyboardInterrupt))
     q.load_state_dict(state)
     assert got + list(q) == every
 

@@ -65,6 +65,8 @@ class PipelineIterator(Iterator[Any]):
         self._closed = False
         self._taken = 0  # items of the last chunk handed out whole (iter_chunks)
         self.replaced = False  # a newer iteration of the pipeline ended this one
+        self._interrupted: State | None = None  # the cursor to go on from after a Ctrl-C
+        self._busy = False  # a thread is in _pull
 
     def __iter__(self) -> PipelineIterator:
         return self
@@ -84,17 +86,37 @@ class PipelineIterator(Iterator[Any]):
                 return items[0]
 
     def _pull(self) -> Chunk:
+        if self._busy:  # (no lock on the per-item path: it would cost every item)
+            raise ConfigError(
+                "this pipeline iterator is being read by another thread right now: one "
+                "iterator serves one thread at a time (two at once would hand out items twice "
+                "or lose them); give each thread its own pipeline (pipe.shard(i, n) splits "
+                "one), or have one thread read and pass items on through a queue.Queue")
+        self._busy = True
+        try:
+            return self._read()
+        finally:
+            self._busy = False
+
+    def _read(self) -> Chunk:
         if self._finished:
             raise StopIteration
         if self.replaced:
             self._close_quietly()
             raise self._replaced_error()
+        if self._interrupted is not None:  # read again from what was handed out
+            self.cursor.reset(self._interrupted)
+            self._interrupted = None
+        resume = self.cursor.get_state()  # everything before it handed out
         try:
             got = self.cursor.take_with_state(1 << 62)
         except Exception as e:  # closed under it by another thread's iter()
             if self.replaced:
                 self._close_quietly()
                 raise self._replaced_error() from e
+            raise
+        except BaseException:  # Ctrl-C mid-read: the nodes may be anywhere (a generator
+            self._interrupted = resume  # it went through is over), so going on re-reads
             raise
         if got is None:
             self._finished = True
@@ -148,6 +170,8 @@ class PipelineIterator(Iterator[Any]):
             return {EPOCH: self.epoch + 1, CURSOR: None, FINGERPRINT: fp}
         if self._base is not None and self._k < len(self._items):
             cur = {BEFORE: self._base[BEFORE], OFFSET: self._base[OFFSET] + self._k}
+        elif self._interrupted is not None:
+            cur = self._interrupted
         else:
             cur = self.cursor.get_state()
         return {EPOCH: self.epoch, CURSOR: cur, FINGERPRINT: fp}
