@@ -31,7 +31,8 @@ from dload_arrow.store.tensor_layout import restore
 
 __all__ = ["corrupt_shard", "open_shard", "RangeFile", "RowGroupReader", "ShardRef", "stored_keys"]
 
-_META_CACHE = 512
+_META_CACHE = 512  # parsed footers kept, at most, and at most _META_BYTES of them
+_META_BYTES = 256 * 2**20
 
 
 class ShardRef:
@@ -143,6 +144,7 @@ class RowGroupReader:
     def __init__(self, ctx: ReadContext) -> None:
         self.ctx = ctx
         self._meta: OrderedDict[str, pq.FileMetaData] = OrderedDict()
+        self._meta_bytes = 0  # their serialized sizes (a 4,000-column footer: 8 MB)
         self._lock = threading.Lock()
 
     def read(self, ref: ShardRef, rg: int, columns: list[str] | None = None,
@@ -162,17 +164,21 @@ class RowGroupReader:
         path = shard_path(ref.digest)
         cache = None if self.ctx.in_place else self.ctx.cache()
         hold = None if cache is None else cache.try_hold(ref.digest, ref.nbytes)
+        known = self._known(ref.digest)  # a footer parsed once, not per row group read
         if hold is not None:
             try:
                 with hold, pq.ParquetFile(hold.path, memory_map=True, pre_buffer=False,
+                                          metadata=known,
                                           page_checksum_verification=True) as pf:
+                    self._keep(ref.digest, known or pf.metadata)
                     return pf.read_row_group(rg, columns=columns)
             except (OSError, pa.ArrowInvalid):  # the cached copy went bad: read from the root
                 corrupt_shard(self.ctx, ref.digest, dataset, "unreadable", hold.path)
         local = self.ctx.storage.local_path(path)
         if local is not None:
-            with open_shard(self.ctx, local, ref.digest, dataset, verify=True,
+            with open_shard(self.ctx, local, ref.digest, dataset, metadata=known, verify=True,
                             version=version) as pf:
+                self._keep(ref.digest, known or pf.metadata)
                 return self._decode(pf, ref, rg, columns, dataset)
         start = ref.rg_offsets[rg]
         try:
@@ -200,20 +206,33 @@ class RowGroupReader:
 
     def metadata(self, ref: ShardRef) -> pq.FileMetaData:
         """The parsed footer of ``ref``: memory, then the footer cache, then one ranged read."""
-        with self._lock:
-            meta = self._meta.get(ref.digest)
-            if meta is not None:
-                self._meta.move_to_end(ref.digest)
-                return meta
+        meta = self._known(ref.digest)
+        if meta is not None:
+            return meta
         footer = self._footer_bytes(ref)
         f = RangeFile(self.ctx.storage, shard_path(ref.digest), ref.nbytes,
                       {ref.footer_offset: footer})
         meta = pq.ParquetFile(f).metadata
-        with self._lock:
-            self._meta[ref.digest] = meta
-            while len(self._meta) > _META_CACHE:
-                self._meta.popitem(last=False)
+        self._keep(ref.digest, meta)
         return meta
+
+    def _known(self, digest: str) -> pq.FileMetaData | None:
+        with self._lock:
+            meta = self._meta.get(digest)
+            if meta is not None:
+                self._meta.move_to_end(digest)
+            return meta
+
+    def _keep(self, digest: str, meta: pq.FileMetaData) -> None:
+        """Keep ``meta``, the footer of shard ``digest`` (the same bytes whichever copy,
+        cached, in place or remote, it was parsed from: the digest names them)."""
+        with self._lock:
+            if digest not in self._meta:
+                self._meta_bytes += meta.serialized_size
+            self._meta[digest] = meta
+            while len(self._meta) > 1 and (len(self._meta) > _META_CACHE
+                                           or self._meta_bytes > _META_BYTES):
+                self._meta_bytes -= self._meta.popitem(last=False)[1].serialized_size
 
     def _footer_bytes(self, ref: ShardRef) -> bytes:
         size = ref.nbytes - ref.footer_offset
