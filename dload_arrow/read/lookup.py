@@ -102,7 +102,9 @@ class RandomAccess:
         m = self.manifest
         parts = m.key_index_parts
         if m.keys_sorted or not parts:
-            return [self._sorted_target(k) for k in keys]
+            mins = [e.key_min for e in m.shards]
+            rg_mins: dict[int, list[str]] = {}
+            return [self._sorted_target(k, mins, rg_mins) for k in keys]
         out: list[_Target | None] = [None] * len(keys)
         for info in parts:
             todo = [p for p, t in enumerate(out) if t is None]
@@ -113,13 +115,17 @@ class RandomAccess:
                 out[p] = t
         return out
 
-    def _sorted_target(self, key: str) -> _Target | None:
+    def _sorted_target(self, key: str, mins: list[str],
+                       rg_mins: dict[int, list[str]]) -> _Target | None:
+        """Where ``key`` would be (shard ``mins`` and the row groups' ``rg_mins``, filled as
+        shards are met, made once per lookup, not per key)."""
         shards = self.manifest.shards
-        s = bisect.bisect_right([e.key_min for e in shards], key) - 1
+        s = bisect.bisect_right(mins, key) - 1
         if s < 0 or key > shards[s].key_max:
             return None
-        mins = self.manifest.table.column("rg_key_min")[s].as_py()
-        rg = bisect.bisect_right(mins, key) - 1
+        if s not in rg_mins:
+            rg_mins[s] = self.manifest.table.column("rg_key_min")[s].as_py()
+        rg = bisect.bisect_right(rg_mins[s], key) - 1
         return (s, rg, None, key) if rg >= 0 else None
 
     def _indexed_targets(self, info: dict[str, Any], keys: Sequence[str]) -> list[_Target | None]:
@@ -210,20 +216,20 @@ class RandomAccess:
         return combined.take(int64_array(inverse)).cast(schema)
 
     def _offsets(self, table: pa.Table, positions: list[int], targets: list[_Target]) -> list[int]:
-        out = []
-        keycol = None
-        for p in positions:
-            _s, _rg, i, key = targets[p]
-            if i is None:
-                keycol = keycol if keycol is not None else table.column(KEY_COLUMN)
-                # a scalar built from buffers: pa.scalar() would import pandas
-                wanted = string_array([str(key)]).cast(keycol.type)[0]
-                found = pc.index(keycol, wanted).as_py()
-                if found < 0:
-                    raise MissingKeyError(self._missing(str(key)))
-                i = found
-            out.append(i)
-        return out
+        """The rows of ``table`` (one row group) the ``targets`` at ``positions`` name: by
+        offset, or by key, all keys of the row group looked up at once (one pass over its
+        key column, not one per key: 32,000 keys took 4 s that way)."""
+        out = [targets[p][2] for p in positions]
+        todo = [n for n, i in enumerate(out) if i is None]
+        if todo:
+            keycol = table.column(KEY_COLUMN)
+            wanted = string_array([str(targets[positions[n]][3]) for n in todo])
+            found = pc.index_in(wanted.cast(keycol.type), value_set=keycol).to_pylist()
+            for n, f in zip(todo, found, strict=True):
+                if f is None:
+                    raise MissingKeyError(self._missing(str(targets[positions[n]][3])))
+                out[n] = f
+        return [int(i) for i in out if i is not None]
 
     def _filtered_offsets(self, table: pa.Table, positions: list[int],
                           targets: list[_Target]) -> list[int]:
