@@ -186,7 +186,8 @@ def cache_status(ctx: ReadContext, manifests: Iterable[Manifest]) -> CacheStatus
     present = {e.digest: e.bytes for e in entries}
     rows = []
     for m in manifests:
-        unique = {s.digest: s.bytes for s in m.shards}
+        unique = dict(zip(m.table.column("digest").to_pylist(),  # (no ShardEntry per
+                          m.table.column("bytes").to_pylist(), strict=True))  # shard: QA)
         hit = {d: n for d, n in unique.items() if present.get(d) == n}
         rows.append(Residency(m.name, m.version, sum(hit.values()), sum(unique.values()),
                               len(hit), len(unique)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections import OrderedDict
 from pathlib import Path
 
 from dload_arrow.errors import DloadError, IntegrityError, InvalidNameError, NotFoundError
@@ -21,6 +22,11 @@ from dload_arrow.store.names import check_digest, manifest_path
 from dload_arrow.store.removals import gone_hint
 
 __all__ = ["ManifestCache", "corrupt_manifest", "root_id"]
+
+# Parsed manifests kept in memory, least recently used out first past this many bytes of
+# their tables (a process appending 1,000 times kept every parent: 570 MB); the disk copy
+# under the cache dir brings one back.
+MEMORY_BYTES = 256 * 2**20
 
 
 def root_id(storage: Storage) -> str:
@@ -52,7 +58,8 @@ class ManifestCache:
     def __init__(self, storage: Storage, cache_dir: str | os.PathLike[str]) -> None:
         self.storage = storage
         self.folder = Path(cache_dir) / "manifests" / root_id(storage)
-        self._memory: dict[str, Manifest] = {}
+        self._memory: OrderedDict[str, Manifest] = OrderedDict()
+        self._memory_bytes = 0
         self._stored: set[str] = set()  # versions this process saw in the root itself
         self.fetched = 0  # manifests read from the root (tests count these)
 
@@ -62,7 +69,9 @@ class ManifestCache:
         got = self._memory.get(version)
         if got is None:
             got = self._from_disk(version) or self._from_root(name, version)
-            self._memory[version] = got
+            self._keep(version, got)
+        else:
+            self._memory.move_to_end(version)
         if got.name != name:  # checked on every hit: a version id of another dataset
             raise InvalidNameError(
                 f"manifest {version[:12]} asked for as {name!r} names dataset {got.name!r}: "
@@ -70,6 +79,12 @@ class ManifestCache:
                 f"repo.dataset({got.name!r}, {version[:12]!r}))"
             )
         return got
+
+    def _keep(self, version: str, manifest: Manifest) -> None:
+        self._memory[version] = manifest
+        self._memory_bytes += manifest.table.nbytes
+        while len(self._memory) > 1 and self._memory_bytes > MEMORY_BYTES:
+            self._memory_bytes -= self._memory.popitem(last=False)[1].table.nbytes
 
     def check_stored(self, name: str, version: str) -> None:
         """NotFoundError unless the root still stores the manifest of ``version``.
@@ -96,7 +111,9 @@ class ManifestCache:
 
     def forget(self, version: str) -> None:
         """Drop a removed version's copies (memory and disk) on this machine."""
-        self._memory.pop(version, None)
+        gone = self._memory.pop(version, None)
+        if gone is not None:
+            self._memory_bytes -= gone.table.nbytes
         self._stored.discard(version)
         (self.folder / f"{check_digest(version, 'version id')}.arrow").unlink(missing_ok=True)
 
