@@ -154,3 +154,19 @@ def test_the_upload_line_says_when_it_includes_the_key_index(run: RunFn, tmp_pat
             tf.add(src / name, arcname=name)
     out = run("commit", "u", "--from", str(tmp_path / "x.tar")).out
     assert "with the key index" in out
+
+
+def test_init_that_cannot_write_its_file_says_which_and_the_way_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA env53: an unwritable folder gave a bare "[Errno 13] Permission denied: ..."."""
+    plain = runner(capsys)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dload.toml").mkdir()  # no file can be written there
+    err = plain("init", "--project", "--cache-budget", "5GB", rc=1).err
+    assert f"cannot write the project config {tmp_path / 'dload.toml'}" in err
+    assert "use --user" in err and "Errno" not in err
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "afile"))
+    err = plain("init", "--cache-budget", "5GB", rc=1).err
+    assert "cannot write the user config" in err and "use --project" in err

@@ -111,9 +111,15 @@ def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
     text = _set_keys(path, old, updates) if old is not None else "".join(
         [f"# dload settings ({scope}); keys: {', '.join(KEYS)}\n"]
         + [f"{k} = {_toml_string(v)}\n" for k, v in updates.items()])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if text != old:
-        path.write_text(text, encoding="utf-8", newline="")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if text != old:
+            path.write_text(text, encoding="utf-8", newline="")
+    except OSError as e:
+        other = ("--user (your config, ~/.config/dload or $XDG_CONFIG_HOME)" if scope ==
+                 "project" else "--project (./dload.toml), or set XDG_CONFIG_HOME")
+        raise ConfigError(f"cannot write the {scope} config {path}: {e.strerror or e}; run "
+                          f"where you can write it, or use {other}") from e
     # what the file holds now, read back: the report never lists a key the file lacks
     held = {k: redact_url(str(v)) for k, v in tomllib.loads(text).items()}
     kept = {k: v for k, v in held.items() if k not in updates}
