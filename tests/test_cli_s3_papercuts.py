@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,28 @@ def test_status_reports_credentials_and_endpoint_botocore_reads_from_its_config_
     no_endpoint_env.setenv("AWS_PROFILE", "nope")  # a profile that is not there: said so
     text = run("status", "--root", s3_root).out
     assert "credentials: NONE found (The config profile (nope) could not be found)" in text
+
+
+def test_missing_credentials_and_a_missing_endpoint_are_named_with_the_fix(
+        s3_root: str, run: RunFn, tmp_path: Path, no_endpoint_env: pytest.MonkeyPatch) -> None:
+    """QA env53: "listing 'datasets/' ... failed: Unable to locate credentials", no fix said
+    (refused credentials had one); and AWS unreachable from an offline node, no endpoint set."""
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE",
+                "AWS_SESSION_TOKEN"):
+        no_endpoint_env.delenv(var, raising=False)
+    no_endpoint_env.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    no_endpoint_env.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    done = subprocess.run([sys.executable, "-m", "dload_arrow.cli", "ls", "--root", s3_root],
+                          capture_output=True, text=True, timeout=120)  # (no cached client)
+    err = done.stderr
+    assert done.returncode == 1 and "Unable to locate credentials" in err
+    assert "no credentials were found: set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY" in err
+
+    from botocore.exceptions import EndpointConnectionError
+
+    from dload_arrow.storage.s3_root import NO_ENDPOINT, failure_hint
+    offline = EndpointConnectionError(endpoint_url="https://bkt.s3.amazonaws.com/")
+    wrapped = OSError(str(offline))
+    wrapped.__cause__ = offline
+    assert failure_hint(wrapped, endpoint_set=False) == NO_ENDPOINT
+    assert failure_hint(wrapped, endpoint_set=True) == ""

@@ -14,9 +14,9 @@ from typing import Any
 
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath, redact_text, redact_url
-from dload_arrow.storage.s3_conditional import lost_race, refused_credentials, refused_write
+from dload_arrow.storage.s3_conditional import lost_race, refused_write
 from dload_arrow.storage.s3_get import s3_download, s3_get_object
-from dload_arrow.storage.s3_root import REFUSED_CREDENTIALS, check_s3_url, missing_bucket
+from dload_arrow.storage.s3_root import check_s3_url, failure_hint, missing_bucket
 from dload_arrow.storage.shared_fs import forget_inherited, s3_filesystem
 
 __all__ = ["FsspecStorage"]
@@ -98,8 +98,8 @@ class FsspecStorage:
         text = said.lower()
         failed = StorageError(f"{what} {path!r} under {redact_url(self.url)} failed: {said}")
         if not isinstance(e, FileNotFoundError):
-            return StorageError(f"{failed}; {REFUSED_CREDENTIALS}") if refused_credentials(
-                e) else failed
+            hint = failure_hint(e, bool(self._options.get("endpoint_url")))
+            return StorageError(f"{failed}; {hint}") if hint else failed
         bucket_gone = "nosuchbucket" in text or "bucket does not exist" in text
         # a 404 on a write is about where it goes: no bucket, or an endpoint that is not S3
         if self.protocol in ("s3", "s3a") and (bucket_gone or what in _WRITES):

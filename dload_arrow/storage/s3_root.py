@@ -14,11 +14,37 @@ from typing import Any
 
 from dload_arrow.errors import ConfigError, StorageError
 
-__all__ = ["REFUSED_CREDENTIALS", "check_s3_url", "missing_bucket"]
+__all__ = ["REFUSED_CREDENTIALS", "check_s3_url", "failure_hint", "missing_bucket"]
 
 REFUSED_CREDENTIALS = ("the storage refused these credentials: check them (AWS_ACCESS_KEY_ID / "
                        "AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ~/.aws) and their permission on the "
                        "bucket")
+
+NO_CREDENTIALS = ("no credentials were found: set AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, "
+                  "AWS_PROFILE or ~/.aws/credentials (`dload status` shows what is found)")
+NO_ENDPOINT = ("no endpoint_url is set, so AWS S3 itself was asked: for R2, MinIO, SeaweedFS "
+               "or another S3-compatible server set DLOAD_ENDPOINT_URL or endpoint_url")
+
+
+def failure_hint(error: BaseException, endpoint_set: bool) -> str:
+    """How to fix a failed request to an S3 root, when its error says: credentials refused,
+    none found, or AWS unreachable where no endpoint was set (an offline node); else ""."""
+    from dload_arrow.storage.s3_conditional import refused_credentials
+
+    if refused_credentials(error):
+        return REFUSED_CREDENTIALS
+    chain: list[str] = []
+    e: BaseException | None = error  # s3fs and aiobotocore wrap botocore's errors
+    while e is not None and len(chain) < 8:
+        chain.append(type(e).__name__)
+        e = e.__cause__ or e.__context__
+    if "NoCredentialsError" in chain or "Unable to locate credentials" in str(error):
+        return NO_CREDENTIALS
+    if not endpoint_set and "amazonaws.com" in str(error) and (
+            "EndpointConnectionError" in chain or "Could not connect" in str(error)):
+        return NO_ENDPOINT
+    return ""
+
 
 # S3's rules for bucket names (the strict ones that AWS, R2, MinIO and SeaweedFS share).
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
