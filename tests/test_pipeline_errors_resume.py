@@ -276,3 +276,62 @@ def test_a_sources_error_keeps_its_own_cause() -> None:
         with pytest.raises(RuntimeError) as err:
             list(dl.from_iterable(src))
         assert isinstance(err.value.__cause__, Root)  # (from None had dropped it)
+
+
+def test_a_ctrl_c_while_a_read_chunk_becomes_rows_hands_none_of_it_out_and_loses_none(
+        repo: dl.Repository, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 53: the interrupt landed after the read, in the chunk's conversion to rows
+    (row_dicts): 1,024 rows were never handed out, going on or resumed from state_dict()."""
+    import dload_arrow.pipeline.chunks as chunks
+
+    repo.commit("d", ((f"k{i:05d}", {"x": i}) for i in range(5000)), progress=False)
+    ds = repo.dataset("d")
+    every = [r["x"] for r in ds.shuffle(seed=1)]
+    real, calls = chunks.row_dicts, [0]
+
+    def row_dicts(batch: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 2:
+            raise KeyboardInterrupt
+        return real(batch)
+
+    monkeypatch.setattr(chunks, "row_dicts", row_dicts)
+    pipe = ds.shuffle(seed=1)
+    it, got = iter(pipe), []
+    with pytest.raises(KeyboardInterrupt):
+        for r in it:
+            got.append(r["x"])
+    state = pipe.state_dict()
+    rest = [r["x"] for r in it]
+    assert got + rest == every
+    again = ds.shuffle(seed=1)
+    again.load_state_dict(state)
+    assert got + [r["x"] for r in again] == every
+
+
+def test_a_ctrl_c_while_a_window_thread_starts_leaves_the_iterator_usable(
+        repo: dl.Repository, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Review 53: interrupted inside Thread.start of a shuffle's window thread, going on reset
+    the old nodes under that thread: "generator already executing" on every next()."""
+    import os
+    import threading
+
+    repo.commit("d", ((f"k{i:05d}", {"x": i, "p": os.urandom(200)}) for i in range(3000)),
+                row_group_size="8KiB", shard_size="128KiB", progress=False)
+    ds = repo.dataset("d")
+    every = [r["x"] for r in ds.shuffle(500, seed=1)]
+    real_start, fired = threading.Thread.start, []
+
+    def start(self: threading.Thread) -> None:
+        real_start(self)
+        if self.name.startswith("dload-window") and not fired:
+            fired.append(1)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    it, got = iter(ds.shuffle(500, seed=1)), []
+    with pytest.raises(KeyboardInterrupt):
+        for r in it:
+            got.append(r["x"])
+    got += [r["x"] for r in it]
+    assert fired and got == every

@@ -36,11 +36,7 @@ class PipelineIterator(Iterator[Any]):
         self.chunks = chunks
         self.generation = pipe._generation + 1  # the pipeline's once this iteration starts
         self._from = cursor
-        with sharing_budget(sources_at_once(pipe)):  # the sources' windows split the budget
-            self.node = pipe._build(epoch)
-        if not chunks:
-            self.node.prefer_items()
-        self.cursor = ItemCursor(self.node)
+        self._make_nodes()
         try:
             self.cursor.reset(cursor)
         except (KeyError, IndexError, TypeError, ValueError) as e:
@@ -66,7 +62,15 @@ class PipelineIterator(Iterator[Any]):
         self._taken = 0  # items of the last chunk handed out whole (iter_chunks)
         self.replaced = False  # a newer iteration of the pipeline ended this one
         self._interrupted: State | None = None  # the cursor to go on from after a Ctrl-C
+        self._resume: State | None = None  # the cursor before the chunk being read
         self._busy = False  # a thread is in _pull
+
+    def _make_nodes(self) -> None:
+        with sharing_budget(sources_at_once(self.pipe)):  # the sources' windows split it
+            self.node = self.pipe._build(self.epoch)
+        if not self.chunks:
+            self.node.prefer_items()
+        self.cursor = ItemCursor(self.node)
 
     def __iter__(self) -> PipelineIterator:
         return self
@@ -80,7 +84,12 @@ class PipelineIterator(Iterator[Any]):
         if self.chunks:
             return self._pull()
         while True:  # an empty chunk (a filter kept nothing) is skipped
-            self._items = items = chunk_items(self._pull())
+            chunk = self._pull()
+            try:
+                self._items = items = chunk_items(chunk)
+            except BaseException:  # (a Ctrl-C in the rows' conversion) none handed out
+                self._interrupted = self._resume
+                raise
             if items:
                 self._k = 1
                 return items[0]
@@ -104,10 +113,13 @@ class PipelineIterator(Iterator[Any]):
         if self.replaced:
             self._close_quietly()
             raise self._replaced_error()
-        if self._interrupted is not None:  # read again from what was handed out
+        if self._interrupted is not None:  # read again from what was handed out, with
+            old = self.cursor  # new nodes: the old may be anywhere (a generator the Ctrl-C
+            self._make_nodes()  # went through is over, a thread half started)
+            closer.hand_off(old)
             self.cursor.reset(self._interrupted)
             self._interrupted = None
-        resume = self.cursor.get_state()  # everything before it handed out
+        self._resume = self.cursor.get_state()  # everything before it handed out
         try:
             got = self.cursor.take_with_state(1 << 62)
         except Exception as e:  # closed under it by another thread's iter()
@@ -115,8 +127,8 @@ class PipelineIterator(Iterator[Any]):
                 self._close_quietly()
                 raise self._replaced_error() from e
             raise
-        except BaseException:  # Ctrl-C mid-read: the nodes may be anywhere (a generator
-            self._interrupted = resume  # it went through is over), so going on re-reads
+        except BaseException:  # a Ctrl-C mid-read: going on reads again from before it
+            self._interrupted = self._resume
             raise
         if got is None:
             self._finished = True
@@ -158,8 +170,9 @@ class PipelineIterator(Iterator[Any]):
         with suppress(Exception):
             if self.pipe._fp is not None and self.pipe._generation == self.generation:
                 base = self._base
-                cur = self._from if base is None else {BEFORE: base[BEFORE], OFFSET: base[
-                    OFFSET] + min(self._k, len(self._items)) + self._taken}
+                cur = self._interrupted or (self._from if base is None else {
+                    BEFORE: base[BEFORE],
+                    OFFSET: base[OFFSET] + min(self._k, len(self._items)) + self._taken})
                 self.pipe._ended = {EPOCH: self.epoch, CURSOR: cur, FINGERPRINT: self.pipe._fp[:16]}
         with suppress(Exception):
             closer.hand_off(self.cursor)
