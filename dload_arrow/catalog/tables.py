@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.arrays import typed_array
+from dload_arrow.arrays import int64_array, typed_array
 from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, user_stacklevel
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
@@ -253,9 +253,9 @@ def shard_table(name: str, vid: str, m: Manifest) -> pa.Table:
     (a dict per shard made 1,000 appended versions, 500,000 rows, take 7 s and 0.9 GB)."""
     t, schema = m.table, RAW_SCHEMAS["dload_raw_shards"]
     n = t.num_rows
-    same = pa.array(np.zeros(n, dtype=np.int32))
+    same = int64_array(np.zeros(n, dtype=np.int64))  # (pa.array() would import pandas)
     cols = [typed_array([name], pa.string()).take(same), typed_array([vid], pa.string()).take(
-        same), pa.array(np.arange(n, dtype=np.int32))]
+        same), int64_array(np.arange(n, dtype=np.int64))]
     cols += [t.column(c).combine_chunks() for c in ("digest", "bytes", "rows", "row_offset")]
     cols.append(pc.list_value_length(t.column("rg_rows").combine_chunks()))
     cols += [t.column(c).combine_chunks() for c in ("key_min", "key_max")]

@@ -24,6 +24,7 @@ from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
 from dload_arrow.torch.cursor import Cursor, deal_of, rank_length, stream_share, supersede
+from dload_arrow.torch.guarded import Guarded
 from dload_arrow.torch.ranks import local_world_size, resolve_rank
 from dload_arrow.torch.source import (
     as_source,
@@ -239,7 +240,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         info = torch.utils.data.get_worker_info()
         self._deal(self._next if info is None else self._control.plan,
                    0 if info is None else info.num_workers)
-        return self._iterate(info)
+        return Guarded(self._iterate(info), "torch dataset")
 
     def _iterate(self, info: Any) -> Iterator[Any]:
         worker, workers = (0, 0) if info is None else (info.id, info.num_workers)

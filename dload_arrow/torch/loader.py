@@ -16,6 +16,7 @@ import torch.utils.data
 from dload_arrow.args import check_count
 from dload_arrow.errors import ConfigError
 from dload_arrow.torch.dataset import StreamDataset
+from dload_arrow.torch.guarded import Guarded
 
 __all__ = ["StatefulLoader"]
 
@@ -68,6 +69,9 @@ class StatefulLoader:
         return len(self.dataset)
 
     def __iter__(self) -> Iterator[Any]:
+        return Guarded(self._iterate(), "StatefulLoader")
+
+    def _iterate(self) -> Iterator[Any]:
         if self.num_workers == 0:
             # The dataset iterates in this process and counts what it hands out itself.
             yield from self.loader
