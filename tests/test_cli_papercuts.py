@@ -257,3 +257,15 @@ def test_a_file_as_root_names_where_the_setting_came_from(
     r = run("status", rc=1)
     assert f"(the root from {tmp_path / 'dload.toml'})" in r.err
     assert f"{tmp_path / 'notadir'}" in r.out  # the table, before the error
+
+
+def test_status_reports_a_cache_dir_not_made_yet_without_making_it(
+        tmp_path: Path, run: RunFn) -> None:
+    """QA env53: `dload status` (and `cache status`) created the cache dir it reported on, so
+    a mistyped cache_dir got a new cache (CACHEDIR.TAG, shards/)."""
+    typo = tmp_path / "typo-cahce"
+    for args in (["status"], ["cache", "status"]):
+        got = run(*args, "--root", str(tmp_path / "r"), "--cache-dir", str(typo), "--json")
+        cache = got.json["cache"] if args == ["status"] else got.json
+        assert cache["used_bytes"] == 0 and cache["shards"] == 0
+    assert not typo.exists()

@@ -76,10 +76,11 @@ class CacheBudget(CacheSpace):
     """
 
     def __init__(self, cache_dir: str, budget: str | int = "auto", *,
-                 wait_timeout: float | None = None) -> None:
+                 wait_timeout: float | None = None, report: bool = False) -> None:
         super().__init__(cache_dir)
-        claim_cache_dir(self.dir)  # never evict in a root or any other directory's shards/
-        os.makedirs(os.path.join(self.dir, "shards"), exist_ok=True)
+        if not (report and not os.path.lexists(self.dir)):  # a report makes no cache dir
+            claim_cache_dir(self.dir)  # never evict in a root or another directory's shards/
+            os.makedirs(os.path.join(self.dir, "shards"), exist_ok=True)
         self.wait_timeout = wait_seconds() if wait_timeout is None else wait_timeout
         self.budget_text = str(budget)
         self._tlock = threading.Lock()

@@ -48,8 +48,8 @@ class ReadContext:
 
         self._check_not_in_root()
         try:
-            if not trim:
-                return Cache(self.cache_dir, self.cache_budget)
+            if not trim:  # a status report: evicts nothing, makes no cache dir
+                return Cache(self.cache_dir, self.cache_budget, report=True)
             return Cache.shared(self.cache_dir, self.cache_budget)
         except OSError as e:
             if isinstance(e, DloadError):  # already says what failed (a lock timeout, ...)
