@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
+import weakref
 from collections import OrderedDict
 from pathlib import Path
 
@@ -60,18 +62,31 @@ class ManifestCache:
         self.folder = Path(cache_dir) / "manifests" / root_id(storage)
         self._memory: OrderedDict[str, Manifest] = OrderedDict()
         self._memory_bytes = 0
+        self._lock = threading.Lock()
+        _CACHES.add(self)
         self._stored: set[str] = set()  # versions this process saw in the root itself
         self.fetched = 0  # manifests read from the root (tests count these)
+
+    def __getstate__(self) -> dict[str, object]:  # (a Repository pickles into workers)
+        state = dict(self.__dict__)
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        _CACHES.add(self)
 
     def get(self, name: str, version: str) -> Manifest:
         """The validated manifest ``version`` of dataset ``name``."""
         check_digest(version, "version id")
-        got = self._memory.get(version)
+        with self._lock:
+            got = self._memory.get(version)
+            if got is not None:
+                self._memory.move_to_end(version)
         if got is None:
             got = self._from_disk(version) or self._from_root(name, version)
             self._keep(version, got)
-        else:
-            self._memory.move_to_end(version)
         if got.name != name:  # checked on every hit: a version id of another dataset
             raise InvalidNameError(
                 f"manifest {version[:12]} asked for as {name!r} names dataset {got.name!r}: "
@@ -81,10 +96,14 @@ class ManifestCache:
         return got
 
     def _keep(self, version: str, manifest: Manifest) -> None:
-        self._memory[version] = manifest
-        self._memory_bytes += manifest.table.nbytes
-        while len(self._memory) > 1 and self._memory_bytes > MEMORY_BYTES:
-            self._memory_bytes -= self._memory.popitem(last=False)[1].table.nbytes
+        with self._lock:  # (threads load manifests at once: the catalog's pool)
+            old = self._memory.pop(version, None)
+            if old is not None:
+                self._memory_bytes -= old.table.nbytes
+            self._memory[version] = manifest
+            self._memory_bytes += manifest.table.nbytes
+            while len(self._memory) > 1 and self._memory_bytes > MEMORY_BYTES:
+                self._memory_bytes -= self._memory.popitem(last=False)[1].table.nbytes
 
     def check_stored(self, name: str, version: str) -> None:
         """NotFoundError unless the root still stores the manifest of ``version``.
@@ -111,9 +130,10 @@ class ManifestCache:
 
     def forget(self, version: str) -> None:
         """Drop a removed version's copies (memory and disk) on this machine."""
-        gone = self._memory.pop(version, None)
-        if gone is not None:
-            self._memory_bytes -= gone.table.nbytes
+        with self._lock:
+            gone = self._memory.pop(version, None)
+            if gone is not None:
+                self._memory_bytes -= gone.table.nbytes
         self._stored.discard(version)
         (self.folder / f"{check_digest(version, 'version id')}.arrow").unlink(missing_ok=True)
 
@@ -155,3 +175,16 @@ class ManifestCache:
             # A read-only or full cache only costs a re-fetch next time.
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
+
+
+# A fork while another thread holds a cache's lock would leave the child's copy held forever
+# (DataLoader workers are forked from a training process that reads).
+_CACHES: weakref.WeakSet[ManifestCache] = weakref.WeakSet()
+
+
+def _after_fork() -> None:
+    for cache in list(_CACHES):
+        cache._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
