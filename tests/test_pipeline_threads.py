@@ -5,6 +5,7 @@ second thread is refused while the first reads a chunk, and the first loses noth
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
@@ -57,3 +58,36 @@ def test_threads_taking_turns_on_one_shuffled_iterator_get_every_row_once(
     for t in threads:
         t.join()
     assert sorted(got) == list(range(3000))
+
+
+@pytest.mark.parametrize("reader", ["batches", "samples"])
+def test_a_dataset_read_an_error_ended_refuses_to_go_on(
+        repo: Repository, monkeypatch: pytest.MonkeyPatch, reader: str) -> None:
+    """Review 53: `for b in ds.batches()` is a generator, which a Ctrl-C inside the read ends:
+    going on with it ended the epoch early without a word (up to the whole epoch lost). Its
+    next item now says so; a new read gives every row."""
+    import dload_arrow.read.reader as reader_module
+
+    repo.commit("d", ((f"k{i:05d}", {"x": i}) for i in range(3000)), row_group_size="4KiB",
+                progress=False)
+    ds = repo.dataset("d")
+    every = [s["x"] for s in ds.samples()]
+    real = reader_module.iter_units
+
+    def interrupted(*args: Any, **kw: Any) -> Any:
+        for n, batch in enumerate(real(*args, **kw)):
+            if n == 2:
+                raise KeyboardInterrupt
+            yield batch
+
+    monkeypatch.setattr(reader_module, "iter_units", interrupted)
+    it = iter(getattr(ds, reader)())
+    got = []
+    with pytest.raises(KeyboardInterrupt):
+        for item in it:
+            got.append(item)
+    with pytest.raises(ConfigError, match=rf"this ds\.{reader}\(\) iteration ended with "
+                       r"KeyboardInterrupt after \d+ item.*itertools\.islice"):
+        next(it)
+    monkeypatch.setattr(reader_module, "iter_units", real)
+    assert [s["x"] for s in ds.samples()] == every

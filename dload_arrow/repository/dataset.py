@@ -110,20 +110,24 @@ class Dataset(VersionFields, PipelineShortcuts):
         ``views=True``: binary and string columns as view types, as ``pipeline(views=True)``.
         Raises InfeasiblePlanError before any I/O when the plan cannot fit the cache.
         """
+        from dload_arrow.pipeline.guarded import RESTART, Guarded
         from dload_arrow.pipeline.views import as_views
         from dload_arrow.read.reader import iter_units
 
         check_bool("batches", "views", views)
         it = iter_units(self.context, self.manifest, self.read_units(), columns=columns,
                         predicate=self.predicate, prefetch=prefetch)
-        return ((as_views(b) if views else b) for b in it if b.num_rows)
+        return Guarded(((as_views(b) if views else b) for b in it if b.num_rows),
+                       "ds.batches()", RESTART)
 
     def samples(self, columns: Sequence[str] | None = None, *,
                 prefetch: int | None = None) -> Iterator[dict[str, Any]]:
         """Per-sample dicts with ``__key__``; tensors as shaped numpy arrays, blobs as bytes."""
+        from dload_arrow.pipeline.guarded import RESTART, Guarded
         from dload_arrow.read.samples import iter_samples
 
-        return iter_samples(self.batches(columns, prefetch=prefetch))
+        return Guarded(iter_samples(self.batches(columns, prefetch=prefetch)), "ds.samples()",
+                       RESTART)
 
     @cached_property
     def _random_access(self) -> RandomAccess:

@@ -19,12 +19,12 @@ import torch
 import torch.utils.data
 
 from dload_arrow.errors import ConfigError
+from dload_arrow.pipeline.guarded import Guarded
 from dload_arrow.pipeline.node import check_count
 from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
 from dload_arrow.torch.cursor import Cursor, deal_of, rank_length, stream_share, supersede
-from dload_arrow.torch.guarded import Guarded
 from dload_arrow.torch.ranks import local_world_size, resolve_rank
 from dload_arrow.torch.source import (
     as_source,

@@ -15,8 +15,8 @@ import torch.utils.data
 
 from dload_arrow.args import check_count
 from dload_arrow.errors import ConfigError
+from dload_arrow.pipeline.guarded import Guarded
 from dload_arrow.torch.dataset import StreamDataset
-from dload_arrow.torch.guarded import Guarded
 
 __all__ = ["StatefulLoader"]
 
