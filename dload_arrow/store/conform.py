@@ -199,9 +199,9 @@ def _raw_tensor_bytes(name: str, col: pa.Array, want: pa.DataType) -> str:
     t = col.type
     if not ((pa.types.is_binary(t) or pa.types.is_large_binary(t)
              or pa.types.is_fixed_size_binary(t))
-            and tensor_layout.packable(pa.schema([("t", want)]))):
+            and tensor_layout.packable_type(want)):
         return ""
-    width = want.list_size * want.value_type.bit_width // 8
+    width = tensor_layout.tensor_width(want)
     if pc.all(pc.equal(pc.binary_length(col), width)).as_py() is not True:
         return ""
     item = _POLARS_NAMES.get(str(want.value_type), str(want.value_type).capitalize())

@@ -26,16 +26,17 @@ from typing import TypeVar
 
 import pyarrow as pa
 
-__all__ = ["LAYOUT_KEY", "has_null_items", "packable", "packed_names", "restore",
-           "restore_array", "restored_reader", "restored_schema", "statistics_columns",
-           "stored_schema", "to_stored"]
+__all__ = ["LAYOUT_KEY", "has_null_items", "packable", "packable_type", "packed_names",
+           "restore", "restore_array", "restored_reader", "restored_schema",
+           "statistics_columns", "stored_schema", "tensor_width", "to_stored"]
 
 LAYOUT_KEY = b"dload.layout"
 
 _Data = TypeVar("_Data", pa.Table, pa.RecordBatch)
 
 
-def _packable_type(typ: pa.DataType) -> bool:
+def packable_type(typ: pa.DataType) -> bool:
+    """Whether a column of type ``typ`` is a tensor a shard may store as bytes."""
     if not pa.types.is_fixed_size_list(typ):
         return False
     item = typ.value_type
@@ -45,7 +46,7 @@ def _packable_type(typ: pa.DataType) -> bool:
 
 def packable(schema: pa.Schema) -> list[str]:
     """The names of ``schema``'s tensor columns a shard may store as bytes."""
-    return [f.name for f in schema if _packable_type(f.type)]
+    return [f.name for f in schema if packable_type(f.type)]
 
 
 def has_null_items(column: pa.ChunkedArray | pa.Array) -> bool:
@@ -54,7 +55,7 @@ def has_null_items(column: pa.ChunkedArray | pa.Array) -> bool:
     return any(chunk.values.null_count and chunk.flatten().null_count for chunk in chunks)
 
 
-def _width(typ: pa.DataType) -> int:
+def tensor_width(typ: pa.DataType) -> int:
     """Bytes of one tensor of the fixed-size list type ``typ``."""
     return int(typ.list_size * typ.value_type.bit_width // 8)
 
@@ -64,7 +65,7 @@ def _mark(field: pa.Field) -> pa.Field:
     note = json.dumps({"type": str(item.type), "name": item.name, "nullable": item.nullable})
     meta = dict(field.metadata or {})
     meta[LAYOUT_KEY] = note.encode()
-    return pa.field(field.name, pa.binary(_width(field.type)), field.nullable, meta)
+    return pa.field(field.name, pa.binary(tensor_width(field.type)), field.nullable, meta)
 
 
 def _unmarked(field: pa.Field) -> pa.Field:
@@ -102,7 +103,7 @@ def _pack(arr: pa.Array, typ: pa.DataType) -> pa.Array:
     child = arr.values  # the whole child: a sliced list keeps its offset on itself
     start = child.offset * typ.value_type.bit_width // 8
     data = child.buffers()[1].slice(start)
-    return pa.Array.from_buffers(pa.binary(_width(typ)), len(arr), [arr.buffers()[0], data],
+    return pa.Array.from_buffers(pa.binary(tensor_width(typ)), len(arr), [arr.buffers()[0], data],
                                  arr.null_count, arr.offset)
 
 
@@ -130,7 +131,7 @@ def restore_array(arr: pa.Array, typ: pa.DataType) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         return pa.chunked_array([restore_array(c, typ) for c in arr.chunks], typ)
     if not pa.types.is_fixed_size_binary(arr.type):  # DuckDB hands BLOBs as variable binary
-        arr = arr.cast(pa.binary(_width(typ)))
+        arr = arr.cast(pa.binary(tensor_width(typ)))
     items = (arr.offset + len(arr)) * typ.list_size
     child = pa.Array.from_buffers(typ.value_type, items, [None, arr.buffers()[1]])
     return pa.Array.from_buffers(typ, len(arr), [arr.buffers()[0]], arr.null_count,
