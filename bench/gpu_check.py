@@ -107,6 +107,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--device", default="cuda", help="cpu: a smoke run of this script")
+    ap.add_argument("--workers", default="0,4", help="worker counts to run, comma-separated")
     args = ap.parse_args()
     device = args.device
     if device.startswith("cuda") and not torch.cuda.is_available():
@@ -120,7 +121,7 @@ def main() -> None:
         timed = gpu_step(args.step_ms, device)
         steps = {"none": None, f"{args.step_ms:g} ms": timed}
         cells = []
-        for workers in (0, 4):
+        for workers in (int(w) for w in args.workers.split(",")):
             for pin in (False, True):
                 for move in ("host", "blocking", "to_device"):
                     for step_name, step in steps.items():
