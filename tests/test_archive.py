@@ -143,7 +143,8 @@ def test_corrupt_archives_name_the_entry(tmp_path: Path) -> None:
     for suffix in (".tar.gz", ".tar.zst", ".tar"):
         t = write_tar(tmp_path / f"c{suffix}", noisy)
         t.write_bytes(t.read_bytes()[: int(t.stat().st_size * 0.8)])
-        cut = r"(is corrupt|gzip stream ends before its end marker,) in or after entry 's/00"
+        cut = (r"(is corrupt|gzip stream ends before its end marker,|zstd stream ends inside a "
+               r"frame,) in or after entry 's/00")
         with pytest.raises(IntegrityError, match=cut):
             open_archive(str(t)).keys()
     # cut exactly after a member's data: tarfile alone would end quietly there

@@ -17,7 +17,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, cast
 
 from dload_arrow.errors import ConfigError, IntegrityError, user_stacklevel
 from dload_arrow.ingest.columns import column_kind
@@ -26,6 +26,7 @@ from dload_arrow.ingest.kinds import compressed_table
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.ingest.source import SampleSource
 from dload_arrow.ingest.tar_stream import BLOCK, Tail, drains, errors, is_header, zstd_unchecked
+from dload_arrow.ingest.zstd_frames import FrameCheck, ZstdTruncated
 
 __all__ = ["TarSource"]
 
@@ -80,8 +81,9 @@ class TarSource(SampleSource):
             # Up to a 2 GiB window (`zstd --long=31`): the default refuses frames written with
             # --long=28 or more ("too much memory"), which are valid archives. The decoder
             # allocates the window a frame asks for, not more.
+            # FrameCheck: the decoder ends quietly on a file cut inside a frame's checksum
             stream = zstandard.ZstdDecompressor(max_window_size=_MAX_WINDOW).stream_reader(
-                raw, read_size=BLOCK)
+                cast("IO[bytes]", FrameCheck(raw)), read_size=BLOCK)
         elif self.compression == "gz":  # GzipFile checks the CRC and length at the end
             stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
         tail = Tail(stream)
@@ -156,6 +158,11 @@ class TarSource(SampleSource):
                         f"files (e.g. `tar -czf data.tar.gz DIR`), or the folder of the "
                         "decompressed files")
         where = f"in or after entry {last!r}" if last else "at its first entry"
+        if isinstance(e, ZstdTruncated):  # cut inside a frame, maybe only in its checksum
+            where = f", in or after entry {last!r}" if last else ""
+            return (f"{self.location} is truncated: its zstd stream ends inside a frame{where}"
+                    f" ({e}), so the end of its data or the checksum that proves it is "
+                    f"missing (a failed download or copy?); {fix}")
         if isinstance(e, EOFError) and self.compression == "gz":  # gzip's own end is missing
             where = f", in or after entry {last!r}" if last else ""
             return (f"{self.location} is truncated: its gzip stream ends before its end marker"
