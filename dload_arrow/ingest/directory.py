@@ -92,7 +92,12 @@ class DirectorySource(SampleSource):
                 if os.path.islink(full):
                     self._skipped.append((name, "symbolic link (not followed)"))
                     continue
-                st = os.stat(full)
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError as e:  # listed, then removed
+                    raise self._changed(full, e) from e
+                except OSError as e:  # a folder that lists but cannot be entered (r, no x)
+                    self._unreadable(OSError(e.errno, e.strerror, dirpath))
                 if not os.path.isfile(full):
                     self._skipped.append((name, "not a regular file"))
                     continue
@@ -123,14 +128,17 @@ class DirectorySource(SampleSource):
                       f"(e.g. `chmod -R u+rX {where}`), move it out of the folder, or leave it "
                       "out with --exclude (exclude= in Python)") from e
 
+    def _changed(self, path: str, e: OSError) -> OSError:
+        return type(e)(e.errno, f"{path!r} was listed, then removed before it was read "
+                       f"({e.strerror}): the folder {self.location!r} changed during the "
+                       "commit; commit again once it stops changing")
+
     def _read(self, entry: Entry) -> bytes:
         try:
             with open(entry.ref, "rb") as f:
                 return f.read()
         except FileNotFoundError as e:
-            raise type(e)(e.errno, f"{entry.ref!r} was listed, then removed before it was read "
-                          f"({e.strerror}): the folder {self.location!r} changed during the "
-                          "commit; commit again once it stops changing") from e
+            raise self._changed(entry.ref, e) from e
         except OSError as e:
             raise type(e)(e.errno, f"cannot read {entry.ref!r} in {self.location!r} "
                           f"({e.strerror}): make it readable (e.g. `chmod u+r "

@@ -7,6 +7,7 @@ UTF-8, tensors as ``.npy``, numbers as text, anything else (lists, structs) as J
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.errors import SchemaError, UnsafePathError
+from dload_arrow.errors import InvalidNameError, SchemaError, StorageError, UnsafePathError
 from dload_arrow.ingest.grouping import check_entry_name
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import field_shape
@@ -65,6 +66,43 @@ def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
 
 
+def _name_max(root: str) -> int:
+    """The longest file name (bytes) the filesystem under ``root`` (or its nearest existing
+    parent) takes; 255, the common limit, where it cannot say."""
+    probe = root
+    while not os.path.isdir(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    try:
+        return os.pathconf(probe, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def _check_length(key: str, column: str, root: str) -> None:
+    limit = _name_max(root)
+    for part in f"{key}.{column}".split("/"):
+        size = len(os.fsencode(part))
+        if size > limit:
+            raise InvalidNameError(
+                f"sample {key!r} column {column!r}: the file name {part[:40]!r}... is {size} "
+                f"bytes, longer than the filesystem under {root} allows ({limit}); nothing was "
+                "written. Read this sample with ds.get() or ds.to_arrow() instead")
+
+
+def _write(path: str, data: bytes, dest: str) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UnsafePathError(
+                f"{path} is a symbolic link, which export does not write through (it could "
+                f"lead outside {dest}): remove it, or export to an empty folder") from None
+        raise StorageError(f"cannot write {path}: {e.strerror or e}") from e
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
 def write_sample_files(
     sample: dict[str, Any], dest: str | os.PathLike[str], schema: pa.Schema | None = None
 ) -> list[str]:
@@ -73,7 +111,11 @@ def write_sample_files(
     Raises:
         UnsafePathError: the key or a column name would place a file outside ``dest`` (an
             absolute key, ``..``, a separator in a column name, or a symlink inside ``dest``
-            pointing out of it). Nothing is written in that case.
+            pointing out of it), or the file to write is a symbolic link. Nothing is written
+            in the first cases.
+        InvalidNameError: a file name longer than the filesystem allows (nothing written).
+        StorageError: a file or folder cannot be written (permissions, space, a file where
+            a folder must go), naming it.
     """
     key = str(sample[KEY_COLUMN])
     rel_key = check_entry_name(key, f"sample {key!r}")
@@ -87,6 +129,7 @@ def write_sample_files(
         if "/" in column or "\\" in column or column in (".", "..") or "\x00" in column:
             raise UnsafePathError(f"column name {column!r} cannot be a file extension")
         field = schema.field(column) if schema is not None and column in schema.names else None
+        _check_length(key, column, root)
         path = os.path.join(root, *f"{key}.{column}".split("/"))
         if not _inside(os.path.abspath(path), root):
             raise UnsafePathError(f"sample {key!r} column {column!r} would be written outside "
@@ -103,12 +146,12 @@ def write_sample_files(
     written = []
     for path, data in plan:
         parent = os.path.dirname(path)
-        os.makedirs(parent, exist_ok=True)
+        try:
+            os.makedirs(parent, exist_ok=True)
+        except OSError as e:  # a file where a folder must go, no space, read-only, ...
+            raise StorageError(f"cannot create the folder {parent}: {e.strerror or e}") from e
         if not _inside(os.path.realpath(parent), root):
             raise UnsafePathError(f"{parent} leads outside {dest} through a symbolic link")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags, 0o644)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        _write(path, data, os.fspath(dest))
         written.append(path)
     return written
