@@ -99,3 +99,30 @@ def test_a_folder_that_lists_but_cannot_be_entered_says_how_to_fix(tmp_path: Pat
         f"'{data}' (Permission denied); its files would be left out: make it readable (e.g. "
         f"`chmod -R u+rX {data / 'noexec'}`), move it out of the folder, or leave it out with "
         "--exclude (exclude= in Python)"), r.stderr
+
+
+def test_an_archive_of_archives_is_refused_under_auto_with_the_way_on(
+        tmp_path: Path, local_root: str) -> None:
+    inner = io.BytesIO()
+    with tarfile.open(fileobj=inner, mode="w") as t:
+        ti = tarfile.TarInfo("n01/img1.jpg")
+        ti.size = 3
+        t.addfile(ti, io.BytesIO(b"jpg"))
+    train = _tar(tmp_path / "train.tar", {"n01440764.tar": inner.getvalue(),
+                                          "n01443537.tar.gz": b"x", "extra.jpg": b"no"})
+    base = ["--root", local_root]
+    r = dload("commit", "train", "--from", str(train), *base, cwd=tmp_path)  # not only archives
+    assert "3 rows" in r.out
+    train = _tar(tmp_path / "train.tar", {"n01440764.tar": inner.getvalue(),
+                                          "n01443537.tar": inner.getvalue(), "_SUCCESS": b""})
+    r = dload("commit", "imagenet", "--from", str(train), *base, cwd=tmp_path, rc=1)
+    assert r.err == (
+        f"dload: error: {str(train)!r} is an archive of archives ('n01440764.tar' and 1 more): "
+        "each inner archive would be stored as one sample's bytes, not read as samples; extract "
+        "it (`mkdir train && tar -xf train.tar -C train`), then commit each inner archive "
+        "(`dload commit NAME --from INNER`, or `dload append` for the next ones), or extract "
+        "those too and commit the folder; or commit it with --as archive to store each inner "
+        "archive as one sample's bytes\n")
+    assert "imagenet" not in dload("ls", *base, cwd=tmp_path).out
+    r = dload("commit", "imagenet", "--from", str(train), "--as", "archive", *base, cwd=tmp_path)
+    assert "2 rows" in r.out

@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 import posixpath
 import shlex
-from collections.abc import Sequence
 
 from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFoundError, SchemaError
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.table_stream import compression, without_compression
 
 __all__ = ["ARCHIVE_EXTENSIONS", "TABLE_FORMATS", "archive_format", "archive_named_table",
-           "archive_of_tables", "compressed_table", "file_kind", "is_marker", "mixed_formats",
+           "compressed_table", "file_kind", "is_marker", "mixed_formats",
            "no_tables", "not_read_compressed", "sniff_archive", "table_format", "table_kind",
            "wrong_as"]
 
@@ -185,38 +184,6 @@ def is_marker(name: str) -> bool:
     lower = base.lower()
     return (base.startswith((".", "_")) or lower.endswith(".crc")
             or lower.split(".", 1)[0] in _DOC_STEMS)
-
-
-def archive_of_tables(location: str, names: Sequence[str], extract: str) -> ConfigError | None:
-    """The error for an archive whose files (``names``) are all tables, beside markers and
-    documents, read with ``--as auto``: each would be stored as one sample's bytes (a zip of
-    a CSV as one row holding the whole file), not read as rows. ``extract``: the shell
-    command that extracts it, with ``{name}`` and ``{stem}`` (``unzip {name} -d {stem}``).
-    None for any other archive."""
-    tables = [n for n in names if table_format(n)]
-    if not tables or not all(table_format(n) or is_marker(n) for n in names):
-        return None
-    more = f" and {len(tables) - 1} more" if len(tables) > 1 else ""
-    name = location.rstrip("/").rsplit("/", 1)[-1]
-    stem = name
-    while (inner := _stem(stem)) != stem:  # data.csv.tar.gz -> data
-        stem = inner
-    command = extract.format(name=shlex.quote(name), stem=shlex.quote(stem or "data"))
-    how = f"download it, then extract it (`{command}`)" if is_remote(location) else \
-        f"extract it (`{command}`)"
-    return ConfigError(
-        f"{location!r} is an archive of tables ({tables[0]!r}{more}): tables are read from a "
-        f"file or a folder, not from inside an archive; {how} and commit the folder, or "
-        "commit it with --as archive to store each file as one sample's bytes")
-
-
-def _stem(name: str) -> str:
-    """``name`` without one archive, compression or table extension."""
-    lower = name.lower()
-    for ext in (*(e for e, _ in ARCHIVE_EXTENSIONS), ".gz", ".zst", *TABLE_FORMATS):
-        if lower.endswith(ext) and len(name) > len(ext):
-            return name[: -len(ext)]
-    return name
 
 
 def wrong_as(location: str, what: str, asked: str, fits: str, detail: str = "") -> ConfigError:

@@ -34,7 +34,7 @@ from dload_arrow.ingest.grouping import (
     group_entries,
     split_name,
 )
-from dload_arrow.ingest.kinds import archive_of_tables
+from dload_arrow.ingest.inner_kinds import archive_of_tables
 from dload_arrow.ingest.order import UnsortedWarning, check_adjacent, warn_unsorted
 from dload_arrow.store.names import KEY_COLUMN
 
