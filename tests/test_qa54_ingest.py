@@ -126,3 +126,35 @@ def test_an_archive_of_archives_is_refused_under_auto_with_the_way_on(
     assert "imagenet" not in dload("ls", *base, cwd=tmp_path).out
     r = dload("commit", "imagenet", "--from", str(train), "--as", "archive", *base, cwd=tmp_path)
     assert "2 rows" in r.out
+
+
+def test_keys_that_differ_only_in_unicode_form_are_warned_of(tmp_path: Path) -> None:
+    import unicodedata
+    import warnings
+    import zipfile
+
+    from dload_arrow.ingest import open_source
+
+    nfc, nfd = (unicodedata.normalize(f, "café") for f in ("NFC", "NFD"))
+    path = tmp_path / "nf.zip"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr(nfc + ".txt", "composed")
+        z.writestr(nfd + ".txt", "decomposed")
+        z.writestr("plain.txt", "ascii")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        src = open_source(path)
+        assert sorted(src.keys()) == sorted([nfc, nfd, "plain"])  # both kept: no data lost
+    said = [str(w.message) for w in got if "Unicode normalization" in str(w.message)]
+    assert said == [
+        f"{path}: keys 'caf\\xe9' and 'cafe\\u0301' differ only in Unicode normalization: they "
+        "print the same but are two samples, and ds.get() finds one or the other by how the key "
+        "is typed; if they are meant to be one, give their names one form (in a folder: "
+        "`convmv -r -f utf8 -t utf8 --nfc --notest DIR`)"]
+    one = tmp_path / "one.zip"
+    with zipfile.ZipFile(one, "w") as z:
+        z.writestr(nfd + ".txt", "decomposed only: no twin, no warning")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        assert open_source(one).keys() == [nfd]
+    assert not [w for w in got if "Unicode" in str(w.message)]

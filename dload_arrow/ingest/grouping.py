@@ -13,11 +13,19 @@ from __future__ import annotations
 
 import posixpath
 import re
+import unicodedata
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dload_arrow.errors import ConfigError, InvalidNameError, SchemaError, UnsafePathError
+from dload_arrow.errors import (
+    ConfigError,
+    InvalidNameError,
+    SchemaError,
+    UnsafePathError,
+    user_stacklevel,
+)
 from dload_arrow.ingest.globs import exact_path
 from dload_arrow.store.names import KEY_COLUMN
 
@@ -203,6 +211,7 @@ def group_entries(
                 "(exclude=[...] in Python)"
             )
         sample[column] = entry
+    _warn_unicode_twins(groups, where)
     report.samples = len(groups)
     counts: dict[str, int] = {}
     for sample in groups.values():
@@ -210,3 +219,25 @@ def group_entries(
             counts[column] = counts.get(column, 0) + 1
     report.columns = dict(sorted(counts.items()))
     return groups
+
+
+def _warn_unicode_twins(groups: dict[str, dict[str, Entry]], where: str) -> None:
+    """Warn of keys that differ only in Unicode normalization ('café' composed, as Linux
+    writes it, and decomposed, as macOS does): two samples whose keys print the same."""
+    seen: dict[str, str] = {}
+    twins = []
+    for key in groups:
+        if key.isascii():
+            continue
+        other = seen.setdefault(unicodedata.normalize("NFC", key), key)
+        if other != key:
+            twins.append((other, key))
+    if twins:
+        a, b = twins[0]
+        more = f" (and {len(twins) - 1} more pairs)" if len(twins) > 1 else ""
+        warnings.warn(
+            f"{where}: keys {a!a} and {b!a} differ only in Unicode normalization{more}: they "
+            "print the same but are two samples, and ds.get() finds one or the other by how the "
+            "key is typed; if they are meant to be one, give their names one form (in a folder: "
+            "`convmv -r -f utf8 -t utf8 --nfc --notest DIR`)",
+            stacklevel=user_stacklevel())
