@@ -20,6 +20,7 @@ Shards written before this layout hold lists; readers take both, a dataset may m
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from typing import TypeVar
@@ -85,18 +86,29 @@ def stored_schema(schema: pa.Schema, names: Iterable[str]) -> pa.Schema:
 
 
 def statistics_columns(stored: pa.Schema) -> bool | list[str]:
-    """``write_statistics`` for a shard of ``stored``: every column but the tensors stored as
-    bytes, whose min and max would be whole tensors (a 768-float embedding: 3 KB twice per row
-    group and per page, a footer 27 times larger) that nothing can prune on."""
-    packed = set(packed_names(stored))
-    if not packed:
+    """``write_statistics`` for a shard of ``stored``: every column but raw bytes, the tensors
+    stored as bytes and the blobs (binary leaves that are no text, JSON or decimal). Their
+    min and max are whole values nothing prunes on: a 768-float embedding's 3 KB twice per
+    row group and page, a footer 27 times larger; a 200 MB video copied as the writer's
+    running min and max, six times its size in memory while it is encoded."""
+    if not any(pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_nested(t)
+               or pa.types.is_fixed_size_binary(t) for t in stored.types):
         return True
+    return list(_with_statistics(stored))
+
+
+@functools.lru_cache(maxsize=64)
+def _with_statistics(stored: pa.Schema) -> tuple[str, ...]:
     import pyarrow.parquet as pq
 
+    packed = set(packed_names(stored))
     sink = pa.BufferOutputStream()  # the leaves' dotted paths, as the writer names them
     pq.ParquetWriter(sink, stored).close()  # (no table: extension types have no empty one)
     leaves = pq.read_metadata(pa.BufferReader(sink.getvalue())).schema
-    return [p for p in (leaves.column(i).path for i in range(len(leaves))) if p not in packed]
+    return tuple(
+        c.path for c in (leaves.column(i) for i in range(len(leaves)))
+        if c.path not in packed
+        and not (c.physical_type == "BYTE_ARRAY" and c.logical_type.type == "NONE"))
 
 
 def _pack(arr: pa.Array, typ: pa.DataType) -> pa.Array:
