@@ -72,7 +72,7 @@ def test_to_tensors_must_be_a_bool(pipe: Any) -> None:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine where pinning fails")
 def test_a_tensor_that_cannot_be_pinned_is_copied_unpinned_with_a_warning() -> None:
-    from dload_arrow.torch.device import _pinned
+    from dload_arrow.torch.moves import pinned as _pinned
 
     t = torch.arange(6, dtype=torch.uint8).reshape(2, 3)
     with pytest.warns(UserWarning, match=r"cannot pin a \(2, 3\) torch.uint8 tensor .*without "

@@ -28,35 +28,11 @@ import torch.utils.data
 from dload_arrow.args import kind
 from dload_arrow.errors import ConfigError, shown
 from dload_arrow.torch.accelerators import resolve_device
+from dload_arrow.torch.moves import move_to, offer, pinned, wait_for_copy
 
 __all__ = ["DeviceLoader", "move_to", "to_device"]
 
 _END = object()
-
-
-def move_to(item: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    """Apply ``fn`` to every tensor in a nested dict / list / tuple; other values stay."""
-    if isinstance(item, torch.Tensor):
-        return fn(item)
-    if isinstance(item, Mapping):
-        return {k: move_to(v, fn) for k, v in item.items()}
-    if isinstance(item, tuple):
-        return tuple(move_to(v, fn) for v in item)
-    if isinstance(item, list):
-        return [move_to(v, fn) for v in item]
-    return item
-
-
-def _wait(moved: Any, event: Any, device: torch.device) -> None:
-    """Make the loop's stream wait for the copy, and tell the allocator who uses the memory."""
-    current = torch.cuda.current_stream(device)
-    current.wait_event(event)
-
-    def mark(t: torch.Tensor) -> torch.Tensor:
-        t.record_stream(current)
-        return t
-
-    move_to(moved, mark)
 
 
 class _Error:
@@ -135,7 +111,7 @@ class DeviceLoader:
             def one(t: torch.Tensor) -> torch.Tensor:
                 # a tensor on a device already (a collate that made it there) is no host
                 # memory to pin: torch refuses pin_memory() on it
-                host = t if t.device.type != "cpu" or t.is_pinned() else _pinned(t)
+                host = t if t.device.type != "cpu" or t.is_pinned() else pinned(t)
                 return host.to(self.device, non_blocking=True)
 
             with torch.cuda.stream(stream):
@@ -152,11 +128,11 @@ class DeviceLoader:
         try:
             for item in self.loader:
                 moved, event = transfer(item)
-                if not _offer(q, stop, (moved, event, self._live())):
+                if not offer(q, stop, (moved, event, self._live())):
                     return
-            _offer(q, stop, (_END, None, self._live()))
+            offer(q, stop, (_END, None, self._live()))
         except BaseException as e:  # hand the failure to the loop that reads the queue
-            _offer(q, stop, _Error(e))  # (unless that loop left: then nobody waits for it)
+            offer(q, stop, _Error(e))  # (unless that loop left: then nobody waits for it)
 
     def __iter__(self) -> Iterator[Any]:
         q: queue.Queue[Any] = queue.Queue(maxsize=self.prefetch)
@@ -165,6 +141,7 @@ class DeviceLoader:
             self._state = self._live()
         except ConfigError:  # a plain DataLoader's workers ran before: the first item tells
             self._state = None
+        self._settle()
         thread = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
         self._link.thread = thread
         if self._dataset is not None:
@@ -180,15 +157,31 @@ class DeviceLoader:
                     self._state = state  # the loader's state after its last item
                     return
                 if event is not None:
-                    _wait(moved, event, self.device)
+                    wait_for_copy(moved, event, self.device)
                 self._state = state
                 yield moved
         finally:
-            stop.set()
-            thread.join(timeout=5)
+            stop.set()  # the thread stops at its next item; the next use waits for it
+            thread.join(timeout=0.5)
+
+    def _settle(self) -> None:
+        """Wait until the previous iteration's thread has left the wrapped loader: a loop
+        left early stops it at the loader's next item (a worker may be mid-batch), and a
+        DataLoader with persistent workers started again meanwhile would reset the
+        iterator that thread is still shutting down (torch fails, or aborts the process)."""
+        thread = self._link.thread
+        if thread is None or thread is threading.current_thread():
+            return
+        thread.join(timeout=5)
+        if thread.is_alive():
+            warnings.warn(f"to_device: waiting for the previous iteration of the wrapped "
+                          f"{type(self.loader).__name__} to stop (its loader is in the middle "
+                          "of an item)", stacklevel=3)
+            thread.join()
 
     def set_epoch(self, epoch: int) -> None:
         """The wrapped loader's ``set_epoch``: the next ``iter()`` is epoch ``epoch``."""
+        self._settle()
         self.loader.set_epoch(epoch)
 
     def state_dict(self) -> Any:
@@ -225,34 +218,12 @@ class DeviceLoader:
     def load_state_dict(self, state: Any, strict: bool = True) -> None:
         """Resume the wrapped loader from ``state`` (what :meth:`state_dict` returned);
         ``strict=False`` as the dataset's (a loader without that argument is given none)."""
+        self._settle()
         self._state = None
         if strict:
             self.loader.load_state_dict(state)
         else:
             self.loader.load_state_dict(state, strict=False)
-
-
-def _pinned(t: torch.Tensor) -> torch.Tensor:
-    """``t`` in page-locked memory, or ``t`` itself where pinning fails (a low memlock limit
-    in a container, pinned memory exhausted): the copy is then blocking, not wrong."""
-    try:
-        return t.pin_memory()
-    except RuntimeError as e:
-        warnings.warn(f"to_device: cannot pin a {tuple(t.shape)} {t.dtype} tensor in "
-                      f"page-locked memory ({e}); copying it without pinning (slower)",
-                      stacklevel=2)
-        return t
-
-
-def _offer(q: queue.Queue[Any], stop: threading.Event, value: Any) -> bool:
-    """Put ``value`` once there is room, unless the reading loop left (``stop``): False."""
-    while not stop.is_set():
-        try:
-            q.put(value, timeout=0.1)
-            return True
-        except queue.Full:
-            continue
-    return False
 
 
 def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> DeviceLoader:
