@@ -165,6 +165,11 @@ class DatasetNode(Node):
         self._stop_reader()
 
     def _stop_reader(self) -> None:
+        if self._ahead is not None or self._pool is not None:
+            # a window being made may wait for cache room: give up (read/abandon.py)
+            abort = getattr(self._reader, "abort", None)
+            if abort is not None:
+                abort()
         if self._win is not None and self._win.full is not None:
             self._win.full.stop = True  # the window thread stops at its next unit
         if self._ahead is not None:

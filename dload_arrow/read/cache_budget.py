@@ -25,6 +25,7 @@ from collections.abc import Collection
 
 from dload_arrow.errors import ConfigError, InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
+from dload_arrow.read.abandon import check_abandoned
 from dload_arrow.read.cache_disk import disk_full
 from dload_arrow.read.cache_space import (
     CacheSpace,
@@ -273,6 +274,7 @@ class CacheBudget(CacheSpace):
                     f"{self._limit_text(limit)} are held by readers running now"
                     f"{self._here_text()}; giving up after {self.wait_timeout:.0f}s",
                     stacklevel=2)
+            check_abandoned(f"room in the cache for shard {digest[:12]}")
             if time.monotonic() > deadline:
                 raise InfeasiblePlanError(
                     f"no room in the cache {self.dir} for shard {digest[:12]} "

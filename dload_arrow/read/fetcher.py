@@ -20,6 +20,7 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from dload_arrow.read.abandon import abort_scope
 from dload_arrow.read.cache import Hold
 from dload_arrow.read.context import ReadContext
 from dload_arrow.store.manifest import Manifest
@@ -60,11 +61,16 @@ class ShardFetcher:
             (a shuffled window draws its row groups from the whole shard), downloads ahead
             would only share the bandwidth with the one it waits for: two mixed inputs with
             two streams each had their first shards after 1.3-1.9 s, alone after 0.6-0.8 s.
+        abort: an event whose setting makes this fetcher's waits on the cache give up
+            (read/abandon.py); its own by default.
     """
 
     def __init__(self, ctx: ReadContext, manifest: Manifest, visits: Sequence[int], window: int,
-                 threads: int | None = None, head_first: bool = False) -> None:
+                 threads: int | None = None, head_first: bool = False,
+                 abort: threading.Event | None = None) -> None:
         self.ctx = ctx
+        #: Set when the reader is abandoned mid-stream: its waits on the cache give up.
+        self.abort = abort or threading.Event()
         self.manifest = manifest
         self.visits = list(visits)
         self.window = max(1, window)
@@ -88,13 +94,16 @@ class ShardFetcher:
 
     def _fetch(self, visit: int) -> Hold:
         entry = self.manifest.shards[self.visits[visit]]
-        return self.ctx.cache().acquire(self.ctx.storage, entry.digest, entry.bytes,
-                                        dataset=self._label(), keep=self._ahead(entry.digest))
+        with abort_scope(self.abort):  # waits give up once the reader is abandoned
+            return self.ctx.cache().acquire(self.ctx.storage, entry.digest, entry.bytes,
+                                            dataset=self._label(),
+                                            keep=self._ahead(entry.digest))
 
     def _prefetch(self, visit: int) -> None:
         entry = self.manifest.shards[self.visits[visit]]
-        self.ctx.cache().prefetch(self.ctx.storage, entry.digest, entry.bytes,
-                                  dataset=self._label(), keep=self._ahead(entry.digest))
+        with abort_scope(self.abort):
+            self.ctx.cache().prefetch(self.ctx.storage, entry.digest, entry.bytes,
+                                      dataset=self._label(), keep=self._ahead(entry.digest))
 
     def _ahead(self, digest: str) -> frozenset[str]:
         """The other shards of the visits submitted and not yet released: the look-ahead

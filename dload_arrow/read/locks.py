@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from dload_arrow.errors import DloadError
+from dload_arrow.read.abandon import check_abandoned
 
 __all__ = ["FileLock", "Hold", "LockTimeout", "acquire_while", "held_here", "make_dirs",
            "try_exclusive"]
@@ -187,6 +188,7 @@ def acquire_while(path: str, progress: Callable[[], object], timeout: float,
             return FileLock.acquire(path, exclusive=True,
                                     timeout=max(0.0, min(step, deadline - time.monotonic())))
         except LockTimeout:
+            check_abandoned(f"the lock {path}")
             now = progress()
             if now != last:
                 last, deadline = now, time.monotonic() + timeout

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent import futures
@@ -162,9 +163,10 @@ def iter_units(
     starving = Starving()
     # A shuffled window needs most of its first shard: it downloads first (not a full shuffle)
     head_first = not full_shuffle and _shuffled_head(units)
+    abort = threading.Event()  # set by an owner that drops the reader mid-stream
     stream = _generate(ctx, manifest, units, schema, predicate, plan.window_shards, starving,
-                       head_first)
-    return read_ahead(stream, DECODE_AHEAD, starving)
+                       head_first, abort)
+    return read_ahead(stream, DECODE_AHEAD, starving, abort=abort.set)
 
 
 def _shuffled_head(units: list[tuple[int, int]]) -> bool:
@@ -177,12 +179,14 @@ def _shuffled_head(units: list[tuple[int, int]]) -> bool:
 def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]],
               schema: pa.Schema, predicate: Predicate | None,
               window: int, starving: Starving | None,
-              head_first: bool = False) -> Iterator[pa.RecordBatch]:
+              head_first: bool = False,
+              abort: threading.Event | None = None) -> Iterator[pa.RecordBatch]:
     decoder = _Decoder(schema, predicate)
     decoders = Decoders(decoder.decode) if starving is not None else None
     pending: dict[int, Future[pa.RecordBatch]] = {}  # units of this visit on the decoders
     ahead = 0  # the first unit not yet handed to the decoders (nor read here)
-    fetcher = ShardFetcher(ctx, manifest, visits_of(units), window, head_first=head_first)
+    fetcher = ShardFetcher(ctx, manifest, visits_of(units), window, head_first=head_first,
+                           abort=abort)
     # Time to first batch: while the first shard of a remote root is still downloading, its
     # row groups are decoded from the download's temp file as their bytes arrive (the footer
     # costs one small ranged GET) instead of waiting for the whole shard; the rest of the

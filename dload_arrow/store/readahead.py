@@ -10,7 +10,7 @@ import atexit
 import queue
 import threading
 import time
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, TypeVar
 
 __all__ = ["ReadAhead", "Starving", "read_ahead"]
@@ -47,9 +47,18 @@ class ReadAhead(Iterator[T]):
     """The consumer's side of :func:`read_ahead`: an iterator whose ``close()`` waits for the
     producer, while a garbage-collected one does not (see ``_consume``)."""
 
-    def __init__(self, items: Iterable[T], depth: int, starving: Starving | None) -> None:
+    def __init__(self, items: Iterable[T], depth: int, starving: Starving | None,
+                 abort: Callable[[], None] | None = None) -> None:
         self._explicit = [False]
         self._gen = _consume(items, depth, starving, self._explicit)
+        self._abort = abort
+
+    def abort(self) -> None:
+        """Tell the producer's waits to give up (read/abandon.py): the owner will close this
+        without reading on, and must not wait for an item that waits for room the holds of
+        other abandoned readers keep taken. A no-op for a producer without such waits."""
+        if self._abort is not None:
+            self._abort()
 
     def __next__(self) -> T:
         return next(self._gen)
@@ -60,16 +69,17 @@ class ReadAhead(Iterator[T]):
         self._gen.close()
 
 
-def read_ahead(items: Iterable[T], depth: int = 2,
-               starving: Starving | None = None) -> ReadAhead[T]:
+def read_ahead(items: Iterable[T], depth: int = 2, starving: Starving | None = None,
+               abort: Callable[[], None] | None = None) -> ReadAhead[T]:
     """Yield ``items`` in order, produced by a background thread at most ``depth`` ahead.
 
     An exception in the producer is re-raised in the consumer at the same point of the
     stream; closing the consumer early stops the producer at its next item and closes
     ``items`` (a generator's ``finally`` runs) before the close returns. ``starving``, when
-    given, records for the producer whether the consumer had to wait for each item.
+    given, records for the producer whether the consumer had to wait for each item;
+    ``abort``, what :meth:`ReadAhead.abort` calls.
     """
-    return ReadAhead(items, depth, starving)
+    return ReadAhead(items, depth, starving, abort)
 
 
 def _consume(items: Iterable[T], depth: int, starving: Starving | None,
