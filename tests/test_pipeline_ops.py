@@ -14,7 +14,7 @@ import pytest
 
 import dload_arrow as dl
 from dload_arrow import InfeasiblePlanError, Repository
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import format_bytes_up
 
 HERE = Path(__file__).parent
 
@@ -324,7 +324,7 @@ def test_an_infeasible_plan_lists_only_the_fixes_that_apply(memory_root: str,
     report = small.dataset("d").pipeline().batch(50).check(consumers=2)
     assert not report.feasible
     msg = report.message
-    assert f"at least {format_bytes(report.resident_bytes)}" in msg
+    assert f"at least {format_bytes_up(report.resident_bytes)}" in msg  # enough, typed back
     assert "run fewer consumers on this machine (now 2" in msg
     assert "full shuffle" not in msg and "fewer sources" not in msg  # no shuffle, one source
     full = small.dataset("d").shuffle(full=True, seed=0).check(consumers=1).message
