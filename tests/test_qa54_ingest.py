@@ -158,3 +158,21 @@ def test_keys_that_differ_only_in_unicode_form_are_warned_of(tmp_path: Path) -> 
         warnings.simplefilter("always")
         assert open_source(one).keys() == [nfd]
     assert not [w for w in got if "Unicode" in str(w.message)]
+
+
+def test_export_through_a_symlinked_folder_makes_nothing_outside(tmp_path: Path) -> None:
+    """(review54) the folders were made before the link was found: empty folders outside."""
+    from dload_arrow.errors import StorageError, UnsafePathError
+    from dload_arrow.ingest.export import write_sample_files
+
+    dest, outside = tmp_path / "dest", tmp_path / "outside"
+    dest.mkdir()
+    outside.mkdir()
+    os.symlink(outside, dest / "link")
+    with pytest.raises(UnsafePathError, match="link leads outside"):
+        write_sample_files({"__key__": "link/a/b/x", "txt": "hi"}, dest)
+    assert list(outside.iterdir()) == []
+    (dest / "d").write_text("a file where a folder must go")
+    with pytest.raises(StorageError, match=r"cannot create the folder .*/dest/d/e: a file is in "
+                                           r"the way \(.*/dest/d"):
+        write_sample_files({"__key__": "d/e/x", "txt": "hi"}, dest)

@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from dload_arrow import Repository  # noqa: E402
+from dload_arrow import ConfigError, Repository  # noqa: E402
 from dload_arrow.torch import StatefulLoader, as_iterable_dataset, to_device  # noqa: E402
 
 _FLAG = "DLOAD_TEST_SLOW_FLAG"
@@ -52,3 +52,56 @@ def test_an_epoch_left_while_a_persistent_worker_is_mid_batch(
     labels = sorted(int(x) for b in loader for x in b["label"])
     assert labels == list(range(256))  # the next epoch, whole, once
     assert (loader.state_dict()["epoch"], loader.state_dict()["position"]) == (2, 0)  # done
+
+
+def _list_loader() -> Any:
+    from torch.utils.data import DataLoader, TensorDataset
+
+    class Epochs(DataLoader):  # type: ignore[type-arg]
+        def set_epoch(self, e: int) -> None:
+            self.epoch = e
+
+    return Epochs(TensorDataset(torch.arange(64.0)), batch_size=8)
+
+
+def test_a_peek_still_referenced_does_not_hang_the_next_loop() -> None:
+    """(review54) iter()/set_epoch() waited for the thread of an iteration nobody had ended:
+    a peek kept in a variable hung the training loop forever. The newest ends it now."""
+    loader = to_device(_list_loader(), "cpu")
+    it = iter(loader)
+    assert next(it)[0].tolist() == [0.0, 1, 2, 3, 4, 5, 6, 7]  # a notebook cell's peek
+    got = [b[0] for b in loader]  # the training loop: the whole epoch, from its start
+    assert torch.cat(got).tolist() == list(range(64))
+    with pytest.raises(ConfigError) as ended:
+        for _ in range(64):  # what the peek had queued, then the refusal
+            next(it)
+    assert "to_device: this iteration was ended by a newer one of the same wrapper" in str(
+        ended.value)
+    it2 = iter(loader)
+    next(it2)
+    loader.set_epoch(1)  # returns: the live iteration is ended, not waited for
+    assert loader.loader.epoch == 1
+
+
+def _freeze_count(batch: dict[str, Any]) -> dict[str, Any]:
+    import gc
+
+    return {**batch, "frozen": [gc.get_freeze_count()] * len(batch["label"])}
+
+
+def test_forked_workers_never_collect_the_parents_objects(tmp_path: Path) -> None:
+    """A worker forked while the parent held garbage finalized it in the child and crashed
+    there under load (segfault, "Garbage-collecting"): the parent's objects arrive frozen
+    in the workers, and the parent is left unfrozen."""
+    import gc
+    import multiprocessing
+
+    if multiprocessing.get_context().get_start_method() != "fork":
+        pytest.skip("only forked workers inherit the parent's objects")
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("a", ((f"k{i:04d}", {"label": i}) for i in range(64)), progress=False)
+    pipe = repo.dataset("a").batch(16).map(_freeze_count)
+    loader = StatefulLoader(as_iterable_dataset(pipe), num_workers=2)
+    frozen = [int(x) for b in loader for x in b["frozen"]]
+    assert len(frozen) == 64 and min(frozen) > 1000  # the trainer's objects, frozen there
+    assert gc.get_freeze_count() == 0  # and not here

@@ -115,3 +115,21 @@ def test_a_changed_byte_in_an_archive_cut_in_its_checksum_is_not_committed(
     repo.commit("d", open_source(path))
     got = {r["__key__"]: r["bin"] for r in repo.dataset("d").to_arrow().to_pylist()}
     assert got == {k.removesuffix(".bin"): v for k, v in files.items()}
+
+
+def test_a_cut_metadata_frame_is_named_as_such() -> None:
+    """(review54) a seekable archive cut in its trailing seek table has all its data: the
+    error says a metadata frame is cut, not that data or a checksum is missing."""
+    data = zstandard.ZstdCompressor(write_checksum=True).compress(b"x" * 5000)
+    table = _skippable(b"seek table" * 10)
+    for cut in (1, 50, len(table) - 5):
+        with pytest.raises(ZstdTruncated) as e:
+            _drain(data + table[:-cut])
+        assert e.value.skippable
+    for cut in (1, 3, len(data) - 5):  # in the data frame: not a skippable one
+        with pytest.raises(ZstdTruncated) as e:
+            _drain(table + data[:-cut])
+        assert not e.value.skippable
+    with pytest.raises(ZstdTruncated) as e:  # the next frame's magic number cut: not metadata
+        _drain(data + table + data[:2])
+    assert not e.value.skippable

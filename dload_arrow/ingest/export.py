@@ -146,9 +146,17 @@ def write_sample_files(
     written = []
     for path, data in plan:
         parent = os.path.dirname(path)
+        existing = parent
+        while not os.path.lexists(existing) and existing != root:
+            existing = os.path.dirname(existing)
+        if not _inside(os.path.realpath(existing), root):  # before making any folder
+            raise UnsafePathError(f"{existing} leads outside {dest} through a symbolic link")
         try:
             os.makedirs(parent, exist_ok=True)
-        except OSError as e:  # a file where a folder must go, no space, read-only, ...
+        except (FileExistsError, NotADirectoryError) as e:
+            raise StorageError(f"cannot create the folder {parent}: a file is in the way "
+                               f"({e.filename}); remove it, or export to an empty folder") from e
+        except OSError as e:  # no space, read-only, ...
             raise StorageError(f"cannot create the folder {parent}: {e.strerror or e}") from e
         if not _inside(os.path.realpath(parent), root):
             raise UnsafePathError(f"{parent} leads outside {dest} through a symbolic link")

@@ -160,9 +160,11 @@ class TarSource(SampleSource):
         where = f"in or after entry {last!r}" if last else "at its first entry"
         if isinstance(e, ZstdTruncated):  # cut inside a frame, maybe only in its checksum
             where = f", in or after entry {last!r}" if last else ""
+            lost = ("a metadata (skippable) frame, such as a seek table, is cut short"
+                    if e.skippable else "the end of its data or the checksum that proves it "
+                    "is missing")
             return (f"{self.location} is truncated: its zstd stream ends inside a frame{where}"
-                    f" ({e}), so the end of its data or the checksum that proves it is "
-                    f"missing (a failed download or copy?); {fix}")
+                    f" ({e}), so {lost} (a failed download or copy?); {fix}")
         if isinstance(e, EOFError) and self.compression == "gz":  # gzip's own end is missing
             where = f", in or after entry {last!r}" if last else ""
             return (f"{self.location} is truncated: its gzip stream ends before its end marker"

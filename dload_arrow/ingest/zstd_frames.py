@@ -24,11 +24,13 @@ _DID = (0, 1, 2, 4)  # Dictionary_ID bytes by its flag
 
 
 class ZstdTruncated(EOFError):
-    """A zstd file ended inside a frame, after ``pos`` compressed bytes."""
+    """A zstd file ended inside a frame, after ``pos`` compressed bytes (``skippable``: a
+    metadata frame, such as a seekable archive's seek table, not one of data)."""
 
-    def __init__(self, pos: int) -> None:
+    def __init__(self, pos: int, skippable: bool = False) -> None:
         super().__init__(f"after {pos:,} compressed bytes")
         self.pos = pos
+        self.skippable = skippable
 
 
 class FrameCheck:
@@ -46,6 +48,7 @@ class FrameCheck:
         self._step = self._magic
         self._checksum = False  # the current frame ends with a 4-byte checksum
         self._lost = False  # structure not understood: the decoder will fail on it
+        self._in_skippable = False  # the bytes passing are a skippable frame's
 
     def read(self, n: int = -1) -> bytes:
         data = self.raw.read(n)
@@ -67,7 +70,10 @@ class FrameCheck:
         between = self._step == self._magic and not self._head and not self._skip
         if self._lost or between:
             return
-        raise ZstdTruncated(self.pos)
+        # in a skippable frame: its length, or its payload (the next step is a magic number)
+        skippable = self._in_skippable and (
+            self._step == self._skippable or (self._step == self._magic and self._skip > 0))
+        raise ZstdTruncated(self.pos, skippable=skippable)
 
     def _scan(self, data: memoryview) -> None:
         i, n = 0, len(data)
@@ -88,9 +94,10 @@ class FrameCheck:
 
     def _magic(self, head: bytes) -> None:
         magic = int.from_bytes(head, "little")
+        self._in_skippable = magic & ~0xF == _SKIPPABLE
         if magic == _MAGIC:
             self._want, self._step = 1, self._descriptor
-        elif magic & ~0xF == _SKIPPABLE:
+        elif self._in_skippable:
             self._want, self._step = 4, self._skippable
         else:
             self._lost = True

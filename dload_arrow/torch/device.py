@@ -50,6 +50,7 @@ class _Link:
     def __init__(self) -> None:
         self.state: Any = None
         self.thread: threading.Thread | None = None
+        self.stop: threading.Event | None = None  # tells that thread to stop
 
     def received_state(self) -> Any:
         return self.state
@@ -135,21 +136,30 @@ class DeviceLoader:
             offer(q, stop, _Error(e))  # (unless that loop left: then nobody waits for it)
 
     def __iter__(self) -> Iterator[Any]:
+        self._settle()
         q: queue.Queue[Any] = queue.Queue(maxsize=self.prefetch)
         stop = threading.Event()
         try:
             self._state = self._live()
         except ConfigError:  # a plain DataLoader's workers ran before: the first item tells
             self._state = None
-        self._settle()
         thread = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
-        self._link.thread = thread
+        self._link.thread, self._link.stop = thread, stop
         if self._dataset is not None:
             self._dataset._device = self._link  # its state_dict() now reports what we got
         thread.start()
         try:
             while True:
-                got = q.get()
+                try:
+                    got = q.get(timeout=0.1)
+                except queue.Empty:
+                    if stop.is_set():  # a newer iteration stopped this one's thread
+                        raise ConfigError(
+                            "to_device: this iteration was ended by a newer one of the same "
+                            "wrapper (iter(), set_epoch() or load_state_dict() since): the "
+                            "loader runs one iteration at a time; go on with the newest"
+                        ) from None
+                    continue
                 if isinstance(got, _Error):
                     raise got.exc
                 moved, event, state = got
@@ -165,13 +175,15 @@ class DeviceLoader:
             thread.join(timeout=0.5)
 
     def _settle(self) -> None:
-        """Wait until the previous iteration's thread has left the wrapped loader: a loop
-        left early stops it at the loader's next item (a worker may be mid-batch), and a
+        """Stop the previous iteration's thread and wait until it has left the wrapped loader
+        (at the loader's next item: a worker may be mid-batch): a
         DataLoader with persistent workers started again meanwhile would reset the
         iterator that thread is still shutting down (torch fails, or aborts the process)."""
-        thread = self._link.thread
+        thread, stop = self._link.thread, self._link.stop
         if thread is None or thread is threading.current_thread():
             return
+        if stop is not None:  # an iteration still referenced (a peek) ends here
+            stop.set()
         thread.join(timeout=5)
         if thread.is_alive():
             warnings.warn(f"to_device: waiting for the previous iteration of the wrapped "

@@ -8,6 +8,8 @@ and resumes with any number of workers or ranks.
 
 from __future__ import annotations
 
+import gc
+import multiprocessing
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,7 +82,7 @@ class StatefulLoader:
         if report is not None:
             report.raise_if_infeasible()
         cursor = self.dataset._begin_driven(self.num_workers)
-        it = iter(self.loader)
+        it = _start(self.loader)
         try:
             for item in it:
                 cursor.check_current()
@@ -120,3 +122,26 @@ def _as_given(item: Any) -> Any:
     """The collate_fn of a dataset made with ``to_tensors=False``: items as the pipeline
     made them (a module function: workers started by spawn unpickle it)."""
     return item
+
+
+def _start(loader: torch.utils.data.DataLoader[Any]) -> Any:
+    """``iter(loader)`` with the garbage collector frozen while it forks its workers.
+
+    A forked worker inherits every object of the trainer's process, and its first collection
+    would finalize the garbage among them there: an abandoned reader or Parquet file whose
+    cleanup touches locks or buffers of threads that do not exist in the child. Under load
+    that crashed a worker with a segmentation fault ("Garbage-collecting", the suite, 4 Dec).
+    Collected here first, then frozen, the parent's objects are never examined in a child.
+    Persistent workers already running fork nothing: no freeze then."""
+    ctx = loader.multiprocessing_context
+    method = (ctx if ctx is not None else multiprocessing.get_context()).get_start_method()
+    reused = getattr(loader, "persistent_workers", False) and \
+        getattr(loader, "_iterator", None) is not None
+    if method != "fork" or reused:
+        return iter(loader)
+    gc.collect()
+    gc.freeze()
+    try:
+        return iter(loader)
+    finally:
+        gc.unfreeze()
