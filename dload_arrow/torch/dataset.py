@@ -25,7 +25,7 @@ from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
 from dload_arrow.torch.cursor import Cursor, deal_of, rank_length, stream_share, supersede
-from dload_arrow.torch.ranks import local_world_size, resolve_rank
+from dload_arrow.torch.ranks import Ranks, local_world_size, resolve_rank
 from dload_arrow.torch.source import (
     as_source,
     check_length,
@@ -52,13 +52,12 @@ class StreamDataset(torch.utils.data.IterableDataset):
         if not isinstance(to_tensors, bool):
             raise ConfigError(f"to_tensors={to_tensors!r}: give True or False")
         self.pipe = as_source(pipe)
-        self.rank, self.world_size = resolve_rank(rank, world_size)
+        self._ranks = Ranks(rank, world_size)  # the group's once it exists (ranks.py)
         self.uneven: Uneven = uneven
         self.to_tensors = to_tensors
         self.length = check_length(length)
         self._schema = source_schema(self.pipe)
-        # Now, in the main process: the pipeline carries it into the workers' pickle (a spawned
-        # worker lacks __main__'s globals); a failure is raised by state_dict() alone.
+        # Now: the workers' pickle carries it (a spawned one lacks __main__'s globals)
         with contextlib.suppress(Exception):
             self._fingerprint()
         self._control = Control()
@@ -68,8 +67,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._cursor: Cursor | None = None
         self._local: dict[str, Any] | None = None  # a worker's own restored state
         self._device: Any = None  # the to_device loader driving this dataset (device.py)
+    rank = property(lambda self: self._ranks.get()[0], doc="This process's rank.")
+    world_size = property(lambda self: self._ranks.get()[1], doc="Processes in the job.")
 
     def __getstate__(self) -> dict[str, Any]:  # workers: no to_device link (thread, locks)
+        self._ranks.get()  # a spawned worker has no process group to take them from
         return {**self.__dict__, "_device": None}
 
     def __repr__(self) -> str:

@@ -2,7 +2,9 @@
 
 The arguments win, then an initialised ``torch.distributed`` process group, then the
 ``RANK`` / ``WORLD_SIZE`` variables that torchrun, slurm wrappers and most launchers set;
-without any of them a process is rank 0 of 1.
+without any of them a process is rank 0 of 1, until a process group exists: a dataset built
+before ``init_process_group`` (``mp.spawn`` sets no variables) takes the group's rank when
+it is first used (:class:`Ranks`), rather than read everything on every rank.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch.distributed
 from dload_arrow.args import MAX_COUNT
 from dload_arrow.errors import ConfigError
 
-__all__ = ["env_count", "env_int", "local_world_size", "resolve_rank"]
+__all__ = ["Ranks", "env_count", "env_int", "local_world_size", "resolve_rank"]
 
 
 def env_int(name: str) -> int | None:
@@ -61,6 +63,11 @@ def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tupl
     if dist.is_available() and dist.is_initialized():
         r, n = dist.get_rank(), dist.get_world_size()
         r_from = n_from = "torch.distributed"
+        if rank is None and world_size is not None and world_size != n:
+            raise ConfigError(
+                f"world_size={world_size} without rank=, but the torch.distributed process "
+                f"group has {n} processes (this one is rank {r}): pass rank= too, or neither "
+                "(the group's are used)")
     else:
         env_rank = env_int("RANK") if rank is None else None
         env_n = env_count("WORLD_SIZE") if world_size is None else None
@@ -101,3 +108,27 @@ def _int_or_none(name: str, value: object) -> int | None:
     if n > MAX_COUNT:
         raise ConfigError(f"{name}={n}: need an int of at most {MAX_COUNT:,}")
     return n
+
+
+class Ranks:
+    """A dataset's rank and world size: fixed when something gave them (the arguments, the
+    variables, a process group already there), else taken from torch.distributed as soon as
+    a group exists (``mp.spawn``: the dataset is often built before ``init_process_group``;
+    rank 0 of 1 kept then had every rank read the whole dataset, every sample twice at 2)."""
+
+    def __init__(self, rank: int | None, world_size: int | None) -> None:
+        self.rank, self.world_size = resolve_rank(rank, world_size)
+        self._open = (rank is None and world_size is None and not _group()
+                      and env_int("RANK") is None and env_int("WORLD_SIZE") is None)
+
+    def get(self) -> tuple[int, int]:
+        """``(rank, world_size)`` now: the process group's once one exists, if still open."""
+        if self._open and _group():
+            self.rank, self.world_size = resolve_rank()
+            self._open = False
+        return self.rank, self.world_size
+
+
+def _group() -> bool:
+    dist = torch.distributed
+    return bool(dist.is_available() and dist.is_initialized())
