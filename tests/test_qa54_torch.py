@@ -78,9 +78,10 @@ def test_a_peek_still_referenced_does_not_hang_the_next_loop() -> None:
     assert "to_device: this iteration was ended by a newer one of the same wrapper" in str(
         ended.value)
     it2 = iter(loader)
-    next(it2)
-    loader.set_epoch(1)  # returns: the live iteration is ended, not waited for
+    assert next(it2)[0].tolist()[0] == 0
+    loader.set_epoch(1)  # returns: a running iteration is neither ended nor waited for
     assert loader.loader.epoch == 1
+    assert next(it2)[0].tolist()[0] == 8  # it goes on
 
 
 def _freeze_count(batch: dict[str, Any]) -> dict[str, Any]:

@@ -136,7 +136,7 @@ class DeviceLoader:
             offer(q, stop, _Error(e))  # (unless that loop left: then nobody waits for it)
 
     def __iter__(self) -> Iterator[Any]:
-        self._settle()
+        self._settle(end=True)
         q: queue.Queue[Any] = queue.Queue(maxsize=self.prefetch)
         stop = threading.Event()
         try:
@@ -174,16 +174,19 @@ class DeviceLoader:
             stop.set()  # the thread stops at its next item; the next use waits for it
             thread.join(timeout=0.5)
 
-    def _settle(self) -> None:
-        """Stop the previous iteration's thread and wait until it has left the wrapped loader
-        (at the loader's next item: a worker may be mid-batch): a
-        DataLoader with persistent workers started again meanwhile would reset the
-        iterator that thread is still shutting down (torch fails, or aborts the process)."""
+    def _settle(self, end: bool = False) -> None:
+        """Wait until the previous iteration's thread, once told to stop, has left the
+        wrapped loader (at the loader's next item: a worker may be mid-batch): a DataLoader
+        with persistent workers started again meanwhile would reset the iterator that thread
+        is still shutting down (torch fails, or aborts the process). ``end``: a new iteration
+        starts, and ends one still running (a peek kept in a variable) first; set_epoch and
+        load_state_dict leave a running one alone."""
         thread, stop = self._link.thread, self._link.stop
-        if thread is None or thread is threading.current_thread():
+        if thread is None or thread is threading.current_thread() or stop is None:
             return
-        if stop is not None:  # an iteration still referenced (a peek) ends here
-            stop.set()
+        if not end and not stop.is_set():
+            return
+        stop.set()
         thread.join(timeout=5)
         if thread.is_alive():
             warnings.warn(f"to_device: waiting for the previous iteration of the wrapped "
