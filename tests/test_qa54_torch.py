@@ -106,3 +106,18 @@ def test_forked_workers_never_collect_the_parents_objects(tmp_path: Path) -> Non
     frozen = [int(x) for b in loader for x in b["frozen"]]
     assert len(frozen) == 64 and min(frozen) > 1000  # the trainer's objects, frozen there
     assert gc.get_freeze_count() == 0  # and not here
+    # any DataLoader running the dataset: each worker freezes what it inherited, once
+    from torch.utils.data import DataLoader
+
+    plain = DataLoader(as_iterable_dataset(pipe), batch_size=None, num_workers=2)
+    frozen = [int(x) for b in plain for x in b["frozen"]]
+    assert len(frozen) == 64 and min(frozen) > 1000
+    assert gc.get_freeze_count() == 0
+    # (review54b) a program that froze objects itself keeps exactly its freeze
+    gc.freeze()
+    try:
+        mine = gc.get_freeze_count()
+        assert len([b for b in loader]) == 4
+        assert gc.get_freeze_count() > mine // 2  # not unfrozen (objects freed may go)
+    finally:
+        gc.unfreeze()

@@ -25,6 +25,7 @@ from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
 from dload_arrow.torch.cursor import Cursor, deal_of, rank_length, stream_share, supersede
+from dload_arrow.torch.forking import freeze_inherited
 from dload_arrow.torch.ranks import Ranks, local_world_size, resolve_rank
 from dload_arrow.torch.source import (
     as_source,
@@ -81,10 +82,9 @@ class StreamDataset(torch.utils.data.IterableDataset):
     # --- epochs and state ----------------------------------------------------------------
 
     def set_epoch(self, epoch: int) -> None:
-        """Iterate epoch ``epoch`` next (in every worker, persistent ones included). After
-        :meth:`load_state_dict` of a state in that epoch, its position is kept until the epoch
-        starts, so ``for epoch in ...: ds.set_epoch(epoch)`` resumes exactly however often it
-        is called (a wrapper forwarding the loader's, the loop's own); another epoch drops it."""
+        """Iterate epoch ``epoch`` next (in every worker, persistent ones too). A state loaded
+        in that epoch keeps its position until the epoch starts, so ``ds.set_epoch(epoch)``
+        resumes exactly however often it is called; another epoch drops it."""
         epoch = check_count("set_epoch", "epoch", epoch)
         self._device = None
         self._follow_workers()  # a plain DataLoader's workers began the loaded epoch: used up
@@ -246,8 +246,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def _iterate(self, info: Any) -> Iterator[Any]:
         worker, workers = (0, 0) if info is None else (info.id, info.num_workers)
-        # What a full shuffle holds is checked for every consumer of this machine's memory.
-        set_local_consumers(max(workers, 1) * local_world_size())
+        freeze_inherited(info)  # a worker: the parent's objects out of its collector
+        set_local_consumers(max(workers, 1) * local_world_size())  # (a full shuffle's check)
         older = self._cursor
         plan, yielded = self._begin(info)
         cursor = Cursor(plan.epoch, self._deal(plan, workers), self.rank, worker, yielded)

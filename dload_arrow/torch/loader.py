@@ -8,8 +8,6 @@ and resumes with any number of workers or ranks.
 
 from __future__ import annotations
 
-import gc
-import multiprocessing
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +17,7 @@ from dload_arrow.args import check_count
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.guarded import Guarded
 from dload_arrow.torch.dataset import StreamDataset
+from dload_arrow.torch.forking import start_workers
 
 __all__ = ["StatefulLoader"]
 
@@ -82,7 +81,7 @@ class StatefulLoader:
         if report is not None:
             report.raise_if_infeasible()
         cursor = self.dataset._begin_driven(self.num_workers)
-        it = _start(self.loader)
+        it = start_workers(self.loader)  # the collector frozen while it forks (forking.py)
         try:
             for item in it:
                 cursor.check_current()
@@ -123,25 +122,3 @@ def _as_given(item: Any) -> Any:
     made them (a module function: workers started by spawn unpickle it)."""
     return item
 
-
-def _start(loader: torch.utils.data.DataLoader[Any]) -> Any:
-    """``iter(loader)`` with the garbage collector frozen while it forks its workers.
-
-    A forked worker inherits every object of the trainer's process, and its first collection
-    would finalize the garbage among them there: an abandoned reader or Parquet file whose
-    cleanup touches locks or buffers of threads that do not exist in the child. Under load
-    that crashed a worker with a segmentation fault ("Garbage-collecting", the suite, 4 Dec).
-    Collected here first, then frozen, the parent's objects are never examined in a child.
-    Persistent workers already running fork nothing: no freeze then."""
-    ctx = loader.multiprocessing_context
-    method = (ctx if ctx is not None else multiprocessing.get_context()).get_start_method()
-    reused = getattr(loader, "persistent_workers", False) and \
-        getattr(loader, "_iterator", None) is not None
-    if method != "fork" or reused:
-        return iter(loader)
-    gc.collect()
-    gc.freeze()
-    try:
-        return iter(loader)
-    finally:
-        gc.unfreeze()
