@@ -38,8 +38,15 @@ def _rank(pipe: Any, rank: int, world: int, path: str, workers: int, q: Any) -> 
     try:
         ds = as_iterable_dataset(pipe)  # built before the group, as in many mp.spawn scripts
         early = (ds.rank, ds.world_size)  # (the group does not exist yet)
+        # `world_size=int(os.environ.get("WORLD_SIZE", 1))`: 1 under mp.spawn (review54b)
+        alone = as_iterable_dataset(pipe, world_size=1)
         dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank,
                                 world_size=world)
+        try:
+            _ = alone.rank
+            alone_said = "read as rank 0 of 1"
+        except ConfigError as e:
+            alone_said = str(e)
         if workers:
             keys = _keys(StatefulLoader(ds, num_workers=workers))
         else:
@@ -49,7 +56,7 @@ def _rank(pipe: Any, rank: int, world: int, path: str, workers: int, q: Any) -> 
             refused = ""
         except ConfigError as e:
             refused = str(e)
-        q.put((rank, early, (ds.rank, ds.world_size), keys, refused))
+        q.put((rank, early, (ds.rank, ds.world_size), keys, refused + "|" + alone_said))
         dist.destroy_process_group()
     except BaseException as e:  # the parent reports it
         q.put((rank, None, None, [], repr(e)))
@@ -71,13 +78,13 @@ def test_a_dataset_built_before_the_group_takes_the_groups_rank(
     for p in procs:
         p.join(timeout=60)
     for r in range(2):
-        early, late, _, refused = got[r]
-        assert early == (0, 1), refused
+        early, late, _, said = got[r]
+        assert early == (0, 1), said
         assert late == (r, 2)
-        assert refused == (
-            f"world_size=3 without rank=, but the torch.distributed process group has 2 "
+        assert said.split("|") == [(
+            f"world_size={n} without rank=, but the torch.distributed process group has 2 "
             f"processes (this one is rank {r}): pass rank= too, or neither (the group's are "
-            "used)")
+            "used)") for n in (3, 1)]
     both = got[0][2] + got[1][2]
     assert len(both) == 102  # 101 over 2 ranks, padded by one (uneven="pad")
     assert set(both) == {f"k{i:04d}" for i in range(101)}

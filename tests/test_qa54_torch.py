@@ -72,11 +72,9 @@ def test_a_peek_still_referenced_does_not_hang_the_next_loop() -> None:
     assert next(it)[0].tolist() == [0.0, 1, 2, 3, 4, 5, 6, 7]  # a notebook cell's peek
     got = [b[0] for b in loader]  # the training loop: the whole epoch, from its start
     assert torch.cat(got).tolist() == list(range(64))
-    with pytest.raises(ConfigError) as ended:
-        for _ in range(64):  # what the peek had queued, then the refusal
-            next(it)
-    assert "to_device: this iteration was ended by a newer one of the same wrapper" in str(
-        ended.value)
+    with pytest.raises(ConfigError, match="to_device: this iteration was ended by a newer "
+                                          "one over the same loader"):
+        next(it)  # at once: no item made before the newer one began
     it2 = iter(loader)
     assert next(it2)[0].tolist()[0] == 0
     loader.set_epoch(1)  # returns: a running iteration is neither ended nor waited for
@@ -121,3 +119,46 @@ def test_forked_workers_never_collect_the_parents_objects(tmp_path: Path) -> Non
         assert gc.get_freeze_count() > mine // 2  # not unfrozen (objects freed may go)
     finally:
         gc.unfreeze()
+
+
+def test_a_new_wrapper_each_epoch_waits_for_the_last_ones_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(review54b) `for batch in to_device(loader, d)` builds a wrapper per epoch: the wait
+    must follow the loader, not the wrapper, or the next epoch resets a persistent worker
+    iterator still being shut down (crash or hang)."""
+    flag = tmp_path / "slow"
+    flag.touch()
+    monkeypatch.setenv(_FLAG, str(flag))
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("a", ((f"k{i:04d}", {"label": i}) for i in range(256)), progress=False)
+    pipe = repo.dataset("a").batch(32).map(_slow_while_flagged)
+    loader = StatefulLoader(as_iterable_dataset(pipe), num_workers=2, persistent_workers=True)
+    for _batch in to_device(loader, "cpu"):
+        break
+    flag.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the wait's own warning)
+        labels = sorted(int(x) for b in to_device(loader, "cpu") for x in b["label"])
+    assert labels == list(range(256))
+
+
+def test_load_state_dict_inside_a_loop_ends_it_and_reports_the_loaded_state(
+        tmp_path: Path) -> None:
+    """(review54b) items made before the load went on overwriting the wrapper's state."""
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("a", ((f"k{i:04d}", {"label": i}) for i in range(40)), progress=False)
+    loader = to_device(StatefulLoader(as_iterable_dataset(repo.dataset("a").shuffle(8, seed=1))),
+                       "cpu")
+    it = iter(loader)
+    for _ in range(2):
+        next(it)
+    saved = loader.state_dict()
+    for _ in range(6):
+        next(it)
+    loader.load_state_dict(saved)
+    assert loader.state_dict()["position"] == 2
+    with pytest.raises(ConfigError, match="ended by a newer one"):
+        next(it)
+    assert loader.state_dict()["position"] == 2
+    rest = [int(b["label"]) for b in loader]
+    assert len(rest) == 38 and loader.state_dict()["epoch"] == 1

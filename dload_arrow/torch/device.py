@@ -16,9 +16,11 @@ iteration, ``set_epoch`` or ``load_state_dict``: saving ``loader.state_dict()`` 
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -33,6 +35,10 @@ from dload_arrow.torch.moves import move_to, offer, pinned, wait_for_copy
 __all__ = ["DeviceLoader", "move_to", "to_device"]
 
 _END = object()
+# Each wrapped loader's latest iteration thread and its stop event, whichever wrapper ran it:
+# a new to_device(loader) each epoch must wait for the last one's thread too.
+_LAST: weakref.WeakKeyDictionary[Any, tuple[threading.Thread, threading.Event]] = \
+    weakref.WeakKeyDictionary()
 
 
 class _Error:
@@ -145,20 +151,21 @@ class DeviceLoader:
             self._state = None
         thread = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
         self._link.thread, self._link.stop = thread, stop
+        with contextlib.suppress(TypeError):  # (a loader that takes no weak reference)
+            _LAST[self.loader] = (thread, stop)  # what another wrapper of it must wait for
         if self._dataset is not None:
             self._dataset._device = self._link  # its state_dict() now reports what we got
         thread.start()
         try:
             while True:
+                if stop.is_set():  # a newer iteration, or a load_state_dict, ended this one
+                    raise ConfigError(
+                        "to_device: this iteration was ended by a newer one over the same "
+                        "loader (iter() or load_state_dict() since): the loader runs one "
+                        "iteration at a time; go on with the newest")
                 try:
                     got = q.get(timeout=0.1)
                 except queue.Empty:
-                    if stop.is_set():  # a newer iteration stopped this one's thread
-                        raise ConfigError(
-                            "to_device: this iteration was ended by a newer one of the same "
-                            "wrapper (iter(), set_epoch() or load_state_dict() since): the "
-                            "loader runs one iteration at a time; go on with the newest"
-                        ) from None
                     continue
                 if isinstance(got, _Error):
                     raise got.exc
@@ -178,10 +185,12 @@ class DeviceLoader:
         """Wait until the previous iteration's thread, once told to stop, has left the
         wrapped loader (at the loader's next item: a worker may be mid-batch): a DataLoader
         with persistent workers started again meanwhile would reset the iterator that thread
-        is still shutting down (torch fails, or aborts the process). ``end``: a new iteration
-        starts, and ends one still running (a peek kept in a variable) first; set_epoch and
-        load_state_dict leave a running one alone."""
+        is still shutting down (torch fails, or aborts the process), whichever wrapper of
+        that loader ran it. ``end``: ends one still running first (a peek kept in a variable;
+        a new iteration, load_state_dict); set_epoch leaves a running one alone."""
         thread, stop = self._link.thread, self._link.stop
+        with contextlib.suppress(TypeError):  # another wrapper's iteration of the same loader
+            thread, stop = _LAST.get(self.loader, (thread, stop))
         if thread is None or thread is threading.current_thread() or stop is None:
             return
         if not end and not stop.is_set():
@@ -232,8 +241,9 @@ class DeviceLoader:
 
     def load_state_dict(self, state: Any, strict: bool = True) -> None:
         """Resume the wrapped loader from ``state`` (what :meth:`state_dict` returned);
-        ``strict=False`` as the dataset's (a loader without that argument is given none)."""
-        self._settle()
+        ``strict=False`` as the dataset's (a loader without that argument is given none).
+        An iteration still running ends: its next read raises ConfigError."""
+        self._settle(end=True)
         self._state = None
         if strict:
             self.loader.load_state_dict(state)

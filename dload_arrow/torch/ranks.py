@@ -118,13 +118,17 @@ class Ranks:
 
     def __init__(self, rank: int | None, world_size: int | None) -> None:
         self.rank, self.world_size = resolve_rank(rank, world_size)
-        self._open = (rank is None and world_size is None and not _group()
-                      and env_int("RANK") is None and env_int("WORLD_SIZE") is None)
+        # open: no rank from anywhere yet. A world_size= alone (`int(os.environ.get(
+        # "WORLD_SIZE", 1))` under mp.spawn) is checked against the group when it comes.
+        self._open = (rank is None and not _group() and env_int("RANK") is None
+                      and env_int("WORLD_SIZE") is None)
+        self._asked = world_size
 
     def get(self) -> tuple[int, int]:
-        """``(rank, world_size)`` now: the process group's once one exists, if still open."""
+        """``(rank, world_size)`` now: the process group's once one exists, if still open
+        (a ``world_size=`` given that differs from the group's is a ConfigError)."""
         if self._open and _group():
-            self.rank, self.world_size = resolve_rank()
+            self.rank, self.world_size = resolve_rank(None, self._asked)
             self._open = False
         return self.rank, self.world_size
 
