@@ -16,11 +16,8 @@ iteration, ``set_epoch`` or ``load_state_dict``: saving ``loader.state_dict()`` 
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import threading
-import warnings
-import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -30,15 +27,20 @@ import torch.utils.data
 from dload_arrow.args import kind
 from dload_arrow.errors import ConfigError, shown
 from dload_arrow.torch.accelerators import resolve_device
-from dload_arrow.torch.moves import move_to, offer, pinned, wait_for_copy
+from dload_arrow.torch.moves import (
+    join_stopped,
+    last_of,
+    move_to,
+    offer,
+    pinned,
+    remember,
+    wait_for_copy,
+    wait_for_last,
+)
 
-__all__ = ["DeviceLoader", "move_to", "to_device"]
+__all__ = ["DeviceLoader", "move_to", "to_device", "wait_for_last"]
 
 _END = object()
-# Each wrapped loader's latest iteration thread and its stop event, whichever wrapper ran it:
-# a new to_device(loader) each epoch must wait for the last one's thread too.
-_LAST: weakref.WeakKeyDictionary[Any, tuple[threading.Thread, threading.Event]] = \
-    weakref.WeakKeyDictionary()
 
 
 class _Error:
@@ -151,8 +153,7 @@ class DeviceLoader:
             self._state = None
         thread = threading.Thread(target=self._produce, args=(q, stop), daemon=True)
         self._link.thread, self._link.stop = thread, stop
-        with contextlib.suppress(TypeError):  # (a loader that takes no weak reference)
-            _LAST[self.loader] = (thread, stop)  # what another wrapper of it must wait for
+        remember(self.loader, thread, stop)  # what another wrapper of it must wait for
         if self._dataset is not None:
             self._dataset._device = self._link  # its state_dict() now reports what we got
         thread.start()
@@ -182,26 +183,14 @@ class DeviceLoader:
             thread.join(timeout=0.5)
 
     def _settle(self, end: bool = False) -> None:
-        """Wait until the previous iteration's thread, once told to stop, has left the
-        wrapped loader (at the loader's next item: a worker may be mid-batch): a DataLoader
-        with persistent workers started again meanwhile would reset the iterator that thread
-        is still shutting down (torch fails, or aborts the process), whichever wrapper of
-        that loader ran it. ``end``: ends one still running first (a peek kept in a variable;
-        a new iteration, load_state_dict); set_epoch leaves a running one alone."""
-        thread, stop = self._link.thread, self._link.stop
-        with contextlib.suppress(TypeError):  # another wrapper's iteration of the same loader
-            thread, stop = _LAST.get(self.loader, (thread, stop))
-        if thread is None or thread is threading.current_thread() or stop is None:
-            return
-        if not end and not stop.is_set():
-            return
-        stop.set()
-        thread.join(timeout=5)
-        if thread.is_alive():
-            warnings.warn(f"to_device: waiting for the previous iteration of the wrapped "
-                          f"{type(self.loader).__name__} to stop (its loader is in the middle "
-                          "of an item)", stacklevel=3)
-            thread.join()
+        """Wait until the loader's last iteration, once told to stop, has left it (see
+        :func:`wait_for_last`). ``end``: end one still running first (a peek kept in a
+        variable; a new iteration, load_state_dict); set_epoch leaves a running one alone."""
+        # (another wrapper's iteration of the same loader counts too)
+        thread, stop = last_of(self.loader, (self._link.thread, self._link.stop))
+        if end and stop is not None and thread is not threading.current_thread():
+            stop.set()
+        join_stopped(thread, stop, self.loader)
 
     def set_epoch(self, epoch: int) -> None:
         """The wrapped loader's ``set_epoch``: the next ``iter()`` is epoch ``epoch``."""

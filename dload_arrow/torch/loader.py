@@ -18,6 +18,7 @@ from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.guarded import Guarded
 from dload_arrow.torch.dataset import StreamDataset
 from dload_arrow.torch.forking import start_workers
+from dload_arrow.torch.moves import wait_for_last
 
 __all__ = ["StatefulLoader"]
 
@@ -73,6 +74,7 @@ class StatefulLoader:
         return Guarded(self._iterate(), "StatefulLoader")
 
     def _iterate(self) -> Iterator[Any]:
+        wait_for_last(self)  # a to_device loop over this loader, left early: its thread first
         if self.num_workers == 0:
             # The dataset iterates in this process and counts what it hands out itself.
             yield from self.loader

@@ -1,18 +1,22 @@
 """The pieces :func:`~dload_arrow.torch.device.to_device` moves items with: a tensor
 function applied through nested items, pinning that degrades to plain copies, the loop
-stream's wait for a copy, and a bounded hand-off that gives up once the loop has left."""
+stream's wait for a copy, a bounded hand-off that gives up once the loop has left, and each
+wrapped loader's last iteration thread, which any next use of the loader waits for."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 
-__all__ = ["move_to", "offer", "pinned", "wait_for_copy"]
+__all__ = ["join_stopped", "last_of", "move_to", "offer", "pinned", "remember", "wait_for_copy",
+           "wait_for_last"]
 
 
 def move_to(item: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
@@ -61,3 +65,50 @@ def offer(q: queue.Queue[Any], stop: threading.Event, value: Any) -> bool:
         except queue.Full:
             continue
     return False
+
+
+# Each wrapped loader's latest to_device iteration thread and its stop event, whichever wrapper
+# ran it: a new to_device(loader) each epoch, or the loader's own loop, must wait for it.
+_LAST: weakref.WeakKeyDictionary[Any, tuple[threading.Thread, threading.Event]] = \
+    weakref.WeakKeyDictionary()
+
+
+def remember(loader: Any, thread: threading.Thread, stop: threading.Event) -> None:
+    """Record ``loader``'s newest iteration (a loader without weak references: not kept)."""
+    with contextlib.suppress(TypeError):
+        _LAST[loader] = (thread, stop)
+
+
+def last_of(loader: Any, default: tuple[Any, Any]) -> tuple[Any, Any]:
+    """``loader``'s newest iteration ``(thread, stop)``, else ``default``."""
+    try:
+        return _LAST.get(loader, default)
+    except TypeError:
+        return default
+
+
+def wait_for_last(loader: Any) -> None:
+    """Wait until a to_device iteration of ``loader`` that was told to stop (a loop left
+    early) has left it: the thread stops at the loader's next item (a worker may be
+    mid-batch), and a DataLoader with persistent workers started again meanwhile would reset
+    the iterator that thread is still shutting down (torch fails, or aborts the process).
+    Whichever wrapper ran it, and the loader's own next loop too (loader.py)."""
+    try:
+        thread, stop = _LAST.get(loader, (None, None))
+    except TypeError:  # a loader that takes no weak reference (a list): no thread to wait for
+        return
+    join_stopped(thread, stop, loader)
+
+
+def join_stopped(thread: threading.Thread | None, stop: threading.Event | None,
+                 loader: Any) -> None:
+    """Wait for ``thread`` if ``stop`` was set (warning past 5 s), unless it is this one."""
+    if thread is None or stop is None or not stop.is_set() or \
+            thread is threading.current_thread():
+        return
+    thread.join(timeout=5)
+    if thread.is_alive():
+        warnings.warn(f"to_device: waiting for the previous iteration of the wrapped "
+                      f"{type(loader).__name__} to stop (its loader is in the middle of an "
+                      "item)", stacklevel=4)
+        thread.join()

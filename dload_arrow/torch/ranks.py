@@ -118,8 +118,9 @@ class Ranks:
 
     def __init__(self, rank: int | None, world_size: int | None) -> None:
         self.rank, self.world_size = resolve_rank(rank, world_size)
-        # open: no rank from anywhere yet. A world_size= alone (`int(os.environ.get(
-        # "WORLD_SIZE", 1))` under mp.spawn) is checked against the group when it comes.
+        # open: no rank from anywhere yet. A world_size=1 alone (`int(os.environ.get(
+        # "WORLD_SIZE", 1))` under mp.spawn) is checked against the group when it comes
+        # (above 1 without a rank, resolve_rank refused it already).
         self._open = (rank is None and not _group() and env_int("RANK") is None
                       and env_int("WORLD_SIZE") is None)
         self._asked = world_size
