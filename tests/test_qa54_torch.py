@@ -121,11 +121,13 @@ def test_forked_workers_never_collect_the_parents_objects(tmp_path: Path) -> Non
         gc.unfreeze()
 
 
-def test_a_new_wrapper_each_epoch_waits_for_the_last_ones_thread(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """(review54b) `for batch in to_device(loader, d)` builds a wrapper per epoch: the wait
-    must follow the loader, not the wrapper, or the next epoch resets a persistent worker
-    iterator still being shut down (crash or hang)."""
+@pytest.mark.parametrize("next_loop", ["a new wrapper", "the loader itself"])
+def test_the_next_loop_waits_for_a_to_device_loop_left_early(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, next_loop: str) -> None:
+    """`for batch in to_device(loader, d)` builds a wrapper per epoch (review54b), and a loop
+    may go over the loader itself next (review54c): the wait must follow the loader, not the
+    wrapper, or the next epoch resets persistent workers still being shut down by the left
+    loop's thread (crash or hang)."""
     flag = tmp_path / "slow"
     flag.touch()
     monkeypatch.setenv(_FLAG, str(flag))
@@ -138,7 +140,8 @@ def test_a_new_wrapper_each_epoch_waits_for_the_last_ones_thread(
     flag.unlink()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (the wait's own warning)
-        labels = sorted(int(x) for b in to_device(loader, "cpu") for x in b["label"])
+        again = to_device(loader, "cpu") if next_loop == "a new wrapper" else loader
+        labels = sorted(int(x) for b in again for x in b["label"])
     assert labels == list(range(256))
 
 
@@ -162,23 +165,3 @@ def test_load_state_dict_inside_a_loop_ends_it_and_reports_the_loaded_state(
     assert loader.state_dict()["position"] == 2
     rest = [int(b["label"]) for b in loader]
     assert len(rest) == 38 and loader.state_dict()["epoch"] == 1
-
-
-def test_the_loaders_own_loop_waits_for_a_to_device_loop_left_early(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """(review54c) a `for b in loader` after a to_device loop over it was left early reset
-    the persistent workers under the wrapper's thread still shutting them down."""
-    flag = tmp_path / "slow"
-    flag.touch()
-    monkeypatch.setenv(_FLAG, str(flag))
-    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
-    repo.commit("a", ((f"k{i:04d}", {"label": i}) for i in range(256)), progress=False)
-    pipe = repo.dataset("a").batch(32).map(_slow_while_flagged)
-    loader = StatefulLoader(as_iterable_dataset(pipe), num_workers=2, persistent_workers=True)
-    for _batch in to_device(loader, "cpu"):
-        break
-    flag.unlink()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # (the wait's own warning)
-        labels = sorted(int(x) for b in loader for x in b["label"])
-    assert labels == list(range(256))
