@@ -165,3 +165,14 @@ def test_load_state_dict_inside_a_loop_ends_it_and_reports_the_loaded_state(
     assert loader.state_dict()["position"] == 2
     rest = [int(b["label"]) for b in loader]
     assert len(rest) == 38 and loader.state_dict()["epoch"] == 1
+
+
+def test_load_state_dict_on_a_loader_without_one_says_what_to_wrap() -> None:
+    """(review54c) a bare AttributeError, raised after the running iteration was ended."""
+    loader = to_device(_list_loader(), "cpu")
+    it = iter(loader)
+    first = next(it)[0].tolist()
+    with pytest.raises(ConfigError, match="to_device: the wrapped Epochs has no load_state_dict "
+                                          r"to resume from; wrap a dload_arrow\.torch"):
+        loader.load_state_dict({"epoch": 0, "position": 1})
+    assert next(it)[0].tolist() == [x + 8 for x in first]  # the loop goes on untouched

@@ -232,6 +232,11 @@ class DeviceLoader:
         """Resume the wrapped loader from ``state`` (what :meth:`state_dict` returned);
         ``strict=False`` as the dataset's (a loader without that argument is given none).
         An iteration still running ends: its next read raises ConfigError."""
+        if not callable(getattr(self.loader, "load_state_dict", None)):
+            raise ConfigError(
+                f"to_device: the wrapped {type(self.loader).__name__} has no load_state_dict "
+                "to resume from; wrap a dload_arrow.torch.StatefulLoader or torchdata's "
+                "StatefulDataLoader, or load the state into the dataset before wrapping")
         self._settle(end=True)
         self._state = None
         if strict:
