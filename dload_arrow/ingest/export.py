@@ -78,8 +78,7 @@ def _name_max(root: str) -> int:
         return 255
 
 
-def _check_length(key: str, column: str, root: str) -> None:
-    limit = _name_max(root)
+def _check_length(key: str, column: str, root: str, limit: int) -> None:
     for part in f"{key}.{column}".split("/"):
         size = len(os.fsencode(part))
         if size > limit:
@@ -123,13 +122,14 @@ def write_sample_files(
         raise UnsafePathError(f"sample key {key!r} is not a plain relative path; cannot export it")
     root = os.path.realpath(os.fspath(dest))
     plan: list[tuple[str, bytes]] = []
+    limit = _name_max(root)  # one filesystem query per sample, not per column
     for column, value in sample.items():
         if column == KEY_COLUMN or value is None:
             continue
         if "/" in column or "\\" in column or column in (".", "..") or "\x00" in column:
             raise UnsafePathError(f"column name {column!r} cannot be a file extension")
         field = schema.field(column) if schema is not None and column in schema.names else None
-        _check_length(key, column, root)
+        _check_length(key, column, root, limit)
         path = os.path.join(root, *f"{key}.{column}".split("/"))
         if not _inside(os.path.abspath(path), root):
             raise UnsafePathError(f"sample {key!r} column {column!r} would be written outside "

@@ -60,7 +60,7 @@ def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tupl
     rank = _int_or_none("rank", rank)
     world_size = _int_or_none("world_size", world_size)
     dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
+    if _group():
         r, n = dist.get_rank(), dist.get_world_size()
         r_from = n_from = "torch.distributed"
         if rank is None and world_size is not None and world_size != n:
