@@ -191,3 +191,27 @@ def test_ctrl_c_while_the_cli_loads_is_interrupted_not_a_traceback(tmp_path: Pat
         if p.returncode == 130:
             assert err.strip().splitlines()[-1] == "dload: interrupted"
     assert 130 in codes
+
+
+def test_ctrl_c_that_python_wrapped_in_another_error_is_still_interrupted(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A SIGINT while a lazy import defines a dataclass surfaces as RuntimeError("Error calling
+    __set_name__ ...") caused by the KeyboardInterrupt (seen in CI): exit 130, no traceback."""
+    from dload_arrow.cli import main as cli_main
+
+    def interrupted(*_a: object, **_k: object) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as e:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance") from e
+
+    monkeypatch.setattr(cli_main.cli, "main", interrupted)
+    assert cli_main.main(["ls"]) == 130
+    err = capsys.readouterr().err
+    assert err == "dload: interrupted\n"
+
+    def broken(*_a: object, **_k: object) -> None:
+        raise RuntimeError("a real bug")
+
+    monkeypatch.setattr(cli_main.cli, "main", broken)
+    assert cli_main.main(["ls"]) == 2  # a bug stays a bug

@@ -93,6 +93,19 @@ def _interrupted(e: click.exceptions.Abort) -> bool:
     return isinstance(e.__cause__ or e.__context__, KeyboardInterrupt)
 
 
+def _wraps_interrupt(e: BaseException) -> bool:
+    """Whether a KeyboardInterrupt is the cause of ``e``: Python re-raises one that lands in
+    some hooks as another error (a dataclass's ``__set_name__`` during a lazy import:
+    RuntimeError "Error calling __set_name__"), which is still Ctrl-C, not a bug."""
+    seen = 0
+    cause = e.__cause__
+    while cause is not None and seen < 20:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        cause, seen = cause.__cause__, seen + 1
+    return False
+
+
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: TextIO | None = None, line: str | None = None) -> None:
     """A Python warning as the CLI prints its own: ``warning: <message>``, one line, without
@@ -140,6 +153,9 @@ def _main(argv: Sequence[str] | None) -> int:
         _silence_stdout()
         return 0
     except Exception as e:
+        if _wraps_interrupt(e):  # Ctrl-C inside an import or a class body Python wrapped
+            click.echo("dload: interrupted", err=True)
+            return 130
         traceback.print_exc()
         click.echo(
             f"dload: internal error ({type(e).__name__}: {_one_line(str(e))}); this is a bug, "
