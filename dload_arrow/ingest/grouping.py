@@ -27,10 +27,21 @@ from dload_arrow.errors import (
     user_stacklevel,
 )
 from dload_arrow.ingest.globs import exact_path
+from dload_arrow.read.memory import MEMORY_LIMIT_ENV, available_memory
+from dload_arrow.sizes import format_bytes
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["Entry", "IngestReport", "check_entry_name", "check_utf8", "group_entries",
-           "split_name"]
+__all__ = ["COMMIT_MEMORY_FACTOR", "Entry", "IngestReport", "LargeSampleWarning",
+           "check_entry_name", "check_utf8", "group_entries", "split_name"]
+
+#: Peak memory of a commit per byte of its largest sample: the value's Arrow copy, Parquet's
+#: encoded page and its zstd output (a value is never split across pages) and the shard
+#: buffer; 5.0x measured for one 200 MB file (bench/notes/speed-work.md, 28th session).
+COMMIT_MEMORY_FACTOR = 5
+
+
+class LargeSampleWarning(UserWarning):
+    """A sample is so large that committing it may need more memory than is available."""
 
 
 @dataclass(frozen=True)
@@ -212,6 +223,7 @@ def group_entries(
             )
         sample[column] = entry
     _warn_unicode_twins(groups, where)
+    _warn_large_sample(groups, where)
     report.samples = len(groups)
     counts: dict[str, int] = {}
     for sample in groups.values():
@@ -241,3 +253,28 @@ def _warn_unicode_twins(groups: dict[str, dict[str, Entry]], where: str) -> None
             "key is typed; if they are meant to be one, give their names one form (in a folder: "
             "`convmv -r -f utf8 -t utf8 --nfc --notest DIR`)",
             stacklevel=user_stacklevel())
+
+
+def _warn_large_sample(groups: dict[str, dict[str, Entry]], where: str) -> None:
+    """Warn before any byte is read when the largest sample's commit would need more memory
+    than this process has (the commit would otherwise be killed partway, often silently)."""
+    if not groups:
+        return
+    key, files = max(groups.items(), key=lambda kv: sum(e.size for e in kv[1].values()))
+    size = sum(e.size for e in files.values())
+    if size < 2**20:  # nothing a machine could lack; and no /proc read for small data
+        return
+    free = available_memory()
+    need = COMMIT_MEMORY_FACTOR * size
+    if free is None or need <= free:
+        return
+    biggest = max(files.values(), key=lambda e: e.size)
+    warnings.warn(
+        f"{where}: sample {key!a} holds {format_bytes(size)} (largest file {biggest.name!a}, "
+        f"{format_bytes(biggest.size)}); committing it needs about {format_bytes(need)} of "
+        f"memory ({COMMIT_MEMORY_FACTOR}x, one value is encoded whole) and this process has "
+        f"{format_bytes(free)} available, so the commit may be killed for lack of memory "
+        "(nothing is published then); commit on a machine with more memory, split the file, "
+        f"or leave it out with --exclude (exclude=[...] in Python); {MEMORY_LIMIT_ENV} sets "
+        "the memory this check assumes",
+        LargeSampleWarning, stacklevel=user_stacklevel())
