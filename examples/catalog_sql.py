@@ -1,6 +1,8 @@
 """Catalog and exploration: SQL over manifests and samples, where() with pruning, lineage.
 
 Runs in seconds against the configured root (DLOAD_ROOT, a local directory by default).
+Results print through polars (installed with dload-arrow); ``.to_pandas()`` on any of these
+tables works too once pandas is installed (``pip install 'dload-arrow[pandas]'``).
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ repo.append("scores", table.slice(0, 100).set_column(
     0, "__key__", pa.array([f"t{i:05d}" for i in range(100)])), progress=False)
 
 # --- SQL over the catalog: views of every manifest, ref and ref move -------------------------
-print(repo.sql("SELECT name, num_versions, num_rows, tags FROM datasets").to_pandas())
-print(repo.sql("SELECT version[:12] AS version, num_rows, refs FROM versions "
-               "WHERE name = $name ORDER BY num_rows", name="scores").to_pandas())
+print(pl.from_arrow(repo.sql("SELECT name, num_versions, num_rows, tags FROM datasets")))
+print(pl.from_arrow(repo.sql("SELECT version[:12] AS version, num_rows, refs FROM versions "
+                            "WHERE name = $name ORDER BY num_rows", name="scores")))
 
 # --- SQL over samples: DuckDB reads the shards, parameters are bound --------------------------
 hist = repo.sql(
@@ -51,8 +53,8 @@ assert rows.num_rows == repo.sql(
 # polars: a LazyFrame with projection and predicate pushdown, honouring the view
 lazy = view.to_polars(columns=["score"])
 print(lazy.select(pl.len(), pl.col("score").mean()).collect())
-print(ds.describe().to_pandas())  # from manifest statistics, no data read
-print(ds.head(3).to_pandas())
+print(pl.from_arrow(ds.describe()))  # from manifest statistics, no data read
+print(pl.from_arrow(ds.head(3)))
 
 # --- lineage: parents, children, ref moves, shared shards --------------------------------------
 print(repo.lineage("scores", "v1"))

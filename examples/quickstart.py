@@ -54,12 +54,15 @@ def main() -> None:
     assert repo.dataset("quickstart", "first").version == v1.version
 
     # Pin the experiment to v1: dataset() then ignores newer commits until unpinned.
+    made_lock = not Path("dload.lock").exists()  # pin writes ./dload.lock (or the nearest)
     repo.pin("quickstart", v1.version)
     ds = repo.dataset("quickstart")
     assert ds.version == v1.version
     print(f"pinned: {ds!r}, schema columns {ds.schema.names}")
     repo.unpin("quickstart")
     assert repo.dataset("quickstart").version == v2.version
+    if made_lock:  # leave no empty lock file behind in the directory this ran from
+        Path("dload.lock").unlink(missing_ok=True)
 
     # Sample dicts (the key in __key__, as samples() yields them) commit too; with the
     # dataset's schema, a read commits back to the very same version id.

@@ -89,7 +89,7 @@ def test_removing_a_version_no_ref_points_at_is_in_the_log(run: RunFn, photos: R
     assert rows[0]["version"] is None and rows[0]["user"]
     moves = photos.lineage("photos").to_dict()["moves"]
     assert [m["previous"] for m in moves if m["action"] == "rm"] == [mid.version]
-    assert f"rm      {mid.version[:12]} removed" in run("log", "photos").out
+    assert f"rm       {mid.version[:12]} removed" in run("log", "photos").out
 
 
 def test_a_removed_dataset_is_said_to_be_removed_and_how_to_see_its_history(

@@ -58,6 +58,12 @@ def pandas_frame(table: pa.Table) -> Any:
     stays float64, where both read as NaN. Integers that hold a null deeper inside a struct,
     map or list stay exact ints and None too (dicts, tuples and arrays as Arrow gives them).
     """
+    try:
+        import pandas  # noqa: F401
+    except ImportError as e:
+        raise ImportError("to_pandas() needs pandas, which is not installed here: "
+                          "pip install 'dload-arrow[pandas]' (or read with to_arrow() or "
+                          "to_polars())") from e
     table = _binary_leaves(table)
     tensors = tensor_fields(table.schema)
     plain = table if not tensors else table.drop_columns([f.name for _, f, _ in tensors])

@@ -113,8 +113,8 @@ class Lineage:
             when = _utc(r["time"]).strftime("%Y-%m-%d %H:%M:%SZ") if r["time"] else "?"
             prev = (r["previous"] or "-")[:12]
             new = (r["version"] or "-")[:12]
-            move = (f"{escaped(r['ref']):<10} {r['action']:<7} {prev} -> {new}" if r["ref"]
-                    else f"{'-':<10} {r['action']:<7} {prev} removed")  # a version, not a ref
+            move = (f"{escaped(r['ref']):<10} {r['action']:<8} {prev} -> {new}" if r["ref"]
+                    else f"{'-':<10} {r['action']:<8} {prev} removed")  # a version, not a ref
             who = escaped(f"{r['user'] or '?'}@{r['host'] or '?'}")
             out.append(f"  {when}  {move}  by {who}")
         if self.shared.num_rows:

@@ -19,6 +19,7 @@ from dload_arrow.cli.output import (
     parse_spec,
     print_table,
     root_options,
+    root_problem,
 )
 from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError
 from dload_arrow.sizes import format_bytes, plural
@@ -102,7 +103,11 @@ def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_jso
     """
     from dload_arrow.repository.lock import lock_path, read_lock
 
-    repo = open_repo(root, cache_dir, cache_budget)
+    repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
+    # the embedded default cannot be mistyped: before the first commit it is just empty
+    if (problem := root_problem(repo)) is not None and \
+            repo.settings.sources.get("root") != "default":
+        raise problem
     pins = read_lock(path := lock_path())  # {} when there is no dload.lock
     rows = [_ls_row(repo, name, pins, str(path) if path else None) for name in repo.datasets()]
     pinned = [r["pinned"] for r in rows if r["pinned"]]

@@ -191,7 +191,7 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
     copy is gone (--delete-bad). That commit makes the version latest again.
 
     \b
-    Example:
+    Examples:
       dload verify photos
       dload verify photos --delete-bad || dload commit photos --from ./photos
     """

@@ -161,8 +161,9 @@ def derive(
     check_bool("derive", "force", force)
     unknown = sorted(set(commit_kwargs) - _COMMIT_OPTIONS)
     if unknown:
-        raise TypeError(f"derive({name!r}) got unexpected keyword argument(s) {unknown}; it "
-                        f"takes meta, recipe, progress, force and {sorted(_COMMIT_OPTIONS)}")
+        takes = ", ".join(["meta", "recipe", "progress", "force", *sorted(_COMMIT_OPTIONS)])
+        raise TypeError(f"derive({name!r}) got unexpected keyword argument(s) "
+                        f"{', '.join(unknown)}; it takes {takes}")
     if not pipe.finite:
         raise ConfigError(
             f"derive({name!r}) needs a finite pipeline, but {pipe!r} may never end; "

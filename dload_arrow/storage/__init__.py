@@ -66,6 +66,9 @@ def open_storage(
 
         fsspec.get_filesystem_class(protocol)
     except (ValueError, ImportError) as e:
+        if protocol in ("s3", "s3a"):
+            raise ConfigError(f"root {redact_url(url)!r}: S3 roots need s3fs, which is not "
+                              "installed here: pip install 'dload-arrow[s3]'") from e
         raise ConfigError(f"root {redact_url(url)!r}: {protocol}:// is not a storage this "
                           f"machine can open ({e}); use a local path or s3://bucket/prefix") from e
     opts = dict(storage_options or {})
