@@ -176,3 +176,17 @@ def test_load_state_dict_on_a_loader_without_one_says_what_to_wrap() -> None:
                                           r"to resume from; wrap a dload_arrow\.torch"):
         loader.load_state_dict({"epoch": 0, "position": 1})
     assert next(it)[0].tolist() == [x + 8 for x in first]  # the loop goes on untouched
+
+
+def test_a_to_device_wrapper_is_not_wrapped_again(tmp_path: Path) -> None:
+    """(review54c) the outer wrapper's state counted the inner queue's items too: one item
+    ahead, so a resume skipped one. Wrapping twice is refused, naming the way."""
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("a", ((f"k{i:04d}", {"label": i}) for i in range(8)), progress=False)
+    inner = to_device(StatefulLoader(as_iterable_dataset(repo.dataset("a").batch(2))), "cpu")
+    with pytest.raises(ConfigError, match=r"the loader is a to_device wrapper already; wrap "
+                                          r"the loader inside it once, to_device\(loader.loader, "
+                                          r"'cpu'\)"):
+        to_device(inner, "cpu")
+    got = [b["label"].tolist() for b in to_device(inner.loader, "cpu")]
+    assert got == [[0, 1], [2, 3], [4, 5], [6, 7]]

@@ -264,6 +264,11 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
                         f"batches (a DataLoader, StatefulLoader, ...), got {kind(loader)}")
     if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
         raise ConfigError(f"prefetch={prefetch!r}: need an int >= 1 (items in flight)")
+    if isinstance(loader, DeviceLoader):  # its state would count the inner queue's items too
+        raise ConfigError(
+            f"to_device({loader!r}): the loader is a to_device wrapper already; wrap the "
+            f"loader inside it once, to_device(loader.loader, {str(device)!r}) (a larger "
+            "prefetch= keeps more items in flight)")
     dev = resolve_device(device)
     return DeviceLoader(loader, dev, prefetch)
 
