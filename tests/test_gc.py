@@ -269,6 +269,8 @@ def test_a_commit_whose_reused_shard_is_deleted_meanwhile_publishes_nothing(
         commit_samples(storage, "e", rows("a"), **SMALL)  # type: ignore[arg-type]
     with pytest.raises(NotFoundError):
         repo.dataset("e")  # the ref never moved: no version of "e" was published
+    # (QA crash55) nor is its manifest left stored, to be listed and fail every read
+    assert not list(repo.storage.list("datasets/e/manifests/"))
     assert repo.datasets() == ["d"]  # its stored manifest does not make "e" a dataset
     again = repo.commit("e", rows("a"), **SMALL)  # retrying uploads the missing shard
     assert again.shards_uploaded == 1
@@ -307,6 +309,12 @@ def test_a_gc_with_a_grace_shorter_than_a_commit_cannot_publish_a_broken_version
     again = repo.commit("d", rows("k"), **SMALL)
     assert again.shards_uploaded == again.shards_total
     assert [r["x"] for r in repo.dataset("d").samples()] == list(range(60))
+    # (QA crash55) a refused commit onto a dataset with versions leaves none listed that
+    # would fail to read
+    with pytest.raises(ConflictError, match=r"\d+ uploaded by it"):
+        commit_samples(storage, "d", rows("m"), **SMALL)  # type: ignore[arg-type]
+    assert [v.version for v in repo.versions("d")] == [again.version]
+    assert repo.dataset("d").version == again.version
 
 
 def test_a_damaged_stored_shard_is_replaced_by_committing_again(repo: Repository) -> None:

@@ -156,7 +156,12 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                 storage.delete(old)
             stale.clear()
             _touch_if_unprotected(storage, up)
-            _check_stored(storage, up, manifest)
+            try:
+                _check_stored(storage, up, manifest)
+            except ConflictError:
+                if mine:  # it lists shards that are gone: versions() must not list it
+                    storage.delete(path)
+                raise
             if parent is not None and not storage.exists(manifest_path(up.name,
                                                                        parent.version)):
                 if mine:  # it lists shards gc may have deleted: no version may remain of it
