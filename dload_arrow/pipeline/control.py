@@ -83,8 +83,11 @@ class _RepeatNode(Node):
         if self.child is not None:
             self.child.close()
         self._got = False  # this pass has given an item
+        # after the last pass (a state saved once it ended) the child is that pass's, at its
+        # end: pass `times` would be the next outer epoch's first (QA fuzz55)
+        r = self.r if self.times is None else min(self.r, max(self.times - 1, 0))
         with sharing_budget(self.share):
-            self.child = self.pipe._build(self.epoch * self.stride + self.r)
+            self.child = self.pipe._build(self.epoch * self.stride + r)
         self.child.reset(state)
 
     def reset(self, state: State | None = None) -> None:
