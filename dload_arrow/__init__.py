@@ -53,15 +53,17 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
-            return importlib.import_module(f"{__name__}.{name}")  # a subpackage, as before
-        raise AttributeError(f"module 'dload_arrow' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # to a type checker the names are the imports above: a typo is found
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}"):
+                return importlib.import_module(f"{__name__}.{name}")  # a subpackage, as before
+            raise AttributeError(f"module 'dload_arrow' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

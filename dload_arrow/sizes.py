@@ -30,6 +30,9 @@ def parse_size(value: str | int | float, what: str = "size") -> int:
     if isinstance(value, (int, float)):
         if value < 0:
             raise ConfigError(f"{what} {value!r} must not be negative")
+        if isinstance(value, float) and not value.is_integer():  # 1.5 meant 1.5 GB, not 1 B
+            raise ConfigError(f"{what} {value!r} is a fraction of a byte; give whole bytes or "
+                              "text with a unit such as '1.5GB'")
         return int(value)
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(value))
     if not m or m.group(2).lower() not in _UNITS:

@@ -289,8 +289,9 @@ def parse_predicate(text: str, columns: Iterable[str] = ()) -> Node:
     ``columns``, the dataset's column names, only improve the errors: a name that needs
     double quotes, written bare where parsing failed, is shown quoted.
     """
-    if not isinstance(text, str):
-        raise PredicateError(f"a filter must be a string, got {type(text).__name__}")
+    if not isinstance(text, str):  # a pyarrow Expression belongs to filter(expr)
+        raise PredicateError(f"a filter must be a string, got {type(text).__name__}" + (
+            "; pass a pyarrow expression to filter(expr)" * (type(text).__name__ == "Expression")))
     return _Parser(text, columns).parse()
 
 

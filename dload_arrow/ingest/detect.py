@@ -122,6 +122,10 @@ def open_source(
     ``store_dirs``: folders a directory's walk leaves out (a local storage root, a cache).
     """
     location = os.fspath(location)
+    if kind not in ("auto", "files", "archive"):
+        raise ConfigError(f"open_source(kind={kind!r}): kind is 'auto' (detect), 'files' (a "
+                          "directory) or 'archive' (zip, tar, tar.gz, tar.zst); tables are "
+                          "read with open_table()")
     auto = kind == "auto"
     if auto:
         kind = detect_kind(location, endpoint_url=endpoint_url, include=include, exclude=exclude,

@@ -178,9 +178,24 @@ def _about_input(e: StorageError | ConfigError, parent: str, location: str) -> E
 # ingest 42).
 
 
-def own_dirs(dirs: Iterable[str | os.PathLike[str]]) -> frozenset[str]:
-    """The real paths of dload's own folders, as a walk compares them."""
-    return frozenset(os.path.realpath(os.fspath(d)) for d in dirs)
+def own_dirs(dirs: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | None
+             ) -> frozenset[str]:
+    """The real paths of dload's own folders, as a walk compares them; one folder given as a
+    str or path is one folder (not its characters: QA api55, the walk read the folder)."""
+    if dirs is None:
+        return frozenset()
+    if isinstance(dirs, str | os.PathLike):
+        dirs = [dirs]
+    if isinstance(dirs, bytes) or not isinstance(dirs, Iterable):
+        raise TypeError(f"store_dirs= takes folders (a str or path, or a list of them), got "
+                        f"{type(dirs).__name__} {dirs!r:.80}")
+    out = []
+    for d in dirs:
+        if not isinstance(d, str | os.PathLike):
+            raise TypeError(f"store_dirs= takes folders as str or path, got "
+                            f"{type(d).__name__} {d!r:.80}")
+        out.append(os.path.realpath(os.fspath(d)))
+    return frozenset(out)
 
 
 def refuse_own_data(location: str, path: str, dirs: frozenset[str]) -> None:

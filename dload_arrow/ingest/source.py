@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import typed_array
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.ingest.columns import column_kind, decode_value, field_for
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.grouping import (
@@ -72,6 +72,8 @@ class SampleSource:
         self.location = os.fspath(location)
         self.globs = Globs(include, exclude)
         self.include, self.exclude = self.globs.include, self.globs.exclude
+        if split not in ("first", "last"):  # refused now, not at the first read
+            raise ConfigError(f"split must be 'first' or 'last', not {split!r}")
         self.split = split
         self._skipped: list[tuple[str, str]] = []
         self._excluded_dirs: list[str] = []  # folders an exclude pattern drops whole

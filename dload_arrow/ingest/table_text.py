@@ -37,7 +37,8 @@ from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.table_stream import open_table_file
 from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "null_key", "values_at"]
+__all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "null_key", "text_column_list",
+           "values_at"]
 
 _EXACT = 2.0 ** 53  # every integer of smaller magnitude is a float64 exactly
 _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all below 2**53
@@ -47,6 +48,21 @@ _LONG_INT = r"^\s*[+-]?[0-9]{16,}\s*$"  # integers of 15 digits or fewer are all
 _HUGE = r"^\s*[+-]?([0-9.]+[eE]\+?[0-9]{3,}|[0-9.]{200,}[eE]\+?[0-9]{1,2}|[0-9.]{290,})\s*$"
 # A JSON integer literal of 16 digits or more (not the digits of a float such as 1.5e+19).
 _LONG_LITERAL = re.compile(rb"(?<![0-9.])[0-9]{16,}(?![0-9.eE])")
+
+
+def text_column_list(value: Sequence[str] | str | None) -> list[str]:
+    """``text_columns=`` as a list: one name given as a str is one column (QA api55: its
+    characters were taken as names, so ``"zip"`` lost its leading zeros)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    names: list[Any] = list(value) if not isinstance(value, bytes | dict) else [value]
+    bad = [c for c in names if not isinstance(c, str)]
+    if bad:
+        raise TypeError(f"text_columns= takes column names as str (one, or a list of them), "
+                        f"got {type(bad[0]).__name__} {bad[0]!r:.80}")
+    return names
 
 
 def csv_convert(text_columns: Sequence[str] = (), key: str | None = None,

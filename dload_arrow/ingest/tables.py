@@ -50,6 +50,7 @@ from dload_arrow.ingest.table_text import (
     csv_convert,
     decoded_dictionaries,
     null_key,
+    text_column_list,
 )
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
 from dload_arrow.store.tensor_layout import restore, restored_schema
@@ -212,7 +213,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
             (``month=01``) take its column types.
         store_dirs: dload's own folders (a local root's, the cache), never read (location.py).
     """
-    path = local_path(os.fspath(path))
+    path, text_columns = local_path(os.fspath(path)), text_column_list(text_columns)
     globs = Globs(include, exclude)
     skip = own_dirs(store_dirs)
     if skip and not is_remote(path):

@@ -116,7 +116,8 @@ def as_record_batch(data: Any) -> pa.RecordBatch:
 
 def _plain(d: Any) -> Any:
     if not isinstance(d, dict):
-        raise TypeError(f"cannot turn item {d!r} into an Arrow row: items must be dicts")
+        raise TypeError(f"cannot turn the item {d!r} ({type(d).__name__}) into an Arrow row: "
+                        "items must be dicts")
     return {k: (v.reshape(-1) if isinstance(v, np.ndarray) else v) for k, v in d.items()}
 
 

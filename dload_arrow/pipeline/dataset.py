@@ -21,6 +21,7 @@ cheap ``skip`` stay above it (correct, but every consumer decodes every unit).
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -185,6 +186,10 @@ class DatasetPipe(Pipeline):
         if buffer is None:
             return max(DEFAULT_BUFFER, MIN_WINDOW_UNITS * typical)
         if isinstance(buffer, str):
+            if re.fullmatch(r"\s*[0-9.]+\s*", buffer):  # "64" from os.environ: rows or bytes?
+                raise ConfigError(
+                    f"shuffle buffer {buffer!r} has no unit: pass {buffer.strip()} (an int) for "
+                    f"rows, or a size such as '{buffer.strip()}MB' for bytes")
             m = self.ds.manifest
             per_row = m.num_bytes / max(1, m.num_rows)
             rows = max(1, math.ceil(parse_size(buffer, "shuffle buffer") / max(per_row, 1e-9)))

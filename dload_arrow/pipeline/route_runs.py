@@ -30,6 +30,9 @@ def normalized(weights: Sequence[float] | None, n: int) -> np.ndarray:
         raise ConfigError(f"weights {weights!r} must be a sequence of {n} numbers in the order "
                           "of the inputs, not a dict: pass list(weights.values()) if that is "
                           "their order")
+    if isinstance(weights, str | bytes):  # list() of a str is its characters
+        raise ConfigError(f"weights {weights!r} must be a sequence of {n} numbers, one per "
+                          "input, not text: e.g. [0.7, 0.3]")
     try:
         w = np.ones(n) if weights is None else np.asarray(list(weights), dtype=np.float64)
     except (TypeError, ValueError) as e:

@@ -8,6 +8,7 @@ missing ones.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -126,11 +127,11 @@ class _Progress:
 
 def _size(value: int | str, what: str) -> int:
     """A size argument in bytes: an int, or text such as ``"128MiB"``; above 0."""
-    n = parse_size(value, what) if isinstance(value, str) else value
-    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
+    n: Any = parse_size(value, what) if isinstance(value, str) else value
+    if isinstance(n, bool) or not hasattr(type(n), "__index__") or operator.index(n) <= 0:
         raise ConfigError(f"{what} must be a size above 0 (bytes, or text such as '128MiB'), "
                           f"got {value!r}")
-    return n
+    return operator.index(n)  # a numpy integer too
 
 
 def _next_row_number(parent: Manifest, read_keys: KeyReader | None) -> int:

@@ -36,6 +36,9 @@ def field_shape(field: pa.Field) -> tuple[int, ...] | None:
 
 
 def _with_key(schema: pa.Schema | None, key: str | None, table_schema: pa.Schema) -> str | None:
+    if key is not None and not isinstance(key, str):
+        raise SchemaError(f"key={key!r}: give the key column's name as a str, got "
+                          f"{type(key).__name__}; the table has columns {table_schema.names}")
     if key is not None and key not in table_schema.names:
         raise SchemaError(
             f"key column {key!r} not found; the table has columns {table_schema.names}"

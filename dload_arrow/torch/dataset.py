@@ -18,6 +18,7 @@ from typing import Any
 import torch
 import torch.utils.data
 
+from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.guarded import Guarded
 from dload_arrow.pipeline.node import check_count
@@ -50,8 +51,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
                  length: int | Callable[[int], int] | None = None) -> None:
         if uneven not in UNEVEN_MODES:
             raise ConfigError(f"uneven={uneven!r}: choose one of {UNEVEN_MODES}")
-        if not isinstance(to_tensors, bool):
-            raise ConfigError(f"to_tensors={to_tensors!r}: give True or False")
+        to_tensors = bool(check_bool("as_iterable_dataset", "to_tensors", to_tensors))
         self.pipe = as_source(pipe)
         self._ranks = Ranks(rank, world_size)  # the group's once it exists (ranks.py)
         self.uneven: Uneven = uneven

@@ -16,6 +16,7 @@ iteration, ``set_epoch`` or ``load_state_dict``: saving ``loader.state_dict()`` 
 
 from __future__ import annotations
 
+import operator
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -262,8 +263,10 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
     if isinstance(loader, str | bytes | Mapping) or not isinstance(loader, Iterable):
         raise TypeError(f"to_device(loader={shown(loader)}): loader must be an iterable of "
                         f"batches (a DataLoader, StatefulLoader, ...), got {kind(loader)}")
-    if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
+    if isinstance(prefetch, bool) or not hasattr(type(prefetch), "__index__") or \
+            operator.index(prefetch) < 1:
         raise ConfigError(f"prefetch={prefetch!r}: need an int >= 1 (items in flight)")
+    prefetch = operator.index(prefetch)
     if isinstance(loader, DeviceLoader):  # its state would count the inner queue's items too
         raise ConfigError(
             f"to_device({loader!r}): the loader is a to_device wrapper already; wrap the "
