@@ -120,3 +120,16 @@ def test_mypy_finds_a_misspelled_top_level_name(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert 'Module has no attribute "Repositroy"' in r.stdout, r.stdout + r.stderr
     assert r.stdout.count("error:") == 1, r.stdout
+
+
+def test_float_and_bool_key_columns_are_refused_as_float_keys_of_pairs_are(
+        repo: Repository) -> None:
+    for ids in ([1.0, 2.5], [True, False]):
+        with pytest.raises(SchemaError, match=r"key column 'id' holds (double|bool) values; "
+                                              r"keys are strings or integers"):
+            repo.commit("t", pa.table({"id": ids, "x": [1, 2]}), key="id", progress=False)
+    with pytest.raises(SchemaError, match="keys must be non-empty strings"):
+        repo.commit("p", [(1.0, {"x": 1})], progress=False)  # type: ignore[list-item]
+    v = repo.commit("t", pa.table({"id": [7, 10], "x": [1, 2]}), key="id", progress=False)
+    assert repo.dataset("t").to_arrow().column("__key__").to_pylist() == ["7", "10"]
+    assert v.num_rows == 2
