@@ -29,10 +29,12 @@ def _keys(items: Any) -> list[str]:
 
 
 def _rank(pipe: Any, rank: int, world: int, path: str, workers: int, q: Any) -> None:
+    import gc
     import os
 
     import torch.distributed as dist
 
+    gc.freeze()  # forked from the threaded test process: never walk what it was changing
     for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
         os.environ.pop(name, None)  # as mp.spawn leaves them
     try:

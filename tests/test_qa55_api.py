@@ -56,8 +56,8 @@ def test_numpy_sizes_and_counts_are_taken_and_fractions_of_bytes_refused(
         repo.commit("t", table, key="id", shard_size=np.int64(0), progress=False)
     budget = Repository.open(tmp_path / "r2", cache_budget=np.int64(10**9))
     assert budget.cache_status().budget_bytes == 10**9
-    with pytest.raises(ConfigError, match="1.5 is a fraction of a byte; give whole bytes or "
-                                          "text with a unit such as '1.5GB'"):
+    with pytest.raises(ConfigError, match=r"1\.5 is a fraction of a byte; give whole bytes "
+                                          r"or text with a unit such as '1\.5GB'"):
         Repository.open(tmp_path / "r3", cache_budget=1.5)  # type: ignore[arg-type]
 
 

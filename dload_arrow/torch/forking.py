@@ -7,10 +7,15 @@ segmentation fault "Garbage-collecting" (4 Dec, once under our own StatefulLoade
 torchdata's StatefulDataLoader, inside a decoding thread of the worker). Two defences:
 
 - :func:`start_workers` (the parent, for :class:`~dload_arrow.torch.loader.StatefulLoader`):
-  collect, then freeze the collector while the DataLoader forks, then unfreeze: the children
-  start with every parent object in the permanent generation. Starts are serialised (two
-  loaders starting in two threads would unfreeze each other's fork), and a program that froze
-  objects itself keeps its freeze untouched: it manages the collector around forks already.
+  freeze the collector while the DataLoader forks, then unfreeze: the children start with
+  every parent object in the permanent generation. No collection first: a full one walks
+  the whole heap each epoch, and in a process that was itself forked from a threaded one (a
+  rank started with the fork method) it is what met the half-changed objects (the suite, 4
+  Dec: "Garbage-collecting" in ``start_workers``); garbage frozen in a worker is only memory
+  shared with the parent, and the parent collects its own after the unfreeze. Starts are
+  serialised (two loaders starting in two threads would unfreeze each other's fork), and a
+  program that froze objects itself keeps its freeze untouched: it manages the collector
+  around forks already.
 - :func:`freeze_inherited` (the worker, for any DataLoader that runs our dataset): the first
   time a forked worker iterates, it freezes what it inherited, before our threads allocate.
 """
@@ -42,7 +47,6 @@ def start_workers(loader: Any) -> Any:
     with _starting:
         if gc.get_freeze_count():  # the program's own freeze: left as it is
             return iter(loader)
-        gc.collect()
         gc.freeze()
         try:
             return iter(loader)
