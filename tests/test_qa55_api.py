@@ -133,3 +133,13 @@ def test_float_and_bool_key_columns_are_refused_as_float_keys_of_pairs_are(
     v = repo.commit("t", pa.table({"id": [7, 10], "x": [1, 2]}), key="id", progress=False)
     assert repo.dataset("t").to_arrow().column("__key__").to_pylist() == ["7", "10"]
     assert v.num_rows == 2
+
+
+def test_archive_format_takes_a_path(tmp_path: Path) -> None:
+    import tarfile
+
+    from dload_arrow.ingest import archive_format
+
+    with tarfile.open(tmp_path / "a.tar", "w") as t:
+        t.add(tmp_path, arcname=".")
+    assert archive_format(tmp_path / "a.tar") == archive_format(str(tmp_path / "a.tar")) == "tar"

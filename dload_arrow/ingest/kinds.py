@@ -124,9 +124,11 @@ def not_read_compressed(location: str, where: str = "") -> ConfigError | None:
             else ""))
 
 
-def archive_format(location: str, *, endpoint_url: str | None = None, sniff: bool = True) -> str:
+def archive_format(location: str | os.PathLike[str], *, endpoint_url: str | None = None,
+                   sniff: bool = True) -> str:
     """``"zip"``, ``"tar"``, ``"tar.gz"`` or ``"tar.zst"``, by content (when ``sniff``) and
     then by extension; IntegrityError if neither says."""
+    location = os.fspath(location)
     if sniff and (fmt := sniff_archive(location, endpoint_url=endpoint_url)) is not None:
         return fmt
     lower = location.lower().rstrip("/")
