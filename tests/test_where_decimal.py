@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from dload_arrow import Repository
+from dload_arrow import Repository, SchemaError
 
 D = decimal.Decimal
 VALUES = [D("12345678901234567.89"), D("12345678901234567.88"), D("-0.01"), D("0.10"),
@@ -86,3 +86,25 @@ def test_integers_past_64_bits_compare_exactly_with_a_wide_decimal_column(
             got = view.where(query).to_polars().collect()["__key__"].to_list()
             assert sorted(got) == want, query
 
+
+
+def test_wide_decimals_inside_lists_and_structs_are_refused_by_polars(
+        repo: Repository) -> None:
+    """(QA roundtrip55) polars read them as 128-bit numbers: a value past 38 digits came back
+    as another number, silently; only a top-level column was refused."""
+    big = D("1234567890123456789012345678901234567890.5")
+    table = pa.table({
+        "__key__": ["a", "b"],
+        "ld": pa.array([[big, None], []], pa.list_(pa.decimal256(41, 1))),
+        "sd": pa.array([{"x": big}, None], pa.struct([("x", pa.decimal256(41, 1))])),
+        "ok": pa.array([[D("1.5")], None], pa.list_(pa.decimal128(10, 1))),
+    })
+    repo.commit("n", table, progress=False)
+    ds = repo.dataset("n")
+    for column in ("ld", "sd"):
+        with pytest.raises(SchemaError, match=f"to_polars\\(\\) cannot read column '{column}' "
+                                              "of 'n': it is .*decimal256\\(41, 1\\).*, and "
+                                              "polars holds decimals of at most 38 digits"):
+            ds.to_polars(columns=[column]).collect()
+    assert ds.to_polars(columns=["ok"]).collect()["ok"].to_list()[0] == [D("1.5")]
+    assert ds.to_arrow().column("ld").to_pylist()[0] == [big, None]  # Arrow reads them

@@ -229,10 +229,12 @@ def _filter_columns(node: Node | None) -> set[str]:
 def _refuse_wide_decimals(manifest: Manifest, schema: pa.Schema, node: Node | None) -> None:
     """polars holds decimals of at most 38 digits: a wider decimal256 column it reads failed
     only at ``collect()``, without naming the column ("precision must be between 1 and 38",
-    or "Can't decode Decimal256" in a filter). Say so first; inside a list it reads them."""
+    or "Can't decode Decimal256" in a filter); inside a list or a struct it read them as
+    128-bit numbers, wrong past 38 digits, silently (QA roundtrip55). Say so first."""
     read = set(schema.names) | _filter_columns(node)
     for f in manifest.schema:
-        if f.name in read and pa.types.is_decimal(f.type) and f.type.precision > 38:
+        if f.name in read and holds_type(f.type, lambda t: pa.types.is_decimal(t) and
+                                         t.precision > 38):
             raise SchemaError(
                 f"to_polars() cannot read column {f.name!r} of {manifest.name!r}: it is "
                 f"{f.type}, and polars holds decimals of at most 38 digits; leave it out "
