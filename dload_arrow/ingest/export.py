@@ -7,8 +7,10 @@ UTF-8, tensors as ``.npy``, numbers as text, anything else (lists, structs) as J
 
 from __future__ import annotations
 
+import base64
 import errno
 import json
+import math
 import os
 from typing import Any
 
@@ -59,7 +61,24 @@ def _encode(value: Any, field: pa.Field | None) -> bytes:
         return b"true" if value else b"false"
     if isinstance(value, (int, float, np.generic)):
         return str(value).encode()
-    return json.dumps(value, default=str).encode()
+    return json.dumps(_strict(value), default=str, allow_nan=False).encode()
+
+
+def _strict(value: Any) -> Any:
+    """``value`` as strict JSON takes it (QA roundtrip55: ``NaN``, ``Infinity`` and Python's
+    ``b'..'`` reprs were written): NaN and infinities as null, as ``dload head --json`` has
+    them, and bytes as base64 text (the one encoding every JSON reader can undo)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _strict(value.tolist())
+    return value
 
 
 def _inside(path: str, root: str) -> bool:
