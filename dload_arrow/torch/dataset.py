@@ -18,7 +18,6 @@ from typing import Any
 import torch
 import torch.utils.data
 
-from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.guarded import Guarded
 from dload_arrow.pipeline.node import check_count
@@ -51,11 +50,12 @@ class StreamDataset(torch.utils.data.IterableDataset):
                  length: int | Callable[[int], int] | None = None) -> None:
         if uneven not in UNEVEN_MODES:
             raise ConfigError(f"uneven={uneven!r}: choose one of {UNEVEN_MODES}")
-        to_tensors = bool(check_bool("as_iterable_dataset", "to_tensors", to_tensors))
+        if type(to_tensors).__name__ not in ("bool", "bool_"):  # numpy's bool too
+            raise ConfigError(f"to_tensors={to_tensors!r}: give True or False")
         self.pipe = as_source(pipe)
         self._ranks = Ranks(rank, world_size)  # the group's once it exists (ranks.py)
         self.uneven: Uneven = uneven
-        self.to_tensors = to_tensors
+        self.to_tensors = bool(to_tensors)
         self.length = check_length(length)
         self._schema = source_schema(self.pipe)
         # Now: the workers' pickle carries it (a spawned one lacks __main__'s globals)
