@@ -23,6 +23,7 @@ from typing import Any
 
 from dload_arrow.catalog.tables import RAW_SCHEMAS, parent_rows, version_row
 from dload_arrow.errors import IntegrityError, user_stacklevel
+from dload_arrow.storage.local import mode_like_open
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache, root_id
 
@@ -120,6 +121,7 @@ class Summaries:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".versions.", suffix=".tmp")
+            mode_like_open(fd)  # a team's shared cache: readable by the group
             with os.fdopen(fd, "wb") as f:
                 f.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
             os.replace(tmp, self.path)

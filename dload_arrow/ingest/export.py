@@ -110,7 +110,7 @@ def _check_length(key: str, column: str, root: str, limit: int) -> None:
 def _write(path: str, data: bytes, dest: str) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, 0o666)  # the umask decides, as open() does
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise UnsafePathError(

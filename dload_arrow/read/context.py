@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -94,6 +96,20 @@ def _blocking_file(path: str) -> str | None:
         p = parent
 
 
+def _owner(path: str) -> str:
+    """Whose the file is, when another user's: a cache shared by a group needs its files
+    group-writable, which every user's umask decides."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    if st.st_uid == os.geteuid():
+        return ""
+    return (f" (made by uid {st.st_uid}, mode {stat.filemode(st.st_mode)}: to share a cache "
+            "with a group, every user needs umask 002 and the folder group-writable, e.g. "
+            "`chmod -R g+rwX` it once)")
+
+
 def cache_dir_error(cache_dir: str, error: OSError, source: str | None = None) -> ConfigError:
     """A ConfigError for a cache dir that ``error`` shows unusable: what, why, how to fix."""
     blocker = _blocking_file(cache_dir)
@@ -106,6 +122,7 @@ def cache_dir_error(cache_dir: str, error: OSError, source: str | None = None) -
         why = error.strerror or str(error)
         if error.filename and os.fspath(error.filename) != cache_dir:
             why = f"{why}: {os.fsdecode(error.filename)}"
+            why += _owner(os.fsdecode(error.filename)) if error.errno == errno.EACCES else ""
     origin = f" (from {source})" if source else ""
     return ConfigError(
         f"cannot use the cache dir {cache_dir}{origin}: {why}; choose a writable directory "

@@ -45,7 +45,7 @@ def _open(path: str) -> int:
         for attempt in range(3):  # the cache deleted while its folders were made: again
             try:
                 make_dirs(os.path.dirname(path))
-                return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+                return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
             except FileNotFoundError:
                 if attempt == 2:
                     raise

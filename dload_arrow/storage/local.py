@@ -14,7 +14,7 @@ from contextlib import contextmanager, suppress
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath
 
-__all__ = ["LocalStorage", "dangling_link"]
+__all__ = ["LocalStorage", "dangling_link", "mode_like_open", "umask"]
 
 _COPY_CHUNK = 4 * 2**20
 
@@ -32,6 +32,28 @@ def dangling_link(path: str) -> str | None:
         if parent == p:
             return None
         p = parent
+
+
+def umask() -> int:
+    """This process's umask, read without changing it (``/proc``; the ``os.umask`` round trip
+    where that is missing, which races with other threads' file creation only there)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def mode_like_open(fd: int) -> None:
+    """Give a file ``tempfile.mkstemp`` made (0600) the mode ``open()`` gives, ``0666 & ~umask``:
+    a cache shared by a team's group (umask 002, a setgid folder) must stay writable and
+    readable by the group (QA readonly55: the second user was refused)."""
+    os.fchmod(fd, 0o666 & ~umask())
 
 
 class LocalStorage:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from dload_arrow.errors import DloadError, IntegrityError, InvalidNameError, NotFoundError
 from dload_arrow.storage import Storage, redact_url
+from dload_arrow.storage.local import mode_like_open
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, manifest_path
 from dload_arrow.store.removals import gone_hint
@@ -168,6 +169,7 @@ class ManifestCache:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{version[:12]}.", suffix=".tmp")
+            mode_like_open(fd)  # a team's shared cache: readable by the group
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             os.replace(tmp, self.folder / f"{version}.arrow")

@@ -1,0 +1,53 @@
+"""A cache shared by a team's group (QA readonly55): with umask 002 and a group-writable
+folder, the second user was refused, since dload made its lock and hold files 0644 and its
+cached manifests and catalog summaries 0600 whatever the umask. They follow the umask now, as
+the cached shards did; and a refusal over another user's file says whose it is and the fix."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dload_arrow import Repository
+from dload_arrow.read.context import cache_dir_error
+
+
+@pytest.fixture
+def umask_002() -> Iterator[None]:
+    old = os.umask(0o002)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def test_cache_files_follow_the_umask(tmp_path: Path, umask_002: None) -> None:
+    cache = tmp_path / "cache"
+    repo = Repository.open("memory://team", cache_dir=cache)  # read through the cache
+    repo.commit("d", [(f"k{i}", {"x": i}) for i in range(50)], progress=False)
+    assert sum(1 for _ in repo.dataset("d").samples()) == 50
+    repo.sql("select count(*) from versions")  # the catalog's summaries
+    files = [p for p in cache.rglob("*") if p.is_file() and p.name != "CACHEDIR.TAG"]
+    kinds = {p.relative_to(cache).parts[0] for p in files}
+    assert {"cache.lock", "manifests", "shards"} <= kinds, kinds
+    for p in files:
+        mode = stat.S_IMODE(p.stat().st_mode)
+        assert mode & 0o660 == 0o660, f"{p.relative_to(cache)}: {oct(mode)}"
+
+
+def test_a_refusal_over_another_users_file_says_whose_it_is(tmp_path: Path) -> None:
+    theirs = tmp_path / "cache.lock"
+    theirs.touch()
+    os.chmod(theirs, 0o644)
+    if os.geteuid() != 0:
+        pytest.skip("needs to give the file to another user (chown)")
+    os.chown(theirs, 4321, 4321)
+    err = cache_dir_error(str(tmp_path), PermissionError(errno.EACCES, "Permission denied",
+                                                         str(theirs)))
+    assert f"Permission denied: {theirs} (made by uid 4321, mode -rw-r--r--: to share a cache " \
+           "with a group, every user needs umask 002 and the folder group-writable" in str(err)
