@@ -10,6 +10,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,29 @@ def test_a_refusal_over_another_users_file_says_whose_it_is(tmp_path: Path) -> N
                                                          str(theirs)))
     assert f"Permission denied: {theirs} (made by uid 4321, mode -rw-r--r--: to share a cache " \
            "with a group, every user needs umask 002 and the folder group-writable" in str(err)
+
+
+def test_rm_without_delete_permission_says_what_it_did_and_records_nothing_false(
+        s3_repo: Repository, s3_server: Any) -> None:
+    """(QA readonly55) credentials that may write but not delete: a whole-dataset rm wrote
+    removal records first, so `log` showed the live latest as removed; a version's rm moved
+    latest and then failed without saying so."""
+    from dload_arrow import StorageError
+
+    v1 = s3_repo.commit("d", [(f"k{i}", {"x": i}) for i in range(10)], progress=False)
+    v2 = s3_repo.append("d", [(f"k{i}", {"x": i}) for i in range(10, 20)], progress=False)
+    s3_server.fail("DELETE", "/", 403, "AccessDenied", "Access Denied", times=1000)
+    try:
+        with pytest.raises(StorageError):
+            s3_repo.rm("d")
+        assert s3_repo.datasets() == ["d"]
+        assert [e.action for e in s3_repo.log("d") if e.action == "rm"] == []
+        assert s3_repo.dataset("d").version == v2.version
+        with pytest.raises(StorageError, match=f"rm of 'd' version {v2.version[:12]} is half "
+                                               f"done: .*latest -> {v1.version[:12]}.*run the "
+                                               "rm again with credentials that may delete"):
+            s3_repo.rm("d", v2.version)
+    finally:
+        s3_server.failing.clear()
+    assert s3_repo.rm("d", v2.version) == [v2.version]  # finished by the same call again
+    assert [v.version for v in s3_repo.versions("d")] == [v1.version]

@@ -22,7 +22,13 @@ import contextlib
 import hashlib
 from typing import TYPE_CHECKING
 
-from dload_arrow.errors import ConflictError, DloadError, IntegrityError, NotFoundError
+from dload_arrow.errors import (
+    ConflictError,
+    DloadError,
+    IntegrityError,
+    NotFoundError,
+    StorageError,
+)
 from dload_arrow.repository.tags import TagsMixin
 from dload_arrow.store.names import manifest_path
 from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log
@@ -98,7 +104,15 @@ class RemoveMixin(TagsMixin):
                 delete_ref(self.storage, name, ref)
         if kept is not None:  # its parent edges outlive the manifest, for lineage
             record_removal(self.storage, name, vid, kept)
-        self.storage.delete(manifest_path(name, vid))
+        try:
+            self.storage.delete(manifest_path(name, vid))
+        except StorageError as e:  # credentials that may write but not delete (QA readonly55)
+            now = list_refs(self.storage, name).get("latest")
+            raise StorageError(
+                f"rm of {name!r} version {vid[:12]} is half done: {e}. Its refs have moved "
+                f"(latest -> {now.version[:12] if now else 'none'}) and its removal is "
+                "recorded, but its manifest stays; run the rm again with credentials that may "
+                "delete to finish") from e
         self.manifests.forget(vid)
         self._clear_memos(name, vid)
         back = sorted(r for r, v in list_refs(self.storage, name).items() if v.version == vid)
@@ -116,14 +130,15 @@ class RemoveMixin(TagsMixin):
     def _rm_all(self, name: str, ids: list[str], refs: list[str]) -> list[str]:
         """Remove every ref and manifest of ``name`` (its log and removal records stay)."""
         stored: dict[str, Manifest] = {}
-        for vid in ids:  # lineage through them stays (store/removals.py)
-            try:
-                stored[vid] = m = self.manifests.get(name, vid)
-            except DloadError:  # corrupt, gone or misnamed: no parents to keep
-                continue
-            record_removal(self.storage, name, vid, m)
+        for vid in ids:
+            with contextlib.suppress(DloadError):  # corrupt, gone or misnamed: no parents
+                stored[vid] = self.manifests.get(name, vid)
+        # the refs first: credentials that may not delete fail here, before anything is
+        # recorded as removed (QA readonly55: `log` showed the live latest as removed)
         for ref in refs:
             delete_ref(self.storage, name, ref, moved_ok=True)  # moved meanwhile: gone too
+        for vid, m in stored.items():  # lineage through them stays (store/removals.py)
+            record_removal(self.storage, name, vid, m)
         kept_dirs = (f"datasets/{name}/log/", f"datasets/{name}/{REMOVED}/")
         manifests = f"datasets/{name}/manifests/"
         for obj in self.storage.list(f"datasets/{name}/"):
