@@ -90,7 +90,7 @@ class _Compiler:
             raise self.error(f"no column {name!r}; columns are {known}")
         return self.schema.field(idx)
 
-    def typed(self, node: Node, other: Node | None) -> Node:
+    def typed(self, node: Node, other: Node | None, op: str = "=") -> Node:
         """Check operand types; cast string literals compared with time columns."""
         if not isinstance(node, Literal) or not isinstance(other, Column):
             return node
@@ -102,7 +102,7 @@ class _Compiler:
                              f"float literal ({float(value):g}) to compare by magnitude")
         kind, lit = column_kind(field.type), literal_kind(value)
         if lit == "number":
-            node = as_column_number(node, typ)
+            node = as_column_number(node, typ, op)
         if lit == "null" or kind == lit:
             return node
         if kind == "temporal" and lit == "string":
@@ -150,7 +150,7 @@ class _Compiler:
             if (isinstance(left, Column) and self.timed(left)
                     and isinstance(right, Literal) and isinstance(right.value, str)):
                 return time_compare(op, left, right.value, self.column(left.name), self.error)
-            return Compare(op, left, self.typed(right, left))
+            return Compare(op, left, self.typed(right, left, op))
         if isinstance(node, IsNull):
             if not isinstance(node.operand, Column):
                 raise self.not_column(node.operand, "IS NULL applies to a column")
@@ -164,7 +164,7 @@ class _Compiler:
                       node.negated)
         if isinstance(node, Between):
             col = self.operand(node.operand)
-            return Between(col, self.typed(node.low, col), self.typed(node.high, col),
+            return Between(col, self.typed(node.low, col, ">="), self.typed(node.high, col, "<="),
                            node.negated)
         if isinstance(node, And):
             return And(self.node(node.left), self.node(node.right))

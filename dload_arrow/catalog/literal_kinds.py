@@ -4,6 +4,7 @@ value its column compares (:func:`as_column_number`), the same for every evaluat
 from __future__ import annotations
 
 import decimal
+import math
 from typing import Any
 
 import numpy as np
@@ -53,7 +54,7 @@ def literal_kind(value: Any) -> str:
     return "string"
 
 
-def as_column_number(node: Literal, typ: pa.DataType) -> Literal:
+def as_column_number(node: Literal, typ: pa.DataType, op: str = "=") -> Literal:
     """A number literal as the column of type ``typ`` compares it, the same in every
     evaluator (Arrow kernels, row masks, polars, pruning) and as DuckDB reads it: the float32
     nearest it for a float32 column, a float for a float64 one (an Arrow kernel refuses an
@@ -68,7 +69,23 @@ def as_column_number(node: Literal, typ: pa.DataType) -> Literal:
         return nearest_float32(node)
     if pa.types.is_floating(typ) and isinstance(v, int):
         return Literal(float(v))
+    if pa.types.is_integer(typ) and isinstance(v, float) and math.isfinite(v):
+        exact = decimal.Decimal(v.text if isinstance(v, WrittenFloat) else v)
+        if exact != exact.to_integral_value():  # 2.5, or 2**53 + 0.7 that float64 rounds
+            return _integral_bound(exact, op)
     if (pa.types.is_integer(typ) and isinstance(v, float) and v.is_integer()
             and -(2**63) <= v < 2**64):
         return Literal(int(v))
     return node
+
+
+def _integral_bound(exact: decimal.Decimal, op: str) -> Literal:
+    """``x <op> exact`` for an integer column as ``x <op> n`` (``x > 2.5`` is ``x > 2``,
+    ``x < 2.5`` is ``x < 3``), from the literal as written: its float64 lost the fraction past
+    2**53 (QA wherefuzz55: ``i < 9007199254740992.7`` left out 2**53). No integer equals it:
+    ``=`` / ``!=`` compare with 0.5, which every evaluator keeps a fraction."""
+    if op in ("=", "!="):
+        return Literal(0.5)
+    rounding = decimal.ROUND_FLOOR if op in (">", "<=") else decimal.ROUND_CEILING
+    bound = int(exact.to_integral_value(rounding=rounding))
+    return Literal(bound if -(2**63) <= bound < 2**64 else float(bound))
