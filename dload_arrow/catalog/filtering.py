@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from dload_arrow.arrays import scalar
 from dload_arrow.catalog.column_pairs import compare_columns, uncomparable
 from dload_arrow.catalog.in_lists import value_set
-from dload_arrow.catalog.literal_kinds import as_column_number, column_kind, literal_kind
+from dload_arrow.catalog.literal_kinds import as_column_number, column_kind, in_list, literal_kind
 from dload_arrow.catalog.masks import (
     compare_decimal,
     compared_type,
@@ -160,8 +160,8 @@ class _Compiler:
             return self.node(_compares(node))  # each literal read exactly (time_literals)
         if isinstance(node, In):
             col = self.operand(node.operand)
-            return In(col, tuple(self.typed(v, col) for v in node.values),  # type: ignore[misc]
-                      node.negated)
+            vals = in_list(node.values, self.column(col.name).type)  # DuckDB's one type
+            return In(col, tuple(self.typed(v, col) for v in vals), node.negated)  # type: ignore
         if isinstance(node, Between):
             col = self.operand(node.operand)
             return Between(col, self.typed(node.low, col, ">="), self.typed(node.high, col, "<="),

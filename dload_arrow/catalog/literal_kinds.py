@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.catalog.masks import compared_type
-from dload_arrow.catalog.predicate import Literal, WrittenFloat
+from dload_arrow.catalog.predicate import Literal, Node, WrittenFloat
 
-__all__ = ["as_column_number", "column_kind", "literal_kind", "nearest_float32"]
+__all__ = ["as_column_number", "column_kind", "in_list", "literal_kind", "nearest_float32"]
 
 
 def column_kind(typ: pa.DataType) -> str:
@@ -66,6 +66,8 @@ def as_column_number(node: Literal, typ: pa.DataType, op: str = "=") -> Literal:
     if pa.types.is_decimal(typ) and isinstance(v, (int, WrittenFloat)):  # as written
         return Literal(decimal.Decimal(v.text if isinstance(v, WrittenFloat) else v))
     if pa.types.is_float32(typ):
+        if isinstance(v, float) and not isinstance(v, WrittenFloat):  # DuckDB's DOUBLE
+            return _float32_bound(v, op)
         return nearest_float32(node)
     if pa.types.is_floating(typ) and isinstance(v, int):
         return Literal(float(v))
@@ -89,3 +91,32 @@ def _integral_bound(exact: decimal.Decimal, op: str) -> Literal:
     rounding = decimal.ROUND_FLOOR if op in (">", "<=") else decimal.ROUND_CEILING
     bound = int(exact.to_integral_value(rounding=rounding))
     return Literal(bound if -(2**63) <= bound < 2**64 else float(bound))
+
+
+def _float32_bound(v: float, op: str) -> Literal:
+    """``x <op> v`` for a float32 column ``x`` and a literal with an exponent (``1e-5``),
+    which DuckDB reads as a DOUBLE and compares exactly: ``x >= 1e-5`` leaves out the float32
+    nearest 1e-5 (just below it), and ``x = 1e-300`` holds for no row, where rounding the
+    literal to float32 made it 0 (QA wherefuzz55). The float32 bound on the right side of
+    ``v`` for ``op``, compared in float64 as every evaluator compares; ``=``, ``!=`` keep
+    ``v`` itself, which no float32 equals unless it is one."""
+    with np.errstate(over="ignore"):  # beyond float32's range: compared as it is
+        f = np.float32(v)
+    if not np.isfinite(f) or float(f) == v or op in ("=", "!="):
+        return Literal(float(f)) if np.isfinite(f) and float(f) == v else Literal(v)
+    if op in (">", "<="):  # the largest float32 below v
+        bound = f if float(f) < v else np.nextafter(f, np.float32(-np.inf))
+    else:  # the smallest float32 above v
+        bound = f if float(f) > v else np.nextafter(f, np.float32(np.inf))
+    return Literal(float(bound))
+
+
+def in_list(values: tuple[Node, ...], typ: pa.DataType) -> tuple[Node, ...]:
+    """The literals of ``x IN (...)`` as DuckDB types them: one type for the list, so a
+    literal with an exponent against a float32 column makes every number in it a DOUBLE
+    (``x IN (0.3, 1e10)`` holds for no float32 0.3)."""
+    if not pa.types.is_float32(compared_type(typ)) or not any(
+            isinstance(n, Literal) and type(n.value) is float for n in values):
+        return values
+    return tuple(Literal(float(n.value)) if isinstance(n, Literal) and isinstance(
+        n.value, WrittenFloat) else n for n in values)
