@@ -75,9 +75,11 @@ def as_column_number(node: Literal, typ: pa.DataType, op: str = "=") -> Literal:
         exact = decimal.Decimal(v.text if isinstance(v, WrittenFloat) else v)
         if exact != exact.to_integral_value():  # 2.5, or 2**53 + 0.7 that float64 rounds
             return _integral_bound(exact, op)
-    if (pa.types.is_integer(typ) and isinstance(v, float) and v.is_integer()
-            and -(2**63) <= v < 2**64):
-        return Literal(int(v))
+        if -(2**63) <= exact < 2**64:
+            return Literal(int(exact))
+        # beyond every 64-bit integer, also once rounded to float64 (-2**63 - 1 written with
+        # a point was -2**63 as a float: `i != -9223372036854775809.0` left out -2**63)
+        return Literal(float(-(2**64)) if exact < 0 else float(2**65))
     return node
 
 
@@ -90,7 +92,9 @@ def _integral_bound(exact: decimal.Decimal, op: str) -> Literal:
         return Literal(0.5)
     rounding = decimal.ROUND_FLOOR if op in (">", "<=") else decimal.ROUND_CEILING
     bound = int(exact.to_integral_value(rounding=rounding))
-    return Literal(bound if -(2**63) <= bound < 2**64 else float(bound))
+    if -(2**63) <= bound < 2**64:
+        return Literal(bound)
+    return Literal(float(-(2**64)) if bound < 0 else float(2**65))  # beyond, once a float too
 
 
 def _float32_bound(v: float, op: str) -> Literal:
