@@ -122,19 +122,6 @@ def test_mypy_finds_a_misspelled_top_level_name(tmp_path: Path) -> None:
     assert r.stdout.count("error:") == 1, r.stdout
 
 
-def test_float_and_bool_key_columns_are_refused_as_float_keys_of_pairs_are(
-        repo: Repository) -> None:
-    for ids in ([1.0, 2.5], [True, False]):
-        with pytest.raises(SchemaError, match=r"key column 'id' holds (double|bool) values; "
-                                              r"keys are strings or integers"):
-            repo.commit("t", pa.table({"id": ids, "x": [1, 2]}), key="id", progress=False)
-    with pytest.raises(SchemaError, match="keys must be non-empty strings"):
-        repo.commit("p", [(1.0, {"x": 1})], progress=False)  # type: ignore[list-item]
-    v = repo.commit("t", pa.table({"id": [7, 10], "x": [1, 2]}), key="id", progress=False)
-    assert repo.dataset("t").to_arrow().column("__key__").to_pylist() == ["7", "10"]
-    assert v.num_rows == 2
-
-
 def test_archive_format_takes_a_path(tmp_path: Path) -> None:
     import tarfile
 

@@ -94,11 +94,6 @@ def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:
     """Key column ``key`` (rows from ``at``) as strings; bytes that are not UTF-8 refused."""
     if col.type == pa.string():
         return col
-    if pa.types.is_floating(col.type) or pa.types.is_boolean(col.type):  # as pairs refuse
-        raise SchemaError(  # (QA api55: 2.5 became '2.5', 1e20 '1e+20', True 'true')
-            f"key column {key!r} holds {col.type} values; keys are strings or integers (a "
-            "float column of ids, from a pandas column with NaN, say): cast it to int64 or "
-            "string first, or use another key column")
     try:
         return col.cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
