@@ -353,3 +353,41 @@ def test_a_lookup_of_a_deleted_remote_shard_names_the_shard_and_the_fix(
     for lookup in (lambda: ds[3], lambda: ds.get("d0003"), lambda: ds.head(2)):
         with pytest.raises(NotFoundError, match=r"shard \w+ of dataset 'd' is missing.*verify d"):
             lookup()
+
+
+class _SameCommitPublishesMeanwhile:
+    """The real local storage; the commit's check finds a shard gone (a gc deleted it), and
+    just then a second commit of the same samples uploads it again and publishes the version."""
+
+    def __init__(self, storage: Any, repo: Repository, path: str) -> None:
+        self._s, self._repo, self._path, self.published = storage, repo, path, ""
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        if "/manifests/" in path and not self.published:
+            self._s.delete(self._path)  # the gc, once
+        return bool(self._s.put_if_absent(path, data))
+
+    def exists(self, path: str) -> bool:
+        found = bool(self._s.exists(path))
+        if path == self._path and not found and not self.published:
+            self.published = self._repo.commit("e", rows("a"), **SMALL).version
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._s, name)
+
+
+def test_a_refused_commit_keeps_the_manifest_a_concurrent_commit_published(
+        repo: Repository) -> None:
+    """(review55) the refused commit deleted its manifest after the other commit of the same
+    samples had moved latest to it: latest named a missing version."""
+    from dload_arrow import ConflictError
+    from dload_arrow.store.commit import commit_samples
+
+    v1 = repo.commit("d", rows("a"), **SMALL)
+    storage = _SameCommitPublishesMeanwhile(repo.storage, repo, shard_paths(repo, "d",
+                                                                            v1.version)[0])
+    with pytest.raises(ConflictError, match="deleted while it ran"):
+        commit_samples(storage, "e", rows("a"), **SMALL)  # type: ignore[arg-type]
+    assert storage.published and repo.dataset("e").version == storage.published
+    assert [r["x"] for r in repo.dataset("e").samples()] == list(range(60))

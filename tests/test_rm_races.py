@@ -222,14 +222,14 @@ def test_rm_never_steps_latest_onto_an_appends_manifest_that_no_ref_named(
     manifest: `latest` dangled."""
     a, b = two
     v1 = a.commit("d", [(f"a{i}", {"x": i}) for i in range(5)], progress=False).version
-    real, removed = publish_module._check_stored, []
+    real, removed = publish_module.check_stored, []
 
     def check_stored(storage: Any, *args: Any) -> Any:  # the append's manifest is stored
         if not removed:
             removed.append(b.rm("d", v1))
         return real(storage, *args)
 
-    monkeypatch.setattr(publish_module, "_check_stored", check_stored)
+    monkeypatch.setattr(publish_module, "check_stored", check_stored)
     with pytest.raises(ConflictError, match="was removed while it ran"):
         a.append("d", [(f"b{i}", {"x": i}) for i in range(5)], progress=False)
     assert removed == [[v1]]

@@ -32,7 +32,6 @@ import itertools
 import os
 import signal
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +39,7 @@ import pyarrow as pa
 
 from dload_arrow.errors import ConflictError, NotFoundError, SchemaError
 from dload_arrow.storage import Storage
+from dload_arrow.store.gc_race import check_stored, touch_if_unprotected, unstore
 from dload_arrow.store.key_index import (
     KeyReader,
     build_part,
@@ -155,17 +155,15 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
             for old in set(stale) - {path}:  # the rebased manifest lists its shards now
                 storage.delete(old)
             stale.clear()
-            _touch_if_unprotected(storage, up)
-            try:
-                _check_stored(storage, up, manifest)
+            touch_if_unprotected(storage, up)
+            try:  # a manifest of shards that are gone: versions() must not list it
+                check_stored(storage, up, manifest)
             except ConflictError:
-                if mine:  # it lists shards that are gone: versions() must not list it
-                    storage.delete(path)
+                unstore(storage, manifest, mine)
                 raise
             if parent is not None and not storage.exists(manifest_path(up.name,
                                                                        parent.version)):
-                if mine:  # it lists shards gc may have deleted: no version may remain of it
-                    storage.delete(path)
+                unstore(storage, manifest, mine)  # it lists shards gc may have deleted
                 raise ConflictError(
                     f"append to {up.name!r}: the version it extends ({parent.version[:12]}) "
                     "was removed while it ran; nothing was published. Append again")
@@ -250,41 +248,7 @@ def _removed_meanwhile(storage: Storage, up: Uploaded, manifest: Manifest) -> No
             f"commit to {up.name!r}: version {manifest.version[:12]} was removed (rm) just "
             "as it was published, and latest moved away from it; commit again to publish it")
     store_manifest(storage, manifest)
-    _check_stored(storage, up, manifest)
-
-
-def _touch_if_unprotected(storage: Storage, up: Uploaded) -> None:
-    """Touch the reused shards left untouched because ``up.protected_by`` listed them, when
-    that manifest was removed while the commit ran (called once this commit's manifest is
-    stored: a gc that listed the manifests before then saw neither). A gc that already
-    deleted one is caught by :func:`_check_stored` next."""
-    untouched = up.protected.intersection(up.reused)
-    if not untouched or up.protected_by is None or storage.exists(
-            manifest_path(up.name, up.protected_by)):  # still stored: gc keeps its shards
-        return
-    for digest in sorted(untouched):
-        storage.touch(shard_path(digest))
-
-
-def _check_stored(storage: Storage, up: Uploaded, manifest: Manifest) -> None:
-    """Every shard of the new version must still exist before the ref moves: a gc may have
-    deleted a reused one, or (grace shorter than this commit took) an uploaded one."""
-    new = {s.digest for s in up.shards} | set(up.reused)
-    # the last key index part is the one this commit wrote (the others are its parent's)
-    new.update(p["digest"] for p in manifest.key_index_parts[-1:])
-    digests = sorted(new)
-    with ThreadPoolExecutor(8) as pool:  # one HEAD each on S3: run them together
-        found = list(pool.map(lambda d: storage.exists(shard_path(d)), digests))
-    missing = [d for d, ok in zip(digests, found, strict=True) if not ok]
-    if missing:
-        reused = sum(d in up.reused for d in missing)
-        raise ConflictError(
-            f"commit to {up.name!r}: {len(missing)} shard(s) of the new version (first "
-            f"{missing[0][:12]}; {reused} reused, {len(missing) - reused} uploaded by it) were "
-            "deleted while it ran, by a gc running at the same time (one whose grace period "
-            "was shorter than this commit took); nothing was published (the ref did not move). "
-            "Commit again: the missing shards will be uploaded"
-        )
+    check_stored(storage, up, manifest)
 
 
 def _key_index(storage: Storage, up: Uploaded, parent: Manifest | None,
