@@ -83,23 +83,23 @@ def check_callable(op: str, name: str, value: Any) -> Any:
     return value
 
 
-def column_names(columns: Any, op: str = "") -> list[str] | None:
+def column_names(columns: Any, op: str = "", arg: str = "columns") -> list[str] | None:
     """``columns`` as a list of column names: None stays None (all columns), one str is one
     column, and any other iterable of str is taken in order.
 
     Raises:
         TypeError: a number, bool, mapping or other object, or a name that is not a str.
     """
-    call = _call(op, "columns", columns)
+    call = _call(op, arg, columns)
     if columns is None:
         return None
     if isinstance(columns, str):
         return [columns]
     if isinstance(columns, bytes | Mapping) or not isinstance(columns, Iterable):
-        raise TypeError(f"{call}: columns must be a list of column names (or one name), "
+        raise TypeError(f"{call}: {arg} must be a list of column names (or one name), "
                         f"got {kind(columns)}")
     if isinstance(columns, set | frozenset):
-        raise TypeError(f"{call}: columns must be in the order you want, got a set (its order "
+        raise TypeError(f"{call}: {arg} must be in the order you want, got a set (its order "
                         "changes from one Python run to the next, and the pipeline's "
                         "fingerprint with it): pass a list, or sorted(...)")
     names = list(columns)

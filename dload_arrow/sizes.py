@@ -28,6 +28,8 @@ def parse_size(value: str | int | float, what: str = "size") -> int:
     if isinstance(value, bool):
         raise ConfigError(f"{what} {value!r} is not a size; use e.g. '60GB' or 1000000")
     if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ConfigError(f"{what} {value!r} is not a size; use e.g. '60GB' or 1000000")
         if value < 0:
             raise ConfigError(f"{what} {value!r} must not be negative")
         if isinstance(value, float) and not value.is_integer():  # 1.5 meant 1.5 GB, not 1 B
@@ -40,6 +42,9 @@ def parse_size(value: str | int | float, what: str = "size") -> int:
             f"{what} {value!r} is not a size; use a number with an optional unit "
             "such as '512MiB', '60GB' or '2TB'"
         )
+    if _UNITS[m.group(2).lower()] == 1 and "." in m.group(1) and float(m.group(1)) % 1:
+        raise ConfigError(f"{what} {value!r} is a fraction of a byte; give whole bytes or a "
+                          f"unit such as '{m.group(1)}GB'")
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +32,7 @@ def test_one_text_column_given_as_a_str_is_one_column(tmp_path: Path) -> None:
     for given in ("zip", ["zip"], ("zip",)):
         assert open_table(csv, text_columns=given).read_all().column("zip").to_pylist() == [
             "007", "010"], given
-    with pytest.raises(TypeError, match="text_columns= takes column names as str"):
+    with pytest.raises(TypeError, match="column names are str, got a bytes"):
         open_table(csv, text_columns=[b"zip"])  # type: ignore[list-item]
 
 
@@ -130,3 +131,44 @@ def test_archive_format_takes_a_path(tmp_path: Path) -> None:
     with tarfile.open(tmp_path / "a.tar", "w") as t:
         t.add(tmp_path, arcname=".")
     assert archive_format(tmp_path / "a.tar") == archive_format(str(tmp_path / "a.tar")) == "tar"
+
+
+def test_text_sizes_without_a_unit_are_whole_bytes(tmp_path: Path) -> None:
+    """(review55) DLOAD_CACHE_BUDGET=1.5 was a 1-byte budget; inf was "a fraction"."""
+    from dload_arrow.sizes import parse_size
+
+    assert parse_size("4096") == 4096 and parse_size("1.5KB") == 1500
+    with pytest.raises(ConfigError, match=r"'1\.5' is a fraction of a byte; give whole bytes "
+                                          r"or a unit such as '1\.5GB'"):
+        parse_size("1.5", "cache budget")
+    with pytest.raises(ConfigError, match="inf is not a size"):
+        parse_size(float("inf"), "cache budget")
+    with pytest.raises(ConfigError, match="is a fraction of a byte"):
+        Repository.open(tmp_path / "r", cache_budget="1.5")
+
+
+def test_start_workers_freezes_without_a_collection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(review55) the full collection before the fork walked a forked rank's inherited heap
+    (a segfault in the suite): start_workers freezes only."""
+    pytest.importorskip("torch")
+    import gc
+
+    from torch.utils.data import DataLoader
+
+    from dload_arrow.torch.forking import start_workers
+
+    collections: list[int] = []
+    monkeypatch.setattr(gc, "collect", lambda *a: collections.append(1) or 0)
+    frozen: list[int] = []
+    loader = DataLoader(list(range(4)), num_workers=1,
+                        worker_init_fn=lambda _: None, multiprocessing_context="fork")
+    real_iter = DataLoader.__iter__
+
+    def spying_iter(self: Any) -> Any:
+        frozen.append(gc.get_freeze_count())
+        return real_iter(self)
+
+    monkeypatch.setattr(DataLoader, "__iter__", spying_iter)
+    it = start_workers(loader)
+    assert [int(x) for x in it] == [0, 1, 2, 3]
+    assert collections == [] and frozen and frozen[0] > 0 and gc.get_freeze_count() == 0

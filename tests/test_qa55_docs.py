@@ -62,7 +62,8 @@ def test_an_s3_root_without_s3fs_names_the_extra(tmp_path: Path) -> None:
 def test_ls_on_the_untouched_default_root_is_empty_not_an_error(tmp_path: Path) -> None:
     default = Path(os.environ["HOME"]) / ".local" / "share" / "dload" / "root"
     r = dload("ls", cwd=tmp_path)
-    assert r.out.strip() == "(none)" and f"no datasets under {default}" in r.err, r.err
+    assert r.out.strip() == "(none)" and f"no datasets under {default} (the default root) yet: " \
+        "`dload demo` or `dload commit NAME --from PATH` creates the first" in r.err, r.err
     assert dload("ls", "--json", cwd=tmp_path).out.strip() == "[]"
     assert not default.exists()  # listing made nothing
     r = dload("ls", "--root", str(tmp_path / "typo"), cwd=tmp_path, rc=1)  # a mistype still is

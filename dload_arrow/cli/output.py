@@ -91,6 +91,10 @@ def empty_root_hint(repo: Any) -> str:
         shown = ", ".join(escaped(n) for n in removed[:5]) + (" ..." if len(removed) > 5 else "")
         return (f"no datasets under {where}: every dataset it held was removed "
                 f"({len(removed)}: {shown}); `dload log NAME` says when and by whom")
+    if source == "default":  # nothing configured, so nothing mistyped
+        return (f"no datasets under {where} (the default root) yet: `dload demo` or `dload "
+                "commit NAME --from PATH` creates the first; --root, DLOAD_ROOT or "
+                "dload.toml point elsewhere")
     return (f"no datasets under {where} (from {_ROOT_SOURCES.get(source, source)}): that "
             f"{what} holds no dload_arrow root yet; if you expected data there, the root is "
             "mistyped: check --root, DLOAD_ROOT and dload.toml; `dload commit NAME --from "

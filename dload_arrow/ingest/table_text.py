@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.args import column_names
 from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.table_stream import open_table_file
 from dload_arrow.store.names import KEY_COLUMN
@@ -53,16 +54,7 @@ _LONG_LITERAL = re.compile(rb"(?<![0-9.])[0-9]{16,}(?![0-9.eE])")
 def text_column_list(value: Sequence[str] | str | None) -> list[str]:
     """``text_columns=`` as a list: one name given as a str is one column (QA api55: its
     characters were taken as names, so ``"zip"`` lost its leading zeros)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    names: list[Any] = list(value) if not isinstance(value, bytes | dict) else [value]
-    bad = [c for c in names if not isinstance(c, str)]
-    if bad:
-        raise TypeError(f"text_columns= takes column names as str (one, or a list of them), "
-                        f"got {type(bad[0]).__name__} {bad[0]!r:.80}")
-    return names
+    return column_names(value, "open_table", "text_columns") or []
 
 
 def csv_convert(text_columns: Sequence[str] = (), key: str | None = None,

@@ -186,7 +186,7 @@ class DatasetPipe(Pipeline):
         if buffer is None:
             return max(DEFAULT_BUFFER, MIN_WINDOW_UNITS * typical)
         if isinstance(buffer, str):
-            if re.fullmatch(r"\s*[0-9.]+\s*", buffer):  # "64" from os.environ: rows or bytes?
+            if re.fullmatch(r"\s*[0-9]+\s*", buffer):  # "64" from os.environ: rows or bytes?
                 raise ConfigError(
                     f"shuffle buffer {buffer!r} has no unit: pass {buffer.strip()} (an int) for "
                     f"rows, or a size such as '{buffer.strip()}MB' for bytes")
