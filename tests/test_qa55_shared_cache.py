@@ -78,3 +78,28 @@ def test_rm_without_delete_permission_says_what_it_did_and_records_nothing_false
         s3_server.failing.clear()
     assert s3_repo.rm("d", v2.version) == [v2.version]  # finished by the same call again
     assert [v.version for v in s3_repo.versions("d")] == [v1.version]
+
+
+def test_pin_refuses_a_read_only_lock_and_names_a_lock_it_cannot_write(
+        repo: Repository, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """(QA readonly55) a dload.lock made read-only (pins frozen) was replaced without a word,
+    writable again; one that cannot be written gave a bare errno naming a temp file."""
+    from dload_arrow import ConfigError
+
+    v = repo.commit("d", [("a", {"x": 1})], progress=False).version
+    frozen = tmp_path / "frozen"
+    frozen.mkdir()
+    (frozen / "dload.lock").write_text("[datasets]\n")
+    os.chmod(frozen / "dload.lock", 0o444)
+    monkeypatch.chdir(frozen)
+    with pytest.raises(ConfigError, match=r"dload.lock is read-only \(mode -r--r--r--\): its "
+                                          r"pins are frozen; make it writable \(chmod u\+w\)"):
+        repo.pin("d", v)
+    assert (frozen / "dload.lock").read_text() == "[datasets]\n"
+    odd = tmp_path / "odd"
+    (odd / "dload.lock").mkdir(parents=True)  # where the lock would go: not a file
+    monkeypatch.chdir(odd)
+    with pytest.raises(ConfigError, match=r"cannot write .*dload.lock: Is a directory; pin "
+                                          r"from a project folder you can write"):
+        repo.pin("d", v)
+    assert [p.name for p in odd.iterdir()] == ["dload.lock"]  # no temp file left

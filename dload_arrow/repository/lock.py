@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import os
 import re
+import stat
 import tomllib
 import uuid
 from collections.abc import Iterator
@@ -91,11 +92,18 @@ def write_lock(pins: dict[str, str], path: Path) -> None:
                 '[datasets] table (a line [datasets], then name = "<version id>" lines) and '
                 "run the command again; the file is unchanged")
         text = _fresh(pins)
+    if path.is_file() and not path.stat().st_mode & 0o222:  # pins frozen on purpose (CI)
+        raise ConfigError(f"{path} is read-only (mode {stat.filemode(path.stat().st_mode)}): "
+                          "its pins are frozen; make it writable (chmod u+w) to change them")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         with open(tmp, "w", newline="") as out:
             out.write(text.replace("\n", eol))
         os.replace(tmp, path)
+    except OSError as e:  # a project folder this user cannot write (QA readonly55)
+        raise ConfigError(f"cannot write {path}: {e.strerror}; pin from a project folder you "
+                          "can write (pins go to the nearest dload.lock up the tree, else "
+                          "./dload.lock)") from e
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
