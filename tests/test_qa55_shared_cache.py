@@ -103,3 +103,30 @@ def test_pin_refuses_a_read_only_lock_and_names_a_lock_it_cannot_write(
                                           r"from a project folder you can write"):
         repo.pin("d", v)
     assert [p.name for p in odd.iterdir()] == ["dload.lock"]  # no temp file left
+
+
+def test_verify_delete_bad_reports_first_when_deletes_are_refused(
+        s3_repo: Repository, s3_root: str, s3_server: Any, tmp_path: Path) -> None:
+    """(QA readonly55) a refused delete was all `verify --delete-bad` printed: no BAD list,
+    no JSON, only the first object named."""
+    import json
+
+    import s3fs
+    from test_cli import dload
+
+    s3_repo.commit("d", [(f"k{i:03d}", {"x": i}) for i in range(300)], shard_size=2000,
+                   row_group_size=600, progress=False)
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": os.environ["DLOAD_ENDPOINT_URL"]},
+                           skip_instance_cache=True)
+    keys = sorted(fs.find(s3_root[len("s3://"):] + "/shards/"))[:2]
+    for key in keys:
+        fs.pipe_file(key, b"garbage" * 10)
+    s3_server.fail("DELETE", "/shards/", 403, "AccessDenied", "Access Denied", times=1000)
+    try:
+        r = dload("verify", "d", "--delete-bad", "--json", "--root", s3_root, cwd=tmp_path, rc=1)
+    finally:
+        s3_server.failing.clear()
+    report = json.loads(r.out)
+    assert len(report["bad"]) == 2 and not report["ok"]
+    assert all("delete_error" in b and not b.get("deleted") for b in report["bad"])
+    assert "2 corrupt object(s) could not be deleted" in r.err, r.err

@@ -1,9 +1,8 @@
-"""Commands that read sample data: pull, export, verify, cache."""
+"""Commands that read sample data: pull, export, cache (verify: cli/verify.py)."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from typing import Any
 
 import click
@@ -18,13 +17,16 @@ from dload_arrow.cli.output import (
     root_options,
     root_problem,
 )
-from dload_arrow.errors import IntegrityError, NotFoundError, UnsafePathError, escaped
+from dload_arrow.errors import (
+    NotFoundError,
+    UnsafePathError,
+    escaped,
+)
 from dload_arrow.sizes import format_bytes
-from dload_arrow.store.names import KEY_COLUMN, shard_path
+from dload_arrow.store.names import KEY_COLUMN
 
-__all__ = ["COMMANDS", "cache", "cache_text", "export", "pull", "pull_text", "verify"]
+__all__ = ["COMMANDS", "cache", "cache_text", "export", "pull", "pull_text"]
 
-_CHUNK = 8 << 20
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:
@@ -154,101 +156,6 @@ def export(spec: str, key: str | None, index: int | None, dest: str, root: str |
          lambda: click.echo("\n".join(escaped(w) for w in written)))  # a name's \n escaped
 
 
-def _sha256(storage: Any, path: str, size: int, bar: Any) -> str:
-    h = hashlib.sha256()
-    local = storage.local_path(path)
-    if local:
-        try:
-            with open(local, "rb") as f:
-                while chunk := f.read(_CHUNK):
-                    h.update(chunk)
-                    if bar is not None:
-                        bar.update(len(chunk))
-        except FileNotFoundError as e:  # said as the storage's own read says it
-            raise NotFoundError(f"no object {path!r} under {storage.url}") from e
-        return h.hexdigest()
-    for start in range(0, size, _CHUNK):
-        chunk = storage.read_range(path, start, min(size, start + _CHUNK))
-        h.update(chunk)
-        if bar is not None:
-            bar.update(len(chunk))
-    return h.hexdigest()
-
-
-@click.command()
-@click.argument("spec", metavar="NAME[@VERSION]")
-@click.option("--delete-bad", is_flag=True,
-              help="Delete the corrupt objects found, so that committing the data again "
-                   "uploads them (a commit skips a shard whose object exists).")
-@root_options
-@json_option
-def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
-           cache_budget: str | None, as_json: bool) -> None:
-    """Re-hash every shard of a version (and its key index parts) in the root against its digest.
-
-    Exits 1 if any shard is missing or corrupt (also after --delete-bad removed it). A
-    missing shard is restored by committing the same data again; a corrupt one once its bad
-    copy is gone (--delete-bad). That commit makes the version latest again.
-
-    \b
-    Examples:
-      dload verify photos
-      dload verify photos --delete-bad || dload commit photos --from ./photos
-    """
-    name, version = parse_spec(spec)
-    repo = open_repo(root, cache_dir, cache_budget, dataset=name)
-    m = repo.manifest(name, version)
-    objects = [(s.digest, s.bytes) for s in m.shards]
-    objects.extend((p["digest"], int(p["bytes"])) for p in m.key_index_parts)
-    bar = None
-    if progress_enabled():
-        from dload_arrow.config import progress_bar
-
-        bar = progress_bar()(total=sum(b for _, b in objects), unit="B", unit_scale=True,
-                             desc=f"verify {name}", leave=False)
-    bad = []
-    for digest, size in objects:
-        try:
-            got = _sha256(repo.storage, shard_path(digest), size, bar)
-        except NotFoundError:
-            bad.append({"digest": digest, "problem": "missing"})
-            continue
-        if got != digest:
-            bad.append({"digest": digest, "problem": f"bytes hash to {got}"})
-    if bar is not None:
-        bar.close()
-    corrupt = [b for b in bad if b["problem"] != "missing"]
-    if delete_bad:
-        for b in corrupt:  # content-addressed: a copy that fails its hash is of no use
-            repo.storage.delete(shard_path(b["digest"]))
-            b["deleted"] = True
-    out = {"name": name, "version": m.version, "checked": len(objects), "bad": bad,
-           "ok": not bad}
-    def text() -> None:
-        click.echo(f"{name}@{m.version[:12]}: {len(objects)} objects checked, "
-                   + ("all ok" if not bad else f"{len(bad)} BAD")
-                   + (f", {len(corrupt)} corrupt deleted" if delete_bad and corrupt else ""))
-        for b in bad[:_LISTED]:  # which ones (--json lists every one)
-            click.echo(f"  BAD {b['digest']}  {b['problem'][:60]}"
-                       + ("  (deleted)" if b.get("deleted") else ""))
-        if len(bad) > _LISTED:
-            click.echo(f"  ... {len(bad) - _LISTED} more (--json lists them all)")
-
-    emit(out, as_json, text)
-    if bad:
-        fix = ("commit the same data again to restore them" if delete_bad or not corrupt
-               else f"run `dload verify {spec} --delete-bad` to remove the corrupt copies, "
-                    "then commit the same data again to upload them (a commit skips a shard "
-                    "whose object exists)")
-        raise IntegrityError(
-            f"{len(bad)} of {len(objects)} objects of {name}@{m.version[:12]} are missing or "
-            f"corrupt (first: {bad[0]['digest'][:12]} {bad[0]['problem'][:40]}); {fix}"
-        )
-
-
-_LISTED = 20  # bad objects verify names in its text output
-
-
 @click.group()
 def cache() -> None:
     """The local cache: `dload cache status`, `dload cache clear`."""
@@ -296,4 +203,4 @@ def cache_clear(root: str | None, cache_dir: str | None, cache_budget: str | Non
         "holds stay)"))
 
 
-COMMANDS = [pull, export, verify, cache]
+COMMANDS = [pull, export, cache]

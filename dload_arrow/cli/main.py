@@ -17,7 +17,7 @@ from typing import Any, TextIO
 import click
 
 from dload_arrow import __version__
-from dload_arrow.cli import browse, commit, data, demo, diff, refs, setup, sql, status
+from dload_arrow.cli import browse, commit, data, demo, diff, refs, setup, sql, status, verify
 from dload_arrow.errors import DloadError
 
 __all__ = ["cli", "main"]
@@ -77,7 +77,7 @@ def cli() -> None:
     """
 
 
-for module in (setup, status, commit, browse, diff, refs, data, sql, demo):
+for module in (setup, status, commit, browse, diff, refs, data, verify, sql, demo):
     for command in module.COMMANDS:
         cli.add_command(command)
 
