@@ -130,3 +130,15 @@ def test_verify_delete_bad_reports_first_when_deletes_are_refused(
     assert len(report["bad"]) == 2 and not report["ok"]
     assert all("delete_error" in b and not b.get("deleted") for b in report["bad"])
     assert "2 corrupt object(s) could not be deleted" in r.err, r.err
+
+
+def test_cache_status_of_an_unusable_cache_dir_says_so(tmp_path: Path, local_root: str) -> None:
+    """(QA readonly55) it printed "0 B used of ? ...; 0 B free disk" with a disk 76 GB free."""
+    from test_cli import dload
+
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    r = dload("cache", "status", "--root", local_root, "--cache-dir", str(afile), cwd=tmp_path)
+    assert r.out.startswith(f"cache: {afile}: cannot be used (cannot use the cache dir {afile}"), \
+        r.out
+    assert "free disk" not in r.out

@@ -37,6 +37,9 @@ def _as_dict(obj: Any) -> dict[str, Any]:
 
 def cache_text(d: dict[str, Any], residency: bool = True) -> None:
     """Print a cache status dict (from ``repo.cache_status()``) for people."""
+    if "used_bytes" not in d:  # unusable (a file, a folder this user cannot write): no zeros
+        click.echo(f"cache: {d.get('cache_dir')}: cannot be used ({d.get('error', '?')})")
+        return
     budget = d.get("budget_bytes")
     shown = "unlimited" if isinstance(budget, int) and budget >= 2**62 else (
         format_bytes(budget) if isinstance(budget, int) else "?")
