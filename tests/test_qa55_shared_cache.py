@@ -142,3 +142,25 @@ def test_cache_status_of_an_unusable_cache_dir_says_so(tmp_path: Path, local_roo
     assert r.out.startswith(f"cache: {afile}: cannot be used (cannot use the cache dir {afile}"), \
         r.out
     assert "free disk" not in r.out
+
+
+def test_a_budget_under_one_shard_is_not_told_to_stream(tmp_path: Path) -> None:
+    """(QA readonly55) pull and sql suggested streaming instead, which needs a shard resident
+    too and failed the same way; with room for a shard, streaming is still the suggestion."""
+    import random
+
+    from dload_arrow import InfeasiblePlanError
+
+    rng = random.Random(5)
+    rows = [(f"k{i:04d}", {"b": rng.randbytes(100)}) for i in range(600)]
+    tiny = Repository.open("memory://tiny55", cache_dir=tmp_path / "c1", cache_budget="10KB")
+    tiny.commit("d", rows, shard_size=20_000, row_group_size=4_000, progress=False)
+    with pytest.raises(InfeasiblePlanError) as e:
+        tiny.pull("d", progress=False)
+    assert "commit with a smaller shard_size (a stream, too, holds a shard)" in str(e.value)
+    assert "without pulling" not in str(e.value)
+    roomy = Repository.open("memory://tiny55", cache_dir=tmp_path / "c2", cache_budget="40KB")
+    with pytest.raises(InfeasiblePlanError, match="read it without pulling: reading streams "
+                                                  "through the cache window"):
+        roomy.pull("d", progress=False)
+    assert sum(1 for _ in roomy.dataset("d").samples()) == 600

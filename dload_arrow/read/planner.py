@@ -94,7 +94,10 @@ class ReadPlan(Verdict):
 
     def _fixes(self) -> list[str]:
         fixes = self._budget_fix()
-        if self.full_shuffle and self.purpose:
+        streams = self.consumers * self.max_shard_bytes <= self.budget_bytes  # one shard each
+        if self.full_shuffle and self.purpose and not streams:  # (QA readonly55)
+            fixes.append("commit with a smaller shard_size (a stream, too, holds a shard)")
+        elif self.full_shuffle and self.purpose:
             fixes.append(ALTERNATIVES.get(self.purpose, "read it in a stream (batches(), "
                                                          "samples(), to_arrow())"))
         elif self.full_shuffle:
