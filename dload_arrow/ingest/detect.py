@@ -110,16 +110,31 @@ def open_source(
     location: str | os.PathLike[str],
     *,
     kind: str = "auto",
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
+    include: Sequence[str] | str = (),
+    exclude: Sequence[str] | str = (),
     split: str = "last",
     endpoint_url: str | None = None,
     store_dirs: Sequence[str | os.PathLike[str]] = (),
 ) -> SampleSource:
     """The sample source of a directory or an archive (tables: :func:`open_table`).
 
-    ``location``: a local path (str or pathlib.Path), a ``file://`` URL or a remote URL.
-    ``store_dirs``: folders a directory's walk leaves out (a local storage root, a cache).
+    Args:
+        location: a local path (str or pathlib.Path), a ``file://`` URL or a remote URL
+            (``s3://bucket/data.tar.zst``).
+        kind: ``"auto"`` (detect from the path and its first bytes), ``"files"`` (a
+            directory) or ``"archive"`` (zip, tar, tar.gz, tar.zst).
+        include: globs of files to read (one pattern as a str, or a list), matched against
+            the path inside ``location``, the file name and the folders on the path.
+        exclude: globs of files to leave out (wins over ``include``).
+        split: where a file name's extension starts, which makes the column: ``"last"``
+            dot (``x.seg.png`` -> key ``x.seg``, column ``png``) or ``"first"`` (key ``x``,
+            column ``seg.png``: the webdataset convention).
+        endpoint_url: the S3 endpoint for a remote location.
+        store_dirs: folders a directory's walk leaves out (a local storage root, a cache;
+            one as a str or path, or a list).
+
+    Raises:
+        ConfigError: an unknown ``kind`` or ``split``, or a location that is neither.
     """
     location = os.fspath(location)
     if kind not in ("auto", "files", "archive"):
