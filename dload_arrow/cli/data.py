@@ -17,11 +17,7 @@ from dload_arrow.cli.output import (
     root_options,
     root_problem,
 )
-from dload_arrow.errors import (
-    NotFoundError,
-    UnsafePathError,
-    escaped,
-)
+from dload_arrow.errors import NotFoundError, UnsafePathError, escaped
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.names import KEY_COLUMN
 

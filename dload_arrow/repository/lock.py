@@ -92,9 +92,10 @@ def write_lock(pins: dict[str, str], path: Path) -> None:
                 '[datasets] table (a line [datasets], then name = "<version id>" lines) and '
                 "run the command again; the file is unchanged")
         text = _fresh(pins)
-    if path.is_file() and not path.stat().st_mode & 0o222:  # pins frozen on purpose (CI)
-        raise ConfigError(f"{path} is read-only (mode {stat.filemode(path.stat().st_mode)}): "
-                          "its pins are frozen; make it writable (chmod u+w) to change them")
+    mode = path.stat().st_mode if path.is_file() else None
+    if mode is not None and not mode & 0o222:  # pins frozen on purpose (CI)
+        raise ConfigError(f"{path} is read-only (mode {stat.filemode(mode)}): its pins are "
+                          "frozen; make it writable (chmod u+w) to change them")
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         with open(tmp, "w", newline="") as out:

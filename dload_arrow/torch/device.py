@@ -263,8 +263,8 @@ def to_device(loader: Any, device: str | torch.device, prefetch: int = 2) -> Dev
     if isinstance(loader, str | bytes | Mapping) or not isinstance(loader, Iterable):
         raise TypeError(f"to_device(loader={shown(loader)}): loader must be an iterable of "
                         f"batches (a DataLoader, StatefulLoader, ...), got {kind(loader)}")
-    if isinstance(prefetch, bool) or not hasattr(type(prefetch), "__index__") or \
-            operator.index(prefetch) < 1:
+    whole = not isinstance(prefetch, bool) and hasattr(type(prefetch), "__index__")
+    if not whole or operator.index(prefetch) < 1:  # a numpy int is one
         raise ConfigError(f"prefetch={prefetch!r}: need an int >= 1 (items in flight)")
     prefetch = operator.index(prefetch)
     if isinstance(loader, DeviceLoader):  # its state would count the inner queue's items too

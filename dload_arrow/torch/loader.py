@@ -123,4 +123,3 @@ def _as_given(item: Any) -> Any:
     """The collate_fn of a dataset made with ``to_tensors=False``: items as the pipeline
     made them (a module function: workers started by spawn unpickle it)."""
     return item
-

@@ -93,11 +93,7 @@ def wait_for_last(loader: Any) -> None:
     mid-batch), and a DataLoader with persistent workers started again meanwhile would reset
     the iterator that thread is still shutting down (torch fails, or aborts the process).
     Whichever wrapper ran it, and the loader's own next loop too (loader.py)."""
-    try:
-        thread, stop = _LAST.get(loader, (None, None))
-    except TypeError:  # a loader that takes no weak reference (a list): no thread to wait for
-        return
-    join_stopped(thread, stop, loader)
+    join_stopped(*last_of(loader, (None, None)), loader)
 
 
 def join_stopped(thread: threading.Thread | None, stop: threading.Event | None,
