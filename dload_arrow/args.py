@@ -8,13 +8,15 @@ not later and deep inside numpy or Arrow with an error that names neither.
 from __future__ import annotations
 
 import operator
+import os
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from dload_arrow.errors import ConfigError, shown
 
-__all__ = ["MAX_COUNT", "check_bool", "check_callable", "check_count", "column_names", "kind"]
+__all__ = ["MAX_COUNT", "check_bool", "check_callable", "check_count", "check_path", "column_names",
+           "kind"]
 
 MAX_COUNT = 2**63 - 1
 """The largest count or position accepted (``sys.maxsize``, the usual "no limit"): plans are
@@ -81,6 +83,19 @@ def check_callable(op: str, name: str, value: Any) -> Any:
         raise TypeError(f"{_call(op, name, value)}: {name} must be a function{hint}, got "
                         f"{kind(value)}")
     return value
+
+
+def check_path(op: str, name: str, value: Any) -> str:
+    """``value`` (a str, ``os.PathLike`` such as ``pathlib.Path``, or bytes as
+    ``os.fsencode`` makes them) as a str.
+
+    Raises:
+        TypeError: anything else (a number, a list, None), naming the argument.
+    """
+    if isinstance(value, str | bytes | os.PathLike):
+        return os.fsdecode(value)
+    raise TypeError(f"{_call(op, name, value)}: {name} must be a str or a pathlib.Path, "
+                    f"got {kind(value)}")
 
 
 def column_names(columns: Any, op: str = "", arg: str = "columns") -> list[str] | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from dload_arrow.args import check_path
 from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.ingest.directory import DirectorySource
 from dload_arrow.ingest.kinds import (
@@ -136,7 +137,7 @@ def open_source(
     Raises:
         ConfigError: an unknown ``kind`` or ``split``, or a location that is neither.
     """
-    location = os.fspath(location)
+    location = check_path("open_source", "location", location)
     if kind not in ("auto", "files", "archive"):
         raise ConfigError(f"open_source(kind={kind!r}): kind is 'auto' (detect), 'files' (a "
                           "directory) or 'archive' (zip, tar, tar.gz, tar.zst); tables are "

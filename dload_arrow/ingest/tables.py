@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterator, Sequence
 
 import pyarrow as pa
 
+from dload_arrow.args import check_path
 from dload_arrow.errors import NotFoundError, SchemaError
 from dload_arrow.ingest.csv_checks import (
     QuoteCount,
@@ -213,7 +214,8 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
             (``month=01``) take its column types.
         store_dirs: dload's own folders (a local root's, the cache), never read (location.py).
     """
-    path, text_columns = local_path(os.fspath(path)), text_column_list(text_columns)
+    path = local_path(check_path("open_table", "path", path))
+    text_columns = text_column_list(text_columns)
     globs = Globs(include, exclude)
     skip = own_dirs(store_dirs)
     if skip and not is_remote(path):

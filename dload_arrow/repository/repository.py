@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from dload_arrow.args import check_bool
+from dload_arrow.args import check_bool, check_path
 from dload_arrow.config import Settings, resolve_settings
 from dload_arrow.errors import InvalidNameError, NotFoundError, StorageError
 from dload_arrow.read.context import ReadContext
@@ -19,10 +19,7 @@ from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
 from dload_arrow.repository.lock import is_pinned, stale_pin
 from dload_arrow.repository.missing import (
-    dangling_refs,
     published_names,
-    removed_dataset,
-    unknown_dataset,
 )
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
@@ -60,10 +57,31 @@ class Repository(VersionsMixin):
         endpoint_url: str | None = None,
         storage_options: dict[str, Any] | None = None,
     ) -> Repository:
-        """Open a root; unset arguments come from env, dload.toml, the user config, defaults."""
+        """Open the storage root that holds every dataset (created on the first commit).
+
+        Each argument left unset comes from the environment (``DLOAD_ROOT``,
+        ``DLOAD_CACHE_DIR``, ``DLOAD_CACHE_BUDGET``, ``DLOAD_ENDPOINT_URL``), then the nearest
+        ``dload.toml``, then ``~/.config/dload/config.toml``, then the defaults (docs/CLI.md).
+
+        Args:
+            root: a local directory (str or pathlib.Path; default
+                ``~/.local/share/dload/root``) or ``s3://bucket/prefix``.
+            cache_dir: this machine's shard cache (default ``~/.cache/dload``).
+            cache_budget: the most bytes the cache may hold: an int or a size (``"20GB"``);
+                default ``"auto"``, half the free disk.
+            endpoint_url: the S3 endpoint of an ``s3://`` root (a local server, another
+                cloud); unused for a local root (warned).
+            storage_options: passed to fsspec's filesystem of a remote root (credentials).
+
+        Raises:
+            TypeError: a root or cache dir that is not a str or path.
+            ConfigError: a bad setting, naming where it came from.
+            StorageError: a local root that is a file or a dangling link.
+        """
         settings = resolve_settings(
-            root=None if root is None else os.fspath(root),
-            cache_dir=None if cache_dir is None else os.fspath(cache_dir),
+            root=None if root is None else check_path("Repository.open", "root", root),
+            cache_dir=None if cache_dir is None else check_path("Repository.open", "cache_dir",
+                                                                cache_dir),
             cache_budget=cache_budget,  # a number as it is: config.budget_text reads it
             endpoint_url=endpoint_url,
         )
@@ -176,14 +194,6 @@ class Repository(VersionsMixin):
         make one (``rm(name)`` removes them); a ``latest`` ref lost since is warned about."""
         return published_names(self.storage, redact_url(self.storage.url))
 
-    def _version_ids(self, name: str) -> list[str]:
-        prefix = f"datasets/{check_name(name)}/manifests/"
-        return [
-            o.path[len(prefix) : -len(".arrow")]
-            for o in self.storage.list(prefix)
-            if o.path.endswith(".arrow")
-        ]
-
     def manifest(self, name: str, version: str | None = None) -> Manifest:
         """The validated manifest of a version (resolved like :meth:`dataset`)."""
         vid = self.resolve(name, version)
@@ -211,16 +221,6 @@ class Repository(VersionsMixin):
             raise NotFoundError(
                 f"latest of {name!r} points at removed version {vid[:12]} (an interrupted "
                 f"rm?): run `dload rm {name} --version {vid} --yes` to finish it") from error
-
-    def _missing(self, name: str) -> str:
-        try:  # manifests no ref points at: a commit that stored its manifest, then stopped
-            left = self._version_ids(name)
-        except InvalidNameError:
-            left = []
-        where = redact_url(self.storage.url)
-        return ((not left and dangling_refs(self.storage, name, where))
-                or removed_dataset(self.storage, name, where, left=left)
-                or unknown_dataset(name, self.datasets(), where, unpublished=len(left)))
 
     def dataset(self, name: str, version: str | None = None) -> Dataset:
         """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""

@@ -23,7 +23,9 @@ from dload_arrow.errors import (
     user_stacklevel,
 )
 from dload_arrow.repository.lock import editing, lock_path, pinned_version, read_lock, write_lock
+from dload_arrow.repository.missing import dangling_refs, removed_dataset, unknown_dataset
 from dload_arrow.repository.remove import RemoveMixin
+from dload_arrow.storage import redact_url
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import LogEntry, list_refs, read_log, read_ref
 from dload_arrow.store.removals import gone_hint
@@ -61,9 +63,27 @@ class VersionsMixin(RemoveMixin):
 
         def manifest(self, name: str, version: str | None = None) -> Manifest: ...
 
-        def _version_ids(self, name: str) -> list[str]: ...
+        def datasets(self) -> list[str]: ...
 
-        def _missing(self, name: str) -> str: ...
+    def _version_ids(self, name: str) -> list[str]:
+        """Ids of every manifest stored under ``name`` (published or not), unordered."""
+        prefix = f"datasets/{check_name(name)}/manifests/"
+        return [
+            o.path[len(prefix) : -len(".arrow")]
+            for o in self.storage.list(prefix)
+            if o.path.endswith(".arrow")
+        ]
+
+    def _missing(self, name: str) -> str:
+        """The error text for a ``name`` this root holds no version of (missing.py)."""
+        try:  # manifests no ref points at: a commit that stored its manifest, then stopped
+            left = self._version_ids(name)
+        except InvalidNameError:
+            left = []
+        where = redact_url(self.storage.url)
+        return ((not left and dangling_refs(self.storage, name, where))
+                or removed_dataset(self.storage, name, where, left=left)
+                or unknown_dataset(name, self.datasets(), where, unpublished=len(left)))
 
     def versions(self, name: str) -> list[VersionInfo]:
         """Every stored version of ``name``, newest first (times from the ref log). A version
