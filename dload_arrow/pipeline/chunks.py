@@ -29,6 +29,7 @@ __all__ = [
     "chunk_take",
     "concat_chunks",
     "row_dicts",
+    "same_schema",
 ]
 
 Chunk: TypeAlias = pa.RecordBatch | list[Any]
@@ -121,6 +122,13 @@ def _plain(d: Any) -> Any:
     return {k: (v.reshape(-1) if isinstance(v, np.ndarray) else v) for k, v in d.items()}
 
 
+def same_schema(a: pa.Schema, b: pa.Schema) -> bool:
+    """Whether batches of ``a`` and ``b`` can be one batch: equal types and names, and equal
+    tensor shapes (field metadata, which ``Schema.equals`` does not compare: a (2, 3) and a
+    (3, 2) tensor of six values would be read with one shape)."""
+    return a.equals(b) and all(field_shape(f) == field_shape(g) for f, g in zip(a, b, strict=True))
+
+
 def concat_chunks(chunks: list[Chunk]) -> Chunk:
     """Join chunks: one RecordBatch when all are batches of one schema, else a list."""
     if not chunks:
@@ -128,7 +136,7 @@ def concat_chunks(chunks: list[Chunk]) -> Chunk:
     batches = [c for c in chunks if isinstance(c, pa.RecordBatch)]
     if len(batches) == len(chunks):
         schema = batches[0].schema
-        if all(b.schema.equals(schema) for b in batches):
+        if all(same_schema(b.schema, schema) for b in batches):
             return batches[0] if len(batches) == 1 else pa.concat_batches(batches)
     out: list[Any] = []
     for c in chunks:

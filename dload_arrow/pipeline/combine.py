@@ -15,6 +15,7 @@ from dload_arrow.errors import ConfigError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.check import budget_share, sharing_budget
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
+from dload_arrow.pipeline.common_schema import cast_to, common_schema
 from dload_arrow.pipeline.node import (
     CHILD,
     CHILDREN,
@@ -24,7 +25,6 @@ from dload_arrow.pipeline.node import (
     State,
     stop_error,
 )
-from dload_arrow.pipeline.views import as_views, is_view, view_schema
 
 __all__ = ["ConcatPipe", "ZipPipe", "concat", "zip_with"]
 
@@ -63,63 +63,6 @@ def zip_with(pipes: Sequence[Pipeline], fn: Callable[..., Any] | None = None) ->
     return ZipPipe(pipes, None if fn is None else check_callable("zip_with", "fn", fn))
 
 
-def _common_schema(pipes: Sequence[Pipeline]) -> pa.Schema | None:
-    """The inputs' one schema (None: they differ, or are not rows). Inputs made with
-    ``views=True`` and without it share the view schema: the plain ones are cast to views
-    (:func:`viewed`), so batches keep one type instead of turning into Python items."""
-    schemas = [p.schema for p in pipes]
-    first = schemas[0]
-    if first is None or any(s is None for s in schemas):
-        return None
-    if all(s.equals(first) for s in schemas):  # type: ignore[union-attr]
-        return first
-    if any(is_view(t) for s in schemas for t in s.types):  # type: ignore[union-attr]
-        common = view_schema(first)
-        if all(view_schema(s).equals(common) for s in schemas):  # type: ignore[arg-type]
-            return common
-    return None
-
-
-def viewed(pipe: Pipeline, node: Node, common: pa.Schema | None) -> Node:
-    """``pipe``'s ``node``, its batches cast to views when the combined schema has views and
-    ``pipe``'s has not (:func:`_common_schema`)."""
-    own = pipe.schema
-    if common is None or own is None or own.equals(common):
-        return node
-    return _ViewsNode(node)
-
-
-class _ViewsNode(Node):
-    """A child's batches with their binary and string columns as views (zero-copy); the
-    child's state is its own, so a resume is the same with or without this step."""
-
-    def __init__(self, child: Node) -> None:
-        self.child = child
-        self.cheap_skip = child.cheap_skip
-
-    def reset(self, state: State | None = None) -> None:
-        self.child.reset(state)
-
-    def get_state(self) -> State:
-        return self.child.get_state()
-
-    def next(self) -> Chunk:
-        chunk = self.child.next()
-        return as_views(chunk) if isinstance(chunk, pa.RecordBatch) else chunk
-
-    def skip(self, n: int) -> int:
-        return self.child.skip(n)
-
-    def close(self) -> None:
-        self.child.close()
-
-    def prefer_items(self) -> None:
-        self.child.prefer_items()
-
-    def start_ahead(self) -> None:
-        self.child.start_ahead()
-
-
 class ConcatPipe(Pipeline):
     op = "concat"
 
@@ -128,7 +71,7 @@ class ConcatPipe(Pipeline):
         return None if any(n is None for n in ns) else sum(n for n in ns if n is not None)
 
     def _schema(self) -> pa.Schema | None:
-        return _common_schema(self._children)
+        return common_schema(self._children)
 
     def _build(self, epoch: int) -> Node:
         return _ConcatNode(self._children, epoch)
@@ -137,7 +80,7 @@ class ConcatPipe(Pipeline):
 class _ConcatNode(Node):
     def __init__(self, pipes: Sequence[Pipeline], epoch: int) -> None:
         self.pipes, self.epoch = pipes, epoch
-        self.schema = _common_schema(pipes)
+        self.schema = common_schema(pipes)
         self.i = 0
         self.child: Node | None = None
         self.share = budget_share()  # its sources are built later, with the same share
@@ -146,7 +89,7 @@ class _ConcatNode(Node):
         if self.child is not None:
             self.child.close()
         with sharing_budget(self.share):
-            self.child = viewed(self.pipes[self.i], self.pipes[self.i]._build(self.epoch),
+            self.child = cast_to(self.pipes[self.i], self.pipes[self.i]._build(self.epoch),
                                 self.schema) if self.i < len(self.pipes) else None
         if self.child is not None:
             self.child.reset(state)

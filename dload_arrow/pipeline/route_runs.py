@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.errors import ConfigError
-from dload_arrow.pipeline.chunks import Chunk, chunk_items
+from dload_arrow.pipeline.chunks import Chunk, chunk_items, same_schema
 from dload_arrow.pipeline.unit_rows import UnitRows
 
 __all__ = ["interleave", "normalized", "run_length", "slot_sources"]
@@ -76,7 +76,7 @@ def interleave(parts: Sequence[Chunk | None], picks: np.ndarray) -> Chunk:
     given = [i for i, p in enumerate(parts) if p is not None]
     batches = [(i, p) for i, p in enumerate(parts) if isinstance(p, pa.RecordBatch)]
     if batches and len(batches) == len(given) and all(
-            b.schema.equals(batches[0][1].schema) for _, b in batches):
+            same_schema(b.schema, batches[0][1].schema) for _, b in batches):
         starts = np.zeros(len(parts), np.int64)
         at = 0
         for i, b in batches:

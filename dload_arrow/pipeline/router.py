@@ -26,7 +26,8 @@ import pyarrow as pa
 from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.base import Pipeline
-from dload_arrow.pipeline.combine import _check_pipes, _common_schema, viewed
+from dload_arrow.pipeline.combine import _check_pipes
+from dload_arrow.pipeline.common_schema import cast_to, common_schema
 from dload_arrow.pipeline.exact_window import exact_window
 from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import Node
@@ -157,10 +158,10 @@ class RouterPipe(Pipeline):
         return [bool(c > 0) for c in counts]
 
     def _schema(self) -> pa.Schema | None:
-        return _common_schema(self._children[: self.n])
+        return common_schema(self._children[: self.n])
 
     def _build(self, epoch: int) -> Node:
         common = self.schema
-        kids = [viewed(c, c._build(epoch), common) for c in self._children[: self.n]]
+        kids = [cast_to(c, c._build(epoch), common) for c in self._children[: self.n]]
         ctl = self.control._build(epoch) if self.control is not None else None
         return RouterNode(self, kids, ctl, epoch)

@@ -30,7 +30,7 @@ from dload_arrow.errors import shown
 from dload_arrow.pipeline.batching import check_one_kind, check_same_columns
 from dload_arrow.store.rows import field_shape
 from dload_arrow.tensor_arrays import fixed_shape_block, is_fixed_shape_tensor
-from dload_arrow.torch.values import from_numpy, torch_dtype, value_to_torch
+from dload_arrow.torch.values import check_exact_doubles, from_numpy, torch_dtype, value_to_torch
 
 __all__ = ["collate", "column_to_tensor", "sample_to_torch", "to_torch"]
 
@@ -156,6 +156,8 @@ def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         raw = [s[name] for s in samples]
         # Python ints among floats: float64, as for floats alone (default_collate's way)
         mixed = all(type(v) in (int, float) for v in raw) and float in map(type, raw)
+        if mixed:
+            check_exact_doubles(raw, name)
         values = [value_to_torch(v, None, torch.float64 if mixed else None, name=name)
                   for v in raw]
         if all(isinstance(v, torch.Tensor) for v in values) and all(

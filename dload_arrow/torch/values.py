@@ -8,6 +8,7 @@ float32), a Python ``int`` int64, a numpy scalar or array keeps its own dtype.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,7 @@ import torch
 
 from dload_arrow.errors import SchemaError, shown
 
-__all__ = ["from_numpy", "torch_dtype", "value_to_torch"]
+__all__ = ["check_exact_doubles", "from_numpy", "torch_dtype", "value_to_torch"]
 
 _INT64 = range(-(2**63), 2**63)
 _UINT64 = range(2**64)
@@ -99,6 +100,7 @@ def _list_dtype(values: list[Any] | tuple[Any, ...], name: str) -> torch.dtype |
     float (Python floats are doubles; torch.tensor would say float32), uint64 for ints from
     2**63 up (as ``batch()`` stacks them), else torch's own choice (int64 or bool)."""
     if any(isinstance(v, float) for v in values):
+        check_exact_doubles(values, name)
         return torch.float64
     big = [v for v in values if v not in _INT64]
     if not big:
@@ -113,4 +115,34 @@ def _list_dtype(values: list[Any] | tuple[Any, ...], name: str) -> torch.dtype |
         f"({why}); make it floats or strings in a map (float(v), str(v)), or pass "
         "to_tensors=False to keep Python ints"
     )
+
+
+def check_exact_doubles(values: Sequence[Any], name: str) -> None:
+    """Refuse ints among floats that a float64 tensor would round (past 2**53): ``batch()``
+    keeps such a mix as a list of Python numbers because no one dtype holds it exactly.
+
+    Raises:
+        SchemaError: naming the column, the value and the ways out.
+    """
+    bad = next((v for v in values if type(v) is int and abs(v) > 2**53 and not _exact(v)), None)
+    if bad is not None:
+        raise SchemaError(
+            f"column {name!r}: the int {bad} among floats would be rounded in a float64 tensor "
+            f"(to {_rounded(bad)}); the inputs of a mix/concat give it as int64 in one and as "
+            "a float in another? map() it to one type (float(v) or int(v)) first, or pass "
+            "to_tensors=False to keep Python numbers")
+
+
+def _exact(v: int) -> bool:
+    try:
+        return int(float(v)) == v
+    except OverflowError:
+        return False
+
+
+def _rounded(v: int) -> str:
+    try:
+        return repr(float(v))
+    except OverflowError:
+        return "inf"
 
