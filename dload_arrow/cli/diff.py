@@ -77,7 +77,7 @@ def _resolve(repo: Any, spec: str, other: str | None) -> tuple[str, str | None]:
 @json_option
 def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | None,
          cache_budget: str | None, as_json: bool) -> None:
-    """Compare two versions: keys added and removed, shards shared.
+    """Compare two versions: keys added and removed, shards shared, columns changed.
 
     Each version is NAME@VERSION (a tag, an id or an id prefix), a bare version id (it names
     its dataset too), or a dataset name (the version dload.lock pins, else its latest). Only
@@ -114,6 +114,7 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
                 "pinned": pins[1]},
         "shards_shared": len(shared), "shards_only_old": len(only_a),
         "shards_only_new": len(only_b), "added": added, "removed": removed,
+        "columns": (cols := _columns(a.schema, b.schema)),
     }
 
     def text() -> None:
@@ -121,6 +122,12 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
         click.echo(f"{n1}@{a.version[:12]}{marks[0]} -> {n2}@{b.version[:12]}{marks[1]}")
         click.echo(f"  shards: {len(shared)} shared, {len(only_a)} only in old, "
                    f"{len(only_b)} only in new")
+        if any(cols.values()):
+            changed = [f"{c['name']} {c['old']} -> {c['new']}" for c in cols["changed"]]
+            parts = [f"+ {', '.join(cols['added'])}" if cols["added"] else "",
+                     f"- {', '.join(cols['removed'])}" if cols["removed"] else "",
+                     f"~ {', '.join(changed)}" if changed else ""]
+            click.echo(f"  columns: {'; '.join(p for p in parts if p)}")
         for sign, keys in (("+", added), ("-", removed)):
             click.echo(f"  {sign} {len(keys)} keys")
             for k in keys[:show_keys]:
@@ -129,6 +136,15 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
                 click.echo(f"    ... {len(keys) - show_keys} more (--json lists all)")
 
     emit(out, as_json, text)
+
+
+def _columns(a: Any, b: Any) -> dict[str, list[Any]]:
+    """Columns added, removed and retyped from schema ``a`` to ``b`` (their order aside)."""
+    old, new = {f.name: f.type for f in a}, {f.name: f.type for f in b}
+    return {"added": [n for n in new if n not in old],
+            "removed": [n for n in old if n not in new],
+            "changed": [{"name": n, "old": str(old[n]), "new": str(new[n])}
+                        for n in new if n in old and not new[n].equals(old[n])]}
 
 
 COMMANDS = [diff]

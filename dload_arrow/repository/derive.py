@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import check_bool
-from dload_arrow.errors import ConfigError, SchemaError, shown
+from dload_arrow.errors import ConfigError, SchemaError, shown, user_stacklevel
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import chunk_items
 from dload_arrow.pipeline.fingerprint import fingerprint
@@ -210,7 +211,37 @@ def derive(
                           "once (a repeat(), a concat of overlapping sources, a map that sets "
                           "__key__): map __key__ to unique keys (e.g. add the epoch or source), "
                           "or drop __key__ and the items are numbered by position") from e
+    if commit_kwargs.get("schema") is None:
+        _warn_widened(name, pipe, version.manifest.schema)
     write_memo(repo, name, version.version, fp, options)
     if force:
         forget_others(repo, fp, name)
     return version
+
+
+def _family(t: pa.DataType) -> str | None:
+    for test, fam in ((pa.types.is_integer, "int"), (pa.types.is_floating, "float"),
+                      (pa.types.is_timestamp, "time"), (pa.types.is_duration, "duration")):
+        if test(t):
+            return fam
+    return None
+
+
+def _warn_widened(name: str, pipe: Pipeline, stored: pa.Schema) -> None:
+    """Warn when a column kept its source's name and kind but not its type: after a ``map``
+    the rows are Python values, whose types are inferred again (``uint8`` labels become
+    ``int64``, ``float32`` features ``float64``: QA evolve56)."""
+    was: dict[str, pa.DataType] = {}
+    for src in pipe.sources():
+        for f in getattr(src, "schema", None) or []:
+            was.setdefault(f.name, f.type)
+    changed = [f"{f.name} {was[f.name]} -> {f.type}" for f in stored
+               if f.name in was and not f.type.equals(was[f.name])
+               and _family(f.type) is not None and _family(f.type) == _family(was[f.name])]
+    if changed:
+        warnings.warn(
+            f"derive({name!r}) stored {', '.join(changed)}: the pipeline's rows are Python "
+            "values, so their types were inferred again; to keep the sources' types, derive "
+            "again with schema= (the source's schema and your new columns) and force=True",
+            stacklevel=user_stacklevel())
+

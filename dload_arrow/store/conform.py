@@ -8,12 +8,13 @@ differs is cast to the stored type or refused naming both types.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.errors import SchemaError, shown
+from dload_arrow.errors import SchemaError, shown, user_stacklevel
 from dload_arrow.store import tensor_layout
 from dload_arrow.store.cast_check import changed_row
 from dload_arrow.store.lossless import leaf_type, overflow_row, zone_refusal
@@ -111,8 +112,14 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
                 f"{dataset!r} stores shape {stored_shape.decode()}; every row of a column "
                 "needs the same shape"
             )
+    missing = [f.name for f in columns if f.name not in new.names]
+    if missing:  # documented (null there), yet a tensor column turns into lists in torch
+        warnings.warn(
+            f"{where} lacks column(s) {missing} of {dataset!r}: the appended rows store null "
+            "there (torch then gives such a column as a list, not a tensor, in a batch holding "
+            "them); add the column(s) to the input to store values", stacklevel=user_stacklevel())
     fields = [new.field(keycol)] if keycol else []
-    fields += [f.with_nullable(True) if f.name not in new.names else f for f in columns]
+    fields += [f.with_nullable(True) if f.name in missing else f for f in columns]
     schema = pa.schema(fields)
 
     def batches() -> Iterator[pa.RecordBatch]:

@@ -155,6 +155,16 @@ def _without_nat(values: list[Any]) -> list[Any]:
     return [None if type(v).__name__ == "NaTType" else v for v in values]
 
 
+def _type_code(value: Any) -> str:
+    """How to write the type ``value`` infers to in Python: ``pa.int64()``."""
+    try:
+        t = str(inferred_type([value]))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        return "<its type>"
+    t = {"double": "float64", "float": "float32", "halffloat": "float16", "bool": "bool_"}.get(t, t)
+    return f"pa.{t}()" if t.replace("_", "").isalnum() else f"<its type: {t}>"
+
+
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Array:
     values = _without_nat([r.get(field.name) for _, r in rows])
     shape = field_shape(field)
@@ -182,13 +192,14 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
                         "column's type is null: it was None in every sample its type was "
                         f"inferred from (the first {_CHUNK} of the commit, or of the commit "
                         "that stored the dataset an append goes to); commit with its type, "
-                        f"e.g. schema=pa.schema([({field.name!r}, pa.string())]) (an append "
+                        f"e.g. schema=pa.schema([({field.name!r}, {_type_code(v)})]) (an append "
                         "keeps the stored types: commit the old rows and the new ones with it)"
                     ) from e
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
-                    f"type {field.type}; fix the sample, or (in a commit) pass schema= with "
-                    "a wider type"
+                    f"type {field.type}; fix the sample, or store a wider type: pass schema= "
+                    "to a commit (an append keeps the stored type: commit a new version with "
+                    "the wider one)"
                 ) from e
         raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
 
