@@ -13,6 +13,7 @@ import functools
 import os
 import re
 import sys
+from collections.abc import Iterable
 
 __all__ = [
     "ConfigError",
@@ -28,6 +29,7 @@ __all__ = [
     "SqlError",
     "StorageError",
     "UnsafePathError",
+    "form_hint",
     "is_user_error",
     "mark_user_error",
     "shown",
@@ -95,6 +97,21 @@ def shown(value: object, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for an error message that quotes input."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def form_hint(name: str, names: Iterable[str]) -> str:
+    """``"; 'e\\u0301' differs from the column 'é' only in Unicode normalization (NFD
+    against NFC: ...)"`` when one of ``names`` is ``name`` in another Unicode form (a name
+    typed or made on macOS, whose file names are NFD), else ''."""
+    import unicodedata
+
+    nfc = unicodedata.normalize("NFC", name)
+    twin = next((n for n in names if n != name and unicodedata.normalize("NFC", n) == nfc), None)
+    if twin is None:
+        return ""
+    form = "NFC" if unicodedata.is_normalized("NFC", twin) else "NFD"
+    return (f"; {name!a} differs from {twin!a} only in Unicode normalization (that "
+            f"one is {form}): write it as stored, e.g. unicodedata.normalize({form!r}, name)")
 
 
 def escaped(text: str) -> str:

@@ -20,7 +20,7 @@ def test_sql_refuses_columns_that_differ_only_in_case(repo: Repository) -> None:
         with pytest.raises(SqlError) as e:
             repo.sql(query)
         text = str(e.value)
-        assert "'Label' and 'label'" in text and "differ only in case" in text
+        assert "'Label' and 'label'" in text and "differ only in ASCII case" in text
         assert "rename" in text and "to_polars()" in text and "where()" in text
     ds = repo.dataset("twins")  # the other readers keep them apart
     assert ds.where("label >= 100").num_rows == 5
@@ -109,5 +109,5 @@ def test_where_parse_error_without_such_a_column_keeps_the_example() -> None:
 def test_sql_refuses_struct_fields_that_differ_only_in_case(repo: Repository) -> None:
     repo.commit("s", [(f"k{i}", {"s": {"A": i, "a": 10 + i}}) for i in range(3)],
                 progress=False)
-    with pytest.raises(SqlError, match=r"'s.A' and 's.a' differ only in case"):
+    with pytest.raises(SqlError, match=r"'s.A' and 's.a' differ only in ASCII case"):
         repo.sql("select s.a from samples('s')")

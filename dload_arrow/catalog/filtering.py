@@ -47,12 +47,12 @@ from dload_arrow.catalog.predicate import (
     Node,
     Not,
     Or,
-    PredicateError,
     flip,
     parse_predicate,
 )
 from dload_arrow.catalog.pruning import prune_units
 from dload_arrow.catalog.time_literals import time_compare, time_value
+from dload_arrow.errors import PredicateError, form_hint
 from dload_arrow.rowfilter import RowFilter
 
 __all__ = ["CompiledFilter", "compile_filter", "prune_units"]
@@ -86,8 +86,8 @@ class _Compiler:
     def column(self, name: str) -> pa.Field:
         idx = self.schema.get_field_index(name)
         if idx < 0:
-            known = ", ".join(self.schema.names)
-            raise self.error(f"no column {name!r}; columns are {known}")
+            raise self.error(f"no column {name!r}; columns are {', '.join(self.schema.names)}"
+                             f"{form_hint(name, self.schema.names)}")
         return self.schema.field(idx)
 
     def typed(self, node: Node, other: Node | None, op: str = "=") -> Node:

@@ -117,7 +117,15 @@ def refuse_bytes(schema: pa.Schema, path: str) -> None:
 
 
 def refuse_repeated_names(schema: pa.Schema, path: str) -> None:
-    """Refuse a CSV file whose header (line 1) names a column more than once."""
+    """Refuse a CSV file whose header (line 1) names a column more than once, or not at all
+    (``id,a,b,``: a spreadsheet's trailing comma)."""
+    blank = [i + 1 for i, n in enumerate(schema.names) if not n.strip()]
+    if blank:
+        trailing = " (a trailing comma?)" if blank[-1] == len(schema.names) else ""
+        raise SchemaError(
+            f"{path!r}, line 1: column {blank[0]} of the header has no name{trailing}; a "
+            "column needs a name (filters, SQL and DataFrames address it by name): name it in "
+            "the header, or delete the empty column")
     seen: set[str] = set()
     for name in schema.names:
         if name in seen:

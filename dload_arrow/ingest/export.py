@@ -146,7 +146,10 @@ def write_sample_files(
         if column == KEY_COLUMN or value is None:
             continue
         if "/" in column or "\\" in column or column in (".", "..") or "\x00" in column:
-            raise UnsafePathError(f"column name {column!r} cannot be a file extension")
+            raise UnsafePathError(
+                f"column name {column!r} cannot be a file extension (a file is written as "
+                "KEY.COLUMN); read that sample in Python instead (ds.get(key)), or derive a "
+                "copy with the column renamed")
         field = schema.field(column) if schema is not None and column in schema.names else None
         _check_length(key, column, root, limit)
         path = os.path.join(root, *f"{key}.{column}".split("/"))

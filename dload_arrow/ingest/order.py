@@ -89,8 +89,8 @@ def warn_unsorted(keys: Sequence[str], split: str, where: str) -> None:
     for before, after in itertools.pairwise(keys):
         if after < before:
             warnings.warn(
-                f"{where}: its samples are not sorted by key ({before!r} comes before "
-                f"{after!r}), so its version id differs from the one the same files get from "
+                f"{where}: its samples are not sorted by key ({before!a} comes before "
+                f"{after!a}), so its version id differs from the one the same files get from "
                 "a folder or a zip; to get the same id, commit the extracted folder, or "
                 f"rebuild the tar in key order, inside the folder: {key_order_command(split)} "
                 "(`tar --sort=name` sorts names, not keys)",

@@ -41,7 +41,10 @@ def unknown_dataset(name: str, known: list[str], where: str, unpublished: int = 
         return (f"no dataset {name!r} under {where}: {name!r} has {unpublished} unpublished "
                 "version(s) (a commit that did not finish): commit again to publish, or "
                 f"`dload rm {name} --yes` to remove them")
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    same = [k for k in known if k.lower() == name.lower()]  # 'PHOTOS': difflib minds case
+    by_lower = {k.lower(): k for k in known}
+    close = same + [by_lower[c] for c in difflib.get_close_matches(
+        name.lower(), list(by_lower), n=3, cutoff=0.6) if by_lower[c] not in same][:3 - len(same)]
     if not known:
         hint = " The root has no datasets yet."
     else:

@@ -39,6 +39,7 @@ class TagsMixin:
             # NAME@<tag> would then shadow the versions whose ids start with it
             raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
                                    "only); choose a name with another letter, e.g. 'v1'")
+        self._refuse_case_twin(name, tag)
         vid = self.manifest(name, version).version
         if not self.storage.exists(manifest_path(name, vid)):  # removed since it was cached
             self._removed(name, vid)
@@ -53,6 +54,19 @@ class TagsMixin:
             self._removed(name, vid, f" while tag {tag!r} was moved to it, so the tag was "
                                      "deleted again")
         return vid
+
+    def _refuse_case_twin(self, name: str, tag: str) -> None:
+        """Refuse a tag that differs from ``latest`` or another tag of ``name`` only in case: on
+        a case-insensitive filesystem (macOS, Windows) both are one ref file, and moving one
+        moves the other (``Latest`` would move ``latest``)."""
+        prefix = f"datasets/{name}/refs/"
+        refs = ["latest"] + [o.path[len(prefix):] for o in self.storage.list(prefix)]
+        twin = next((r for r in refs if r != tag and r.lower() == tag.lower()), None)
+        if twin is not None:
+            raise InvalidNameError(
+                f"tag {tag!r} differs from {twin!r} of {name!r} only in case: on a "
+                "case-insensitive filesystem (macOS, Windows) they are one file, so moving one "
+                "would move the other; choose another name")
 
     def _restore_latest(self, name: str, version: str) -> str:
         """Create the missing ``latest`` ref of ``name`` at ``version``, when its log's last

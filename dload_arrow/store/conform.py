@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.errors import SchemaError, shown, user_stacklevel
+from dload_arrow.errors import SchemaError, form_hint, shown, user_stacklevel
 from dload_arrow.store import tensor_layout
 from dload_arrow.store.cast_check import changed_row
 from dload_arrow.store.lossless import leaf_type, overflow_row, zone_refusal
@@ -95,7 +95,7 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
     if extra:
         raise SchemaError(
             f"{where} has column(s) {extra} that {dataset!r} does not have (its columns: "
-            f"{sorted(names)}); append adds rows, not columns: "
+            f"{sorted(names)}{form_hint(extra[0], names)}); append adds rows, not columns: "
             f"{_extra_hint(extra, files, keycol is not None, names)}, "
             "or commit a new version with every column"
         )

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
+import warnings
 
 import pyarrow as pa
 
-from dload_arrow.errors import SchemaError
+from dload_arrow.errors import SchemaError, user_stacklevel
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META
 
@@ -24,7 +26,14 @@ __all__ = ["check_schema", "check_schema_arg"]
 
 
 def check_schema(schema: pa.Schema) -> None:
-    """Raise SchemaError for a column the dataset could not store or read back."""
+    """Raise SchemaError for a column the dataset could not store or read back; warn of
+    names that differ only in Unicode normalization (a filter typed one way misses the other)."""
+    forms: dict[str, str] = {}
+    for name in schema.names:
+        if (twin := forms.setdefault(unicodedata.normalize("NFC", name), name)) != name:
+            warnings.warn(f"columns {twin!a} and {name!a} differ only in Unicode normalization "
+                          "(one composed, one not): they look the same in every listing; "
+                          "rename one", stacklevel=user_stacklevel())
     for field in schema:
         if not field.name.strip():
             raise SchemaError(
