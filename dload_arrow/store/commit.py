@@ -8,6 +8,7 @@ missing ones.
 
 from __future__ import annotations
 
+import functools
 import operator
 import time
 from collections import deque
@@ -200,7 +201,8 @@ def commit_samples(
         schema = schema or parent.schema
     batches = to_batches(samples, key=key, schema=schema,
                          append_to=None if parent is None else name,
-                         key_offset=0 if parent is None else _next_row_number(parent, read_keys))
+                         key_offset=0 if parent is None else functools.cache(
+                             lambda: _next_row_number(parent, read_keys)))
     first = next(batches, None)
     if first is None:  # an empty append would only make a new id for the same rows
         what = "append" if parent is not None else "commit"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -205,7 +205,8 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
 
 
 def samples_to_batches(
-    items: Iterable[Any], schema: pa.Schema | None, key: str | None = None, offset: int = 0
+    items: Iterable[Any], schema: pa.Schema | None, key: str | None = None,
+    offset: int | Callable[[], int] = 0,
 ) -> Iterator[pa.RecordBatch]:
     """Batches of ``items``: ``(key, dict)`` pairs or sample dicts (module doc); ``offset``
     is the first generated row number."""
@@ -236,6 +237,8 @@ def samples_to_batches(
                 k = key_of(item[key_col], n, repr(key_col))
                 sample: Any = {c: v for c, v in item.items() if c != key_col}
             else:
+                if callable(offset):
+                    offset = offset()  # (the stored keys are searched once, if ever)
                 k, sample = f"{offset + n:012d}", item
         else:
             pairs = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -54,20 +54,32 @@ def _with_key(schema: pa.Schema | None, key: str | None, table_schema: pa.Schema
     return key
 
 
+KeyOffset = int | Callable[[], int]
+"""The first generated row-number key, or a function giving it: called only when a key is
+generated (an append's search of the stored keys costs reads; QA cliffs56)."""
+
+
+def key_number(offset: KeyOffset) -> int:
+    """``offset``'s value (a function's, memoized by the caller)."""
+    return offset() if callable(offset) else offset
+
+
 def _table_batches(
     batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
-    offset: int = 0,
+    first_key: KeyOffset = 0,
 ) -> Iterator[pa.RecordBatch]:
     from dload_arrow.store.table_columns import storable  # it imports this module
 
-    first = offset  # generated keys continue from the rows already stored
+    offset = first = 0  # rows so far
     target: pa.Schema | None = schema
     for batch in batches:
         if batch.num_rows == 0:
             continue
         if key is None:
-            # Generated keys: zero-padded row numbers, so they sort in commit order.
-            keys = string_array([f"{i:012d}" for i in range(offset, offset + batch.num_rows)])
+            # Generated keys: zero-padded row numbers, so they sort in commit order, from the
+            # rows already stored.
+            at = key_number(first_key) + offset
+            keys = string_array([f"{i:012d}" for i in range(at, at + batch.num_rows)])
         else:
             keys = _key_text(batch.column(key), key, offset - first)
             if keys.null_count:
@@ -140,7 +152,7 @@ def _cast_batch(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBat
 
 def to_batches(
     samples: Any, *, key: str | None = None, schema: pa.Schema | None = None,
-    append_to: str | None = None, key_offset: int = 0,
+    append_to: str | None = None, key_offset: KeyOffset = 0,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches with ``__key__`` first from any accepted input.
 
