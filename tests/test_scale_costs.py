@@ -19,18 +19,33 @@ def test_an_appending_process_keeps_a_bounded_set_of_manifests(
         repo: Repository, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every parent manifest an append read stayed in memory (1,000 appends: 570 MB)."""
     _appended(repo, 3)
-    one = repo.dataset("a").manifest.table.nbytes
+    cost = manifest_cache._cost
+    one = cost(repo.dataset("a").manifest)
     monkeypatch.setattr(manifest_cache, "MEMORY_BYTES", 5 * one)
     for i in range(30):
         repo.append("a", [(f"m{i:03d}", {"x": i})], progress=False)
     cache = repo.manifests
     assert len(cache._memory) < 12 and cache._memory_bytes <= 5 * one + \
-        max(m.table.nbytes for m in cache._memory.values())
-    assert cache._memory_bytes == sum(m.table.nbytes for m in cache._memory.values())
+        max(cost(m) for m in cache._memory.values())
+    assert cache._memory_bytes == sum(cost(m) for m in cache._memory.values())
     ids = repo._version_ids("a")
     assert len(ids) == 33
     rows = sorted(repo.manifests.get("a", v).num_rows for v in ids)  # evicted: read again
     assert rows == list(range(1, 34))
+
+
+def test_small_manifests_are_counted_at_what_they_hold(
+        repo: Repository, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small manifest's table is ~200 bytes, but a parsed one holds ~30 KB: charged its
+    table only, 10,000 commits kept every one (QA cliffs56: +320 MB). Charged a parsed
+    manifest's overhead too, and at most MEMORY_ITEMS are kept."""
+    monkeypatch.setattr(manifest_cache, "MEMORY_ITEMS", 8)
+    for i in range(20):
+        repo.commit("c", [(f"k{i}", {"x": i})], progress=False)
+    cache = repo.manifests
+    assert 1 <= len(cache._memory) <= 8
+    assert cache._memory_bytes >= len(cache._memory) * 32 * 2**10
+    assert repo.dataset("c").num_rows == 1  # evicted ones are read again
 
 
 def test_the_catalog_over_many_versions_never_builds_a_shard_list(
