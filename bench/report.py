@@ -60,7 +60,9 @@ def _rate_cell(r: dict[str, Any] | None) -> str:
     if st:
         return st
     assert r is not None
-    return _num(r["rate"]["median"]) + _spread(r["rate"]) if r.get("rate") else "-"
+    failed = sum("error" in run for run in r["runs"])  # a later repeat (QA bench56)
+    mark = f" ({failed} of {len(r['runs'])} runs failed)" if failed else ""
+    return (_num(r["rate"]["median"]) + _spread(r["rate"]) if r.get("rate") else "-") + mark
 
 
 def _cells(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -87,9 +89,21 @@ def _epoch_table(doc: dict[str, Any]) -> list[str]:
         lim = _median(_res(doc, cell, "pyarrow"), "rate")
         peers = [_median(_res(doc, cell, p), "rate") for p in PEERS]
         best = max((p for p in peers if p), default=None)
+        peer = _ratio(d, best) + (" †" if cell["unit"] == "batch" and best else "")
         lines.append(f"| {_cell_name(cell)} | " + " | ".join(row)
-                     + f" | {_ratio(d, lim)} | {_ratio(d, best)} |")
+                     + f" | {_ratio(d, lim)} | {peer} |")
+    if any(c["unit"] == "batch" for c in _cells(doc)):
+        lines += ["", BATCH_NOTE]
     return lines
+
+
+BATCH_NOTE = (
+    "† Not like-for-like: in batch cells dload_arrow and the limit row hand over Arrow record "
+    "batches whose values stay in Arrow, the peers dicts of Python lists (every value a Python "
+    "object). Turning dload_arrow's batches into such dicts (`to_pydict()`) cost it 1.3x "
+    "(image) to 1.8x (tabular) in QA bench56's check; the per-sample cells compare the same "
+    "work. dload_arrow and the limit row deliver the same batches: one row group each in order, "
+    "and 1,024 rows or 4 MiB shuffled.")
 
 
 def _metric_table(doc: dict[str, Any], key: str, fmt: Any, only_cold: bool = False
@@ -144,9 +158,22 @@ def _ingest_table(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {SHORT[s]} | {_num(x['rate']['median'])}{_spread(x['rate'])} | "
             f"{_num(x['mb_s']['median'])} | {_bytes(x['bytes_on_disk']['median'])} | "
-            f"{_num(x['rss_mb']['median'])} MB | "
+            f"{_ingest_rss(x)} | "
             f"{_ratio(d.get('median'), x['rate']['median'])} |")
     return lines
+
+
+def _ingest_rss(x: dict[str, Any]) -> str:
+    """Peak RSS of the ingesting process, what it held before the clock (the input and the
+    harness's rows), and its largest worker process if it wrote in workers (LitData)."""
+    text = f"{_num(x['rss_mb']['median'])} MB"
+    before = (x.get("rss_before_mb") or {}).get("median")
+    child = (x.get("child_rss_mb") or {}).get("median")
+    if before:
+        text += f" ({_num(before)} before the clock)"
+    if child and child > 50:  # (a subprocess of the harness's own is smaller)
+        text += f" + workers of up to {_num(child)} MB each"
+    return text
 
 
 def _errors(doc: dict[str, Any]) -> list[str]:
@@ -159,6 +186,10 @@ def _errors(doc: dict[str, Any]) -> list[str]:
         elif "error" in first:
             out.append(f"- failed: {SHORT[r['system']]}, {_cell_name(r['cell'])}: "
                        f"`{first['error'][:200]}`")
+        elif (later := next((x for x in r["runs"] if "error" in x), None)) is not None:
+            out.append(f"- a repeat failed (the figure is of the others): "
+                       f"{SHORT[r['system']]}, {_cell_name(r['cell'])}: "
+                       f"`{later['error'][:200]}`")
     return out
 
 

@@ -96,7 +96,8 @@ def ingest_all(w: W.Workload, n: int, systems: list[str], repeats: int, log: Any
             shutil.rmtree(p, ignore_errors=True)
         summary = {"runs": runs, "raw_bytes": raw,
                    **{k: summarize(runs, k) for k in ("rate", "mb_s", "bytes_on_disk",
-                                                      "rss_mb")}}
+                                                      "rss_mb", "child_rss_mb",
+                                                      "rss_before_mb")}}
         out[system] = summary
         if all("error" not in r for r in runs):
             (base / f"{system}.ok").write_text(json.dumps(summary))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -71,7 +73,7 @@ def in_loader(make: Callable[[], Iterable[Any]], workers: int) -> Iterable[Any]:
             return iter(make())
 
     return tud.DataLoader(_DS(), batch_size=None, num_workers=workers, collate_fn=identity,
-                          prefetch_factor=4, persistent_workers=False)
+                          prefetch_factor=2, persistent_workers=False)  # (as the peers)
 
 
 def shuffled(items: Iterable[Any], window: int, rng: np.random.Generator) -> Iterator[Any]:
@@ -86,3 +88,22 @@ def shuffled(items: Iterable[Any], window: int, rng: np.random.Generator) -> Ite
         yield x
     rng.shuffle(buf)  # type: ignore[arg-type]
     yield from buf
+
+
+class Pristine:
+    """A peer that decompresses a local dataset in place when it first reads it (LitData,
+    MosaicML streaming): a copy of the ingested files, made after the ingest's clock, is put
+    back before every measured run, so that every warm epoch decompresses as dload_arrow's do
+    (QA bench56: MosaicML's warm cells read shards an earlier epoch had decompressed)."""
+
+    def after_ingest(self, out: Path) -> None:
+        pristine = out.parent / (out.name + ".pristine")
+        shutil.rmtree(pristine, ignore_errors=True)
+        shutil.copytree(out, pristine)
+
+    def restore(self, local: Path) -> None:
+        pristine = local.parent / (local.name + ".pristine")
+        if pristine.exists():
+            shutil.rmtree(local, ignore_errors=True)
+            shutil.copytree(pristine, local)
+

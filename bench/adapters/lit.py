@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from bench.adapters.base import Adapter, Ctx, IterSpec, Unsupported
-from bench.adapters.common import batch_rows, collate_dicts, cpu_map
+from bench.adapters.common import Pristine, batch_rows, collate_dicts, cpu_map
 
 __all__ = ["LitDataAdapter"]
 
@@ -35,7 +34,7 @@ def _allow_http() -> None:
         opts["allow_http"] = True
 
 
-class LitDataAdapter(Adapter):
+class LitDataAdapter(Pristine, Adapter):
     name = "litdata"
 
     def version(self) -> str:
@@ -55,17 +54,7 @@ class LitDataAdapter(Adapter):
             num_workers=2,
             verbose=False, start_method="fork", reorder_files=False,
         )
-        pristine = out.parent / (out.name + ".pristine")
-        shutil.rmtree(pristine, ignore_errors=True)
-        shutil.copytree(out, pristine)
         return {"chunk_bytes": "64MB", "compression": "zstd", "num_workers": 2}
-
-    def restore(self, local: Path) -> None:
-        """Reading a local compressed dataset decompresses in place: restore the original."""
-        pristine = local.parent / (local.name + ".pristine")
-        if pristine.exists():
-            shutil.rmtree(local, ignore_errors=True)
-            shutil.copytree(pristine, local)
 
     def epoch(self, ctx: Ctx, spec: IterSpec) -> Iterable[Any]:
         import litdata

@@ -1,9 +1,14 @@
 """The limit row: plain pyarrow over the very Parquet shards dload_arrow wrote.
 
-No cache, no planner, no prefetch: ``ParquetFile.iter_batches`` (batch unit) and
-``to_pylist`` per batch (sample unit). Windowed shuffle reads row groups in a seeded random
-order through a buffer; full shuffle reads the whole dataset into memory and ``take``s a
-permutation (what a loader could do at best when everything fits in RAM).
+No cache, no planner, no prefetch: record batches (batch unit) and ``to_pylist`` per batch
+(sample unit). Windowed shuffle reads row groups in a seeded random order through a buffer;
+full shuffle reads the whole dataset into memory and ``take``s a permutation (what a loader
+could do at best when everything fits in RAM).
+
+Its batches hold what dload_arrow's do, so that a batch cell compares the same work (QA
+bench56: 256-row batches against dload_arrow's row groups of 21,000 tabular rows made the
+ratio one of per-batch overheads): one row group each in order, and shuffled, 1,024 rows or
+4 MiB, whichever is fewer (``DEFAULT_CHUNK_ROWS``, ``CHUNK_BYTES``).
 """
 
 from __future__ import annotations
@@ -21,6 +26,16 @@ from bench.adapters.base import Adapter, Ctx, IterSpec, Unsupported
 from bench.adapters.common import batch_rows, cpu_map, in_loader, worker_share
 
 __all__ = ["ParquetAdapter"]
+
+
+def _shuffled_batch_rows(f: pq.ParquetFile) -> int:
+    """Rows of a shuffled batch: as dload_arrow's chunks, 1,024 rows or 4 MiB of them."""
+    from dload_arrow.pipeline.dataset import DEFAULT_CHUNK_ROWS
+    from dload_arrow.pipeline.row_bytes import CHUNK_BYTES
+
+    rg = f.metadata.row_group(0)
+    per_row = max(1, rg.total_byte_size // max(1, rg.num_rows))  # uncompressed
+    return max(1, min(DEFAULT_CHUNK_ROWS, CHUNK_BYTES // per_row))
 
 
 def shard_files(root: str, name: str) -> list[str]:
@@ -69,8 +84,12 @@ class ParquetAdapter(Adapter):
             rng = np.random.default_rng([spec.seed, spec.epoch, 1])
             if spec.mode == "sequential":
                 for path in files[wid::nw]:
-                    yield from pf(path).iter_batches(batch_size=spec.batch_size)
-            elif spec.mode == "windowed":
+                    f = pf(path)
+                    for g in range(f.num_row_groups):
+                        yield from f.read_row_group(g).combine_chunks().to_batches()
+                return
+            size = _shuffled_batch_rows(pf(files[0]))
+            if spec.mode == "windowed":
                 units = [(p, g) for p in files for g in range(pf(p).num_row_groups)]
                 order = rng.permutation(len(units))[wid::nw]
                 opened: dict[str, pq.ParquetFile] = {}
@@ -91,8 +110,8 @@ class ParquetAdapter(Adapter):
                     table = pa.Table.from_batches(buf).combine_chunks()
                     perm = rng.permutation(table.num_rows)
                     out, rest = perm[: table.num_rows - keep], perm[table.num_rows - keep:]
-                    for s in range(0, len(out), spec.batch_size):
-                        yield from table.take(pa.array(out[s:s + spec.batch_size])).to_batches()
+                    for s in range(0, len(out), size):
+                        yield from table.take(pa.array(out[s:s + size])).to_batches()
                     buf = table.take(pa.array(rest)).to_batches() if keep else []
                     held = keep
 
@@ -107,9 +126,8 @@ class ParquetAdapter(Adapter):
                 # one contiguous copy first: `take` over a many-chunk table is ~20x slower
                 table = pa.concat_tables(pf(p).read() for p in files).combine_chunks()
                 perm = rng.permutation(table.num_rows)[wid::nw]
-                for s in range(0, len(perm), spec.batch_size):
-                    yield table.take(pa.array(perm[s:s + spec.batch_size])).combine_chunks() \
-                        .to_batches()[0]
+                for s in range(0, len(perm), size):
+                    yield table.take(pa.array(perm[s:s + size])).combine_chunks().to_batches()[0]
 
         def items() -> Iterator[Any]:
             if spec.unit == "batch":
