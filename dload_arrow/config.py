@@ -28,14 +28,16 @@ from dload_arrow.config_values import (
     budget_text,
     check_cache_dir,
     check_endpoint,
+    config_file,
     fs_text,
     local_form,
+    warn_unknown_env,
     working_dir,
 )
 from dload_arrow.errors import ConfigError
 
-__all__ = ["KEYS", "Settings", "anchored", "find_up", "progress_bar", "progress_wanted",
-           "resolve_settings", "user_config_path"]
+__all__ = ["KEYS", "Settings", "anchored", "check_edges", "config_file", "find_up",
+           "progress_bar", "progress_wanted", "resolve_settings", "user_config_path"]
 
 KEYS = ("root", "cache_dir", "cache_budget", "endpoint_url")
 _ENV = {
@@ -57,26 +59,37 @@ class Settings:
     sources: dict[str, str] = field(default_factory=dict)
 
 
+def _xdg(name: str, *default: str) -> Path:
+    """``$name``, or ``~/default``: a relative one is ignored, as the XDG spec says (it would
+    move the default root with every ``cd``)."""
+    value = os.environ.get(name)
+    return Path(value) if value and os.path.isabs(value) else Path.home().joinpath(*default)
+
+
 def _data_home() -> Path:
-    return Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return _xdg("XDG_DATA_HOME", ".local", "share")
 
 
 def _cache_home() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return _xdg("XDG_CACHE_HOME", ".cache")
 
 
 def user_config_path() -> Path:
     """``$XDG_CONFIG_HOME/dload/config.toml`` (``~/.config/dload/config.toml``)."""
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "dload" / "config.toml"
+    return _xdg("XDG_CONFIG_HOME", ".config") / "dload" / "config.toml"
 
 
 def find_up(filename: str, start: Path | None = None) -> Path | None:
     """The nearest ``filename`` in ``start`` (default: cwd) or one of its parents.
 
-    The search does not climb above a directory listed in ``DLOAD_CEILING_DIRECTORIES``
-    (``os.pathsep``-separated, like git's ``GIT_CEILING_DIRECTORIES``), so a stray
-    ``dload.toml`` or ``dload.lock`` in ``/tmp`` or ``$HOME`` cannot leak into a project.
+    The search does not climb into a directory listed in ``DLOAD_CEILING_DIRECTORIES``
+    (``os.pathsep``-separated, like git's ``GIT_CEILING_DIRECTORIES``: the ceiling's own file
+    is read only when the search starts there), so a stray ``dload.toml`` or ``dload.lock`` in
+    ``/tmp`` or ``$HOME`` cannot leak into a project.
+
+    Raises:
+        ConfigError: ``filename`` is there but is no file (a directory, a dangling link):
+            skipping it would use another root without a word.
     """
     here = (start or working_dir()).resolve()
     ceilings = {
@@ -85,9 +98,11 @@ def find_up(filename: str, start: Path | None = None) -> Path | None:
         if c
     }
     for d in (here, *here.parents):
+        if d in ceilings and d != here:
+            break
         candidate = d / filename
-        if candidate.is_file():
-            return candidate
+        if os.path.lexists(candidate):
+            return config_file(candidate)
         if d in ceilings:
             break
     return None
@@ -147,7 +162,7 @@ def _load_toml(path: Path) -> dict[str, Any]:
             f"config file {path} has unknown keys {sorted(unknown)}; known keys: {list(KEYS)}"
         )
     for key, value in data.items():
-        _check_edges(key, value, str(path))
+        check_edges(key, value, str(path))
         number = key == "cache_budget" and isinstance(value, int | float) \
             and not isinstance(value, bool)
         if not isinstance(value, str) and not number:
@@ -161,7 +176,7 @@ _EXAMPLES = {"root": '"s3://bucket/datasets"', "cache_dir": '"/scratch/dload-cac
              "cache_budget": '"50GB"', "endpoint_url": '"http://127.0.0.1:9000"'}
 
 
-def _check_edges(key: str, value: Any, source: str) -> None:
+def check_edges(key: str, value: Any, source: str) -> None:
     """Refuse a path setting that begins or ends with a blank (``DLOAD_ROOT=" /data/x"``, a
     copy-paste slip): relative, it would make a folder named ``" "`` in the working
     directory and commit there."""
@@ -189,12 +204,13 @@ def resolve_settings(check: bool = True, **explicit: Any) -> Settings:
         )
     for source, layer in layers:
         for key, value in layer.items():
-            _check_edges(key, value, source)
+            check_edges(key, value, source)
+    warn_unknown_env()
     project = find_up("dload.toml")
     if project is not None:
         layers.append((str(project), _anchor_paths(_load_toml(project), project)))
     user = user_config_path()
-    user_raw: dict[str, Any] = _load_toml(user) if user.is_file() else {}
+    user_raw: dict[str, Any] = _load_toml(config_file(user)) if os.path.lexists(user) else {}
     if user_raw:
         layers.append((str(user), _anchor_paths(user_raw, user)))
     layers.append(("default", {

@@ -16,8 +16,8 @@ from typing import Any
 
 from dload_arrow.errors import ConfigError
 
-__all__ = ["budget_text", "check_cache_dir", "check_endpoint", "fs_text", "local_form",
-           "working_dir"]
+__all__ = ["KNOWN_ENV", "budget_text", "check_cache_dir", "check_endpoint", "config_file",
+           "fs_text", "local_form", "warn_unknown_env", "working_dir"]
 
 
 def fs_text(value: Any) -> Any:
@@ -62,6 +62,40 @@ def check_endpoint(url: Any, source: str) -> None:
                      "server)")
         raise ConfigError(f"endpoint_url {redact_url(text)!r} (from {source}) is not an "
                           f"http(s) URL with a host; {hint}")
+    if parts.username is not None or parts.password is not None:
+        from dload_arrow.storage.base import redact_url
+
+        raise ConfigError(
+            f"endpoint_url {redact_url(text)!r} (from {source}) holds credentials, which dload "
+            "never reads from a URL (and a config file would keep in plain text); give them "
+            "as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or a profile) and write the "
+            "endpoint as http(s)://host[:port]")
+
+
+# Every DLOAD_* variable dload reads; DLOAD_TEST_* are the test suite's own.
+KNOWN_ENV = frozenset({
+    "DLOAD_ROOT", "DLOAD_CACHE_DIR", "DLOAD_CACHE_BUDGET", "DLOAD_ENDPOINT_URL",
+    "DLOAD_MEMORY_LIMIT", "DLOAD_CACHE_WAIT", "DLOAD_DIRECT_GET", "DLOAD_CEILING_DIRECTORIES",
+    "DLOAD_CRASH_AT"})
+_WARNED: set[str] = set()
+
+
+def warn_unknown_env() -> None:
+    """Warn (once a process) of a ``DLOAD_*`` variable dload does not read: a misspelt
+    ``DLOAD_CACHEBUDGET`` would leave the setting at its default without a word."""
+    import difflib
+    import warnings
+
+    from dload_arrow.errors import user_stacklevel
+
+    for name in sorted(os.environ):
+        if (name.startswith("DLOAD_") and name not in KNOWN_ENV and name not in _WARNED
+                and not name.startswith("DLOAD_TEST_")):
+            _WARNED.add(name)
+            close = difflib.get_close_matches(name, KNOWN_ENV, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]}? " if close else ""
+            warnings.warn(f"the environment variable {name} is not one dload reads ({hint}"
+                          f"known: {', '.join(sorted(KNOWN_ENV))})", stacklevel=user_stacklevel())
 
 
 def budget_text(value: Any, source: str) -> str:
@@ -75,6 +109,16 @@ def budget_text(value: Any, source: str) -> str:
     from dload_arrow.sizes import parse_size  # (its checks: a negative number)
 
     return str(parse_size(value, f"cache budget (from {source})"))
+
+
+def config_file(path: Path) -> Path:
+    """``path`` when it is a file; ConfigError naming what it is otherwise."""
+    if path.is_file():
+        return path
+    what = "a directory" if path.is_dir() else f"a link to {os.readlink(path)!r}, which " \
+        "does not exist" if path.is_symlink() else "not a regular file"
+    raise ConfigError(f"{path} is {what}, not a settings file; fix it or delete it (dload "
+                      "reads no other file in its place)")
 
 
 def working_dir() -> Path:

@@ -164,8 +164,14 @@ def test_init_that_cannot_write_its_file_says_which_and_the_way_out(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "dload.toml").mkdir()  # no file can be written there
     err = plain("init", "--project", "--cache-budget", "5GB", rc=1).err
-    assert f"cannot write the project config {tmp_path / 'dload.toml'}" in err
-    assert "use --user" in err and "Errno" not in err
+    # a dload.toml that is a directory is refused by every command (QA cfg56), init too
+    assert f"{tmp_path / 'dload.toml'} is a directory, not a settings file" in err
+    assert "delete it" in err and "Errno" not in err
+    (tmp_path / "dload.toml").rmdir()
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "dload.toml").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert "is a directory" in plain("status", rc=1).err
     (tmp_path / "afile").write_text("x")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "afile"))
     err = plain("init", "--cache-budget", "5GB", rc=1).err

@@ -280,7 +280,12 @@ def test_lookups_stop_at_ceiling_directories(
     (top / "dload.toml").write_text('root = "/outer"\n')
     monkeypatch.setenv("DLOAD_CEILING_DIRECTORIES", str(top / "project"))
     assert find_up("dload.toml", inner) is None
+    # as git's: the search does not climb into a ceiling (QA cfg56: a stray /tmp/dload.toml
+    # was read under DLOAD_CEILING_DIRECTORIES=/tmp)
     monkeypatch.setenv("DLOAD_CEILING_DIRECTORIES", os.pathsep.join(["/nowhere", str(top)]))
+    assert find_up("dload.toml", inner) is None
+    assert find_up("dload.toml", top) == top / "dload.toml"  # started there: its own
+    monkeypatch.setenv("DLOAD_CEILING_DIRECTORIES", os.pathsep.join(["/nowhere", str(tmp_path)]))
     assert find_up("dload.toml", inner) == top / "dload.toml"
     monkeypatch.chdir(inner)
     assert resolve_settings().root == "/outer"

@@ -14,7 +14,7 @@ from dload_arrow.cli.output import (
     emit,
     json_option,
 )
-from dload_arrow.config import KEYS, anchored, find_up, user_config_path
+from dload_arrow.config import KEYS, anchored, check_edges, find_up, user_config_path
 from dload_arrow.config_values import check_cache_dir, check_endpoint, local_form
 from dload_arrow.errors import ConfigError
 from dload_arrow.sizes import parse_size
@@ -101,6 +101,8 @@ def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
         _check_budget(cache_budget)
     if cache_dir is not None:  # refused as every command would refuse it, nothing written
         check_cache_dir(local_form(cache_dir), "--cache-dir")
+    for key, value in (("root", root), ("cache_dir", cache_dir)):
+        check_edges(key, value, f"--{key.replace('_', '-')}")  # as every command would
     _check_root(root, endpoint_url)
     if scope == "user":
         given["root"], given["cache_dir"] = _absolute(root), _absolute(cache_dir)

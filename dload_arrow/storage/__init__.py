@@ -79,8 +79,18 @@ def open_storage(
                 f"the endpoint URL {redact_url(endpoint)!r} holds credentials, which are not "
                 "read from it; give them as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or "
                 "a profile) and write the endpoint as http(s)://host[:port]")
-        if endpoint:
-            opts.setdefault("endpoint_url", endpoint)
+        ck = (opts.get("client_kwargs") or {}).get("endpoint_url")
+        given = [(v, w) for v, w in ((opts.get("endpoint_url"), "storage_options"), (ck, "its "
+                 "client_kwargs")) if v]
+        ends = [(endpoint, "endpoint_url: the argument, DLOAD_ENDPOINT_URL or dload.toml")
+                ] * bool(endpoint) + given
+        if len({v for v, _ in ends}) > 1:
+            raise ConfigError(
+                f"two S3 endpoints for {redact_url(url)!r}: " + " and ".join(
+                    f"{redact_url(str(v))!r} ({w})" for v, w in ends) + "; give one, as "
+                "endpoint_url")
+        if endpoint and not given:
+            opts["endpoint_url"] = endpoint
     return FsspecStorage(url, opts)
 
 

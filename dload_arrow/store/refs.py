@@ -15,6 +15,7 @@ import re
 import secrets
 import socket
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,15 +256,21 @@ def _append_log(
         return False
 
 
+_LOG_READERS = 16
+
+
 def read_log(storage: Storage, name: str) -> list[LogEntry]:
     """Every recorded ref move of a dataset, oldest first."""
     prefix = f"datasets/{check_name(name)}/log/"
     out = []
-    for obj in storage.list(prefix):
-        if not is_log_entry(obj.path):
-            continue
+    paths = [obj.path for obj in storage.list(prefix) if is_log_entry(obj.path)]
+    # an object a move: read side by side (one after another, 10,000 versions on S3 were
+    # minutes a `dload versions`: QA cliffs56)
+    with ThreadPoolExecutor(min(_LOG_READERS, max(1, len(paths)))) as pool:
+        texts = list(pool.map(storage.read, paths))
+    for path, text in zip(paths, texts, strict=True):
         try:
-            e = json.loads(storage.read(obj.path))
+            e = json.loads(text)
             out.append(LogEntry(
                 ref=str(e["ref"]), seq=int(e["seq"]), version=e.get("version"),
                 previous=e.get("previous"), user=str(e.get("user", "")),
@@ -271,5 +278,5 @@ def read_log(storage: Storage, name: str) -> list[LogEntry]:
                 action=str(e.get("action", "")),
             ))
         except (ValueError, KeyError, TypeError) as err:
-            raise IntegrityError(f"log entry {obj.path} is malformed: {err}") from err
+            raise IntegrityError(f"log entry {path} is malformed: {err}") from err
     return sorted(out, key=lambda e: (e.time, e.ref, e.seq))
