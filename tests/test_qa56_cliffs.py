@@ -3,7 +3,9 @@
 - a wide row (5,000 int64 columns) under the default 2 MiB row group made row groups of ~50
   rows, and reading pays per column chunk: commit and read grew with the square of the
   columns. The default row group now holds at least 16 KiB a column (only past 128 columns);
-- ``versions``/``log`` read every ref-log entry one after another (an S3 request each).
+- ``versions``/``log`` read every ref-log entry one after another (an S3 request each);
+- 50 lists in lists were written, then refused by Parquet's reader with an OSError (the CLI
+  called it a bug): refused before any write, naming the depth.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from s3server import S3Server
 
-from dload_arrow import Repository
+from dload_arrow import Repository, SchemaError
 
 
 def _row_groups(repo: Repository, name: str) -> list[int]:
@@ -67,3 +70,17 @@ def test_versions_read_the_log_side_by_side(s3_repo: Repository, s3_server: S3Se
     assert waiting >= 4
     (got,) = out
     assert len(got) == 20 and s3_server.count("GET", "/log/") == 20  # type: ignore[arg-type]
+
+
+def test_a_schema_deeper_than_parquet_reads_is_refused_before_writing(repo: Repository) -> None:
+    def nested(depth: int) -> object:
+        v: object = 1
+        for _ in range(depth):
+            v = [v]
+        return v
+
+    repo.commit("ok", [("a", {"x": nested(49)})], progress=False)
+    assert repo.dataset("ok").to_arrow().num_rows == 1
+    with pytest.raises(SchemaError, match=r"column 'x' nests 101 levels deep .* past the 99"):
+        repo.commit("deep", [("a", {"x": nested(50)})], progress=False)
+    assert not list(Path(repo.storage.root).glob("datasets/deep"))  # type: ignore[attr-defined]

@@ -6,7 +6,8 @@ What Arrow accepts and the stored dataset cannot hold or use:
   product is the fixed-size list's length: every read would fail to reshape it;
 - a struct without fields (``struct<>``, what ``{}`` infers to), at any depth: Parquet cannot
   store it, and the writer's error names no sample and no fix;
-- a column named ``""`` (or only spaces): filters, SQL and DataFrames cannot address it.
+- a column named ``""`` (or only spaces): filters, SQL and DataFrames cannot address it;
+- a column nested deeper than Parquet's readers go (50 lists in lists).
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ def check_schema(schema: pa.Schema) -> None:
             )
         _check_shape(field)
         _check_storable(field)
+        if (depth := _depth(field.type)) > _MAX_DEPTH:
+            raise SchemaError(
+                f"column {field.name!r} nests {depth} levels deep as Parquet stores it (a list "
+                f"or map is 2, a struct 1, the value 1), past the {_MAX_DEPTH} Parquet's readers "
+                f"take (type {_cut(str(field.type))}): flatten it, e.g. store its inner values "
+                "as JSON text")
         path = _empty_struct(field.type, field.name)
         if path is not None:
             raise SchemaError(
@@ -50,6 +57,25 @@ def check_schema(schema: pa.Schema) -> None:
                 "give that struct at least one field (schema=, or a key in the samples' "
                 "dicts), or drop it"
             )
+
+
+# Arrow's Parquet reader refuses a schema deeper than this (50 nested lists: "too deeply
+# nested"), after the writer stored it: the shard could never be read (QA cliffs56).
+_MAX_DEPTH = 99
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _depth(t: pa.DataType) -> int:
+    if pa.types.is_struct(t):
+        return 1 + max((_depth(t.field(i).type) for i in range(t.num_fields)), default=0)
+    if pa.types.is_map(t):
+        return 2 + max(_depth(t.key_type), _depth(t.item_type))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return 2 + _depth(t.value_type)
+    return 1
 
 
 def _check_shape(field: pa.Field) -> None:
