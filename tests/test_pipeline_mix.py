@@ -257,7 +257,8 @@ def test_batching_a_mix_of_inputs_with_other_columns_names_them(tmp_path: Path) 
     repo.commit("b", [(f"b{i}", {"y": i}) for i in range(40)], progress=False)
     mixed = dl.mix([repo.dataset("a").pipeline(), repo.dataset("b").pipeline()], [0.5, 0.5],
                    seed=0)
-    with pytest.raises(dl.SchemaError, match=r"columns \['__key__', '[xy]'\] but item 0 has"):
+    with pytest.raises(dl.SchemaError, match=r"has columns \['__key__', 'y'\] and input 0 "
+                                             r"\['__key__', 'x'\]"):  # before any batch
         list(mixed.batch(8))
     same = dl.mix([repo.dataset("a").pipeline().map(lambda s: {"v": s["x"]}),
                    repo.dataset("b").pipeline().map(lambda s: {"v": s["y"]})], [0.5, 0.5],

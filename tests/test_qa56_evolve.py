@@ -118,3 +118,25 @@ def test_an_int_past_2_53_among_floats_is_not_rounded_by_torch(repo: dl.Reposito
     assert collate([{"x": 2**53}, {"x": 0.5}])["x"].tolist() == [2.0**53, 0.5]  # exact: kept
     (b,) = list(StatefulLoader(as_iterable_dataset(pipe, to_tensors=False), num_workers=0))
     assert b["x"] == [2**60 + 1, 0.5]
+
+
+def test_a_batch_of_inputs_with_other_columns_is_refused_before_the_first(
+        repo: dl.Repository) -> None:
+    n = 300
+    repo.commit("a", pa.table({"k": [f"a{i:04d}" for i in range(n)], "x": range(n),
+                               "y": [0.5] * n}), key="k", progress=False)
+    repo.commit("b", pa.table({"k": [f"b{i:04d}" for i in range(n)], "x": range(n),
+                               "z": ["t"] * n}), key="k", progress=False)
+    inputs = [repo.dataset("a"), repo.dataset("b")]
+    for pipe in (dl.concat(inputs).batch(64), dl.concat(inputs).shuffle(32, seed=1).batch(8),
+                 dl.mix(inputs, weights=[0.99, 0.01], seed=1).batch(64)):
+        with pytest.raises(SchemaError, match=r"batch: input 1 of .* has columns \['__key__', "
+                                              r"'x', 'z'\] and input 0 \['__key__', 'x', 'y'\]"):
+            next(iter(pipe))  # when iteration starts, not at the first batch meeting both
+    same = dl.concat([repo.dataset("a").pipeline().select(["x"]),
+                      repo.dataset("b").pipeline().select(["x"])]).batch(100)
+    assert sum(len(b["x"]) for b in same) == 2 * n
+    own = dl.concat(inputs).batch(64, collate=lambda items: len(items))  # a collate of its own
+    assert sum(own) == 2 * n
+    per_item = dl.concat([repo.dataset("a").pipeline().map(lambda r: r), repo.dataset("b")])
+    assert len(list(per_item)) == 2 * n  # unknown columns below a map: not refused

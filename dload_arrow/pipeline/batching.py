@@ -18,6 +18,7 @@ from dload_arrow.args import MAX_COUNT, check_bool
 from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
+from dload_arrow.pipeline.common_schema import refuse_unlike_columns
 from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State, stop_error
 
@@ -148,6 +149,7 @@ class BatchPipe(Pipeline):
     def _build(self, epoch: int) -> Node:
         collate = self.collate
         if collate is None:  # rows that lost their numpy types (unbatched) get them back
+            refuse_unlike_columns(self._children[0])
             schema = self._children[0].schema
             collate = default_collate if schema is None else functools.partial(
                 default_collate, schema=schema)

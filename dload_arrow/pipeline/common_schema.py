@@ -22,12 +22,13 @@ from typing import Any
 
 import pyarrow as pa
 
+from dload_arrow.errors import SchemaError
 from dload_arrow.pipeline.chunks import Chunk, same_schema
 from dload_arrow.pipeline.node import Node, State
 from dload_arrow.pipeline.views import as_views, is_view, view_schema
 from dload_arrow.store.rows import field_shape
 
-__all__ = ["cast_to", "common_schema"]
+__all__ = ["cast_to", "common_schema", "refuse_unlike_columns"]
 
 
 def common_schema(pipes: Sequence[Any]) -> pa.Schema | None:
@@ -119,3 +120,32 @@ class _CastNode(Node):
 
     def start_ahead(self) -> None:
         self.child.start_ahead()
+
+
+# Steps that pass their input's columns through as they are.
+_SAME_COLUMNS = frozenset({"take", "skip", "filter", "shuffle_buffer", "repeat", "shard"})
+
+
+def _input_columns(pipe: Any) -> list[tuple[str, ...]] | None:
+    """The column names of each input a combinator below ``pipe`` draws from, when all are
+    known (datasets and their views, through steps that keep columns), else None."""
+    while pipe.op in _SAME_COLUMNS:
+        pipe = pipe._children[0]
+    if pipe.op in ("concat", "mix", "choice", "select", "router"):
+        inputs = pipe._children[: getattr(pipe, "n", len(pipe._children))]
+        names = [tuple(c.schema.names) if c.schema is not None else None for c in inputs]
+        return None if any(n is None for n in names) else names  # type: ignore[return-value]
+    return None
+
+
+def refuse_unlike_columns(pipe: Any) -> None:
+    """Refuse, when iteration starts, a default-collated batch of a mix/concat whose inputs
+    have other columns: it failed at the first batch that met both, after every batch of the
+    first input (hours into training; QA evolve56)."""
+    names = _input_columns(pipe)
+    if names and any(set(n) != set(names[0]) for n in names):
+        i = next(i for i, n in enumerate(names) if set(n) != set(names[0]))
+        raise SchemaError(
+            f"batch: input {i} of {pipe!r} has columns {list(names[i])} and input 0 "
+            f"{list(names[0])}; a batch needs the same columns: select() or map() the inputs "
+            "to the same columns, or pass collate=")
