@@ -116,9 +116,9 @@ def config_file(path: Path) -> Path:
     if path.is_file():
         return path
     what = "a directory" if path.is_dir() else f"a link to {os.readlink(path)!r}, which " \
-        "does not exist" if path.is_symlink() else "not a regular file"
-    raise ConfigError(f"{path} is {what}, not a settings file; fix it or delete it (dload "
-                      "reads no other file in its place)")
+        "does not exist" if path.is_symlink() else "a special file"
+    raise ConfigError(f"{path} is {what}, not a file; fix it or delete it (dload reads no "
+                      f"other {path.name} in its place)")
 
 
 def working_dir() -> Path:

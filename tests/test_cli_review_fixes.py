@@ -165,7 +165,7 @@ def test_init_that_cannot_write_its_file_says_which_and_the_way_out(
     (tmp_path / "dload.toml").mkdir()  # no file can be written there
     err = plain("init", "--project", "--cache-budget", "5GB", rc=1).err
     # a dload.toml that is a directory is refused by every command (QA cfg56), init too
-    assert f"{tmp_path / 'dload.toml'} is a directory, not a settings file" in err
+    assert f"{tmp_path / 'dload.toml'} is a directory, not a file" in err
     assert "delete it" in err and "Errno" not in err
     (tmp_path / "dload.toml").rmdir()
     (tmp_path / "sub").mkdir()

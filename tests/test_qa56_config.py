@@ -46,7 +46,7 @@ def test_a_settings_file_that_is_no_file_is_refused(make: str, tmp_path: Path) -
     else:
         path.mkdir()
         what = "a directory"
-    with pytest.raises(ConfigError, match=rf"dload\.toml is {what}, not a settings file"):
+    with pytest.raises(ConfigError, match=rf"dload\.toml is {what}, not a file"):
         Repository.open()
     os.unlink(path) if make == "dangling" else path.rmdir()
     user = Path(os.environ["XDG_CONFIG_HOME"]) / "dload" / "config.toml"
