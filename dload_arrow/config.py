@@ -30,6 +30,7 @@ from dload_arrow.config_values import (
     check_endpoint,
     config_file,
     fs_text,
+    key_hint,
     local_form,
     warn_unknown_env,
     working_dir,
@@ -40,12 +41,8 @@ __all__ = ["KEYS", "Settings", "anchored", "check_edges", "config_file", "find_u
            "progress_bar", "progress_wanted", "resolve_settings", "user_config_path"]
 
 KEYS = ("root", "cache_dir", "cache_budget", "endpoint_url")
-_ENV = {
-    "root": "DLOAD_ROOT",
-    "cache_dir": "DLOAD_CACHE_DIR",
-    "cache_budget": "DLOAD_CACHE_BUDGET",
-    "endpoint_url": "DLOAD_ENDPOINT_URL",
-}
+_ENV = {"root": "DLOAD_ROOT", "cache_dir": "DLOAD_CACHE_DIR",
+        "cache_budget": "DLOAD_CACHE_BUDGET", "endpoint_url": "DLOAD_ENDPOINT_URL"}
 
 
 @dataclass
@@ -153,13 +150,14 @@ def _warn_relative(path: Path, key: str, value: str, used: str) -> None:
 def _load_toml(path: Path) -> dict[str, Any]:
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            data = tomllib.loads(f.read().decode("utf-8-sig"))  # (Notepad's byte-order mark)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read config file {path}: {e}; fix or delete it") from e
     unknown = set(data) - set(KEYS)
     if unknown:
         raise ConfigError(
-            f"config file {path} has unknown keys {sorted(unknown)}; known keys: {list(KEYS)}"
+            f"config file {path} has unknown keys {sorted(unknown)}{key_hint(unknown, data)}; "
+            f"known keys: {list(KEYS)}"
         )
     for key, value in data.items():
         check_edges(key, value, str(path))
@@ -194,6 +192,8 @@ def resolve_settings(check: bool = True, **explicit: Any) -> Settings:
     """Resolve every setting; ``explicit`` values (not None) win over everything else.
     ``check=False`` skips the checks of the cache dir and endpoint (``dload status`` shows
     such values before it reports what is wrong with them)."""
+    if unknown := sorted(set(explicit) - set(KEYS)):  # a typo would fall back to a default
+        raise TypeError(f"resolve_settings() got {unknown}; the settings are {', '.join(KEYS)}")
     layers: list[tuple[str, dict[str, Any]]] = [
         ("argument", {k: fs_text(v) for k, v in explicit.items() if v is not None}),
         ("env", {k: os.environ[e] for k, e in _ENV.items() if os.environ.get(e)}),

@@ -17,7 +17,7 @@ from typing import Any
 from dload_arrow.errors import ConfigError
 
 __all__ = ["KNOWN_ENV", "budget_text", "check_cache_dir", "check_endpoint", "config_file",
-           "fs_text", "local_form", "warn_unknown_env", "working_dir"]
+           "fs_text", "key_hint", "local_form", "warn_unknown_env", "working_dir"]
 
 
 def fs_text(value: Any) -> Any:
@@ -119,6 +119,18 @@ def config_file(path: Path) -> Path:
         "does not exist" if path.is_symlink() else "a special file"
     raise ConfigError(f"{path} is {what}, not a file; fix it or delete it (dload reads no "
                       f"other {path.name} in its place)")
+
+
+def key_hint(unknown: set[str], data: dict[str, Any]) -> str:
+    """What an unknown key of a config file was likely meant to be: a table (``[dload]``)
+    holding the settings, or a key spelt as the CLI flag (``cache-budget``)."""
+    keys = ("root", "cache_dir", "cache_budget", "endpoint_url")
+    for k in sorted(unknown):
+        if isinstance(data[k], dict) and set(data[k]) & set(keys):
+            return f" (settings go at the top of the file, not in a [{k}] table)"
+        if k.replace("-", "_") in keys:
+            return f" (did you mean {k.replace('-', '_')}?)"
+    return ""
 
 
 def working_dir() -> Path:

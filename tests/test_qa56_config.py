@@ -100,3 +100,17 @@ def test_two_endpoints_are_refused(tmp_path: Path) -> None:
     repo = Repository.open("s3://bkt/p", storage_options={
         "client_kwargs": {"endpoint_url": "http://127.0.0.1:2"}})  # one endpoint: taken
     assert "endpoint_url" not in repo.storage._options  # type: ignore[attr-defined]
+
+
+def test_settings_typos_and_file_forms_say_what_was_meant() -> None:
+    with pytest.raises(TypeError, match=r"resolve_settings\(\) got \['cache_budgt'\]"):
+        resolve_settings(cache_budgt="1GB")
+    toml = Path("dload.toml")
+    toml.write_bytes(b"\xef\xbb\xbfroot = \"bom-root\"\n")  # Notepad's byte-order mark
+    assert resolve_settings().root.endswith("bom-root")
+    toml.write_text('[dload]\nroot = "x"\n')
+    with pytest.raises(ConfigError, match=r"not in a \[dload\] table"):
+        resolve_settings()
+    toml.write_text('cache-budget = "5GB"\n')
+    with pytest.raises(ConfigError, match=r"did you mean cache_budget\?"):
+        resolve_settings()
