@@ -75,3 +75,34 @@ def _median(r: dict[str, Any] | None, key: str) -> float | None:
 
 def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if a and b else "-"
+
+
+def _ingest_rss(x: dict[str, Any]) -> str:
+    """Peak RSS of the ingesting process, what it held before the clock (the input and the
+    harness's rows), and its largest worker process if it wrote in workers (LitData)."""
+    text = f"{_num(x['rss_mb']['median'])} MB"
+    before = (x.get("rss_before_mb") or {}).get("median")
+    child = (x.get("child_rss_mb") or {}).get("median")
+    if before:
+        text += f" ({_num(before)} before the clock)"
+    if child and child > 50:  # (a subprocess of the harness's own is smaller)
+        text += f" + workers of up to {_num(child)} MB each"
+    return text
+
+
+BATCH_NOTE = (
+    "† Not like-for-like: in batch cells dload_arrow and the limit row hand over Arrow record "
+    "batches whose values stay in Arrow, the peers dicts of Python lists (every value a Python "
+    "object). Turning dload_arrow's batches into such dicts (`to_pydict()`) cost it 1.3x "
+    "(image) to 1.8x (tabular) in QA bench56's check; the per-sample cells compare the same "
+    "work. dload_arrow and the limit row deliver the same batches: one row group each in order, "
+    "and 1,024 rows or 4 MiB shuffled.")
+
+
+RSS_NOTE = (
+    "`ru_maxrss`, torch imported in every process (since 4 Dec 23:46 UTC; before, dload_arrow's "
+    "and the limit row's w0 cells ran without it, ~185 MB less). It counts the file pages of "
+    "memory-mapped shards: dload_arrow reads a local root's shards in place, so a warm epoch's "
+    "figure holds page-cache pages the kernel drops at will (one epoch of the image workload: "
+    "~235 MB of them, ~190 MB anonymous). In parentheses, where measured: the peak of the "
+    "anonymous memory alone (RssAnon, sampled every 20 ms).")

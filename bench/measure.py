@@ -53,6 +53,23 @@ class _DiskWatch(threading.Thread):
             self.peak = max(self.peak, _dir_bytes(self.path))
 
 
+class _MemWatch(threading.Thread):
+    """Samples the process's anonymous resident memory every 20 ms: ``ru_maxrss`` also counts
+    the file pages of memory-mapped shards (dload_arrow reads a local root in place), which
+    are the page cache's, shared, and dropped by the kernel at will."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak, self.stop = 0.0, threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.02):
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("RssAnon:"):
+                        self.peak = max(self.peak, int(line.split()[1]) / 1024)
+
+
 def ingest(job: dict[str, Any]) -> dict[str, Any]:
     """Ingest the workload's Arrow file into ``job['out']`` with one system (timed)."""
     import pyarrow as pa
@@ -122,6 +139,8 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     first = None
     if watch:
         watch.start()
+    mem = _MemWatch()
+    mem.start()
     t0 = time.perf_counter()
     try:
         items = adapter.epoch(ctx, spec)
@@ -142,6 +161,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
             break
     seconds = time.perf_counter() - t0
     del items
+    mem.stop.set()
     if watch:
         watch.stop.set()
     keys = np.concatenate([np.atleast_1d(np.asarray(o, np.int64)) for o in order]) if order \
@@ -154,6 +174,7 @@ def measure(job: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "samples": count, "seconds": seconds, "rate": count / seconds if seconds else 0.0,
         "first_batch_s": first, "rss_mb": self_rss, "worker_rss_mb": child_rss,
+        "rss_anon_mb": mem.peak or None,
     }
     if before is not None:
         got = read_counts(counts_url)  # type: ignore[arg-type]

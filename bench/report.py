@@ -12,11 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.fmt import (
+    BATCH_NOTE,
     PEERS,
+    RSS_NOTE,
     SERVERS,
     SHORT,
     SYSTEMS,
     _bytes,
+    _ingest_rss,
     _median,
     _num,
     _ratio,
@@ -97,15 +100,6 @@ def _epoch_table(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
-BATCH_NOTE = (
-    "† Not like-for-like: in batch cells dload_arrow and the limit row hand over Arrow record "
-    "batches whose values stay in Arrow, the peers dicts of Python lists (every value a Python "
-    "object). Turning dload_arrow's batches into such dicts (`to_pydict()`) cost it 1.3x "
-    "(image) to 1.8x (tabular) in QA bench56's check; the per-sample cells compare the same "
-    "work. dload_arrow and the limit row deliver the same batches: one row group each in order, "
-    "and 1,024 rows or 4 MiB shuffled.")
-
-
 def _metric_table(doc: dict[str, Any], key: str, fmt: Any, only_cold: bool = False
                   ) -> list[str]:
     systems = _systems(doc)
@@ -118,7 +112,8 @@ def _metric_table(doc: dict[str, Any], key: str, fmt: Any, only_cold: bool = Fal
         for s in systems:
             r = _res(doc, cell, s)
             st = _status(r)
-            vals.append(st if st else fmt(_median(r, key)))
+            anon = _median(r, "rss_anon_mb") if key == "rss_mb" and not st else None
+            vals.append(st if st else fmt(_median(r, key)) + (f" ({fmt(anon)})" if anon else ""))
         lines.append(f"| {_cell_name(cell)} | " + " | ".join(vals) + " |")
     return lines
 
@@ -161,19 +156,6 @@ def _ingest_table(doc: dict[str, Any]) -> list[str]:
             f"{_ingest_rss(x)} | "
             f"{_ratio(d.get('median'), x['rate']['median'])} |")
     return lines
-
-
-def _ingest_rss(x: dict[str, Any]) -> str:
-    """Peak RSS of the ingesting process, what it held before the clock (the input and the
-    harness's rows), and its largest worker process if it wrote in workers (LitData)."""
-    text = f"{_num(x['rss_mb']['median'])} MB"
-    before = (x.get("rss_before_mb") or {}).get("median")
-    child = (x.get("child_rss_mb") or {}).get("median")
-    if before:
-        text += f" ({_num(before)} before the clock)"
-    if child and child > 50:  # (a subprocess of the harness's own is smaller)
-        text += f" + workers of up to {_num(child)} MB each"
-    return text
 
 
 def _errors(doc: dict[str, Any]) -> list[str]:
@@ -229,7 +211,7 @@ def _workload(doc: dict[str, Any]) -> list[str]:
     out += ["### Time to first item (s)", "",
             *_metric_table(doc, "first_batch_s", lambda v: _num(v)), ""]
     out += ["### Peak RSS of the consumer process (MB; workers reported separately in JSON)",
-            "", *_metric_table(doc, "rss_mb", lambda v: _num(v)), ""]
+            "", RSS_NOTE, "", *_metric_table(doc, "rss_mb", lambda v: _num(v)), ""]
     if any(c["cache"] == "cold" for c in _cells(doc)):
         out += ["### GET requests per epoch (cold; bytes served in parentheses)", ""]
         systems = _systems(doc)

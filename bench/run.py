@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         for (cell, system), got in zip(pairs, runs, strict=True):
             results.append({"cell": cell, "system": system, "runs": got,
                             **{k: summarize(got, k) for k in (
-                                "rate", "first_batch_s", "rss_mb", "worker_rss_mb",
+                                "rate", "first_batch_s", "rss_mb", "rss_anon_mb", "worker_rss_mb",
                                 "gets", "gets_ranged", "get_bytes", "cache_peak_bytes",
                                 "steal")}})
     finally:
