@@ -115,8 +115,10 @@ def config_file(path: Path) -> Path:
     """``path`` when it is a file; ConfigError naming what it is otherwise."""
     if path.is_file():
         return path
-    what = "a directory" if path.is_dir() else f"a link to {os.readlink(path)!r}, which " \
-        "does not exist" if path.is_symlink() else "a special file"
+    what = "a directory" if path.is_dir() else "a special file"
+    if path.is_symlink():
+        what = f"a link to {os.readlink(path)!r}, which " + (
+            "is not a file" if os.path.exists(path) else "does not exist")
     raise ConfigError(f"{path} is {what}, not a file; fix it or delete it (dload reads no "
                       f"other {path.name} in its place)")
 

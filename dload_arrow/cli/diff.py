@@ -140,11 +140,17 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
 
 def _columns(a: Any, b: Any) -> dict[str, list[Any]]:
     """Columns added, removed and retyped from schema ``a`` to ``b`` (their order aside)."""
-    old, new = {f.name: f.type for f in a}, {f.name: f.type for f in b}
+    from dload_arrow.store.rows import field_shape
+
+    def shown(f: Any) -> str:  # a tensor's shape too: (2, 3) and (3, 2) share their type
+        shape = field_shape(f)
+        return str(f.type) + ("" if shape is None else f" {shape}")
+
+    old, new = {f.name: shown(f) for f in a}, {f.name: shown(f) for f in b}
     return {"added": [n for n in new if n not in old],
             "removed": [n for n in old if n not in new],
-            "changed": [{"name": n, "old": str(old[n]), "new": str(new[n])}
-                        for n in new if n in old and not new[n].equals(old[n])]}
+            "changed": [{"name": n, "old": old[n], "new": new[n]}
+                        for n in new if n in old and new[n] != old[n]]}
 
 
 COMMANDS = [diff]

@@ -149,7 +149,7 @@ class BatchPipe(Pipeline):
     def _build(self, epoch: int) -> Node:
         collate = self.collate
         if collate is None:  # rows that lost their numpy types (unbatched) get them back
-            refuse_unlike_columns(self._children[0])
+            refuse_unlike_columns(self._children[0], self.size)
             schema = self._children[0].schema
             collate = default_collate if schema is None else functools.partial(
                 default_collate, schema=schema)

@@ -1,18 +1,21 @@
 """The one schema of a combinator's inputs (concat, mix, choice, select), and the cast to it.
 
-Inputs whose schemas are equal keep it. Inputs that differ only in ways one schema can hold
-exactly get that schema, and each input's record batches are cast to it on the way out:
+Inputs whose schemas are equal keep it. Inputs with the same columns (matched by name, in
+the first input's order) whose types one type holds exactly get that type, unified over all
+inputs at once (QA mix56: pairwise, the answer depended on the inputs' order), and each
+input's record batches are cast to it on the way out:
 
-- ``views=True`` and plain inputs share the view schema (binary and string as views: a cast
-  that copies no value);
-- an integer or float column that is narrower in some inputs gets the widest (``int32`` and
-  ``int64`` -> ``int64``, ``float32`` and ``float64`` -> ``float64``; an unsigned one joins a
-  signed one only when the signed one holds all its values). Without it, each batch took the
-  type of the rows it held: ``int64`` tensors, then ``int32`` ones mid-epoch (QA evolve56).
+- ``views=True`` and plain inputs share the view schema (a cast that copies no value);
+- integers and floats: the narrowest type holding all (``int32`` and ``int64`` -> ``int64``,
+  ``int8`` and ``uint8`` -> ``int16``, ``int32`` and ``float32`` -> ``float64``); text and
+  bytes: ``large_string`` / ``large_binary``; lists and tensors of one shape: of the unified
+  item type. Without it each batch took the type of the rows it held: ``int64`` tensors, then
+  ``int32`` ones mid-epoch (QA evolve56).
 
-Anything else (other columns, a type no other one holds exactly: ``int64`` and ``float64``,
-a tensor of another shape) leaves the inputs without a common schema: their items keep their
-own types and shapes, and ``batch()`` says what differs when a batch meets both.
+Anything else (other columns; ``int64`` and ``float64``, ``uint64`` and a signed type, which no
+type holds exactly; a tensor of another shape) leaves the inputs without a common schema: their
+items keep their own types and shapes. A default-collated ``batch()`` of a ``mix`` whose drawn
+inputs have other columns is refused when iteration starts (:func:`refuse_unlike_columns`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ __all__ = ["cast_to", "common_schema", "refuse_unlike_columns"]
 
 
 def common_schema(pipes: Sequence[Any]) -> pa.Schema | None:
-    """The inputs' one schema (None: they differ, or are not rows): see the module docstring."""
+    """The inputs' one schema (None: they differ, or are not rows): see the module docstring.
+    Columns are matched by name (the first input's order); their types are unified over all
+    inputs at once, so the answer does not depend on the inputs' order."""
     schemas: list[pa.Schema | None] = [p.schema for p in pipes]
     if any(s is None for s in schemas):
         return None
@@ -40,38 +45,62 @@ def common_schema(pipes: Sequence[Any]) -> pa.Schema | None:
     first = known[0]
     if all(same_schema(s, first) for s in known):
         return first
-    if any(field_shape(f) != field_shape(g) for s in known for f, g in zip(s, first, strict=False)):
+    names = first.names
+    if len(set(names)) != len(names) or any(sorted(s.names) != sorted(names) for s in known):
+        return None
+    if any(field_shape(s.field(n)) != field_shape(first.field(n)) for s in known for n in names):
         return None  # the same bytes, another shape (metadata: Schema.equals does not see it)
     if any(is_view(t) for s in known for t in s.types):
         known = [view_schema(s) for s in known]
         first = known[0]
-    if any(s.names != first.names for s in known):
-        return None
     fields = []
-    for i, f in enumerate(first):
-        t: pa.DataType | None = f.type
-        for s in known[1:]:
-            t = _wider(t, s.field(i).type) if t is not None else None
+    for f in first:
+        t = _common_type([s.field(f.name).type for s in known])
         if t is None:
             return None
-        fields.append(f.with_type(t).with_nullable(any(s.field(i).nullable for s in known)))
+        fields.append(f.with_type(t).with_nullable(any(s.field(f.name).nullable for s in known)))
     return pa.schema(fields, metadata=first.metadata)
 
 
-def _wider(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
-    """The type that holds every value of ``a`` and of ``b`` exactly (None: neither does)."""
-    if a.equals(b):
-        return a
-    ints = pa.types.is_integer
-    if ints(a) and ints(b):
-        sa, sb = pa.types.is_signed_integer(a), pa.types.is_signed_integer(b)
-        if sa == sb:
-            return a if a.bit_width >= b.bit_width else b
-        signed, unsigned = (a, b) if sa else (b, a)
-        return signed if signed.bit_width > unsigned.bit_width else None
-    if pa.types.is_floating(a) and pa.types.is_floating(b):
-        return a if a.bit_width >= b.bit_width else b
+_SIGNED = (pa.int8(), pa.int16(), pa.int32(), pa.int64())
+_FLOATS = ((pa.float16(), 11), (pa.float32(), 24), (pa.float64(), 53))  # (type, mantissa bits)
+
+
+def _common_type(types: list[pa.DataType]) -> pa.DataType | None:
+    """The type that holds every value of every one of ``types`` exactly (None: none does)."""
+    first = types[0]
+    if all(t.equals(first) for t in types):
+        return first
+    if all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in types):
+        return _number_type(types)
+    for kind, wide in ((pa.types.is_string, pa.types.is_large_string),
+                       (pa.types.is_binary, pa.types.is_large_binary)):
+        if all(kind(t) or wide(t) for t in types):
+            return pa.large_string() if kind is pa.types.is_string else pa.large_binary()
+    for kind, make in ((pa.types.is_list, pa.list_), (pa.types.is_large_list, pa.large_list)):
+        if all(kind(t) for t in types):
+            inner = _common_type([t.value_type for t in types])
+            return None if inner is None else make(inner)
+    if all(pa.types.is_fixed_size_list(t) for t in types) and len(
+            {t.list_size for t in types}) == 1:  # tensors of one shape
+        inner = _common_type([t.value_type for t in types])
+        return None if inner is None else pa.list_(inner, first.list_size)
     return None
+
+
+def _number_type(types: list[pa.DataType]) -> pa.DataType | None:
+    """int8 and uint8 -> int16; int32 and float32 -> float64; int64 and float64, uint64 and a
+    signed type -> None (2**60 + 1 has no double, 2**64 - 1 no int64)."""
+    ints = [t for t in types if pa.types.is_integer(t)]
+    signed = any(pa.types.is_signed_integer(t) for t in ints)
+    need = max((t.bit_width - pa.types.is_signed_integer(t) for t in ints), default=0)
+    floats = [t.bit_width for t in types if pa.types.is_floating(t)]
+    if floats:
+        return next((t for t, bits in _FLOATS if t.bit_width >= max(floats) and bits >= need),
+                    None)
+    if not signed:
+        return max(ints, key=lambda t: t.bit_width)
+    return next((t for t in _SIGNED if t.bit_width - 1 >= need), None)
 
 
 def cast_to(pipe: Any, node: Node, common: pa.Schema | None) -> Node:
@@ -105,6 +134,8 @@ class _CastNode(Node):
             return chunk
         if self.views:
             chunk = as_views(chunk)
+        if chunk.schema.names != self.common.names:  # the same columns in another order
+            chunk = chunk.select(self.common.names)
         if not chunk.schema.equals(self.common):
             chunk = chunk.cast(self.common)
         return chunk
@@ -122,30 +153,34 @@ class _CastNode(Node):
         self.child.start_ahead()
 
 
-# Steps that pass their input's columns through as they are.
-_SAME_COLUMNS = frozenset({"take", "skip", "filter", "shuffle_buffer", "repeat", "shard"})
+# Steps that pass their input's columns and order through as they are.
+_SAME_COLUMNS = frozenset({"filter", "shuffle_buffer", "repeat", "shard"})
 
 
-def _input_columns(pipe: Any) -> list[tuple[str, ...]] | None:
-    """The column names of each input a combinator below ``pipe`` draws from, when all are
-    known (datasets and their views, through steps that keep columns), else None."""
+def _drawn_columns(pipe: Any) -> list[tuple[int, tuple[str, ...]]] | None:
+    """(input, its column names) of each input of positive weight of a ``mix`` below
+    ``pipe``, when all are known (datasets and their views), else None. Only a mix: its
+    draws interleave the inputs item by item, so a batch meets two of them almost surely,
+    where a concat, a select or a choice can keep each batch to one input (QA review56)."""
     while pipe.op in _SAME_COLUMNS:
         pipe = pipe._children[0]
-    if pipe.op in ("concat", "mix", "choice", "select", "router"):
-        inputs = pipe._children[: getattr(pipe, "n", len(pipe._children))]
-        names = [tuple(c.schema.names) if c.schema is not None else None for c in inputs]
-        return None if any(n is None for n in names) else names  # type: ignore[return-value]
-    return None
+    if pipe.op != "mix" or getattr(pipe, "weights", None) is None:
+        return None
+    drawn = [(i, c) for i, (c, w) in enumerate(zip(pipe._children[: pipe.n], pipe.weights,
+                                                   strict=True)) if w > 0]
+    if any(c.schema is None for _, c in drawn):
+        return None
+    return [(i, tuple(c.schema.names)) for i, c in drawn]
 
 
-def refuse_unlike_columns(pipe: Any) -> None:
-    """Refuse, when iteration starts, a default-collated batch of a mix/concat whose inputs
-    have other columns: it failed at the first batch that met both, after every batch of the
-    first input (hours into training; QA evolve56)."""
-    names = _input_columns(pipe)
-    if names and any(set(n) != set(names[0]) for n in names):
-        i = next(i for i, n in enumerate(names) if set(n) != set(names[0]))
+def refuse_unlike_columns(pipe: Any, size: int) -> None:
+    """Refuse, when iteration starts, a default-collated batch (of more than one item) of a
+    mix whose drawn inputs have other columns: it failed at the first batch that met both,
+    an epoch's random step in (QA evolve56)."""
+    drawn = _drawn_columns(pipe) if size > 1 else None
+    if drawn and any(set(n) != set(drawn[0][1]) for _, n in drawn):
+        (i0, n0), (i, n) = drawn[0], next(x for x in drawn if set(x[1]) != set(drawn[0][1]))
         raise SchemaError(
-            f"batch: input {i} of {pipe!r} has columns {list(names[i])} and input 0 "
-            f"{list(names[0])}; a batch needs the same columns: select() or map() the inputs "
-            "to the same columns, or pass collate=")
+            f"batch: input {i} of {pipe!r} has columns {list(n)} and input {i0} {list(n0)}; "
+            "the mix draws both into one batch, which needs the same columns: select() or "
+            "map() the inputs to the same columns, or pass collate=")

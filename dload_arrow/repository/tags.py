@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NoReturn
 
 from dload_arrow.errors import InvalidNameError, NotFoundError
-from dload_arrow.store.names import check_ref, manifest_path
+from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import delete_ref, move_ref, read_ref
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class TagsMixin:
         """Refuse a tag that differs from ``latest`` or another tag of ``name`` only in case: on
         a case-insensitive filesystem (macOS, Windows) both are one ref file, and moving one
         moves the other (``Latest`` would move ``latest``)."""
-        prefix = f"datasets/{name}/refs/"
+        prefix = f"datasets/{check_name(name)}/refs/"
         refs = ["latest"] + [o.path[len(prefix):] for o in self.storage.list(prefix)]
         twin = next((r for r in refs if r != tag and r.lower() == tag.lower()), None)
         if twin is not None:

@@ -84,7 +84,7 @@ def open_storage(
                  "client_kwargs")) if v]
         ends = [(endpoint, "endpoint_url: the argument, DLOAD_ENDPOINT_URL or dload.toml")
                 ] * bool(endpoint) + given
-        if len({v for v, _ in ends}) > 1:
+        if len({str(v).rstrip("/") for v, _ in ends}) > 1:
             raise ConfigError(
                 f"two S3 endpoints for {redact_url(url)!r}: " + " and ".join(
                     f"{redact_url(str(v))!r} ({w})" for v, w in ends) + "; give one, as "

@@ -128,9 +128,10 @@ def check_exact_doubles(values: Sequence[Any], name: str) -> None:
     if bad is not None:
         raise SchemaError(
             f"column {name!r}: the int {bad} among floats would be rounded in a float64 tensor "
-            f"(to {_rounded(bad)}); the inputs of a mix/concat give it as int64 in one and as "
-            "a float in another? map() it to one type (float(v) or int(v)) first, or pass "
-            "to_tensors=False to keep Python numbers")
+            f"(to {_rounded(bad)}): its items hold ints and floats (an int column in one input "
+            "of a mix/concat and a float one in another, or a map() returning both); map() it "
+            "to one type (float(v) or int(v)) first, or pass to_tensors=False to keep Python "
+            "numbers")
 
 
 def _exact(v: int) -> bool:
