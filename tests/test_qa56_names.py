@@ -64,6 +64,8 @@ def test_tags_that_differ_only_in_case_are_refused(repo: Repository) -> None:
                                                    "only in case"):
             repo.tag("d", v, tag)
     assert repo.tag("d", v, "v1") == v  # the same tag moves as before
+    with pytest.raises(InvalidNameError, match=r"or delete .v1.: .dload tag d v1 --delete."):
+        repo.tag("d", v, "V1")
     assert repo.tag("d", v, "v2") == v
 
 

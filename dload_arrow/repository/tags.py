@@ -66,7 +66,8 @@ class TagsMixin:
             raise InvalidNameError(
                 f"tag {tag!r} differs from {twin!r} of {name!r} only in case: on a "
                 "case-insensitive filesystem (macOS, Windows) they are one file, so moving one "
-                "would move the other; choose another name")
+                "would move the other; choose another name" + ("" if twin == "latest" else
+                f" (or delete {twin!r}: `dload tag {name} {twin} --delete`, repo.untag)"))
 
     def _restore_latest(self, name: str, version: str) -> str:
         """Create the missing ``latest`` ref of ``name`` at ``version``, when its log's last

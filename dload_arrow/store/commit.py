@@ -180,7 +180,7 @@ _LAST_ROW_NUMBER = "9" * 12
 
 
 def _row_number(key: str) -> bool:
-    return len(key) == 12 and key.isdigit()
+    return len(key) == 12 and key.isascii() and key.isdigit()  # (not "²": int() refuses it)
 
 
 def commit_samples(

@@ -123,6 +123,11 @@ def store_manifest(storage: Storage, manifest: Manifest) -> int:
     return len(data) if storage.put_if_absent(path, data) else 0
 
 
+def _latest(storage: Storage, name: str) -> str | None:
+    ref = read_ref(storage, name, "latest")
+    return None if ref is None else ref.version
+
+
 def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
             read_keys: KeyReader | None, rebase: Rebase | None, meta: dict[str, Any] | None,
             recipe: str | None, parents: list[dict[str, Any]], move: bool,
@@ -171,15 +176,22 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
             if not move:
                 return manifest
             try:
-                move_ref(storage, up.name, "latest", manifest.version, unless_there=True,
+                # A commit of identical samples is the same version: a no-op. An append that
+                # finds latest already at its version raced an identical append (the same rows
+                # numbered from the same count): taken as its own, the second append's rows
+                # were lost (QA ops56); it is rebased, and refused for its colliding keys.
+                move_ref(storage, up.name, "latest", manifest.version,
+                         unless_there=parent is None,
                          action="append" if parent is not None else action,
                          only_if=None if parent is None else parent.version)
                 if not storage.exists(path):
                     _removed_meanwhile(storage, up, manifest)
                 return manifest
             except ConflictError as e:
-                if mine:  # built on a parent no longer latest: no one may open it, but it
-                    stale.append(path)  # keeps this append's shards from gc until rebased
+                # built on a parent no longer latest: no one may open it, but it keeps this
+                # append's shards from gc until rebased (unless another writer published it)
+                if mine and _latest(storage, up.name) != manifest.version:
+                    stale.append(path)
                 if rebase is None:
                     raise  # a commit that lost every compare-and-swap: move_ref says so
                 if attempt >= REBASES:
