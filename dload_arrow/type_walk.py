@@ -1,4 +1,4 @@
-"""Whether an Arrow type holds, at any depth, a type of some kind.
+"""Walks of an Arrow type's tree: whether it holds a type of some kind, its Parquet leaves.
 
 Checks that must see through nesting (a time inside a list of structs, a list view inside a
 map) walk the type tree the same way: a dictionary by its value type, every other type by
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-__all__ = ["holds_type"]
+__all__ = ["holds_type", "leaf_count"]
 
 
 def holds_type(t: pa.DataType, match: Callable[[pa.DataType], bool]) -> bool:
@@ -21,3 +21,15 @@ def holds_type(t: pa.DataType, match: Callable[[pa.DataType], bool]) -> bool:
     if pa.types.is_dictionary(t):
         return holds_type(t.value_type, match)
     return any(holds_type(t.field(i).type, match) for i in range(t.num_fields))
+
+
+def leaf_count(t: pa.DataType) -> int:
+    """The Parquet leaf columns (column chunks) a value of type ``t`` is stored in."""
+    if pa.types.is_struct(t):
+        return sum(leaf_count(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return leaf_count(t.key_type) + leaf_count(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return leaf_count(t.value_type)
+    return 1
+

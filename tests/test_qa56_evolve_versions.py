@@ -25,11 +25,6 @@ def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
     return runner(capsys, ["--root", local_root])
 
 
-@pytest.fixture
-def repo(local_root: str) -> Repository:
-    return Repository.open(local_root)
-
-
 def _src(repo: Repository) -> None:
     n = 20
     repo.commit("src", pa.table({"k": [f"k{i:03d}" for i in range(n)],

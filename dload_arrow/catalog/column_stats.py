@@ -25,6 +25,7 @@ from dload_arrow.read.reader import all_units
 from dload_arrow.store.bounds import without_nan
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.shard import is_scalar
+from dload_arrow.type_walk import leaf_count
 
 __all__ = ["data_rows", "manifest_rows", "measured_only"]
 
@@ -45,22 +46,12 @@ def _rg_nulls(rg: Any, leaves: list[int], field: pa.Field) -> int | None:
     return 0 if any(c == 0 for c in counts) else None
 
 
-def _leaf_count(typ: pa.DataType) -> int:
-    if pa.types.is_struct(typ):
-        return sum(_leaf_count(typ.field(i).type) for i in range(typ.num_fields))
-    if pa.types.is_map(typ):
-        return _leaf_count(typ.key_type) + _leaf_count(typ.item_type)
-    if pa.types.is_list(typ) or pa.types.is_large_list(typ) or pa.types.is_fixed_size_list(typ):
-        return _leaf_count(typ.value_type)
-    return 1
-
-
 def _leaves(schema: pa.Schema) -> dict[str, list[int]]:
     """The Parquet leaf column indices of each top-level field (leaves follow field order)."""
     out: dict[str, list[int]] = {}
     i = 0
     for f in schema:
-        n = _leaf_count(f.type)
+        n = leaf_count(f.type)
         out[f.name] = list(range(i, i + n))
         i += n
     return out

@@ -43,6 +43,7 @@ from dload_arrow.store.shard import (
     ShardData,
     write_shards,
 )
+from dload_arrow.type_walk import leaf_count
 
 __all__ = ["Version", "commit_samples", "store_manifest"]
 
@@ -146,18 +147,7 @@ def _row_group_target(schema: pa.Schema, requested: int, shard_size: int) -> int
     ``_MIN_COLUMN_CHUNK`` a leaf column (at most a shard)."""
     if requested != DEFAULT_ROW_GROUP_SIZE:
         return requested
-    return min(shard_size, max(requested, _leaves(pa.struct(list(schema))) * _MIN_COLUMN_CHUNK))
-
-
-def _leaves(t: pa.DataType) -> int:
-    """Parquet column chunks a value of type ``t`` is stored in."""
-    if pa.types.is_struct(t):
-        return sum(_leaves(t.field(i).type) for i in range(t.num_fields))
-    if pa.types.is_map(t):
-        return _leaves(t.key_type) + _leaves(t.item_type)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        return _leaves(t.value_type)
-    return 1
+    return min(shard_size, max(requested, leaf_count(pa.struct(list(schema))) * _MIN_COLUMN_CHUNK))
 
 
 def _next_row_number(parent: Manifest, read_keys: KeyReader | None) -> int:
