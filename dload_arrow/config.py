@@ -29,11 +29,11 @@ from dload_arrow.config_values import (
     check_cache_dir,
     check_endpoint,
     config_file,
+    find_up,
     fs_text,
     key_hint,
     local_form,
     warn_unknown_env,
-    working_dir,
 )
 from dload_arrow.errors import ConfigError
 
@@ -74,35 +74,6 @@ def _cache_home() -> Path:
 def user_config_path() -> Path:
     """``$XDG_CONFIG_HOME/dload/config.toml`` (``~/.config/dload/config.toml``)."""
     return _xdg("XDG_CONFIG_HOME", ".config") / "dload" / "config.toml"
-
-
-def find_up(filename: str, start: Path | None = None) -> Path | None:
-    """The nearest ``filename`` in ``start`` (default: cwd) or one of its parents.
-
-    The search does not climb into a directory listed in ``DLOAD_CEILING_DIRECTORIES``
-    (``os.pathsep``-separated, like git's ``GIT_CEILING_DIRECTORIES``: the ceiling's own file
-    is read only when the search starts there), so a stray ``dload.toml`` or ``dload.lock`` in
-    ``/tmp`` or ``$HOME`` cannot leak into a project.
-
-    Raises:
-        ConfigError: ``filename`` is there but is no file (a directory, a dangling link):
-            skipping it would use another root without a word.
-    """
-    here = (start or working_dir()).resolve()
-    ceilings = {
-        Path(c).resolve()
-        for c in os.environ.get("DLOAD_CEILING_DIRECTORIES", "").split(os.pathsep)
-        if c
-    }
-    for d in (here, *here.parents):
-        if d in ceilings and d != here:
-            break
-        candidate = d / filename
-        if os.path.lexists(candidate):
-            return config_file(candidate)
-        if d in ceilings:
-            break
-    return None
 
 
 _PATH_KEYS = ("root", "cache_dir")

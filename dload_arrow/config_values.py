@@ -3,7 +3,8 @@
 :mod:`dload_arrow.config` resolves which value wins; this module says what a value means:
 a local path given as bytes or as a ``file://`` URL, a cache dir (local only), an S3
 endpoint (an http(s) URL), a cache budget given as a number, and the working directory
-that relative paths and the search for ``dload.toml`` start from.
+that relative paths and the search for ``dload.toml`` start from; and that search itself
+(:func:`find_up`, under ``DLOAD_CEILING_DIRECTORIES``), and the variables dload reads.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from dload_arrow.errors import ConfigError
 
 __all__ = ["KNOWN_ENV", "budget_text", "check_cache_dir", "check_endpoint", "config_file",
-           "fs_text", "key_hint", "local_form", "warn_unknown_env", "working_dir"]
+           "find_up", "fs_text", "key_hint", "local_form", "warn_unknown_env", "working_dir"]
 
 
 def fs_text(value: Any) -> Any:
@@ -133,6 +134,56 @@ def key_hint(unknown: set[str], data: dict[str, Any]) -> str:
         if k.replace("-", "_") in keys:
             return f" (did you mean {k.replace('-', '_')}?)"
     return ""
+
+
+def find_up(filename: str, start: Path | None = None) -> Path | None:
+    """The nearest ``filename`` in ``start`` (default: cwd) or one of its parents.
+
+    The search does not climb into a directory listed in ``DLOAD_CEILING_DIRECTORIES``
+    (``os.pathsep``-separated, like git's ``GIT_CEILING_DIRECTORIES``: the ceiling's own file
+    is read only when the search starts there), so a stray ``dload.toml`` or ``dload.lock`` in
+    ``/tmp`` or ``$HOME`` cannot leak into a project.
+
+    A file in a ceiling the search stopped below is warned of once (it was read before 5 Dec
+    2026; QA compat56).
+
+    Raises:
+        ConfigError: ``filename`` is there but is no file (a directory, a dangling link):
+            skipping it would use another root without a word.
+    """
+    here = (start or working_dir()).resolve()
+    ceilings = {
+        Path(c).resolve()
+        for c in os.environ.get("DLOAD_CEILING_DIRECTORIES", "").split(os.pathsep)
+        if c
+    }
+    for d in (here, *here.parents):
+        if d in ceilings and d != here:
+            _warn_above_ceiling(d / filename, d)
+            break
+        candidate = d / filename
+        if os.path.lexists(candidate):
+            return config_file(candidate)
+        if d in ceilings:
+            break
+    return None
+
+
+_SKIPPED: set[Path] = set()
+
+
+def _warn_above_ceiling(path: Path, ceiling: Path) -> None:
+    if os.path.lexists(path) and path not in _SKIPPED:
+        import warnings
+
+        from dload_arrow.errors import user_stacklevel
+
+        _SKIPPED.add(path)
+        warnings.warn(
+            f"{path} is not read: {ceiling} is in DLOAD_CEILING_DIRECTORIES, and the search for "
+            f"{path.name} stops below a ceiling (as git's does; dload read it before 5 Dec "
+            f"2026); run from {ceiling}, or list its parent as the ceiling",
+            stacklevel=user_stacklevel())
 
 
 def working_dir() -> Path:

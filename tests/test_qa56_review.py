@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -58,3 +59,14 @@ def test_the_torch_refusal_after_a_map_does_not_blame_a_mix() -> None:
         collate([{"x": 2**60 + 1}, {"x": 0.5}])
 
 
+
+
+def test_appended_samples_without_a_column_warn_as_a_table_does(repo: Repository) -> None:
+    repo.commit("d", [("a", {"x": 1, "y": 0.5})], progress=False)
+    with pytest.warns(UserWarning, match=r"the appended samples have no value in column\(s\) "
+                                         r"\['y'\] of 'd'"):
+        repo.append("d", [("b", {"x": 2}), ("c", {"x": 3, "y": None})], progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        repo.append("d", [("e", {"x": 4}), ("f", {"x": 5, "y": 1.0})], progress=False)
+    assert repo.dataset("d").num_rows == 5

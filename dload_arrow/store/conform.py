@@ -254,3 +254,24 @@ def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
             f"the value at row {row}, {shown(col[row].as_py())}, would be stored as "
             f"{shown(out[row].as_py())}")
     return out
+
+
+def warn_valueless(batches: Iterator[pa.RecordBatch], dataset: str
+                   ) -> Iterator[pa.RecordBatch]:
+    """``batches`` (appended samples), warning at their end of a column that held no value in
+    any of them (absent from every sample, or None): as for a table lacking it (conform_to),
+    torch then turns that column into lists in a batch holding these rows (QA review56)."""
+    rows, nulls = 0, dict[str, int]()
+    for b in batches:
+        rows += b.num_rows
+        for i, f in enumerate(b.schema):
+            nulls[f.name] = nulls.get(f.name, 0) + b.column(i).null_count
+        yield b
+    empty = [n for n, c in nulls.items() if n != KEY_COLUMN and rows and c == rows]
+    if empty:
+        warnings.warn(
+            f"the appended samples have no value in column(s) {empty} of {dataset!r}: they "
+            "store null there (torch then gives such a column as a list, not a tensor, in a "
+            "batch holding them); give the samples those columns to store values",
+            stacklevel=user_stacklevel())
+

@@ -214,11 +214,12 @@ def to_batches(
     if isinstance(samples, (str, bytes)) or not isinstance(samples, Iterable):
         raise SchemaError(
             f"cannot commit a {type(samples).__name__}: pass sample dicts or (key, dict) "
-            "pairs, a pyarrow Table/RecordBatchReader, or a polars/pandas DataFrame"
-        )
-    from dload_arrow.store.pairs import samples_to_batches  # it imports this module
+            "pairs, a pyarrow Table/RecordBatchReader, or a polars/pandas DataFrame")
+    from dload_arrow.store.conform import warn_valueless
+    from dload_arrow.store.pairs import samples_to_batches  # (they import this module)
 
-    return samples_to_batches(samples, schema, key, key_offset)
+    batches = samples_to_batches(samples, schema, key, key_offset)
+    return batches if append_to is None else warn_valueless(batches, append_to)
 
 
 def _refuse_shapes(samples: Any, mod: str) -> None:
@@ -261,8 +262,7 @@ def _refuse_duplicates(schema: pa.Schema) -> None:
 
 
 def _polars_arrow(df: Any) -> pa.Table:
-    """``df.to_arrow()``; a column Arrow cannot hold (a 128-bit integer, Python objects) is
-    named."""
+    """``df.to_arrow()``; a column Arrow cannot hold (a 128-bit integer, objects) is named."""
     objects = [c for c, t in df.schema.items() if str(t) == "Object"]
     if objects:  # polars hands them to Arrow as 8-byte object addresses
         raise SchemaError(
