@@ -162,7 +162,8 @@ def check_edges(key: str, value: Any, source: str) -> None:
 def resolve_settings(check: bool = True, **explicit: Any) -> Settings:
     """Resolve every setting; ``explicit`` values (not None) win over everything else.
     ``check=False`` skips the checks of the cache dir and endpoint (``dload status`` shows
-    such values before it reports what is wrong with them)."""
+    such values before it reports what is wrong with them). TypeError for a keyword that is
+    no setting (``cache_budgt``)."""
     if unknown := sorted(set(explicit) - set(KEYS)):  # a typo would fall back to a default
         raise TypeError(f"resolve_settings() got {unknown}; the settings are {', '.join(KEYS)}")
     layers: list[tuple[str, dict[str, Any]]] = [
@@ -217,8 +218,9 @@ def resolve_settings(check: bool = True, **explicit: Any) -> Settings:
             f"the default, {_cache_home() / 'dload'}")
     if check:
         check_cache_dir(str(values["cache_dir"]), sources.get("cache_dir", "default"))
-    if check and values["endpoint_url"] is not None and root.lower().startswith("s3://"):
-        check_endpoint(values["endpoint_url"], sources.get("endpoint_url", "default"))
+    if check and values["endpoint_url"] is not None:  # unused by a local root: no secret still
+        check_endpoint(values["endpoint_url"], sources.get("endpoint_url", "default"),
+                       used=root.lower().startswith("s3://"))
     budget = budget_text(values["cache_budget"], sources.get("cache_budget", "default"))
     if budget.lower() not in ("auto", "unlimited"):
         from dload_arrow.sizes import parse_size

@@ -50,12 +50,13 @@ def check_cache_dir(value: str, source: str) -> None:
             "/scratch/dload-cache")
 
 
-def check_endpoint(url: Any, source: str) -> None:
-    """An S3 endpoint must be an http(s) URL with a host; say which setting gave it."""
+def check_endpoint(url: Any, source: str, used: bool = True) -> None:
+    """An S3 endpoint must be an http(s) URL with a host, and hold no credentials (even one
+    a local root leaves ``used=False``, unchecked otherwise); say which setting gave it."""
     text = str(url)
     parts = urllib.parse.urlsplit(text.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc or re.search(
-            r"\s", parts.netloc) or text != text.strip():
+    if used and (parts.scheme not in ("http", "https") or not parts.netloc or re.search(
+            r"\s", parts.netloc) or text != text.strip()):
         from dload_arrow.storage.base import redact_url
 
         hint = ("set R2_ACCOUNT_ID to your account id" if source == "env R2_ACCOUNT_ID"
@@ -91,7 +92,7 @@ def warn_unknown_env() -> None:
 
     for name in sorted(os.environ):
         if (name.startswith("DLOAD_") and name not in KNOWN_ENV and name not in _WARNED
-                and not name.startswith("DLOAD_TEST_")):
+                and not name.startswith("DLOAD_TEST_") and os.environ[name]):  # (empty: unset)
             _WARNED.add(name)
             close = difflib.get_close_matches(name, KNOWN_ENV, n=1, cutoff=0.75)
             hint = f"did you mean {close[0]}? " if close else ""
@@ -116,12 +117,12 @@ def config_file(path: Path) -> Path:
     """``path`` when it is a file; ConfigError naming what it is otherwise."""
     if path.is_file():
         return path
-    what = "a directory" if path.is_dir() else "a special file"
+    what = ("a directory, not a file" if path.is_dir() else "a special file, not a file")
     if path.is_symlink():
         what = f"a link to {os.readlink(path)!r}, which " + (
             "is not a file" if os.path.exists(path) else "does not exist")
-    raise ConfigError(f"{path} is {what}, not a file; fix it or delete it (dload reads no "
-                      f"other {path.name} in its place)")
+    raise ConfigError(f"{path} is {what}; fix it or delete it (dload reads no other "
+                      f"{path.name} in its place)")
 
 
 def key_hint(unknown: set[str], data: dict[str, Any]) -> str:

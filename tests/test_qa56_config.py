@@ -47,11 +47,11 @@ def test_a_settings_file_that_is_no_file_is_refused(make: str, tmp_path: Path) -
     path = Path.cwd() / "dload.toml"
     if make == "dangling":
         path.symlink_to(tmp_path / "moved" / "dload.toml")
-        what = "a link to .* which does not exist"
+        what = "a link to .* which does not exist;"
     else:
         path.mkdir()
-        what = "a directory"
-    with pytest.raises(ConfigError, match=rf"dload\.toml is {what}, not a file"):
+        what = "a directory, not a file;"
+    with pytest.raises(ConfigError, match=rf"dload\.toml is {what}"):
         Repository.open()
     os.unlink(path) if make == "dangling" else path.rmdir()
     user = Path(os.environ["XDG_CONFIG_HOME"]) / "dload" / "config.toml"
@@ -119,3 +119,37 @@ def test_settings_typos_and_file_forms_say_what_was_meant() -> None:
     toml.write_text('cache-budget = "5GB"\n')
     with pytest.raises(ConfigError, match=r"did you mean cache_budget\?"):
         resolve_settings()
+
+
+def test_credentials_in_an_endpoint_are_refused_wherever_given(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """(QA docs56b) storage_options' endpoint, and one a local root leaves unused."""
+    secret = "http://AKIA:s3cret@127.0.0.1:9000"
+    for opts in ({"endpoint_url": secret}, {"client_kwargs": {"endpoint_url": secret}}):
+        with pytest.raises(ConfigError, match="holds credentials") as e:
+            Repository.open("s3://bkt/p", storage_options=opts)
+        assert "s3cret" not in str(e.value)
+    monkeypatch.setenv("DLOAD_ENDPOINT_URL", secret)
+    with pytest.raises(ConfigError, match=r"\(from env\) holds credentials"):
+        Repository.open(Path.cwd() / "local-root")
+    monkeypatch.setenv("DLOAD_ENDPOINT_URL", "minio:9000")  # not checked further, unused
+    Repository.open(Path.cwd() / "local-root")
+
+
+def test_an_empty_misspelt_variable_is_not_warned_of(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    from dload_arrow import config_values
+
+    monkeypatch.setattr(config_values, "_WARNED", set())
+    monkeypatch.setenv("DLOAD_CACHEBUDGET", "")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolve_settings()
+
+
+def test_a_dangling_settings_link_reads_plainly() -> None:
+    os.symlink("/nowhere/dload.toml", "dload.toml")
+    with pytest.raises(ConfigError, match=r"is a link to '/nowhere/dload.toml', which does not "
+                                          r"exist; fix it or delete it"):
+        Repository.open()

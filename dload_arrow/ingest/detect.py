@@ -120,7 +120,7 @@ def open_source(
     """The sample source of a directory or an archive (tables: :func:`open_table`).
 
     Args:
-        location: a local path (str or pathlib.Path), a ``file://`` URL or a remote URL
+        location: a local path (str, pathlib.Path or bytes), a ``file://`` URL or a remote URL
             (``s3://bucket/data.tar.zst``).
         kind: ``"auto"`` (detect from the path and its first bytes), ``"files"`` (a
             directory) or ``"archive"`` (zip, tar, tar.gz, tar.zst).
@@ -135,6 +135,7 @@ def open_source(
             one as a str or path, or a list).
 
     Raises:
+        TypeError: a location that is no str, path or bytes.
         ConfigError: an unknown ``kind`` or ``split``, or a location that is neither.
     """
     location = check_path("open_source", "location", location)

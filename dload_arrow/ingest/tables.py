@@ -198,8 +198,8 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     """A RecordBatchReader over a table file or folder of them (see the module docstring).
 
     Args:
-        path: a .parquet/.csv/.jsonl file (a local path, str or pathlib.Path, or a URL) or
-            a local folder of them.
+        path: a .parquet/.csv/.jsonl file (a local path: str, pathlib.Path or bytes; or a
+            URL) or a local folder of them; another kind is a TypeError.
         include: globs of files to read, matched against the path in the folder, the file
             name and the directories on the path (:class:`~dload_arrow.ingest.globs.Globs`);
             a glob that matches no file warns (GlobWarning).

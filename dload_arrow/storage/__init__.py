@@ -80,6 +80,12 @@ def open_storage(
                 "read from it; give them as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or "
                 "a profile) and write the endpoint as http(s)://host[:port]")
         ck = (opts.get("client_kwargs") or {}).get("endpoint_url")
+        for given_url in (opts.get("endpoint_url"), ck):  # the same refusal as for endpoint_url
+            if given_url and "@" in str(given_url).partition("://")[2].split("/", 1)[0]:
+                raise ConfigError(
+                    f"storage_options: the endpoint URL {redact_url(str(given_url))!r} holds "
+                    "credentials, which are not read from it; give them as AWS_ACCESS_KEY_ID / "
+                    "AWS_SECRET_ACCESS_KEY (or a profile)")
         given = [(v, w) for v, w in ((opts.get("endpoint_url"), "storage_options"), (ck, "its "
                  "client_kwargs")) if v]
         ends = [(endpoint, "endpoint_url: the argument, DLOAD_ENDPOINT_URL or dload.toml")
