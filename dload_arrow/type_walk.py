@@ -32,4 +32,3 @@ def leaf_count(t: pa.DataType) -> int:
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         return leaf_count(t.value_type)
     return 1
-

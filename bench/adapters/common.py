@@ -106,4 +106,3 @@ class Pristine:
         if pristine.exists():
             shutil.rmtree(local, ignore_errors=True)
             shutil.copytree(pristine, local)
-

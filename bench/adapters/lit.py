@@ -96,4 +96,3 @@ class LitDataAdapter(Pristine, Adapter):
 
 def _first(items: list[Any]) -> Any:
     return items[0]
-

@@ -119,5 +119,3 @@ class MDSAdapter(Pristine, Adapter):
                                   collate_fn=identity)
         return tud.DataLoader(ds, batch_size=spec.batch_size, num_workers=spec.workers,
                               collate_fn=collate_dicts)
-
-

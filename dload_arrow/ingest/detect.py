@@ -157,4 +157,3 @@ def open_source(
         source.tables_refused = auto  # its tables would be stored as bytes (kinds.py)
         return source
     raise ConfigError(f"{location!r} is a {kind}, not a directory or an archive")
-

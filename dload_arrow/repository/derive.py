@@ -244,4 +244,3 @@ def _warn_widened(name: str, pipe: Pipeline, stored: pa.Schema) -> None:
             "values, so their types were inferred again; to keep the sources' types, derive "
             "again with schema= (the source's schema and your new columns) and force=True",
             stacklevel=user_stacklevel())
-

@@ -274,4 +274,3 @@ def warn_valueless(batches: Iterator[pa.RecordBatch], dataset: str
             "store null there (torch then gives such a column as a list, not a tensor, in a "
             "batch holding them); give the samples those columns to store values",
             stacklevel=user_stacklevel())
-

@@ -146,4 +146,3 @@ def _rounded(v: int) -> str:
         return repr(float(v))
     except OverflowError:
         return "inf"
-
