@@ -53,20 +53,18 @@ def check_cache_dir(value: str, source: str) -> None:
 def check_endpoint(url: Any, source: str, used: bool = True) -> None:
     """An S3 endpoint must be an http(s) URL with a host, and hold no credentials (even one
     a local root leaves ``used=False``, unchecked otherwise); say which setting gave it."""
+    from dload_arrow.storage.base import holds_credentials, redact_url
+
     text = str(url)
     parts = urllib.parse.urlsplit(text.strip())
     if used and (parts.scheme not in ("http", "https") or not parts.netloc or re.search(
             r"\s", parts.netloc) or text != text.strip()):
-        from dload_arrow.storage.base import redact_url
-
         hint = ("set R2_ACCOUNT_ID to your account id" if source == "env R2_ACCOUNT_ID"
                 else "write it as https://host[:port] (http://127.0.0.1:9000 for a local "
                      "server)")
         raise ConfigError(f"endpoint_url {redact_url(text)!r} (from {source}) is not an "
                           f"http(s) URL with a host; {hint}")
-    if parts.username is not None or parts.password is not None:
-        from dload_arrow.storage.base import redact_url
-
+    if holds_credentials(text):
         raise ConfigError(
             f"endpoint_url {redact_url(text)!r} (from {source}) holds credentials, which dload "
             "never reads from a URL (and a config file would keep in plain text); give them "

@@ -19,6 +19,7 @@ from dload_arrow.config_values import check_cache_dir, check_endpoint, local_for
 from dload_arrow.errors import ConfigError
 from dload_arrow.sizes import parse_size
 from dload_arrow.storage import open_storage, redact_url
+from dload_arrow.storage.base import holds_credentials
 
 __all__ = ["COMMANDS", "init", "shown_path"]
 
@@ -148,7 +149,7 @@ def _check_root(root: str | None, endpoint_url: str | None) -> None:
         return
     if not root.strip():
         raise ConfigError("--root is empty; give a directory or s3://bucket/prefix")
-    if re.search(r"://[^/]*@", root):
+    if holds_credentials(root):
         raise ConfigError(
             f"--root {redact_url(root)!r} holds credentials, which dload never reads from a "
             "URL and would write here in plain text; give them through the AWS chain "

@@ -9,7 +9,13 @@ from typing import Any
 
 from dload_arrow.args import kind
 from dload_arrow.errors import ConfigError
-from dload_arrow.storage.base import ObjectInfo, Storage, check_relpath, redact_url
+from dload_arrow.storage.base import (
+    ObjectInfo,
+    Storage,
+    check_relpath,
+    holds_credentials,
+    redact_url,
+)
 from dload_arrow.storage.local import LocalStorage
 from dload_arrow.storage.remote import FsspecStorage
 
@@ -74,22 +80,18 @@ def open_storage(
     opts = dict(storage_options or {})
     if url.startswith(("s3://", "s3a://")):
         endpoint = endpoint_url or os.environ.get("DLOAD_ENDPOINT_URL")
-        if endpoint and "@" in endpoint.partition("://")[2].split("/", 1)[0]:
-            raise ConfigError(  # never quoted: the part before '@' is a secret
-                f"the endpoint URL {redact_url(endpoint)!r} holds credentials, which are not "
-                "read from it; give them as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or "
-                "a profile) and write the endpoint as http(s)://host[:port]")
         ck = (opts.get("client_kwargs") or {}).get("endpoint_url")
-        for given_url in (opts.get("endpoint_url"), ck):  # the same refusal as for endpoint_url
-            if given_url and "@" in str(given_url).partition("://")[2].split("/", 1)[0]:
-                raise ConfigError(
-                    f"storage_options: the endpoint URL {redact_url(str(given_url))!r} holds "
-                    "credentials, which are not read from it; give them as AWS_ACCESS_KEY_ID / "
-                    "AWS_SECRET_ACCESS_KEY (or a profile)")
         given = [(v, w) for v, w in ((opts.get("endpoint_url"), "storage_options"), (ck, "its "
                  "client_kwargs")) if v]
         ends = [(endpoint, "endpoint_url: the argument, DLOAD_ENDPOINT_URL or dload.toml")
                 ] * bool(endpoint) + given
+        for v, w in ends:
+            if holds_credentials(str(v)):
+                raise ConfigError(  # never quoted: the part before '@' is a secret
+                    f"the endpoint URL {redact_url(str(v))!r} ({w}) holds credentials, which "
+                    "are not read from it; give them as AWS_ACCESS_KEY_ID / "
+                    "AWS_SECRET_ACCESS_KEY (or a profile) and write the endpoint as "
+                    "http(s)://host[:port]")
         if len({str(v).rstrip("/") for v, _ in ends}) > 1:
             raise ConfigError(
                 f"two S3 endpoints for {redact_url(url)!r}: " + " and ".join(

@@ -51,6 +51,11 @@ def redact_url(url: str) -> str:
     return re.sub(r"(?<=://)[^/@]*@", "***@", url)
 
 
+def holds_credentials(url: str) -> bool:
+    """Whether ``url`` holds a ``user:secret@`` part (the part :func:`redact_url` hides)."""
+    return re.search(r"://[^/@]*@", url) is not None
+
+
 def redact_text(text: str, url: str) -> str:
     """``text`` (an error message) without the ``user:secret@`` part of ``url``, wherever it
     appears: fsspec repeats the path it was given, without its scheme."""

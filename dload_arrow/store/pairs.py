@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from dload_arrow.store.pair_checks import (
     refuse_flattening,
     refuse_sets,
 )
-from dload_arrow.store.rows import SHAPE_META, field_shape
+from dload_arrow.store.rows import SHAPE_META, KeyOffset, field_shape
 
 __all__ = ["samples_to_batches", "tensor_column"]
 
@@ -206,7 +206,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
 
 def samples_to_batches(
     items: Iterable[Any], schema: pa.Schema | None, key: str | None = None,
-    offset: int | Callable[[], int] = 0,
+    offset: KeyOffset = 0,
 ) -> Iterator[pa.RecordBatch]:
     """Batches of ``items``: ``(key, dict)`` pairs or sample dicts (module doc); ``offset``
     is the first generated row number."""

@@ -70,7 +70,7 @@ def _table_batches(
 ) -> Iterator[pa.RecordBatch]:
     from dload_arrow.store.table_columns import storable  # it imports this module
 
-    offset = first = 0  # rows so far
+    offset = 0  # rows so far
     target: pa.Schema | None = schema
     for batch in batches:
         if batch.num_rows == 0:
@@ -81,14 +81,14 @@ def _table_batches(
             at = key_number(first_key) + offset
             keys = string_array([f"{i:012d}" for i in range(at, at + batch.num_rows)])
         else:
-            keys = _key_text(batch.column(key), key, offset - first)
+            keys = _key_text(batch.column(key), key, offset)
             if keys.null_count:
                 raise SchemaError(f"key column {key!r} has null values; every sample needs a key")
             # refused as keys of samples and pairs too (pc.index would import pandas)
             lengths = pc.utf8_length(keys)
             if len(lengths) and pc.min(lengths).as_py() == 0:
                 empty = lengths.to_pylist().index(0)
-                raise SchemaError(f"key column {key!r}, row {offset - first + empty}: an empty "
+                raise SchemaError(f"key column {key!r}, row {offset + empty}: an empty "
                                   "key; every sample needs a non-empty key")
         offset += batch.num_rows
         rest = [storable(f, batch.column(i)) for i, f in enumerate(batch.schema)
@@ -98,7 +98,7 @@ def _table_batches(
         if target is None:
             target = out.schema
         elif not out.schema.equals(target, check_metadata=True):  # (a tensor's shape too)
-            out = _cast_batch(out, target, offset - first - batch.num_rows)
+            out = _cast_batch(out, target, offset - batch.num_rows)
         yield out
 
 
