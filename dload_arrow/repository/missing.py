@@ -16,8 +16,8 @@ from dload_arrow.errors import DloadError, NotFoundError, user_stacklevel
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
 
-__all__ = ["SHOWN_NAMES", "dangling_refs", "lost_refs", "published_names", "removed_dataset",
-           "unknown_dataset"]
+__all__ = ["SHOWN_NAMES", "dangling_refs", "lost_refs", "published_names", "refuse_new_name",
+           "removed_dataset", "unknown_dataset"]
 
 SHOWN_NAMES = 10  # known names listed at most; the rest are counted
 _LOST = "has lost its latest ref"  # removed_dataset's text for it, which lost_refs warns of
@@ -116,6 +116,26 @@ def published_names(storage: Storage, where: str) -> list[str]:
             left.setdefault(parts[1], []).append(parts[3][: -len(".arrow")])
     lost_refs(storage, {n: v for n, v in left.items() if n not in names}, where)
     return sorted(names)
+
+
+def refuse_new_name(storage: Storage, name: str, where: str) -> None:
+    """Refuse to create dataset ``name`` (its first commit) where it differs from a dataset of
+    the root only in case (``Label`` beside ``label``: one folder on macOS and Windows, where
+    the two would overwrite each other), or could not be a file name on Windows."""
+    from dload_arrow.errors import InvalidNameError
+    from dload_arrow.store.names import not_portable
+
+    why = not_portable(name)
+    if why:
+        raise InvalidNameError(f"dataset name {name!r} is not allowed for a new dataset: {why}; "
+                               "choose another name, e.g. 'imagenet-small'")
+    twin = next((k for k in published_names(storage, where)
+                 if k != name and k.lower() == name.lower()), None)
+    if twin is not None:
+        raise InvalidNameError(
+            f"dataset {name!r} differs from {twin!r} under {where} only in case: on a "
+            "case-insensitive filesystem (macOS, Windows) both are one folder, and each "
+            f"would overwrite the other's versions. Commit to {twin!r}, or choose another name")
 
 
 def lost_refs(storage: Storage, left: dict[str, list[str]], where: str) -> None:

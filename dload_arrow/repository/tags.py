@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NoReturn
 
 from dload_arrow.errors import InvalidNameError, NotFoundError
-from dload_arrow.store.names import check_name, check_ref, manifest_path
+from dload_arrow.store.names import check_name, check_ref, manifest_path, not_portable
 from dload_arrow.store.refs import delete_ref, move_ref, read_ref
 
 if TYPE_CHECKING:
@@ -39,6 +39,9 @@ class TagsMixin:
             # NAME@<tag> would then shadow the versions whose ids start with it
             raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
                                    "only); choose a name with another letter, e.g. 'v1'")
+        if not_portable(tag):
+            raise InvalidNameError(f"tag {tag!r} is not allowed: {not_portable(tag)}; choose "
+                                   "another name, e.g. 'v1'")
         self._refuse_case_twin(name, tag)
         vid = self.manifest(name, version).version
         if not self.storage.exists(manifest_path(name, vid)):  # removed since it was cached

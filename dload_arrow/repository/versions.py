@@ -23,7 +23,12 @@ from dload_arrow.errors import (
     user_stacklevel,
 )
 from dload_arrow.repository.lock import editing, lock_path, pinned_version, read_lock, write_lock
-from dload_arrow.repository.missing import dangling_refs, removed_dataset, unknown_dataset
+from dload_arrow.repository.missing import (
+    dangling_refs,
+    refuse_new_name,
+    removed_dataset,
+    unknown_dataset,
+)
 from dload_arrow.repository.remove import RemoveMixin
 from dload_arrow.storage import redact_url
 from dload_arrow.store.names import check_name, check_ref, manifest_path
@@ -243,14 +248,16 @@ class VersionsMixin(RemoveMixin):
 
     def _listed_shards(self, name: str) -> tuple[str | None, frozenset[str]]:
         """The latest version of ``name`` and the shards it lists (None and empty when there
-        is none): a commit reusing one needs no touch to keep it from gc while that version's
-        manifest stays stored (``store/publish.py``)."""
+        is none: a new dataset, whose name is checked, ``refuse_new_name``): a commit reusing
+        one needs no touch to keep it from gc while that version's manifest stays stored
+        (``store/publish.py``)."""
         try:
             ref = read_ref(self.storage, name, "latest")
-            if ref is None:
-                return None, frozenset()
-            return ref.version, frozenset(self.manifests.get(name, ref.version).digests())
+            if ref is not None:
+                return ref.version, frozenset(self.manifests.get(name, ref.version).digests())
         except StorageError:  # the storage failing (a stalled endpoint): not a fallback
             raise
         except DloadError:  # unreadable: every reused shard is touched, as before
             return None, frozenset()
+        refuse_new_name(self.storage, name, redact_url(self.storage.url))  # a new dataset
+        return None, frozenset()

@@ -14,6 +14,7 @@ __all__ = [
     "check_name",
     "check_ref",
     "manifest_path",
+    "not_portable",
     "shard_path",
 ]
 
@@ -57,6 +58,22 @@ def check_name(name: str) -> str:
             f"'imagenet-small'{at}"
         )
     return name
+
+
+# Windows' device names, with or without an extension ("con.txt" too), and a final "." (which
+# Windows drops: "a." and "a" are one file): a local root there cannot hold them as files.
+_DEVICE = re.compile(r"\A(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?\Z", re.IGNORECASE)
+
+
+def not_portable(name: str) -> str:
+    """Why a valid dataset or tag name cannot be a file name on every system ("" when it
+    can): refused when a dataset or tag is created, so that a root copied to Windows (or a
+    local root there) holds every name it lists. Names stored before stay readable."""
+    if _DEVICE.match(name):
+        return f"{name.split('.')[0]!r} is a device name on Windows (no file can have it)"
+    if name.endswith("."):
+        return "Windows drops a final '.' from file names (it would be another name's file)"
+    return ""
 
 
 def check_ref(ref: str) -> str:

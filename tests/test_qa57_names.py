@@ -1,0 +1,78 @@
+"""Names a new dataset or tag may not take (carried from QA names56).
+
+- a dataset ``Label`` beside ``label`` was accepted: one folder on macOS and Windows, where
+  the two overwrite each other's versions; refused at its first commit (any way to commit);
+- Windows' device names (``con``, ``LPT1.txt``) and a final ``.`` cannot be file names
+  there: refused for new datasets and tags, while names stored before stay readable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from dload_arrow import InvalidNameError, Repository
+from dload_arrow.store.commit import commit_samples
+from dload_arrow.store.names import not_portable
+
+ROW = [{"__key__": "a", "x": 1}]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repository:
+    return Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+
+
+def test_a_case_twin_of_a_dataset_is_refused_at_its_first_commit(repo: Repository) -> None:
+    repo.commit("label", ROW, progress=False)
+    with pytest.raises(InvalidNameError, match=r"'Label' differs from 'label' .* only in case"):
+        repo.commit("Label", ROW, progress=False)
+    with pytest.raises(InvalidNameError, match="only in case"):
+        repo.derive("LABEL", repo.dataset("label").pipeline(), progress=False)
+    assert repo.datasets() == ["label"]
+    # the dataset itself still commits and appends
+    repo.commit("label", [{"__key__": "b", "x": 2}], progress=False)
+    repo.append("label", [{"__key__": "c", "x": 3}], progress=False)
+    assert repo.dataset("label").num_rows == 2
+
+
+def test_a_removed_twin_frees_the_name(repo: Repository) -> None:
+    repo.commit("label", ROW, progress=False)
+    repo.rm("label")
+    repo.commit("Label", ROW, progress=False)
+    assert repo.datasets() == ["Label"]
+
+
+@pytest.mark.parametrize("name", ["con", "NUL", "aux.v2", "LPT1", "com9.parquet", "data."])
+def test_names_windows_cannot_hold_are_refused_for_new_datasets(repo: Repository,
+                                                                name: str) -> None:
+    with pytest.raises(InvalidNameError, match="Windows"):
+        repo.commit(name, ROW, progress=False)
+    assert repo.datasets() == []
+
+
+def test_names_windows_cannot_hold_are_refused_for_tags(repo: Repository) -> None:
+    repo.commit("label", ROW, progress=False)
+    for tag in ("nul", "prn.old", "v1."):
+        with pytest.raises(InvalidNameError, match=rf"tag '{tag}' is not allowed: .*Windows"):
+            repo.tag("label", "latest", tag)
+    repo.tag("label", "latest", "console")  # a longer word is a name like any other
+    assert "console" in repo.refs("label")
+
+
+def test_a_dataset_stored_under_such_a_name_stays_readable(repo: Repository) -> None:
+    # committed by the store layer, as a version before the check did
+    commit_samples(repo.storage, "con", ROW, progress=False)
+    assert repo.datasets() == ["con"]
+    assert repo.dataset("con").num_rows == 1
+    repo.append("con", [{"__key__": "z", "x": 2}], progress=False)  # not a new dataset
+    repo.commit("con", pa.table({"x": [1, 2, 3]}), progress=False)
+    assert repo.dataset("con").num_rows == 3
+
+
+@pytest.mark.parametrize(("name", "bad"), [("con", True), ("conv", False), ("com10", False),
+                                           ("x.con", False), ("a.b", False), ("a.", True)])
+def test_not_portable(name: str, bad: bool) -> None:
+    assert bool(not_portable(name)) is bad
