@@ -76,3 +76,20 @@ def test_a_dataset_stored_under_such_a_name_stays_readable(repo: Repository) -> 
                                            ("x.con", False), ("a.b", False), ("a.", True)])
 def test_not_portable(name: str, bad: bool) -> None:
     assert bool(not_portable(name)) is bad
+
+
+def test_a_read_meeting_a_half_done_rm_does_not_prescribe_a_repair_alone(
+        repo: Repository) -> None:
+    """QA ops56: a reader racing another process's rm (or commit) was told the dataset is
+    half removed and to run rm again, which would remove what the other process commits next.
+    The text says it may be an rm or commit still running."""
+    from dload_arrow import NotFoundError
+    from dload_arrow.store.refs import delete_ref
+    from dload_arrow.store.removals import record_removal
+
+    v = repo.commit("d", ROW, progress=False).version
+    record_removal(repo.storage, "d", v, repo.manifest("d", v))  # an rm's first steps
+    delete_ref(repo.storage, "d", "latest")  # it has not deleted the manifest yet
+    with pytest.raises(NotFoundError, match=r"half removed: .*unless an rm or commit of it is "
+                                            r"still running in another process: then retry"):
+        repo.dataset("d")

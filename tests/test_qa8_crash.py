@@ -230,8 +230,9 @@ def test_a_first_commit_stopped_after_its_manifest_is_told_as_unpublished(
         repo.commit("ds", [("a", {"x": 1})], progress=False)
     monkeypatch.undo()
     assert repo.datasets() == [] and len(repo.versions("ds")) == 1
-    hint = ("'ds' has 1 unpublished version(s) (a commit that did not finish): commit again "
-            "to publish, or `dload rm ds --yes` to remove them")
+    hint = ("'ds' has 1 unpublished version(s) (a commit that did not finish, unless one is "
+            "still running in another process: then retry in a moment): commit again to "
+            "publish, or `dload rm ds --yes` to remove them")
     with pytest.raises(NotFoundError) as e:
         repo.dataset("ds")
     assert hint in str(e.value) and "no datasets yet" not in str(e.value)

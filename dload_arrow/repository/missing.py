@@ -21,6 +21,9 @@ __all__ = ["SHOWN_NAMES", "dangling_refs", "lost_refs", "published_names", "refu
 
 SHOWN_NAMES = 10  # known names listed at most; the rest are counted
 _LOST = "has lost its latest ref"  # removed_dataset's text for it, which lost_refs warns of
+# A reader meeting another process's rm or commit half way sees what an interrupted one left
+_RUNNING = " (unless an rm or commit of it is still running in another process: then retry " \
+    "in a moment)"
 
 
 def unknown_dataset(name: str, known: list[str], where: str, unpublished: int = 0) -> str:
@@ -39,7 +42,8 @@ def unknown_dataset(name: str, known: list[str], where: str, unpublished: int = 
     """
     if unpublished:
         return (f"no dataset {name!r} under {where}: {name!r} has {unpublished} unpublished "
-                "version(s) (a commit that did not finish): commit again to publish, or "
+                "version(s) (a commit that did not finish, unless one is still running in "
+                "another process: then retry in a moment): commit again to publish, or "
                 f"`dload rm {name} --yes` to remove them")
     same = [k for k in known if k.lower() == name.lower()]  # 'PHOTOS': difflib minds case
     by_lower = {k.lower(): k for k in known}
@@ -82,19 +86,19 @@ def removed_dataset(storage: Storage, name: str, where: str,
     if left and last.action != "delete" and last.version in left:  # published, then lost
         if any(_removed_then(storage, name, v) for v in left):  # an rm cut off before its log
             return (f"dataset {name!r} under {where} is half removed: an rm deleted its latest "
-                    f"ref and stopped with {len(left)} version(s) left; run `dload rm {name} "
-                    f"--yes` (repo.rm({name!r})) again to finish, or commit to {name!r} to "
+                    f"ref and stopped with {len(left)} version(s) left{_RUNNING}; run `dload rm "
+                    f"{name} --yes` (repo.rm({name!r})) again to finish, or commit to {name!r} to "
                     "publish a version again")
         return (f"dataset {name!r} under {where} {_LOST} (the object "
                 f"datasets/{name}/refs/latest is missing), though its log says it last pointed "
-                f"at {vid} ({last.action}, {when}{by}), a version still stored: restore the ref "
-                f"with `dload tag {name}@{vid} latest` (repo.tag({name!r}, {vid!r}, "
-                "'latest'))")
+                f"at {vid} ({last.action}, {when}{by}), a version still stored{_RUNNING}: "
+                f"restore the ref with `dload tag {name}@{vid} latest` (repo.tag({name!r}, "
+                f"{vid!r}, 'latest'))")
     if left:
         if last.action != "delete" or not any(_removed_then(storage, name, v) for v in left):
             return None
         return (f"dataset {name!r} under {where} is half removed: an rm deleted its latest "
-                f"({when}{by}) and stopped with {len(left)} version(s) left; run "
+                f"({when}{by}) and stopped with {len(left)} version(s) left{_RUNNING}; run "
                 f"`dload rm {name} --yes` (repo.rm({name!r})) again to finish, or commit to "
                 f"{name!r} to publish a version again")
     see = f"`dload log {name}@{vid}` (repo.lineage({name!r}, {vid!r}))" if vid else \
@@ -179,5 +183,5 @@ def dangling_refs(storage: Storage, name: str, where: str) -> str | None:
         return None
     points = ", ".join(f"{r} -> {v.version[:12]}" for r, v in sorted(refs.items()))
     return (f"dataset {name!r} under {where} has refs but no stored version ({points}: an "
-            f"interrupted rm, or an rm that raced an append); run `dload rm {name} --yes` "
-            f"(repo.rm({name!r})) to remove what is left")
+            f"interrupted rm, or an rm that raced an append){_RUNNING}; run `dload rm {name} "
+            f"--yes` (repo.rm({name!r})) to remove what is left")
