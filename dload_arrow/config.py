@@ -38,7 +38,7 @@ from dload_arrow.config_values import (
 from dload_arrow.errors import ConfigError
 
 __all__ = ["KEYS", "Settings", "anchored", "check_edges", "config_file", "find_up",
-           "progress_bar", "progress_wanted", "resolve_settings", "user_config_path"]
+           "progress_bar", "progress_wanted", "resolve_settings", "said", "user_config_path"]
 
 KEYS = ("root", "cache_dir", "cache_budget", "endpoint_url")
 _ENV = {"root": "DLOAD_ROOT", "cache_dir": "DLOAD_CACHE_DIR",
@@ -151,12 +151,20 @@ def check_edges(key: str, value: Any, source: str) -> None:
     directory and commit there."""
     if key in _PATH_KEYS and isinstance(value, str) and value.strip() and \
             value != value.strip():
-        if source == "env":
-            source = f"env {_ENV[key]}"
         raise ConfigError(
-            f"{key} {value!r} (from {source}) begins or ends with a blank, which would become "
-            "part of a folder name (a relative path: ' /data/x' is a folder named ' ' in the "
-            "working directory); remove the blank")
+            f"{key} {value!r} (from {said(key, source)}) begins or ends with a blank, which "
+            "would become part of a folder name (a relative path: ' /data/x' is a folder "
+            "named ' ' in the working directory); remove the blank")
+
+
+def said(key: str, source: str) -> str:
+    """Where a setting came from, as an error names it: the variable (``env DLOAD_ROOT``), the
+    argument and flag (``argument cache_budget= / --cache-budget``), or the file."""
+    if source == "env":
+        return f"env {_ENV[key]}"
+    if source == "argument":
+        return f"argument {key}= / --{key.replace('_', '-')}"
+    return source
 
 
 def resolve_settings(check: bool = True, **explicit: Any) -> Settings:
@@ -206,27 +214,27 @@ def resolve_settings(check: bool = True, **explicit: Any) -> Settings:
         if sources.get(key) == str(user) and user_raw.get(key):
             _warn_relative(user, key, local_form(user_raw[key]), values[key])
         values[key] = local_form(values[key])  # (from an argument or the environment)
+    where = {k: said(k, sources.get(k, "default")) for k in KEYS}
     root = "" if values["root"] is None else str(values["root"])
     if not root.strip() or root[-1].isspace():  # " ", or anchored to a folder: "dir/ "
-        raise ConfigError(f"root is empty (from {sources.get('root', 'default')}: "
-                          f"{root!r}); set DLOAD_ROOT or 'root' in dload.toml to a directory "
-                          "or a URL")
+        raise ConfigError(f"root is empty (from {where['root']}: {root!r}); set it (--root, "
+                          "DLOAD_ROOT or 'root' in dload.toml) to a directory or a URL")
     if values["cache_dir"] is None or not str(values["cache_dir"]).strip():
         raise ConfigError(
-            f"cache_dir is empty (from {sources.get('cache_dir', 'default')}): that would make "
+            f"cache_dir is empty (from {where['cache_dir']}): that would make "
             "the current directory the cache; give a directory, or leave cache_dir out for "
             f"the default, {_cache_home() / 'dload'}")
     if check:
-        check_cache_dir(str(values["cache_dir"]), sources.get("cache_dir", "default"))
+        check_cache_dir(str(values["cache_dir"]), where["cache_dir"])
     if check and values["endpoint_url"] is not None:  # unused by a local root: no secret still
-        check_endpoint(values["endpoint_url"], sources.get("endpoint_url", "default"),
+        check_endpoint(values["endpoint_url"], where["endpoint_url"],
                        used=root.lower().startswith("s3://"))
-    budget = budget_text(values["cache_budget"], sources.get("cache_budget", "default"))
+    budget = budget_text(values["cache_budget"], where["cache_budget"])
     if budget.lower() not in ("auto", "unlimited"):
         from dload_arrow.sizes import parse_size
 
         try:
-            parse_size(budget, f"cache budget (from {sources.get('cache_budget', 'default')})")
+            parse_size(budget, f"cache budget (from {where['cache_budget']})")
         except ConfigError as e:
             raise ConfigError(f"{e}; or use 'auto' (half the free disk) or 'unlimited'") from e
     return Settings(

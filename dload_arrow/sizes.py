@@ -8,7 +8,10 @@ import re
 
 from dload_arrow.errors import ConfigError
 
-__all__ = ["format_bytes", "parse_duration", "parse_size", "plural"]
+__all__ = ["BUDGET_WAYS", "format_bytes", "parse_duration", "parse_size", "plural"]
+
+# every way to set the cache budget, for the errors that ask to raise it
+BUDGET_WAYS = "--cache-budget, DLOAD_CACHE_BUDGET, cache_budget= or cache_budget in dload.toml"
 
 _UNITS = {
     "": 1, "b": 1,

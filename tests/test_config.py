@@ -389,7 +389,8 @@ def test_a_path_setting_with_a_blank_at_an_edge_is_refused_naming_its_source(
     with pytest.raises(ConfigError, match=rf"{key} ' /abs' \(from .*dload.toml\)"):
         resolve_settings()
     Path("dload.toml").unlink()
-    with pytest.raises(ConfigError, match=rf"{key} '{tmp_path}/y\\t' \(from argument\)"):
+    with pytest.raises(ConfigError, match=rf"{key} '{tmp_path}/y\\t' \(from argument {key}= / "
+                                            rf"--{key.replace('_', '-')}\)"):
         resolve_settings(**{key: f"{tmp_path}/y\t"})
     with pytest.raises(ConfigError, match="begins or ends with a blank"):
         Repository.open(" s3://bucket/x") if key == "root" else resolve_settings(

@@ -76,7 +76,8 @@ def test_file_urls_are_the_paths_they_name(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_a_url_cache_dir_is_refused_naming_its_source() -> None:
-    with pytest.raises(ConfigError, match=r"cache_dir 's3://b/c' \(from argument\) is a URL"):
+    with pytest.raises(ConfigError, match=r"cache_dir 's3://b/c' \(from argument cache_dir= / "
+                                          r"--cache-dir\) is a URL"):
         resolve_settings(cache_dir="s3://b/c")
 
 
@@ -172,5 +173,6 @@ def test_status_shows_the_settings_before_refusing_a_bad_one() -> None:
     assert "is a URL" in r.err
     r = dload("status", "--root", "s3://bucket/x", cwd=cwd, rc=1,
               env={"DLOAD_ENDPOINT_URL": "minio:9000"})
-    assert "minio:9000" in r.out and "endpoint_url 'minio:9000' (from env)" in r.err
+    assert "minio:9000" in r.out
+    assert "endpoint_url 'minio:9000' (from env DLOAD_ENDPOINT_URL)" in r.err
     assert dload("status", "--json", "--cache-dir", "s3://b/c", cwd=cwd, rc=1).out == ""

@@ -69,7 +69,7 @@ def test_a_blank_root_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     monkeypatch.setenv("DLOAD_ROOT", " ")
     monkeypatch.chdir(tmp_path)
     p = subprocess.run([DLOAD, "ls"], capture_output=True, text=True, env=dict(os.environ))
-    assert p.returncode == 1 and "root is empty (from env: ' ')" in p.stderr, p.stderr
+    assert p.returncode == 1 and "root is empty (from env DLOAD_ROOT: ' ')" in p.stderr, p.stderr
     assert not (tmp_path / " ").exists()
 
 

@@ -130,7 +130,7 @@ def test_credentials_in_an_endpoint_are_refused_wherever_given(
             Repository.open("s3://bkt/p", storage_options=opts)
         assert "s3cret" not in str(e.value)
     monkeypatch.setenv("DLOAD_ENDPOINT_URL", secret)
-    with pytest.raises(ConfigError, match=r"\(from env\) holds credentials"):
+    with pytest.raises(ConfigError, match=r"\(from env DLOAD_ENDPOINT_URL\) holds credentials"):
         Repository.open(Path.cwd() / "local-root")
     monkeypatch.setenv("DLOAD_ENDPOINT_URL", "minio:9000")  # not checked further, unused
     Repository.open(Path.cwd() / "local-root")

@@ -21,7 +21,7 @@ from dload_arrow.read.locks import acquire_while
 from dload_arrow.read.planner import ReadPlan, plan_read
 from dload_arrow.read.planner_fit import fmt_budget, fmt_need
 from dload_arrow.read.shard_errors import missing_shard
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import BUDGET_WAYS, format_bytes
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
 
@@ -194,8 +194,8 @@ def _check_together(plan: ReadPlan, shards: dict[str, int],
             f"the {format_bytes(budget)} its disk can hold (budget {fmt_budget(setting)})")
     fixes = []
     if need > setting:
-        fixes.append(f"raise the cache budget to at least {fmt_need(need)} (--cache-budget, "
-                     "DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited')")
+        fixes.append(f"raise the cache budget to at least {fmt_need(need)} ({BUDGET_WAYS}; "
+                     "or 'unlimited')")
     if setting >= need > budget:  # the disk, not the budget (planner_fit.disk_short)
         fixes.append(f"free disk space under {plan.cache_dir} or point cache_dir at a bigger "
                      "disk")

@@ -35,7 +35,7 @@ from dload_arrow.read.cache_space import (
     resolve_budget,
 )
 from dload_arrow.read.locks import FileLock, held_here, make_dirs
-from dload_arrow.sizes import format_bytes, format_bytes_up
+from dload_arrow.sizes import BUDGET_WAYS, format_bytes, format_bytes_up
 
 __all__ = ["LOOK_AHEAD_PAUSE", "CacheBudget"]
 
@@ -235,8 +235,8 @@ class CacheBudget(CacheSpace):
             raise InfeasiblePlanError(
                 f"shard {digest[:12]} ({format_bytes(nbytes)}) is larger than the whole cache "
                 f"budget ({format_bytes(self.budget_bytes)}) of {self.dir}; raise the budget "
-                f"to at least {format_bytes_up(nbytes)} (--cache-budget, DLOAD_CACHE_BUDGET or "
-                "cache_budget=) or commit with a smaller shard_size"
+                f"to at least {format_bytes_up(nbytes)} ({BUDGET_WAYS}) "
+                "or commit with a smaller shard_size"
             )
         start = time.monotonic()
         deadline, told = start + self.wait_timeout, False

@@ -9,7 +9,7 @@ from typing import Any, Self
 from dload_arrow.errors import InfeasiblePlanError
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.context import ReadContext
-from dload_arrow.sizes import format_bytes, format_bytes_up
+from dload_arrow.sizes import BUDGET_WAYS, format_bytes, format_bytes_up
 
 __all__ = ["ALTERNATIVES", "Verdict", "budgets_of", "disk_short", "fmt_budget", "fmt_need",
            "reasons_for"]
@@ -112,7 +112,7 @@ class Verdict:
         if self.resident_bytes <= self.budget_setting_bytes:
             return []
         return [f"raise the cache budget to at least {fmt_need(self.resident_bytes)} "
-                "(--cache-budget, DLOAD_CACHE_BUDGET or cache_budget=; or 'unlimited')"]
+                f"({BUDGET_WAYS}; or 'unlimited')"]
 
     def _disk_short(self) -> bool:
         """Whether the cache's disk is short (with what eviction could free counted)."""

@@ -14,7 +14,7 @@ from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.planner import plan_read
 from dload_arrow.read.reader import all_units
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import BUDGET_WAYS, format_bytes
 from dload_arrow.store.manifest import Manifest
 
 __all__ = ["CacheStatus", "PullReport", "Residency", "cache_status", "downloading", "pull"]
@@ -76,8 +76,8 @@ def pull(ctx: ReadContext, manifest: Manifest, *, progress: bool | None = None,
             f"pull {manifest.name}@{manifest.version[:12]}: the version is "
             f"{format_bytes(total)}, and of the cache budget ({format_bytes(cache.budget_bytes)})"
             f" {format_bytes(held)} is held by readers running now, so it cannot all stay in "
-            "the cache: wait for them to finish, or raise the budget (--cache-budget, "
-            "DLOAD_CACHE_BUDGET or cache_budget=)"
+            "the cache: wait for them to finish, or raise the budget "
+            f"({BUDGET_WAYS})"
         )
     todo = {d: n for d, n in unique.items() if not cache.is_cached(d, n)}
     bar: Any = None

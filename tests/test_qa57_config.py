@@ -1,0 +1,52 @@
+"""Errors name the setting's surface as a user set it (carried from QA cfg56): the variable
+(``env DLOAD_CACHE_BUDGET``), the argument and flag, or the file; a budget too small names
+every way to raise it, dload.toml included."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dload_arrow import Repository
+from dload_arrow.config import resolve_settings
+from dload_arrow.errors import ConfigError, InfeasiblePlanError
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in ("DLOAD_ROOT", "DLOAD_CACHE_DIR", "DLOAD_CACHE_BUDGET", "DLOAD_ENDPOINT_URL",
+                "R2_ACCOUNT_ID"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.mark.parametrize(("var", "value", "said"), [
+    ("DLOAD_CACHE_BUDGET", "50G8", r"cache budget \(from env DLOAD_CACHE_BUDGET\) '50G8'"),
+    ("DLOAD_CACHE_DIR", "s3://b/c", r"cache_dir 's3://b/c' \(from env DLOAD_CACHE_DIR\)"),
+    ("DLOAD_ENDPOINT_URL", "minio:9000",
+     r"endpoint_url 'minio:9000' \(from env DLOAD_ENDPOINT_URL\)"),
+])
+def test_an_environment_variable_is_named(monkeypatch: pytest.MonkeyPatch, var: str,
+                                          value: str, said: str) -> None:
+    monkeypatch.setenv(var, value)
+    monkeypatch.setenv("DLOAD_ROOT", "s3://bucket/p")  # (an endpoint is checked where used)
+    with pytest.raises(ConfigError, match=said):
+        resolve_settings()
+
+
+def test_an_argument_is_named_with_its_flag() -> None:
+    with pytest.raises(ConfigError, match=r"\(from argument cache_budget= / --cache-budget\)"):
+        resolve_settings(cache_budget="50G8")
+    with pytest.raises(ConfigError, match=r"root is empty \(from argument root= / --root: ' '\)"):
+        resolve_settings(root=" ")
+
+
+def test_a_budget_too_small_names_dload_toml_among_the_ways(memory_root: str,
+                                                           tmp_path: Path) -> None:
+    repo = Repository.open(memory_root, cache_dir=tmp_path / "c", cache_budget="100B")
+    repo.commit("d", [{"__key__": str(i), "x": b"y" * 1000} for i in range(50)],
+                progress=False)
+    with pytest.raises(InfeasiblePlanError, match=r"cache_budget in dload\.toml"):
+        list(repo.dataset("d").shuffle(full=True, seed=0))
