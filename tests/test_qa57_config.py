@@ -4,6 +4,7 @@ every way to raise it, dload.toml included."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,30 @@ def test_a_budget_too_small_names_dload_toml_among_the_ways(memory_root: str,
                 progress=False)
     with pytest.raises(InfeasiblePlanError, match=r"cache_budget in dload\.toml"):
         list(repo.dataset("d").shuffle(full=True, seed=0))
+
+
+@pytest.mark.parametrize(("var", "value"), [("DLOAD_DIRECT_GET", "maybe"),
+                                            ("DLOAD_MEMORY_LIMIT", "8GiB_please"),
+                                            ("DLOAD_CACHE_WAIT", "-1")])
+def test_an_environment_only_variable_is_checked_when_a_repository_opens(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, var: str, value: str) -> None:
+    """QA cfg56: a bad DLOAD_DIRECT_GET passed every command until a download met it, a bad
+    DLOAD_MEMORY_LIMIT until a commit of a large sample; refused at once now."""
+    monkeypatch.setenv(var, value)
+    with pytest.raises(ConfigError, match=var):
+        Repository.open(tmp_path / "root")
+
+
+def test_status_lists_the_environment_only_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_cli import dload
+
+    cwd = Path.cwd()
+    r = dload("status", "--json", cwd=cwd, env={"DLOAD_MEMORY_LIMIT": "8GB",
+                                                "DLOAD_DIRECT_GET": "0"})
+    env = json.loads(r.out)["environment"]
+    assert env["DLOAD_MEMORY_LIMIT"] == {"value": "8GB", "effective": "8.0 GB", "error": None}
+    assert env["DLOAD_DIRECT_GET"]["effective"].startswith("0 ")
+    assert env["DLOAD_CACHE_WAIT"] == {"value": None, "effective": "600 s", "error": None}
+    r = dload("status", cwd=cwd, env={"DLOAD_CACHE_WAIT": "soon"}, rc=1)
+    assert "environment: DLOAD_MEMORY_LIMIT unset" in r.out
+    assert "DLOAD_CACHE_WAIT='soon' is not a number of seconds" in r.err

@@ -20,6 +20,7 @@ from dload_arrow.cli.output import (
 from dload_arrow.cli.setup import shown_path
 from dload_arrow.config import KEYS, resolve_settings
 from dload_arrow.errors import DloadError
+from dload_arrow.read.env_settings import env_settings
 from dload_arrow.storage import LocalStorage, redact_url
 
 __all__ = ["COMMANDS", "cache_summary", "status"]
@@ -73,6 +74,7 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
         if not as_json:
             _settings_table({k: (_shown(settings, k), settings.sources.get(k))
                              for k in KEYS})
+            _env_text(env_settings())
         raise
     reach = _reach(repo)
     shown = {"settings": {k: {"value": _shown(settings, k), "source": settings.sources.get(k)}
@@ -85,10 +87,12 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
         "root": reach,
         "cache": cache_summary(repo),
         "credentials": botocore_credentials(settings.root),
+        "environment": env_settings(),  # the variables with no other surface
     }
 
     def text() -> None:
         _settings_table({k: (v["value"], v["source"]) for k, v in out["settings"].items()})
+        _env_text(out["environment"])
         if not reach["reachable"]:
             state = f"NOT reachable: {reach['error']}"
         elif reach["exists"] is False:
@@ -121,6 +125,13 @@ def _shown(settings: Any, key: str) -> str | None:
     if key in ("root", "cache_dir"):
         return shown_path(value)
     return redact_url(str(value)) if value else None
+
+
+def _env_text(env: dict[str, dict[str, Any]]) -> None:
+    """One line for the environment-only variables: each one's value and what it means."""
+    parts = [f"{name}={v['value']!r}: {v['effective']}" if v["value"] else
+             f"{name} unset: {v['effective']}" for name, v in env.items() if v["effective"]]
+    click.echo("environment: " + "; ".join(parts))
 
 
 def _settings_table(values: dict[str, tuple[str | None, str | None]]) -> None:

@@ -31,6 +31,11 @@ class ReadContext:
     cache_budget: str = "auto"
     cache_dir_source: str | None = field(default=None, compare=False)
 
+    def __post_init__(self) -> None:  # made when a repository opens (not when unpickled)
+        from dload_arrow.read.env_settings import check_env_settings
+
+        check_env_settings()
+
     @property
     def in_place(self) -> bool:
         """True for a local-directory root: shards are read where they are, not cached."""
