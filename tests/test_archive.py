@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tarfile
 import textwrap
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -157,10 +158,35 @@ def test_corrupt_archives_name_the_entry(tmp_path: Path) -> None:
         open_archive(str(tmp_path / "junk.zip")).keys()
 
 
-def test_tar_with_scattered_sample_files_is_refused(tmp_path: Path) -> None:
-    path = write_tar(tmp_path / "s.tar", {"a.jpg": b"1", "b.jpg": b"2", "a.txt": "x"})
-    with pytest.raises(SchemaError, match=r"entry 'a\.txt'.*tar --sort=name"):
+def test_tar_with_scattered_sample_files_is_read_in_key_order(tmp_path: Path) -> None:
+    """A tar of a folder in filesystem order scatters a sample's files: they are held until
+    the sample is complete, and the samples come in key order (QA accept57b)."""
+    files = {"b.jpg": b"2", "a.jpg": b"1", "c.txt": "z", "b.txt": "y", "c.jpg": b"3",
+             "a.txt": "x"}
+    path = write_tar(tmp_path / "s.tar", files)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the folder's order: nothing to warn of
+        src = open_archive(str(path))
+        assert src.keys() == ["a", "b", "c"]
+        assert [(s["__key__"], s["jpg"], s["txt"]) for s in src] == [
+            ("a", b"1", "x"), ("b", b"2", "y"), ("c", b"3", "z")]
+
+
+def test_a_scattered_tar_too_large_to_hold_is_refused(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_tar(tmp_path / "s.tar", {"a.jpg": b"1" * 600, "b.jpg": b"2" * 600,
+                                          "a.txt": "x" * 600})
+    # 500 B may be held: less than 1,200 (in the order samples complete; 1,800 in key order)
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "2KB")
+    with pytest.raises(SchemaError, match=r"entry 'a\.txt'.*holding each file until its "
+                                          r"sample is complete would take 1\.2 KB .*tar "
+                                          r"--sort=name"):
         open_archive(str(path)).keys()
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "6KB")  # 1.5 KB: in the order samples complete
+    from dload_arrow.ingest import UnsortedWarning
+
+    with pytest.warns(UnsortedWarning, match="not sorted by key"):
+        assert open_archive(str(path)).keys() == ["b", "a"]
 
 
 def test_from_archive_is_a_resumable_pipeline_source(tmp_path: Path, folder: Path) -> None:

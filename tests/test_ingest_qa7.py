@@ -287,7 +287,8 @@ def test_the_advised_command_writes_a_tar_in_key_order(
     assert tar.json["version"] == folder.json["version"] and tar.err == ""
 
 
-def test_the_order_messages_give_a_command_that_works(tmp_path: Path) -> None:
+def test_the_order_messages_give_a_command_that_works(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from dload_arrow.ingest import UnsortedWarning
     from dload_arrow.ingest.order import key_order_command
 
@@ -297,6 +298,8 @@ def test_the_order_messages_give_a_command_that_works(tmp_path: Path) -> None:
     assert key_order_command() in str(got[0].message)
     assert "e.g. `tar --sort=name`" not in str(got[0].message)
     p = _tar(tmp_path / "m.tar", {"img.jpg": b"a", "img.seg.png": b"b", "img.txt": b"c"})
+    assert open_source(str(p)).keys() == ["img", "img.seg"]  # held: as its folder reads
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "4B")  # too little to hold them
     with pytest.raises(SchemaError, match="With --split first") as e:
         open_source(str(p)).keys()
     assert key_order_command() in str(e.value)

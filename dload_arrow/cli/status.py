@@ -20,7 +20,6 @@ from dload_arrow.cli.output import (
 from dload_arrow.cli.setup import shown_path
 from dload_arrow.config import KEYS, resolve_settings
 from dload_arrow.errors import DloadError
-from dload_arrow.read.env_settings import env_settings
 from dload_arrow.storage import LocalStorage, redact_url
 
 __all__ = ["COMMANDS", "cache_summary", "status"]
@@ -66,6 +65,8 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     Example:
       dload status --json
     """
+    from dload_arrow.read.env_settings import env_settings
+
     settings = resolve_settings(False, root=root, cache_dir=cache_dir,
                                 cache_budget=cache_budget)
     try:

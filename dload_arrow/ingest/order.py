@@ -1,8 +1,14 @@
-"""The order of a streamed archive: each sample's files adjacent, and samples in key order.
+"""The order of a streamed archive: each sample's files together, and samples in key order.
 
-A tar is read as a stream, so a sample's files must be adjacent (else the archive is refused)
-and its samples come in archive order; the version id depends on the order, so a tar whose
-samples are not sorted by key gets another id than its folder (:class:`UnsortedWarning`).
+A tar is read as a stream. When each sample's files are adjacent (as webdataset writes them)
+its samples come in archive order, one at a time; the version id depends on the order, so a
+tar whose samples are not sorted by key gets another id than its folder
+(:class:`UnsortedWarning`). A tar made the usual way (``tar -czf x.tar.gz .``) lists files in
+the filesystem's order, which scatters a sample's files: then each file is held in memory from
+where it passes until its sample is complete (:func:`stream_order`), and the samples come in
+key order, the folder's order and id, where the files held at once fit in a quarter of the
+available memory; else in the order they complete (warned), else the tar is refused up front,
+with the command that rewrites it in key order.
 
 ``tar --sort=name`` does not write key order: it sorts each directory's names, and a key is a
 name without its extension, so ``cat-2.jpg`` comes before ``cat.jpg`` (``-`` sorts before
@@ -20,7 +26,10 @@ from collections.abc import Sequence
 from dload_arrow.errors import SchemaError, user_stacklevel
 from dload_arrow.ingest.grouping import Entry, split_name
 
-__all__ = ["UnsortedWarning", "check_adjacent", "key_order_command", "warn_unsorted"]
+__all__ = ["UnsortedWarning", "check_adjacent", "key_order_command", "peak_held", "stream_order",
+           "warn_unsorted"]
+
+_HOLD_FALLBACK = 1 << 30  # bytes a scattered tar may hold where the memory cannot be told
 
 
 class UnsortedWarning(UserWarning):
@@ -45,21 +54,90 @@ def key_order_command(split: str = "last", out: str = "../data.tar") -> str:
             f"tar -cf {out} --no-recursion --null --no-unquote -T -")
 
 
-def check_adjacent(entries: Sequence[Entry], split: str, where: str) -> None:
-    """SchemaError if a sample's files are not adjacent in ``entries`` (archive order)."""
+def stream_order(entries: Sequence[Entry], groups: dict[str, dict[str, Entry]], split: str,
+                 where: str) -> dict[str, dict[str, Entry]]:
+    """The order a tar's samples are read in (the module docstring), ``groups`` reordered.
+
+    Args:
+        entries: the archive's files in archive order (``Entry.ref``: the position).
+        groups: its samples, ``key -> {column: entry}``.
+        split: where a file name's extension starts (``"last"`` or ``"first"``).
+        where: the archive, as errors and warnings name it.
+
+    Raises:
+        SchemaError: the files held at once would not fit (:func:`check_adjacent`'s text).
+    """
+    if _first_stray(entries, split) is None:  # adjacent: streamed in archive order
+        warn_unsorted(list(groups), split, where)
+        return groups
+    limit = _hold_limit()
+    by_key = dict(sorted(groups.items()))
+    if peak_held(by_key) <= limit:
+        return by_key
+    by_end = dict(sorted(groups.items(), key=lambda kv: max(e.ref for e in kv[1].values())))
+    need = peak_held(by_end)
+    if need <= limit:
+        warn_unsorted(list(by_end), split, where)
+        return by_end
+    check_adjacent(entries, split, where, held=(need, limit))
+    raise AssertionError("unreachable: the files are not adjacent")
+
+
+def peak_held(groups: dict[str, dict[str, Entry]]) -> int:
+    """The most bytes held at once reading a tar's files in archive order (``Entry.ref``) and
+    handing out ``groups`` in their dict order: a file is held from where it passes until its
+    sample is handed out, which is once it and every sample before it are complete."""
+    order = list(groups)
+    rank = {k: i for i, k in enumerate(order)}
+    left = {k: len(g) for k, g in groups.items()}
+    bytes_of = dict.fromkeys(order, 0)
+    events = sorted((e.ref, k, e.size) for k, g in groups.items() for e in g.values())
+    complete = [False] * len(order)
+    held = peak = nxt = 0
+    for _, key, size in events:
+        held += size
+        bytes_of[key] += size
+        peak = max(peak, held)
+        left[key] -= 1
+        if not left[key]:
+            complete[rank[key]] = True
+            while nxt < len(order) and complete[nxt]:
+                held -= bytes_of[order[nxt]]
+                nxt += 1
+    return peak
+
+
+def _hold_limit() -> int:
+    """A quarter of the memory available (``DLOAD_MEMORY_LIMIT`` counts), else 1 GiB."""
+    from dload_arrow.read.memory import available_memory
+
+    free = available_memory()
+    return _HOLD_FALLBACK if free is None else free // 4
+
+
+def check_adjacent(entries: Sequence[Entry], split: str, where: str,
+                   held: tuple[int, int] | None = None) -> None:
+    """SchemaError if a sample's files are not adjacent in ``entries`` (archive order);
+    ``held``: the bytes reading them in order would hold at once, and the limit."""
     stray = _first_stray(entries, split)
     if stray is None:
         return
     name, key = stray
+    from dload_arrow.sizes import format_bytes
+
+    memory = "" if held is None else (
+        f", and holding each file until its sample is complete would take "
+        f"{format_bytes(held[0])} of memory at once, more than the {format_bytes(held[1])} "
+        "allowed (a quarter of what is available; DLOAD_MEMORY_LIMIT sets it)")
     first = (" With --split first (split='first' in Python) they are: the extension starts "
              "at the first dot (webdataset names such as x.seg.png)."
              if split == "last" and _first_stray(entries, "first") is None else "")
     raise SchemaError(
         f"{where}: entry {name!r} belongs to sample {key!r} whose other files came earlier, "
-        f"separated by other samples; a tar is read as a stream, so a sample's files must be "
-        f"adjacent.{first} Commit the extracted folder (or a zip of it), or rebuild the tar "
-        f"in key order, inside the folder: {key_order_command(split)} (`tar --sort=name` "
-        "sorts names, not keys)"
+        f"separated by other samples{memory}; a tar is read as a stream, so a sample's files "
+        f"must then be adjacent.{first} Commit the extracted folder (or a zip of it), or "
+        f"rebuild the tar in key order, inside the folder: {key_order_command(split)} "
+        "(`tar --sort=name` sorts names, not keys)"
     )
 
 

@@ -6,10 +6,12 @@ sample's bytes at a time (plus one batch being built), so the RAM used is bounde
 the source is.
 
 Random-access sources (directories, zip) yield samples in sorted key order. Streaming sources
-(tar, compressed or not) yield them in archive order, which needs every sample's files to be
-adjacent in the archive, as webdataset writers and :func:`~dload_arrow.ingest.order.
-key_order_command` produce. The version id depends on the order, so a tar whose samples are
-not sorted by key gets another id than its folder: :class:`UnsortedWarning` says so.
+(tar, compressed or not) yield them in archive order when every sample's files are adjacent in
+the archive, as webdataset writers and :func:`~dload_arrow.ingest.order.key_order_command`
+produce; a tar whose files are scattered holds them until their samples are complete
+(:func:`~dload_arrow.ingest.order.stream_order`). The version id depends on the order, so a
+tar whose samples are not sorted by key gets another id than its folder:
+:class:`UnsortedWarning` says so.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from dload_arrow.ingest.grouping import (
     split_name,
 )
 from dload_arrow.ingest.inner_kinds import archive_of_tables
-from dload_arrow.ingest.order import UnsortedWarning, check_adjacent, warn_unsorted
+from dload_arrow.ingest.order import UnsortedWarning, stream_order
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["BATCH_BYTES", "BATCH_ROWS", "SampleSource", "UnsortedWarning"]
@@ -149,13 +151,11 @@ class SampleSource:
         report.unused_globs = self.globs.describe_unused(self.location)
         # grouped first: an entry stored twice (`tar -rf`) is named as such, not as a stray
         groups = group_entries(entries, self.split, self.location, report)
-        if not self.random_access:
-            check_adjacent(entries, self.split, self.location)
         report.unmatched = [_shown(n) for n in report.unmatched]
         if self.random_access:
             groups = dict(sorted(groups.items()))
-        else:  # once: the plan is cached
-            warn_unsorted(list(groups), self.split, self.location)
+        else:  # warned once: the plan is cached
+            groups = stream_order(entries, groups, self.split, self.location)
         if not groups:
             raise self._nothing_left(report, listed)
         self.globs.warn_unused(self.location)
@@ -243,19 +243,24 @@ class SampleSource:
             for key, group in groups.items():
                 yield self._decode(key, {c: (e, self._read(e)) for c, e in group.items()})
             return
-        current: str | None = None
-        files: dict[str, tuple[Entry, bytes]] = {}
+        # a stream: each file held until its sample is complete and every sample before it
+        # is out (order.stream_order chose an order whose files fit in memory)
+        order = list(groups)
+        nxt = 0
+        pending: dict[str, dict[str, tuple[Entry, bytes]]] = {}
+        complete: set[str] = set()
         for entry, data in self._stream():
             parsed = split_name(entry.name, self.split)
             if parsed is None or groups.get(parsed[0], {}).get(parsed[1]) != entry:
                 continue
-            if parsed[0] != current:
-                if current is not None:
-                    yield self._decode(current, files)
-                current, files = parsed[0], {}
+            files = pending.setdefault(parsed[0], {})
             files[parsed[1]] = (entry, data)
-        if current is not None:
-            yield self._decode(current, files)
+            if len(files) == len(groups[parsed[0]]):
+                complete.add(parsed[0])
+                while nxt < len(order) and order[nxt] in complete:
+                    complete.discard(order[nxt])
+                    yield self._decode(order[nxt], pending.pop(order[nxt]))
+                    nxt += 1
 
     def batches(
         self, max_rows: int = BATCH_ROWS, max_bytes: int = BATCH_BYTES

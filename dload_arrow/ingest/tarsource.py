@@ -1,11 +1,11 @@
 """``TarSource``: samples of a .tar, .tar.gz or .tar.zst archive, streamed, never extracted.
 
-A tar is a stream: the first pass reads the headers (checking names, links, adjacency and the
-integrity of the compressed stream, and that only zeros follow the end-of-archive marker,
-before anything is committed), then each iteration streams the archive once more and yields
-one sample at a time. A hard link (what GNU tar stores for a file's second name) reads as its
-target, an earlier member whose bytes are held from where it passes until its last link;
-symbolic links are skipped and reported.
+A tar is a stream: the first pass reads the headers (checking names, links, the files' order
+(``order.stream_order``), the integrity of the compressed stream, and that only zeros follow
+the end-of-archive marker, before anything is committed), then each iteration streams the
+archive once more and yields one sample at a time. A hard link (what GNU tar stores for a
+file's second name) reads as its target, an earlier member whose bytes are held from where it
+passes until its last link; symbolic links are skipped and reported.
 """
 
 from __future__ import annotations
