@@ -43,11 +43,13 @@ class Decoders:
     Args:
         decode: ``decode(parquet_file, row_group)``, safe to call from several threads at once.
         threads: decoding threads (each decodes the units given to it in the order given).
+        verify: check each page against its CRC (a local root's shards, read in place).
     """
 
     def __init__(self, decode: Callable[[pq.ParquetFile, int], pa.RecordBatch],
-                 threads: int = 2) -> None:
+                 threads: int = 2, verify: bool = False) -> None:
         self._decode = decode
+        self._verify = verify
         self._pools = [ThreadPoolExecutor(1, thread_name_prefix=f"dload-decode{i}")
                        for i in range(max(1, threads))]
         # Each opened on its own thread; closed by the reader only when no decode is pending.
@@ -82,7 +84,8 @@ class Decoders:
                 got[1].close()
             # pre_buffer off, as in open_shard: a memory-mapped file needs no IO threads
             got = (path, pq.ParquetFile(path, memory_map=True, metadata=metadata,
-                                        pre_buffer=False))
+                                        pre_buffer=False,
+                                        page_checksum_verification=self._verify))
             self._files[i] = got
         return self._decode(got[1], rg)
 

@@ -182,7 +182,8 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
               head_first: bool = False,
               abort: threading.Event | None = None) -> Iterator[pa.RecordBatch]:
     decoder = _Decoder(schema, predicate)
-    decoders = Decoders(decoder.decode) if starving is not None else None
+    # a local root's shards are read in place, never hashed: their page CRCs are checked
+    decoders = Decoders(decoder.decode, verify=ctx.in_place) if starving is not None else None
     pending: dict[int, Future[pa.RecordBatch]] = {}  # units of this visit on the decoders
     ahead = 0  # the first unit not yet handed to the decoders (nor read here)
     fetcher = ShardFetcher(ctx, manifest, visits_of(units), window, head_first=head_first,
@@ -225,7 +226,7 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 path = fetcher.get(visit)
                 try:
                     pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
-                                    footers.get(shard), version=manifest.version)
+                                    footers.get(shard), ctx.in_place, manifest.version)
                 # A bad cached copy is removed, and a cached copy gone (the cache directory
                 # deleted since it was held) is missing: fetch it anew, once.
                 except (IntegrityError, NotFoundError):
