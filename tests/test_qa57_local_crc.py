@@ -44,3 +44,29 @@ def test_a_flipped_byte_in_a_local_shard_is_refused(corrupt_root: str, tmp_path:
     with pytest.raises(IntegrityError, match=r"shard [0-9a-f]{12} of dataset 'd' .* is "
                                              r"corrupt .*CRC"):
         READS[how](ds)
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0x01
+    tmp = path.with_suffix(".new")
+    tmp.write_bytes(bytes(data))
+    os.replace(tmp, path)  # another file (inode, mtime), as a copy over it makes
+
+
+def test_a_shard_read_whole_once_is_marked_and_a_changed_file_is_checked_again(
+        tmp_path: Path) -> None:
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    repo = Repository.open(root, cache_dir=cache)
+    v = repo.commit("d", [(f"k{i:03d}", {"blob": bytes([i]) * 1000, "n": i})
+                          for i in range(100)], row_group_size="20KB", progress=False)
+    digest = repo.manifest("d", v.version).digests()[0]
+    marker = cache / "verified" / digest[:2] / digest
+    ds = repo.dataset("d")
+    ds.to_arrow(columns=["blob"])  # a projection leaves other columns' pages unchecked
+    assert not marker.exists()
+    assert len(list(ds.shuffle(60, seed=0))) == 100  # every row group, every column
+    assert marker.exists()
+    _flip(root / "shards" / digest[:2] / f"{digest}.parquet")
+    with pytest.raises(IntegrityError, match="is corrupt"):
+        Repository.open(root, cache_dir=cache).dataset("d").to_arrow()

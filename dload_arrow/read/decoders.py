@@ -43,24 +43,23 @@ class Decoders:
     Args:
         decode: ``decode(parquet_file, row_group)``, safe to call from several threads at once.
         threads: decoding threads (each decodes the units given to it in the order given).
-        verify: check each page against its CRC (a local root's shards, read in place).
     """
 
     def __init__(self, decode: Callable[[pq.ParquetFile, int], pa.RecordBatch],
-                 threads: int = 2, verify: bool = False) -> None:
+                 threads: int = 2) -> None:
         self._decode = decode
-        self._verify = verify
         self._pools = [ThreadPoolExecutor(1, thread_name_prefix=f"dload-decode{i}")
                        for i in range(max(1, threads))]
         # Each opened on its own thread; closed by the reader only when no decode is pending.
-        self._files: list[tuple[str, pq.ParquetFile] | None] = [None] * len(self._pools)
+        self._files: list[tuple[tuple[str, bool], pq.ParquetFile] | None] = \
+            [None] * len(self._pools)
 
     def submit(self, path: str, metadata: pq.FileMetaData, rg: int,
-               thread: int = 0) -> Future[pa.RecordBatch]:
+               thread: int = 0, verify: bool = False) -> Future[pa.RecordBatch]:
         """Start decoding row group ``rg`` of the shard file at ``path`` on thread ``thread``
-        (modulo the number of threads)."""
+        (modulo the number of threads); ``verify``: check its pages' CRCs."""
         i = thread % len(self._pools)
-        return self._pools[i].submit(self._run, i, path, metadata, rg)
+        return self._pools[i].submit(self._run, i, path, metadata, rg, verify)
 
     def end_visit(self) -> None:
         """Close the visit's files. Call it before leaving a visit, with no decode pending."""
@@ -77,15 +76,16 @@ class Decoders:
             pool.shutdown(wait=True, cancel_futures=True)
         self._close()
 
-    def _run(self, i: int, path: str, metadata: pq.FileMetaData, rg: int) -> pa.RecordBatch:
+    def _run(self, i: int, path: str, metadata: pq.FileMetaData, rg: int,
+             verify: bool) -> pa.RecordBatch:
         got = self._files[i]
-        if got is None or got[0] != path:
+        if got is None or got[0] != (path, verify):
             if got is not None:
                 got[1].close()
             # pre_buffer off, as in open_shard: a memory-mapped file needs no IO threads
-            got = (path, pq.ParquetFile(path, memory_map=True, metadata=metadata,
-                                        pre_buffer=False,
-                                        page_checksum_verification=self._verify))
+            got = ((path, verify), pq.ParquetFile(path, memory_map=True, metadata=metadata,
+                                                  pre_buffer=False,
+                                                  page_checksum_verification=verify))
             self._files[i] = got
         return self._decode(got[1], rg)
 

@@ -15,6 +15,7 @@ look-ahead shards while its current shard waited for room that only they could f
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
 
-__all__ = ["MAX_FETCH_THREADS", "ShardFetcher", "visits_of"]
+__all__ = ["MAX_FETCH_THREADS", "ShardFetcher", "shuffled_head", "visits_of"]
 
 MAX_FETCH_THREADS = 8
 
@@ -38,6 +39,13 @@ def visits_of(units: Sequence[tuple[int, int]]) -> list[int]:
         if not out or out[-1] != shard:
             out.append(shard)
     return out
+
+
+def shuffled_head(units: Sequence[tuple[int, int]]) -> bool:
+    """Whether the first visit reads its row groups out of storage order (a shuffled window:
+    it needs nearly all of its shard before its last unit, so that download goes first)."""
+    rgs = [rg for _, rg in itertools.takewhile(lambda u: u[0] == units[0][0], units)]
+    return any(b < a for a, b in itertools.pairwise(rgs))
 
 
 def _release_when_done(fut: Future[Hold | None]) -> None:

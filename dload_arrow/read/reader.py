@@ -11,7 +11,6 @@ projected: they are read, used for filtering, and dropped.
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 from collections import OrderedDict
@@ -27,10 +26,11 @@ from dload_arrow.args import column_names
 from dload_arrow.errors import IntegrityError, NotFoundError, SchemaError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.decoders import Decoders, one_batch, threads_pay_off
-from dload_arrow.read.fetcher import ShardFetcher, visits_of
+from dload_arrow.read.fetcher import ShardFetcher, shuffled_head, visits_of
 from dload_arrow.read.planner import plan_read
 from dload_arrow.read.progressive import PartialShard
 from dload_arrow.read.random_access import corrupt_shard, open_shard
+from dload_arrow.read.verified import LocalChecks
 from dload_arrow.rowfilter import Predicate, filter_rows
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
@@ -162,18 +162,11 @@ def iter_units(
     # consumer still waits, a second decoding thread joins in (read/decoders.py).
     starving = Starving()
     # A shuffled window needs most of its first shard: it downloads first (not a full shuffle)
-    head_first = not full_shuffle and _shuffled_head(units)
+    head_first = not full_shuffle and shuffled_head(units)
     abort = threading.Event()  # set by an owner that drops the reader mid-stream
     stream = _generate(ctx, manifest, units, schema, predicate, plan.window_shards, starving,
                        head_first, abort)
     return read_ahead(stream, DECODE_AHEAD, starving, abort=abort.set)
-
-
-def _shuffled_head(units: list[tuple[int, int]]) -> bool:
-    """Whether the first visit reads its row groups out of storage order (a shuffled window:
-    it needs nearly all of its shard before its last unit, so that download goes first)."""
-    rgs = [rg for _, rg in itertools.takewhile(lambda u: u[0] == units[0][0], units)]
-    return any(b < a for a, b in itertools.pairwise(rgs))
 
 
 def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]],
@@ -182,8 +175,10 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
               head_first: bool = False,
               abort: threading.Event | None = None) -> Iterator[pa.RecordBatch]:
     decoder = _Decoder(schema, predicate)
-    # a local root's shards are read in place, never hashed: their page CRCs are checked
-    decoders = Decoders(decoder.decode, verify=ctx.in_place) if starving is not None else None
+    decoders = Decoders(decoder.decode) if starving is not None else None
+    checks = LocalChecks(ctx.cache_dir, len(schema) == len(manifest.schema)) \
+        if ctx.in_place else None  # read in place, never hashed: page CRCs (verified.py)
+    verify = False
     pending: dict[int, Future[pa.RecordBatch]] = {}  # units of this visit on the decoders
     ahead = 0  # the first unit not yet handed to the decoders (nor read here)
     fetcher = ShardFetcher(ctx, manifest, visits_of(units), window, head_first=head_first,
@@ -224,9 +219,11 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                     assert not pending  # every unit of the visit was taken
                     decoders.end_visit()  # before the hold moves on
                 path = fetcher.get(visit)
+                verify = checks is not None and checks.check(
+                    path, manifest.shards[shard].digest, len(manifest.shards[shard].rg_rows))
                 try:
                     pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
-                                    footers.get(shard), ctx.in_place, manifest.version)
+                                    footers.get(shard), verify, manifest.version)
                 # A bad cached copy is removed, and a cached copy gone (the cache directory
                 # deleted since it was held) is missing: fetch it anew, once.
                 except (IntegrityError, NotFoundError):
@@ -244,7 +241,7 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 while (ahead < len(units) and ahead <= j + DECODE_AHEAD
                        and units[ahead][0] == shard):  # starving: on both threads
                     pending[ahead] = decoders.submit(path, footers[shard], units[ahead][1],
-                                                     ahead % 2 if starving else 0)
+                                                     ahead % 2 if starving else 0, verify)
                     ahead += 1
             try:
                 fut = pending.pop(j, None)
@@ -275,6 +272,8 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                     raise corrupt_shard(ctx, manifest.shards[shard].digest, manifest.name,
                                         f"row group {rg} does not decode: {e2.__cause__}",
                                         path) from e2
+            if checks is not None:
+                checks.passed(manifest.shards[shard].digest, rg)
             yield batch
         if early is not None:
             fetcher.get(0)  # the stream ends inside the first shard: its sha256 must pass

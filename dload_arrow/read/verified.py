@@ -1,0 +1,86 @@
+"""Page CRCs of a local root's shards, checked until this machine has read each one whole.
+
+A local root is read in place and never hashed, so a flipped byte that still decodes was
+handed out as data (QA accept57a). Its shards carry Parquet page CRCs; checking them costs the
+decoding threads 20-25% (bench/notes/speed-work.md, thirtieth session). So a reader checks a
+shard's pages until every row group of it has passed (all columns read), then leaves a marker
+in the cache directory, ``verified/<aa>/<digest>``, holding the file's size, mtime, inode and
+device: later reads of that same file skip the check. A file replaced or rewritten since
+(another mtime or inode) is checked again; bit rot in place after the marker is what
+``dload verify`` (a full re-hash) is for. A marker that cannot be written costs only speed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+
+__all__ = ["LocalChecks"]
+
+
+class LocalChecks:
+    """One reader's view of which local shards still need their pages checked.
+
+    Args:
+        cache_dir: this machine's cache directory (markers go under ``verified/``).
+        whole: whether the reader decodes every column (a projection leaves pages unchecked,
+            so it never marks a shard).
+    """
+
+    def __init__(self, cache_dir: str, whole: bool) -> None:
+        self._dir = os.path.join(cache_dir, "verified")
+        self._whole = whole
+        self._open: dict[str, tuple[str, int, set[int]]] = {}  # digest -> path, groups, seen
+
+    def check(self, path: str, digest: str, row_groups: int) -> bool:
+        """Whether to check the pages of the shard file at ``path`` (read from now on)."""
+        if digest in self._open:
+            return True
+        stamp = _stamp(path)
+        try:
+            with open(self._marker(digest), encoding="ascii") as f:
+                if stamp is not None and f.read() == stamp:
+                    return False
+        except (OSError, ValueError):
+            pass
+        self._open[digest] = (path, row_groups, set())
+        return True
+
+    def passed(self, digest: str, rg: int) -> None:
+        """Row group ``rg`` of ``digest`` decoded with its pages checked; once all have, the
+        shard is marked (if this reader read every column)."""
+        got = self._open.get(digest)
+        if got is None:
+            return
+        got[2].add(rg)
+        if len(got[2]) == got[1] and self._whole:
+            del self._open[digest]
+            self._mark(got[0], digest)
+
+    def _marker(self, digest: str) -> str:
+        return os.path.join(self._dir, digest[:2], digest)
+
+    def _mark(self, path: str, digest: str) -> None:
+        stamp = _stamp(path)
+        if stamp is None:
+            return
+        target = self._marker(digest)
+        tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write(stamp)
+            os.replace(tmp, target)
+        except OSError:  # a read-only or full cache: the next read checks again
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _stamp(path: str) -> str | None:
+    """What identifies the file's bytes short of hashing them (None: it cannot be stat'ed)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{st.st_size} {st.st_mtime_ns} {st.st_ino} {st.st_dev}"
