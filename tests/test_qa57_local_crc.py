@@ -70,3 +70,12 @@ def test_a_shard_read_whole_once_is_marked_and_a_changed_file_is_checked_again(
     _flip(root / "shards" / digest[:2] / f"{digest}.parquet")
     with pytest.raises(IntegrityError, match="is corrupt"):
         Repository.open(root, cache_dir=cache).dataset("d").to_arrow()
+
+
+def test_cache_clear_removes_the_marks(tmp_path: Path) -> None:
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("d", [(f"k{i}", {"n": i}) for i in range(10)], progress=False)
+    list(repo.dataset("d").samples())
+    assert list((tmp_path / "cache" / "verified").rglob("*"))
+    repo.cache_clear()
+    assert not [p for p in (tmp_path / "cache" / "verified").rglob("*") if p.is_file()]

@@ -45,8 +45,8 @@ LOOK_AHEAD_PAUSE = 5.0
 _POLL = 0.05
 _TELL_AFTER = 5.0  # seconds of waiting for room before a reader says it waits
 
-
 WAIT_ENV = "DLOAD_CACHE_WAIT"
+_SMALL = ("footers", "manifests", "verified")  # what clear() removes beside the shards
 
 
 def wait_seconds() -> float:
@@ -176,15 +176,16 @@ class CacheBudget(CacheSpace):
         return time.monotonic() - self._refused_at < LOOK_AHEAD_PAUSE
 
     def clear(self) -> int:
-        """Remove every shard no live reader holds, and the cached footers and manifests
-        (small, fetched again when needed); return the bytes freed."""
+        """Remove every shard no live reader holds, the cached footers and manifests (small,
+        fetched again when needed) and the marks of local shards read whole (verified.py:
+        checked again); return the bytes freed."""
         freed = 0
         with self._tlock, FileLock.acquire(os.path.join(self.dir, "cache.lock"), exclusive=True):
             for _stamp, digest, size in self._scan(cleanup=True)[1]:
                 if self._evict(digest):
                     freed += size
         for folder, _dirs, files in itertools.chain(*(
-                os.walk(os.path.join(self.dir, sub)) for sub in ("footers", "manifests"))):
+                os.walk(os.path.join(self.dir, sub)) for sub in _SMALL)):
             for name in files:
                 if ".tmp" not in name:  # one being written now is left to its writer
                     path = os.path.join(folder, name)
