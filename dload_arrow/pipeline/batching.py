@@ -67,13 +67,15 @@ _NUMBER = (bool, int, float, np.number, np.bool_)
 
 
 def _kind_of(t: type) -> str | None:
+    if issubclass(t, (bool, np.bool_)):  # True beside 3 would collate as 1 (QA mix56)
+        return "bool"
     if issubclass(t, _NUMBER):
         return "number"
     return "text" if issubclass(t, str) else "bytes" if issubclass(t, bytes) else None
 
 
 def check_one_kind(name: str, values: Sequence[Any]) -> None:
-    """Raise SchemaError when a batch's column mixes numbers, text and bytes.
+    """Raise SchemaError when a batch's column mixes booleans, numbers, text and bytes.
 
     Such a column (a mix of datasets that type it differently) would collate into a list of
     mixed values that no model input takes; nulls and other values (lists, dicts) pass.
@@ -106,6 +108,7 @@ def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "") -> 
     if isinstance(first, (bool, int, float, np.number, np.bool_)) and all(
         isinstance(v, (bool, int, float, np.number, np.bool_)) for v in values
     ):
+        check_one_kind(name, values)  # booleans beside numbers
         if dtype is not None:  # a dataset column's values (after unbatch): its own type
             return np.asarray(values, dtype=dtype)
         arr = np.asarray(values)
