@@ -178,6 +178,14 @@ def refuse_unlike_columns(pipe: Any, size: int) -> None:
     mix whose drawn inputs have other columns: it failed at the first batch that met both,
     an epoch's random step in (QA evolve56)."""
     drawn = _drawn_columns(pipe) if size > 1 else None
+    if drawn is None and size > 1:  # a mix of mixes: its own draws meet in the batch too
+        inner = pipe
+        while inner.op in _SAME_COLUMNS:
+            inner = inner._children[0]
+        if inner.op == "mix" and getattr(inner, "weights", None) is not None:
+            for c, w in zip(inner._children[: inner.n], inner.weights, strict=True):
+                if w > 0 and c.schema is None:
+                    refuse_unlike_columns(c, size)
     if drawn and any(set(n) != set(drawn[0][1]) for _, n in drawn):
         (i0, n0), (i, n) = drawn[0], next(x for x in drawn if set(x[1]) != set(drawn[0][1]))
         raise SchemaError(
