@@ -96,11 +96,11 @@ def test_a_copy_removed_by_another_reader_mid_visit_is_read_through_our_mapping(
     real = decoders.Decoders._run
     removed: list[str] = []
 
-    def run(self: Any, i: int, path: str, metadata: Any, rg: int) -> Any:
+    def run(self: Any, i: int, path: str, metadata: Any, rg: int, verify: bool) -> Any:
         if not removed:
             removed.append(path)
             os.unlink(path)  # as corrupt_shard in another process does
-        return real(self, i, path, metadata, rg)
+        return real(self, i, path, metadata, rg, verify)
 
     monkeypatch.setattr(decoders.Decoders, "_run", run)
     assert [s["x"] for s in repo.dataset("d").samples()] == want and removed

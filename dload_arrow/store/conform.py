@@ -125,7 +125,7 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
     def batches() -> Iterator[pa.RecordBatch]:
         for batch in reader:
             try:
-                yield fit_batch(batch, schema)
+                yield fit_batch(batch, schema, no_text_from=True)
             except ColumnMismatch as e:
                 why = (f"{e.reason}. Cast the column to {e.want} in the input, or commit a "
                        "new version with the new type")
@@ -177,10 +177,12 @@ class ColumnMismatch(Exception):
         return str(self.__cause__)
 
 
-def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+def fit_batch(batch: pa.RecordBatch, schema: pa.Schema,
+              no_text_from: bool = False) -> pa.RecordBatch:
     """``batch`` with ``schema``'s columns in its order: a missing column null, the others
     cast to their type (ColumnMismatch if one cannot, or would change its values: text parsed
-    into numbers, a float beyond the type's range turned into inf)."""
+    into numbers, a float beyond the type's range turned into inf; ``no_text_from``: numbers
+    and booleans made text, which an append refuses as its pairs are)."""
     arrays = []
     for f in schema:
         i = batch.schema.get_field_index(f.name)
@@ -194,6 +196,12 @@ def fit_batch(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
             col = flat_tensor(col, shape) or col  # a polars Array of that shape
         elif col.type != f.type and pa.types.is_fixed_size_list(f.type):
             col = nested_tensor(col, f.type) or col  # a tensor into a nested list column
+        if (no_text_from and col.type != f.type and _textual(f.type)
+                and not _textual(col.type) and col.null_count < len(col)):
+            raise ColumnMismatch(f.name, col.type, f.type) from SchemaError(
+                "an append does not store numbers, booleans or other typed values as text (7 "
+                "would become '7', "
+                "True 'true'), as it refuses such values given as samples")
         if col.type != f.type:
             col = _cast(f.name, col, f.type)
         arrays.append(col)
