@@ -174,19 +174,27 @@ def test_tar_with_scattered_sample_files_is_read_in_key_order(tmp_path: Path) ->
 
 def test_a_scattered_tar_too_large_to_hold_is_refused(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from dload_arrow.ingest import UnsortedWarning, order
+
     path = write_tar(tmp_path / "s.tar", {"a.jpg": b"1" * 600, "b.jpg": b"2" * 600,
                                           "a.txt": "x" * 600})
-    # 500 B may be held: less than 1,200 (in the order samples complete; 1,800 in key order)
-    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "2KB")
+    # key order holds 1,800 B at once, the order samples complete 1,200 B
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "2KB")  # 500 B may be held here: refused
     with pytest.raises(SchemaError, match=r"entry 'a\.txt'.*holding each file until its "
-                                          r"sample is complete would take 1\.2 KB .*tar "
+                                          r"sample is complete would take 1\.8 KB .*more "
+                                          r"than a quarter of the memory available .*tar "
                                           r"--sort=name"):
         open_archive(str(path)).keys()
-    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "6KB")  # 1.5 KB: in the order samples complete
-    from dload_arrow.ingest import UnsortedWarning
-
-    with pytest.warns(UnsortedWarning, match="not sorted by key"):
-        assert open_archive(str(path)).keys() == ["b", "a"]
+    monkeypatch.delenv("DLOAD_MEMORY_LIMIT")
+    monkeypatch.setattr(order, "HOLD_CAP", 1500)  # as a tar of more than 1 GiB
+    with pytest.warns(UnsortedWarning, match=r"not sorted by key .*key order would hold "
+                                             r"1\.8 KB"):
+        assert open_archive(str(path)).keys() == ["b", "a"]  # in the order they complete
+    monkeypatch.setattr(order, "HOLD_CAP", 1000)
+    with pytest.raises(SchemaError, match=r"would take 1\.2 KB of memory at once, more than "
+                                          r"the cap for reading a tar's samples in another "
+                                          r"order"):
+        open_archive(str(path)).keys()
 
 
 def test_from_archive_is_a_resumable_pipeline_source(tmp_path: Path, folder: Path) -> None:

@@ -52,10 +52,10 @@ def _folder(base: Path, files: dict[str, bytes]) -> Path:
     return base
 
 
-# --- 1. a tar not sorted by key gets another version id, and says so ------------------------
+# --- 1. a tar not sorted by key: the folder's version id up to 1 GiB held, else a warning --
 
-def test_an_unsorted_tar_warns_that_its_version_id_differs_from_the_folders(
-        run: RunFn, tmp_path: Path) -> None:
+
+def test_an_unsorted_tar_gets_the_folders_version_id(run: RunFn, tmp_path: Path) -> None:
     d = _folder(tmp_path / "d", {"b.jpg": b"1", "a.jpg": b"2"})
     plain = tmp_path / "plain.tar"
     plain.write_bytes(_tar_bytes([("b.jpg", b"1"), ("a.jpg", b"2")]))
@@ -64,20 +64,16 @@ def test_an_unsorted_tar_warns_that_its_version_id_differs_from_the_folders(
     folder = run("commit", "d", "--from", str(d), "--json")
     same = run("commit", "d", "--from", str(ordered), "--json")
     assert same.json["version"] == folder.json["version"] and same.err == ""
-    other = run("commit", "d", "--from", str(plain), "--json")
-    assert other.json["version"] != folder.json["version"]
+    other = run("commit", "d", "--from", str(plain), "--json")  # (held, then key order)
+    assert other.json["version"] == folder.json["version"] and other.err == ""
+
+
+def test_open_archive_warns_once_for_a_tar_too_large_to_sort(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dload_arrow.ingest import UnsortedWarning, order
     from dload_arrow.ingest.order import key_order_command
 
-    assert other.err == (
-        f"warning: {plain}: its samples are not sorted by key ('b' comes before 'a'), so its "
-        "version id differs from the one the same files get from a folder or a zip; to get the "
-        "same id, commit the extracted folder, or rebuild the tar in key order, inside the "
-        f"folder: {key_order_command()} (`tar --sort=name` sorts names, not keys)\n")
-
-
-def test_open_archive_warns_once_for_an_unsorted_tar(tmp_path: Path) -> None:
-    from dload_arrow.ingest import UnsortedWarning
-
+    monkeypatch.setattr(order, "HOLD_CAP", 1)  # as a tar of more than 1 GiB out of order
     plain = tmp_path / "plain.tar"
     plain.write_bytes(_tar_bytes([("b.jpg", b"1"), ("a.jpg", b"2"), ("c.jpg", b"3")]))
     src = open_archive(str(plain))
@@ -85,6 +81,12 @@ def test_open_archive_warns_once_for_an_unsorted_tar(tmp_path: Path) -> None:
         assert src.keys() == ["b", "a", "c"]
         assert [s["__key__"] for s in src] == ["b", "a", "c"]
     assert len(got) == 1
+    assert str(got[0].message) == (
+        f"{plain}: its samples are not sorted by key ('b' comes before 'a') (key order would "
+        "hold 2 B of its files at once, more than 1 B), so its version id differs from the one "
+        "the same files get from a folder or a zip; to get the same id, commit the extracted "
+        f"folder, or rebuild the tar in key order, inside the folder: {key_order_command()} "
+        "(`tar --sort=name` sorts names, not keys)")
 
 
 # --- 2. more than five skipped files: the count of the rest ---------------------------------

@@ -145,14 +145,8 @@ def test_sql_prints_intervals_readably_and_lists_as_strict_json(run: RunFn, tmp_
 
 
 def test_the_upload_line_says_when_it_includes_the_key_index(run: RunFn, tmp_path: Path) -> None:
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("b.txt", "a.txt"):
-        (src / name).write_text(name)
-    with tarfile.open(tmp_path / "x.tar", "w") as tf:  # b before a: keys out of order
-        for name in ("b.txt", "a.txt"):
-            tf.add(src / name, arcname=name)
-    out = run("commit", "u", "--from", str(tmp_path / "x.tar")).out
+    (tmp_path / "x.csv").write_text("id,n\nb,1\na,2\n")  # b before a: keys out of order
+    out = run("commit", "u", "--from", str(tmp_path / "x.csv"), "--key-column", "id").out
     assert "with the key index" in out
 
 

@@ -289,20 +289,24 @@ def test_the_advised_command_writes_a_tar_in_key_order(
 
 def test_the_order_messages_give_a_command_that_works(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    from dload_arrow.ingest import UnsortedWarning
+    from dload_arrow.ingest import UnsortedWarning, order
     from dload_arrow.ingest.order import key_order_command
 
     p = _tar(tmp_path / "a.tar", {"cat-2.jpg": b"2", "cat.jpg": b"1"})
+    assert open_source(str(p)).keys() == ["cat", "cat-2"]  # held: key order
+    monkeypatch.setattr(order, "HOLD_CAP", 1)  # as a tar of more than 1 GiB
     with pytest.warns(UnsortedWarning) as got:
         open_source(str(p)).keys()
     assert key_order_command() in str(got[0].message)
     assert "e.g. `tar --sort=name`" not in str(got[0].message)
+    monkeypatch.undo()
     p = _tar(tmp_path / "m.tar", {"img.jpg": b"a", "img.seg.png": b"b", "img.txt": b"c"})
     assert open_source(str(p)).keys() == ["img", "img.seg"]  # held: as its folder reads
     monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "4B")  # too little to hold them
     with pytest.raises(SchemaError, match="With --split first") as e:
         open_source(str(p)).keys()
     assert key_order_command() in str(e.value)
+    monkeypatch.undo()
     assert open_source(str(p), split="first").keys() == ["img"]  # the advice holds
 
 

@@ -1,14 +1,16 @@
 """The order of a streamed archive: each sample's files together, and samples in key order.
 
-A tar is read as a stream. When each sample's files are adjacent (as webdataset writes them)
-its samples come in archive order, one at a time; the version id depends on the order, so a
-tar whose samples are not sorted by key gets another id than its folder
-(:class:`UnsortedWarning`). A tar made the usual way (``tar -czf x.tar.gz .``) lists files in
-the filesystem's order, which scatters a sample's files: then each file is held in memory from
-where it passes until its sample is complete (:func:`stream_order`), and the samples come in
-key order, the folder's order and id, where the files held at once fit in a quarter of the
-available memory; else in the order they complete (warned), else the tar is refused up front,
-with the command that rewrites it in key order.
+A tar is read as a stream, its files in archive order. Each file is held in memory from where
+it passes until its sample is complete and every sample before it is out, so the samples can
+come in key order, the order (and so the version id) of the same files in a folder or a zip,
+whatever order the tar lists them in (``tar -czf x.tar.gz .`` lists the filesystem's). That
+is done where it holds at most :data:`HOLD_CAP` (1 GiB) of files at once, always for a smaller
+tar. A larger tar whose samples' files are adjacent (as webdataset writes them) streams in
+archive order, one sample at a time; one whose files are scattered comes in the order its
+samples complete, if that holds at most the cap, else it is refused with the command that
+rewrites it in key order. Both are warned (:class:`UnsortedWarning`: another id than the
+folder's). The cap is a constant so that the order is the same on every machine; a quarter of
+the memory available (``DLOAD_MEMORY_LIMIT``) only decides whether it may run here.
 
 ``tar --sort=name`` does not write key order: it sorts each directory's names, and a key is a
 name without its extension, so ``cat-2.jpg`` comes before ``cat.jpg`` (``-`` sorts before
@@ -21,15 +23,18 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from dload_arrow.errors import SchemaError, user_stacklevel
 from dload_arrow.ingest.grouping import Entry, split_name
+from dload_arrow.sizes import format_bytes
 
-__all__ = ["UnsortedWarning", "check_adjacent", "key_order_command", "peak_held", "stream_order",
-           "warn_unsorted"]
+__all__ = ["HOLD_CAP", "UnsortedWarning", "check_adjacent", "key_order_command", "peak_held",
+           "stream_order", "warn_unsorted"]
 
-_HOLD_FALLBACK = 1 << 30  # bytes a scattered tar may hold where the memory cannot be told
+# The most bytes of files a tar's stream may hold to give its samples in key order: a
+# constant, so that the order, and so the version id, is the same on every machine.
+HOLD_CAP = 1 << 30
 
 
 class UnsortedWarning(UserWarning):
@@ -55,49 +60,93 @@ def key_order_command(split: str = "last", out: str = "../data.tar") -> str:
 
 
 def stream_order(entries: Sequence[Entry], groups: dict[str, dict[str, Entry]], split: str,
-                 where: str) -> dict[str, dict[str, Entry]]:
+                 where: str, links: Mapping[int, Entry] | None = None
+                 ) -> dict[str, dict[str, Entry]]:
     """The order a tar's samples are read in (the module docstring), ``groups`` reordered.
+
+    Key order when it holds at most :data:`HOLD_CAP` bytes of files at once; else archive
+    order for a tar whose samples' files are adjacent, the order samples complete for one
+    whose files are scattered (both warned: another version id than the folder's). The order
+    depends only on the archive, never on the machine: the memory available only decides
+    whether the chosen order may run here (refused, never reordered).
 
     Args:
         entries: the archive's files in archive order (``Entry.ref``: the position).
         groups: its samples, ``key -> {column: entry}``.
         split: where a file name's extension starts (``"last"`` or ``"first"``).
         where: the archive, as errors and warnings name it.
+        links: a hard link's position -> its target's entry (held until its last link).
 
     Raises:
-        SchemaError: the files held at once would not fit (:func:`check_adjacent`'s text).
+        SchemaError: the files held at once would pass the cap (scattered) or the memory
+            available (:func:`check_adjacent`'s text).
     """
-    if _first_stray(entries, split) is None:  # adjacent: streamed in archive order
-        warn_unsorted(list(groups), split, where)
-        return groups
-    limit = _hold_limit()
     by_key = dict(sorted(groups.items()))
-    if peak_held(by_key) <= limit:
+    need = peak_held(by_key, links)
+    # one sample is held however the tar is read (a large one is warned of: grouping.py)
+    one = max((sum(e.size for e in g.values()) for g in groups.values()), default=0)
+    if need <= HOLD_CAP:
+        _check_memory(need, one, entries, split, where)
         return by_key
-    by_end = dict(sorted(groups.items(), key=lambda kv: max(e.ref for e in kv[1].values())))
-    need = peak_held(by_end)
-    if need <= limit:
-        warn_unsorted(list(by_end), split, where)
-        return by_end
-    check_adjacent(entries, split, where, held=(need, limit))
-    raise AssertionError("unreachable: the files are not adjacent")
+    adjacent = _first_stray(entries, split) is None
+    order = groups if adjacent else dict(
+        sorted(groups.items(), key=lambda kv: max(e.ref for e in kv[1].values())))
+    held = peak_held(order, links)
+    if not adjacent and held > HOLD_CAP:
+        check_adjacent(entries, split, where, held=(held, HOLD_CAP, "the cap for reading a "
+                                                    "tar's samples in another order,"))
+    _check_memory(held, one, entries, split, where)
+    why = (f" (key order would hold {format_bytes(need)} of its files at once, more than "
+           f"{format_bytes(HOLD_CAP)})")
+    warn_unsorted(list(order), split, where, why)
+    return order
 
 
-def peak_held(groups: dict[str, dict[str, Entry]]) -> int:
+def _check_memory(need: int, one: int, entries: Sequence[Entry], split: str,
+                  where: str) -> None:
+    """Refuse an order whose files held at once pass a quarter of the memory available, and
+    the largest sample (``one``), which any reading holds."""
+    allowed = _allowance()
+    if allowed is None or need <= max(allowed, one):
+        return
+    check_adjacent(entries, split, where, held=(need, allowed, "a quarter of the memory "
+                                                "available (DLOAD_MEMORY_LIMIT sets it),"))
+    raise SchemaError(
+        f"{where}: reading it holds {format_bytes(need)} of its files in memory at once (a "
+        "sample's files until it is complete, a hard link's target until its last link), "
+        f"more than the {format_bytes(allowed)} allowed (a quarter of the memory available; "
+        "DLOAD_MEMORY_LIMIT sets it); commit the extracted folder, or set DLOAD_MEMORY_LIMIT")
+
+
+def peak_held(groups: dict[str, dict[str, Entry]],
+              links: Mapping[int, Entry] | None = None) -> int:
     """The most bytes held at once reading a tar's files in archive order (``Entry.ref``) and
     handing out ``groups`` in their dict order: a file is held from where it passes until its
-    sample is handed out, which is once it and every sample before it are complete."""
+    sample is handed out, which is once it and every sample before it are complete; a hard
+    link's target from where it passes until its last link (``links``)."""
     order = list(groups)
     rank = {k: i for i, k in enumerate(order)}
     left = {k: len(g) for k, g in groups.items()}
     bytes_of = dict.fromkeys(order, 0)
-    events = sorted((e.ref, k, e.size) for k, g in groups.items() for e in g.values())
+    # (position, phase, key, bytes): a target's hold starts (0) before the files at its
+    # position (1) and ends (2) after its last link
+    events: list[tuple[int, int, str, int]] = [
+        (e.ref, 1, k, e.size) for k, g in groups.items() for e in g.values()]
+    last: dict[int, tuple[Entry, int]] = {}
+    for e in (e for g in groups.values() for e in g.values()):
+        if links and e.ref in links:
+            t = links[e.ref]
+            last[t.ref] = (t, max(e.ref, last.get(t.ref, (t, 0))[1]))
+    for t, end in last.values():
+        events += [(t.ref, 0, "", t.size), (end, 2, "", -t.size)]
     complete = [False] * len(order)
     held = peak = nxt = 0
-    for _, key, size in events:
+    for _, phase, key, size in sorted(events):
         held += size
-        bytes_of[key] += size
         peak = max(peak, held)
+        if phase != 1:
+            continue
+        bytes_of[key] += size
         left[key] -= 1
         if not left[key]:
             complete[rank[key]] = True
@@ -107,28 +156,27 @@ def peak_held(groups: dict[str, dict[str, Entry]]) -> int:
     return peak
 
 
-def _hold_limit() -> int:
-    """A quarter of the memory available (``DLOAD_MEMORY_LIMIT`` counts), else 1 GiB."""
+def _allowance() -> int | None:
+    """A quarter of the memory available (``DLOAD_MEMORY_LIMIT`` counts; None: unlimited,
+    or not known)."""
     from dload_arrow.read.memory import available_memory
 
     free = available_memory()
-    return _HOLD_FALLBACK if free is None else free // 4
+    return None if free is None else free // 4
 
 
 def check_adjacent(entries: Sequence[Entry], split: str, where: str,
-                   held: tuple[int, int] | None = None) -> None:
+                   held: tuple[int, int, str] | None = None) -> None:
     """SchemaError if a sample's files are not adjacent in ``entries`` (archive order);
-    ``held``: the bytes reading them in order would hold at once, and the limit."""
+    ``held``: the bytes reading them holds at once, the limit, and what the limit is."""
     stray = _first_stray(entries, split)
     if stray is None:
         return
     name, key = stray
-    from dload_arrow.sizes import format_bytes
-
     memory = "" if held is None else (
         f", and holding each file until its sample is complete would take "
-        f"{format_bytes(held[0])} of memory at once, more than the {format_bytes(held[1])} "
-        "allowed (a quarter of what is available; DLOAD_MEMORY_LIMIT sets it)")
+        f"{format_bytes(held[0])} of memory at once, more than {held[2]} "
+        f"{format_bytes(held[1])}")
     first = (" With --split first (split='first' in Python) they are: the extension starts "
              "at the first dot (webdataset names such as x.seg.png)."
              if split == "last" and _first_stray(entries, "first") is None else "")
@@ -157,18 +205,18 @@ def _first_stray(entries: Sequence[Entry], split: str) -> tuple[str, str] | None
     return None
 
 
-def warn_unsorted(keys: Sequence[str], split: str, where: str) -> None:
+def warn_unsorted(keys: Sequence[str], split: str, where: str, why: str = "") -> None:
     """Warn that a stream's samples are not in key order (the caller warns once).
 
-    A folder or zip yields its samples sorted by key and a tar in archive order, and the
-    version id depends on the order; sorting here would mean buffering the archive or
-    reading it once per sample, so the user is told instead.
+    A folder or zip yields its samples sorted by key, and a tar too where that holds at most
+    :data:`HOLD_CAP` of its files at once; the version id depends on the order, so a larger
+    tar out of key order is told (``why``: what key order would have held).
     """
     for before, after in itertools.pairwise(keys):
         if after < before:
             warnings.warn(
                 f"{where}: its samples are not sorted by key ({before!a} comes before "
-                f"{after!a}), so its version id differs from the one the same files get from "
+                f"{after!a}){why}, so its version id differs from the one the same files get from "
                 "a folder or a zip; to get the same id, commit the extracted folder, or "
                 f"rebuild the tar in key order, inside the folder: {key_order_command(split)} "
                 "(`tar --sort=name` sorts names, not keys)",

@@ -6,11 +6,10 @@ sample's bytes at a time (plus one batch being built), so the RAM used is bounde
 the source is.
 
 Random-access sources (directories, zip) yield samples in sorted key order. Streaming sources
-(tar, compressed or not) yield them in archive order when every sample's files are adjacent in
-the archive, as webdataset writers and :func:`~dload_arrow.ingest.order.key_order_command`
-produce; a tar whose files are scattered holds them until their samples are complete
+(tar, compressed or not) hold each file until its sample is complete, which gives key order
+too where that holds at most 1 GiB at once; a larger tar comes in archive order
 (:func:`~dload_arrow.ingest.order.stream_order`). The version id depends on the order, so a
-tar whose samples are not sorted by key gets another id than its folder:
+tar whose samples then come out of key order gets another id than its folder:
 :class:`UnsortedWarning` says so.
 """
 
@@ -155,7 +154,8 @@ class SampleSource:
         if self.random_access:
             groups = dict(sorted(groups.items()))
         else:  # warned once: the plan is cached
-            groups = stream_order(entries, groups, self.split, self.location)
+            groups = stream_order(entries, groups, self.split, self.location,
+                                  getattr(self, "_links", None))  # (a tar's hard links)
         if not groups:
             raise self._nothing_left(report, listed)
         self.globs.warn_unused(self.location)
