@@ -5,6 +5,7 @@ flipped byte as data; only ``get`` and ``ds[i]`` checked the pages' CRCs)."""
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +80,44 @@ def test_cache_clear_removes_the_marks(tmp_path: Path) -> None:
     assert list((tmp_path / "cache" / "verified").rglob("*"))
     repo.cache_clear()
     assert not [p for p in (tmp_path / "cache" / "verified").rglob("*") if p.is_file()]
+
+
+def test_a_copy_over_the_file_keeping_its_mtime_is_checked_again(tmp_path: Path) -> None:
+    """QA review57: ``cp -p`` writes into the same inode and sets the old mtime back; the
+    marker held size, mtime and inode only, so the corrupt copy skipped its check."""
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    repo = Repository.open(root, cache_dir=cache)
+    rnd = random.Random(0)  # incompressible: a flipped byte still decodes, only the CRC tells
+    v = repo.commit("d", [(f"k{i:03d}", {"blob": rnd.randbytes(1000)}) for i in range(100)],
+                    row_group_size="20KB", progress=False)
+    digest = repo.manifest("d", v.version).digests()[0]
+    path = root / "shards" / digest[:2] / f"{digest}.parquet"
+    list(repo.dataset("d").samples())
+    assert (cache / "verified" / digest[:2] / digest).exists()
+    before = os.stat(path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    os.chmod(path, 0o644)
+    with open(path, "r+b") as f:  # the same inode, as cp -p over it
+        f.write(bytes(data))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_ino == before.st_ino
+    with pytest.raises(IntegrityError, match="is corrupt"):
+        Repository.open(root, cache_dir=cache).dataset("d").to_arrow()
+
+
+def test_no_marker_for_a_file_replaced_while_it_was_read(tmp_path: Path) -> None:
+    """QA review57: a file replaced during a whole read was marked with the new file's
+    stamp, though the old one was checked; the corrupt new one then skipped its check."""
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    repo = Repository.open(root, cache_dir=cache)
+    rnd = random.Random(0)
+    v = repo.commit("d", [(f"k{i:03d}", {"blob": rnd.randbytes(1000)}) for i in range(100)],
+                    row_group_size="20KB", progress=False)
+    digest = repo.manifest("d", v.version).digests()[0]
+    it = repo.dataset("d").batches()
+    next(it)  # the read has the good file open
+    _flip(root / "shards" / digest[:2] / f"{digest}.parquet")
+    list(it)  # finishes on its mapping of the good file
+    with pytest.raises(IntegrityError, match="is corrupt"):
+        Repository.open(root, cache_dir=cache).dataset("d").to_arrow()

@@ -4,9 +4,10 @@ A local root is read in place and never hashed, so a flipped byte that still dec
 handed out as data (QA accept57a). Its shards carry Parquet page CRCs; checking them costs the
 decoding threads 20-25% (bench/notes/speed-work.md, thirtieth session). So a reader checks a
 shard's pages until every row group of it has passed (all columns read), then leaves a marker
-in the cache directory, ``verified/<aa>/<digest>``, holding the file's size, mtime, inode and
-device: later reads of that same file skip the check. A file replaced or rewritten since
-(another mtime or inode) is checked again; bit rot in place after the marker is what
+in the cache directory, ``verified/<aa>/<digest>``, holding the file's size, mtime, ctime,
+inode and device as they were when its check began (and still are): later reads of that same
+file skip the check. A file replaced or rewritten since (another ctime or inode, which even
+``cp -p`` changes) is checked again; bit rot in place after the marker is what
 ``dload verify`` (a full re-hash) is for. A marker that cannot be written costs only speed.
 """
 
@@ -31,20 +32,25 @@ class LocalChecks:
     def __init__(self, cache_dir: str, whole: bool) -> None:
         self._dir = os.path.join(cache_dir, "verified")
         self._whole = whole
-        self._open: dict[str, tuple[str, int, set[int]]] = {}  # digest -> path, groups, seen
+        # digest -> the file's path and stamp when its check began, its row groups, and
+        # those checked: marked only if the file is the same one at the end (QA review57)
+        self._open: dict[str, tuple[str, str, int, set[int]]] = {}
 
     def check(self, path: str, digest: str, row_groups: int) -> bool:
         """Whether to check the pages of the shard file at ``path`` (read from now on)."""
-        if digest in self._open:
-            return True
         stamp = _stamp(path)
+        if digest in self._open:
+            if self._open[digest][1] != stamp:  # another file since: its checks start over
+                self._open[digest] = (path, stamp or "", row_groups, set())
+            return True
         try:
             with open(self._marker(digest), encoding="ascii") as f:
                 if stamp is not None and f.read() == stamp:
                     return False
         except (OSError, ValueError):
             pass
-        self._open[digest] = (path, row_groups, set())
+        if stamp is not None:
+            self._open[digest] = (path, stamp, row_groups, set())
         return True
 
     def passed(self, digest: str, rg: int) -> None:
@@ -53,17 +59,16 @@ class LocalChecks:
         got = self._open.get(digest)
         if got is None:
             return
-        got[2].add(rg)
-        if len(got[2]) == got[1] and self._whole:
+        got[3].add(rg)
+        if len(got[3]) == got[2] and self._whole:
             del self._open[digest]
-            self._mark(got[0], digest)
+            self._mark(got[0], got[1], digest)
 
     def _marker(self, digest: str) -> str:
         return os.path.join(self._dir, digest[:2], digest)
 
-    def _mark(self, path: str, digest: str) -> None:
-        stamp = _stamp(path)
-        if stamp is None:
+    def _mark(self, path: str, stamp: str, digest: str) -> None:
+        if _stamp(path) != stamp:  # replaced or rewritten while it was read: not this one
             return
         target = self._marker(digest)
         tmp = f"{target}.tmp-{uuid.uuid4().hex}"
@@ -78,9 +83,10 @@ class LocalChecks:
 
 
 def _stamp(path: str) -> str | None:
-    """What identifies the file's bytes short of hashing them (None: it cannot be stat'ed)."""
+    """What identifies the file's bytes short of hashing them (None: it cannot be stat'ed):
+    the change time too, which a copy keeping the old mtime (``cp -p``) cannot set back."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return f"{st.st_size} {st.st_mtime_ns} {st.st_ino} {st.st_dev}"
+    return f"{st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino} {st.st_dev}"
