@@ -93,3 +93,16 @@ def test_a_read_meeting_a_half_done_rm_does_not_prescribe_a_repair_alone(
     with pytest.raises(NotFoundError, match=r"half removed: .*unless an rm or commit of it is "
                                             r"still running in another process: then retry"):
         repo.dataset("d")
+
+
+def test_a_memoized_derive_checks_the_new_name_too(repo: Repository) -> None:
+    """QA review57: a pipeline derived before was published under a new name from its memo
+    without the name checks a commit makes."""
+    repo.commit("raw", [(f"k{i}", {"n": i}) for i in range(5)], progress=False)
+    pipe = repo.dataset("raw").pipeline()
+    repo.derive("clean", pipe, progress=False)
+    for name, why in (("Clean", "only in case"), ("con", "device name")):
+        with pytest.raises(InvalidNameError, match=why):
+            repo.derive(name, pipe, progress=False)
+    assert repo.datasets() == ["clean", "raw"]
+    assert repo.derive("clean2", pipe, progress=False).shards_uploaded == 0  # memo still used

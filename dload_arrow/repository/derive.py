@@ -41,6 +41,7 @@ from dload_arrow.storage import redact_url
 from dload_arrow.store.commit import Version, commit_samples
 from dload_arrow.store.manifest import check_meta
 from dload_arrow.store.names import KEY_COLUMN, check_name
+from dload_arrow.store.refs import read_ref
 
 if TYPE_CHECKING:
     from dload_arrow.repository.repository import Repository
@@ -177,6 +178,8 @@ def derive(
     fp = fingerprint(pipe)  # now, not the pipeline's cached value: globals may have changed
     options = _options(commit_kwargs)
     if not force:
+        if read_ref(repo.storage, name, "latest") is None:  # a memo is published as a new
+            repo._new_name(name)  # dataset too: its name checked as a commit's is
         found = memoized(repo, name, fp, options, None if meta is None else dict(meta), recipe)
         if found is not None:
             return found

@@ -259,5 +259,10 @@ class VersionsMixin(RemoveMixin):
             raise
         except DloadError:  # unreadable: every reused shard is touched, as before
             return None, frozenset()
-        refuse_new_name(self.storage, name, redact_url(self.storage.url))  # a new dataset
+        self._new_name(name)
         return None, frozenset()
+
+    def _new_name(self, name: str) -> None:
+        """Refuse ``name`` for a new dataset (``refuse_new_name``); a dataset with a
+        ``latest`` ref keeps any name it has."""
+        refuse_new_name(self.storage, name, redact_url(self.storage.url))
