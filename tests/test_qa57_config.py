@@ -77,4 +77,5 @@ def test_status_lists_the_environment_only_variables(monkeypatch: pytest.MonkeyP
     assert env["DLOAD_CACHE_WAIT"] == {"value": None, "effective": "600 s", "error": None}
     r = dload("status", cwd=cwd, env={"DLOAD_CACHE_WAIT": "soon"}, rc=1)
     assert "environment: DLOAD_MEMORY_LIMIT unset" in r.out
+    assert "DLOAD_CACHE_WAIT='soon': REFUSED (see the error)" in r.out
     assert "DLOAD_CACHE_WAIT='soon' is not a number of seconds" in r.err

@@ -130,8 +130,8 @@ def _shown(settings: Any, key: str) -> str | None:
 
 def _env_text(env: dict[str, dict[str, Any]]) -> None:
     """One line for the environment-only variables: each one's value and what it means."""
-    parts = [f"{name}={v['value']!r}: {v['effective']}" if v["value"] else
-             f"{name} unset: {v['effective']}" for name, v in env.items() if v["effective"]]
+    parts = [f"{name}={v['value']!r}: {v['effective'] or 'REFUSED (see the error)'}"
+             if v["value"] else f"{name} unset: {v['effective']}" for name, v in env.items()]
     click.echo("environment: " + "; ".join(parts))
 
 
