@@ -121,3 +121,38 @@ def test_no_marker_for_a_file_replaced_while_it_was_read(tmp_path: Path) -> None
     list(it)  # finishes on its mapping of the good file
     with pytest.raises(IntegrityError, match="is corrupt"):
         Repository.open(root, cache_dir=cache).dataset("d").to_arrow()
+
+
+_FOOTER_FLIP = """
+import os, random, sys
+from pathlib import Path
+from dload_arrow import IntegrityError, Repository
+root = Path(sys.argv[1])
+repo = Repository.open(root / "root", cache_dir=root / "c0")
+rnd = random.Random(0)
+rows = [(f"k{i:03d}", {"n": rnd.randrange(1 << 40), "s": f"text-{rnd.random()}",
+                       "b": rnd.randbytes(20), "f": rnd.random()}) for i in range(60)]
+v = repo.commit("d", rows, row_group_size="2KB", progress=False)
+digest = repo.manifest("d", v.version).digests()[0]
+path = root / "root" / "shards" / digest[:2] / f"{digest}.parquet"
+os.chmod(path, 0o644)
+b = bytearray(path.read_bytes()); b[len(b) - 2050] ^= 0x10; path.write_bytes(bytes(b))
+try:
+    Repository.open(root / "root", cache_dir=root / "c1").dataset("d").to_arrow()
+    print("no error")
+except IntegrityError as e:
+    print("IntegrityError", e)
+"""
+
+
+def test_a_footer_garbled_into_other_column_names_is_an_integrity_error(
+        tmp_path: Path) -> None:
+    """QA review57: the flipped byte renamed a column in the footer, and the read raised a
+    bare KeyError. (In a subprocess: other flips there abort the process inside pyarrow.)"""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _FOOTER_FLIP, str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.startswith("IntegrityError shard "), (out.stdout, out.stderr[-2000:])
+    assert "is corrupt (row group 0 does not decode" in out.stdout

@@ -98,10 +98,7 @@ class _Decoder:
         self, read: Callable[[list[str] | None], pa.Table | None]
     ) -> pa.RecordBatch | None:
         """Decode the table ``read(columns)`` returns (columns None: all; None passes through).
-
-        Thread-safe (the decoding threads share it): ``read_all`` only ever turns on, and each
-        call decides on the value it read, so a call racing the switch retries once.
-        """
+        Thread-safe: ``read_all`` only turns on, and a call racing the switch retries once."""
         read_all = self.read_all
         table = read(None if read_all else self.schema.names)
         if table is None:
@@ -115,7 +112,10 @@ class _Decoder:
                     raise
                 self.read_all = True
                 return self.decode_with(read)
-        return one_batch(table, self.schema)
+        try:
+            return one_batch(table, self.schema)
+        except KeyError as e:  # a footer garbled into other column names (QA review57)
+            raise _Unreadable() from e
 
 
 def iter_units(
