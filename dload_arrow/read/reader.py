@@ -78,13 +78,11 @@ class _Decoder:
         self.threads: bool | None = None  # threads_pay_off, decided on the first row group
 
     def decode(self, pf: pq.ParquetFile, rg: int) -> pa.RecordBatch:
-        if self.threads is None:
-            self.threads = threads_pay_off(pf.metadata.row_group(rg), self.schema.names)
         threads = self.threads
 
         def read(cols: list[str] | None) -> pa.Table:
             try:
-                return pf.read_row_group(rg, columns=cols, use_threads=threads)
+                return pf.read_row_group(rg, columns=cols, use_threads=bool(threads))
             except (OSError, pa.ArrowInvalid) as e:
                 if isinstance(e, FileNotFoundError):
                     raise
@@ -92,6 +90,9 @@ class _Decoder:
 
         got = self.decode_with(read)
         assert got is not None
+        if threads is None:  # after a row group decoded: a garbled footer's column metadata,
+            # read first, aborted the process (pyarrow raises it as C++, QA review57)
+            self.threads = threads_pay_off(pf.metadata.row_group(rg), self.schema.names)
         return got
 
     def decode_with(
