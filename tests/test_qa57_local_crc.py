@@ -118,7 +118,10 @@ def test_no_marker_for_a_file_replaced_while_it_was_read(tmp_path: Path) -> None
     it = repo.dataset("d").batches()
     next(it)  # the read has the good file open
     _flip(root / "shards" / digest[:2] / f"{digest}.parquet")
-    list(it)  # finishes on its mapping of the good file
+    try:
+        list(it)  # finishes on its mapping of the good file,
+    except IntegrityError:  # or a decoding thread opens the new one: caught at once
+        pass
     with pytest.raises(IntegrityError, match="is corrupt"):
         Repository.open(root, cache_dir=cache).dataset("d").to_arrow()
 
