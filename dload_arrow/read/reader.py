@@ -83,7 +83,7 @@ class _Decoder:
         def read(cols: list[str] | None) -> pa.Table:
             try:
                 return pf.read_row_group(rg, columns=cols, use_threads=bool(threads))
-            except (OSError, pa.ArrowInvalid) as e:
+            except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                 if isinstance(e, FileNotFoundError):
                     raise
                 raise _Unreadable() from e
