@@ -4,8 +4,8 @@ A tar is read as a stream, its files in archive order. Each file is held in memo
 it passes until its sample is complete and every sample before it is out, so the samples can
 come in key order, the order (and so the version id) of the same files in a folder or a zip,
 whatever order the tar lists them in (``tar -czf x.tar.gz .`` lists the filesystem's). That
-is done where it holds at most :data:`HOLD_CAP` (1 GiB) of files at once, always for a smaller
-tar. A larger tar whose samples' files are adjacent (as webdataset writes them) streams in
+is done where it holds at most :data:`HOLD_CAP` (256 MiB) of files at once, always for a
+smaller tar. A larger tar whose samples' files are adjacent (as webdataset writes them) streams in
 archive order, one sample at a time; one whose files are scattered comes in the order its
 samples complete, if that holds at most the cap, else it is refused with the command that
 rewrites it in key order. Both are warned (:class:`UnsortedWarning`: another id than the
@@ -33,8 +33,10 @@ __all__ = ["HOLD_CAP", "UnsortedWarning", "check_adjacent", "key_order_command",
            "stream_order", "warn_unsorted"]
 
 # The most bytes of files a tar's stream may hold to give its samples in key order: a
-# constant, so that the order, and so the version id, is the same on every machine.
-HOLD_CAP = 1 << 30
+# constant, so that the order, and so the version id, is the same on every machine; small
+# enough for any machine that trains (a quarter of 1 GiB available), so that a shuffled
+# webdataset tar that streamed one sample at a time is not refused where memory is short.
+HOLD_CAP = 256 << 20
 
 
 class UnsortedWarning(UserWarning):
@@ -112,46 +114,61 @@ def _check_memory(need: int, one: int, entries: Sequence[Entry], split: str,
     check_adjacent(entries, split, where, held=(need, allowed, "a quarter of the memory "
                                                 "available (DLOAD_MEMORY_LIMIT sets it),"))
     raise SchemaError(
-        f"{where}: reading it holds {format_bytes(need)} of its files in memory at once (a "
-        "sample's files until it is complete, a hard link's target until its last link), "
-        f"more than the {format_bytes(allowed)} allowed (a quarter of the memory available; "
-        "DLOAD_MEMORY_LIMIT sets it); commit the extracted folder, or set DLOAD_MEMORY_LIMIT")
+        f"{where}: its samples are out of key order, and reading them in key order (the "
+        f"order, and version id, of its folder) holds {format_bytes(need)} of its files in "
+        f"memory at once, more than the {format_bytes(allowed)} this machine allows (a "
+        "quarter of the memory available; DLOAD_MEMORY_LIMIT sets it). Commit the extracted "
+        f"folder, or rebuild the tar in key order, inside the folder: {key_order_command(split)}")
 
 
 def peak_held(groups: dict[str, dict[str, Entry]],
               links: Mapping[int, Entry] | None = None) -> int:
     """The most bytes held at once reading a tar's files in archive order (``Entry.ref``) and
     handing out ``groups`` in their dict order: a file is held from where it passes until its
-    sample is handed out, which is once it and every sample before it are complete; a hard
-    link's target from where it passes until its last link (``links``)."""
+    sample is handed out, which is once it and every sample before it are complete. A hard
+    link's bytes are its target's (``links``: a link's position -> the target's entry), held
+    from where the target passes until its last link: one copy however many files share it
+    (QA review57b: counted once per name, tars that fit were refused)."""
     order = list(groups)
     rank = {k: i for i, k in enumerate(order)}
     left = {k: len(g) for k, g in groups.items()}
-    bytes_of = dict.fromkeys(order, 0)
-    # (position, phase, key, bytes): a target's hold starts (0) before the files at its
+    blobs: dict[str, list[tuple[int, int]]] = {k: [] for k in order}  # (data, size) per file
+    # (position, phase, key, data, size): a target's hold begins (0) before the files at its
     # position (1) and ends (2) after its last link
-    events: list[tuple[int, int, str, int]] = [
-        (e.ref, 1, k, e.size) for k, g in groups.items() for e in g.values()]
+    events: list[tuple[int, int, str, int, int]] = []
     last: dict[int, tuple[Entry, int]] = {}
-    for e in (e for g in groups.values() for e in g.values()):
-        if links and e.ref in links:
-            t = links[e.ref]
-            last[t.ref] = (t, max(e.ref, last.get(t.ref, (t, 0))[1]))
+    for k, g in groups.items():
+        for e in g.values():
+            t = links.get(e.ref) if links else None
+            data = e.ref if t is None else t.ref
+            events.append((e.ref, 1, k, data, e.size))
+            if t is not None:
+                last[t.ref] = (t, max(e.ref, last.get(t.ref, (t, 0))[1]))
     for t, end in last.values():
-        events += [(t.ref, 0, "", t.size), (end, 2, "", -t.size)]
+        events += [(t.ref, 0, "", t.ref, t.size), (end, 2, "", t.ref, t.size)]
+    refs: dict[int, int] = {}
     complete = [False] * len(order)
     held = peak = nxt = 0
-    for _, phase, key, size in sorted(events):
-        held += size
-        peak = max(peak, held)
-        if phase != 1:
+
+    def drop(data: int, size: int) -> int:
+        refs[data] -= 1
+        return size if not refs[data] else 0
+
+    for _, phase, key, data, size in sorted(events):
+        if phase == 2:
+            held -= drop(data, size)
             continue
-        bytes_of[key] += size
+        refs[data] = refs.get(data, 0) + 1
+        held += size if refs[data] == 1 else 0
+        peak = max(peak, held)
+        if phase == 0:
+            continue
+        blobs[key].append((data, size))
         left[key] -= 1
         if not left[key]:
             complete[rank[key]] = True
             while nxt < len(order) and complete[nxt]:
-                held -= bytes_of[order[nxt]]
+                held -= sum(drop(d, n) for d, n in blobs[order[nxt]])
                 nxt += 1
     return peak
 

@@ -7,7 +7,7 @@ the source is.
 
 Random-access sources (directories, zip) yield samples in sorted key order. Streaming sources
 (tar, compressed or not) hold each file until its sample is complete, which gives key order
-too where that holds at most 1 GiB at once; a larger tar comes in archive order
+too where that holds at most 256 MiB at once; a larger tar comes in archive order
 (:func:`~dload_arrow.ingest.order.stream_order`). The version id depends on the order, so a
 tar whose samples then come out of key order gets another id than its folder:
 :class:`UnsortedWarning` says so.

@@ -27,7 +27,7 @@ row group into the one record batch the reader yields.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import pyarrow as pa
@@ -96,30 +96,21 @@ class Decoders:
                 got[1].close()
 
 
-def threads_pay_off(row_group: pq.RowGroupMetaData, names: Sequence[str]) -> bool:
-    """Whether decoding the columns ``names`` of row groups like ``row_group`` gains from
-    Arrow's threads (one task per column).
+def threads_pay_off(decoded: pa.RecordBatch | pa.Table) -> bool:
+    """Whether decoding row groups like ``decoded`` (one decoded already, its projected
+    columns) gains from Arrow's threads (one task per column).
 
     Only when the columns besides the largest hold at least half its bytes: there is then
     work to run beside it (tabular rows decode 17% faster with threads). When one column
     holds nearly all the bytes (images, token sequences) nothing runs beside it, and the
     tasks' hand-offs cost CPU (images: 270k -> 330k rows/s without them; speed-work.md,
-    "Ninth session"). The reader's own threads already decode units in parallel.
+    "Ninth session"). The reader's own threads already decode units in parallel. Measured on
+    a decoded row group, not its footer's column metadata: a garbled footer aborted the
+    process there, inside pyarrow, before any read could refuse it (QA review57, review57b).
     """
-    sizes = dict.fromkeys(names, 0)
-    for i in range(row_group.num_columns):
-        column = row_group.column(i)
-        path = column.path_in_schema  # a list's values are "name.list.element"
-        for name in _prefixes(path):  # the names it may belong to (a name may hold dots)
-            if name in sizes:
-                sizes[name] += column.total_uncompressed_size
-    largest = max(sizes.values(), default=0)
-    return sum(sizes.values()) - largest >= largest / 2
-
-
-def _prefixes(path: str) -> list[str]:
-    parts = path.split(".")
-    return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    sizes = [c.nbytes for c in decoded.columns]
+    largest = max(sizes, default=0)
+    return sum(sizes) - largest >= largest / 2
 
 
 def one_batch(table: pa.Table, schema: pa.Schema) -> pa.RecordBatch:

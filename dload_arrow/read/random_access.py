@@ -39,17 +39,19 @@ class ShardRef:
     """Where a Parquet object is and how it is laid out (a data shard or the key index)."""
 
     def __init__(self, digest: str, nbytes: int, footer_offset: int,
-                 rg_offsets: tuple[int, ...], rg_bytes: tuple[int, ...]) -> None:
+                 rg_offsets: tuple[int, ...], rg_bytes: tuple[int, ...],
+                 rg_rows: tuple[int, ...] | None = None) -> None:
         self.digest = check_digest(digest, "shard digest")
         self.nbytes = nbytes
         self.footer_offset = footer_offset
         self.rg_offsets = rg_offsets
         self.rg_bytes = rg_bytes
+        self.rg_rows = rg_rows  # as the manifest lists them (a data shard's)
 
     @classmethod
     def of(cls, entry: ShardEntry) -> ShardRef:
         return cls(entry.digest, entry.bytes, entry.footer_offset, entry.rg_offsets,
-                   entry.rg_bytes)
+                   entry.rg_bytes, tuple(entry.rg_rows))
 
     @classmethod
     def of_index(cls, info: dict[str, Any]) -> ShardRef:
@@ -118,16 +120,25 @@ class RangeFile(io.RawIOBase):
 
 def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
                metadata: pq.FileMetaData | None = None, verify: bool = False,
-               version: str | None = None) -> pq.ParquetFile:
+               version: str | None = None,
+               rg_rows: Sequence[int] | None = None) -> pq.ParquetFile:
     """The shard file at local ``path``, memory-mapped (``verify``: pages checked against
     their CRCs); a missing file is NotFoundError and an unreadable footer IntegrityError,
     both naming the shard and the dataset (``version``: the version read, for the message of
-    a shard gone with it)."""
+    a shard gone with it; ``rg_rows``: the row counts the manifest lists, which a footer
+    parsed here must give: a garbled count silently dropped rows, QA review57b)."""
     try:
         # pre_buffer (Arrow's default) reads each column chunk on its IO thread pool: for a
         # memory-mapped file that is only a hand-off, 20% of a row group's decode
-        return pq.ParquetFile(path, memory_map=True, metadata=metadata, pre_buffer=False,
-                              page_checksum_verification=verify)
+        pf = pq.ParquetFile(path, memory_map=True, metadata=metadata, pre_buffer=False,
+                            page_checksum_verification=verify)
+        meta = pf.metadata
+        if metadata is None and rg_rows is not None and list(rg_rows) != [
+                meta.row_group(i).num_rows for i in range(meta.num_row_groups)]:
+            pf.close()
+            raise corrupt_shard(ctx, digest, dataset, "its footer's row counts are not the "
+                                "manifest's", path)
+        return pf
     except FileNotFoundError as e:
         raise missing_shard(ctx.storage, digest, dataset, version) from e
     # (NotImplemented: a footer whose type is garbled into one no reader has)
@@ -196,14 +207,22 @@ class RowGroupReader:
         """Row group ``rg`` of ``pf``; bytes that do not decode (a page failing its CRC, a
         garbled page header) are an IntegrityError naming the shard, not Arrow's own error."""
         try:
-            return pf.read_row_group(rg, columns=columns)
-        except (OSError, pa.ArrowInvalid) as e:
+            table = pf.read_row_group(rg, columns=columns)
+        except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
             if isinstance(e, OSError) and e.errno is not None:
                 raise  # the system's (a disk's) error, not the shard's bytes
             text = " ".join(str(e).split())
             what = ("fails its page checksum" if "CRC" in text or "checksum" in text
                     else f"does not decode: {text}")
             raise corrupt_shard(self.ctx, ref.digest, dataset, f"row group {rg} {what}") from e
+        # a footer garbled into other names or row counts decodes "fine" (QA review57b)
+        lost = [c for c in columns or () if c not in table.column_names]
+        rows = None if ref.rg_rows is None else ref.rg_rows[rg]
+        if lost or (rows is not None and table.num_rows != rows):
+            raise corrupt_shard(self.ctx, ref.digest, dataset, f"row group {rg} does not "
+                                f"match its manifest: {table.num_rows} rows (of {rows}), "
+                                f"columns {table.column_names}")
+        return table
 
     def metadata(self, ref: ShardRef) -> pq.FileMetaData:
         """The parsed footer of ``ref``: memory, then the footer cache, then one ranged read."""

@@ -90,9 +90,8 @@ class _Decoder:
 
         got = self.decode_with(read)
         assert got is not None
-        if threads is None:  # after a row group decoded: a garbled footer's column metadata,
-            # read first, aborted the process (pyarrow raises it as C++, QA review57)
-            self.threads = threads_pay_off(pf.metadata.row_group(rg), self.schema.names)
+        if threads is None:  # from the first row group decoded (not from its footer)
+            self.threads = threads_pay_off(got)
         return got
 
     def decode_with(
@@ -220,11 +219,11 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                     assert not pending  # every unit of the visit was taken
                     decoders.end_visit()  # before the hold moves on
                 path = fetcher.get(visit)
-                verify = checks is not None and checks.check(
-                    path, manifest.shards[shard].digest, len(manifest.shards[shard].rg_rows))
+                entry = manifest.shards[shard]
+                verify = checks is not None and checks.check(path, entry.digest, len(entry.rg_rows))
                 try:
-                    pf = open_shard(ctx, path, manifest.shards[shard].digest, manifest.name,
-                                    footers.get(shard), verify, manifest.version)
+                    pf = open_shard(ctx, path, entry.digest, manifest.name, footers.get(shard),
+                                    verify, manifest.version, entry.rg_rows)
                 # A bad cached copy is removed, and a cached copy gone (the cache directory
                 # deleted since it was held) is missing: fetch it anew, once.
                 except (IntegrityError, NotFoundError):
