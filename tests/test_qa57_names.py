@@ -106,3 +106,27 @@ def test_a_memoized_derive_checks_the_new_name_too(repo: Repository) -> None:
             repo.derive(name, pipe, progress=False)
     assert repo.datasets() == ["clean", "raw"]
     assert repo.derive("clean2", pipe, progress=False).shards_uploaded == 0  # memo still used
+
+
+def test_a_dataset_named_before_the_checks_is_not_told_to_commit_again(
+        repo: Repository) -> None:
+    """QA review57: a dataset 'con' stored before the checks, half removed, was told to
+    "commit to 'con'", which a new dataset is now refused; it is told to finish the rm."""
+    from dload_arrow import NotFoundError
+    from dload_arrow.store.refs import delete_ref
+    from dload_arrow.store.removals import record_removal
+
+    v = commit_samples(repo.storage, "con", ROW, progress=False).version
+    record_removal(repo.storage, "con", v, repo.manifest("con", v))
+    delete_ref(repo.storage, "con", "latest")
+    with pytest.raises(NotFoundError, match="half removed") as e:
+        repo.dataset("con")
+    assert "again to finish" in str(e.value) and "commit to 'con'" not in str(e.value)
+    repo.rm("con")
+    with pytest.raises(NotFoundError, match="was removed") as e:
+        repo.dataset("con")
+    assert "Commit to 'con'" not in str(e.value)
+    commit_samples(repo.storage, "d", ROW, progress=False)
+    repo.rm("d")
+    with pytest.raises(NotFoundError, match="Commit to 'd' to create it again"):
+        repo.dataset("d")

@@ -69,6 +69,7 @@ def removed_dataset(storage: Storage, name: str, where: str,
     last move deleted it and they have removal records (``rm`` of a dataset writes them
     before it deletes a ref), that is an ``rm`` cut off before it deleted them; else None:
     a commit that stopped before publishing (:func:`unknown_dataset`'s text)."""
+    from dload_arrow.store.names import not_portable
     from dload_arrow.store.refs import read_log
 
     try:
@@ -83,12 +84,13 @@ def removed_dataset(storage: Storage, name: str, where: str,
 
     when = when_text(last.time)
     by = f" by {last.user}@{last.host}" if last.user else ""
+    # a name stored before the names a new dataset may take were checked: not offered again
+    again = "" if not_portable(name) else f", or commit to {name!r} to publish a version again"
     if left and last.action != "delete" and last.version in left:  # published, then lost
         if any(_removed_then(storage, name, v) for v in left):  # an rm cut off before its log
             return (f"dataset {name!r} under {where} is half removed: an rm deleted its latest "
                     f"ref and stopped with {len(left)} version(s) left{_RUNNING}; run `dload rm "
-                    f"{name} --yes` (repo.rm({name!r})) again to finish, or commit to {name!r} to "
-                    "publish a version again")
+                    f"{name} --yes` (repo.rm({name!r})) again to finish{again}")
         return (f"dataset {name!r} under {where} {_LOST} (the object "
                 f"datasets/{name}/refs/latest is missing), though its log says it last pointed "
                 f"at {vid} ({last.action}, {when}{by}), a version still stored{_RUNNING}: "
@@ -99,12 +101,12 @@ def removed_dataset(storage: Storage, name: str, where: str,
             return None
         return (f"dataset {name!r} under {where} is half removed: an rm deleted its latest "
                 f"({when}{by}) and stopped with {len(left)} version(s) left{_RUNNING}; run "
-                f"`dload rm {name} --yes` (repo.rm({name!r})) again to finish, or commit to "
-                f"{name!r} to publish a version again")
+                f"`dload rm {name} --yes` (repo.rm({name!r})) again to finish{again}")
     see = f"`dload log {name}@{vid}` (repo.lineage({name!r}, {vid!r}))" if vid else \
         f"`dload sql \"select * from log where name = '{name}'\"`"
     return (f"dataset {name!r} under {where} was removed ({when}{by}); its log and lineage "
-            f"are kept: {see} shows them. Commit to {name!r} to create it again")
+            f"are kept: {see} shows them" + ("" if not again else
+                                             f". Commit to {name!r} to create it again"))
 
 
 def published_names(storage: Storage, where: str) -> list[str]:
