@@ -78,6 +78,7 @@ class SampleSource:
         self.split = split
         self._skipped: list[tuple[str, str]] = []
         self._excluded_dirs: list[str] = []  # folders an exclude pattern drops whole
+        self._links: dict[int, Entry] = {}  # a hard link's position -> its target (tars)
 
     # --- what subclasses provide ------------------------------------------------------------
 
@@ -154,8 +155,7 @@ class SampleSource:
         if self.random_access:
             groups = dict(sorted(groups.items()))
         else:  # warned once: the plan is cached
-            groups = stream_order(entries, groups, self.split, self.location,
-                                  getattr(self, "_links", None))  # (a tar's hard links)
+            groups = stream_order(entries, groups, self.split, self.location, self._links)
         if not groups:
             raise self._nothing_left(report, listed)
         self.globs.warn_unused(self.location)

@@ -65,7 +65,6 @@ class TarSource(SampleSource):
         self.compression = compression
         self.endpoint_url = endpoint_url
         self._first: dict[str, bytes] = {}
-        self._links: dict[int, Entry] = {}  # a hard link's position -> its target's entry
         self._told = False  # the missing-checksum warning is given once (two passes read)
 
     @contextmanager

@@ -39,9 +39,9 @@ class TagsMixin:
             # NAME@<tag> would then shadow the versions whose ids start with it
             raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
                                    "only); choose a name with another letter, e.g. 'v1'")
-        if not_portable(tag):
-            raise InvalidNameError(f"tag {tag!r} is not allowed: {not_portable(tag)}; choose "
-                                   "another name, e.g. 'v1'")
+        if why := not_portable(tag):
+            raise InvalidNameError(f"tag {tag!r} is not allowed: {why}; choose another name, "
+                                   "e.g. 'v1'")
         self._refuse_case_twin(name, tag)
         vid = self.manifest(name, version).version
         if not self.storage.exists(manifest_path(name, vid)):  # removed since it was cached
