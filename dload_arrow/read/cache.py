@@ -19,6 +19,7 @@ processes sharing a small budget never wait on each other's look-ahead. See docs
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import threading
@@ -178,7 +179,10 @@ class Cache(CacheBudget):
         final = self.shard_file(digest)
         hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
         try:
-            os.utime(hold.path)  # the LRU clock: evicted after the shards read before it
+            # the LRU clock: evicted after the shards read before it (no file: the cache dir
+            # was deleted meanwhile, and the download below makes it again)
+            with contextlib.suppress(FileNotFoundError):
+                os.utime(hold.path)
             if self._trusted(final, nbytes):
                 return True
             if self.look_ahead_paused():
@@ -202,7 +206,8 @@ class Cache(CacheBudget):
             return None
         hold = FileLock.acquire(self._hold_file(digest), exclusive=False)
         if self._trusted(final, nbytes):
-            os.utime(hold.path)
+            with contextlib.suppress(FileNotFoundError):  # (the cache dir deleted meanwhile)
+                os.utime(hold.path)
             return Hold(final, digest, hold)
         hold.release()
         return None
