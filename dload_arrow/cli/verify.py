@@ -16,6 +16,7 @@ from dload_arrow.cli.output import (
     root_options,
 )
 from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, StorageError
+from dload_arrow.read.verified import file_stamp, mark_verified
 from dload_arrow.store.names import shard_path
 
 __all__ = ["COMMANDS", "verify"]
@@ -23,10 +24,11 @@ __all__ = ["COMMANDS", "verify"]
 _CHUNK = 8 << 20
 
 
-def _sha256(storage: Any, path: str, size: int, bar: Any) -> str:
+def _sha256(storage: Any, path: str, size: int, bar: Any, cache_dir: str) -> str:
     h = hashlib.sha256()
     local = storage.local_path(path)
     if local:
+        stamp = file_stamp(local)  # before the read: a file changed meanwhile is not marked
         try:
             with open(local, "rb") as f:
                 while chunk := f.read(_CHUNK):
@@ -35,7 +37,10 @@ def _sha256(storage: Any, path: str, size: int, bar: Any) -> str:
                         bar.update(len(chunk))
         except FileNotFoundError as e:  # said as the storage's own read says it
             raise NotFoundError(f"no object {path!r} under {storage.url}") from e
-        return h.hexdigest()
+        got = h.hexdigest()
+        if stamp is not None and path == shard_path(got):  # reads skip its page checks now
+            mark_verified(cache_dir, local, got, stamp)
+        return got
     for start in range(0, size, _CHUNK):
         chunk = storage.read_range(path, start, min(size, start + _CHUNK))
         h.update(chunk)
@@ -54,6 +59,10 @@ def _sha256(storage: Any, path: str, size: int, bar: Any) -> str:
 def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
            cache_budget: str | None, as_json: bool) -> None:
     """Re-hash every shard of a version (and its key index parts) in the root against its digest.
+
+    On a local root, a shard that passes is marked in the cache dir as checked, so that
+    later reads skip its Parquet page checks (reads check a local shard until it has been
+    read whole once on the machine).
 
     Exits 1 if any shard is missing or corrupt (also after --delete-bad removed it). A
     missing shard is restored by committing the same data again; a corrupt one once its bad
@@ -78,7 +87,7 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
     bad = []
     for digest, size in objects:
         try:
-            got = _sha256(repo.storage, shard_path(digest), size, bar)
+            got = _sha256(repo.storage, shard_path(digest), size, bar, repo.settings.cache_dir)
         except NotFoundError:
             bad.append({"digest": digest, "problem": "missing"})
             continue

@@ -8,7 +8,9 @@ in the cache directory, ``verified/<aa>/<digest>``, holding the file's size, mti
 inode and device as they were when its check began (and still are): later reads of that same
 file skip the check. A file replaced or rewritten since (another ctime or inode, which even
 ``cp -p`` changes) is checked again; bit rot in place after the marker is what
-``dload verify`` (a full re-hash) is for. A marker that cannot be written costs only speed.
+``dload verify`` (a full re-hash) is for; it leaves the same marker for each local shard whose
+bytes hash to their digest, so that the reads after it skip the check from their first epoch.
+A marker that cannot be written costs only speed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import contextlib
 import os
 import uuid
 
-__all__ = ["LocalChecks"]
+__all__ = ["LocalChecks", "file_stamp", "mark_verified"]
 
 
 class LocalChecks:
@@ -38,7 +40,7 @@ class LocalChecks:
 
     def check(self, path: str, digest: str, row_groups: int) -> bool:
         """Whether to check the pages of the shard file at ``path`` (read from now on)."""
-        stamp = _stamp(path)
+        stamp = file_stamp(path)
         if digest in self._open:
             if self._open[digest][1] != stamp:  # another file since: its checks start over
                 self._open[digest] = (path, stamp or "", row_groups, set())
@@ -65,24 +67,38 @@ class LocalChecks:
             self._mark(got[0], got[1], digest)
 
     def _marker(self, digest: str) -> str:
-        return os.path.join(self._dir, digest[:2], digest)
+        return _marker(self._dir, digest)
 
     def _mark(self, path: str, stamp: str, digest: str) -> None:
-        if _stamp(path) != stamp:  # replaced or rewritten while it was read: not this one
-            return
-        target = self._marker(digest)
-        tmp = f"{target}.tmp-{uuid.uuid4().hex}"
-        try:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(tmp, "w", encoding="ascii") as f:
-                f.write(stamp)
-            os.replace(tmp, target)
-        except OSError:  # a read-only or full cache: the next read checks again
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        _write(self._dir, path, stamp, digest)
 
 
-def _stamp(path: str) -> str | None:
+def mark_verified(cache_dir: str, path: str, digest: str, stamp: str) -> None:
+    """Mark the local shard file at ``path`` as checked: its bytes hashed to ``digest`` (read
+    whole by ``dload verify``), ``stamp`` being :func:`file_stamp` taken before the read."""
+    _write(os.path.join(cache_dir, "verified"), path, stamp, digest)
+
+
+def _marker(root: str, digest: str) -> str:
+    return os.path.join(root, digest[:2], digest)
+
+
+def _write(root: str, path: str, stamp: str, digest: str) -> None:
+    if file_stamp(path) != stamp:  # replaced or rewritten while it was read: not this one
+        return
+    target = _marker(root, digest)
+    tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(tmp, "w", encoding="ascii") as f:
+            f.write(stamp)
+        os.replace(tmp, target)
+    except OSError:  # a read-only or full cache: the next read checks again
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def file_stamp(path: str) -> str | None:
     """What identifies the file's bytes short of hashing them (None: it cannot be stat'ed):
     the change time too, which a copy keeping the old mtime (``cp -p``) cannot set back."""
     try:
