@@ -79,3 +79,18 @@ def test_status_lists_the_environment_only_variables(monkeypatch: pytest.MonkeyP
     assert "environment: DLOAD_MEMORY_LIMIT unset" in r.out
     assert "DLOAD_CACHE_WAIT='soon': REFUSED (see the error)" in r.out
     assert "DLOAD_CACHE_WAIT='soon' is not a number of seconds" in r.err
+
+
+def test_status_json_still_prints_json_when_a_setting_is_refused(tmp_path: Path) -> None:
+    """QA review57: ``dload status --json`` printed nothing (the error alone, on stderr)."""
+    from test_cli import dload
+
+    r = dload("status", "--json", cwd=Path.cwd(), env={"DLOAD_CACHE_WAIT": "soon"}, rc=1)
+    got = json.loads(r.out)
+    assert got["environment"]["DLOAD_CACHE_WAIT"]["error"].startswith("DLOAD_CACHE_WAIT='soon'")
+    assert got["error"] == got["environment"]["DLOAD_CACHE_WAIT"]["error"]
+    assert got["settings"]["root"]["source"] == "default"
+    assert "is not a number of seconds" in r.err
+    (tmp_path / "afile").write_text("x")
+    r = dload("status", "--json", "--root", str(tmp_path / "afile"), cwd=Path.cwd(), rc=1)
+    assert "is a file, not a directory" in json.loads(r.out)["error"]

@@ -71,11 +71,15 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
                                 cache_budget=cache_budget)
     try:
         repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
-    except DloadError:  # a setting no command can use (a root that is a file): shown first
-        if not as_json:
-            _settings_table({k: (_shown(settings, k), settings.sources.get(k))
-                             for k in KEYS})
-            _env_text(env_settings())
+    except DloadError as e:  # a setting no command can use (a root that is a file): shown
+        env = env_settings()  # first, then the error (stderr) and exit 1, --json too
+        got = {k: (_shown(settings, k), settings.sources.get(k)) for k in KEYS}
+        if as_json:  # (QA review57: --json printed nothing)
+            emit({"settings": {k: {"value": v, "source": src} for k, (v, src) in got.items()},
+                  "environment": env, "error": " ".join(str(e).split())}, True, lambda: None)
+        else:
+            _settings_table(got)
+            _env_text(env)
         raise
     reach = _reach(repo)
     shown = {"settings": {k: {"value": _shown(settings, k), "source": settings.sources.get(k)}
