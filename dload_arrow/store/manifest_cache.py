@@ -9,6 +9,7 @@ says "this root has that version": several roots share a cache directory, and a 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -24,7 +25,7 @@ from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, manifest_path
 from dload_arrow.store.removals import gone_hint
 
-__all__ = ["ManifestCache", "corrupt_manifest", "root_id"]
+__all__ = ["ManifestCache", "corrupt_manifest", "root_id", "trim_copies"]
 
 # Parsed manifests kept in memory, least recently used out first past this many bytes of
 # their tables (a process appending 1,000 times kept every parent: 570 MB); the disk copy
@@ -34,6 +35,11 @@ MEMORY_BYTES = 256 * 2**20
 # ~30 KB: its info, schema, shard entries; a writer committing 10,000 times grew by 320 MB)
 MEMORY_ITEMS = 1024
 _OVERHEAD = 32 * 2**10  # what a parsed manifest costs beside its table's buffers
+# The disk copies of one root's manifests, least recently used out past this many bytes
+# (appending 100,000 times wrote 165 MB of them, kept until `cache clear`): checked at a
+# process's first copy and every DISK_CHECK_EVERY copies after it, trimmed to 3/4.
+DISK_BYTES = 1 << 30
+DISK_CHECK_EVERY = 64
 
 
 def _cost(m: Manifest) -> int:
@@ -75,6 +81,7 @@ class ManifestCache:
         _CACHES.add(self)
         self._stored: set[str] = set()  # versions this process saw in the root itself
         self.fetched = 0  # manifests read from the root (tests count these)
+        self._copies = 0  # disk copies written by this process (trim's cadence)
 
     def __getstate__(self) -> dict[str, object]:  # (a Repository pickles into workers)
         state = dict(self.__dict__)
@@ -153,6 +160,8 @@ class ManifestCache:
             data = path.read_bytes()
         except OSError:
             return None
+        with contextlib.suppress(OSError):  # recently used: the disk trim keeps it longer
+            os.utime(path)
         try:
             return Manifest.from_bytes(data, version)
         except IntegrityError:
@@ -186,6 +195,35 @@ class ManifestCache:
             # A read-only or full cache only costs a re-fetch next time.
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
+            return
+        if self._copies % DISK_CHECK_EVERY == 0:
+            trim_copies(self.folder, DISK_BYTES)
+        self._copies += 1
+
+
+def trim_copies(folder: Path, limit: int) -> None:
+    """Delete the least recently used manifest copies in ``folder`` while they hold more than
+    ``limit`` bytes, down to 3/4 of it (any of them is fetched from the root again if needed;
+    one another process deletes first is simply gone)."""
+    files = []
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                if e.name.endswith(".arrow"):
+                    with contextlib.suppress(OSError):
+                        st = e.stat()
+                        files.append((st.st_mtime_ns, st.st_size, e.path))
+    except OSError:
+        return
+    total = sum(size for _, size, _ in files)
+    if total <= limit:
+        return
+    for _, size, path in sorted(files):
+        if total <= limit * 3 // 4:
+            break
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        total -= size
 
 
 # A fork while another thread holds a cache's lock would leave the child's copy held forever
