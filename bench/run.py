@@ -222,15 +222,15 @@ def main(argv: list[str] | None = None) -> int:
             if "dload_arrow" in ingest else raw // 10
     results: list[dict[str, Any]] = []
     scratch = DATA / "scratch"
-    marks = None
-    if "dload_arrow" in ingest_systems and any(c["cache"] == "warm" for c in want):
-        marks = _marks([base] + ([extra_b["base"]] if extra_b else []), DATA / "scratch-marks",
-                       log)
     # Repeats are interleaved (every cell's first repeat, then every cell's second...), so
     # that a machine whose speed drifts over minutes biases no cell against another.
     pairs = [(cell, system) for cell in want for system in systems]
     runs: list[list[dict[str, Any]]] = [[] for _ in pairs]
     try:
+        marks = None  # (inside the try: the S3 server stops whatever happens here)
+        if "dload_arrow" in ingest_systems and any(c["cache"] == "warm" for c in want):
+            marks = _marks([base] + ([extra_b["base"]] if extra_b else []),
+                           DATA / "scratch-marks", log)
         for r in range(args.repeats):
             for i, (cell, system) in enumerate(pairs):
                 if runs[i] and ("unsupported" in runs[i][-1] or "error" in runs[i][-1]):

@@ -4,6 +4,7 @@ bytes paths, numeric budgets and a deleted working directory get clear answers."
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -175,4 +176,6 @@ def test_status_shows_the_settings_before_refusing_a_bad_one() -> None:
               env={"DLOAD_ENDPOINT_URL": "minio:9000"})
     assert "minio:9000" in r.out
     assert "endpoint_url 'minio:9000' (from env DLOAD_ENDPOINT_URL)" in r.err
-    assert dload("status", "--json", "--cache-dir", "s3://b/c", cwd=cwd, rc=1).out == ""
+    got = json.loads(dload("status", "--json", "--cache-dir", "s3://b/c", cwd=cwd, rc=1).out)
+    assert got["settings"]["cache_dir"] == {"value": "s3://b/c", "source": "argument"}
+    assert "is a URL" in got["error"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +95,23 @@ def test_status_json_still_prints_json_when_a_setting_is_refused(tmp_path: Path)
     (tmp_path / "afile").write_text("x")
     r = dload("status", "--json", "--root", str(tmp_path / "afile"), cwd=Path.cwd(), rc=1)
     assert "is a file, not a directory" in json.loads(r.out)["error"]
+
+
+@pytest.mark.parametrize(("how", "said"), [
+    ({"env": {"DLOAD_CACHE_BUDGET": "lots"}}, "from env DLOAD_CACHE_BUDGET"),
+    ({"args": ("--cache-budget", "lots")}, "from argument cache_budget= / --cache-budget"),
+    ({"toml": "root = [\n"}, "cannot read config file"),
+    ({"toml": "colour = 1\n"}, "unknown keys"),
+])
+def test_status_json_when_the_settings_cannot_be_resolved(how: dict[str, Any], said: str) -> None:
+    """QA review58: a bad budget or dload.toml, refused before any setting is known, still
+    printed nothing with --json."""
+    from test_cli import dload
+
+    cwd = Path.cwd()
+    if "toml" in how:
+        (cwd / "dload.toml").write_text(how["toml"])
+    r = dload("status", "--json", *how.get("args", ()), cwd=cwd, env=how.get("env", {}), rc=1)
+    got = json.loads(r.out)
+    assert got["settings"] is None and said in got["error"] and said in r.err
+    assert got["environment"]["DLOAD_CACHE_WAIT"]["effective"] == "600 s"

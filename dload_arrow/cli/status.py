@@ -67,8 +67,17 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
     """
     from dload_arrow.read.env_settings import env_settings
 
-    settings = resolve_settings(False, root=root, cache_dir=cache_dir,
-                                cache_budget=cache_budget)
+    try:
+        settings = resolve_settings(False, root=root, cache_dir=cache_dir,
+                                    cache_budget=cache_budget)
+    except DloadError as e:  # a bad budget or dload.toml: no settings to show, the rest is
+        env = env_settings()  # (QA review58: --json printed nothing)
+        if as_json:
+            emit({"settings": None, "environment": env, "error": " ".join(str(e).split())},
+                 True, lambda: None)
+        else:
+            _env_text(env)
+        raise
     try:
         repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
     except DloadError as e:  # a setting no command can use (a root that is a file): shown

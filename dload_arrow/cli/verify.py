@@ -16,7 +16,6 @@ from dload_arrow.cli.output import (
     root_options,
 )
 from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, StorageError
-from dload_arrow.read.verified import file_stamp, mark_verified
 from dload_arrow.store.names import shard_path
 
 __all__ = ["COMMANDS", "verify"]
@@ -24,10 +23,13 @@ __all__ = ["COMMANDS", "verify"]
 _CHUNK = 8 << 20
 
 
-def _sha256(storage: Any, path: str, size: int, bar: Any, cache_dir: str) -> str:
+def _sha256(storage: Any, digest: str, size: int, bar: Any, cache_dir: str) -> str:
     h = hashlib.sha256()
+    path = shard_path(digest)
     local = storage.local_path(path)
     if local:
+        from dload_arrow.read.verified import file_stamp, mark_verified, unmark
+
         stamp = file_stamp(local)  # before the read: a file changed meanwhile is not marked
         try:
             with open(local, "rb") as f:
@@ -38,7 +40,9 @@ def _sha256(storage: Any, path: str, size: int, bar: Any, cache_dir: str) -> str
         except FileNotFoundError as e:  # said as the storage's own read says it
             raise NotFoundError(f"no object {path!r} under {storage.url}") from e
         got = h.hexdigest()
-        if stamp is not None and path == shard_path(got):  # reads skip its page checks now
+        if got != digest:  # bit rot since a read marked it: reads check its pages again
+            unmark(cache_dir, digest)
+        elif stamp is not None:  # reads skip its page checks from now on
             mark_verified(cache_dir, local, got, stamp)
         return got
     for start in range(0, size, _CHUNK):
@@ -87,7 +91,7 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
     bad = []
     for digest, size in objects:
         try:
-            got = _sha256(repo.storage, shard_path(digest), size, bar, repo.settings.cache_dir)
+            got = _sha256(repo.storage, digest, size, bar, repo.settings.cache_dir)
         except NotFoundError:
             bad.append({"digest": digest, "problem": "missing"})
             continue

@@ -5,12 +5,13 @@ handed out as data (QA accept57a). Its shards carry Parquet page CRCs; checking 
 decoding threads 20-25% (bench/notes/speed-work.md, thirtieth session). So a reader checks a
 shard's pages until every row group of it has passed (all columns read), then leaves a marker
 in the cache directory, ``verified/<aa>/<digest>``, holding the file's size, mtime, ctime,
-inode and device as they were when its check began (and still are): later reads of that same
-file skip the check. A file replaced or rewritten since (another ctime or inode, which even
-``cp -p`` changes) is checked again; bit rot in place after the marker is what
-``dload verify`` (a full re-hash) is for; it leaves the same marker for each local shard whose
-bytes hash to their digest, so that the reads after it skip the check from their first epoch.
-A marker that cannot be written costs only speed.
+inode and device as they were when its check began (and still are; the stamps of up to four
+files, for roots sharing a cache dir and a shard): later reads of that same file skip the
+check. A file replaced or rewritten since (another ctime or inode, which even ``cp -p``
+changes) is checked again; bit rot in place after the marker is what ``dload verify`` (a full
+re-hash) is for: it leaves the same marker for each local shard whose bytes hash to their
+digest, so that the reads after it skip the check from their first epoch, and removes the
+marker of one that does not. A marker that cannot be written costs only speed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import contextlib
 import os
 import uuid
 
-__all__ = ["LocalChecks", "file_stamp", "mark_verified"]
+__all__ = ["LocalChecks", "file_stamp", "mark_verified", "unmark"]
+
+_STAMPS = 4  # files (of roots sharing this cache dir) a marker vouches for at once
 
 
 class LocalChecks:
@@ -47,7 +50,7 @@ class LocalChecks:
             return True
         try:
             with open(self._marker(digest), encoding="ascii") as f:
-                if stamp is not None and f.read() == stamp:
+                if stamp is not None and stamp in f.read().split("\n"):
                     return False
         except (OSError, ValueError):
             pass
@@ -79,6 +82,12 @@ def mark_verified(cache_dir: str, path: str, digest: str, stamp: str) -> None:
     _write(os.path.join(cache_dir, "verified"), path, stamp, digest)
 
 
+def unmark(cache_dir: str, digest: str) -> None:
+    """Forget that shard ``digest`` was checked (its local bytes no longer hash to it)."""
+    with contextlib.suppress(OSError):
+        os.unlink(_marker(os.path.join(cache_dir, "verified"), digest))
+
+
 def _marker(root: str, digest: str) -> str:
     return os.path.join(root, digest[:2], digest)
 
@@ -88,10 +97,15 @@ def _write(root: str, path: str, stamp: str, digest: str) -> None:
         return
     target = _marker(root, digest)
     tmp = f"{target}.tmp-{uuid.uuid4().hex}"
+    try:  # the stamps of the last few files found sound: roots sharing a cache dir may hold
+        with open(target, encoding="ascii") as f:  # the same shard (QA review58)
+            kept = [s for s in f.read().split("\n") if s and s != stamp][-(_STAMPS - 1):]
+    except (OSError, ValueError):
+        kept = []
     try:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(tmp, "w", encoding="ascii") as f:
-            f.write(stamp)
+            f.write("\n".join([*kept, stamp]))
         os.replace(tmp, target)
     except OSError:  # a read-only or full cache: the next read checks again
         with contextlib.suppress(OSError):
