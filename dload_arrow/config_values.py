@@ -76,6 +76,7 @@ def check_endpoint(url: Any, source: str, used: bool = True) -> None:
 KNOWN_ENV = frozenset({
     "DLOAD_ROOT", "DLOAD_CACHE_DIR", "DLOAD_CACHE_BUDGET", "DLOAD_ENDPOINT_URL",
     "DLOAD_MEMORY_LIMIT", "DLOAD_CACHE_WAIT", "DLOAD_DIRECT_GET", "DLOAD_CEILING_DIRECTORIES",
+    "DLOAD_LOCK",
     "DLOAD_CRASH_AT"})
 _WARNED: set[str] = set()
 

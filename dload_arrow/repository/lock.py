@@ -7,6 +7,7 @@ import fcntl
 import os
 import re
 import stat
+import sys
 import tomllib
 import uuid
 from collections.abc import Iterator
@@ -18,19 +19,60 @@ from dload_arrow.errors import ConfigError, InvalidNameError, NotFoundError
 from dload_arrow.store.names import check_digest, check_name
 
 __all__ = ["LOCK_FILE", "editing", "is_pinned", "lock_path", "pinned_version", "read_lock",
-           "stale_pin", "write_lock"]
+           "stale_pin", "unused_script_lock", "write_lock"]
 
 LOCK_FILE = "dload.lock"
 
 
 def lock_path(create: bool = False) -> Path | None:
-    """The nearest dload.lock up the tree; with ``create``, ./dload.lock when there is none."""
+    """The lock file: ``DLOAD_LOCK`` if set, else the nearest dload.lock up the tree from the
+    working directory; with ``create``, ./dload.lock when there is none."""
+    given = os.environ.get("DLOAD_LOCK")
+    if given:
+        return _given(given, create)
     found = find_up(LOCK_FILE)
     if found is None and create:
         return working_dir() / LOCK_FILE
     # A symlinked lock file (one shared by several checkouts) is edited, and locked, where
     # it lives: replacing the link with a file would leave the shared pins behind.
     return None if found is None else Path(found).resolve()
+
+
+def _given(given: str, create: bool) -> Path:
+    """The lock file ``DLOAD_LOCK`` names (a job started outside the project: QA user58)."""
+    path = Path(os.path.expanduser(given))
+    path = path if path.is_absolute() else working_dir() / path
+    if path.is_dir():
+        raise ConfigError(f"DLOAD_LOCK={given!r} is a directory: set it to the lock file "
+                          f"({path / LOCK_FILE}), or unset it")
+    if not path.exists() and not create:
+        raise ConfigError(f"DLOAD_LOCK={given!r}: no such file (the pins would be ignored); "
+                          "set it to the project's dload.lock, or unset it (`dload pin NAME` "
+                          "writes the file it names)")
+    return path.resolve()
+
+
+def unused_script_lock(name: str) -> str | None:
+    """A warning when no lock file is in use but one up from the running script's folder
+    pins ``name``: ``python proj/train.py`` started outside ``proj`` reads latest, not the
+    pin (the lock is looked up from the working directory, as git does)."""
+    main = sys.modules.get("__main__")
+    script = getattr(main, "__file__", None)
+    if not isinstance(script, str) or not script.endswith(".py"):
+        return None
+    folder = Path(script).resolve().parent
+    if {"site-packages", "dist-packages"} & set(folder.parts):
+        return None
+    try:
+        found = find_up(LOCK_FILE, folder)
+        vid = None if found is None else read_lock(found).get(name)
+    except (ConfigError, OSError):
+        return None
+    if vid is None:
+        return None
+    return (f"{found} beside the running script pins {name!r} to {str(vid)[:12]}, but the "
+            f"working directory {working_dir()} has no dload.lock, so {name!r} is read at "
+            f"latest: run from the project folder, or set DLOAD_LOCK={found}")
 
 
 def read_lock(path: Path | None = None) -> dict[str, str]:

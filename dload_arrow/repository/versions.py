@@ -22,7 +22,14 @@ from dload_arrow.errors import (
     StorageError,
     user_stacklevel,
 )
-from dload_arrow.repository.lock import editing, lock_path, pinned_version, read_lock, write_lock
+from dload_arrow.repository.lock import (
+    editing,
+    lock_path,
+    pinned_version,
+    read_lock,
+    unused_script_lock,
+    write_lock,
+)
 from dload_arrow.repository.missing import (
     dangling_refs,
     refuse_new_name,
@@ -41,6 +48,8 @@ if TYPE_CHECKING:
     from dload_arrow.store.manifest_cache import ManifestCache
 
 __all__ = ["VersionInfo", "VersionsMixin"]
+
+_WARNED: set[str | None] = {None}  # script lock warnings given by this process
 
 
 @dataclass(frozen=True)
@@ -144,6 +153,10 @@ class VersionsMixin(RemoveMixin):
             pinned = pinned_version(name)
             if pinned is not None:
                 return pinned
+            if lock_path() is None and (unused := unused_script_lock(name)) not in _WARNED:
+                _WARNED.add(unused)  # (once a process: every read resolves the name)
+                if unused is not None:
+                    warnings.warn(unused, stacklevel=user_stacklevel())
             ref = read_ref(self.storage, name, "latest")
             if ref is None:
                 raise NotFoundError(self._missing(name))

@@ -1,0 +1,77 @@
+"""A pin must not be lost to the working directory (QA user58: ``python proj/train.py`` run
+from outside ``proj`` read latest, silently): ``DLOAD_LOCK`` names the lock file, and a lock
+beside the running script that is not in use is warned of."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dload_arrow import Repository
+from dload_arrow.errors import ConfigError
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str, str]:
+    for var in ("DLOAD_LOCK", "DLOAD_ROOT", "DLOAD_CACHE_DIR", "DLOAD_CEILING_DIRECTORIES"):
+        monkeypatch.delenv(var, raising=False)
+    root = tmp_path / "root"
+    repo = Repository.open(root, cache_dir=tmp_path / "cache")
+    old = repo.commit("ds", [("a", {"n": 1})], progress=False).version
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    monkeypatch.chdir(proj)
+    assert repo.pin("ds") == old
+    new = repo.commit("ds", [("a", {"n": 1}), ("b", {"n": 2})], progress=False).version
+    monkeypatch.chdir(tmp_path)  # outside the project
+    return proj, old, new
+
+
+def test_dload_lock_names_the_lock_file(project: tuple[Path, str, str], tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    proj, old, new = project
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert repo.dataset("ds").version == new  # no lock from here
+    monkeypatch.setenv("DLOAD_LOCK", str(proj / "dload.lock"))
+    assert repo.dataset("ds").version == old
+    monkeypatch.setenv("DLOAD_LOCK", "proj/dload.lock")  # relative to the working directory
+    assert repo.dataset("ds").version == old
+    repo.pin("ds")  # pins go to that file too
+    monkeypatch.delenv("DLOAD_LOCK")
+    monkeypatch.chdir(proj)
+    assert repo.dataset("ds").version == new
+
+
+@pytest.mark.parametrize(("value", "said"), [("nope.lock", "no such file"),
+                                             ("proj", "is a directory")])
+def test_a_dload_lock_that_names_no_file_is_refused(project: tuple[Path, str, str],
+                                                    tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    value: str, said: str) -> None:
+    monkeypatch.setenv("DLOAD_LOCK", value)
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    with pytest.raises(ConfigError, match=f"DLOAD_LOCK='{value}'.*{said}"):
+        repo.dataset("ds")
+
+
+def test_a_lock_beside_the_script_not_in_use_is_warned_of(project: tuple[Path, str, str],
+                                                          tmp_path: Path) -> None:
+    proj, old, new = project
+    (proj / "train.py").write_text(
+        "import dload_arrow as dl\n"
+        f"r = dl.Repository.open({str(tmp_path / 'root')!r}, cache_dir={str(tmp_path / 'c')!r})\n"
+        "print(r.dataset('ds').version)\nprint(r.dataset('ds').version)\n")
+    env = {k: v for k, v in os.environ.items() if k != "DLOAD_LOCK"}
+    out = subprocess.run([sys.executable, "proj/train.py"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == [new, new], out.stderr
+    assert out.stderr.count("beside the running script pins 'ds' to " + old[:12]) == 1
+    assert "train.py:3: UserWarning" in out.stderr  # the user's line
+    assert f"DLOAD_LOCK={proj / 'dload.lock'}" in out.stderr
+    out = subprocess.run([sys.executable, "train.py"], cwd=proj, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == [old, old] and "Warning" not in out.stderr
