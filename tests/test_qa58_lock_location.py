@@ -4,6 +4,7 @@ beside the running script that is not in use is warned of."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -75,3 +76,34 @@ def test_a_lock_beside_the_script_not_in_use_is_warned_of(project: tuple[Path, s
     out = subprocess.run([sys.executable, "train.py"], cwd=proj, env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == [old, old] and "Warning" not in out.stderr
+
+
+def test_tag_without_a_version_tags_the_pinned_one(project: tuple[Path, str, str],
+                                                   tmp_path: Path) -> None:
+    """QA user58: in a pinned project `dload tag ds paper-v1` tagged latest, while info,
+    head and training read the pin."""
+    from test_cli import dload
+
+    proj, old, new = project
+    args = ["--root", str(tmp_path / "root"), "--cache-dir", str(tmp_path / "cache")]
+    r = dload("tag", "ds", "paper-v1", "--json", *args, cwd=proj)
+    assert json.loads(r.out)["version"] == old
+    assert json.loads(r.out)["pinned_by"] == str(proj / "dload.lock")
+    r = dload("tag", "ds", "later", *args, cwd=tmp_path)  # no lock here: latest
+    assert r.out.strip() == f"tagged ds@{new[:12]} as later"
+    r = dload("tag", "ds@latest", "latest", *args, cwd=tmp_path, rc=1)
+    assert "commit its data again" in r.err
+
+
+def test_gc_says_how_to_delete_the_young_shards(tmp_path: Path) -> None:
+    """QA user58: `rm` says to run `dload gc`, which then kept everything, unexplained."""
+    from test_cli import dload
+
+    args = ["--root", str(tmp_path / "root"), "--cache-dir", str(tmp_path / "cache")]
+    Repository.open(tmp_path / "root").commit("bad", [("a", {"n": 1})], progress=False)
+    dload("rm", "bad", "--yes", *args, cwd=tmp_path)
+    out = dload("gc", *args, cwd=tmp_path).out
+    assert "1 younger than 1h (unreferenced, kept for commits that may still be running: " \
+           "`--grace 0` deletes them once none is)" in out
+    out = dload("gc", "--grace", "0", *args, cwd=tmp_path).out
+    assert out.startswith("deleted 1 shard") and "--grace 0" not in out

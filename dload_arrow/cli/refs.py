@@ -89,7 +89,8 @@ def unpin(name: str, root: str | None, cache_dir: str | None, cache_budget: str 
 @json_option
 def tag(spec: str, tag_name: str, delete: bool, root: str | None, cache_dir: str | None,
         cache_budget: str | None, as_json: bool) -> None:
-    """Point TAG of NAME at a version (default: latest); NAME@TAG then resolves to it.
+    """Point TAG of NAME at a version (default: the one dload.lock pins, else latest); NAME@TAG
+    then resolves to it.
 
     \b
     Examples:
@@ -107,17 +108,26 @@ def tag(spec: str, tag_name: str, delete: bool, root: str | None, cache_dir: str
              lambda: click.echo(f"deleted tag {tag_name} of {name} (it pointed at {was[:12]})"))
         return
     before = repo.refs(name).get(tag_name)
-    vid = repo.tag(name, version or "latest", tag_name)
+    lock = None
+    if version is None:  # NAME alone: the pinned version, as every command reads it (QA
+        from dload_arrow.repository.lock import lock_path, pinned_version  # user58)
+
+        if pinned_version(name) is not None:
+            lock = str(lock_path())
+    vid = repo.tag(name, version or ("latest" if lock is None else repo.resolve(name)),
+                   tag_name)
     moved = before is not None and before != vid
+    said = "" if lock is None else f" (the version {lock} pins)"
 
     def text() -> None:
         if moved:
             assert before is not None
-            click.echo(f"moved tag {tag_name} of {name} from {before[:12]} to {vid[:12]}")
+            click.echo(f"moved tag {tag_name} of {name} from {before[:12]} to {vid[:12]}{said}")
         else:
-            click.echo(f"tagged {name}@{vid[:12]} as {tag_name}")
+            click.echo(f"tagged {name}@{vid[:12]}{said} as {tag_name}")
 
-    emit({"name": name, "tag": tag_name, "version": vid, "previous": before}, as_json, text)
+    emit({"name": name, "tag": tag_name, "version": vid, "previous": before, "pinned_by": lock},
+         as_json, text)
 
 
 @click.command()
@@ -235,10 +245,14 @@ def gc(grace: str, dry_run: bool, root: str | None, cache_dir: str | None,
     if r.foreign_count:  # a user's files under shards/: never touched
         temps += (f"; left {r.foreign_count} files under shards/ that are not dload shards "
                   f"(e.g. {escaped(r.foreign[0])}): move them out of the root")
+    young = ""
+    if r.kept_young:  # (QA user58: rm's "run `dload gc`" then reclaimed nothing, unexplained)
+        young = (" (unreferenced, kept for commits that may still be running: `--grace 0` "
+                 "deletes them once none is)")
     emit(out, as_json, lambda: click.echo(
         f"{verb} {plural(len(r.deleted), 'shard')} ({format_bytes(r.bytes_reclaimed)}); kept "
         f"{r.kept_referenced} referenced, {r.kept_young} younger than "
-        f"{f'{grace} s' if re.fullmatch(r'[0-9.]+', grace.strip()) else grace}{temps}"))
+        f"{f'{grace} s' if re.fullmatch(r'[0-9.]+', grace.strip()) else grace}{young}{temps}"))
 
 
 COMMANDS = [pin, unpin, tag, rm, gc]

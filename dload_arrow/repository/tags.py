@@ -86,7 +86,10 @@ class TagsMixin:
             raise InvalidNameError(
                 "'latest' is managed by commits; choose another tag name (it is taken only to "
                 "restore a lost latest ref, at the version its log names: `dload log "
-                f"{name}`)")
+                f"{name}`). To make an older version latest again, commit its data again "
+                "(the same data gives the same version and uploads nothing), or remove the "
+                f"newer versions (`dload rm {name} --version VERSION`); to read an older one, "
+                f"pin it (`dload pin {name}@VERSION`) or tag it")
         move_ref(self.storage, name, "latest", last.version, action="restore",
                  only_if_absent=True)
         return last.version
