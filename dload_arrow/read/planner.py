@@ -171,8 +171,9 @@ def plan_read(
     else:
         if full_shuffle:
             resident = full_resident_bytes(sizes)
-        else:
-            resident = consumers * window_resident_bytes(sizes, window)
+        else:  # consumers share the machine's cache: never more than every shard (QA user58)
+            resident = min(consumers * window_resident_bytes(sizes, window),
+                           full_resident_bytes(sizes))
         cache = ctx.cache()
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
@@ -182,7 +183,8 @@ def plan_read(
         while (prefetch is None and not full_shuffle and window > 1  # an automatic window:
                and resident - cached > (free + evictable) // max(1, share)):  # the disk's
             window -= 1  # room, shared by the sources read at once (held shards: not room)
-            resident = consumers * window_resident_bytes(sizes, window)
+            resident = min(consumers * window_resident_bytes(sizes, window),
+                           full_resident_bytes(sizes))
         reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
                               window, purpose, evictable)
     return ReadPlan(

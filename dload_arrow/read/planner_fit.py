@@ -60,7 +60,7 @@ def reasons_for(resident: int, cached: int, budgets: tuple[int, int], free: int,
     budget, setting = budgets
     out = []
     if resident > setting:  # the figure of the plan's table; exact where it reads as equal
-        need = format_bytes(resident)
+        need = format_bytes_up(resident)  # as the fix's "at least" says it (QA user58)
         if need == fmt_budget(setting):
             need = f"{resident:,} bytes"
         out.append(f"it needs {need} resident ({what}) but the cache budget is "

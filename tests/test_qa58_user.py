@@ -107,3 +107,31 @@ def test_gc_says_how_to_delete_the_young_shards(tmp_path: Path) -> None:
            "`--grace 0` deletes them once none is)" in out
     out = dload("gc", "--grace", "0", *args, cwd=tmp_path).out
     assert out.startswith("deleted 1 shard") and "--grace 0" not in out
+
+
+def test_a_budget_holding_the_whole_dataset_fits_any_number_of_consumers(
+        tmp_path: Path) -> None:
+    """QA user58: two DataLoader workers were refused a budget larger than the dataset (each
+    counted with its own copy of the one shard; they share the machine's cache), and the
+    refusal said "needs 43.4 KB" beside "at least 43.5 KB"."""
+    from dload_arrow.errors import InfeasiblePlanError
+    from dload_arrow.read.planner import plan_read
+
+    root = f"memory://qa58-{tmp_path.name}"
+    repo = Repository.open(root, cache_dir=tmp_path / "c")
+    repo.commit("one", [(f"k{i:03d}", {"x": os.urandom(200)}) for i in range(100)],
+                progress=False)
+    m = repo.manifest("one")
+    assert len(m.shards) == 1
+    ctx = Repository.open(root, cache_dir=tmp_path / "c",
+                          cache_budget=str(m.num_bytes + 100)).read_context
+    from dload_arrow.read.reader import all_units
+
+    plan = plan_read(ctx, m, all_units(m), consumers=2)
+    assert plan.feasible and plan.resident_bytes == m.num_bytes, plan
+    small = Repository.open(root, cache_dir=tmp_path / "c",
+                            cache_budget=str(m.num_bytes // 2)).read_context
+    with pytest.raises(InfeasiblePlanError) as e:
+        plan_read(small, m, all_units(m), consumers=2).check()
+    need = str(e.value).split("it needs ")[1].split(" resident")[0]
+    assert f"at least {need} " in str(e.value), str(e.value)
