@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,27 @@ def test_a_budget_holding_the_whole_dataset_fits_any_number_of_consumers(
         plan_read(small, m, all_units(m), consumers=2).check()
     need = str(e.value).split("it needs ")[1].split(" resident")[0]
     assert f"at least {need} " in str(e.value), str(e.value)
+
+
+def test_a_labels_table_beside_the_files_is_warned_of(tmp_path: Path) -> None:
+    """QA user58: images plus one labels.csv made a bogus sample ``labels`` without a word."""
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for i in range(12):
+        (folder / f"{i}.jpg").write_bytes(os.urandom(50))
+    (folder / "labels.csv").write_text("file,label\n0.jpg,3\n")
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
+    with pytest.warns(UserWarning, match=r"'labels.csv' shares no column with the other 12 "
+                                         r"samples: .*\(--exclude 'labels.csv'"):
+        _commit_dir(repo, folder)
+    (folder / "labels.csv").unlink()
+    (folder / "0.cls").write_text("3")  # a column of one sample among others: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _commit_dir(repo, folder)
+
+
+def _commit_dir(repo: Repository, folder: Path) -> None:
+    from dload_arrow.ingest import DirectorySource
+
+    repo.commit("pics", DirectorySource(folder).reader(), progress=False)

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import unicodedata
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,25 +22,19 @@ from dload_arrow.errors import (
     InvalidNameError,
     SchemaError,
     UnsafePathError,
-    user_stacklevel,
 )
 from dload_arrow.ingest.globs import exact_path
-from dload_arrow.read.memory import MEMORY_LIMIT_ENV, available_memory
-from dload_arrow.sizes import format_bytes
+from dload_arrow.ingest.group_warnings import (
+    COMMIT_MEMORY_FACTOR,
+    LargeSampleWarning,
+    warn_large_sample,
+    warn_lone_samples,
+    warn_unicode_twins,
+)
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["COMMIT_MEMORY_FACTOR", "Entry", "IngestReport", "LargeSampleWarning",
            "check_entry_name", "check_utf8", "group_entries", "split_name"]
-
-#: Peak memory of a commit per byte of its largest sample: the value's Arrow copy, Parquet's
-#: encoded page and its zstd output (a value is never split across pages) and the shard
-#: buffer; 5.0x measured for one 200 MB file (bench/notes/speed-work.md, 28th session).
-COMMIT_MEMORY_FACTOR = 5
-
-
-class LargeSampleWarning(UserWarning):
-    """A sample is so large that committing it may need more memory than is available."""
-
 
 @dataclass(frozen=True)
 class Entry:
@@ -222,8 +214,9 @@ def group_entries(
                 "(exclude=[...] in Python)"
             )
         sample[column] = entry
-    _warn_unicode_twins(groups, where)
-    _warn_large_sample(groups, where)
+    warn_unicode_twins(groups, where)
+    warn_large_sample(groups, where)
+    warn_lone_samples(groups, where)
     report.samples = len(groups)
     counts: dict[str, int] = {}
     for sample in groups.values():
@@ -231,50 +224,3 @@ def group_entries(
             counts[column] = counts.get(column, 0) + 1
     report.columns = dict(sorted(counts.items()))
     return groups
-
-
-def _warn_unicode_twins(groups: dict[str, dict[str, Entry]], where: str) -> None:
-    """Warn of keys that differ only in Unicode normalization ('café' composed, as Linux
-    writes it, and decomposed, as macOS does): two samples whose keys print the same."""
-    seen: dict[str, str] = {}
-    twins = []
-    for key in groups:
-        if key.isascii():
-            continue
-        other = seen.setdefault(unicodedata.normalize("NFC", key), key)
-        if other != key:
-            twins.append((other, key))
-    if twins:
-        a, b = twins[0]
-        more = f" (and {len(twins) - 1} more pairs)" if len(twins) > 1 else ""
-        warnings.warn(
-            f"{where}: keys {a!a} and {b!a} differ only in Unicode normalization{more}: they "
-            "print the same but are two samples, and ds.get() finds one or the other by how the "
-            "key is typed; if they are meant to be one, give their names one form (in a folder: "
-            "`convmv -r -f utf8 -t utf8 --nfc --notest DIR`)",
-            stacklevel=user_stacklevel())
-
-
-def _warn_large_sample(groups: dict[str, dict[str, Entry]], where: str) -> None:
-    """Warn before any byte is read when the largest sample's commit would need more memory
-    than this process has (the commit would otherwise be killed partway, often silently)."""
-    if not groups:
-        return
-    key, files = max(groups.items(), key=lambda kv: sum(e.size for e in kv[1].values()))
-    size = sum(e.size for e in files.values())
-    if size < 2**20:  # nothing a machine could lack; and no /proc read for small data
-        return
-    free = available_memory()
-    need = COMMIT_MEMORY_FACTOR * size
-    if free is None or need <= free:
-        return
-    biggest = max(files.values(), key=lambda e: e.size)
-    warnings.warn(
-        f"{where}: sample {key!a} holds {format_bytes(size)} (largest file {biggest.name!a}, "
-        f"{format_bytes(biggest.size)}); committing it needs about {format_bytes(need)} of "
-        f"memory ({COMMIT_MEMORY_FACTOR}x, one value is encoded whole) and this process has "
-        f"{format_bytes(free)} available, so the commit may be killed for lack of memory "
-        "(nothing is published then); commit on a machine with more memory, split the file, "
-        f"or leave it out with --exclude (exclude=[...] in Python); {MEMORY_LIMIT_ENV} sets "
-        "the memory this check assumes",
-        LargeSampleWarning, stacklevel=user_stacklevel())

@@ -1,0 +1,99 @@
+"""Warnings about how files grouped into samples, given before any byte is read: keys that
+print the same, a sample too large for this machine's memory, and a file that became a
+sample of its own (a ``labels.csv`` beside images)."""
+
+from __future__ import annotations
+
+import unicodedata
+import warnings
+from typing import Any
+
+from dload_arrow.errors import user_stacklevel
+from dload_arrow.read.memory import MEMORY_LIMIT_ENV, available_memory
+from dload_arrow.sizes import format_bytes
+
+__all__ = ["COMMIT_MEMORY_FACTOR", "LargeSampleWarning", "warn_large_sample",
+           "warn_lone_samples", "warn_unicode_twins"]
+
+#: Peak memory of a commit per byte of its largest sample: the value's Arrow copy, Parquet's
+#: encoded page and its zstd output (a value is never split across pages) and the shard
+#: buffer; 5.0x measured for one 200 MB file (bench/notes/speed-work.md, 28th session).
+COMMIT_MEMORY_FACTOR = 5
+
+
+class LargeSampleWarning(UserWarning):
+    """A sample is so large that committing it may need more memory than is available."""
+
+
+def warn_unicode_twins(groups: dict[str, dict[str, Any]], where: str) -> None:
+    """Warn of keys that differ only in Unicode normalization ('café' composed, as Linux
+    writes it, and decomposed, as macOS does): two samples whose keys print the same."""
+    seen: dict[str, str] = {}
+    twins = []
+    for key in groups:
+        if key.isascii():
+            continue
+        other = seen.setdefault(unicodedata.normalize("NFC", key), key)
+        if other != key:
+            twins.append((other, key))
+    if twins:
+        a, b = twins[0]
+        more = f" (and {len(twins) - 1} more pairs)" if len(twins) > 1 else ""
+        warnings.warn(
+            f"{where}: keys {a!a} and {b!a} differ only in Unicode normalization{more}: they "
+            "print the same but are two samples, and ds.get() finds one or the other by how the "
+            "key is typed; if they are meant to be one, give their names one form (in a folder: "
+            "`convmv -r -f utf8 -t utf8 --nfc --notest DIR`)",
+            stacklevel=user_stacklevel())
+
+
+def warn_large_sample(groups: dict[str, dict[str, Any]], where: str) -> None:
+    """Warn before any byte is read when the largest sample's commit would need more memory
+    than this process has (the commit would otherwise be killed partway, often silently)."""
+    if not groups:
+        return
+    key, files = max(groups.items(), key=lambda kv: sum(e.size for e in kv[1].values()))
+    size = sum(e.size for e in files.values())
+    if size < 2**20:  # nothing a machine could lack; and no /proc read for small data
+        return
+    free = available_memory()
+    need = COMMIT_MEMORY_FACTOR * size
+    if free is None or need <= free:
+        return
+    biggest = max(files.values(), key=lambda e: e.size)
+    warnings.warn(
+        f"{where}: sample {key!a} holds {format_bytes(size)} (largest file {biggest.name!a}, "
+        f"{format_bytes(biggest.size)}); committing it needs about {format_bytes(need)} of "
+        f"memory ({COMMIT_MEMORY_FACTOR}x, one value is encoded whole) and this process has "
+        f"{format_bytes(free)} available, so the commit may be killed for lack of memory "
+        "(nothing is published then); commit on a machine with more memory, split the file, "
+        f"or leave it out with --exclude (exclude=[...] in Python); {MEMORY_LIMIT_ENV} sets "
+        "the memory this check assumes",
+        LargeSampleWarning, stacklevel=user_stacklevel())
+
+
+def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
+    """Warn of a few samples that share no column with any other sample, among many that
+    do: most often a table of labels (``labels.csv``) beside the files it describes, which
+    becomes a row of its own (QA user58) instead of labelling them."""
+    if len(groups) < 10:  # (a handful of files of different kinds is no dataset of them)
+        return
+    counts: dict[str, int] = {}
+    for files in groups.values():
+        for column in files:
+            counts[column] = counts.get(column, 0) + 1
+    lone = [(key, files) for key, files in groups.items()
+            if all(counts[c] == 1 for c in files)]
+    if not lone or len(lone) > max(1, len(groups) // 10):
+        return
+    key, files = lone[0]
+    name = next(iter(files.values())).name
+    more = f" (and {len(lone) - 1} more such samples)" if len(lone) > 1 else ""
+    warnings.warn(
+        f"{where}: {name!a} shares no column with the other {len(groups) - 1} samples: it is "
+        f"committed as a sample of its own, key {key!a}{more}, its column(s) "
+        f"{sorted(files)} empty in every other row. A table of labels is not joined onto "
+        f"the files: leave it out (--exclude {name!a}; exclude=[...] in Python), commit it "
+        "as a table (`dload commit NAME --from FILE --key-column COLUMN`), and join the two "
+        "in SQL; or give each file its label beside it (x.jpg with x.cls)",
+        stacklevel=user_stacklevel())
