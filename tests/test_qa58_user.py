@@ -160,3 +160,28 @@ def _commit_dir(repo: Repository, folder: Path) -> None:
     from dload_arrow.ingest import DirectorySource
 
     repo.commit("pics", DirectorySource(folder).reader(), progress=False)
+
+
+def test_diff_tells_keys_whose_values_changed(tmp_path: Path) -> None:
+    """QA user58: a file re-exported with new content under the same key made `dload diff`
+    print "+ 0 keys / - 0 keys", as for identical versions."""
+    from test_cli import dload
+
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
+    rows = {f"k{i:02d}": {"n": i, "s": f"v{i}"} for i in range(20)}
+    v1 = repo.commit("t", list(rows.items()), progress=False).version
+    rows["k03"] = {"n": 3, "s": "CHANGED"}
+    rows["k07"] = {"n": 70, "s": "v7"}
+    del rows["k09"]
+    v2 = repo.commit("t", list(rows.items()), progress=False).version
+    args = ["--root", str(tmp_path / "root"), "--cache-dir", str(tmp_path / "c")]
+    out = dload("diff", f"t@{v1}", f"t@{v2}", *args, cwd=tmp_path).out
+    assert "- 1 keys" in out and "? 19 keys in both versions lie in shards that differ" in out
+    got = json.loads(dload("diff", f"t@{v1}", f"t@{v2}", "--values", "--json", *args,
+                           cwd=tmp_path).out)
+    assert got["changed"] == ["k03", "k07"] and got["removed"] == ["k09"]
+    assert got["in_both_unshared"] == 19
+    out = dload("diff", f"t@{v1}", f"t@{v2}", "--values", *args, cwd=tmp_path).out
+    assert "~ 2 keys changed (of 19 in both versions whose shards differ)" in out
+    assert json.loads(dload("diff", f"t@{v1}", f"t@{v1}", "--values", "--json", *args,
+                            cwd=tmp_path).out)["changed"] == []

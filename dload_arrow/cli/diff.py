@@ -20,7 +20,7 @@ from dload_arrow.store.names import KEY_COLUMN, shard_path
 __all__ = ["COMMANDS", "diff"]
 
 
-def _shard_keys(repo: Any, digest: str) -> set[str]:
+def _shard(repo: Any, digest: str, columns: list[str]) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -28,7 +28,32 @@ def _shard_keys(repo: Any, digest: str) -> set[str]:
     local = repo.storage.local_path(path)
     src = local if local else pa.py_buffer(repo.storage.read(path))
     with pq.ParquetFile(src) as pf:  # read_table would import pyarrow.dataset and pandas
-        return set(pf.read(columns=[KEY_COLUMN]).column(0).to_pylist())
+        return pf.read(columns=columns)
+
+
+def _shard_keys(repo: Any, digest: str) -> set[str]:
+    return set(_shard(repo, digest, [KEY_COLUMN]).column(0).to_pylist())
+
+
+def _row_hashes(repo: Any, digests: list[str], keys: set[str], columns: list[str]
+                ) -> dict[str, bytes]:
+    """A hash of each row's ``columns`` values, for the rows of ``keys`` in those shards (one
+    shard read whole at a time)."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    wanted = pa.array(sorted(keys), pa.string())
+    out: dict[str, bytes] = {}
+    for d in digests:
+        t = _shard(repo, d, [KEY_COLUMN, *columns])
+        keys_of = t.column(KEY_COLUMN)
+        t = t.filter(pc.is_in(keys_of, value_set=wanted.cast(keys_of.type)))
+        for row in t.to_pylist():
+            key = row.pop(KEY_COLUMN)
+            out[key] = hashlib.sha256(repr(sorted(row.items())).encode()).digest()
+    return out
 
 
 def _could_be_id(spec: str) -> bool:
@@ -73,15 +98,21 @@ def _resolve(repo: Any, spec: str, other: str | None) -> tuple[str, str | None]:
 @click.argument("new", metavar="V2")
 @click.option("--keys", "show_keys", type=click.IntRange(min=0), default=10, show_default=True,
               help="How many added/removed keys to list (JSON lists them all).")
+@click.option("--values", "values", is_flag=True,
+              help="Also compare the values of the keys in both versions whose shards differ "
+                   "(reads those shards whole; the columns both versions have).")
 @root_options
 @json_option
-def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | None,
-         cache_budget: str | None, as_json: bool) -> None:
-    """Compare two versions: keys added and removed, shards shared, columns changed.
+def diff(old: str, new: str, show_keys: int, values: bool, root: str | None,
+         cache_dir: str | None, cache_budget: str | None, as_json: bool) -> None:
+    """Compare two versions: keys added, removed and (--values) changed, shards shared,
+    columns changed.
 
     Each version is NAME@VERSION (a tag, an id or an id prefix), a bare version id (it names
-    its dataset too), or a dataset name (the version dload.lock pins, else its latest). Only
-    the key columns of shards that are not shared are read.
+    its dataset too), or a dataset name (the version dload.lock pins, else its latest).
+    Without --values only the key columns of shards that are not shared are read, and the
+    keys in both versions whose rows lie in such shards are counted as ones whose values
+    may have changed.
 
     \b
     Examples:
@@ -107,6 +138,12 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
     keys_a = set().union(*(_shard_keys(repo, d) for d in only_a))
     keys_b = set().union(*(_shard_keys(repo, d) for d in only_b))
     added, removed = sorted(keys_b - keys_a), sorted(keys_a - keys_b)
+    both = keys_a & keys_b  # rows of these may differ; a shared shard's rows cannot
+    differ: list[str] | None = [] if values else None
+    if values and both:
+        common = [f.name for f in b.schema if f.name in a.schema.names and f.name != KEY_COLUMN]
+        ha, hb = (_row_hashes(repo, only, both, common) for only in (only_a, only_b))
+        differ = sorted(k for k in both if ha.get(k) != hb.get(k))
     out = {
         "old": {"name": n1, "version": a.version, "rows": a.num_rows, "shards": len(a.shards),
                 "pinned": pins[0]},
@@ -114,6 +151,7 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
                 "pinned": pins[1]},
         "shards_shared": len(shared), "shards_only_old": len(only_a),
         "shards_only_new": len(only_b), "added": added, "removed": removed,
+        "in_both_unshared": len(both), "changed": differ,
         "columns": (cols := _columns(a.schema, b.schema)),
     }
 
@@ -134,6 +172,16 @@ def diff(old: str, new: str, show_keys: int, root: str | None, cache_dir: str | 
                 click.echo(f"    {sign} {escaped(k)}")
             if len(keys) > show_keys:
                 click.echo(f"    ... {len(keys) - show_keys} more (--json lists all)")
+        if differ is not None:
+            click.echo(f"  ~ {len(differ)} keys changed (of {len(both)} in both versions "
+                       "whose shards differ)")
+            for k in differ[:show_keys]:
+                click.echo(f"    ~ {escaped(k)}")
+            if len(differ) > show_keys:
+                click.echo(f"    ... {len(differ) - show_keys} more (--json lists all)")
+        elif both:  # (QA user58: "+ 0 keys / - 0 keys" read as "the same")
+            click.echo(f"  ? {len(both)} keys in both versions lie in shards that differ: "
+                       "their values may have changed (--values compares them)")
 
     emit(out, as_json, text)
 
