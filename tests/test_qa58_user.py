@@ -185,3 +185,33 @@ def test_diff_tells_keys_whose_values_changed(tmp_path: Path) -> None:
     assert "~ 2 keys changed (of 19 in both versions whose shards differ)" in out
     assert json.loads(dload("diff", f"t@{v1}", f"t@{v1}", "--values", "--json", *args,
                             cwd=tmp_path).out)["changed"] == []
+
+
+def test_a_refused_state_names_the_versions_the_pipeline_reads(tmp_path: Path) -> None:
+    """QA user58: a checkpoint from before a colleague's append was refused without a word
+    on which dataset moved."""
+    pytest.importorskip("torch")
+    from dload_arrow import mix
+    from dload_arrow.errors import ConfigError
+    from dload_arrow.torch import as_iterable_dataset
+
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
+    repo.commit("a", [(f"a{i}", {"n": i}) for i in range(8)], progress=False)
+    repo.commit("b", [(f"b{i}", {"n": i}) for i in range(8)], progress=False)
+
+    def pipe() -> object:
+        return mix([repo.dataset("a").shuffle(seed=0), repo.dataset("b").shuffle(seed=0)],
+                   [0.5, 0.5], seed=0).batch(2)
+
+    p = pipe()
+    it = iter(p)
+    next(it)
+    state = p.state_dict()
+    torch_state = as_iterable_dataset(p).state_dict()
+    va = repo.commit("a", [(f"a{i}", {"n": i}) for i in range(9)], progress=False).version
+    vb = repo.manifest("b").version
+    said = f"This pipeline reads a@{va[:12]}, b@{vb[:12]}: if one of them was committed"
+    with pytest.raises(ConfigError, match=said):
+        pipe().load_state_dict(state)
+    with pytest.raises(ConfigError, match=said):
+        as_iterable_dataset(pipe()).load_state_dict(torch_state)

@@ -152,12 +152,9 @@ class Pipeline(Lengths):
                               "state_dict() returned")
         fp = state.get(FINGERPRINT)
         if strict and fp is not None and fp != self._short_fp():
-            raise ConfigError(
-                f"this state was saved from another pipeline (fingerprint {fp}, this one is "
-                f"{self._short_fp()}), or by a dload_arrow whose order for this one differs "
-                "(an upgrade): restore it into the pipeline and version that produced it, or "
-                "start the epoch anew (only a function's code fixed, the order the same: "
-                "load_state_dict(state, strict=False))")
+            from dload_arrow.pipeline.fingerprint import state_mismatch
+
+            raise ConfigError(state_mismatch(self, str(fp)))
         check_counters(state)
         self._generation += 1  # the live iteration's position is not the pipeline's any more
         if (live := self._live()) is not None:

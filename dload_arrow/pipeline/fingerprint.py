@@ -107,3 +107,35 @@ def describe(pipe: Pipeline) -> str:
     if len(pipe._children) > _SHOWN:  # a mix of 50 pipelines: a line, not 3 KB
         inner.append(f"... {len(pipe._children) - _SHOWN} more")
     return f"{head}[{', '.join(inner)}]"
+
+
+def sources_hint(pipe: Any) -> str:
+    """For a refused state: the dataset versions this pipeline reads, and how to read the
+    ones a run used (a commit or append since the checkpoint moved latest: QA user58)."""
+    found: dict[str, str] = {}
+
+    def walk(p: Any) -> None:
+        if getattr(p, "op", None) == "dataset":
+            params = p._params()
+            found.setdefault(str(params["dataset"]), str(params["version"])[:12])
+        for c in getattr(p, "_children", ()):
+            walk(c)
+
+    walk(pipe)
+    if not found:
+        return ""
+    reads = ", ".join(f"{n}@{v}" for n, v in list(found.items())[:_SHOWN])
+    more = f" and {len(found) - _SHOWN} more" if len(found) > _SHOWN else ""
+    return (f". This pipeline reads {reads}{more}: if one of them was committed or appended to "
+            "since the checkpoint, open it at the version the run read (repo.dataset(name, "
+            "version); `dload log NAME` lists its versions), and pin it before training "
+            "(`dload pin NAME`)")
+
+
+def state_mismatch(pipe: Any, saved: str) -> str:
+    """The refusal of a state whose fingerprint ``saved`` is not ``pipe``'s."""
+    return (f"this state was saved from another pipeline (fingerprint {saved}, this one is "
+            f"{pipe.fingerprint()[:16]}), or by a dload_arrow whose order for this one differs "
+            "(an upgrade): restore it into the pipeline and version that produced it, or "
+            "start the epoch anew (only a function's code fixed, the order the same: "
+            f"load_state_dict(state, strict=False)){sources_hint(pipe)}")

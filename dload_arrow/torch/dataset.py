@@ -145,7 +145,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         resumes that worker exactly. Another pipeline's state (another seed, version or
         operator) is refused unless ``strict=False`` (a function fixed, the same order)."""
         in_worker = torch.utils.data.get_worker_info() is not None
-        plan, consumer = from_state(state, self._fingerprint() if strict else None)
+        plan, consumer = from_state(state, self._fingerprint() if strict else None, self.pipe)
         if in_worker:
             if consumer is None and plan is not None:
                 consumer = {"epoch": plan.epoch, "position": plan.position}

@@ -177,14 +177,25 @@ def _batched_items(state: dict[str, Any], consumers: list[dict[str, Any]],
 
 
 def from_state(
-    state: Any, fingerprint: str | None = None
+    state: Any, fingerprint: str | None = None, pipe: Any = None
 ) -> tuple[Plan | None, dict[str, Any] | None]:
     """``(plan, consumer)`` from a state.
 
     ``plan`` is the global cursor (None when only the saving worker can use the state);
     ``consumer`` is the worker state itself when it is one. A state that names another
-    pipeline than ``fingerprint`` is refused (ConfigError).
+    pipeline than ``fingerprint`` is refused (ConfigError; ``pipe``'s sources named).
     """
+    try:
+        return _from_state(state, fingerprint)
+    except ConfigError as e:
+        if pipe is None or "saved from another pipeline" not in str(e):
+            raise
+        from dload_arrow.pipeline.fingerprint import sources_hint
+
+        raise ConfigError(f"{e}{sources_hint(pipe)}") from None
+
+
+def _from_state(state: Any, fingerprint: str | None) -> tuple[Plan | None, dict[str, Any] | None]:
     if isinstance(state, dict) and _SNAPSHOT in state:
         return _from_workers(state, fingerprint), None
     if isinstance(state, dict) and _NUM_YIELDED in state:
