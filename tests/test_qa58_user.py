@@ -215,3 +215,50 @@ def test_a_refused_state_names_the_versions_the_pipeline_reads(tmp_path: Path) -
         pipe().load_state_dict(state)
     with pytest.raises(ConfigError, match=said):
         as_iterable_dataset(pipe()).load_state_dict(torch_state)
+
+
+def test_consumers_reading_other_shards_are_still_counted_apart(tmp_path: Path) -> None:
+    """QA review58b: the cap was this consumer's own shards, so two ranks on one machine
+    reading one shard each passed a budget that holds one shard, and one waited for cache
+    room until DLOAD_CACHE_WAIT ran out."""
+    from dload_arrow.read.planner import plan_read
+    from dload_arrow.read.reader import all_units
+
+    root = f"memory://qa58b-{tmp_path.name}"
+    repo = Repository.open(root, cache_dir=tmp_path / "c")
+    repo.commit("d", [(f"k{i:03d}", {"x": os.urandom(200)}) for i in range(200)],
+                shard_size="25KB", row_group_size="8KB", progress=False)
+    m = repo.manifest("d")
+    assert len(m.shards) >= 2
+    biggest = max(s.bytes for s in m.shards)
+    ctx = Repository.open(root, cache_dir=tmp_path / "c",
+                          cache_budget=str(biggest + 100)).read_context
+    mine = [u for u in all_units(m) if u[0] == 0]  # rank 0's block: the first shard
+    assert not plan_read(ctx, m, mine, consumers=2).feasible
+    assert plan_read(ctx, m, mine, consumers=1).feasible
+
+
+def _folder(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    folder = tmp_path / "photos"
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def test_one_labels_table_per_split_folder_is_warned_of(tmp_path: Path) -> None:
+    files = {f"{split}/{i}.jpg": b"x" for split in ("train", "val") for i in range(10)}
+    files.update({"train/labels.csv": b"f,l\n", "val/labels.csv": b"f,l\n"})
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
+    with pytest.warns(UserWarning, match=r"'train/labels.csv' shares no column with the other "
+                                         r"20 samples: .*\(and 1 more like it\)"):
+        _commit_dir(repo, _folder(tmp_path, files))
+
+
+def test_an_odd_image_among_others_is_no_table(tmp_path: Path) -> None:
+    files = {f"{i:02d}.jpg": b"x" for i in range(29)}
+    files["07b.png"] = b"y"
+    repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _commit_dir(repo, _folder(tmp_path, files))

@@ -72,27 +72,35 @@ def warn_large_sample(groups: dict[str, dict[str, Any]], where: str) -> None:
         LargeSampleWarning, stacklevel=user_stacklevel())
 
 
+# What a table of labels or notes beside the files is written as (a lone .png among .jpg
+# files is a sample all the same: QA review58b)
+_TABLES = frozenset({"csv", "tsv", "json", "jsonl", "ndjson", "parquet", "txt", "md", "xlsx",
+                     "xls", "yaml", "yml", "xml"})
+
+
 def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
-    """Warn of a few samples that share no column with any other sample, among many that
-    do: most often a table of labels (``labels.csv``) beside the files it describes, which
-    becomes a row of its own (QA user58) instead of labelling them."""
+    """Warn of a few samples made only of table or text files whose columns hardly any other
+    sample has, among many samples: most often a table of labels (``labels.csv``, or one per
+    split folder) beside the files it describes, which becomes a row of its own (QA user58)
+    instead of labelling them."""
     if len(groups) < 10:  # (a handful of files of different kinds is no dataset of them)
         return
+    few = max(1, len(groups) // 10)
     counts: dict[str, int] = {}
     for files in groups.values():
         for column in files:
             counts[column] = counts.get(column, 0) + 1
     lone = [(key, files) for key, files in groups.items()
-            if all(counts[c] == 1 for c in files)]
-    if not lone or len(lone) > max(1, len(groups) // 10):
+            if all(counts[c] <= few and c in _TABLES for c in files)]
+    if not lone or len(lone) > few:
         return
     key, files = lone[0]
     name = next(iter(files.values())).name
-    more = f" (and {len(lone) - 1} more such samples)" if len(lone) > 1 else ""
+    more = f" (and {len(lone) - 1} more like it)" if len(lone) > 1 else ""
     warnings.warn(
-        f"{where}: {name!a} shares no column with the other {len(groups) - 1} samples: it is "
-        f"committed as a sample of its own, key {key!a}{more}, its column(s) "
-        f"{sorted(files)} empty in every other row. A table of labels is not joined onto "
+        f"{where}: {name!a} shares no column with the other {len(groups) - len(lone)} samples: "
+        f"it is committed as a sample of its own, key {key!a}{more}, its column(s) "
+        f"{sorted(files)} empty in the other rows. A table of labels is not joined onto "
         f"the files: leave it out (--exclude {name!a}; exclude=[...] in Python), commit it "
         "as a table (`dload commit NAME --from FILE --key-column COLUMN`), and join the two "
         "in SQL; or give each file its label beside it (x.jpg with x.cls)",

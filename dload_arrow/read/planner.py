@@ -164,6 +164,9 @@ def plan_read(
     window = choose_window(sizes, budget // max(1, share), consumers=consumers,
                            prefetch=prefetch, max_prefetch=DEFAULT_PREFETCH)
     resident = cached = evictable = 0
+    # (QA user58: two workers were refused a budget above the whole dataset. Every shard of
+    # the version, not this consumer's: ranks reading other blocks hold others; QA review58b)
+    every = sum(s.bytes for s in entries)
     reasons: list[str] = []
     digests: frozenset[str] = frozenset()
     if ctx.in_place:
@@ -171,9 +174,8 @@ def plan_read(
     else:
         if full_shuffle:
             resident = full_resident_bytes(sizes)
-        else:  # consumers share the machine's cache: never more than every shard (QA user58)
-            resident = min(consumers * window_resident_bytes(sizes, window),
-                           full_resident_bytes(sizes))
+        else:  # consumers share the machine's cache: never more than every shard of the
+            resident = min(consumers * window_resident_bytes(sizes, window), every)  # version
         cache = ctx.cache()
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
@@ -183,8 +185,7 @@ def plan_read(
         while (prefetch is None and not full_shuffle and window > 1  # an automatic window:
                and resident - cached > (free + evictable) // max(1, share)):  # the disk's
             window -= 1  # room, shared by the sources read at once (held shards: not room)
-            resident = min(consumers * window_resident_bytes(sizes, window),
-                           full_resident_bytes(sizes))
+            resident = min(consumers * window_resident_bytes(sizes, window), every)
         reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
                               window, purpose, evictable)
     return ReadPlan(

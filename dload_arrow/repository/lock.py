@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import re
 import stat
@@ -60,11 +61,8 @@ def unused_script_lock(name: str) -> str | None:
     script = getattr(main, "__file__", None)
     if not isinstance(script, str) or not script.endswith(".py"):
         return None
-    folder = Path(script).resolve().parent
-    if {"site-packages", "dist-packages"} & set(folder.parts):
-        return None
+    found = _script_lock(script)
     try:
-        found = find_up(LOCK_FILE, folder)
         vid = None if found is None else read_lock(found).get(name)
     except (ConfigError, OSError):
         return None
@@ -73,6 +71,19 @@ def unused_script_lock(name: str) -> str | None:
     return (f"{found} beside the running script pins {name!r} to {str(vid)[:12]}, but the "
             f"working directory {working_dir()} has no dload.lock, so {name!r} is read at "
             f"latest: run from the project folder, or set DLOAD_LOCK={found}")
+
+
+@functools.lru_cache(maxsize=4)
+def _script_lock(script: str) -> Path | None:
+    """The nearest dload.lock up from ``script``'s folder (looked up once a process: every
+    ``dataset()`` call asks; QA review58b)."""
+    folder = Path(script).resolve().parent
+    if {"site-packages", "dist-packages"} & set(folder.parts):
+        return None
+    try:
+        return find_up(LOCK_FILE, folder)
+    except (ConfigError, OSError):
+        return None
 
 
 def read_lock(path: Path | None = None) -> dict[str, str]:
