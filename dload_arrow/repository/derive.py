@@ -98,11 +98,12 @@ def _one_key(key: Any, position: int) -> str:
     return key
 
 
-def _rows(pipe: Pipeline) -> Iterator[tuple[str, dict[str, Any]]]:
+def _rows(pipe: Pipeline, name: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(key, sample) pairs of epoch 0; items without ``__key__`` get their position."""
     view = pipe.skip(0)  # its own cursor: a state loaded into ``pipe`` must not move epoch 0
     view.set_epoch(_EPOCH)
     k = 0
+    warned = not pipe.sources()  # rows of from_iterable() have no keys to lose
     for chunk in view.iter_chunks():
         for item in chunk_items(chunk):
             if not isinstance(item, dict):
@@ -112,6 +113,14 @@ def _rows(pipe: Pipeline) -> Iterator[tuple[str, dict[str, Any]]]:
                 )
             row = dict(item)
             key = row.pop(KEY_COLUMN, None)
+            if key is None and not warned:  # (QA eng58: the sources' keys lost, unsaid)
+                warned = True
+                warnings.warn(
+                    f"derive({name!r}): the pipeline's items carry no {KEY_COLUMN} (a select() "
+                    "without it, or a map returning a new dict), so the rows are keyed by "
+                    "position (000000000000, ...) and cannot be joined back to the sources' "
+                    f"keys; to keep them, select([{KEY_COLUMN!r}, ...]) or return "
+                    f"r[{KEY_COLUMN!r}] from the map", stacklevel=user_stacklevel())
             yield (_one_key(key, k) if key is not None else f"{k:012d}"), row
             k += 1
 
@@ -204,7 +213,7 @@ def derive(
         commit_kwargs = {**commit_kwargs, "schema": pipe.schema}
     latest, listed = repo._listed_shards(name)  # what repo.commit does, logged as derive
     try:
-        version = commit_samples(repo.storage, name, _rows(pipe), meta=meta, recipe=recipe,
+        version = commit_samples(repo.storage, name, _rows(pipe, name), meta=meta, recipe=recipe,
                                  parents=parents, progress=progress, protected=listed,
                                  protected_by=latest, action="derive", **commit_kwargs)
     except SchemaError as e:  # the commit's advice (tables, `key=`) does not fit a pipeline
