@@ -61,7 +61,7 @@ def test_spark_folder_with_success_marker_commits_as_a_table(run: RunFn, tmp_pat
 def test_key_column_on_a_files_folder_suggests_as_table(run: RunFn, tmp_path: Path) -> None:
     d = make_tree(tmp_path / "mixed", {"a.jpg": b"J", "t.parquet": b"not read"})
     r = run("commit", "x", "--from", str(d), "--key-column", "id", rc=1)
-    assert "--key-column is for tables" in r.err and "add --as table" in r.err
+    assert "--key-column and --text-column are for tables" in r.err and "add --as table" in r.err
 
 
 # --- 4. --include / --exclude / --split with tables ----------------------------------------

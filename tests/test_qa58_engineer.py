@@ -33,3 +33,47 @@ def test_a_derive_that_drops_the_keys_warns(repo: Repository, how: str) -> None:
         warnings.simplefilter("error")
         repo.derive("kept", ds.pipeline().select(["__key__", "name"]))
     assert repo.dataset("kept").to_arrow().column("__key__").to_pylist() == ["007", "009"]
+
+
+def test_codes_read_as_numbers_are_warned_of_and_kept_as_text_on_request(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """ZIP codes and phone numbers became 1234 and 4930123.0 without a word."""
+    from cli_run import runner
+
+    (tmp_path / "a.csv").write_text("id,zip,phone,n\n1,01234,+4930123,5\n2,02139,+4940999,0\n")
+    run = runner(capsys, ["--root", str(tmp_path / "root"), "--cache-dir", str(tmp_path / "c")])
+    r = run("commit", "a", "--from", str(tmp_path / "a.csv"), "--key-column", "id")
+    assert ("zip ('01234' read as 1234), phone ('+4930123' read as 4930123.0) hold codes "
+            "written with leading zeros or a sign") in r.err
+    assert "--text-column zip --text-column phone (CLI)" in r.err and "n (" not in r.err
+    run("commit", "b", "--from", str(tmp_path / "a.csv"), "--key-column", "id",
+        "--text-column", "zip", "--text-column", "phone")
+    got = Repository.open(tmp_path / "root", cache_dir=tmp_path / "c").dataset("b").to_arrow()
+    assert got.column("zip").to_pylist() == ["01234", "02139"]
+    assert got.column("phone").to_pylist() == ["+4930123", "+4940999"]
+    assert got.column("n").to_pylist() == [5, 0]
+    r = run("commit", "c", "--from", str(tmp_path / "a.csv"), "--text-column", "zip",
+            "--as", "files", rc=1)
+    assert "--text-column are for tables" in r.err
+
+
+def test_another_delimiter_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from cli_run import runner
+
+    run = runner(capsys, ["--root", str(tmp_path / "root"), "--cache-dir", str(tmp_path / "c")])
+    (tmp_path / "semi.csv").write_text("id;name;amount\n1;Ann;1,5\n")
+    r = run("commit", "s", "--from", str(tmp_path / "semi.csv"), rc=1)
+    assert "the header holds no comma but ';'" in r.err
+    (tmp_path / "one.csv").write_text("id;name\n1;Ann\n2;Bob\n")
+    r = run("commit", "o", "--from", str(tmp_path / "one.csv"))
+    assert "has one column, 'id;name': its header holds no comma but ';'" in r.err
+
+
+def test_an_unused_sql_parameter_is_named(repo: Repository) -> None:
+    from dload_arrow.errors import SqlError
+
+    with pytest.raises(SqlError, match=r"parameter\(s\) \['n'\] given, but the query names "
+                                       r"no \$n"):
+        repo.sql("select count(*) from datasets", n="people")
+    assert repo.sql("select count(*) as c from datasets where name = $n",
+                    n="people").column("c").to_pylist() == [1]

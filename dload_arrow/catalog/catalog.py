@@ -22,7 +22,7 @@ from dload_arrow.catalog.case_twins import refuse_case_twins
 from dload_arrow.catalog.files import ShardFiles, corrupt_copies
 from dload_arrow.catalog.interrupt import run_query
 from dload_arrow.catalog.packed import sql_source
-from dload_arrow.catalog.params import bindable_params
+from dload_arrow.catalog.params import bindable_params, given_params, unused_params
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
 from dload_arrow.catalog.statements import VIEW_ORDER, all_statements, statement
 from dload_arrow.catalog.summaries import Summaries
@@ -230,9 +230,9 @@ class Catalog:
         except duckdb.Error as e:
             if shown is not None and any(m in str(e) for m in _NO_PARAMETERS):
                 raise SqlError(_UNPREPARABLE.format(query=shown)) from e
-            hint = ""
-            if "Parameter" in str(e) or "parameter" in str(e):
-                hint = f" (parameters given: {sorted(k for k in params if not k.startswith('__'))})"
+            if (unused := unused_params(str(e), statements, params)) is not None:
+                raise unused from e
+            hint = f" (parameters given: {given_params(params)})" if "arameter" in str(e) else ""
             text = str(e)
             if shown is not None:
                 # The context DuckDB prints quotes the rewrite (read_parquet($__dload_...)),

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.errors import SqlError
 
-__all__ = ["bindable", "bindable_params", "per_statement"]
+__all__ = ["bindable", "bindable_params", "given_params", "per_statement", "unused_params"]
 
 
 _FINE = ("ns", "ps", "fs", "as")
@@ -152,3 +152,20 @@ def per_statement(statements: list[Any], params: dict[str, Any]) -> list[dict[st
     out = [{k: params[k] for k in s.named_parameters if k in params} for s in statements]
     out[-1].update({k: v for k, v in params.items() if k not in used})
     return out
+
+
+def given_params(params: dict[str, Any]) -> list[str]:
+    """The names of the parameters a user gave (not dload's own ``__dload_...`` ones)."""
+    return sorted(k for k in params if not k.startswith("__"))
+
+
+def unused_params(error: str, statements: list[Any], params: dict[str, Any]) -> SqlError | None:
+    """The error for parameters no statement names (DuckDB: "Parameter/argument count
+    mismatch"; QA eng58), or None."""
+    named = {k for s in statements for k in s.named_parameters}
+    unused = [k for k in given_params(params) if k not in named]
+    if "count mismatch" not in error or not unused:
+        return None
+    return SqlError(f"parameter(s) {unused} given, but the query names no "
+                    f"{', '.join('$' + k for k in unused)}: write it where the value goes "
+                    "(... = $name), or leave the parameter out")

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
 from dload_arrow.cli.append_fit import fit_to, latest_schema, text_columns
+from dload_arrow.cli.commit_options import input_options
 from dload_arrow.cli.output import (
     emit,
     json_option,
@@ -19,70 +20,20 @@ from dload_arrow.cli.output import (
     root_options,
 )
 from dload_arrow.errors import ConfigError, SchemaError, escaped
-from dload_arrow.sizes import format_bytes, parse_size
+from dload_arrow.sizes import format_bytes
 
 __all__ = ["COMMANDS", "append", "commit", "read_input"]
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _size(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    """A size option as bytes; zero or negative sizes are refused here, before any reading."""
-    if value is None:
-        return None
-    try:
-        n = parse_size(value)
-    except ConfigError as e:
-        raise click.BadParameter(f"{value!r} is not a size; use a number with an optional "
-                                 "unit, e.g. 128MiB or 2MB") from e
-    if n <= 0:
-        raise click.BadParameter(f"{value!r} is {n} bytes; give a size above 0, e.g. 128MiB")
-    return n
-
-
-def _input_options(f: F) -> F:
-    for opt in reversed([
-        click.option("--from", "source", required=True,
-                     help="A directory, an archive (.zip .tar .tar.gz .tar.zst, local or "
-                          "s3://), or a table (.parquet .csv .jsonl, file or folder)."),
-        click.option("--as", "kind", type=click.Choice(["auto", "files", "archive", "table"]),
-                     default="auto", show_default=True, help="How to read --from."),
-        click.option("--include", multiple=True,
-                     help="Only files matching this glob: their path, their name or a "
-                          "directory on the path (cats, cats/); extensions case-insensitive "
-                          "(files, archives and table folders)."),
-        click.option("--exclude", multiple=True,
-                     help="Skip files matching this glob (as --include: --exclude cats skips "
-                          "everything under cats/). A glob that matches no file is warned of."),
-        click.option("--split", type=click.Choice(["last", "first"]), default=None,
-                     help="Files and archives: the extension starts at the last dot (x.v2.jpg "
-                          "-> x.v2 + jpg; the default) or the first (webdataset: x.seg.png -> "
-                          "x + seg.png)."),
-        click.option("--key-column", default=None, help="Tables: the column holding keys; "
-                     "its values become __key__ (as text) and it is not kept as a column "
-                     "(default: __key__ if present, else generated row numbers)."),
-        click.option("--recipe", type=click.Path(exists=True, dir_okay=False), default=None,
-                     help="The script that produced the data (stored verbatim)."),
-        click.option("--meta", multiple=True, help="Metadata K=V (repeatable; JSON values)."),
-        click.option("--shard-size", default=None, callback=_size,
-                     help="Target shard size, e.g. 128MiB."),
-        click.option("--row-group-size", default=None, callback=_size,
-                     help="Target row-group size, e.g. 2MiB."),
-    ]):
-        f = opt(f)
-    return f
-
-
 def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence[str],
                split: str | None, key_column: str | None, endpoint_url: str | None,
-               stored: Any = None, store_dirs: Sequence[str] = ()
+               stored: Any = None, store_dirs: Sequence[str] = (), text: Sequence[str] = ()
                ) -> tuple[Any, str | None, dict[str, Any]]:
     """``(samples, key, report)`` for ``repo.commit`` from a ``--from`` location.
 
     ``split`` is None when ``--split`` was not given (``"last"`` for files and archives).
     ``stored``: the schema of an append's dataset (CSV columns it stores as text are read
     as text, partition folders take its types). ``store_dirs``: the repository's own local
-    folders, never read as samples.
+    folders, never read as samples. ``text``: CSV columns read as text (``--text-column``).
     """
     from dload_arrow.ingest import Globs, GlobWarning, detect_kind, open_source, open_table
     from dload_arrow.ingest.location import is_remote, local_path, own_dirs, refuse_own_data
@@ -105,17 +56,18 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                     "table itself: drop --split"
                 )
             reader = open_table(source, include=include, exclude=exclude, key=key_column,
-                                endpoint_url=endpoint_url, text_columns=text_columns(stored),
+                                endpoint_url=endpoint_url,
+                                text_columns=[*text_columns(stored), *text],
                                 stored=stored, store_dirs=store_dirs)
             globs = Globs(include, exclude)
             ignored = table_listing(source, globs=globs, skip=own_dirs(store_dirs))[1]
             return reader, key_column, {"kind": "table", "ignored": ignored,
                                         "unused_globs": globs.describe_unused(source)}
-        if key_column:
+        if key_column or text:
             raise ConfigError(
-                f"--key-column is for tables; {source!r} is read as {kind} whose keys are "
-                "file paths. If it is a table (Parquet, CSV or JSON Lines files), add --as "
-                "table"
+                f"--key-column and --text-column are for tables; {source!r} is read as "
+                f"{kind} whose keys are file paths. If it is a table (Parquet, CSV or JSON "
+                "Lines files), add --as table"
             )
         src = open_source(source, kind=kind, include=include, exclude=exclude,
                           split=split or "last", endpoint_url=endpoint_url,
@@ -127,6 +79,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
 
 def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence[str],
          exclude: Sequence[str], split: str | None, key_column: str | None,
+         text_column: Sequence[str],
          recipe: str | None, meta: Sequence[str], shard_size: int | None,
          row_group_size: int | None, root: str | None, cache_dir: str | None,
          cache_budget: str | None, as_json: bool) -> None:
@@ -141,7 +94,7 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
     own = [repo.settings.cache_dir] + ([os.path.join(repo.storage.root, d) for d in (
         "datasets", "shards")] if repo.storage.is_local else [])  # (a root may hold the data)
     samples, key, report = read_input(source, kind, include, exclude, split, key_column,
-                                      repo.settings.endpoint_url, stored, own)
+                                      repo.settings.endpoint_url, stored, own, text_column)
     kwargs["key"] = key
     if append_mode:
         samples = fit_to(stored, name, source, samples, key, report["kind"])
@@ -262,7 +215,7 @@ def _upload_text(v: Any, shard_bytes: int, manifest_bytes: int) -> str:
 
 @click.command()
 @click.argument("name")
-@_input_options
+@input_options
 @root_options
 @json_option
 def commit(name: str, **kwargs: Any) -> None:
@@ -283,7 +236,7 @@ def commit(name: str, **kwargs: Any) -> None:
 
 @click.command()
 @click.argument("name")
-@_input_options
+@input_options
 @root_options
 @json_option
 def append(name: str, **kwargs: Any) -> None:

@@ -61,13 +61,17 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
     if fmt == "csv" and _RAGGED.search(str(e)):
         found = ragged_row(path, endpoint_url)
         if found is not None:
-            line, fields, columns, row = found
+            line, fields, columns, row, head = found
+            other = next((d for d in (";", "\t", "|") if columns == 1 and d in head), None)
+            fix = ("give every row one value per column: add the missing ones (an empty one "
+                   "is written ,,), or quote a value holding a comma (\"a, b\")") if other is None \
+                else (f"the header holds no comma but {other!r}: dload reads comma-separated "
+                      "files; write it with commas, or as Parquet (pyarrow.csv.read_csv(path, "
+                      f"parse_options=pyarrow.csv.ParseOptions(delimiter={other!r})), then "
+                      "pyarrow.parquet.write_table), and commit that")  # (QA eng58)
             return SchemaError(
                 f"{path!r}, line {line}: {fields} field{'s' * (fields != 1)} where the header "
-                f"has {columns} columns ({row[:80]!r}); give every row one value per column: "
-                "add the missing ones (an empty one is written ,,), or quote a value holding a "
-                "comma (\"a, b\")"
-            )
+                f"has {columns} columns ({row[:80]!r}); {fix}")
     if fmt == "csv" and "conversion error" in str(e).lower():
         text += (
             f". Column types are inferred from the first {format_bytes(CSV_INFER_BYTES)} of a "
@@ -79,23 +83,24 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
 
 
 def ragged_row(path: str, endpoint_url: str | None = None
-               ) -> tuple[int, int, int, str] | None:
-    """``(line, fields, header's columns, row text)`` of the first CSV row whose field count
-    is not the header's (quoting rules as pyarrow's; empty lines skipped, as pyarrow does)."""
+               ) -> tuple[int, int, int, str, str] | None:
+    """``(line, fields, header's columns, row text, header text)`` of the first CSV row whose
+    field count is not the header's (quoting rules as pyarrow's; empty lines skipped, as
+    pyarrow does)."""
     f, _ = open_table_file(path, endpoint_url)
     with f:
         text = io.TextIOWrapper(f, encoding="utf-8", errors="replace", newline="")
         reader = csv.reader(text)
-        columns, line = None, 1  # line: where the next row starts
+        columns, line, head = None, 1, ""  # line: where the next row starts
         try:
             for row in reader:
                 start, line = line, reader.line_num + 1
                 if not row:
                     continue
                 if columns is None:
-                    columns = len(row)
+                    columns, head = len(row), ",".join(row)
                 elif len(row) != columns:
-                    return start, len(row), columns, ",".join(row)
+                    return start, len(row), columns, ",".join(row), head
         except csv.Error:  # a value longer than csv's field limit: no line then
             return None
     return None

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.args import column_names
 from dload_arrow.errors import SchemaError
+from dload_arrow.ingest.csv_codes import warn_codes
 from dload_arrow.ingest.table_stream import open_table_file
 from dload_arrow.store.names import KEY_COLUMN
 
@@ -215,6 +216,8 @@ def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
     for batch in batches:
         if fmt == "csv":
             _refuse_empty_keys(batch, key, path, at)
+            if not at:  # the block whose text decided the types
+                warn_codes(path, batch, endpoint_url, read_options)
         at += batch.num_rows
         suspects = [c for c in _suspects(batch) if c not in checked]
         if suspects:  # CSV columns are flat: each path is a column's name

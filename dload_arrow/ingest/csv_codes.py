@@ -1,0 +1,65 @@
+"""Codes a CSV writes as digits (``01234``, ``007``, ``+4930123``), which pyarrow's type
+inference reads as numbers: the leading zeros or the sign are lost for good, without a word
+(QA eng58). The first block of a file, where types are inferred, is read again as text for
+its numeric columns, and a column whose text a number cannot give back is warned of, with
+the way to keep it as text. A file whose one column's name holds ``;`` or tabs is warned of
+too: it was written with another delimiter."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dload_arrow.errors import user_stacklevel
+from dload_arrow.ingest.table_stream import open_table_file
+
+__all__ = ["warn_codes"]
+
+# digits after a leading zero (0.5 is a number, 007 a code), or an integer with a plus sign
+_CODE = r"^\s*([+-]?0[0-9]|\+[0-9]+\s*$)"
+
+
+def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None,
+               read_options: Any) -> None:
+    """Warn when a numeric column of ``batch`` (a CSV file's first block) holds text such
+    as ``007`` or ``+4930123`` that the stored number loses."""
+    import pyarrow.csv as pcsv
+
+    from dload_arrow.ingest.table_text import csv_convert
+
+    names = batch.schema.names
+    if len(names) == 1 and (d := next((d for d in (";", "\t", "|") if d in names[0]), None)):
+        warnings.warn(f"{path!r} has one column, {names[0][:60]!r}: its header holds no comma "
+                      f"but {d!r}, and dload reads comma-separated files; write it with commas, "
+                      "or as Parquet (pyarrow.csv.read_csv(path, parse_options=pyarrow.csv."
+                      f"ParseOptions(delimiter={d!r})), then pyarrow.parquet.write_table)",
+                      stacklevel=user_stacklevel())
+    numeric = [f.name for f in batch.schema
+               if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)]
+    if not numeric:
+        return
+    f, _ = open_table_file(path, endpoint_url)
+    with f:
+        reader = pcsv.open_csv(f, read_options=read_options,
+                               convert_options=csv_convert(numeric, include=numeric))
+        text = next(iter(reader), None)
+    if text is None:
+        return
+    found = []
+    for name in numeric:
+        col = text.column(name)
+        hits = col.filter(pc.fill_null(pc.match_substring_regex(col, _CODE), False))
+        if len(hits):
+            was = str(hits[0].as_py()).strip()
+            at = pc.index(col, hits[0]).as_py()
+            found.append(f"{name} ({was!r} read as {batch.column(name)[at].as_py()!r})")
+    if found:
+        cols = [x.split(" (")[0] for x in found]
+        warnings.warn(
+            f"{path!r}: column(s) {', '.join(found)} hold codes written with leading zeros "
+            "or a sign, which a number does not keep; to store them as text, as written: "
+            f"--text-column {' --text-column '.join(cols)} (CLI), or open_table(..., "
+            f"text_columns={cols!r}) in Python", stacklevel=user_stacklevel())
