@@ -77,3 +77,24 @@ def test_an_unused_sql_parameter_is_named(repo: Repository) -> None:
         repo.sql("select count(*) from datasets", n="people")
     assert repo.sql("select count(*) as c from datasets where name = $n",
                     n="people").column("c").to_pylist() == [1]
+
+
+def test_export_writes_dates_as_text_and_names_the_null_columns(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Dates and times were written JSON-quoted ("2024-01-02") while text is bare, and a null
+    column's missing file was not said."""
+    import json
+
+    from cli_run import runner
+
+    (tmp_path / "p.csv").write_text("id,name,joined,at,age\n007,Ann,2024-01-02,"
+                                    "2024-01-02 10:00:00,\n")
+    run = runner(capsys, ["--root", str(tmp_path / "root"), "--cache-dir", str(tmp_path / "c")])
+    run("commit", "p", "--from", str(tmp_path / "p.csv"), "--key-column", "id")
+    r = run("export", "p", "007", "--to", str(tmp_path / "out"))
+    assert (tmp_path / "out" / "007.joined").read_text() == "2024-01-02"
+    assert (tmp_path / "out" / "007.at").read_text() == "2024-01-02T10:00:00"
+    assert (tmp_path / "out" / "007.name").read_text() == "Ann"
+    assert "(no file for null column(s): age)" in r.out
+    got = json.loads(run("export", "p", "007", "--to", str(tmp_path / "o2"), "--json").out)
+    assert got["null_columns"] == ["age"]

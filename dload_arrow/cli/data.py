@@ -151,8 +151,10 @@ def export(spec: str, key: str | None, index: int | None, dest: str, root: str |
         raise NotFoundError(f"{e}; use --index 0..{len(ds) - 1} or a KEY") from e
     _check_export_key(str(sample[KEY_COLUMN]), f"{name}@{ds.version[:12]}")
     written = write_sample_files(sample, dest, ds.schema)
-    emit({"name": name, "version": ds.version, "files": written}, as_json,
-         lambda: click.echo("\n".join(escaped(w) for w in written)))  # a name's \n escaped
+    nulls = [c for c, v in sample.items() if v is None]  # no file: said (QA eng58)
+    emit({"name": name, "version": ds.version, "files": written, "null_columns": nulls},
+         as_json, lambda: click.echo("\n".join([*(escaped(w) for w in written), *(
+             [f"(no file for null column(s): {', '.join(nulls)})"] if nulls else [])])))
 
 
 @click.group()

@@ -8,6 +8,8 @@ UTF-8, tensors as ``.npy``, numbers as text, anything else (lists, structs) as J
 from __future__ import annotations
 
 import base64
+import datetime
+import decimal
 import errno
 import json
 import math
@@ -60,6 +62,10 @@ def _encode(value: Any, field: pa.Field | None) -> bytes:
     if isinstance(value, (bool, np.bool_)):  # JSON's, as inside lists: not Python's True
         return b"true" if value else b"false"
     if isinstance(value, (int, float, np.generic)):
+        return str(value).encode()
+    if isinstance(value, (datetime.date, datetime.time)):  # as text is: bare (QA eng58)
+        return value.isoformat().encode()
+    if isinstance(value, (datetime.timedelta, decimal.Decimal)):
         return str(value).encode()
     return json.dumps(_strict(value), default=str, allow_nan=False).encode()
 
