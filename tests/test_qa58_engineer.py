@@ -98,3 +98,25 @@ def test_export_writes_dates_as_text_and_names_the_null_columns(
     assert "(no file for null column(s): age)" in r.out
     got = json.loads(run("export", "p", "007", "--to", str(tmp_path / "o2"), "--json").out)
     assert got["null_columns"] == ["age"]
+
+
+def test_a_text_column_the_table_lacks_is_refused(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    """QA review58c: a --text-column typo (or another case) did nothing, without a word."""
+    from cli_run import runner
+
+    (tmp_path / "a.csv").write_text("id,Zip,n\n1,01234,+3\n")
+    (tmp_path / "b.csv").write_text("id,Zip\n1,x\n")
+    run = runner(capsys, ["--root", str(tmp_path / "root"), "--cache-dir", str(tmp_path / "c")])
+    r = run("commit", "a", "--from", str(tmp_path / "b.csv"), "--text-column", "zip", rc=1)
+    assert "--text-column 'zip':" in r.err and "has no such column" in r.err
+    r = run("commit", "a", "--from", str(tmp_path / "a.csv"), "--text-column", "Zip")
+    assert "codes" not in r.err  # +3 is a signed number, not a code
+
+
+def test_a_syntax_error_is_duckdbs_message(repo: Repository) -> None:
+    """QA review58c: the unused-parameter check met a query that did not parse."""
+    from dload_arrow.errors import SqlError
+
+    with pytest.raises(SqlError, match="Parser Error"):
+        repo.sql("selec 1", n=1)

@@ -210,7 +210,7 @@ class Catalog:
 
     def _run(self, query: str, params: dict[str, Any], shown: str | None = None) -> pa.Table:
         """Run ``query``; ``shown`` is the user's text when ``query`` is its rewrite."""
-        duckdb = _duckdb()
+        duckdb, statements = _duckdb(), []
         try:
             statements = duckdb.extract_statements(query)
             kinds = {s.type for s in statements}

@@ -162,8 +162,8 @@ def given_params(params: dict[str, Any]) -> list[str]:
 def unused_params(error: str, statements: list[Any], params: dict[str, Any]) -> SqlError | None:
     """The error for parameters no statement names (DuckDB: "Parameter/argument count
     mismatch"; QA eng58), or None."""
-    named = {k for s in statements for k in s.named_parameters}
-    unused = [k for k in given_params(params) if k not in named]
+    named = {k.lower() for s in statements for k in s.named_parameters}  # $N is $n
+    unused = [k for k in given_params(params) if k.lower() not in named]
     if "count mismatch" not in error or not unused:
         return None
     return SqlError(f"parameter(s) {unused} given, but the query names no "

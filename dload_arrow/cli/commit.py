@@ -59,6 +59,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                                 endpoint_url=endpoint_url,
                                 text_columns=[*text_columns(stored), *text],
                                 stored=stored, store_dirs=store_dirs)
+            _check_text(text, reader.schema, source)
             globs = Globs(include, exclude)
             ignored = table_listing(source, globs=globs, skip=own_dirs(store_dirs))[1]
             return reader, key_column, {"kind": "table", "ignored": ignored,
@@ -75,6 +76,20 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
         src.progress = progress_enabled()  # the CLI's rule: a terminal (a listing pass counter)
         src.tables_refused = auto  # an archive of tables: its rows are not read (kinds.py)
         return src.reader(), None, {"kind": kind, **src.report.to_dict()}
+
+
+def _check_text(text: Sequence[str], schema: Any, source: str) -> None:
+    """Refuse a ``--text-column`` the table has not read as text: no such column (a typo,
+    another case), or a Parquet file's typed one (QA review58c: ignored without a word)."""
+    import pyarrow as pa
+
+    for c in text:
+        if c not in schema.names:
+            raise ConfigError(f"--text-column {c!r}: {source!r} has no such column (names "
+                              f"compare as written; its columns: {', '.join(schema.names)})")
+        if not (pa.types.is_string(t := schema.field(c).type) or pa.types.is_large_string(t)):
+            raise ConfigError(f"--text-column {c!r}: {source!r} stores it as {t} (only CSV "
+                              "and JSON Lines text is read as text: Parquet keeps its types)")
 
 
 def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence[str],

@@ -8,7 +8,6 @@ too: it was written with another delimiter."""
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,12 +17,14 @@ from dload_arrow.ingest.table_stream import open_table_file
 
 __all__ = ["warn_codes"]
 
-# digits after a leading zero (0.5 is a number, 007 a code), or an integer with a plus sign
-_CODE = r"^\s*([+-]?0[0-9]|\+[0-9]+\s*$)"
+_PROBE = 1 << 20  # bytes of a file's text read again
+
+# digits after a leading zero (0.5 is a number, 007 a code), or a long integer with a plus sign
+# (a phone number)
+_CODE = r"^\s*([+-]?0[0-9]|\+[0-9]{6,}\s*$)"  # (+3 is a signed number: QA review58c)
 
 
-def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None,
-               read_options: Any) -> None:
+def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None) -> None:
     """Warn when a numeric column of ``batch`` (a CSV file's first block) holds text such
     as ``007`` or ``+4930123`` that the stored number loses."""
     import pyarrow.csv as pcsv
@@ -42,8 +43,8 @@ def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None,
     if not numeric:
         return
     f, _ = open_table_file(path, endpoint_url)
-    with f:
-        reader = pcsv.open_csv(f, read_options=read_options,
+    with f:  # the first MiB: where codes show, and a second read stays small (QA review58c)
+        reader = pcsv.open_csv(f, read_options=pcsv.ReadOptions(block_size=_PROBE),
                                convert_options=csv_convert(numeric, include=numeric))
         text = next(iter(reader), None)
     if text is None:

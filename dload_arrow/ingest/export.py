@@ -66,8 +66,20 @@ def _encode(value: Any, field: pa.Field | None) -> bytes:
     if isinstance(value, (datetime.date, datetime.time)):  # as text is: bare (QA eng58)
         return value.isoformat().encode()
     if isinstance(value, (datetime.timedelta, decimal.Decimal)):
-        return str(value).encode()
-    return json.dumps(_strict(value), default=str, allow_nan=False).encode()
+        return _text(value).encode()
+    return json.dumps(_strict(value), default=_text, allow_nan=False).encode()
+
+
+def _text(value: Any) -> str:
+    """A value JSON has no type for, as text: times in ISO 8601 (``T``), durations in
+    seconds, decimals without an exponent (QA review58c)."""
+    if isinstance(value, (datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return f"{value.total_seconds():g}"
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    return str(value)
 
 
 def _strict(value: Any) -> Any:

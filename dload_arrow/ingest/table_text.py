@@ -217,7 +217,7 @@ def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
         if fmt == "csv":
             _refuse_empty_keys(batch, key, path, at)
             if not at:  # the block whose text decided the types
-                warn_codes(path, batch, endpoint_url, read_options)
+                warn_codes(path, batch, endpoint_url)
         at += batch.num_rows
         suspects = [c for c in _suspects(batch) if c not in checked]
         if suspects:  # CSV columns are flat: each path is a column's name
