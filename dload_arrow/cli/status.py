@@ -71,24 +71,12 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
         settings = resolve_settings(False, root=root, cache_dir=cache_dir,
                                     cache_budget=cache_budget)
     except DloadError as e:  # a bad budget or dload.toml: no settings to show, the rest is
-        env = env_settings()  # (QA review58: --json printed nothing)
-        if as_json:
-            emit({"settings": None, "environment": env, "error": " ".join(str(e).split())},
-                 True, lambda: None)
-        else:
-            _env_text(env)
+        _refused(e, None, as_json)
         raise
     try:
         repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
     except DloadError as e:  # a setting no command can use (a root that is a file): shown
-        env = env_settings()  # first, then the error (stderr) and exit 1, --json too
-        got = {k: (_shown(settings, k), settings.sources.get(k)) for k in KEYS}
-        if as_json:  # (QA review57: --json printed nothing)
-            emit({"settings": {k: {"value": v, "source": src} for k, (v, src) in got.items()},
-                  "environment": env, "error": " ".join(str(e).split())}, True, lambda: None)
-        else:
-            _settings_table(got)
-            _env_text(env)
+        _refused(e, settings, as_json)  # first, then the error (stderr) and exit 1
         raise
     reach = _reach(repo)
     shown = {"settings": {k: {"value": _shown(settings, k), "source": settings.sources.get(k)}
@@ -131,6 +119,24 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
 
 
 COMMANDS = [status]
+
+
+def _refused(e: DloadError, settings: Any, as_json: bool) -> None:
+    """What status shows before a refused setting's error: the settings (None: they could
+    not be resolved) and the environment-only variables; with --json, a document with the
+    ``error`` too (QA review57, review58: --json printed nothing)."""
+    from dload_arrow.read.env_settings import env_settings
+
+    env = env_settings()
+    got = None if settings is None else {
+        k: {"value": _shown(settings, k), "source": settings.sources.get(k)} for k in KEYS}
+    if as_json:
+        emit({"settings": got, "environment": env, "error": " ".join(str(e).split())}, True,
+             lambda: None)
+        return
+    if got is not None:
+        _settings_table({k: (v["value"], v["source"]) for k, v in got.items()})
+    _env_text(env)
 
 
 def _shown(settings: Any, key: str) -> str | None:

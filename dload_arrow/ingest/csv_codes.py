@@ -29,14 +29,12 @@ def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None) -> No
     as ``007`` or ``+4930123`` that the stored number loses."""
     import pyarrow.csv as pcsv
 
+    from dload_arrow.ingest.read_errors import delimiter_fix, other_delimiter
     from dload_arrow.ingest.table_text import csv_convert
 
     names = batch.schema.names
-    if len(names) == 1 and (d := next((d for d in (";", "\t", "|") if d in names[0]), None)):
-        warnings.warn(f"{path!r} has one column, {names[0][:60]!r}: its header holds no comma "
-                      f"but {d!r}, and dload reads comma-separated files; write it with commas, "
-                      "or as Parquet (pyarrow.csv.read_csv(path, parse_options=pyarrow.csv."
-                      f"ParseOptions(delimiter={d!r})), then pyarrow.parquet.write_table)",
+    if len(names) == 1 and (d := other_delimiter(names[0])) is not None:
+        warnings.warn(f"{path!r} has one column, {names[0][:60]!r}: {delimiter_fix(d, 'its')}",
                       stacklevel=user_stacklevel())
     numeric = [f.name for f in batch.schema
                if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)]
@@ -49,18 +47,19 @@ def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None) -> No
         text = next(iter(reader), None)
     if text is None:
         return
-    found = []
+    found: dict[str, str] = {}  # column -> what its first code became
     for name in numeric:
         col = text.column(name)
         hits = col.filter(pc.fill_null(pc.match_substring_regex(col, _CODE), False))
         if len(hits):
             was = str(hits[0].as_py()).strip()
             at = pc.index(col, hits[0]).as_py()
-            found.append(f"{name} ({was!r} read as {batch.column(name)[at].as_py()!r})")
+            found[name] = f"{was!r} read as {batch.column(name)[at].as_py()!r}"
     if found:
-        cols = [x.split(" (")[0] for x in found]
+        cols = list(found)
+        shown = ", ".join(f"{c} ({how})" for c, how in found.items())
         warnings.warn(
-            f"{path!r}: column(s) {', '.join(found)} hold codes written with leading zeros "
+            f"{path!r}: column(s) {shown} hold codes written with leading zeros "
             "or a sign, which a number does not keep; to store them as text, as written: "
             f"--text-column {' --text-column '.join(cols)} (CLI), or open_table(..., "
             f"text_columns={cols!r}) in Python", stacklevel=user_stacklevel())

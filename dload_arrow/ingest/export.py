@@ -63,10 +63,8 @@ def _encode(value: Any, field: pa.Field | None) -> bytes:
         return b"true" if value else b"false"
     if isinstance(value, (int, float, np.generic)):
         return str(value).encode()
-    if isinstance(value, (datetime.date, datetime.time)):  # as text is: bare (QA eng58)
-        return value.isoformat().encode()
-    if isinstance(value, (datetime.timedelta, decimal.Decimal)):
-        return _text(value).encode()
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta, decimal.Decimal)):
+        return _text(value).encode()  # bare, as text is (QA eng58)
     return json.dumps(_strict(value), default=_text, allow_nan=False).encode()
 
 

@@ -21,7 +21,8 @@ from dload_arrow.ingest.table_stream import open_table_file, recode_hint
 from dload_arrow.ingest.table_text import values_at
 from dload_arrow.sizes import format_bytes
 
-__all__ = ["CSV_INFER_BYTES", "bad_json_line", "csv_options", "read_error", "ragged_row"]
+__all__ = ["CSV_INFER_BYTES", "bad_json_line", "csv_options", "delimiter_fix",
+           "other_delimiter", "ragged_row", "read_error"]
 
 CSV_INFER_BYTES = 32 << 20
 """A CSV file's column types are inferred from its first block, up to this many bytes."""
@@ -62,13 +63,10 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
         found = ragged_row(path, endpoint_url)
         if found is not None:
             line, fields, columns, row, head = found
-            other = next((d for d in (";", "\t", "|") if columns == 1 and d in head), None)
+            other = other_delimiter(head) if columns == 1 else None
             fix = ("give every row one value per column: add the missing ones (an empty one "
                    "is written ,,), or quote a value holding a comma (\"a, b\")") if other is None \
-                else (f"the header holds no comma but {other!r}: dload reads comma-separated "
-                      "files; write it with commas, or as Parquet (pyarrow.csv.read_csv(path, "
-                      f"parse_options=pyarrow.csv.ParseOptions(delimiter={other!r})), then "
-                      "pyarrow.parquet.write_table), and commit that")  # (QA eng58)
+                else delimiter_fix(other)
             return SchemaError(
                 f"{path!r}, line {line}: {fields} field{'s' * (fields != 1)} where the header "
                 f"has {columns} columns ({row[:80]!r}); {fix}")
@@ -80,6 +78,19 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
             "'table.parquet')) and commit that"
         )
     return SchemaError(text)
+
+
+def other_delimiter(header: str) -> str | None:
+    """The delimiter a one-column CSV header holds instead of commas (``;``, a tab, ``|``)."""
+    return next((d for d in (";", "\t", "|") if d in header), None)
+
+
+def delimiter_fix(d: str, whose: str = "the") -> str:
+    """What to do with a file written with the delimiter ``d`` (QA eng58)."""
+    return (f"{whose} header holds no comma but {d!r}: dload reads comma-separated files; write "
+            "it with commas, or as Parquet (pyarrow.csv.read_csv(path, parse_options="
+            f"pyarrow.csv.ParseOptions(delimiter={d!r})), then pyarrow.parquet.write_table), "
+            "and commit that")
 
 
 def ragged_row(path: str, endpoint_url: str | None = None

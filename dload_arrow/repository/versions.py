@@ -150,10 +150,11 @@ class VersionsMixin(RemoveMixin):
             raise ConfigError(f"version {version!r} is empty (an unset variable?): pass None "
                               "for the latest, or a version id, id prefix or tag")
         if version is None:
-            pinned = pinned_version(name)
+            lock = lock_path()  # one lookup up the tree per resolve (QA review58b: speed)
+            pinned = None if lock is None else pinned_version(name, lock)
             if pinned is not None:
                 return pinned
-            if lock_path() is None and (unused := unused_script_lock(name)) not in _WARNED:
+            if lock is None and (unused := unused_script_lock(name)) not in _WARNED:
                 _WARNED.add(unused)  # (once a process: every read resolves the name)
                 if unused is not None:
                     warnings.warn(unused, stacklevel=user_stacklevel())
