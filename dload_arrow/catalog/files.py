@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from dload_arrow.errors import InfeasiblePlanError, IntegrityError
@@ -24,6 +24,7 @@ from dload_arrow.read.shard_errors import missing_shard
 from dload_arrow.sizes import BUDGET_WAYS, format_bytes
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
+from dload_arrow.waits import future_result
 
 __all__ = ["ShardFiles", "corrupt_copies", "query_files", "shard_files"]
 
@@ -49,6 +50,14 @@ class ShardFiles:
         for h in self._holds:
             h.release()
         self._holds = []
+
+    def park(self) -> ShardFiles:
+        """Mark the holds as kept until the owner is dropped (a dataset's to_polars()
+        frames): a read of this process that needs their room is refused, not left waiting
+        (read/parked.py)."""
+        for h in self._holds:
+            h.park()
+        return self
 
     def __enter__(self) -> ShardFiles:
         return self
@@ -134,19 +143,22 @@ def _fetch(context: ReadContext, manifest: Manifest, chosen: Sequence[Any],
     cache = context.cache()
     label = f"{manifest.name}@{manifest.version[:12]}"
     holds: list[Hold] = []
-    with ThreadPoolExecutor(min(_FETCH_THREADS, max(1, len(chosen)))) as pool:
-        futures = [
-            pool.submit(cache.acquire, context.storage, e.digest, e.bytes, dataset=label)
-            for e in chosen
-        ]
-        try:
-            for f in futures:
-                holds.append(f.result())
-        except BaseException:
-            for f in futures:
-                if f.done() and f.exception() is None:
-                    f.result().release()
-            raise
+    pool = ThreadPoolExecutor(min(_FETCH_THREADS, max(1, len(chosen))))
+    futures = [
+        pool.submit(cache.acquire, context.storage, e.digest, e.bytes, dataset=label)
+        for e in chosen
+    ]
+    try:
+        for f in futures:
+            holds.append(future_result(f))
+    except BaseException:
+        # Not waited for (a Ctrl-C must not wait for downloads or for cache room): what
+        # finishes later is let go as it finishes.
+        pool.shutdown(wait=False, cancel_futures=True)
+        for f in futures:
+            f.add_done_callback(_release_when_done)
+        raise
+    pool.shutdown()
     return ShardFiles([h.path for h in holds], holds, plan, {e.digest: e.bytes for e in chosen})
 
 
@@ -247,3 +259,8 @@ def corrupt_copies(held: Sequence[ShardFiles], error: BaseException | None,
         f"the cached copy of shard(s) {', '.join(bad)} did not match its digest (damaged on "
         "the local disk after it was verified) and was deleted: run the query again to "
         "fetch it anew from the root")
+
+
+def _release_when_done(fut: Future[Hold]) -> None:
+    if not fut.cancelled() and fut.exception() is None:
+        fut.result().release()

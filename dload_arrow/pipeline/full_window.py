@@ -35,6 +35,7 @@ from dload_arrow.pipeline.chunks import row_dicts
 from dload_arrow.pipeline.row_bytes import Sizes, row_bytes
 from dload_arrow.pipeline.unit_rows import UnitRows
 from dload_arrow.pipeline.window_layout import OwnRows, Window, items_pay_off, memory_check
+from dload_arrow.waits import cond_wait
 
 __all__ = ["FIRST_CHUNK", "FIRST_ROUND", "FullRows", "chunk_cap", "fill", "first_need_order",
            "start_full"]
@@ -150,7 +151,7 @@ class FullRows:
             if self._done:
                 raise RuntimeError(f"the full shuffle's window ended after {self._arrived} of "
                                    f"{self._expected} units")
-            self._cond.wait()
+            cond_wait(self._cond)
 
     def rows(self, units: np.ndarray) -> list[Any] | UnitRows | None:
         """What holds the rows of ``units`` once they are in (this waits): the items (item

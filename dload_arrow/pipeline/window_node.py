@@ -44,6 +44,7 @@ from dload_arrow.pipeline.window_layout import (
 from dload_arrow.pipeline.window_make import make_window
 from dload_arrow.plan.orders import own_count, own_position
 from dload_arrow.rowfilter import filter_rows
+from dload_arrow.waits import future_result
 
 __all__ = ["DatasetNode"]
 
@@ -213,7 +214,7 @@ class DatasetNode(Node):
         nxt = None if sync else self._after(w)
         if nxt is not None:
             self._ahead = (nxt, self._window_pool().submit(self._make, nxt))
-        win = fut.result()
+        win = future_result(fut)
         self._win = win
         return win
 

@@ -34,7 +34,8 @@ from dload_arrow.read.cache_space import (
     list_dir,
     resolve_budget,
 )
-from dload_arrow.read.locks import FileLock, held_here, make_dirs
+from dload_arrow.read.locks import FileLock, make_dirs
+from dload_arrow.read.parked import here_text, parked_bytes, parked_refusal
 from dload_arrow.sizes import BUDGET_WAYS, format_bytes, format_bytes_up
 
 __all__ = ["LOOK_AHEAD_PAUSE", "CacheBudget"]
@@ -112,14 +113,6 @@ class CacheBudget(CacheSpace):
         """Bytes of the cached shards no live reader holds, but those in ``exclude``: what
         eviction could free for them (a stat and a lock try per shard)."""
         return sum(e.bytes for e in self.entries() if not e.held and e.digest not in exclude)
-
-    def _here_text(self) -> str:
-        """How much of the held room this process holds itself (its own readers cannot
-        release it while it waits here, unless another thread of it is streaming)."""
-        own = sum(e.bytes for e in self.entries() if e.held and held_here(self._hold_file(
-            e.digest)))
-        return (f" ({format_bytes(own)} of them by this process: its to_polars() frames and "
-                "paused iterators hold their shards until dropped)") if own else ""
 
     def _disk_cap(self, used: int, pending: int) -> int:
         # Free disk measured after the scan: a download writing meanwhile can only make the
@@ -267,20 +260,23 @@ class CacheBudget(CacheSpace):
                     return tmp
             if not wait:
                 return None
+            parked = parked_bytes(self, exclude=(digest,))  # room no wait can free (QA nb58)
+            if parked and nbytes > limit - parked:
+                raise parked_refusal(self.dir, f"shard {digest[:12]}", nbytes, parked, limit)
             if not told and time.monotonic() - start > min(_TELL_AFTER, self.wait_timeout / 2):
                 told = True  # a reader that waits says so, rather than look hung
                 warnings.warn(
                     f"waiting for room in the cache {self.dir} for shard {digest[:12]} "
                     f"({format_bytes(nbytes)}): {format_bytes(used)} of the "
                     f"{self._limit_text(limit)} are held by readers running now"
-                    f"{self._here_text()}; giving up after {self.wait_timeout:.0f}s",
+                    f"{here_text(self)}; giving up after {self.wait_timeout:.0f}s",
                     stacklevel=2)
             check_abandoned(f"room in the cache for shard {digest[:12]}")
             if time.monotonic() > deadline:
                 raise InfeasiblePlanError(
                     f"no room in the cache {self.dir} for shard {digest[:12]} "
                     f"({format_bytes(nbytes)}): {format_bytes(used)} of the "
-                    f"{self._limit_text(limit)} are held by live readers{self._here_text()} "
+                    f"{self._limit_text(limit)} are held by live readers{here_text(self)} "
                     f"and none was released in {self.wait_timeout:.0f}s: pipelines reading now (in "
                     "this process too: a paused iterator holds its shard) and datasets whose "
                     "to_polars() LazyFrame holds its files (drop the dataset to free them). "

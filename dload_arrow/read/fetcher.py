@@ -26,6 +26,7 @@ from dload_arrow.read.cache import Hold
 from dload_arrow.read.context import ReadContext
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
+from dload_arrow.waits import future_result
 
 __all__ = ["MAX_FETCH_THREADS", "ShardFetcher", "shuffled_head", "visits_of"]
 
@@ -135,7 +136,7 @@ class ShardFetcher:
         if held is not None:
             return held.path
         fut = self._futures[visit]
-        hold = fut.result()  # a prefetch's errors (a corrupt shard) are raised here too
+        hold = future_result(fut)  # a prefetch's errors (a corrupt shard) are raised here too
         if hold is None:
             # Prefetched (cached, unheld) or skipped for want of room: hold it now, fetching
             # it if it was skipped or evicted since. Nothing of this reader's is held while

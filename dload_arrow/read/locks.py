@@ -21,7 +21,7 @@ from dload_arrow.errors import DloadError
 from dload_arrow.read.abandon import check_abandoned
 
 __all__ = ["FileLock", "Hold", "LockTimeout", "acquire_while", "held_here", "make_dirs",
-           "try_exclusive"]
+           "parked_paths", "try_exclusive"]
 
 
 class LockTimeout(DloadError, TimeoutError):
@@ -74,13 +74,29 @@ _SHARED_HERE: dict[str, int] = {}
 _HERE_LOCK = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_SHARED_HERE.clear)  # a forked child holds none of them
+# Of them, those parked: held by an object that lets them go only when the user drops it (a
+# dataset's to_polars() frames), never by a reader that moves on (read/parked.py).
+_PARKED: dict[str, int] = {}
+
+
+def _forked() -> None:  # a forked child holds none of them
+    _SHARED_HERE.clear()
+    _PARKED.clear()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def held_here(path: str) -> bool:
     """Whether this process holds a shared lock on ``path``."""
     with _HERE_LOCK:
         return path in _SHARED_HERE
+
+
+def parked_paths() -> list[str]:
+    """The paths of this process's parked shared locks (see :meth:`FileLock.park`)."""
+    with _HERE_LOCK:
+        return list(_PARKED)
 
 
 class FileLock:
@@ -95,6 +111,7 @@ class FileLock:
         self.fd: int | None = fd
         self.exclusive = exclusive
         self.pid = os.getpid()  # a forked child holds a copy of the descriptor, not the lock
+        self.parked = False
         if not exclusive:
             with _HERE_LOCK:
                 _SHARED_HERE[path] = _SHARED_HERE.get(path, 0) + 1
@@ -133,6 +150,15 @@ class FileLock:
                 return cls(path, fd, exclusive)
             os.close(fd)  # the file was unlinked while we waited: lock the new one
 
+    def park(self) -> None:
+        """Mark this shared lock as held until its owner is dropped by the user, not by a
+        reader that moves on: a wait for room it holds cannot end while the user waits."""
+        if self.exclusive or self.parked or self.fd is None:
+            return
+        self.parked = True
+        with _HERE_LOCK:
+            _PARKED[self.path] = _PARKED.get(self.path, 0) + 1
+
     def is_current(self) -> bool:
         """Whether this lock is on the file now at its path (not on one deleted since)."""
         return self.fd is not None and _same_file(self.fd, self.path)
@@ -159,10 +185,11 @@ class FileLock:
                 fcntl.flock(fd, fcntl.LOCK_UN)
                 if not self.exclusive:
                     with _HERE_LOCK:
-                        if _SHARED_HERE.get(self.path, 0) > 1:
-                            _SHARED_HERE[self.path] -= 1
-                        else:
-                            _SHARED_HERE.pop(self.path, None)
+                        for held in (_SHARED_HERE, _PARKED) if self.parked else (_SHARED_HERE,):
+                            if held.get(self.path, 0) > 1:
+                                held[self.path] -= 1
+                            else:
+                                held.pop(self.path, None)
         finally:
             os.close(fd)
 
@@ -233,6 +260,11 @@ class Hold:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+    def park(self) -> None:
+        """Held until the user drops its owner (:meth:`FileLock.park`)."""
+        if self._lock is not None:
+            self._lock.park()
 
     def __enter__(self) -> Hold:
         return self

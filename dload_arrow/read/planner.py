@@ -26,6 +26,7 @@ from dload_arrow.plan.window import (
 )
 from dload_arrow.read.cache_space import free_disk
 from dload_arrow.read.context import ReadContext
+from dload_arrow.read.parked import DROP_FRAMES, parked_bytes
 from dload_arrow.read.plan_report import PlanReport, check_plans
 from dload_arrow.read.planner_fit import (
     ALTERNATIVES,
@@ -35,7 +36,7 @@ from dload_arrow.read.planner_fit import (
     fmt_need,
     reasons_for,
 )
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import format_bytes, format_bytes_up
 from dload_arrow.store.manifest import Manifest
 
 __all__ = ["PlanReport", "ReadPlan", "check_plans", "plan_read", "schedule_shards"]
@@ -73,6 +74,7 @@ class ReadPlan(Verdict):
     # other cached shards the cache may evict to make room for this plan's
     evictable_bytes: int = 0
     digests: frozenset[str] = frozenset()  # the plan's shards (a remote root's)
+    parked_bytes: int = 0  # other shards this process's to_polars() frames keep (parked.py)
 
     @property
     def prefetch(self) -> int:
@@ -93,7 +95,8 @@ class ReadPlan(Verdict):
     _repr_pretty_ = Verdict._repr_pretty_
 
     def _fixes(self) -> list[str]:
-        fixes = self._budget_fix()
+        fixes = [DROP_FRAMES] if self.parked_bytes else []
+        fixes += self._budget_fix()
         streams = self.consumers * self.max_shard_bytes <= self.budget_bytes  # one shard each
         if self.full_shuffle and self.purpose and not streams:  # (QA readonly55)
             fixes.append("commit with a smaller shard_size (a stream, too, holds a shard)")
@@ -161,14 +164,20 @@ def plan_read(
     order = schedule_shards(units)
     sizes = [entries[i].bytes for i in order]
     budget, setting = budgets_of(ctx)
-    window = choose_window(sizes, budget // max(1, share), consumers=consumers,
-                           prefetch=prefetch, max_prefetch=DEFAULT_PREFETCH)
+    digests: frozenset[str] = frozenset()
+    parked = 0
+    if not ctx.in_place:
+        digests = frozenset(entries[i].digest for i in order)
+        # this process's to_polars() frames keep theirs until dropped: not room (QA nb58)
+        parked = parked_bytes(ctx.cache(), digests)
+    window = choose_window(sizes, max(0, budget - parked) // max(1, share),
+                           consumers=consumers, prefetch=prefetch,
+                           max_prefetch=DEFAULT_PREFETCH)
     resident = cached = evictable = 0
     # (QA user58: two workers were refused a budget above the whole dataset. Every shard of
     # the version, not this consumer's: ranks reading other blocks hold others; QA review58b)
     every = sum(s.bytes for s in entries)
     reasons: list[str] = []
-    digests: frozenset[str] = frozenset()
     if ctx.in_place:
         free = free_disk(ctx.cache_dir)
     else:
@@ -179,7 +188,6 @@ def plan_read(
         cache = ctx.cache()
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
-        digests = frozenset(entries[i].digest for i in order)
         if resident - cached > free:  # (a scan of the cache: only when the disk is short)
             evictable = cache.evictable_bytes(digests)
         while (prefetch is None and not full_shuffle and window > 1  # an automatic window:
@@ -188,6 +196,11 @@ def plan_read(
             resident = min(consumers * window_resident_bytes(sizes, window), every)
         reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
                               window, purpose, evictable)
+        if parked and not reasons and resident + parked > budget:
+            reasons.append(f"this process's to_polars() frames hold {format_bytes(parked)} of "
+                           f"the cache's {fmt_budget(budget)}, leaving "
+                           f"{format_bytes(budget - parked)} for the "
+                           f"{format_bytes_up(resident)} it needs resident")
     return ReadPlan(
         dataset=manifest.name, version=manifest.version, units=len(units), shards=len(order),
         total_bytes=sum(sizes), max_shard_bytes=max(sizes, default=0), window_shards=window,
@@ -195,4 +208,5 @@ def plan_read(
         resident_bytes=resident, cached_bytes=cached, budget_bytes=budget,
         free_disk_bytes=free, cache_dir=ctx.cache_dir, reasons=tuple(reasons), purpose=purpose,
         budget_setting_bytes=setting, evictable_bytes=evictable, digests=digests,
+        parked_bytes=parked,
     )

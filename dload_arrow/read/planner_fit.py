@@ -109,9 +109,10 @@ class Verdict:
 
     def _budget_fix(self) -> list[str]:
         """'raise the cache budget', when the configured budget is what is short."""
-        if self.resident_bytes <= self.budget_setting_bytes:
+        need = self.resident_bytes + getattr(self, "parked_bytes", 0)  # (read/parked.py)
+        if need <= self.budget_setting_bytes:
             return []
-        return [f"raise the cache budget to at least {fmt_need(self.resident_bytes)} "
+        return [f"raise the cache budget to at least {fmt_need(need)} "
                 f"({BUDGET_WAYS}; or 'unlimited')"]
 
     def _disk_short(self) -> bool:

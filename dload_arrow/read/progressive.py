@@ -25,6 +25,7 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.fetcher import ShardFetcher
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.store.manifest import ShardEntry
+from dload_arrow.waits import future_result
 
 __all__ = ["PartialShard"]
 
@@ -83,7 +84,7 @@ class PartialShard:
             time.sleep(_POLL)
 
     def _meta(self) -> pq.FileMetaData:
-        return self._footer.result()  # its errors (a missing shard) are raised here
+        return future_result(self._footer)  # its errors (a missing shard) are raised here
 
     def close(self) -> None:
         if self._pf is not None:

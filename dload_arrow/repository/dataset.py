@@ -256,7 +256,7 @@ class Dataset(VersionFields, PipelineShortcuts):
         for f in filters:
             node = f.node if node is None else And(node, f.node)
         lf, files = scan_polars(self.context, self.manifest, self.units, node, columns)
-        self._held_files = [*getattr(self, "_held_files", []), files]
+        self._held_files = [*getattr(self, "_held_files", []), files.park()]
         return lf
 
     def head(self, n: int = 5, columns: Sequence[str] | None = None) -> pa.Table:

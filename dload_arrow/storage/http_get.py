@@ -22,17 +22,20 @@ that filesystem too). A body torn mid-way is resumed by s3fs from the first miss
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
 import queue
+import socket
 import ssl
+import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["BUFFERS", "BUFFER_SIZE", "Got", "direct_get", "direct_wanted", "presigned_url",
-           "refused"]
+__all__ = ["BUFFERS", "BUFFER_SIZE", "Got", "direct_get", "direct_wanted", "exiting",
+           "presigned_url", "refused"]
 
 #: Reused receive buffers per download: a download in flight holds BUFFERS x BUFFER_SIZE.
 BUFFER_SIZE = 2 * 2**20
@@ -42,6 +45,42 @@ _EXPIRES = 3600
 #: What a failed connection raises (ssl.SSLError and timeouts are OSErrors; ValueError: a URL
 #: http.client refuses).
 _NETWORK = (OSError, ValueError, http.client.HTTPException)
+
+
+# Downloads in flight, cut when the interpreter exits: a stalled one held the exit of a
+# script whose read a Ctrl-C had stopped for up to the read timeout (60 s), since the fetch
+# pools' threads are joined at exit (QA nb58).
+_LIVE: set[http.client.HTTPConnection] = set()
+_LIVE_LOCK = threading.Lock()
+_EXITING = threading.Event()
+_HOOKED: list[bool] = []
+
+
+def exiting() -> bool:
+    """Whether the interpreter is exiting (downloads in flight were cut: none resumes)."""
+    return _EXITING.is_set()
+
+
+def _cut_all() -> None:
+    _EXITING.set()
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for conn in live:
+        with contextlib.suppress(OSError, AttributeError):
+            conn.sock.shutdown(socket.SHUT_RDWR)  # type: ignore[union-attr]
+
+
+def _hook() -> None:
+    """Cut at exit, before the pools' threads are joined: registered on first use, after
+    concurrent.futures registered its join (these run last registered, first)."""
+    with _LIVE_LOCK:
+        if _HOOKED:
+            return
+        _HOOKED.append(True)
+    register = getattr(threading, "_register_atexit", None)
+    if register is not None:
+        with contextlib.suppress(RuntimeError):  # already shutting down
+            register(_cut_all)
 
 
 def direct_wanted() -> bool:
@@ -172,6 +211,9 @@ def direct_get(fs: Any, url: str, fd: int,
         free.put(bytearray(BUFFER_SIZE))
     written = filled = 0
     view = memoryview(free.get())
+    _hook()
+    with _LIVE_LOCK:
+        _LIVE.add(conn)
     try:
         try:
             conn.request("GET", f"{parts.path}?{parts.query}")
@@ -201,6 +243,8 @@ def direct_get(fs: Any, url: str, fd: int,
     finally:
         if filled:  # the digest sees every byte written, in order
             _hand(view[:filled], free, hand_over)
+        with _LIVE_LOCK:
+            _LIVE.discard(conn)
         conn.close()
 
 

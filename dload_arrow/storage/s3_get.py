@@ -23,7 +23,13 @@ import threading
 from typing import Any
 
 from dload_arrow.storage.base import Digest
-from dload_arrow.storage.http_get import direct_get, presigned_url, refused, write_all
+from dload_arrow.storage.http_get import (
+    direct_get,
+    exiting,
+    presigned_url,
+    refused,
+    write_all,
+)
 
 __all__ = ["READ_SIZE", "s3_download", "s3_get_object"]
 
@@ -123,6 +129,8 @@ def s3_download(fs: Any, full: str, dest: str, digest: Digest | None) -> int:
                 got = direct_get(fs, url, f.fileno(), feeder.put if feeder else None)
                 if got.done:
                     return got.written
+                if exiting():  # cut at exit: nobody will read it
+                    raise RuntimeError(f"the download of {full} was stopped: Python is exiting")
                 refused(fs, got)
                 written = got.written
                 failures = 1 if written else 0  # torn: s3fs resumes; refused: s3fs from 0

@@ -44,6 +44,7 @@ from dload_arrow.store.shard import (
     write_shards,
 )
 from dload_arrow.type_walk import leaf_count
+from dload_arrow.waits import future_result
 
 __all__ = ["Version", "commit_samples", "store_manifest"]
 
@@ -253,7 +254,7 @@ def commit_samples(
         def drain(limit: int) -> None:
             while len(pending) > limit:
                 done, fut = pending.popleft()
-                n = fut.result()
+                n = future_result(fut)
                 uploaded[0] += 1 if n else 0
                 uploaded[1] += n
                 if not n:

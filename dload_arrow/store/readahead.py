@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable, Generator, Iterable, Iterator
 from typing import Any, TypeVar
 
+from dload_arrow.waits import queue_get
+
 __all__ = ["ReadAhead", "Starving", "read_ahead"]
 
 T = TypeVar("T")
@@ -50,7 +52,7 @@ class ReadAhead(Iterator[T]):
     def __init__(self, items: Iterable[T], depth: int, starving: Starving | None,
                  abort: Callable[[], None] | None = None) -> None:
         self._explicit = [False]
-        self._gen = _consume(items, depth, starving, self._explicit)
+        self._gen = _consume(items, depth, starving, self._explicit, abort)
         self._abort = abort
 
     def abort(self) -> None:
@@ -83,7 +85,8 @@ def read_ahead(items: Iterable[T], depth: int = 2, starving: Starving | None = N
 
 
 def _consume(items: Iterable[T], depth: int, starving: Starving | None,
-             explicit: list[bool]) -> Generator[T, None, None]:
+             explicit: list[bool], abort: Callable[[], None] | None = None
+             ) -> Generator[T, None, None]:
     q: queue.Queue[Any] = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()
 
@@ -118,7 +121,12 @@ def _consume(items: Iterable[T], depth: int, starving: Starving | None,
     try:
         while True:
             t0 = time.perf_counter()
-            got = q.get()
+            try:
+                got = queue_get(q)
+            except BaseException:  # a Ctrl-C while waiting: nobody will take the item
+                if abort is not None:
+                    abort()
+                raise
             if starving is not None:
                 starving.took(time.perf_counter() - t0)
             if got is _DONE:
