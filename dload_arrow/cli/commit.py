@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from dload_arrow.cli.append_fit import fit_to, latest_schema, text_columns
+from dload_arrow.cli.archive_input import read_archives, source_paths
 from dload_arrow.cli.commit_options import input_options
 from dload_arrow.cli.output import (
     emit,
@@ -36,6 +37,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
     folders, never read as samples. ``text``: CSV columns read as text (``--text-column``).
     """
     from dload_arrow.ingest import Globs, GlobWarning, detect_kind, open_source, open_table
+    from dload_arrow.ingest.archive_set import ArchiveSet
     from dload_arrow.ingest.location import is_remote, local_path, own_dirs, refuse_own_data
     from dload_arrow.ingest.tables import table_listing
 
@@ -70,12 +72,14 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                 f"{kind} whose keys are file paths. If it is a table (Parquet, CSV or JSON "
                 "Lines files), add --as table"
             )
-        src = open_source(source, kind=kind, include=include, exclude=exclude,
-                          split=split or "last", endpoint_url=endpoint_url,
-                          store_dirs=store_dirs)
+        src = open_source(source, kind="auto" if auto else kind, include=include,
+                          exclude=exclude, split=split or "last", endpoint_url=endpoint_url,
+                          store_dirs=store_dirs)  # (auto: a folder of archives is their set)
         src.progress = progress_enabled()  # the CLI's rule: a terminal (a listing pass counter)
         src.tables_refused = auto  # an archive of tables: its rows are not read (kinds.py)
-        return src.reader(), None, {"kind": kind, **src.report.to_dict()}
+        more = {"kind": "archives", "archives": len(src.sources)} if isinstance(
+            src, ArchiveSet) else {"kind": kind}
+        return src.reader(), None, {**more, **src.report.to_dict()}
 
 
 def _check_text(text: Sequence[str], schema: Any, source: str) -> None:
@@ -92,7 +96,8 @@ def _check_text(text: Sequence[str], schema: Any, source: str) -> None:
                               "and JSON Lines text is read as text: Parquet keeps its types)")
 
 
-def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence[str],
+def _run(append_mode: bool, name: str, source: tuple[str, ...], kind: str,
+         include: Sequence[str],
          exclude: Sequence[str], split: str | None, key_column: str | None,
          text_column: Sequence[str],
          recipe: str | None, meta: Sequence[str], shard_size: int | None,
@@ -108,11 +113,17 @@ def _run(append_mode: bool, name: str, source: str, kind: str, include: Sequence
     stored = latest_schema(repo, name) if append_mode else None
     own = [repo.settings.cache_dir] + ([os.path.join(repo.storage.root, d) for d in (
         "datasets", "shards")] if repo.storage.is_local else [])  # (a root may hold the data)
-    samples, key, report = read_input(source, kind, include, exclude, split, key_column,
-                                      repo.settings.endpoint_url, stored, own, text_column)
+    paths, where = source_paths(source)
+    if len(paths) > 1:
+        samples, key, report = read_archives(paths, where, kind, include, exclude, split,
+                                             key_column, text_column,
+                                             repo.settings.endpoint_url, progress_enabled())
+    else:
+        samples, key, report = read_input(paths[0], kind, include, exclude, split, key_column,
+                                          repo.settings.endpoint_url, stored, own, text_column)
     kwargs["key"] = key
     if append_mode:
-        samples = fit_to(stored, name, source, samples, key, report["kind"])
+        samples = fit_to(stored, name, where, samples, key, report["kind"])
     if shard_size:
         kwargs["shard_size"] = shard_size
     if row_group_size:
@@ -244,6 +255,7 @@ def commit(name: str, **kwargs: Any) -> None:
     Examples:
       dload commit photos --from ./photos --exclude '*.tmp' --meta source=camera
       dload commit speech --from s3://bucket/speech.tar.zst
+      dload commit laion --from 'shards/wds-{000000..000099}.tar' --split first
       dload commit events --from events/ --key-column id
     """
     _run(False, name, **kwargs)

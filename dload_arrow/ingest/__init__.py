@@ -7,7 +7,14 @@ extension, one column per extension); ``open_table`` reads Parquet, CSV and JSON
 
 from __future__ import annotations
 
-from dload_arrow.ingest.detect import archive_format, detect_kind, open_archive, open_source
+from dload_arrow.ingest.archive_set import ArchiveSet
+from dload_arrow.ingest.detect import (
+    archive_format,
+    detect_kind,
+    open_archive,
+    open_archives,
+    open_source,
+)
 from dload_arrow.ingest.directory import DirectorySource
 from dload_arrow.ingest.globs import Globs, GlobWarning
 from dload_arrow.ingest.grouping import Entry, IngestReport, check_entry_name, split_name
@@ -17,6 +24,7 @@ from dload_arrow.ingest.tarsource import TarSource
 from dload_arrow.ingest.zipsource import ZipSource
 
 __all__ = [
+    "ArchiveSet",
     "DirectorySource",
     "Entry",
     "GlobWarning",
@@ -30,6 +38,7 @@ __all__ = [
     "check_entry_name",
     "detect_kind",
     "open_archive",
+    "open_archives",
     "open_source",
     "open_table",
     "split_name",

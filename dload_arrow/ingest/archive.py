@@ -118,7 +118,10 @@ def from_archive(
     if not isinstance(path_or_url, str | os.PathLike):
         raise TypeError(
             f"from_archive needs a path or URL (str or pathlib.Path), got "
-            f"{type(path_or_url).__name__} {path_or_url!r:.80}"
+            f"{type(path_or_url).__name__} {path_or_url!r:.80}" + (
+                "; for several archives: dl.concat([dl.from_archive(p) for p in paths]) to "
+                "train, open_archives(paths) to commit" if isinstance(
+                    path_or_url, list | tuple) else "")
         )
     source = open_archive(
         os.fspath(path_or_url), include=include, exclude=exclude, split=split,

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from dload_arrow.args import check_path
 from dload_arrow.errors import ConfigError, NotFoundError
+from dload_arrow.ingest.archive_set import ArchiveSet, archive_folder
 from dload_arrow.ingest.directory import DirectorySource
 from dload_arrow.ingest.kinds import (
     archive_format,
@@ -33,7 +34,7 @@ from dload_arrow.ingest.tarsource import TarSource
 from dload_arrow.ingest.zipsource import ZipSource
 
 __all__ = ["KINDS", "archive_format", "detect_kind", "is_table_folder", "open_archive",
-           "open_source"]
+           "open_archives", "open_source"]
 
 KINDS = ("auto", "files", "archive", "table")
 
@@ -107,6 +108,33 @@ def open_archive(
     )
 
 
+def open_archives(
+    locations: Sequence[str | os.PathLike[str]],
+    *,
+    include: Sequence[str] | str = (),
+    exclude: Sequence[str] | str = (),
+    split: str = "last",
+    endpoint_url: str | None = None,
+    where: str | None = None,
+) -> ArchiveSet:
+    """The samples of several archives (WebDataset shards) as one source, archive after
+    archive in the order given: ``repo.commit(name, open_archives(paths).reader())``.
+
+    Each is read as :func:`open_source` reads one archive; the columns are every archive's
+    (null where one has none); a key in two archives, or a column of two types, is refused.
+    ``where`` names the set in messages (default: the first archive and how many more).
+    """
+    if isinstance(locations, str | os.PathLike):
+        raise TypeError("open_archives takes a list of paths or URLs; for one archive use "
+                        "open_source()")
+    paths = [check_path("open_archives", "locations", p) for p in locations]
+    if where is None:
+        where = (f"{paths[0]!r} and {len(paths) - 1} more archive(s)" if len(paths) > 1
+                 else repr(paths[0]) if paths else "open_archives([])")
+    return ArchiveSet([open_archive(p, include=include, exclude=exclude, split=split,
+                                    endpoint_url=endpoint_url) for p in paths], where)
+
+
 def open_source(
     location: str | os.PathLike[str],
     *,
@@ -116,8 +144,10 @@ def open_source(
     split: str = "last",
     endpoint_url: str | None = None,
     store_dirs: Sequence[str | os.PathLike[str]] = (),
-) -> SampleSource:
-    """The sample source of a directory or an archive (tables: :func:`open_table`).
+) -> SampleSource | ArchiveSet:
+    """The sample source of a directory or an archive (tables: :func:`open_table`); a
+    folder whose files are all archives (WebDataset shards) is read as their samples
+    (:func:`open_archives`, in name order) under ``kind="auto"``.
 
     Args:
         location: a local path (str, pathlib.Path or bytes), a ``file://`` URL or a remote URL
@@ -147,6 +177,10 @@ def open_source(
     if auto:
         kind = detect_kind(location, endpoint_url=endpoint_url, include=include, exclude=exclude,
                            store_dirs=store_dirs)
+    if auto and kind == "files" and (archives := archive_folder(local_path(location))):
+        # a folder of WebDataset shards: their samples, not each archive's bytes (QA migrate59)
+        return open_archives(archives, include=include, exclude=exclude, split=split,
+                             where=location)
     if kind == "files":
         return DirectorySource(location, include=include, exclude=exclude, split=split,
                                store_dirs=store_dirs)

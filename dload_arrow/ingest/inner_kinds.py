@@ -11,7 +11,7 @@ from dload_arrow.errors import ConfigError
 from dload_arrow.ingest.kinds import ARCHIVE_EXTENSIONS, TABLE_FORMATS, is_marker, table_format
 from dload_arrow.ingest.location import is_remote
 
-__all__ = ["archive_of_tables"]
+__all__ = ["archive_of_tables", "is_archive_name"]
 
 
 def archive_of_tables(location: str, names: Sequence[str], extract: str) -> ConfigError | None:
@@ -20,12 +20,21 @@ def archive_of_tables(location: str, names: Sequence[str], extract: str) -> Conf
     stored as one sample's bytes. ``extract``: the shell command that extracts it, with
     ``{name}`` and ``{stem}`` (``unzip {name} -d {stem}``). None for any other archive."""
     tables = [n for n in names if table_format(n)]
-    inner = [n for n in names if _archive_name(n)]
+    inner = [n for n in names if is_archive_name(n)]
     found = tables or inner
     if not found or (tables and inner) or not all(
-            table_format(n) or _archive_name(n) or is_marker(n) for n in names):
+            table_format(n) or is_archive_name(n) or is_marker(n) for n in names):
         return None
     more = f" and {len(found) - 1} more" if len(found) > 1 else ""
+    if not extract:  # a folder (QA migrate59: "extract it (``)", then a wrong --as)
+        what = "archives" if inner else "tables"
+        return ConfigError(
+            f"{location!r} is a folder of {what} in subfolders ({found[0]!r}{more}): each would "
+            "be stored as one sample's bytes; commit each folder on its own (a folder whose "
+            "files are all archives is read as their samples, and so is a table folder), or "
+            f"name them with a quoted pattern (--from '{location.rstrip('/')}/*/*"
+            f"{'.tar' if inner else '.parquet'}'), or commit it with --as files to store each "
+            "file as one sample's bytes")
     name = location.rstrip("/").rsplit("/", 1)[-1]
     stem = name
     while (shorter := _stem(stem)) != stem:  # data.csv.tar.gz -> data
@@ -46,7 +55,8 @@ def archive_of_tables(location: str, names: Sequence[str], extract: str) -> Conf
         "commit it with --as archive to store each file as one sample's bytes")
 
 
-def _archive_name(name: str) -> bool:
+def is_archive_name(name: str) -> bool:
+    """Whether ``name`` ends with an archive's extension (.zip, .tar, .tar.gz, ...)."""
     lower = name.lower()
     return any(lower.endswith(ext) and len(name) > len(ext) for ext, _ in ARCHIVE_EXTENSIONS)
 

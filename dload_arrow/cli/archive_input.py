@@ -1,0 +1,59 @@
+"""Several archives from one ``dload commit``/``append``: a repeated ``--from``, or a pattern
+(``'wds-*.tar'``, ``'wds-{000000..000099}.tar'``); a folder of archives is read by
+:func:`~dload_arrow.ingest.open_source` itself (see ingest/archive_set.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from dload_arrow.errors import ConfigError
+
+__all__ = ["read_archives", "source_paths"]
+
+
+def source_paths(sources: Sequence[str]) -> tuple[list[str], str]:
+    """The paths the ``--from`` options name (patterns expanded, in the order given) and what
+    to call them in messages."""
+    from dload_arrow.ingest.archive_set import archives_of, expand_pattern
+
+    paths = [p for s in sources for p in expand_pattern(s)]
+    if len(paths) > 1:  # a folder of archives among several: its archives, in name order
+        paths = [a for p in paths for a in archives_of(p)]
+    if len(sources) == 1:
+        where = sources[0]
+    else:
+        where = f"{len(paths)} archives (--from {sources[0]!r} and {len(sources) - 1} more)"
+    return paths, where
+
+
+def read_archives(paths: Sequence[str], where: str, kind: str, include: Sequence[str],
+                  exclude: Sequence[str], split: str | None, key_column: str | None,
+                  text: Sequence[str], endpoint_url: str | None, progress: bool
+                  ) -> tuple[Any, None, dict[str, Any]]:
+    """``(samples, None, report)`` for ``repo.commit`` from several archives, each read as
+    ``--from ARCHIVE`` reads it (ingest/archive_set.py)."""
+    from dload_arrow.ingest.detect import open_archives
+    from dload_arrow.ingest.location import is_remote, local_path
+
+    if kind not in ("auto", "archive"):
+        raise ConfigError(f"{where}: several --from are read together only as archives; "
+                          f"--as {kind} reads one location: commit the first, then `dload "
+                          "append` each other one")
+    if key_column or text:
+        raise ConfigError("--key-column and --text-column are for tables; several --from are "
+                          "read as archives, whose keys are file paths")
+    for p in paths:
+        if not is_remote(p) and os.path.isdir(local_path(p)):
+            raise ConfigError(
+                f"{where}: {p!r} is a folder; several --from are read together only when each "
+                "is an archive (zip, tar, tar.gz, tar.zst): commit the folder with one --from, "
+                "then `dload append NAME --from` each other location")
+    src = open_archives(paths, include=include, exclude=exclude, split=split or "last",
+                        endpoint_url=endpoint_url, where=where)
+    src.progress = progress
+    src.tables_refused = kind == "auto"
+    report = src.report.to_dict()
+    return src.reader(), None, {"kind": "archives", "archives": len(paths), **report}
+

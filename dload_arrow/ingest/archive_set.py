@@ -1,0 +1,203 @@
+"""Several archives read as one input: WebDataset-style shards (``wds-000000.tar``, ...).
+
+A folder whose files are all archives, several ``--from``, or a pattern (``'wds-*.tar'``,
+``'wds-{000000..000099}.tar'``) name a set of archives; their samples are committed together,
+archive after archive in name order (a folder, a pattern) or in the order given. Each archive
+is read as ``--from ARCHIVE`` reads it; a column is the union of theirs (null where an archive
+has none), and a key in two archives is refused before anything is stored.
+
+Before, a folder of tar shards was refused as "an archive of archives" and the Python route
+committed each tar as one sample's bytes, and a repeated ``--from`` kept only the last one,
+silently (QA migrate59).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import warnings
+from collections.abc import Iterator, Sequence
+from functools import cached_property
+
+import pyarrow as pa
+
+from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.ingest.globs import Globs, GlobWarning
+from dload_arrow.ingest.grouping import IngestReport
+from dload_arrow.ingest.inner_kinds import is_archive_name
+from dload_arrow.ingest.kinds import is_marker
+from dload_arrow.ingest.location import is_remote, local_path
+from dload_arrow.ingest.source import SampleSource
+from dload_arrow.store.names import KEY_COLUMN
+
+__all__ = ["ArchiveSet", "archive_folder", "archives_of", "expand_pattern"]
+
+_BRACE = re.compile(r"\{([^{}]*)\}")
+_RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)$")
+
+
+def _braces(text: str) -> list[str]:
+    """``text`` with its first ``{a..b}`` (numbers, zero padding kept) or ``{x,y}`` expanded,
+    then the rest: as a shell expands them."""
+    m = _BRACE.search(text)
+    if m is None:
+        return [text]
+    body, head, tail = m.group(1), text[:m.start()], text[m.end():]
+    if r := _RANGE.match(body):
+        a, b = int(r.group(1)), int(r.group(2))
+        width = len(r.group(1)) if r.group(1).lstrip("-").startswith("0") else 0
+        step = 1 if b >= a else -1
+        parts = [f"{i:0{width}d}" for i in range(a, b + step, step)]
+    elif "," in body:
+        parts = body.split(",")
+    else:
+        return [head + "{" + body + "}" + t for t in _braces(tail)]
+    return [head + p + t for p in parts for t in _braces(tail)]
+
+
+def expand_pattern(location: str) -> list[str]:
+    """The paths a ``--from`` names: itself, or, for a local pattern (``*``, ``?``, ``[..]``,
+    ``{a..b}``, ``{x,y}``) that is no existing path, the files it matches, sorted per brace
+    alternative (each brace alternative must match)."""
+    if not re.search(r"[*?\[{]", location) or os.path.exists(local_path(location)):
+        return [location]
+    if is_remote(location):  # (an object's name may hold these: it is looked up as it is)
+        return [location]
+    out: list[str] = []
+    for alternative in _braces(location):
+        path = local_path(alternative)
+        found = sorted(glob.glob(path)) if re.search(r"[*?\[]", path) else (
+            [path] if os.path.exists(path) else [])
+        if not found:
+            raise NotFoundError(f"--from {location!r}: {alternative!r} matches no file; check "
+                                "the pattern (quote it so that the shell leaves it to dload)")
+        out += found
+    return out
+
+
+def archive_folder(path: str) -> list[str] | None:
+    """The archives of local folder ``path`` in name order, when its files are all archives
+    (beside markers such as README or ``_SUCCESS``) and it has no subfolder; else None."""
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError:
+        return None
+    names = [e.name for e in entries if not e.name.startswith(".")]
+    if any(e.is_dir() for e in entries if not e.name.startswith(".")):
+        return None
+    archives = [n for n in names if is_archive_name(n)]
+    if not archives or not all(is_archive_name(n) or is_marker(n) for n in names):
+        return None
+    return [os.path.join(path, n) for n in archives]
+
+
+def archives_of(location: str) -> list[str]:
+    """A local folder of archives' archives (:func:`archive_folder`); any other location
+    itself."""
+    if is_remote(location) or not os.path.isdir(path := local_path(location)):
+        return [location]
+    return archive_folder(path) or [location]
+
+
+class ArchiveSet:
+    """The samples of several archives as one source: each archive's in turn.
+
+    Args:
+        sources: the archives' sample sources, in the order to read them.
+        where: what the set is called in messages (a folder, a pattern, "3 archives").
+    """
+
+    def __init__(self, sources: Sequence[SampleSource], where: str) -> None:
+        if not sources:
+            raise NotFoundError(f"{where}: no archives to read")
+        self.sources = list(sources)
+        self.where = where
+        self.globs = Globs(sources[0].include, sources[0].exclude)
+        for s in self.sources:  # one pattern is unused only when no archive used it
+            s.globs = self.globs
+        self.progress: bool | None = None
+
+    @property
+    def tables_refused(self) -> bool:
+        """Whether an archive of tables is refused (``--as auto``), for every archive."""
+        return all(s.tables_refused for s in self.sources)
+
+    @tables_refused.setter
+    def tables_refused(self, value: bool) -> None:
+        for s in self.sources:
+            s.tables_refused = value
+
+    def keys(self) -> list[str]:
+        """Sample keys in reading order."""
+        out: list[str] = []
+        for s in self.sources:
+            out += s.keys()
+        return out
+
+    @cached_property
+    def _plan(self) -> tuple[pa.Schema, IngestReport]:
+        report = IngestReport()
+        owner: dict[str, str] = {}
+        fields: dict[str, tuple[pa.Field, str]] = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", GlobWarning)  # said once, for the whole set
+            for s in self.sources:
+                s.progress = self.progress
+                name = s.location.rstrip("/").rsplit("/", 1)[-1]
+                keys = s.keys()  # (listed: a tar is read through once)
+                for key in keys:
+                    if (other := owner.setdefault(key, name)) != name:
+                        raise SchemaError(
+                            f"key {key!r} is in two archives, {other!r} and {name!r}, of "
+                            f"{self.where}: a key names one sample; commit them as two "
+                            "datasets, or leave one archive out")
+                for f in s.schema:
+                    seen = fields.setdefault(f.name, (f, name))
+                    if not seen[0].equals(f, check_metadata=True):
+                        raise SchemaError(
+                            f"column {f.name!r} is {seen[0].type} in {seen[1]!r} but {f.type} "
+                            f"in {name!r} ({self.where}); one column holds one type: make "
+                            "the files of that extension alike, or commit the archives apart")
+                r = s.report
+                report.samples += r.samples
+                for c, n in r.columns.items():
+                    report.columns[c] = report.columns.get(c, 0) + n
+                report.unmatched += [f"{name}: {u}" for u in r.unmatched]
+                report.skipped += [(f"{name}: {n}", why) for n, why in r.skipped]
+                report.excluded += r.excluded
+                report.excluded_dirs += [f"{name}: {d}" for d in r.excluded_dirs]
+        report.unused_globs = self.globs.describe_unused(self.where)
+        self.globs.warn_unused(self.where)
+        ordered = [fields.pop(KEY_COLUMN)[0], *(fields[n][0] for n in sorted(fields))]
+        return pa.schema(ordered), report
+
+    @property
+    def schema(self) -> pa.Schema:
+        """``__key__``, then every archive's columns, sorted by name."""
+        return self._plan[0]
+
+    @property
+    def report(self) -> IngestReport:
+        """The archives' reports together (names prefixed with their archive's)."""
+        return self._plan[1]
+
+    def __len__(self) -> int:
+        return self.report.samples
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """Each archive's record batches in turn, with every column of the set."""
+        schema = self.schema
+        for s in self.sources:
+            for b in s.batches():
+                yield pa.RecordBatch.from_arrays(
+                    [b.column(f.name) if f.name in b.schema.names else pa.nulls(
+                        b.num_rows, f.type) for f in schema], schema=schema)
+
+    def reader(self) -> pa.RecordBatchReader:
+        """A RecordBatchReader over :meth:`batches`, what ``repo.commit`` accepts."""
+        return pa.RecordBatchReader.from_batches(self.schema, self.batches())
+
+    def close(self) -> None:
+        for s in self.sources:
+            s.close()
