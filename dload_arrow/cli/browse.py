@@ -93,9 +93,8 @@ def _pin_text(pinned: dict[str, Any] | None) -> str | None:
 @root_options
 @json_option
 def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_json: bool) -> None:
-    """List the datasets under the root with their latest version.
-
-    A pin in dload.lock shows in a `pinned` column, marked "(gone)" if the root lacks it.
+    """List the datasets under the root with their latest version; a pin in dload.lock shows
+    in a `pinned` column, marked "(gone)" if the root lacks it.
 
     \b
     Example:
@@ -104,12 +103,13 @@ def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_jso
     from dload_arrow.repository.lock import lock_path, read_lock
 
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
-    # the embedded default cannot be mistyped: before the first commit it is just empty
     if (problem := root_problem(repo)) is not None and \
-            repo.settings.sources.get("root") != "default":
+            repo.settings.sources.get("root") != "default":  # (not mistyped: empty at first)
         raise problem
     pins = read_lock(path := lock_path())  # {} when there is no dload.lock
-    rows = [_ls_row(repo, name, pins, str(path) if path else None) for name in repo.datasets()]
+    names = repo.datasets()  # and a pinned dataset the root lacks, as gone (QA shell59)
+    rows = [_ls_row(repo, name, pins, str(path) if path else None)
+            for name in [*names, *sorted(set(pins) - set(names))]]
     pinned = [r["pinned"] for r in rows if r["pinned"]]
 
     def text() -> None:

@@ -152,30 +152,37 @@ def _run(append_mode: bool, name: str, source: tuple[str, ...], kind: str,
         click.echo(f"{'appended to' if append_mode else 'committed'} {v.name}@{v.version[:12]}: "
                    f"{v.num_rows} rows in {v.shards_total} shards ({format_bytes(v.bytes_total)}); "
                    f"{_upload_text(v, shard_bytes, manifest_bytes)} in {v.seconds:.1f}s")
-        # (names escaped: a newline or ESC in a file name must not split or drive the output)
-        if report.get("unmatched"):
-            shown = escaped(", ".join(report["unmatched"][:5]))
-            n = len(report["unmatched"])
-            click.echo(f"not ingested: {n} file{'s' * (n != 1)} without an extension or hidden "
-                       f"({shown}{', ...' if n > 5 else ''})", err=True)
-        if report.get("ignored"):
-            shown = escaped(", ".join(report["ignored"][:5]))
-            n = len(report["ignored"])
-            click.echo(f"not read: {n} file{'s that are' if n != 1 else ' that is'} not "
-                       f"{'tables' if n != 1 else 'a table'} ({shown}{', ...' if n > 5 else ''})",
-                       err=True)
-        for line in _skipped_lines(report):
-            click.echo(escaped(line), err=True)
-        for line in report.get("unused_globs", []):
-            click.echo(f"warning: {line}", err=True)
-        if repeated:
-            click.echo(f"warning: the {repeated} rows appended equal, value for value, the "
-                       f"{repeated} rows before them (keys are row numbers, so nothing clashed); "
-                       f"if this append ran twice by mistake, `dload rm {v.name} --version "
-                       f"{v.version[:12]} --yes` undoes it", err=True)
         click.echo(v.version)
 
+    # On stderr with --json too (QA shell59: a CI job's log lost them, the repeated append's
+    # undo command with them); --json has each as a field as well.
+    _warn_lines(report, repeated, v)
     emit(out, as_json, text)
+
+
+def _warn_lines(report: dict[str, Any], repeated: int | None, v: Any) -> None:
+    """What the commit left out or may have done twice, on stderr."""
+    # (names escaped: a newline or ESC in a file name must not split or drive the output)
+    if report.get("unmatched"):
+        shown = escaped(", ".join(report["unmatched"][:5]))
+        n = len(report["unmatched"])
+        click.echo(f"not ingested: {n} file{'s' * (n != 1)} without an extension or hidden "
+                   f"({shown}{', ...' if n > 5 else ''})", err=True)
+    if report.get("ignored"):
+        shown = escaped(", ".join(report["ignored"][:5]))
+        n = len(report["ignored"])
+        click.echo(f"not read: {n} file{'s that are' if n != 1 else ' that is'} not "
+                   f"{'tables' if n != 1 else 'a table'} ({shown}{', ...' if n > 5 else ''})",
+                   err=True)
+    for line in _skipped_lines(report):
+        click.echo(escaped(line), err=True)
+    for line in report.get("unused_globs", []):
+        click.echo(f"warning: {line}", err=True)
+    if repeated:
+        click.echo(f"warning: the {repeated} rows appended equal, value for value, the "
+                   f"{repeated} rows before them (keys are row numbers, so nothing clashed); "
+                   f"if this append ran twice by mistake, `dload rm {v.name} --version "
+                   f"{v.version[:12]} --yes` undoes it", err=True)
 
 
 def _skipped_lines(report: dict[str, Any]) -> list[str]:

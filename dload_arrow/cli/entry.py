@@ -46,6 +46,6 @@ def console() -> None:
         with contextlib.suppress(Exception):
             sys.modules["dload_arrow.catalog.catalog"].close_all()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a reader that left: nothing to tell
-            stream.flush()
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # a reader that left:
+            stream.flush()  # nothing to tell; None: started with the stream closed
     os._exit(code)

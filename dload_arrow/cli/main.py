@@ -7,6 +7,7 @@ internal error (a bug), printed with its traceback. Ctrl-C exits 130.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import traceback
@@ -26,6 +27,7 @@ __all__ = ["cli", "main"]
 _USER_OS_ERRORS = (
     FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError,
 )
+_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a disk that is full (not a bug of ours)
 
 
 class _StdoutClosed(Exception):
@@ -152,17 +154,30 @@ def _main(argv: Sequence[str] | None) -> int:
     except (_StdoutClosed, BrokenPipeError):
         _silence_stdout()
         return 0
+    except OSError as e:
+        if e.errno not in _FULL:
+            return _internal(e)
+        # a full disk under the output (a CI log), where no root or cache write wraps it
+        # (QA shell59: "this is a bug" after a commit that had published)
+        click.echo(f"dload: error: a write failed: {e.strerror or e} (the output, or a file "
+                   "dload writes there): free space on that disk; what the command stored "
+                   "before is kept (`dload ls` shows the versions)", err=True)
+        return 1
     except Exception as e:
-        if _wraps_interrupt(e):  # Ctrl-C inside an import or a class body Python wrapped
-            click.echo("dload: interrupted", err=True)
-            return 130
-        traceback.print_exc()
-        click.echo(
-            f"dload: internal error ({type(e).__name__}: {_one_line(str(e))}); this is a bug, "
-            "please report it with the traceback above",
-            err=True,
-        )
-        return 2
+        return _internal(e)
+
+
+def _internal(e: Exception) -> int:
+    if _wraps_interrupt(e):  # Ctrl-C inside an import or a class body Python wrapped
+        click.echo("dload: interrupted", err=True)
+        return 130
+    traceback.print_exc()
+    click.echo(
+        f"dload: internal error ({type(e).__name__}: {_one_line(str(e))}); this is a bug, "
+        "please report it with the traceback above",
+        err=True,
+    )
+    return 2
 
 
 def run() -> None:

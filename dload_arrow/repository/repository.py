@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from dload_arrow.args import check_bool, check_path
-from dload_arrow.config import Settings, resolve_settings
+from dload_arrow.config import Settings, resolve_settings, said
 from dload_arrow.errors import InvalidNameError, NotFoundError, StorageError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.random_access import stored_keys
@@ -89,7 +89,8 @@ class Repository(VersionsMixin):
             storage = open_storage(settings.root, endpoint_url=settings.endpoint_url,
                                    storage_options=storage_options)
         except StorageError as e:  # a local root that is a file, or a dangling link
-            raise StorageError(f"{e} (the root from {settings.sources['root']})") from None
+            raise StorageError(f"{e} (the root from {said('root', settings.sources['root'])})"
+                               ) from None
         warn_unused_endpoint(storage, endpoint_url)  # the argument only: env may set it for all
         repo = cls(storage, settings)
         repo.read_context._check_not_in_root(layout_only=True)  # before a manifest is cached

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from dload_arrow.errors import InvalidNameError, NotFoundError
 from dload_arrow.store.names import check_name, check_ref, manifest_path, not_portable
-from dload_arrow.store.refs import delete_ref, move_ref, read_ref
+from dload_arrow.store.refs import RefValue, delete_ref, move_ref, read_ref
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -33,8 +33,14 @@ class TagsMixin:
 
         ``latest`` is managed by commits; it is taken here only to restore a lost ``latest``
         ref object, at the version the dataset's log says it last pointed at."""
+        return self.tag_replacing(name, version, tag)[0]
+
+    def tag_replacing(self, name: str, version: str, tag: str) -> tuple[str, str | None]:
+        """:meth:`tag`, and the version the tag pointed at just before this move (None: it
+        was new), as the move itself found it (not read beforehand: a tag moved by someone
+        else meanwhile is reported as what this move replaced)."""
         if check_ref(tag) == "latest":
-            return self._restore_latest(name, version)
+            return self._restore_latest(name, version), None
         if all(c in "0123456789abcdefABCDEF" for c in tag):
             # NAME@<tag> would then shadow the versions whose ids start with it
             raise InvalidNameError(f"tag {tag!r} reads like a version id prefix (hex digits "
@@ -46,7 +52,9 @@ class TagsMixin:
         vid = self.manifest(name, version).version
         if not self.storage.exists(manifest_path(name, vid)):  # removed since it was cached
             self._removed(name, vid)
-        move_ref(self.storage, name, tag, vid, action="tag", unless_there=True)  # (no-op: no log)
+        replaced: list[RefValue | None] = []
+        move_ref(self.storage, name, tag, vid, action="tag", unless_there=True,  # (no-op: no
+                 replaced=replaced)  # log)
         # An rm of the version may have run since the check, its ref re-read before the move
         # (as a commit checks its own move): the tag goes again. An rm deleting the manifest
         # after this check sees the tag at its own re-read and keeps the version.
@@ -56,7 +64,8 @@ class TagsMixin:
                 delete_ref(self.storage, name, tag)
             self._removed(name, vid, f" while tag {tag!r} was moved to it, so the tag was "
                                      "deleted again")
-        return vid
+        before = replaced[0] if replaced else None
+        return vid, None if before is None else before.version
 
     def _refuse_case_twin(self, name: str, tag: str) -> None:
         """Refuse a tag that differs from ``latest`` or another tag of ``name`` only in case: on

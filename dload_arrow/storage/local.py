@@ -196,6 +196,8 @@ class LocalStorage:
             return True
         except FileNotFoundError:
             return False
+        except OSError as e:  # a read-only root (QA shell59: it was "this is a bug")
+            raise self._write_error(repr(path), e) from e
 
     def info(self, path: str) -> ObjectInfo:
         try:

@@ -108,6 +108,7 @@ def move_ref(
     only_if: str | None = None,
     unless_there: bool = False,
     only_if_absent: bool = False,
+    replaced: list[RefValue | None] | None = None,
 ) -> RefValue:
     """Point ``ref`` at ``version`` by compare-and-swap, retrying on contention.
 
@@ -115,7 +116,9 @@ def move_ref(
     a mismatch raises ConflictError instead of retrying. ``unless_there``: when the ref
     already points at ``version``, leave it (and the log) alone: a commit of identical
     samples is a no-op. ``only_if_absent``: create it only (a lost ``latest`` restored),
-    ConflictError when it exists.
+    ConflictError when it exists. ``replaced``, when given, gets the value this move
+    replaced (None: the ref was new), read in the swap itself: another writer's move just
+    before is seen (QA shell59: two tags at once both said "new").
     """
     path = _ref_path(name, ref)
     check_digest(version, "version id")
@@ -126,9 +129,13 @@ def move_ref(
         if tried is not None and got is not None and got[0] == tried[0]:
             # The ref holds what the last swap sent (its writer nonce: no one else's): the
             # store applied it, then answered an error, and the retried request lost to it.
+            if replaced is not None:
+                replaced.append(tried[2])
             return _logged(storage, name, ref, tried[1], tried[2], action)
         old = None if got is None else _parse(got[0], path, storage)
         if unless_there and old is not None and old.version == version:
+            if replaced is not None:
+                replaced.append(old)
             return old
         if only_if is not None and (old is None or old.version != only_if):
             raise ConflictError(f"ref {name}:{ref} moved concurrently; retry the operation")
@@ -139,6 +146,8 @@ def move_ref(
         body = json.dumps({"version": new.version, "seq": new.seq, "writer": writer},
                           sort_keys=True).encode()
         if storage.compare_and_swap(path, body, None if got is None else got[1]):
+            if replaced is not None:
+                replaced.append(old)
             return _logged(storage, name, ref, new, old, action)
         tried = (body, new, old)
         time.sleep(min(0.5, 0.005 * 2**attempt) * random.random())
