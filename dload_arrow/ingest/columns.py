@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 from typing import Any
 
 import numpy as np
@@ -170,9 +171,11 @@ def decode_value(field: pa.Field, data: bytes, where: str) -> Any:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as e:
+            name = where.rsplit(": ", 1)[-1]
             raise SchemaError(
-                f"{where}: not UTF-8 text ({e}); rename it to a binary extension such as .bin "
-                "to keep its bytes"
+                f"{where}: not UTF-8 text ({e}); leave it out (--exclude {shlex.quote(name)}, "
+                "exclude= in Python), convert it (iconv -f latin1 -t utf-8), or rename it to a "
+                "binary extension such as .bin to keep its bytes"
             ) from e
     if kind == "int":
         return _decode_label(field.name, data, where)

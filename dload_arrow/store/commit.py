@@ -36,7 +36,7 @@ from dload_arrow.store.publish import (
 )
 from dload_arrow.store.readahead import read_ahead
 from dload_arrow.store.rows import to_batches
-from dload_arrow.store.schema_check import check_schema
+from dload_arrow.store.schema_check import check_schema, warn_valueless
 from dload_arrow.store.shard import (
     DEFAULT_ROW_GROUP_SIZE,
     DEFAULT_SHARD_SIZE,
@@ -215,6 +215,7 @@ def commit_samples(
     row_group_size = min(_size(row_group_size, "row_group_size"), shard_size)
     if parent is not None:
         schema = schema or parent.schema
+    inferred = schema is None
     batches = to_batches(samples, key=key, schema=schema,
                          append_to=None if parent is None else name,
                          key_offset=0 if parent is None else functools.cache(
@@ -226,6 +227,8 @@ def commit_samples(
     if first is not None:
         schema = first.schema
         check_schema(schema)  # a shape that cannot reshape, a struct Parquet cannot store
+        if inferred:
+            warn_valueless(schema, name)
         if parent is not None and not schema.equals(parent.schema):
             raise SchemaError(
                 f"appended samples have schema {schema} but {name!r} has {parent.schema}"

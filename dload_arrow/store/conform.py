@@ -21,6 +21,7 @@ from dload_arrow.store.lossless import leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
 from dload_arrow.store.table_columns import flat_tensor, nested_tensor
+from dload_arrow.type_walk import holds_type
 
 __all__ = ["ColumnMismatch", "conform_to", "fit_batch"]
 
@@ -129,10 +130,11 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
             except ColumnMismatch as e:
                 why = (f"{e.reason}. Cast the column to {e.want} in the input, or commit a "
                        "new version with the new type")
-                if pa.types.is_null(e.want):  # a column with no value when it was committed
-                    why = ("a null column holds no value (it had none when committed): commit "
-                           "a new version with the column typed (e.g. commit(..., schema=...) "
-                           f"with {e.name!r} as {e.got}), then append")
+                if holds_type(e.want, pa.types.is_null):  # no value when it was committed
+                    why = (f"a {e.want} column holds no value (it had none when committed: "
+                           "empty lists or nulls only): commit a new version with the column "
+                           f"typed (e.g. commit(..., schema=...) with {e.name!r} as {e.got}; "
+                           "from the CLI, commit the files with values first), then append")
                 raise SchemaError(f"{where}: column {e.name!r} is {e.got}, and {dataset!r} "
                                   f"stores {e.want}; {why}") from e
 

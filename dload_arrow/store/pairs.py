@@ -36,6 +36,7 @@ from dload_arrow.store.pair_checks import (
     refuse_sets,
 )
 from dload_arrow.store.rows import SHAPE_META, KeyOffset, field_shape
+from dload_arrow.type_walk import holds_type
 
 __all__ = ["samples_to_batches", "tensor_column"]
 
@@ -88,8 +89,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
     return pa.schema(fields)
 
 
-# What pyarrow raises for a value that does not fit a type (NotImplemented: numpy datetime64
-# or timedelta64 values of another unit than the type's).
+# What pyarrow raises for a value that misfits a type (NotImplemented: datetime64 of other units)
 _MISFITS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError,
             TypeError, OverflowError)
 
@@ -158,9 +158,14 @@ def _without_nat(values: list[Any]) -> list[Any]:
 def _type_code(value: Any) -> str:
     """How to write the type ``value`` infers to in Python: ``pa.int64()``."""
     try:
-        t = str(inferred_type([value]))
+        return _code(str(inferred_type([value])))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
         return "<its type>"
+
+
+def _code(t: str) -> str:
+    if t.startswith("list<item: ") and t.endswith(">"):  # [1, 2]: pa.list_(pa.int64())
+        return f"pa.list_({_code(t[len('list<item: '):-1])})"
     t = {"double": "float64", "float": "float32", "halffloat": "float16", "bool": "bool_"}.get(t, t)
     return f"pa.{t}()" if t.replace("_", "").isalnum() else f"<its type: {t}>"
 
@@ -186,10 +191,11 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
             try:
                 pa.array([v], type=field.type)
             except Exception:
-                if pa.types.is_null(field.type):
+                if holds_type(field.type, pa.types.is_null):  # null, list<null> (QA migrate59)
                     raise SchemaError(
                         f"sample {key!r}, column {field.name!r}: value {shown(v)}, but the "
-                        "column's type is null: it was None in every sample its type was "
+                        f"column's type is {field.type}: it was None (or an empty list) in every "
+                        "sample its type was "
                         f"inferred from (the first {_CHUNK} of the commit, or of the commit "
                         "that stored the dataset an append goes to); commit with its type, "
                         f"e.g. schema=pa.schema([({field.name!r}, {_type_code(v)})]) (an append "

@@ -186,3 +186,19 @@ def check_schema_arg(schema: pa.Schema, key: str | None) -> None:
             raise SchemaError(
                 f"schema= lists {KEY_COLUMN!r} as {schema.field(i).type} at position {i}; keys "
                 f"are strings and come first: drop {KEY_COLUMN!r} from schema= (it is added)")
+
+
+def warn_valueless(schema: pa.Schema, name: str) -> None:
+    """Warn of a commit's columns typed from no value (``null``, ``list<null>``: None or empty
+    lists in every sample the type was inferred from): no append can store a value there
+    (QA migrate59: a token column whose first file held only empty lists)."""
+    from dload_arrow.type_walk import holds_type
+
+    empty = [f"{f.name!r} ({f.type})" for f in schema
+             if f.name != KEY_COLUMN and holds_type(f.type, pa.types.is_null)]
+    if empty:
+        warnings.warn(
+            f"{name!r}: column(s) {', '.join(empty)} had no value in the samples their types "
+            "were inferred from (None or empty lists), and are stored so: no later append can "
+            "put a value there; commit with schema= naming the types (from the CLI: commit "
+            "files that hold values first, then append the others)", stacklevel=user_stacklevel())

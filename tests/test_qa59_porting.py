@@ -1,0 +1,74 @@
+"""QA migrate59, porting from WebDataset, MosaicML and LitData: a token column that held only
+empty lists was stored as list<null> without a word and every later append was refused with
+pyarrow's internals; one Latin-1 caption refused a whole tar with a fix that renames a member
+inside it."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+from cli_run import RunFn, runner
+
+import dload_arrow as dl
+from dload_arrow.errors import SchemaError
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
+
+
+def test_a_column_of_empty_lists_is_warned_of_and_its_append_says_how(local_root: str) -> None:
+    repo = dl.Repository.open(local_root)
+    with pytest.warns(UserWarning, match=r"'tokens' \(list<item: null>\) had no value"):
+        repo.commit("tok", [("a", {"tokens": [], "n": 1}), ("b", {"tokens": [], "n": 2})],
+                    progress=False)
+    with pytest.raises(SchemaError) as e:
+        repo.append("tok", [("c", {"tokens": [5, 6], "n": 3})], progress=False)
+    assert "list<item: null>" in str(e.value)
+    assert "schema=pa.schema([('tokens', pa.list_(pa.int64()))])" in str(e.value)
+
+
+def test_a_commit_with_values_or_a_given_schema_is_not_warned_of(local_root: str) -> None:
+    import warnings
+
+    import pyarrow as pa
+
+    repo = dl.Repository.open(local_root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        repo.commit("a", [("a", {"tokens": []}), ("b", {"tokens": [1]})], progress=False)
+        schema = pa.schema([("__key__", pa.string()), ("tokens", pa.list_(pa.int64()))])
+        repo.commit("b", [("a", {"tokens": []})], schema=schema, progress=False)
+    repo.append("b", [("c", {"tokens": [5]})], progress=False)
+    assert [list(s["tokens"]) for s in repo.dataset("b").samples()] == [[], [5]]
+
+
+def test_the_cli_append_into_a_list_null_column_names_no_pyarrow_internals(
+        run: RunFn, tmp_path: Path) -> None:
+    first = tmp_path / "part0.jsonl"
+    first.write_text('{"id": "a", "tokens": []}\n{"id": "b", "tokens": []}\n')
+    more = tmp_path / "part1.jsonl"
+    more.write_text('{"id": "c", "tokens": [5, 6]}\n')
+    r = run("commit", "tok", "--from", str(first), "--key-column", "id")
+    assert "had no value" in r.err
+    r = run("append", "tok", "--from", str(more), "--key-column", "id", rc=1)
+    assert "cast_null" not in r.err and "Cast the column to" not in r.err
+    assert "holds no value" in r.err and "commit the files with values first" in r.err
+
+
+def test_a_caption_that_is_not_utf8_names_the_exclude_that_leaves_it_out(
+        run: RunFn, tmp_path: Path) -> None:
+    tar = tmp_path / "shard.tar"
+    with tarfile.open(tar, "w") as tf:
+        for name, data in (("000001.jpg", b"\xff\xd8x"), ("000001.txt", b"caf\xe9"),
+                           ("000002.jpg", b"\xff\xd8y"), ("000002.txt", b"ok")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    r = run("commit", "caps", "--from", str(tar), rc=1)
+    assert "--exclude 000001.txt" in r.err and "iconv" in r.err
+    run("commit", "caps", "--from", str(tar), "--exclude", "000001.txt")
