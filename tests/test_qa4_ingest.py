@@ -182,8 +182,8 @@ def test_as_table_on_a_folder_of_files_says_to_use_as_files(run: RunFn, photos: 
     r = run("commit", "x", "--from", str(photos), "--as", "table", rc=1)
     assert r.err == (
         f"dload: error: {str(photos)!r} is a folder of files with no table among them "
-        "(.parquet, .pq, .csv, .jsonl, .ndjson), not a folder of tables: read it with --as "
-        "files, or drop --as to detect it (in Python: open_source(path))\n"
+        "(.parquet, .pq, .csv, .jsonl, .ndjson, .arrow, .feather), not a folder of tables: "
+        "read it with --as files, or drop --as to detect it (in Python: open_source(path))\n"
     )
 
 
@@ -214,9 +214,9 @@ def test_a_table_glob_that_leaves_nothing_names_the_globs(tmp_path: Path) -> Non
     with pytest.raises(dl.NotFoundError) as e:
         open_table(str(tmp_path), include=["*.csv"])
     assert str(e.value) == (
-        f"no Parquet, CSV or JSON Lines files at {str(tmp_path)!r} after --include/--exclude: "
-        "they leave out all 1 table files there (e.g. 'a.parquet'); --include '*.csv' matched "
-        "no file; check the globs"
+        f"no Parquet, CSV, JSON Lines or Arrow files at {str(tmp_path)!r} after "
+        "--include/--exclude: they leave out all 1 table files there (e.g. 'a.parquet'); "
+        "--include '*.csv' matched no file; check the globs"
     )
 
 

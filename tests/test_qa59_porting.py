@@ -72,3 +72,43 @@ def test_a_caption_that_is_not_utf8_names_the_exclude_that_leaves_it_out(
     r = run("commit", "caps", "--from", str(tar), rc=1)
     assert "--exclude 000001.txt" in r.err and "iconv" in r.err
     run("commit", "caps", "--from", str(tar), "--exclude", "000001.txt")
+
+
+def _hf_folder(folder: Path) -> None:
+    """What datasets.save_to_disk writes: Arrow IPC stream shards and json sidecars."""
+    import json
+
+    import pyarrow as pa
+
+    folder.mkdir()
+    t = pa.table({"text": [f"s{i}" for i in range(100)], "label": list(range(100))})
+    for i in range(2):
+        with pa.ipc.new_stream(str(folder / f"data-0000{i}-of-00002.arrow"), t.schema) as w:
+            w.write_table(t.slice(i * 50, 50))
+    (folder / "dataset_info.json").write_text(json.dumps({"features": {}}))
+    (folder / "state.json").write_text(json.dumps({"_data_files": []}))
+
+
+def test_a_huggingface_save_to_disk_folder_commits_its_rows(run: RunFn, tmp_path: Path,
+                                                             local_root: str) -> None:
+    _hf_folder(tmp_path / "hf")
+    r = run("commit", "hf", "--from", str(tmp_path / "hf"), "--json")
+    assert r.json["rows"] == 100 and r.json["source"]["kind"] == "table"
+    rows = list(dl.Repository.open(local_root).dataset("hf").samples())
+    assert [x["text"] for x in rows] == [f"s{i}" for i in range(100)]
+    assert [x["label"] for x in rows] == list(range(100))
+
+
+def test_feather_and_arrow_files_are_tables(run: RunFn, tmp_path: Path, local_root: str) -> None:
+    import pyarrow as pa
+    import pyarrow.feather as feather
+
+    t = pa.table({"id": ["a", "b"], "v": [1.5, None], "n": pa.array([None, None], pa.int32())})
+    feather.write_feather(t, str(tmp_path / "t.feather"))  # the IPC file format
+    run("commit", "f", "--from", str(tmp_path / "t.feather"), "--key-column", "id")
+    ds = dl.Repository.open(local_root).dataset("f")
+    assert ds.schema.field("n").type == pa.int32()  # typed: a null column keeps its type
+    assert [(s["__key__"], s["v"]) for s in ds.samples()] == [("a", 1.5), ("b", None)]
+    (tmp_path / "bad.arrow").write_bytes(b"not arrow at all")
+    r = run("commit", "g", "--from", str(tmp_path / "bad.arrow"), rc=1)
+    assert "not an Arrow IPC file or stream" in r.err

@@ -29,6 +29,8 @@ TABLE_FORMATS = {
     ".csv": "csv",
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
+    ".arrow": "arrow",
+    ".feather": "arrow",
 }
 ARCHIVE_EXTENSIONS = (
     (".zip", "zip"), (".tar", "tar"), (".tar.gz", "tar.gz"), (".tgz", "tar.gz"),
@@ -39,7 +41,7 @@ _UNSUPPORTED = (
     (tuple(b"BZh%d" % level for level in range(1, 10)), "bzip2", "bzip2"),
     ((b"\xfd7zXZ\x00",), "xz", "xz"),
 )
-_TABLE_NAMES = {"parquet": "Parquet", "csv": "CSV", "jsonl": "JSON Lines"}
+_TABLE_NAMES = {"parquet": "Parquet", "csv": "CSV", "jsonl": "JSON Lines", "arrow": "Arrow IPC"}
 _PYTHON = {
     "files": "open_source(path)",
     "archive": "open_source(path) or dl.from_archive(path)",
@@ -141,8 +143,8 @@ def archive_format(location: str | os.PathLike[str], *, endpoint_url: str | None
         hint = (" If it holds one JSON object per line, rename it to .jsonl and it is read as "
                 "a table." if ext == "json" else "")
         raise ConfigError(
-            f"{location!r} is neither a table dload reads (.parquet, .csv, .jsonl) nor a zip, "
-            f"tar, tar.gz or tar.zst archive (by its .{ext} extension and its first bytes); "
+            f"{location!r} is neither a table dload reads (.parquet, .csv, .jsonl, .arrow) nor a "
+            f"zip, tar, tar.gz or tar.zst archive (by its .{ext} extension and its first bytes); "
             f"convert it to one of those, or commit a folder of such files (--as files stores "
             f"each file as a sample).{hint}")
     raise IntegrityError(
@@ -177,15 +179,18 @@ def archive_named_table(location: str, *, endpoint_url: str | None = None
 
 
 _DOC_STEMS = ("readme", "license", "licence", "notice", "changelog", "authors")
+# What HuggingFace datasets.save_to_disk writes beside its .arrow files (QA migrate59)
+_SIDECARS = frozenset({"dataset_info.json", "state.json", "dataset_dict.json"})
 
 
 def is_marker(name: str) -> bool:
     """Whether a file beside tables is a marker or a document, not data: hidden and `_`
-    files (`_SUCCESS`), `*.crc`, README, LICENSE, NOTICE, CHANGELOG and AUTHORS files."""
+    files (`_SUCCESS`), `*.crc`, README, LICENSE, NOTICE, CHANGELOG and AUTHORS files, and
+    HuggingFace's `dataset_info.json`, `state.json`, `dataset_dict.json`."""
     base = posixpath.basename(name)
     lower = base.lower()
     return (base.startswith((".", "_")) or lower.endswith(".crc")
-            or lower.split(".", 1)[0] in _DOC_STEMS)
+            or lower.split(".", 1)[0] in _DOC_STEMS or lower in _SIDECARS)
 
 
 def wrong_as(location: str, what: str, asked: str, fits: str, detail: str = "") -> ConfigError:
@@ -229,8 +234,8 @@ def no_tables(path: str, unused: str, every: list[str], endpoint_url: str | None
     if every:
         example = os.path.relpath(every[0], path) if os.path.isdir(path) else every[0]
         return NotFoundError(
-            f"no Parquet, CSV or JSON Lines files at {path!r} after --include/--exclude: they "
-            f"leave out all {len(every)} table files there (e.g. {example!r});{unused} check "
+            f"no Parquet, CSV, JSON Lines or Arrow files at {path!r} after --include/--exclude: "
+            f"they leave out all {len(every)} table files there (e.g. {example!r});{unused} check "
             "the globs"
         )
     exts = ", ".join(TABLE_FORMATS)

@@ -25,15 +25,8 @@ import pyarrow as pa
 
 from dload_arrow.args import check_path
 from dload_arrow.errors import NotFoundError, SchemaError
-from dload_arrow.ingest.csv_checks import (
-    QuoteCount,
-    check_quotes_closed,
-    refuse_bytes,
-    refuse_repeated_names,
-)
 from dload_arrow.ingest.empty_columns import blank_text, fill_empty_text, text_nulls
 from dload_arrow.ingest.globs import Globs
-from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.kinds import (
     TABLE_FORMATS,
     archive_named_table,
@@ -44,17 +37,10 @@ from dload_arrow.ingest.kinds import (
 )
 from dload_arrow.ingest.location import is_remote, local_path, own_dirs, refuse_own_data
 from dload_arrow.ingest.partitions import Partitions
-from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, csv_options, read_error
-from dload_arrow.ingest.table_stream import open_table_file
-from dload_arrow.ingest.table_text import (
-    checked_batches,
-    csv_convert,
-    decoded_dictionaries,
-    null_key,
-    text_column_list,
-)
+from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, read_error
+from dload_arrow.ingest.table_files import file_batches, file_schema
+from dload_arrow.ingest.table_text import decoded_dictionaries, null_key, text_column_list
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
-from dload_arrow.store.tensor_layout import restore, restored_schema
 
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
            "table_format", "table_listing"]
@@ -106,62 +92,6 @@ def table_files(path: str, include: Sequence[str] = (), exclude: Sequence[str] =
     return table_listing(path, include, exclude)[0]
 
 
-def _file_batches(path: str, fmt: str, endpoint_url: str | None,
-                  text_columns: Sequence[str] = (), key: str | None = None
-                  ) -> Iterator[pa.RecordBatch]:
-    f, size = open_table_file(path, endpoint_url)
-    with f:
-        if size == 0 and fmt != "parquet":  # an empty part file (Spark writes them): no rows
-            return
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            # a shard copied out of a root: its tensors stored as bytes become lists again
-            yield from map(restore, pq.ParquetFile(f).iter_batches(batch_size=64 * 1024))
-        elif fmt == "csv":
-            import pyarrow.csv as pcsv
-
-            options = csv_options(size)
-            count = QuoteCount(f)
-            reader = pcsv.open_csv(count, read_options=options,
-                                   convert_options=csv_convert(text_columns, key))
-            refuse_bytes(reader.schema, path)
-            refuse_repeated_names(reader.schema, path)
-            yield from checked_batches(reader, path, fmt, endpoint_url, options, key)
-            check_quotes_closed(count, path, endpoint_url)
-        else:
-            table = read_json(f, path, endpoint_url, text_columns, key)
-            yield from checked_batches(iter(table.to_batches()), path, fmt, endpoint_url)
-
-
-def _file_schema(path: str, fmt: str, endpoint_url: str | None,
-                 text_columns: Sequence[str] = (), key: str | None = None) -> pa.Schema:
-    f, size = open_table_file(path, endpoint_url)
-    with f:
-        if size == 0 and fmt != "parquet":
-            return pa.schema([])  # no columns: the others' are null in its (no) rows
-        if fmt == "parquet":
-            import pyarrow.parquet as pq
-
-            meta = pq.ParquetFile(f).metadata
-            if meta.num_rows == 0:  # a Spark part with no rows: its types add nothing either
-                return pa.schema([])
-            schema = restored_schema(meta.schema.to_arrow_schema())
-        elif fmt == "csv":
-            import pyarrow.csv as pcsv
-
-            reader = pcsv.open_csv(f, read_options=csv_options(size),
-                                   convert_options=csv_convert(text_columns, key))
-            schema = reader.schema
-            refuse_bytes(schema, path)
-            refuse_repeated_names(schema, path)
-            if text_columns:  # the first block decides, as where types are inferred
-                schema = blank_text(schema, next(iter(reader), None), text_columns, key)
-        else:
-            schema = read_json(f, path, endpoint_url, text_columns, key).schema
-    return schema.remove_metadata()
-
-
 def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | None,
            text_columns: Sequence[str] = (), key: str | None = None) -> pa.Schema:
     """The schema every file fits: columns of all files, types widened where they differ."""
@@ -169,7 +99,7 @@ def _unify(first: pa.Schema, files: list[str], fmt: str, endpoint_url: str | Non
     everywhere = set(first.names)
     for f in files[1:]:
         try:
-            other = _file_schema(f, fmt, endpoint_url, text_columns, key)
+            other = file_schema(f, fmt, endpoint_url, text_columns, key)
         except (pa.ArrowInvalid, OSError) as e:
             raise read_error(f, fmt, e, endpoint_url) from e
         everywhere &= set(other.names)
@@ -236,7 +166,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     parts = Partitions.of(path, files, stored)
     first, at = None, 0
     while at < len(files):  # the first file with rows (Spark writes empty part files)
-        first_iter = _file_batches(files[at], fmt, endpoint_url, text_columns, key)
+        first_iter = file_batches(files[at], fmt, endpoint_url, text_columns, key)
         try:
             first = next(first_iter)
             break
@@ -256,7 +186,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     # a column with no value in any file: text (nulls) that appends can fill, or that an
     # append casts to the type its dataset stores
     empty = {f.name for f in schema if pa.types.is_null(f.type)}
-    if fmt != "parquet":
+    if fmt not in ("parquet", "arrow"):  # (typed formats keep a null column's type)
         schema = text_nulls(schema)
     full = schema if parts is None else parts.extend(schema)
 
@@ -264,7 +194,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         yield from _rest(iter([first]), files[0])
         yield from _rest(first_iter, files[0])
         for f in files[1:]:
-            yield from _rest(_file_batches(f, fmt, endpoint_url, text_columns, key), f)
+            yield from _rest(file_batches(f, fmt, endpoint_url, text_columns, key), f)
 
     seen: dict[str, int] = {}  # rows read of each file
 
