@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         concat,
         from_iterable,
         mix,
+        pad_collate,
         random_stream,
         select,
         zip_with,
@@ -45,8 +46,8 @@ if TYPE_CHECKING:
 # ``dload --help`` or an ``import dload_arrow`` for the error classes need not pay.
 _LAZY = {
     "from_archive": "dload_arrow.ingest.archive",
-    **dict.fromkeys(("Pipeline", "choice", "concat", "from_iterable", "mix", "random_stream",
-                     "select", "zip_with"), "dload_arrow.pipeline"),
+    **dict.fromkeys(("Pipeline", "choice", "concat", "from_iterable", "mix", "pad_collate",
+                     "random_stream", "select", "zip_with"), "dload_arrow.pipeline"),
     **dict.fromkeys(("Dataset", "GcReport", "Repository", "VersionInfo"),
                     "dload_arrow.repository"),
     "Version": "dload_arrow.store.commit",
@@ -98,6 +99,7 @@ __all__ = [
     "from_archive",
     "from_iterable",
     "mix",
+    "pad_collate",
     "random_stream",
     "select",
     "zip_with",

@@ -12,6 +12,7 @@ from dload_arrow.pipeline.batching import default_collate
 from dload_arrow.pipeline.check import CheckReport
 from dload_arrow.pipeline.combine import concat, zip_with
 from dload_arrow.pipeline.dataset import DatasetPipe
+from dload_arrow.pipeline.padding import pad_collate
 from dload_arrow.pipeline.router import choice, mix, select
 from dload_arrow.pipeline.sources import from_iterable, random_stream
 
@@ -25,6 +26,7 @@ __all__ = [
     "default_collate",
     "from_iterable",
     "mix",
+    "pad_collate",
     "random_stream",
     "select",
     "zip_with",
