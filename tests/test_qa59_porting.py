@@ -112,3 +112,19 @@ def test_feather_and_arrow_files_are_tables(run: RunFn, tmp_path: Path, local_ro
     (tmp_path / "bad.arrow").write_bytes(b"not arrow at all")
     r = run("commit", "g", "--from", str(tmp_path / "bad.arrow"), rc=1)
     assert "not an Arrow IPC file or stream" in r.err
+
+
+def test_tab_separated_files_are_tables(run: RunFn, tmp_path: Path, local_root: str) -> None:
+    import gzip
+
+    (tmp_path / "t.tsv").write_text("id\tname\tzip\na\tAnn, Jr\t01234\nb\tBo\t02345\n")
+    (tmp_path / "u.tsv.gz").write_bytes(gzip.compress(b"id\tname\tzip\nc\tCy\t03456\n"))
+    run("commit", "t", "--from", str(tmp_path / "t.tsv"), "--key-column", "id",
+        "--text-column", "zip")
+    run("append", "t", "--from", str(tmp_path / "u.tsv.gz"), "--key-column", "id")
+    rows = list(dl.Repository.open(local_root).dataset("t").samples())
+    assert [(r["__key__"], r["name"], r["zip"]) for r in rows] == [
+        ("a", "Ann, Jr", "01234"), ("b", "Bo", "02345"), ("c", "Cy", "03456")]
+    (tmp_path / "tabs.csv").write_text("id\tname\n1\tAnn\n")  # tabs in a .csv: named
+    r = run("commit", "c", "--from", str(tmp_path / "tabs.csv"))
+    assert "holds no comma but tabs: name the file .tsv" in r.err

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.errors import user_stacklevel
-from dload_arrow.ingest.table_stream import open_table_file
+from dload_arrow.ingest.table_stream import csv_parse, open_table_file
 
 __all__ = ["warn_codes"]
 
@@ -43,6 +43,7 @@ def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None) -> No
     f, _ = open_table_file(path, endpoint_url)
     with f:  # the first MiB: where codes show, and a second read stays small (QA review58c)
         reader = pcsv.open_csv(f, read_options=pcsv.ReadOptions(block_size=_PROBE),
+                               parse_options=csv_parse(path),
                                convert_options=csv_convert(numeric, include=numeric))
         text = next(iter(reader), None)
     if text is None:

@@ -27,6 +27,7 @@ TABLE_FORMATS = {
     ".parquet": "parquet",
     ".pq": "parquet",
     ".csv": "csv",
+    ".tsv": "csv",  # tab-separated: read with tabs (table_stream.csv_parse)
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".arrow": "arrow",

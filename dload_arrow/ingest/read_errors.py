@@ -87,8 +87,12 @@ def other_delimiter(header: str) -> str | None:
 
 def delimiter_fix(d: str, whose: str = "the") -> str:
     """What to do with a file written with the delimiter ``d`` (QA eng58)."""
-    return (f"{whose} header holds no comma but {d!r}: dload reads comma-separated files; write "
-            "it with commas, or as Parquet (pyarrow.csv.read_csv(path, parse_options="
+    if d == "\t":  # a .tsv is read with tabs
+        return (f"{whose} header holds no comma but tabs: name the file .tsv (.tsv.gz), which "
+                "dload reads as tab-separated, and commit that")
+    return (f"{whose} header holds no comma but {d!r}: dload reads comma-separated files (and "
+            "tab-separated .tsv files); write it with commas, or as Parquet "
+            "(pyarrow.csv.read_csv(path, parse_options="
             f"pyarrow.csv.ParseOptions(delimiter={d!r})), then pyarrow.parquet.write_table), "
             "and commit that")
 

@@ -19,7 +19,7 @@ from dload_arrow.ingest.csv_checks import (
 from dload_arrow.ingest.empty_columns import blank_text
 from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.read_errors import csv_options
-from dload_arrow.ingest.table_stream import open_table_file
+from dload_arrow.ingest.table_stream import csv_parse, open_table_file
 from dload_arrow.ingest.table_text import checked_batches, csv_convert
 from dload_arrow.store.tensor_layout import restore, restored_schema
 
@@ -74,7 +74,7 @@ def file_batches(path: str, fmt: str, endpoint_url: str | None,
 
             options = csv_options(size)
             count = QuoteCount(f)
-            reader = pcsv.open_csv(count, read_options=options,
+            reader = pcsv.open_csv(count, read_options=options, parse_options=csv_parse(path),
                                    convert_options=csv_convert(text_columns, key))
             refuse_bytes(reader.schema, path)
             refuse_repeated_names(reader.schema, path)
@@ -103,7 +103,7 @@ def file_schema(path: str, fmt: str, endpoint_url: str | None,
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
-            reader = pcsv.open_csv(f, read_options=csv_options(size),
+            reader = pcsv.open_csv(f, read_options=csv_options(size), parse_options=csv_parse(path),
                                    convert_options=csv_convert(text_columns, key))
             schema = reader.schema
             refuse_bytes(schema, path)

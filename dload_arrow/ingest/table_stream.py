@@ -18,8 +18,8 @@ from typing import IO, Any
 from dload_arrow.errors import IntegrityError
 from dload_arrow.ingest.location import open_binary
 
-__all__ = ["COMPRESSIONS", "UNKNOWN_SIZE", "compression", "open_table_file", "recode_hint",
-           "without_compression"]
+__all__ = ["COMPRESSIONS", "UNKNOWN_SIZE", "compression", "csv_parse", "open_table_file",
+           "recode_hint", "without_compression"]
 
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 UNKNOWN_SIZE = 1 << 50
@@ -159,3 +159,12 @@ def recode_hint(path: str) -> str:
     if codec is None:
         return f"iconv -f latin1 -t utf-8 {name} > {out}"
     return f"{codec} -dc {name} | iconv -f latin1 -t utf-8 | {codec} -c > {out}"
+
+
+def csv_parse(path: str) -> Any:
+    """pyarrow's CSV parse options for ``path``: tabs for a ``.tsv`` (``.tsv.gz``), else
+    commas."""
+    import pyarrow.csv as pcsv
+
+    tabs = without_compression(path).lower().endswith(".tsv")
+    return pcsv.ParseOptions(delimiter="\t" if tabs else ",")

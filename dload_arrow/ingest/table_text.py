@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from dload_arrow.args import column_names
 from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.csv_codes import warn_codes
-from dload_arrow.ingest.table_stream import open_table_file
+from dload_arrow.ingest.table_stream import csv_parse, open_table_file
 from dload_arrow.store.names import KEY_COLUMN
 
 __all__ = ["checked_batches", "csv_convert", "decoded_dictionaries", "null_key", "text_column_list",
@@ -146,7 +146,7 @@ def _csv_inexact(path: str, columns: list[str], endpoint_url: str | None,
 
     f, _ = open_table_file(path, endpoint_url)
     with f:
-        reader = pcsv.open_csv(f, read_options=read_options,
+        reader = pcsv.open_csv(f, read_options=read_options, parse_options=csv_parse(path),
                                convert_options=csv_convert(columns, include=columns))
         for batch in reader:
             for name in columns:
