@@ -128,3 +128,19 @@ def test_tab_separated_files_are_tables(run: RunFn, tmp_path: Path, local_root: 
     (tmp_path / "tabs.csv").write_text("id\tname\n1\tAnn\n")  # tabs in a .csv: named
     r = run("commit", "c", "--from", str(tmp_path / "tabs.csv"))
     assert "holds no comma but tabs: name the file .tsv" in r.err
+
+
+def test_codes_in_a_folder_of_csv_files_are_warned_of_once(tmp_path: Path) -> None:
+    import warnings
+
+    from dload_arrow.ingest import open_table
+
+    (tmp_path / "t").mkdir()
+    for i in range(3):
+        (tmp_path / "t" / f"p{i}.csv").write_text(f"id,zip,phone\na{i},01234,+4930123456\n")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        reader = open_table(tmp_path / "t", key="id")
+        assert reader.read_all().num_rows == 3
+    codes = [w for w in got if "hold codes" in str(w.message)]
+    assert len(codes) == 1 and "zip" in str(codes[0].message) and "phone" in str(codes[0].message)

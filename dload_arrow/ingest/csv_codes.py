@@ -24,9 +24,12 @@ _PROBE = 1 << 20  # bytes of a file's text read again
 _CODE = r"^\s*([+-]?0[0-9]|\+[0-9]{6,}\s*$)"  # (+3 is a signed number: QA review58c)
 
 
-def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None) -> None:
+def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None,
+               warned: set[str] | None = None) -> None:
     """Warn when a numeric column of ``batch`` (a CSV file's first block) holds text such
-    as ``007`` or ``+4930123`` that the stored number loses."""
+    as ``007`` or ``+4930123`` that the stored number loses; ``warned``: the columns warned
+    of already in another file of the same table (a folder of 50 files warned 50 times: QA
+    review58c), updated."""
     import pyarrow.csv as pcsv
 
     from dload_arrow.ingest.read_errors import delimiter_fix, other_delimiter
@@ -36,8 +39,8 @@ def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None) -> No
     if len(names) == 1 and (d := other_delimiter(names[0])) is not None:
         warnings.warn(f"{path!r} has one column, {names[0][:60]!r}: {delimiter_fix(d, 'its')}",
                       stacklevel=user_stacklevel())
-    numeric = [f.name for f in batch.schema
-               if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)]
+    numeric = [f.name for f in batch.schema if (pa.types.is_integer(f.type) or pa.types
+               .is_floating(f.type)) and f.name not in (warned or ())]
     if not numeric:
         return
     f, _ = open_table_file(path, endpoint_url)
@@ -58,6 +61,8 @@ def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None) -> No
             found[name] = f"{was!r} read as {batch.column(name)[at].as_py()!r}"
     if found:
         cols = list(found)
+        if warned is not None:
+            warned.update(cols)
         shown = ", ".join(f"{c} ({how})" for c, how in found.items())
         warnings.warn(
             f"{path!r}: column(s) {shown} hold codes written with leading zeros "

@@ -56,8 +56,10 @@ def ipc_schema(f: IO[bytes] | Any, path: str) -> pa.Schema:
 
 
 def file_batches(path: str, fmt: str, endpoint_url: str | None,
-                  text_columns: Sequence[str] = (), key: str | None = None
-                  ) -> Iterator[pa.RecordBatch]:
+                  text_columns: Sequence[str] = (), key: str | None = None,
+                  warned: set[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """The record batches of one table file (``warned``: the CSV columns whose codes were
+    warned of already, in another file of the same table)."""
     f, size = open_table_file(path, endpoint_url)
     with f:
         if size == 0 and fmt not in ("parquet", "arrow"):  # an empty part file (Spark): no rows
@@ -78,7 +80,7 @@ def file_batches(path: str, fmt: str, endpoint_url: str | None,
                                    convert_options=csv_convert(text_columns, key))
             refuse_bytes(reader.schema, path)
             refuse_repeated_names(reader.schema, path)
-            yield from checked_batches(reader, path, fmt, endpoint_url, options, key)
+            yield from checked_batches(reader, path, fmt, endpoint_url, options, key, warned)
             check_quotes_closed(count, path, endpoint_url)
         else:
             table = read_json(f, path, endpoint_url, text_columns, key)

@@ -206,8 +206,8 @@ def _inexact_error(path: str, fmt: str, column: str, text: str) -> SchemaError:
 
 
 def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
-                    endpoint_url: str | None, read_options: Any = None, key: str | None = None
-                    ) -> Iterator[pa.RecordBatch]:
+                    endpoint_url: str | None, read_options: Any = None, key: str | None = None,
+                    warned: set[str] | None = None) -> Iterator[pa.RecordBatch]:
     """``batches`` of the CSV or JSON Lines file ``path``; SchemaError at the first with an
     empty CSV key cell, or whose float64 columns hold an integer written in the file that
     float64 rounds (the file's text is read again only for such columns)."""
@@ -217,7 +217,7 @@ def checked_batches(batches: Iterator[pa.RecordBatch], path: str, fmt: str,
         if fmt == "csv":
             _refuse_empty_keys(batch, key, path, at)
             if not at:  # the block whose text decided the types
-                warn_codes(path, batch, endpoint_url)
+                warn_codes(path, batch, endpoint_url, warned)
         at += batch.num_rows
         suspects = [c for c in _suspects(batch) if c not in checked]
         if suspects:  # CSV columns are flat: each path is a column's name

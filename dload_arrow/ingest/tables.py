@@ -164,9 +164,9 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         raise mixed_formats(path, files)
     fmt = str(formats.pop())
     parts = Partitions.of(path, files, stored)
-    first, at = None, 0
+    first, at, warned = None, 0, set[str]()  # warned: CSV code columns, once a table
     while at < len(files):  # the first file with rows (Spark writes empty part files)
-        first_iter = file_batches(files[at], fmt, endpoint_url, text_columns, key)
+        first_iter = file_batches(files[at], fmt, endpoint_url, text_columns, key, warned)
         try:
             first = next(first_iter)
             break
@@ -194,7 +194,7 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         yield from _rest(iter([first]), files[0])
         yield from _rest(first_iter, files[0])
         for f in files[1:]:
-            yield from _rest(file_batches(f, fmt, endpoint_url, text_columns, key), f)
+            yield from _rest(file_batches(f, fmt, endpoint_url, text_columns, key, warned), f)
 
     seen: dict[str, int] = {}  # rows read of each file
 
