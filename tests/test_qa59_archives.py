@@ -183,3 +183,45 @@ def test_several_remote_archives(run: RunFn, tmp_path: Path, s3_root: str,
     out = run("commit", "r", "--from", f"s3://{bucket}/raw/wds-000000.tar", "--from",
               f"s3://{bucket}/raw/wds-000001.tar.gz", "--json").json
     assert out["rows"] == 4 and out["source"]["archives"] == 2
+
+
+def test_many_zip_archives_keep_one_file_open_at_a_time(tmp_path: Path, local_root: str) -> None:
+    import subprocess
+    import sys
+    import textwrap
+    import zipfile
+
+    (tmp_path / "z").mkdir()
+    for i in range(300):
+        with zipfile.ZipFile(tmp_path / "z" / f"wds-{i:06d}.zip", "w") as z:
+            z.writestr(f"k{i:06d}.txt", f"x{i}")
+    code = textwrap.dedent(f"""
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_NOFILE, (128, 128))  # fewer than the archives
+        from dload_arrow.cli.main import main
+        sys.exit(main(["commit", "many", "--from", {str(tmp_path / "z")!r},
+                       "--root", {local_root!r}]))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = _rows(local_root, "many")
+    assert len(rows) == 300 and rows[7] == {"__key__": "k000007", "txt": "x7"}
+
+
+def test_tensors_of_two_shapes_across_archives_name_the_shapes(tmp_path: Path) -> None:
+    a, b = io.BytesIO(), io.BytesIO()
+    np.save(a, np.zeros((2, 3), np.float32))
+    np.save(b, np.zeros((3, 2), np.float32))
+    _tar(tmp_path / "p0.tar", {"k0.npy": a.getvalue()})
+    _tar(tmp_path / "p1.tar", {"k1.npy": b.getvalue()})
+    with pytest.raises(SchemaError) as e:
+        open_archives([tmp_path / "p0.tar", tmp_path / "p1.tar"]).reader()
+    assert "of shape [2, 3] in 'p0.tar'" in str(e.value)
+    assert "of shape [3, 2] in 'p1.tar'" in str(e.value)
+
+
+def test_an_archive_given_twice_is_named(run: RunFn, tmp_path: Path) -> None:
+    _tar(tmp_path / "a.tar", {"k.cls": b"1"})
+    r = run("commit", "t", "--from", str(tmp_path / "a.tar"), "--from",
+            str(tmp_path / "a.tar"), rc=1)
+    assert "is given twice" in r.err

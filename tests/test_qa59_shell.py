@@ -146,3 +146,16 @@ def test_the_unknown_variable_warning_lists_no_test_hook(
     with pytest.warns(UserWarning, match="did you mean DLOAD_CACHE_BUDGET") as w:
         cv.warn_unknown_env()
     assert "DLOAD_CRASH_AT" not in str(w[0].message)
+
+
+def test_ls_json_gives_a_removed_pinned_dataset_no_version(
+        run: RunFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("x")
+    run("commit", "e", "--from", str(src))
+    run("pin", "e")
+    run("rm", "e", "--yes")
+    (row,) = run("ls", "--json").json
+    assert row["name"] == "e" and row["version"] is None and row["rows"] is None

@@ -78,8 +78,8 @@ def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dic
     exists = pin == vid or (is_digest(pin) and repo.storage.exists(manifest_path(name, pin)))
     pinned = None if pin is None else {"version": pin, "lock": lock, "exists": exists,
                                        "full_id": is_digest(pin)}
-    return {"name": name, "version": vid, "rows": m and m.num_rows, "bytes": m and m.num_bytes,
-            "shards": m and len(m.shards), "pinned": pinned}
+    return {"name": name, "version": vid or None, "rows": m and m.num_rows,
+            "bytes": m and m.num_bytes, "shards": m and len(m.shards), "pinned": pinned}
 
 
 def _pin_text(pinned: dict[str, Any] | None) -> str | None:
@@ -114,9 +114,9 @@ def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_jso
 
     def text() -> None:
         cols = ["name", "version", "rows", "bytes", "shards"] + (["pinned"] if pinned else [])
-        print_table([{**r, "version": r["version"][:12], "bytes": r["bytes"] if r["bytes"] is None
-                      else format_bytes(r["bytes"]), "pinned": _pin_text(r["pinned"])}
-                     for r in rows], cols)
+        print_table([{**r, "version": (r["version"] or "")[:12], "pinned": _pin_text(
+                      r["pinned"]), "bytes": None if r["bytes"] is None else format_bytes(
+                      r["bytes"])} for r in rows], cols)
         if not rows:  # a mistyped root lists as empty too: say what empty means
             click.echo(empty_root_hint(repo), err=True)
         if pinned:

@@ -160,8 +160,8 @@ def _main(argv: Sequence[str] | None) -> int:
         # a full disk under the output (a CI log), where no root or cache write wraps it
         # (QA shell59: "this is a bug" after a commit that had published)
         click.echo(f"dload: error: a write failed: {e.strerror or e} (the output, or a file "
-                   "dload writes there): free space on that disk; what the command stored "
-                   "before is kept (`dload ls` shows the versions)", err=True)
+                   "dload writes there): free space on that disk (a version a commit "
+                   "published before its output failed is kept: `dload ls` shows it)", err=True)
         return 1
     except Exception as e:
         return _internal(e)

@@ -30,6 +30,7 @@ from dload_arrow.ingest.kinds import is_marker
 from dload_arrow.ingest.location import is_remote, local_path
 from dload_arrow.ingest.source import SampleSource
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.rows import SHAPE_META
 
 __all__ = ["ArchiveSet", "archive_folder", "archives_of", "expand_pattern"]
 
@@ -92,6 +93,16 @@ def archive_folder(path: str) -> list[str] | None:
     return [os.path.join(path, n) for n in archives]
 
 
+def _base(location: str) -> str:
+    return location.rstrip("/").rsplit("/", 1)[-1]
+
+
+def _typed(f: pa.Field) -> str:
+    """A column's type as a message shows it: a tensor's with its shape (kept in metadata)."""
+    shape = (f.metadata or {}).get(SHAPE_META)
+    return f"{f.type} of shape {shape.decode()}" if shape else str(f.type)
+
+
 def archives_of(location: str) -> list[str]:
     """A local folder of archives' archives (:func:`archive_folder`); any other location
     itself."""
@@ -147,19 +158,21 @@ class ArchiveSet:
                 name = s.location.rstrip("/").rsplit("/", 1)[-1]
                 keys = s.keys()  # (listed: a tar is read through once)
                 for key in keys:
-                    if (other := owner.setdefault(key, name)) != name:
+                    if (other := owner.setdefault(key, s.location)) != s.location:
                         raise SchemaError(
-                            f"key {key!r} is in two archives, {other!r} and {name!r}, of "
-                            f"{self.where}: a key names one sample; commit them as two "
+                            f"key {key!r} is in two archives, {_base(other)!r} and {name!r}, "
+                            f"of {self.where}: a key names one sample; commit them as two "
                             "datasets, or leave one archive out")
                 for f in s.schema:
                     seen = fields.setdefault(f.name, (f, name))
                     if not seen[0].equals(f, check_metadata=True):
                         raise SchemaError(
-                            f"column {f.name!r} is {seen[0].type} in {seen[1]!r} but {f.type} "
-                            f"in {name!r} ({self.where}); one column holds one type: make "
-                            "the files of that extension alike, or commit the archives apart")
+                            f"column {f.name!r} is {_typed(seen[0])} in {seen[1]!r} but "
+                            f"{_typed(f)} in {name!r} ({self.where}); one column holds one "
+                            "type: make the files of that extension alike, or commit the "
+                            "archives apart")
                 r = s.report
+                s.close()  # reopened to be read: 1,000 zips held 1,000 files (QA review59)
                 report.samples += r.samples
                 for c, n in r.columns.items():
                     report.columns[c] = report.columns.get(c, 0) + n
@@ -189,10 +202,13 @@ class ArchiveSet:
         """Each archive's record batches in turn, with every column of the set."""
         schema = self.schema
         for s in self.sources:
-            for b in s.batches():
-                yield pa.RecordBatch.from_arrays(
-                    [b.column(f.name) if f.name in b.schema.names else pa.nulls(
-                        b.num_rows, f.type) for f in schema], schema=schema)
+            try:
+                for b in s.batches():
+                    yield pa.RecordBatch.from_arrays(
+                        [b.column(f.name) if f.name in b.schema.names else pa.nulls(
+                            b.num_rows, f.type) for f in schema], schema=schema)
+            finally:
+                s.close()  # one archive open at a time
 
     def reader(self) -> pa.RecordBatchReader:
         """A RecordBatchReader over :meth:`batches`, what ``repo.commit`` accepts."""

@@ -128,6 +128,8 @@ def open_archives(
         raise TypeError("open_archives takes a list of paths or URLs; for one archive use "
                         "open_source()")
     paths = [check_path("open_archives", "locations", p) for p in locations]
+    if twice := sorted({p for p in paths if paths.count(p) > 1}):
+        raise ConfigError(f"{twice[0]!r} is given twice among the archives; give each once")
     if where is None:
         where = (f"{paths[0]!r} and {len(paths) - 1} more archive(s)" if len(paths) > 1
                  else repr(paths[0]) if paths else "open_archives([])")

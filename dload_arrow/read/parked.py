@@ -19,25 +19,35 @@ from dload_arrow.read.cache_space import CacheSpace
 from dload_arrow.read.locks import held_here, parked_paths
 from dload_arrow.sizes import BUDGET_WAYS, format_bytes, format_bytes_up
 
-__all__ = ["DROP_FRAMES", "here_text", "parked_bytes", "parked_refusal"]
+__all__ = ["DROP_FRAMES", "here_text", "parked_bytes", "parked_refusal", "parked_shards"]
 
 #: How to free what parked holds keep.
 DROP_FRAMES = ("drop the datasets or views whose to_polars() frames hold them (del them, or "
                "re-run the cell without keeping them)")
 
 
-def parked_bytes(cache: CacheSpace, exclude: Collection[str] = ()) -> int:
-    """Bytes of the shards of ``cache`` that this process's parked holds keep, but those in
-    ``exclude`` (digests). No file is touched when nothing is parked."""
-    folder = os.path.join(cache.dir, "holds") + os.sep
-    total = 0
-    for path in parked_paths():
+def parked_shards(cache: CacheSpace) -> dict[str, int]:
+    """The shards of ``cache`` that this process's parked holds keep: digest -> bytes. No file
+    is touched when nothing is parked. Paths compare resolved: one cache named through a
+    symlink is the same cache (QA review59)."""
+    parked = parked_paths()
+    if not parked:
+        return {}
+    folder = os.path.realpath(os.path.join(cache.dir, "holds")) + os.sep
+    out: dict[str, int] = {}
+    for path in parked:
         digest = os.path.basename(path)
-        if not path.startswith(folder) or digest in exclude:
+        if not os.path.realpath(path).startswith(folder):
             continue
         with contextlib.suppress(OSError, ValueError):  # gone meanwhile; not a shard's name
-            total += os.path.getsize(cache.shard_file(digest))
-    return total
+            out[digest] = os.path.getsize(cache.shard_file(digest))
+    return out
+
+
+def parked_bytes(cache: CacheSpace, exclude: Collection[str] = ()) -> int:
+    """Bytes of the shards of ``cache`` that this process's parked holds keep, but those in
+    ``exclude`` (digests)."""
+    return sum(n for d, n in parked_shards(cache).items() if d not in exclude)
 
 
 def parked_refusal(cache_dir: str, what: str, needs: int, parked: int,

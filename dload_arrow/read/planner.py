@@ -26,7 +26,7 @@ from dload_arrow.plan.window import (
 )
 from dload_arrow.read.cache_space import free_disk
 from dload_arrow.read.context import ReadContext
-from dload_arrow.read.parked import DROP_FRAMES, parked_bytes
+from dload_arrow.read.parked import DROP_FRAMES, parked_shards
 from dload_arrow.read.plan_report import PlanReport, check_plans
 from dload_arrow.read.planner_fit import (
     ALTERNATIVES,
@@ -165,11 +165,14 @@ def plan_read(
     sizes = [entries[i].bytes for i in order]
     budget, setting = budgets_of(ctx)
     digests: frozenset[str] = frozenset()
-    parked = 0
+    held: dict[str, int] = {}
     if not ctx.in_place:
         digests = frozenset(entries[i].digest for i in order)
         # this process's to_polars() frames keep theirs until dropped: not room (QA nb58)
-        parked = parked_bytes(ctx.cache(), digests)
+        held = parked_shards(ctx.cache())
+    parked = sum(held.values())
+    if held:  # a parked shard of this read needs no room, and keeps its own once read
+        sizes = [0 if entries[i].digest in held else entries[i].bytes for i in order]
     window = choose_window(sizes, max(0, budget - parked) // max(1, share),
                            consumers=consumers, prefetch=prefetch,
                            max_prefetch=DEFAULT_PREFETCH)
@@ -201,9 +204,10 @@ def plan_read(
                            f"the cache's {fmt_budget(budget)}, leaving "
                            f"{format_bytes(budget - parked)} for the "
                            f"{format_bytes_up(resident)} it needs resident")
+    whole = [entries[i].bytes for i in order]
     return ReadPlan(
         dataset=manifest.name, version=manifest.version, units=len(units), shards=len(order),
-        total_bytes=sum(sizes), max_shard_bytes=max(sizes, default=0), window_shards=window,
+        total_bytes=sum(whole), max_shard_bytes=max(whole, default=0), window_shards=window,
         consumers=consumers, full_shuffle=full_shuffle, in_place=ctx.in_place,
         resident_bytes=resident, cached_bytes=cached, budget_bytes=budget,
         free_disk_bytes=free, cache_dir=ctx.cache_dir, reasons=tuple(reasons), purpose=purpose,
