@@ -144,3 +144,19 @@ def test_codes_in_a_folder_of_csv_files_are_warned_of_once(tmp_path: Path) -> No
         assert reader.read_all().num_rows == 3
     codes = [w for w in got if "hold codes" in str(w.message)]
     assert len(codes) == 1 and "zip" in str(codes[0].message) and "phone" in str(codes[0].message)
+
+
+def test_a_keyless_append_to_a_keyed_dataset_is_warned_of(local_root: str) -> None:
+    import warnings
+
+    import pyarrow as pa
+
+    repo = dl.Repository.open(local_root)
+    repo.commit("k", pa.table({"id": ["a", "b"], "v": [1, 2]}), key="id", progress=False)
+    with pytest.warns(UserWarning, match=r"rows have keys of their own \(e.g. 'a'\)"):
+        repo.append("k", pa.table({"v": [3]}), progress=False)
+    repo.commit("n", pa.table({"v": [1, 2]}), progress=False)  # keyed by row numbers: quiet
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        repo.append("n", pa.table({"v": [3]}), progress=False)
+    assert [s["__key__"] for s in repo.dataset("n").samples()][-1] == "000000000002"

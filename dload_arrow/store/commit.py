@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import operator
 import time
+import warnings
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.config import progress_wanted
-from dload_arrow.errors import ConfigError, SchemaError
+from dload_arrow.errors import ConfigError, SchemaError, user_stacklevel
 from dload_arrow.sizes import format_bytes, parse_size
 from dload_arrow.storage import Storage
 from dload_arrow.store.key_index import KeyReader
@@ -151,7 +152,7 @@ def _row_group_target(schema: pa.Schema, requested: int, shard_size: int) -> int
     return min(shard_size, max(requested, leaf_count(pa.struct(list(schema))) * _MIN_COLUMN_CHUNK))
 
 
-def _next_row_number(parent: Manifest, read_keys: KeyReader | None) -> int:
+def _next_row_number(parent: Manifest, read_keys: KeyReader | None, name: str = "") -> int:
     """The first generated key of rows appended without keys: after the stored rows, and
     after every stored row-number key (a recommit that dropped rows keeps its old keys). A
     shard's key range names its largest row number unless it also holds keys sorting after
@@ -164,6 +165,12 @@ def _next_row_number(parent: Manifest, read_keys: KeyReader | None) -> int:
             mixed.append(i)
     if mixed and read_keys is not None:
         numbered += [int(k) for k in read_keys(parent, mixed).to_pylist() if _row_number(k)]
+    if len(numbered) == 1 and parent.shards:  # keys of its own, none a row number (QA eng58)
+        warnings.warn(
+            f"appending rows without keys to {name!r}, whose {parent.num_rows:,} rows have keys "
+            f"of their own (e.g. {parent.shards[0].key_min!r}): the new rows get row numbers as "
+            "keys; to key them as the others, pass key= (--key-column) naming their key column",
+            stacklevel=user_stacklevel())
     return max(parent.num_rows, 1 + max(numbered))
 
 
@@ -219,7 +226,7 @@ def commit_samples(
     batches = to_batches(samples, key=key, schema=schema,
                          append_to=None if parent is None else name,
                          key_offset=0 if parent is None else functools.cache(
-                             lambda: _next_row_number(parent, read_keys)))
+                             lambda: _next_row_number(parent, read_keys, name)))
     first = next(batches, None)
     if first is None:  # an empty append would only make a new id for the same rows
         what = "append" if parent is not None else "commit"
