@@ -159,3 +159,15 @@ def test_ls_json_gives_a_removed_pinned_dataset_no_version(
     run("rm", "e", "--yes")
     (row,) = run("ls", "--json").json
     assert row["name"] == "e" and row["version"] is None and row["rows"] is None
+
+
+def test_diff_values_compares_numbers_by_value(run: RunFn, local_root: str) -> None:
+    import pyarrow as pa
+
+    repo = Repository.open(local_root)
+    v1 = repo.commit("d", pa.table({"__key__": ["a", "b", "c"], "x": [1, 2, 3]}),
+                     progress=False).version
+    v2 = repo.commit("d", pa.table({"__key__": ["a", "b", "c"], "x": [1.0, 2.5, 3.0]}),
+                     progress=False).version
+    out = run("diff", f"d@{v1}", f"d@{v2}", "--values", "--json").json
+    assert out["changed"] == ["b"] and out["in_both_unshared"] == 3

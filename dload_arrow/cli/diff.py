@@ -52,8 +52,20 @@ def _row_hashes(repo: Any, digests: list[str], keys: set[str], columns: list[str
         t = t.filter(pc.is_in(keys_of, value_set=wanted.cast(keys_of.type)))
         for row in t.to_pylist():
             key = row.pop(KEY_COLUMN)
-            out[key] = hashlib.sha256(repr(sorted(row.items())).encode()).digest()
+            out[key] = hashlib.sha256(repr(_canon(sorted(row.items()))).encode()).digest()
     return out
+
+
+def _canon(v: Any) -> Any:
+    """``v`` with numbers compared by value: a column widened from int to float (1 -> 1.0)
+    changes its type (shown under columns), not its rows' values (QA review58b)."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, list | tuple):
+        return [_canon(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _canon(x) for k, x in v.items()}
+    return v
 
 
 def _could_be_id(spec: str) -> bool:
