@@ -238,7 +238,7 @@ def test_a_dangling_link_as_root_or_cache_dir_is_named_with_its_target(
     gone = f"is a link to {tmp_path / 'purged_root'}, which does not exist"
     for args in (["ls"], ["status"], ["commit", "x", "--from", str(_folder(tmp_path))]):
         r = run(*args, "--root", "root", rc=1)
-        assert gone in r.err and "(the root from argument)" in r.err, r.err
+        assert gone in r.err and "(the root from argument root= / --root)" in r.err, r.err
     assert "root" in run("status", "--root", "root", rc=1).out  # the settings table first
     with pytest.raises(StorageError, match=gone):
         Repository.open(str(tmp_path / "root"))

@@ -10,8 +10,7 @@ Two shapes are accepted, one per stream:
 Column types are inferred from the first chunk unless ``schema=`` gives them; numpy arrays
 become tensor columns (fixed-size lists with their shape in the field metadata). A struct
 value (a dict) with a field its column's type lacks is refused, as a column the schema lacks
-is: Arrow would drop it.
-"""
+is (Arrow would drop it)."""
 
 from __future__ import annotations
 
@@ -194,12 +193,13 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
                 if holds_type(field.type, pa.types.is_null):  # null, list<null> (QA migrate59)
                     raise SchemaError(
                         f"sample {key!r}, column {field.name!r}: value {shown(v)}, but the "
-                        f"column's type is {field.type}: it was None (or an empty list) in every "
-                        "sample its type was "
-                        f"inferred from (the first {_CHUNK} of the commit, or of the commit "
-                        "that stored the dataset an append goes to); commit with its type, "
-                        f"e.g. schema=pa.schema([({field.name!r}, {_type_code(v)})]) (an append "
-                        "keeps the stored types: commit the old rows and the new ones with it)"
+                        f"column's type is {field.type}: it was None"
+                        f"{'' if pa.types.is_null(field.type) else ' (or an empty list)'} in "
+                        f"every sample its type was inferred from (the first {_CHUNK} of the "
+                        "commit, or of the commit that stored the dataset an append goes to); "
+                        f"commit with its type, e.g. schema=pa.schema([({field.name!r}, "
+                        f"{_type_code(v)})]) (an append keeps the stored types: commit the old "
+                        "rows and the new ones with it)"
                     ) from e
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
