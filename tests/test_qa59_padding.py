@@ -73,3 +73,17 @@ def test_bad_settings_and_columns_are_named() -> None:
     with pytest.raises(ConfigError, match="only numbers are padded"):
         dl.pad_collate(columns=["a"])([{"a": ["x", "y"]}])
     assert np.asarray(dl.pad_collate()([{"a": [1.5]}, {"a": []}])["a"]).tolist() == [[1.5], [0]]
+
+
+def test_by_default_only_columns_of_number_sequences_are_padded() -> None:
+    items = [{"t": [1, 2], "tags": ["a", "b"], "m": [[1, 2], [3, 4]]},
+             {"t": [3], "tags": ["c"], "m": [[5, 6]]},
+             {"t": None, "tags": None, "m": None}]
+    got = dl.pad_collate()(items)
+    assert got["tags"] == [["a", "b"], ["c"], None]  # text lists: as the default collate
+    assert got["t"].tolist() == [[1, 2], [3, 0], [0, 0]]
+    # rows of frames (T, F) pad along T
+    assert got["m"].shape == (3, 2, 2) and got["m"][1].tolist() == [[5, 6], [0, 0]]
+    assert got["m_length"].tolist() == [2, 1, 0]
+    with pytest.raises(ConfigError, match="shapes"):
+        dl.pad_collate(columns=["m"])([{"m": [[1, 2]]}, {"m": [[1, 2, 3]]}])

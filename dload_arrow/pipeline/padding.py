@@ -24,13 +24,22 @@ def _is_sequence(v: Any) -> bool:
     return isinstance(v, list | tuple) or (isinstance(v, np.ndarray) and v.ndim == 1)
 
 
+def _numeric_sequences(cells: list[Any]) -> bool:
+    """Whether a column's cells are sequences of numbers (None too), one at least non-empty:
+    what ``columns=None`` pads (a list of strings stays as the default collate gives it)."""
+    if not all(c is None or _is_sequence(c) for c in cells):
+        return False
+    arrays = [np.asarray(c) for c in cells if c is not None and len(c)]
+    return bool(arrays) and all(a.dtype.kind in "biuf" for a in arrays)
+
+
 class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_collate()))
     """Collate a batch, padding columns of variable-length sequences into 2-D arrays.
 
     Args:
         pad_value: what fills the positions past a row's end (default 0).
-        columns: the columns to pad (default: every column whose values are sequences:
-            lists, tuples or 1-D arrays). A null cell is a row of length 0.
+        columns: the columns to pad (default: every column whose values are sequences of
+            numbers: lists, tuples or 1-D arrays). A null cell is a row of length 0.
         max_length: cut longer rows to this length (default: the batch's longest row).
         lengths: add ``{column}_length`` (int64: each row's length, after any cut).
         mask: add ``{column}_mask`` (bool: True where a row has a value), e.g. an attention
@@ -66,7 +75,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             return default_collate(items)
         out = default_collate(items)
         names = self.columns if self.columns is not None else [
-            c for c in rows[0] if any(_is_sequence(x.get(c)) for x in rows)]
+            c for c in rows[0] if _numeric_sequences([x.get(c) for x in rows])]
         for c in names:
             if c not in rows[0]:
                 raise ConfigError(f"pad_collate: no column {c!r} in the batch (its columns: "
@@ -81,17 +90,23 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
 
     def _pad(self, name: str, cells: list[Any]) -> dict[str, np.ndarray]:
         arrays = [np.asarray([] if c is None else c) for c in cells]
-        kinds = [a.dtype for a in arrays if a.size]
-        dtype = np.result_type(*kinds, np.asarray(self.pad_value).dtype) if kinds else \
-            np.asarray(self.pad_value).dtype
+        filled = [a for a in arrays if a.size]
+        dtype = np.result_type(*(a.dtype for a in filled), np.asarray(self.pad_value).dtype)
         if dtype.kind not in "biuf":
             raise ConfigError(f"pad_collate: column {name!r} holds {dtype} values; only "
                               "numbers are padded: leave it out of columns=")
+        inner = {a.shape[1:] for a in filled}  # rows of frames (T, F) pad along T
+        if len(inner) > 1:
+            raise ConfigError(f"pad_collate: column {name!r} holds rows of shapes "
+                              f"{sorted(inner)} after their first axis; only the first axis "
+                              "(the length) is padded")
+        rest = inner.pop() if inner else ()
         n = [min(len(a), self.max_length or len(a)) for a in arrays]
         width = self.max_length or max(n, default=0)
-        padded = np.full((len(arrays), width), self.pad_value, dtype=dtype)
+        padded = np.full((len(arrays), width, *rest), self.pad_value, dtype=dtype)
         for i, a in enumerate(arrays):
-            padded[i, :n[i]] = a[:n[i]]
+            if n[i]:  # (an empty row of a (T, F) column is shaped (0,): nothing to copy)
+                padded[i, :n[i]] = a[:n[i]]
         got = {name: padded}
         if self.lengths:
             got[f"{name}_length"] = np.asarray(n, dtype=np.int64)
