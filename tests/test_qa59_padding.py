@@ -87,3 +87,33 @@ def test_by_default_only_columns_of_number_sequences_are_padded() -> None:
     assert got["m_length"].tolist() == [2, 1, 0]
     with pytest.raises(ConfigError, match="shapes"):
         dl.pad_collate(columns=["m"])([{"m": [[1, 2]]}, {"m": [[1, 2, 3]]}])
+
+
+def test_padding_keeps_the_stored_and_given_types(local_root: str) -> None:
+    import pyarrow as pa
+
+    repo = dl.Repository.open(local_root)
+    repo.commit("a", pa.table({
+        "tokens": pa.array([None, None, [1, 2], [3]], pa.list_(pa.int32())),
+        "audio": pa.array([[0.5], [0.5, 1.0], None, [2.0]], pa.list_(pa.float32())),
+        "y": pa.array([0.5] * 4, pa.float32())}), progress=False)
+    batches = list(repo.dataset("a").pipeline().batch(2, collate=dl.pad_collate(mask=True)))
+    for b in batches:  # the same keys in every batch, an all-null one too
+        assert sorted(b) == ["__key__", "audio", "audio_length", "audio_mask", "tokens",
+                             "tokens_length", "tokens_mask", "y"]
+        assert (b["tokens"].dtype, b["audio"].dtype, b["y"].dtype) == (
+            np.int32, np.float32, np.float32)
+    assert batches[0]["tokens"].shape == (2, 0) and batches[1]["tokens"].tolist() == [[1, 2],
+                                                                                       [3, 0]]
+    frames = [{"a": np.ones((2, 3), np.float32)}, {"a": np.ones((1, 3), np.float32)}]
+    got = dl.pad_collate()(frames)  # 2-D arrays: frames along their first axis
+    assert got["a"].shape == (2, 2, 3) and got["a"].dtype == np.float32
+    ids = dl.pad_collate()([{"a": np.array([2**63 + 5], np.uint64)}, {"a": np.array([],
+                                                                                   np.uint64)}])
+    assert ids["a"].dtype == np.uint64 and int(ids["a"][0, 0]) == 2**63 + 5
+    with pytest.raises(ConfigError, match="beyond 2\\*\\*53"):
+        dl.pad_collate()([{"a": [2**53 + 1]}, {"a": [0.5]}])
+    with pytest.raises(ConfigError, match="does not fit"):
+        dl.pad_collate(pad_value=-1)([{"a": np.ones(2, np.uint8)}])
+    with pytest.raises(ConfigError, match="inner lengths differ"):
+        dl.pad_collate(columns=["a"])([{"a": [[1, 2], [3]]}])

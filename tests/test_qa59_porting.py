@@ -160,3 +160,19 @@ def test_a_keyless_append_to_a_keyed_dataset_is_warned_of(local_root: str) -> No
         warnings.simplefilter("error")
         repo.append("n", pa.table({"v": [3]}), progress=False)
     assert [s["__key__"] for s in repo.dataset("n").samples()][-1] == "000000000002"
+
+
+def test_tsv_has_no_quoting(run: RunFn, tmp_path: Path, local_root: str) -> None:
+    # QA review59b: CSV quoting dropped the quotes of '"Hi" she said', and an unbalanced quote
+    # swallowed the rest of the file
+    (tmp_path / "q.tsv").write_text('id\ttext\n1\t"Hi" she said\n2\t"never closed\n3\tc\n')
+    run("commit", "q", "--from", str(tmp_path / "q.tsv"), "--key-column", "id")
+    rows = list(dl.Repository.open(local_root).dataset("q").samples())
+    assert [r["text"] for r in rows] == ['"Hi" she said', '"never closed', "c"]
+    (tmp_path / "r.tsv").write_text("id\ttext\n1\ta\n2\tyes, and no\textra\n")
+    r = run("commit", "r", "--from", str(tmp_path / "r.tsv"), rc=1)
+    assert "line 3: 3 fields where the header has 2 columns" in r.err
+    assert "a value cannot hold a tab" in r.err and "name the file .tsv" not in r.err
+    (tmp_path / "c.tsv").write_text("id,text,label\n1,a,0\n")
+    r = run("commit", "c", "--from", str(tmp_path / "c.tsv"))
+    assert "holds no tab but ','" in r.err and "name the file .csv" in r.err

@@ -36,9 +36,9 @@ def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None,
     from dload_arrow.ingest.table_text import csv_convert
 
     names = batch.schema.names
-    if len(names) == 1 and (d := other_delimiter(names[0])) is not None:
-        warnings.warn(f"{path!r} has one column, {names[0][:60]!r}: {delimiter_fix(d, 'its')}",
-                      stacklevel=user_stacklevel())
+    if len(names) == 1 and (d := other_delimiter(names[0], path)) is not None:
+        warnings.warn(f"{path!r} has one column, {names[0][:60]!r}: "
+                      f"{delimiter_fix(d, 'its', path)}", stacklevel=user_stacklevel())
     numeric = [f.name for f in batch.schema if (pa.types.is_integer(f.type) or pa.types
                .is_floating(f.type)) and f.name not in (warned or ())]
     if not numeric:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dload_arrow.errors import SchemaError
-from dload_arrow.ingest.table_stream import open_table_file, recode_hint
+from dload_arrow.ingest.table_stream import is_tsv, open_table_file, recode_hint
 from dload_arrow.ingest.table_text import values_at
 from dload_arrow.sizes import format_bytes
 
@@ -63,10 +63,12 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
         found = ragged_row(path, endpoint_url)
         if found is not None:
             line, fields, columns, row, head = found
-            other = other_delimiter(head) if columns == 1 else None
-            fix = ("give every row one value per column: add the missing ones (an empty one "
-                   "is written ,,), or quote a value holding a comma (\"a, b\")") if other is None \
-                else delimiter_fix(other)
+            other = other_delimiter(head, path) if columns == 1 else None
+            fix = delimiter_fix(other, "the", path) if other is not None else (
+                "give every row one value per column: add the missing ones (an empty one is "
+                "written with two tabs; a .tsv has no quoting, so a value cannot hold a tab)"
+                if is_tsv(path) else "give every row one value per column: add the missing "
+                "ones (an empty one is written ,,), or quote a value holding a comma (\"a, b\")")
             return SchemaError(
                 f"{path!r}, line {line}: {fields} field{'s' * (fields != 1)} where the header "
                 f"has {columns} columns ({row[:80]!r}); {fix}")
@@ -80,13 +82,19 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
     return SchemaError(text)
 
 
-def other_delimiter(header: str) -> str | None:
-    """The delimiter a one-column CSV header holds instead of commas (``;``, a tab, ``|``)."""
-    return next((d for d in (";", "\t", "|") if d in header), None)
+def other_delimiter(header: str, path: str = "") -> str | None:
+    """The delimiter a one-column header holds instead of the file's own (a CSV's commas: ``;``,
+    a tab, ``|``; a ``.tsv``'s tabs: ``,``, ``;``, ``|``)."""
+    others = (",", ";", "|") if is_tsv(path) else (";", "\t", "|")
+    return next((d for d in others if d in header), None)
 
 
-def delimiter_fix(d: str, whose: str = "the") -> str:
+def delimiter_fix(d: str, whose: str = "the", path: str = "") -> str:
     """What to do with a file written with the delimiter ``d`` (QA eng58)."""
+    if is_tsv(path):
+        fix = ("name the file .csv, which dload reads as comma-separated" if d == "," else
+               "write it with tabs")
+        return f"{whose} header holds no tab but {d!r}: a .tsv is read with tabs; {fix}"
     if d == "\t":  # a .tsv is read with tabs
         return (f"{whose} header holds no comma but tabs: name the file .tsv (.tsv.gz), which "
                 "dload reads as tab-separated, and commit that")
@@ -105,7 +113,9 @@ def ragged_row(path: str, endpoint_url: str | None = None
     f, _ = open_table_file(path, endpoint_url)
     with f:
         text = io.TextIOWrapper(f, encoding="utf-8", errors="replace", newline="")
-        reader = csv.reader(text)
+        sep = "\t" if is_tsv(path) else ","
+        reader = (csv.reader(text, delimiter=sep, quoting=csv.QUOTE_NONE) if sep == "\t" else
+                  csv.reader(text))
         columns, line, head = None, 1, ""  # line: where the next row starts
         try:
             for row in reader:
@@ -113,9 +123,9 @@ def ragged_row(path: str, endpoint_url: str | None = None
                 if not row:
                     continue
                 if columns is None:
-                    columns, head = len(row), ",".join(row)
+                    columns, head = len(row), sep.join(row)
                 elif len(row) != columns:
-                    return start, len(row), columns, ",".join(row), head
+                    return start, len(row), columns, sep.join(row), head
         except csv.Error:  # a value longer than csv's field limit: no line then
             return None
     return None

@@ -18,8 +18,8 @@ from typing import IO, Any
 from dload_arrow.errors import IntegrityError
 from dload_arrow.ingest.location import open_binary
 
-__all__ = ["COMPRESSIONS", "UNKNOWN_SIZE", "compression", "csv_parse", "open_table_file",
-           "recode_hint", "without_compression"]
+__all__ = ["COMPRESSIONS", "UNKNOWN_SIZE", "compression", "csv_parse", "is_tsv",
+           "open_table_file", "recode_hint", "without_compression"]
 
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 UNKNOWN_SIZE = 1 << 50
@@ -161,10 +161,17 @@ def recode_hint(path: str) -> str:
     return f"{codec} -dc {name} | iconv -f latin1 -t utf-8 | {codec} -c > {out}"
 
 
+def is_tsv(path: str) -> bool:
+    """Whether ``path`` names a tab-separated file (``.tsv``, ``.tsv.gz``)."""
+    return without_compression(path).lower().endswith(".tsv")
+
+
 def csv_parse(path: str) -> Any:
-    """pyarrow's CSV parse options for ``path``: tabs for a ``.tsv`` (``.tsv.gz``), else
-    commas."""
+    """pyarrow's CSV parse options for ``path``: a ``.tsv`` (``.tsv.gz``) is tab-separated
+    without quoting (IANA's TSV: NLP files hold unbalanced quotes, which CSV quoting dropped or
+    let swallow the rest of the file: QA review59b), anything else comma-separated."""
     import pyarrow.csv as pcsv
 
-    tabs = without_compression(path).lower().endswith(".tsv")
-    return pcsv.ParseOptions(delimiter="\t" if tabs else ",")
+    if is_tsv(path):
+        return pcsv.ParseOptions(delimiter="\t", quote_char=False)
+    return pcsv.ParseOptions(delimiter=",")

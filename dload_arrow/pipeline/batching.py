@@ -156,6 +156,8 @@ class BatchPipe(Pipeline):
             schema = self._children[0].schema
             collate = default_collate if schema is None else functools.partial(
                 default_collate, schema=schema)
+        elif getattr(collate, "takes_schema", False):  # pad_collate: the rows' stored types
+            collate = functools.partial(collate, schema=self._children[0].schema)
         return _BatchNode(self._children[0]._build(epoch), self.size, self.drop_last, collate,
                           self.collate is None)
 
@@ -165,9 +167,10 @@ class BatchPipe(Pipeline):
                 f"shard(count={count}, block={block}) of batch(size={self.size:,}): below the "
                 f"batch the shard counts rows, blocks of block * size, so count * block * size "
                 f"must be at most {MAX_COUNT:,} (int64); pass a smaller batch size")
-        inner = self._children[0]._push_shard(index, count, block * self.size)
-        return None if inner is None else BatchPipe(inner, self.size, self.drop_last,
-                                                    self.collate)
+        from dload_arrow.pipeline.shard import shard  # a batch of own rows: collated once
+
+        return BatchPipe(shard(self._children[0], index, count, block * self.size), self.size,
+                         self.drop_last, self.collate)
 
 
 class _BatchNode(Node):

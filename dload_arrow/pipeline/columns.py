@@ -83,5 +83,6 @@ class SelectPipe(Pipeline):
         return _FnNode(self._children[0]._build(epoch), apply, True, "select")
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
-        inner = self._children[0]._push_shard(index, count, block)
-        return None if inner is None else SelectPipe(inner, self.columns)
+        from dload_arrow.pipeline.shard import shard
+
+        return SelectPipe(shard(self._children[0], index, count, block), self.columns)

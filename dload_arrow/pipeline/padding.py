@@ -21,7 +21,8 @@ __all__ = ["pad_collate"]
 
 
 def _is_sequence(v: Any) -> bool:
-    return isinstance(v, list | tuple) or (isinstance(v, np.ndarray) and v.ndim == 1)
+    """A row a column pads: a list, a tuple or an array (along its first axis)."""
+    return isinstance(v, list | tuple) or (isinstance(v, np.ndarray) and v.ndim >= 1)
 
 
 def _numeric_sequences(cells: list[Any]) -> bool:
@@ -29,8 +30,23 @@ def _numeric_sequences(cells: list[Any]) -> bool:
     what ``columns=None`` pads (a list of strings stays as the default collate gives it)."""
     if not all(c is None or _is_sequence(c) for c in cells):
         return False
-    arrays = [np.asarray(c) for c in cells if c is not None and len(c)]
+    try:
+        arrays = [np.asarray(c) for c in cells if c is not None and len(c)]
+    except ValueError:  # ragged inner rows: not this collate's
+        return False
     return bool(arrays) and all(a.dtype.kind in "biuf" for a in arrays)
+
+
+def _stored(schema: pa.Schema | None, name: str) -> np.dtype | None:
+    """The numpy type of a stored list column's numbers (``list<int32>``: int32), if any."""
+    if schema is None or name not in schema.names:
+        return None
+    t = schema.field(name).type
+    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        t = t.value_type
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+        return np.dtype(t.to_pandas_dtype())
+    return None
 
 
 class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_collate()))
@@ -69,13 +85,16 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         return (f"pad_collate(pad_value={self.pad_value!r}, columns={self.columns!r}, "
                 f"max_length={self.max_length!r}, lengths={self.lengths}, mask={self.mask})")
 
-    def __call__(self, items: Any) -> Any:
+    takes_schema = True  # batch() passes the rows' schema: stored types are kept
+
+    def __call__(self, items: Any, schema: pa.Schema | None = None) -> Any:
         rows = items.to_pylist() if isinstance(items, pa.RecordBatch) else items
         if not rows or not all(isinstance(x, Mapping) for x in rows):
-            return default_collate(items)
-        out = default_collate(items)
+            return default_collate(items, schema)
+        out = default_collate(items, schema)
         names = self.columns if self.columns is not None else [
-            c for c in rows[0] if _numeric_sequences([x.get(c) for x in rows])]
+            c for c in rows[0] if (_stored(schema, c) is not None and _is_list(schema, c))
+            or _numeric_sequences([x.get(c) for x in rows])]  # stored lists: every batch
         for c in names:
             if c not in rows[0]:
                 raise ConfigError(f"pad_collate: no column {c!r} in the batch (its columns: "
@@ -85,16 +104,18 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                 if cell is not None and not _is_sequence(cell):
                     raise ConfigError(f"pad_collate: column {c!r} holds {type(cell).__name__} "
                                       "values, not sequences; leave it out of columns=")
-            out.update(self._pad(c, cells))
+            out.update(self._pad(c, cells, _stored(schema, c)))
         return out
 
-    def _pad(self, name: str, cells: list[Any]) -> dict[str, np.ndarray]:
-        arrays = [np.asarray([] if c is None else c) for c in cells]
+    def _pad(self, name: str, cells: list[Any], stored: np.dtype | None
+             ) -> dict[str, np.ndarray]:
+        try:
+            arrays = [np.asarray([] if c is None else c) for c in cells]
+        except ValueError as e:  # [[1, 2], [3]]: inner rows of two lengths
+            raise ConfigError(f"pad_collate: column {name!r} holds rows whose inner lengths "
+                              f"differ ({e}); only the first axis (the length) is padded") from e
         filled = [a for a in arrays if a.size]
-        dtype = np.result_type(*(a.dtype for a in filled), np.asarray(self.pad_value).dtype)
-        if dtype.kind not in "biuf":
-            raise ConfigError(f"pad_collate: column {name!r} holds {dtype} values; only "
-                              "numbers are padded: leave it out of columns=")
+        dtype = _dtype(name, filled, stored, self.pad_value)
         inner = {a.shape[1:] for a in filled}  # rows of frames (T, F) pad along T
         if len(inner) > 1:
             raise ConfigError(f"pad_collate: column {name!r} holds rows of shapes "
@@ -113,3 +134,33 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         if self.mask:
             got[f"{name}_mask"] = np.arange(width)[None, :] < np.asarray(n)[:, None]
         return got
+
+
+def _is_list(schema: pa.Schema | None, name: str) -> bool:
+    t = None if schema is None or name not in schema.names else schema.field(name).type
+    return t is not None and (pa.types.is_list(t) or pa.types.is_large_list(t))
+
+
+def _dtype(name: str, filled: list[np.ndarray], stored: np.dtype | None,
+           pad: int | float) -> np.dtype:
+    """The padded array's type: the column's stored type (``list<int32>``: int32), else its
+    rows' common type; never widened by the pad value, which must fit it (QA llm59: int32
+    tokens became int64 and float32 frames float64, which a float32 model refuses)."""
+    found = np.result_type(*(a.dtype for a in filled)) if filled else None
+    if found is not None and found.kind not in "biuf":
+        raise ConfigError(f"pad_collate: column {name!r} holds {found} values; only numbers "
+                          "are padded: leave it out of columns=")
+    if stored is not None and (found is None or np.can_cast(found, stored, "same_kind")):
+        dtype = stored
+    else:
+        dtype = found if found is not None else np.asarray(pad).dtype
+    if dtype.kind == "f" and any(a.dtype.kind in "iu" and a.size and int(np.abs(a).max())
+                                 > 2**53 for a in filled):  # (uint64 beside floats)
+        raise ConfigError(f"pad_collate: column {name!r} holds integers beyond 2**53 beside "
+                          "floats; float64 would round them: make the rows one type")
+    if dtype.kind == "b":
+        dtype = np.dtype(np.int64) if pad not in (0, 1) else dtype
+    if np.asarray(pad).astype(dtype).item() != pad:
+        raise ConfigError(f"pad_collate(pad_value={pad!r}) does not fit column {name!r} of "
+                          f"type {dtype}; give a pad value that type holds")
+    return dtype

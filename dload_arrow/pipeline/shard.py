@@ -4,9 +4,12 @@
 positions counted in its input. It is pushed down through 1:1 operators (map, select,
 map_batches with ``rows_preserved``) and ``batch`` (``block * size``) into dataset sources,
 which then plan only their own rows and read only the units holding them. Operators that
-change positions block the push-down (filter, flat_map, scan, unbatch, a buffered shuffle,
-mix/concat/zip/choice, a dataset view with a row predicate); then :class:`_ShardNode` reads its
-input and keeps its own items, skipping the others cheaply where its input can skip.
+change positions stop the push-down (filter, flat_map, scan, unbatch, a buffered shuffle,
+mix/concat/zip/choice, a dataset view with a row predicate); there :class:`_ShardNode` reads its
+input and keeps its own items, skipping the others cheaply where its input can skip. It sits
+right above the operator that stopped it, under the 1:1 operators and batches above: their
+functions run on the consumer's own items only (QA llm59: a tokenizing map over a mix ran on
+every row in every DataLoader worker and rank, and workers made the epoch slower).
 """
 
 from __future__ import annotations

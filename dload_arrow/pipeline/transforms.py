@@ -182,8 +182,9 @@ class MapPipe(_OnePipe):
         return node
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
-        inner = self.child._push_shard(index, count, block)
-        return None if inner is None else MapPipe(inner, self.fn)
+        from dload_arrow.pipeline.shard import shard  # below a map: it runs on own items only
+
+        return MapPipe(shard(self.child, index, count, block), self.fn)
 
 
 class MapBatchesPipe(_OnePipe):
@@ -222,8 +223,9 @@ class MapBatchesPipe(_OnePipe):
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         if not self.rows_preserved:
             return None
-        inner = self.child._push_shard(index, count, block)
-        return None if inner is None else MapBatchesPipe(inner, self.fn, True)
+        from dload_arrow.pipeline.shard import shard
+
+        return MapBatchesPipe(shard(self.child, index, count, block), self.fn, True)
 
 
 class FilterPipe(_OnePipe):
