@@ -225,3 +225,16 @@ def test_an_archive_given_twice_is_named(run: RunFn, tmp_path: Path) -> None:
     r = run("commit", "t", "--from", str(tmp_path / "a.tar"), "--from",
             str(tmp_path / "a.tar"), rc=1)
     assert "is given twice" in r.err
+
+
+def test_one_archive_under_two_names_and_archives_sharing_a_name(
+        run: RunFn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    _tar(tmp_path / "a.tar", {"k.cls": b"1"})
+    r = run("commit", "t", "--from", "a.tar", "--from", "./a.tar", rc=1)
+    assert "one archive is given under 2 names" in r.err
+    for split in ("train", "val"):
+        (tmp_path / split).mkdir()
+        _tar(tmp_path / split / "a.tar", {"k.cls": b"1"})
+    r = run("commit", "t", "--from", "train/a.tar", "--from", "val/a.tar", rc=1)
+    assert "'train/a.tar' and 'val/a.tar'" in r.err

@@ -176,3 +176,51 @@ def test_tsv_has_no_quoting(run: RunFn, tmp_path: Path, local_root: str) -> None
     (tmp_path / "c.tsv").write_text("id,text,label\n1,a,0\n")
     r = run("commit", "c", "--from", str(tmp_path / "c.tsv"))
     assert "holds no tab but ','" in r.err and "name the file .csv" in r.err
+
+
+def test_a_huggingface_datasetdict_folder_is_refused_with_its_splits(
+        run: RunFn, tmp_path: Path) -> None:
+    import json
+
+    hf = tmp_path / "hf"
+    hf.mkdir()
+    (hf / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "test"]}))
+    for split in ("train", "test"):
+        _hf_folder(hf / split)
+    r = run("commit", "hf", "--from", str(hf), rc=1)
+    assert "DatasetDict" in r.err and "splits: test, train" in r.err
+    run("commit", "hf-train", "--from", str(hf / "train"))
+
+
+def test_arrow_files_cut_short_or_of_another_kind_are_refused(run: RunFn,
+                                                              tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    t = pa.table({"x": list(range(100))})
+    full = tmp_path / "full.arrow"
+    ends = []
+    with open(full, "wb") as f:
+        w = pa.ipc.new_stream(f, t.schema)
+        for b in t.to_batches(max_chunksize=25):
+            w.write_batch(b)
+            f.flush()
+            ends.append(f.tell())
+        w.close()
+    (tmp_path / "cut.arrow").write_bytes(full.read_bytes()[:ends[1]])  # no end-of-stream
+    r = run("commit", "c", "--from", str(tmp_path / "cut.arrow"), rc=1)
+    assert "without its end-of-stream marker" in r.err
+    (tmp_path / "empty.arrow").write_bytes(b"")
+    assert "is empty" in run("commit", "e", "--from", str(tmp_path / "empty.arrow"), rc=1).err
+    (tmp_path / "v1.feather").write_bytes(b"FEA1" + b"\0" * 60)
+    assert "Feather v1" in run("commit", "v", "--from", str(tmp_path / "v1.feather"), rc=1).err
+    run("commit", "ok", "--from", str(full))
+
+
+def test_twelve_digit_ids_count_as_keys_of_their_own(local_root: str) -> None:
+    import pyarrow as pa
+
+    repo = dl.Repository.open(local_root)
+    repo.commit("p", pa.table({"upc": ["036000291452", "036000291453"], "v": [1, 2]}),
+                key="upc", progress=False)
+    with pytest.warns(UserWarning, match="keys of their own"):
+        repo.append("p", pa.table({"v": [3]}), progress=False)

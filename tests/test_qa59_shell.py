@@ -171,3 +171,16 @@ def test_diff_values_compares_numbers_by_value(run: RunFn, local_root: str) -> N
                      progress=False).version
     out = run("diff", f"d@{v1}", f"d@{v2}", "--values", "--json").json
     assert out["changed"] == ["b"] and out["in_both_unshared"] == 3
+
+
+def test_diff_values_compares_decimals_by_value(run: RunFn, local_root: str) -> None:
+    import decimal
+
+    import pyarrow as pa
+
+    repo = Repository.open(local_root)
+    v1 = repo.commit("d", pa.table({"__key__": ["a", "b"], "x": [1, 2]}), progress=False).version
+    v2 = repo.commit("d", pa.table({"__key__": ["a", "b"], "x": pa.array(
+        [decimal.Decimal(1), decimal.Decimal("2.5")], pa.decimal128(10, 2))}),
+        progress=False).version
+    assert run("diff", f"d@{v1}", f"d@{v2}", "--values", "--json").json["changed"] == ["b"]

@@ -8,6 +8,7 @@ version). A bare second argument after ``NAME@V1`` is first tried as a version o
 
 from __future__ import annotations
 
+import decimal
 import string
 from typing import Any
 
@@ -61,6 +62,9 @@ def _canon(v: Any) -> Any:
     changes its type (shown under columns), not its rows' values (QA review58b)."""
     if isinstance(v, float) and v.is_integer():
         return int(v)
+    if isinstance(v, decimal.Decimal) and v.is_finite():  # int -> decimal too (1 == 1.00)
+        return int(v) if v == v.to_integral_value() else (
+            float(v) if decimal.Decimal(float(v)) == v else v.normalize())
     if isinstance(v, list | tuple):
         return [_canon(x) for x in v]
     if isinstance(v, dict):

@@ -97,6 +97,12 @@ def _base(location: str) -> str:
     return location.rstrip("/").rsplit("/", 1)[-1]
 
 
+def _shown(location: str, sources: Sequence[SampleSource]) -> str:
+    """An archive as messages name it: its name, or its path where two share a name."""
+    name = _base(location)
+    return location if sum(_base(s.location) == name for s in sources) > 1 else name
+
+
 def _typed(f: pa.Field) -> str:
     """A column's type as a message shows it: a tensor's with its shape (kept in metadata)."""
     shape = (f.metadata or {}).get(SHAPE_META)
@@ -155,12 +161,15 @@ class ArchiveSet:
             warnings.simplefilter("ignore", GlobWarning)  # said once, for the whole set
             for s in self.sources:
                 s.progress = self.progress
-                name = s.location.rstrip("/").rsplit("/", 1)[-1]
+                name = _base(s.location)
+                if sum(_base(o.location) == name for o in self.sources) > 1:
+                    name = s.location  # (train/a.tar, val/a.tar: the whole path)
                 keys = s.keys()  # (listed: a tar is read through once)
                 for key in keys:
                     if (other := owner.setdefault(key, s.location)) != s.location:
                         raise SchemaError(
-                            f"key {key!r} is in two archives, {_base(other)!r} and {name!r}, "
+                            f"key {key!r} is in two archives, {_shown(other, self.sources)!r} "
+                            f"and {name!r}, "
                             f"of {self.where}: a key names one sample; commit them as two "
                             "datasets, or leave one archive out")
                 for f in s.schema:

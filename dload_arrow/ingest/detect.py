@@ -128,8 +128,11 @@ def open_archives(
         raise TypeError("open_archives takes a list of paths or URLs; for one archive use "
                         "open_source()")
     paths = [check_path("open_archives", "locations", p) for p in locations]
-    if twice := sorted({p for p in paths if paths.count(p) > 1}):
-        raise ConfigError(f"{twice[0]!r} is given twice among the archives; give each once")
+    real = [p if is_remote(p) else os.path.realpath(local_path(p)) for p in paths]
+    if twice := sorted({p for p, r in zip(paths, real, strict=True) if real.count(r) > 1}):
+        said = (f"{twice[0]!r} is given twice" if len(twice) == 1 else
+                f"one archive is given under {len(twice)} names ({', '.join(map(repr, twice))})")
+        raise ConfigError(f"{said} among the archives; give each once")
     if where is None:
         where = (f"{paths[0]!r} and {len(paths) - 1} more archive(s)" if len(paths) > 1
                  else repr(paths[0]) if paths else "open_archives([])")

@@ -28,16 +28,39 @@ __all__ = ["file_batches", "file_schema", "ipc_batches", "ipc_schema"]
 _FILE_MAGIC = b"ARROW1"
 
 
+_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # (pyarrow since 0.15; a batch's zero padding
+# would pass for the older 4-zero-byte form)
+
+
 def _ipc(f: IO[bytes] | Any, path: str) -> Any:
-    """An IPC reader of ``f``: the file format (magic ``ARROW1``) or the stream format."""
+    """An IPC reader of ``f``: the file format (magic ``ARROW1``) or the stream format. A
+    stream must end with its end-of-stream marker: pyarrow reads one cut short between two
+    batches as complete (QA review59b: a copy that stopped half-way committed half the rows)."""
     head = f.read(len(_FILE_MAGIC))
+    f.seek(0, 2)
+    size = f.tell()
+    f.seek(max(0, size - 8))
+    tail = f.read(8)
     f.seek(0)
+    if not size:
+        raise SchemaError(f"{path!r} is empty (0 bytes), not an Arrow IPC file or stream")
+    if head[:4] == b"FEA1":
+        raise SchemaError(f"{path!r} is a Feather v1 file, which dload does not read: convert "
+                          "it (pyarrow.feather.write_feather(pyarrow.feather.read_table(path), "
+                          "new_path)) and commit that")
+    if head != _FILE_MAGIC and head[:4] != _EOS[:4]:
+        raise SchemaError(f"{path!r} is not an Arrow IPC file or stream (it starts with "
+                          f"{head!r}); write it with pyarrow.ipc, or give it its format's "
+                          "extension")
+    if head != _FILE_MAGIC and tail != _EOS:
+        raise SchemaError(f"{path!r} is an Arrow IPC stream without its end-of-stream marker: "
+                          "cut short (a copy or download that stopped early?); copy it again")
     try:
         return pa.ipc.open_file(f) if head == _FILE_MAGIC else pa.ipc.open_stream(f)
     except pa.ArrowInvalid as e:
-        raise SchemaError(f"{path!r} is not an Arrow IPC file or stream ({e}); a Feather v1 "
-                          "file: read it with pyarrow.feather.read_table and commit the "
-                          "table") from e
+        cut = " (it starts as one: cut short?)" if head == _FILE_MAGIC else ""
+        raise SchemaError(f"{path!r} is not a readable Arrow IPC file or stream{cut}: {e}; "
+                          "copy it again, or write it with pyarrow.ipc") from e
 
 
 def ipc_batches(f: IO[bytes] | Any, path: str) -> Iterator[pa.RecordBatch]:

@@ -150,6 +150,9 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     skip = own_dirs(store_dirs)
     if skip and not is_remote(path):
         refuse_own_data(path, path, skip)
+    if not is_remote(path) and os.path.isfile(os.path.join(path, "dataset_dict.json")) and \
+            not (include or exclude):
+        raise split_folders(path)
     files, others = table_listing(path, globs=globs, skip=skip)
     if not files:  # own_only: only skipped folders there (dload's own data, hidden ones)
         own_only = bool(skip and others) and os.path.isdir(path) and all(
@@ -227,3 +230,17 @@ def _conform(batch: pa.RecordBatch, schema: pa.Schema, where: str, fmt: str,
         raise SchemaError(
             f"{where!r} does not fit the table's schema ({schema}): {e} ({e.__cause__})"
         ) from e
+
+
+def split_folders(path: str) -> SchemaError:
+    """The refusal of a HuggingFace ``DatasetDict.save_to_disk`` folder: its splits are
+    datasets of their own, and one commit of the folder mixed test rows into train without a
+    column saying which (QA review59b)."""
+    splits = sorted(e.name for e in os.scandir(path) if e.is_dir() and not e.name.startswith("."))
+    shown = ", ".join(splits) or "none found"
+    name = os.path.basename(os.path.normpath(path)) or "data"
+    first = splits[0] if splits else "SPLIT"
+    return SchemaError(
+        f"{path!r} is a HuggingFace DatasetDict (dataset_dict.json; splits: {shown}): each split "
+        f"is a dataset of its own; commit them apart (`dload commit {name}-{first} --from "
+        f"{os.path.join(path, first)}`, and so on), or one split with --include {first}")

@@ -165,12 +165,15 @@ def _next_row_number(parent: Manifest, read_keys: KeyReader | None, name: str = 
             mixed.append(i)
     if mixed and read_keys is not None:
         numbered += [int(k) for k in read_keys(parent, mixed).to_pylist() if _row_number(k)]
-    if len(numbered) == 1 and parent.shards:  # keys of its own, none a row number (QA eng58)
-        warnings.warn(
-            f"appending rows without keys to {name!r}, whose {parent.num_rows:,} rows have keys "
-            f"of their own (e.g. {parent.shards[0].key_min!r}): the new rows get row numbers as "
-            "keys; to key them as the others, pass key= (--key-column) naming their key column",
-            stacklevel=user_stacklevel())
+    first = min((s.key_min for s in parent.shards), default="")
+    # keys of its own: none a row number (QA eng58), or 12-digit ids far past any row number
+    # (UPC codes: QA review59b; generated keys count from 0)
+    if parent.shards and (len(numbered) == 1 or (
+            _row_number(first) and int(first) > 10 * (parent.num_rows + 1000))):
+        warnings.warn(f"appending rows without keys to {name!r}, whose {parent.num_rows:,} rows "
+                      f"have keys of their own (e.g. {first!r}): the new rows get row numbers "
+                      "as keys; to key them as the others, pass key= (--key-column) naming "
+                      "their key column", stacklevel=user_stacklevel())
     return max(parent.num_rows, 1 + max(numbered))
 
 
