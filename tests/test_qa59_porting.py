@@ -224,3 +224,9 @@ def test_twelve_digit_ids_count_as_keys_of_their_own(local_root: str) -> None:
                 key="upc", progress=False)
     with pytest.warns(UserWarning, match="keys of their own"):
         repo.append("p", pa.table({"v": [3]}), progress=False)
+
+
+def test_a_struct_field_without_a_value_is_named(local_root: str) -> None:
+    repo = dl.Repository.open(local_root)
+    with pytest.warns(UserWarning, match=r"'m' \(m\.a: null\) had no value"):
+        repo.commit("s", [("a", {"m": {"a": None, "b": 1}})], progress=False)

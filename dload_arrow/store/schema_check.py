@@ -194,11 +194,24 @@ def warn_valueless(schema: pa.Schema, name: str) -> None:
     (QA migrate59: a token column whose first file held only empty lists)."""
     from dload_arrow.type_walk import holds_type
 
-    empty = [f"{f.name!r} ({f.type})" for f in schema
-             if f.name != KEY_COLUMN and holds_type(f.type, pa.types.is_null)]
+    empty = [f"{f.name!r} ({part if '.' in (part := _null_part(f.name, f.type)) else f.type})"
+             for f in schema if f.name != KEY_COLUMN and holds_type(f.type, pa.types.is_null)]
     if empty:
         warnings.warn(
             f"{name!r}: column(s) {', '.join(empty)} had no value in the samples their types "
             "were inferred from (None or empty lists), and are stored so: no later append can "
             "put a value there; commit with schema= naming the types (from the CLI: commit "
             "files that hold values first, then append the others)", stacklevel=user_stacklevel())
+
+
+def _null_part(name: str, t: pa.DataType) -> str:
+    """Where a type holds null (``tokens[]: null`` for a list of them, ``m.a: null`` for a
+    struct's field that had no value: QA review59b); '' where it holds none."""
+    if pa.types.is_null(t):
+        return f"{name}: null"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _null_part(f"{name}[]", t.value_type)
+    if pa.types.is_struct(t):
+        return next((p for i in range(t.num_fields)
+                     if (p := _null_part(f"{name}.{t.field(i).name}", t.field(i).type))), "")
+    return ""
