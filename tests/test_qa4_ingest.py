@@ -182,7 +182,7 @@ def test_as_table_on_a_folder_of_files_says_to_use_as_files(run: RunFn, photos: 
     r = run("commit", "x", "--from", str(photos), "--as", "table", rc=1)
     assert r.err == (
         f"dload: error: {str(photos)!r} is a folder of files with no table among them "
-        "(.parquet, .pq, .csv, .jsonl, .ndjson, .arrow, .feather), not a folder of tables: "
+        "(.parquet, .pq, .csv, .tsv, .jsonl, .ndjson, .arrow, .feather), not a folder of tables: "
         "read it with --as files, or drop --as to detect it (in Python: open_source(path))\n"
     )
 
