@@ -115,5 +115,38 @@ def test_padding_keeps_the_stored_and_given_types(local_root: str) -> None:
         dl.pad_collate()([{"a": [2**53 + 1]}, {"a": [0.5]}])
     with pytest.raises(ConfigError, match="does not fit"):
         dl.pad_collate(pad_value=-1)([{"a": np.ones(2, np.uint8)}])
-    with pytest.raises(ConfigError, match="inner lengths differ"):
+    with pytest.raises(ConfigError, match="rows of rows of two lengths"):
         dl.pad_collate(columns=["a"])([{"a": [[1, 2], [3]]}])
+
+
+def test_unsigned_ids_nan_pads_given_types_and_rows_holding_none(local_root: str) -> None:
+    import pyarrow as pa
+    import torch
+
+    repo = dl.Repository.open(local_root)
+    repo.commit("u", pa.table({
+        "tok": pa.array([[1, 2], [3]], pa.list_(pa.uint16())),
+        "ids": pa.array([[1, 2**63 + 5], [3]], pa.list_(pa.uint64())),
+        "holes": pa.array([[1, None, 3], [4]], pa.list_(pa.int64()))}), progress=False)
+    b = next(iter(repo.dataset("u").pipeline().batch(2, collate=dl.pad_collate())))
+    assert b["tok"].dtype == np.uint16 and b["tok"].tolist() == [[1, 2], [3, 0]]
+    assert b["ids"].dtype == np.uint64 and int(b["ids"][0, 1]) == 2**63 + 5
+    assert b["holes"] == [[1, None, 3], [4]] and "holes_length" not in b  # left as a list
+    with pytest.raises(ConfigError, match="None inside a row"):
+        next(iter(repo.dataset("u").pipeline().batch(2, collate=dl.pad_collate(
+            columns=["holes"]))))
+    rows = [{"ids": [1, 2**63 + 5]}, {"ids": [3]}]  # Python ints, no stored type
+    assert dl.pad_collate()(rows)["ids"].dtype == np.uint64
+    nan = dl.pad_collate(pad_value=float("nan"))([{"x": [0.5, 1.5]}, {"x": [2.5]}])
+    assert np.isnan(nan["x"][1, 1]) and nan["x"][1, 0] == 2.5
+    with pytest.raises(ConfigError, match="NaN pads floats only"):
+        dl.pad_collate(pad_value=float("nan"))([{"x": [1]}])
+    given = dl.pad_collate(dtype="float32")([{"f": [[0.5, 1.0]]}, {"f": []}])  # after a map
+    assert given["f"].dtype == np.float32 and given["f"].shape == (2, 1, 2)
+    per = dl.pad_collate(dtype={"a": "int16"})([{"a": [1], "b": [2]}])
+    assert (per["a"].dtype, per["b"].dtype) == (np.int16, np.int64)
+    tensors = dl.pad_collate()([{"t": torch.tensor([1, 2], dtype=torch.int32)},
+                                {"t": torch.tensor([3], dtype=torch.int32)}])
+    assert tensors["t"].dtype == np.int32 and tensors["t"].tolist() == [[1, 2], [3, 0]]
+    with pytest.raises(ConfigError, match=r"not a numpy dtype|number type"):
+        dl.pad_collate(dtype="text")

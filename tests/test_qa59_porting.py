@@ -111,7 +111,7 @@ def test_feather_and_arrow_files_are_tables(run: RunFn, tmp_path: Path, local_ro
     assert [(s["__key__"], s["v"]) for s in ds.samples()] == [("a", 1.5), ("b", None)]
     (tmp_path / "bad.arrow").write_bytes(b"not arrow at all")
     r = run("commit", "g", "--from", str(tmp_path / "bad.arrow"), rc=1)
-    assert "not an Arrow IPC file or stream" in r.err
+    assert "not a readable Arrow IPC file or stream" in r.err
 
 
 def test_tab_separated_files_are_tables(run: RunFn, tmp_path: Path, local_root: str) -> None:
@@ -230,3 +230,22 @@ def test_a_struct_field_without_a_value_is_named(local_root: str) -> None:
     repo = dl.Repository.open(local_root)
     with pytest.warns(UserWarning, match=r"'m' \(m\.a: null\) had no value"):
         repo.commit("s", [("a", {"m": {"a": None, "b": 1}})], progress=False)
+
+
+def test_tsv_written_with_csv_quoting_is_read_with_it(local_root: str, tmp_path: Path) -> None:
+    import pandas as pd
+
+    from dload_arrow.ingest import open_table
+
+    r_tsv = tmp_path / "r.tsv"  # R's write.table(sep="\t"): every name and text quoted
+    r_tsv.write_text('"id"\t"text"\t"score"\n"1"\t"a"\t0.5\n"2"\t"b"\t1.5\n')
+    pd_tsv = tmp_path / "pd.tsv"  # pandas: only values holding tabs or line breaks quoted
+    pd.DataFrame({"id": [1, 2], "text": ["line one\nline two", "tab\there"]}).to_csv(
+        pd_tsv, sep="\t", index=False)
+    repo = dl.Repository.open(local_root)
+    repo.commit("r", open_table(r_tsv), progress=False)
+    repo.commit("p", open_table(pd_tsv), progress=False)
+    assert [(s["id"], s["text"], s["score"]) for s in repo.dataset("r").samples()] == [
+        (1, "a", 0.5), (2, "b", 1.5)]
+    assert [s["text"] for s in repo.dataset("p").samples()] == ["line one\nline two",
+                                                                "tab\there"]

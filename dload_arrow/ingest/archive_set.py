@@ -23,6 +23,7 @@ from functools import cached_property
 import pyarrow as pa
 
 from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.ingest.columns import ragged_npy_fix
 from dload_arrow.ingest.globs import Globs, GlobWarning
 from dload_arrow.ingest.grouping import IngestReport
 from dload_arrow.ingest.inner_kinds import is_archive_name
@@ -175,11 +176,12 @@ class ArchiveSet:
                 for f in s.schema:
                     seen = fields.setdefault(f.name, (f, name))
                     if not seen[0].equals(f, check_metadata=True):
+                        tensor = (f.metadata or {}).get(SHAPE_META) is not None
                         raise SchemaError(
                             f"column {f.name!r} is {_typed(seen[0])} in {seen[1]!r} but "
                             f"{_typed(f)} in {name!r} ({self.where}); one column holds one "
-                            "type: make the files of that extension alike, or commit the "
-                            "archives apart")
+                            "type: " + (ragged_npy_fix(f.name, f.type.value_type) if tensor
+                                        else "make the files of that extension alike"))
                 r = s.report
                 s.close()  # reopened to be read: 1,000 zips held 1,000 files (QA review59)
                 report.samples += r.samples

@@ -186,7 +186,20 @@ def decode_value(field: pa.Field, data: bytes, where: str) -> Any:
             raise SchemaError(
                 f"{where}: array of shape {list(arr.shape)} and dtype {arr.dtype} does not match "
                 f"the column's shape {shape} and type {field.type.value_type}; every sample of "
-                f"column {field.name!r} needs the same shape and dtype"
+                f"column {field.name!r} needs the same shape and dtype. "
+                + ragged_npy_fix(field.name, arr.dtype)
             )
         return arr
+
     return data
+
+
+def ragged_npy_fix(column: str, dtype: Any) -> str:
+    """The ways to commit ``.npy`` arrays of varying shape (audio features ``(T, 80)``), which
+    a tensor column cannot hold (QA audio59: no message said what to do)."""
+    t = {"float32": "float32", "float64": "float64", "int64": "int64", "int32": "int32"}.get(
+        str(dtype), "float32")
+    return (f"For arrays of varying length: leave them out (--exclude '*.{column}') and commit "
+            f"them from Python as lists (repo.commit(name, samples, schema=pa.schema([("
+            f"{column!r}, pa.list_(pa.list_(pa.{t}())))])), a list of rows per sample), or "
+            "keep the files' bytes under another extension (.bin) and np.load them in a map")

@@ -46,7 +46,7 @@ def warn_codes(path: str, batch: pa.RecordBatch, endpoint_url: str | None,
     f, _ = open_table_file(path, endpoint_url)
     with f:  # the first MiB: where codes show, and a second read stays small (QA review58c)
         reader = pcsv.open_csv(f, read_options=pcsv.ReadOptions(block_size=_PROBE),
-                               parse_options=csv_parse(path),
+                               parse_options=csv_parse(path, endpoint_url),
                                convert_options=csv_convert(numeric, include=numeric))
         text = next(iter(reader), None)
     if text is None:

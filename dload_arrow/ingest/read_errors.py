@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dload_arrow.errors import SchemaError
-from dload_arrow.ingest.table_stream import is_tsv, open_table_file, recode_hint
+from dload_arrow.ingest.table_stream import is_tsv, open_table_file, recode_hint, tsv_quoted
 from dload_arrow.ingest.table_text import values_at
 from dload_arrow.sizes import format_bytes
 
@@ -114,8 +114,9 @@ def ragged_row(path: str, endpoint_url: str | None = None
     with f:
         text = io.TextIOWrapper(f, encoding="utf-8", errors="replace", newline="")
         sep = "\t" if is_tsv(path) else ","
-        reader = (csv.reader(text, delimiter=sep, quoting=csv.QUOTE_NONE) if sep == "\t" else
-                  csv.reader(text))
+        bare = sep == "\t" and not tsv_quoted(path, endpoint_url)
+        reader = (csv.reader(text, delimiter=sep, quoting=csv.QUOTE_NONE) if bare else
+                  csv.reader(text, delimiter=sep))
         columns, line, head = None, 1, ""  # line: where the next row starts
         try:
             for row in reader:

@@ -48,17 +48,15 @@ def _ipc(f: IO[bytes] | Any, path: str) -> Any:
         raise SchemaError(f"{path!r} is a Feather v1 file, which dload does not read: convert "
                           "it (pyarrow.feather.write_feather(pyarrow.feather.read_table(path), "
                           "new_path)) and commit that")
-    if head != _FILE_MAGIC and head[:4] != _EOS[:4]:
-        raise SchemaError(f"{path!r} is not an Arrow IPC file or stream (it starts with "
-                          f"{head!r}); write it with pyarrow.ipc, or give it its format's "
-                          "extension")
-    if head != _FILE_MAGIC and tail != _EOS:
+    # (a stream of before pyarrow 0.15 starts without the 0xFFFFFFFF marker: read as it is)
+    if head != _FILE_MAGIC and head[:4] == _EOS[:4] and tail != _EOS:
         raise SchemaError(f"{path!r} is an Arrow IPC stream without its end-of-stream marker: "
                           "cut short (a copy or download that stopped early?); copy it again")
     try:
         return pa.ipc.open_file(f) if head == _FILE_MAGIC else pa.ipc.open_stream(f)
-    except pa.ArrowInvalid as e:
-        cut = " (it starts as one: cut short?)" if head == _FILE_MAGIC else ""
+    except (pa.ArrowInvalid, OSError) as e:
+        cut = " (it starts as one: cut short?)" if head == _FILE_MAGIC else (
+            "" if head[:4] == _EOS[:4] else f" (it starts with {head!r})")
         raise SchemaError(f"{path!r} is not a readable Arrow IPC file or stream{cut}: {e}; "
                           "copy it again, or write it with pyarrow.ipc") from e
 
@@ -99,7 +97,8 @@ def file_batches(path: str, fmt: str, endpoint_url: str | None,
 
             options = csv_options(size)
             count = QuoteCount(f)
-            reader = pcsv.open_csv(count, read_options=options, parse_options=csv_parse(path),
+            reader = pcsv.open_csv(count, read_options=options,
+                                   parse_options=csv_parse(path, endpoint_url),
                                    convert_options=csv_convert(text_columns, key))
             refuse_bytes(reader.schema, path)
             refuse_repeated_names(reader.schema, path)
@@ -129,7 +128,8 @@ def file_schema(path: str, fmt: str, endpoint_url: str | None,
         elif fmt == "csv":
             import pyarrow.csv as pcsv
 
-            reader = pcsv.open_csv(f, read_options=csv_options(size), parse_options=csv_parse(path),
+            reader = pcsv.open_csv(f, read_options=csv_options(size),
+                                   parse_options=csv_parse(path, endpoint_url),
                                    convert_options=csv_convert(text_columns, key))
             schema = reader.schema
             refuse_bytes(schema, path)

@@ -11,7 +11,9 @@ the decompressor's own exception from inside pyarrow's reader.
 
 from __future__ import annotations
 
+import functools
 import io
+import re
 import shlex
 from typing import IO, Any
 
@@ -19,7 +21,7 @@ from dload_arrow.errors import IntegrityError
 from dload_arrow.ingest.location import open_binary
 
 __all__ = ["COMPRESSIONS", "UNKNOWN_SIZE", "compression", "csv_parse", "is_tsv",
-           "open_table_file", "recode_hint", "without_compression"]
+           "open_table_file", "recode_hint", "tsv_quoted", "without_compression"]
 
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 UNKNOWN_SIZE = 1 << 50
@@ -166,12 +168,33 @@ def is_tsv(path: str) -> bool:
     return without_compression(path).lower().endswith(".tsv")
 
 
-def csv_parse(path: str) -> Any:
-    """pyarrow's CSV parse options for ``path``: a ``.tsv`` (``.tsv.gz``) is tab-separated
+def csv_parse(path: str, endpoint_url: str | None = None) -> Any:
+    """pyarrow's CSV parse options for ``path``: a ``.tsv`` (``.tsv.gz``) is tab-separated,
     without quoting (IANA's TSV: NLP files hold unbalanced quotes, which CSV quoting dropped or
-    let swallow the rest of the file: QA review59b), anything else comma-separated."""
+    let swallow the rest of the file: QA review59b) unless its first MiB shows CSV-style
+    quoting (R's quoted header; pandas' quoted values holding tabs or line breaks), anything
+    else comma-separated."""
     import pyarrow.csv as pcsv
 
     if is_tsv(path):
-        return pcsv.ParseOptions(delimiter="\t", quote_char=False)
+        quoted = tsv_quoted(path, endpoint_url)
+        return pcsv.ParseOptions(delimiter="\t", quote_char='"' if quoted else False)
     return pcsv.ParseOptions(delimiter=",")
+
+
+# a quoted value holding a tab or a line break, between tabs or line ends
+_QUOTED = re.compile(rb'(?:^|\t|\n)"(?:[^"]|"")*[\t\n](?:[^"]|"")*"(?=\t|\r?\n|$)')
+
+
+@functools.lru_cache(maxsize=256)
+def tsv_quoted(path: str, endpoint_url: str | None) -> bool:
+    """Whether a .tsv uses CSV-style quoting: its header's names all quoted, or a quoted value
+    holding a tab or a line break in its first MiB."""
+    f, _ = open_table_file(path, endpoint_url)
+    with f:
+        head = f.read(1 << 20)
+    first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    names = first.split(b"\t")
+    if names and all(len(n) >= 2 and n[:1] == n[-1:] == b'"' for n in names):
+        return True
+    return _QUOTED.search(head) is not None

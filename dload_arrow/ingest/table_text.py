@@ -146,7 +146,8 @@ def _csv_inexact(path: str, columns: list[str], endpoint_url: str | None,
 
     f, _ = open_table_file(path, endpoint_url)
     with f:
-        reader = pcsv.open_csv(f, read_options=read_options, parse_options=csv_parse(path),
+        reader = pcsv.open_csv(f, read_options=read_options,
+                               parse_options=csv_parse(path, endpoint_url),
                                convert_options=csv_convert(columns, include=columns))
         for batch in reader:
             for name in columns:

@@ -4,10 +4,16 @@ array per column, with each row's length, for ``batch(n, collate=pad_collate())`
 The default collate leaves such a column a list of lists (no array holds rows of several
 lengths); every team porting from MosaicML streaming, LitData or WebDataset wrote the same few
 lines to pad them (QA migrate59). The torch adapter turns the arrays into tensors.
+
+Types: an explicit ``dtype=``, else the column's stored type (``batch()`` passes the rows'
+schema: ``list<int32>`` tokens stay int32, ``list<uint64>`` ids uint64 even where rows arrive
+as Python lists), else the rows' own arrays' type; the pad value never widens it and must fit
+it (QA llm59, review59b/c: int32 became int64, float32 float64, uint64 ids were rounded).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,56 +25,74 @@ from dload_arrow.pipeline.batching import default_collate
 
 __all__ = ["pad_collate"]
 
+_NUMBERS = "biuf"
+
 
 def _is_sequence(v: Any) -> bool:
-    """A row a column pads: a list, a tuple or an array (along its first axis)."""
-    return isinstance(v, list | tuple) or (isinstance(v, np.ndarray) and v.ndim >= 1)
+    """A row a column pads: a list, a tuple or an array (numpy, or a CPU tensor: along its
+    first axis)."""
+    return isinstance(v, list | tuple) or (
+        hasattr(v, "__array__") and getattr(v, "ndim", 0) >= 1)
 
 
 def _numeric_sequences(cells: list[Any]) -> bool:
     """Whether a column's cells are sequences of numbers (None too), one at least non-empty:
-    what ``columns=None`` pads (a list of strings stays as the default collate gives it)."""
+    what ``columns=None`` pads (a list of strings, or rows holding None, stay as the default
+    collate gives them)."""
     if not all(c is None or _is_sequence(c) for c in cells):
         return False
     try:
         arrays = [np.asarray(c) for c in cells if c is not None and len(c)]
     except ValueError:  # ragged inner rows: not this collate's
         return False
-    return bool(arrays) and all(a.dtype.kind in "biuf" for a in arrays)
+    return bool(arrays) and all(a.dtype.kind in _NUMBERS for a in arrays)
 
 
-def _stored(schema: pa.Schema | None, name: str) -> np.dtype | None:
-    """The numpy type of a stored list column's numbers (``list<int32>``: int32), if any."""
+def _stored(schema: pa.Schema | None, name: str) -> tuple[np.dtype, tuple[int, ...]] | None:
+    """A stored list column's number type and its rows' inner shape (``list<int32>``: int32,
+    (); ``list<fixed_size_list<float, 80>>``: float32, (80,)), if it is one."""
     if schema is None or name not in schema.names:
         return None
     t = schema.field(name).type
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        return None
+    t, inner = t.value_type, []
     while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        if not pa.types.is_fixed_size_list(t):
+            return None  # rows of rows of varying length: not one array
+        inner.append(t.list_size)
         t = t.value_type
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
-        return np.dtype(t.to_pandas_dtype())
+        return np.dtype(t.to_pandas_dtype()), tuple(inner)
     return None
 
 
 class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_collate()))
-    """Collate a batch, padding columns of variable-length sequences into 2-D arrays.
+    """Collate a batch, padding columns of variable-length sequences into arrays.
 
     Args:
-        pad_value: what fills the positions past a row's end (default 0).
-        columns: the columns to pad (default: every column whose values are sequences of
-            numbers: lists, tuples or 1-D arrays). A null cell is a row of length 0.
+        pad_value: what fills the positions past a row's end (default 0; NaN for floats).
+        columns: the columns to pad (default: the stored list columns of numbers, in every
+            batch, and any other column whose values are sequences of numbers: lists, tuples,
+            arrays along their first axis). A null cell is a row of length 0.
         max_length: cut longer rows to this length (default: the batch's longest row).
         lengths: add ``{column}_length`` (int64: each row's length, after any cut).
         mask: add ``{column}_mask`` (bool: True where a row has a value), e.g. an attention
             mask.
+        dtype: the padded arrays' type (a numpy dtype or its name, or a dict column ->
+            dtype); default: the stored type, else the rows' own (after a ``map`` the stored
+            type is unknown: say it here, e.g. ``dtype="float32"``).
 
     Example:
         >>> pipe = ds.pipeline().shuffle(seed=0).batch(32, collate=pad_collate(pad_value=0))
         ... # doctest: +SKIP
     """
 
+    takes_schema = True  # batch() passes the rows' schema: stored types are kept
+
     def __init__(self, pad_value: int | float = 0, columns: Sequence[str] | None = None,
-                 max_length: int | None = None, lengths: bool = True,
-                 mask: bool = False) -> None:
+                 max_length: int | None = None, lengths: bool = True, mask: bool = False,
+                 dtype: Any = None) -> None:
         if isinstance(pad_value, bool) or not isinstance(pad_value, int | float):
             raise ConfigError(f"pad_collate(pad_value={pad_value!r}): give a number")
         if max_length is not None and (isinstance(max_length, bool) or not isinstance(
@@ -80,12 +104,13 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         self.pad_value, self.max_length = pad_value, max_length
         self.columns = None if columns is None else tuple(columns)
         self.lengths, self.mask = lengths, mask
+        self.dtype = {c: _as_dtype(d) for c, d in dtype.items()} if isinstance(
+            dtype, Mapping) else (None if dtype is None else _as_dtype(dtype))
 
     def __repr__(self) -> str:
         return (f"pad_collate(pad_value={self.pad_value!r}, columns={self.columns!r}, "
-                f"max_length={self.max_length!r}, lengths={self.lengths}, mask={self.mask})")
-
-    takes_schema = True  # batch() passes the rows' schema: stored types are kept
+                f"max_length={self.max_length!r}, lengths={self.lengths}, mask={self.mask}, "
+                f"dtype={self.dtype!r})")
 
     def __call__(self, items: Any, schema: pa.Schema | None = None) -> Any:
         rows = items.to_pylist() if isinstance(items, pa.RecordBatch) else items
@@ -93,8 +118,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             return default_collate(items, schema)
         out = default_collate(items, schema)
         names = self.columns if self.columns is not None else [
-            c for c in rows[0] if (_stored(schema, c) is not None and _is_list(schema, c))
-            or _numeric_sequences([x.get(c) for x in rows])]  # stored lists: every batch
+            c for c in rows[0] if _padded_by_default([x.get(c) for x in rows], schema, c)]
         for c in names:
             if c not in rows[0]:
                 raise ConfigError(f"pad_collate: no column {c!r} in the batch (its columns: "
@@ -107,21 +131,20 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             out.update(self._pad(c, cells, _stored(schema, c)))
         return out
 
-    def _pad(self, name: str, cells: list[Any], stored: np.dtype | None
+    def _pad(self, name: str, cells: list[Any], stored: tuple[np.dtype, tuple[int, ...]] | None
              ) -> dict[str, np.ndarray]:
-        try:
-            arrays = [np.asarray([] if c is None else c) for c in cells]
-        except ValueError as e:  # [[1, 2], [3]]: inner rows of two lengths
-            raise ConfigError(f"pad_collate: column {name!r} holds rows whose inner lengths "
-                              f"differ ({e}); only the first axis (the length) is padded") from e
+        given = self.dtype.get(name) if isinstance(self.dtype, dict) else self.dtype
+        want = given if given is not None else (stored[0] if stored else None)
+        arrays = _arrays(name, cells, want)
         filled = [a for a in arrays if a.size]
-        dtype = _dtype(name, filled, stored, self.pad_value)
+        dtype = want if want is not None else _found(name, filled, self.pad_value)
+        _check_fit(name, dtype, self.pad_value)
         inner = {a.shape[1:] for a in filled}  # rows of frames (T, F) pad along T
         if len(inner) > 1:
             raise ConfigError(f"pad_collate: column {name!r} holds rows of shapes "
                               f"{sorted(inner)} after their first axis; only the first axis "
                               "(the length) is padded")
-        rest = inner.pop() if inner else ()
+        rest = inner.pop() if inner else (stored[1] if stored else ())
         n = [min(len(a), self.max_length or len(a)) for a in arrays]
         width = self.max_length or max(n, default=0)
         padded = np.full((len(arrays), width, *rest), self.pad_value, dtype=dtype)
@@ -136,31 +159,87 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         return got
 
 
-def _is_list(schema: pa.Schema | None, name: str) -> bool:
-    t = None if schema is None or name not in schema.names else schema.field(name).type
-    return t is not None and (pa.types.is_list(t) or pa.types.is_large_list(t))
+def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) -> bool:
+    """A stored list column of numbers (in every batch: the same keys each time, unless a row
+    holds None inside it), or any column of number sequences."""
+    if _stored(schema, name) is not None:
+        return all(c is None for c in cells) or _numeric_sequences(cells)
+    return _numeric_sequences(cells)
 
 
-def _dtype(name: str, filled: list[np.ndarray], stored: np.dtype | None,
-           pad: int | float) -> np.dtype:
-    """The padded array's type: the column's stored type (``list<int32>``: int32), else its
-    rows' common type; never widened by the pad value, which must fit it (QA llm59: int32
-    tokens became int64 and float32 frames float64, which a float32 model refuses)."""
-    found = np.result_type(*(a.dtype for a in filled)) if filled else None
-    if found is not None and found.kind not in "biuf":
-        raise ConfigError(f"pad_collate: column {name!r} holds {found} values; only numbers "
-                          "are padded: leave it out of columns=")
-    if stored is not None and (found is None or np.can_cast(found, stored, "same_kind")):
-        dtype = stored
-    else:
-        dtype = found if found is not None else np.asarray(pad).dtype
-    if dtype.kind == "f" and any(a.dtype.kind in "iu" and a.size and int(np.abs(a).max())
-                                 > 2**53 for a in filled):  # (uint64 beside floats)
+def _as_dtype(d: Any) -> np.dtype:
+    try:
+        dtype = np.dtype(d)
+    except TypeError as e:
+        raise ConfigError(f"pad_collate(dtype={d!r}): not a numpy dtype ({e})") from e
+    if dtype.kind not in _NUMBERS:
+        raise ConfigError(f"pad_collate(dtype={d!r}): give a number type (int32, float32...)")
+    return dtype
+
+
+def _arrays(name: str, cells: list[Any], want: np.dtype | None) -> list[np.ndarray]:
+    """The rows as arrays, made in ``want`` where it is known (Python ints past int64 stay
+    exact in uint64; ``[1, None]`` is refused, naming the column)."""
+    try:
+        arrays = [np.asarray([] if c is None else c, dtype=want) for c in cells]
+    except (ValueError, TypeError, OverflowError) as e:  # [[1, 2], [3]], None inside a row
+        of = "" if want is None else f" of {want}"
+        raise ConfigError(f"pad_collate: column {name!r} holds a row it cannot make an array"
+                          f"{of} from ({e}): rows of rows of two lengths, or None inside a row "
+                          "(fill it in a map first); only the first axis (the length) is "
+                          "padded") from e
+    for i, a in enumerate(arrays):
+        if a.size and a.dtype.kind not in _NUMBERS:
+            raise ConfigError(f"pad_collate: column {name!r} holds {a.dtype} values; only "
+                              "numbers are padded: leave it out of columns=")
+        if want is None and a.dtype.kind == "f" and isinstance(cells[i], list | tuple):
+            arrays[i] = _exact(name, cells[i], a)  # numpy made Python ints past 2**63 floats
+    return arrays
+
+
+def _exact(name: str, cell: Any, a: np.ndarray) -> np.ndarray:
+    """A row of Python numbers that numpy made float64: as it was when that lost nothing,
+    uint64 when it holds big non-negative ints only, else refused."""
+    flat = list(_flat(cell))
+    if not any(type(x) is int and abs(x) > 2**53 for x in flat):
+        return a
+    if all(type(x) is int and 0 <= x < 2**64 for x in flat):
+        return np.asarray(cell, dtype=np.uint64)
+    raise ConfigError(f"pad_collate: column {name!r} holds integers beyond 2**53 that float64 "
+                      "would round; make the rows one type, or give dtype=")
+
+
+def _flat(v: Any) -> Any:
+    for x in v:
+        if isinstance(x, list | tuple):
+            yield from _flat(x)
+        else:
+            yield x
+
+
+def _found(name: str, filled: list[np.ndarray], pad: int | float) -> np.dtype:
+    """The rows' own common type (never widened by the pad value)."""
+    if not filled:
+        return np.asarray(pad).dtype
+    dtype = np.result_type(*(a.dtype for a in filled))
+    if dtype.kind == "f" and all(a.dtype.kind in "iu" and a.min() >= 0 for a in filled):
+        return np.dtype(np.uint64)  # uint64 ids beside small ones: numpy's pick is float64
+    if dtype.kind == "f" and any(a.dtype.kind in "iu" and int(np.abs(a).max()) > 2**53
+                                 for a in filled):  # (uint64 beside floats)
         raise ConfigError(f"pad_collate: column {name!r} holds integers beyond 2**53 beside "
-                          "floats; float64 would round them: make the rows one type")
-    if dtype.kind == "b":
-        dtype = np.dtype(np.int64) if pad not in (0, 1) else dtype
-    if np.asarray(pad).astype(dtype).item() != pad:
+                          "floats; float64 would round them: make the rows one type, or "
+                          "give dtype=")
+    return dtype
+
+
+def _check_fit(name: str, dtype: np.dtype, pad: int | float) -> None:
+    if isinstance(pad, float) and math.isnan(pad):
+        if dtype.kind != "f":
+            raise ConfigError(f"pad_collate(pad_value=nan) does not fit column {name!r} of "
+                              f"type {dtype}; NaN pads floats only")
+        return
+    with np.errstate(all="ignore"):
+        fits = np.asarray(pad).astype(dtype).item() == pad
+    if not fits:
         raise ConfigError(f"pad_collate(pad_value={pad!r}) does not fit column {name!r} of "
                           f"type {dtype}; give a pad value that type holds")
-    return dtype
