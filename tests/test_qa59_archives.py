@@ -238,3 +238,9 @@ def test_one_archive_under_two_names_and_archives_sharing_a_name(
         _tar(tmp_path / split / "a.tar", {"k.cls": b"1"})
     r = run("commit", "t", "--from", "train/a.tar", "--from", "val/a.tar", rc=1)
     assert "'train/a.tar' and 'val/a.tar'" in r.err
+
+
+def test_a_remote_pattern_is_said_to_be_local_only(run: RunFn, s3_root: str) -> None:
+    bucket = s3_root.removeprefix("s3://").split("/")[0]
+    r = run("commit", "r", "--from", f"s3://{bucket}/raw/wds-{{000000..000001}}.tar", rc=1)
+    assert "expanded for local paths only" in r.err and "repeat" in r.err

@@ -4,13 +4,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, NotFoundError
 
-__all__ = ["read_archives", "source_paths"]
+__all__ = ["read_archives", "remote_pattern_hint", "source_paths"]
 
 
 def source_paths(sources: Sequence[str]) -> tuple[list[str], str]:
@@ -57,3 +59,18 @@ def read_archives(paths: Sequence[str], where: str, kind: str, include: Sequence
     report = src.report.to_dict()
     return src.reader(), None, {"kind": "archives", "archives": len(paths), **report}
 
+
+@contextlib.contextmanager
+def remote_pattern_hint(sources: Sequence[str]) -> Iterator[None]:
+    """A remote ``--from`` written as a pattern is looked up as it is (an object's name may
+    hold ``*`` or braces): when it is not found, say that patterns are local only (QA
+    audio59: 's3://b/wds-{0..9}.tar' got "no object ... check the URL")."""
+    try:
+        yield
+    except NotFoundError as e:
+        patterns = [s for s in sources if "://" in s and re.search(r"[*?\[{]", s)]
+        if not patterns:
+            raise
+        raise NotFoundError(f"{e}; patterns such as {patterns[0]!r} are expanded for local "
+                            "paths only: give each remote archive its own --from (repeat "
+                            "it)") from e

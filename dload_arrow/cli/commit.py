@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from dload_arrow.cli.append_fit import fit_to, latest_schema, text_columns
-from dload_arrow.cli.archive_input import read_archives, source_paths
+from dload_arrow.cli.archive_input import read_archives, remote_pattern_hint, source_paths
 from dload_arrow.cli.commit_options import input_options
 from dload_arrow.cli.output import (
     emit,
@@ -114,13 +114,15 @@ def _run(append_mode: bool, name: str, source: tuple[str, ...], kind: str,
     own = [repo.settings.cache_dir] + ([os.path.join(repo.storage.root, d) for d in (
         "datasets", "shards")] if repo.storage.is_local else [])  # (a root may hold the data)
     paths, where = source_paths(source)
-    if len(paths) > 1:
-        samples, key, report = read_archives(paths, where, kind, include, exclude, split,
-                                             key_column, text_column,
-                                             repo.settings.endpoint_url, progress_enabled())
-    else:
-        samples, key, report = read_input(paths[0], kind, include, exclude, split, key_column,
-                                          repo.settings.endpoint_url, stored, own, text_column)
+    with remote_pattern_hint(source):
+        if len(paths) > 1:
+            samples, key, report = read_archives(paths, where, kind, include, exclude, split,
+                                                 key_column, text_column,
+                                                 repo.settings.endpoint_url, progress_enabled())
+        else:
+            samples, key, report = read_input(paths[0], kind, include, exclude, split,
+                                              key_column, repo.settings.endpoint_url, stored,
+                                              own, text_column)
     kwargs["key"] = key
     if append_mode:
         samples = fit_to(stored, name, where, samples, key, report["kind"])
