@@ -1,4 +1,5 @@
-"""Tables as rows of Python values, for printing (``dload sql``, ``head``, ``log``, ``demo``).
+"""Tables as rows of Python values, for printing (``dload sql``, ``head``, ``log``, ``demo``);
+float32 values as their shortest decimals.
 
 A date or timestamp beyond Python's years 1-9999 (``date '9999-12-31' + 1``, ``date
 '-0100-01-01'``, DuckDB's ``'infinity'::timestamp``) has no ``datetime``: Arrow's
@@ -28,8 +29,18 @@ def table_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
     timestamps, and a time Python cannot hold as DuckDB's text of it (:func:`time_text`)."""
     if not table.num_columns:
         return table.to_pylist()
-    columns = [_values(c) for c in table.columns]
+    columns = [_short(_values(c)) if pa.types.is_float32(c.type) else _values(c)
+               for c in table.columns]
     return [dict(zip(table.column_names, r, strict=True)) for r in zip(*columns, strict=True)]
+
+
+def _short(values: list[Any]) -> list[Any]:
+    """float32 values as the shortest decimals that give them back (1.05, not float64's
+    1.0499999523162842: QA audio59), as numpy prints them."""
+    import numpy as np
+
+    return [v if v is None or v != v or v in (float("inf"), float("-inf"))
+            else float(str(np.float32(v))) for v in values]
 
 
 def _values(column: pa.Array | pa.ChunkedArray) -> list[Any]:

@@ -184,3 +184,15 @@ def test_diff_values_compares_decimals_by_value(run: RunFn, local_root: str) -> 
         [decimal.Decimal(1), decimal.Decimal("2.5")], pa.decimal128(10, 2))}),
         progress=False).version
     assert run("diff", f"d@{v1}", f"d@{v2}", "--values", "--json").json["changed"] == ["b"]
+
+
+def test_float32_values_print_as_their_shortest_decimals(run: RunFn, local_root: str) -> None:
+    import pyarrow as pa
+
+    Repository.open(local_root).commit("f", pa.table({"x": pa.array([1.05, None, float("nan")],
+                                                                     pa.float32())}),
+                                       progress=False)
+    rows = run("head", "f", "--json").json
+    assert rows[0]["x"] == 1.05 and rows[1]["x"] is None
+    assert "1.05" in run("head", "f").out and "1.0499999523162842" not in run("head", "f").out
+    assert run("sql", "select x from samples('f') limit 1", "--json").json == [{"x": 1.05}]
