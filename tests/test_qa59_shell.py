@@ -196,3 +196,17 @@ def test_float32_values_print_as_their_shortest_decimals(run: RunFn, local_root:
     assert rows[0]["x"] == 1.05 and rows[1]["x"] is None
     assert "1.05" in run("head", "f").out and "1.0499999523162842" not in run("head", "f").out
     assert run("sql", "select x from samples('f') limit 1", "--json").json == [{"x": 1.05}]
+
+
+def test_like_in_where_names_the_range_that_does_it(local_root: str) -> None:
+    import pyarrow as pa
+
+    from dload_arrow.errors import PredicateError
+
+    repo = Repository.open(local_root)
+    repo.commit("k", pa.table({"__key__": ["spk01/a", "spk01/b", "spk02/a"], "x": [1, 2, 3]}),
+                progress=False)
+    with pytest.raises(PredicateError, match="takes no LIKE: a prefix is a range"):
+        repo.dataset("k").where("__key__ LIKE 'spk01/%'")
+    got = repo.dataset("k").where("__key__ >= 'spk01/' and __key__ < 'spk010'")
+    assert [s["__key__"] for s in got.samples()] == ["spk01/a", "spk01/b"]

@@ -16,8 +16,8 @@ Grammar (keywords case-insensitive)::
     column    := identifier | "quoted identifier"
 
 The result is a small tree (:class:`Node`) that :mod:`dload_arrow.catalog.filtering` turns
-into a ``pyarrow.compute.Expression`` and uses to prune row groups. NULL follows SQL:
-a comparison with NULL is unknown, and rows whose filter is unknown are dropped.
+into a ``pyarrow.compute.Expression`` and uses to prune row groups. NULL follows SQL (unknown
+rows are dropped). No LIKE: a prefix is a range (the error says so).
 """
 
 from __future__ import annotations
@@ -113,11 +113,14 @@ _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 _EXAMPLE = "; write comparisons such as \"label = 3 and score > 0.5\""
-
+_LIKE = ("; where() takes no LIKE: a prefix is a range (\"__key__ >= 'spk01/' and __key__ < "
+         "'spk010'\": the prefix, its last character raised by one); repo.sql() takes LIKE")
 
 def _advice(text: str, at: int, columns: Iterable[str]) -> str:
     """How to fix the filter where reading failed at ``at``: quote a column written there
     bare, or the usual example."""
+    if text[at:at + 4].upper() == "LIKE":  # (QA audio59)
+        return _LIKE
     return quote_hint(text, at, columns) or _EXAMPLE
 
 
@@ -130,13 +133,10 @@ def _tokenize(text: str, columns: Iterable[str] = ()) -> list[tuple[str, Any, in
         m = _TOKEN.match(text, pos)
         if m is None or m.end() == pos:
             at = len(text[:pos]) + (len(text[pos:]) - len(text[pos:].lstrip()))
-            raise PredicateError(
-                f"cannot read the filter {text!r} at position {at} ({text[at:at + 10]!r})"
-                + _advice(text, at, columns)
-            )
+            raise PredicateError(f"cannot read the filter {text!r} at position {at} "
+                                 f"({text[at:at + 10]!r})" + _advice(text, at, columns))
         kind = m.lastgroup or ""
-        raw = m.group(kind)
-        start = m.start(kind)
+        raw, start = m.group(kind), m.start(kind)
         if kind == "number":
             value: Any = _number(raw)
         elif kind == "string":
