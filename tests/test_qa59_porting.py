@@ -172,7 +172,7 @@ def test_tsv_has_no_quoting(run: RunFn, tmp_path: Path, local_root: str) -> None
     (tmp_path / "r.tsv").write_text("id\ttext\n1\ta\n2\tyes, and no\textra\n")
     r = run("commit", "r", "--from", str(tmp_path / "r.tsv"), rc=1)
     assert "line 3: 3 fields where the header has 2 columns" in r.err
-    assert "a value cannot hold a tab" in r.err and "name the file .tsv" not in r.err
+    assert "read without quoting unless" in r.err and "name the file .tsv" not in r.err
     (tmp_path / "c.tsv").write_text("id,text,label\n1,a,0\n")
     r = run("commit", "c", "--from", str(tmp_path / "c.tsv"))
     assert "holds no tab but ','" in r.err and "name the file .csv" in r.err
@@ -249,3 +249,23 @@ def test_tsv_written_with_csv_quoting_is_read_with_it(local_root: str, tmp_path:
         (1, "a", 0.5), (2, "b", 1.5)]
     assert [s["text"] for s in repo.dataset("p").samples()] == ["line one\nline two",
                                                                 "tab\there"]
+
+
+def test_a_pandas_tsv_with_quotes_in_its_values(local_root: str, tmp_path: Path) -> None:
+    import pandas as pd
+
+    from dload_arrow.ingest import open_table
+
+    path = tmp_path / "q.tsv"  # pandas quotes a value holding a quote, doubling it
+    pd.DataFrame({"id": [1, 2], "text": ['say "hi"', "plain"]}).to_csv(path, sep="\t",
+                                                                      index=False)
+    assert open_table(path).read_all().column("text").to_pylist() == ['say "hi"', "plain"]
+
+
+def test_several_tables_are_pointed_at_their_folder(run: RunFn, tmp_path: Path) -> None:
+    (tmp_path / "st").mkdir()
+    for i in (1, 2):
+        (tmp_path / "st" / f"part-{i}.csv").write_text(f"a,b\n{i},2\n")
+    r = run("commit", "t", "--from", str(tmp_path / "st" / "part-*.csv"), rc=1)
+    assert "several tables are read as one from their folder" in r.err and "--as" not in r.err
+    run("commit", "t", "--from", str(tmp_path / "st"), "--include", "part-*.csv")

@@ -26,7 +26,7 @@ def source_paths(sources: Sequence[str]) -> tuple[list[str], str]:
     if len(sources) == 1:
         where = sources[0]
     else:
-        where = f"{len(paths)} archives (--from {sources[0]!r} and {len(sources) - 1} more)"
+        where = f"--from {sources[0]!r} and {len(sources) - 1} more"
     return paths, where
 
 
@@ -37,8 +37,16 @@ def read_archives(paths: Sequence[str], where: str, kind: str, include: Sequence
     """``(samples, None, report)`` for ``repo.commit`` from several archives, each read as
     ``--from ARCHIVE`` reads it (ingest/archive_set.py)."""
     from dload_arrow.ingest.detect import open_archives
+    from dload_arrow.ingest.kinds import table_format
     from dload_arrow.ingest.location import is_remote, local_path
 
+    tables = [p for p in paths if table_format(p, json_lines=True)]
+    if tables:  # (QA docs59: told to use --as table, which then refused several --from)
+        folder = os.path.dirname(tables[0]) or "."
+        raise ConfigError(
+            f"{where}: {tables[0]!r} is a table; several tables are read as one from their "
+            f"folder: `--from {folder}` (add --include with a glob, such as '*.csv', to choose "
+            "its files), or commit the first and `dload append` each other one")
     if kind not in ("auto", "archive"):
         raise ConfigError(f"{where}: several --from are read together only as archives; "
                           f"--as {kind} reads one location: commit the first, then `dload "

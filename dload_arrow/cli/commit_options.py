@@ -35,8 +35,9 @@ def input_options(f: F) -> F:
     for opt in reversed([
         click.option("--from", "source", required=True, multiple=True,
                      help="A directory, an archive (.zip .tar .tar.gz .tar.zst, local or "
-                          "s3://), or a table (.parquet .csv .tsv .jsonl .arrow, file or folder). "
-                          "Several archives: repeat --from, give a folder of archives, or "
+                          "s3://), or a table (.parquet .csv .tsv .jsonl .arrow .feather, "
+                          "file or folder). Several archives: repeat --from, give a folder "
+                          "of archives, or "
                           "a quoted pattern ('wds-*.tar', 'wds-{000000..000099}.tar')."),
         click.option("--as", "kind", type=click.Choice(["auto", "files", "archive", "table"]),
                      default="auto", show_default=True, help="How to read --from."),

@@ -66,7 +66,10 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
             other = other_delimiter(head, path) if columns == 1 else None
             fix = delimiter_fix(other, "the", path) if other is not None else (
                 "give every row one value per column: add the missing ones (an empty one is "
-                "written with two tabs; a .tsv has no quoting, so a value cannot hold a tab)"
+                "written with two tabs); a .tsv is read without quoting unless its first MiB "
+                "quotes as CSV does: if a quoted value holds this tab, commit the table that "
+                "pyarrow.csv.read_csv(path, parse_options=pyarrow.csv.ParseOptions("
+                "delimiter='\\t')) reads"
                 if is_tsv(path) else "give every row one value per column: add the missing "
                 "ones (an empty one is written ,,), or quote a value holding a comma (\"a, b\")")
             return SchemaError(

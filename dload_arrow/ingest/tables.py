@@ -1,4 +1,6 @@
-"""Tables: Parquet, CSV and JSON Lines files, or folders of them, as one RecordBatchReader.
+"""Tables: Parquet, CSV (and tab-separated ``.tsv``), JSON Lines and Arrow IPC (``.arrow``,
+``.feather``: HuggingFace ``save_to_disk`` folders too) files, or folders of them, as one
+RecordBatchReader (one file's reading: :mod:`dload_arrow.ingest.table_files`).
 
 Files are read in sorted path order, one after the other, batch by batch (JSON Lines files
 are read whole, one file at a time). The table's schema unifies every file's schema: a column
@@ -128,8 +130,9 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     """A RecordBatchReader over a table file or folder of them (see the module docstring).
 
     Args:
-        path: a .parquet/.csv/.jsonl file (a local path: str, pathlib.Path or bytes; or a
-            URL) or a local folder of them; another kind is a TypeError.
+        path: a .parquet/.csv/.tsv/.jsonl/.arrow/.feather file (a local path: str,
+            pathlib.Path or bytes; or a URL) or a local folder of them; another kind is a
+            TypeError.
         include: globs of files to read, matched against the path in the folder, the file
             name and the directories on the path (:class:`~dload_arrow.ingest.globs.Globs`);
             a glob that matches no file warns (GlobWarning).

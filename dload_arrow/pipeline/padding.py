@@ -71,7 +71,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
     """Collate a batch, padding columns of variable-length sequences into arrays.
 
     Args:
-        pad_value: what fills the positions past a row's end (default 0; NaN for floats).
+        pad_value: what fills the positions past a row's end (default 0; a float column
+            may take NaN); it must fit the padded type.
         columns: the columns to pad (default: the stored list columns of numbers, in every
             batch, and any other column whose values are sequences of numbers: lists, tuples,
             arrays along their first axis). A null cell is a row of length 0.
