@@ -131,10 +131,18 @@ def test_unsigned_ids_nan_pads_given_types_and_rows_holding_none(local_root: str
     b = next(iter(repo.dataset("u").pipeline().batch(2, collate=dl.pad_collate())))
     assert b["tok"].dtype == np.uint16 and b["tok"].tolist() == [[1, 2], [3, 0]]
     assert b["ids"].dtype == np.uint64 and int(b["ids"][0, 1]) == 2**63 + 5
-    assert b["holes"] == [[1, None, 3], [4]] and "holes_length" not in b  # left as a list
-    with pytest.raises(ConfigError, match="None inside a row"):
-        next(iter(repo.dataset("u").pipeline().batch(2, collate=dl.pad_collate(
-            columns=["holes"]))))
+    # null items: the pad in their place, left out of the mask (the same keys in every batch)
+    m = next(iter(repo.dataset("u").pipeline().batch(2, collate=dl.pad_collate(mask=True))))
+    assert m["holes"].tolist() == [[1, 0, 3], [4, 0, 0]]
+    assert m["holes_mask"].tolist() == [[True, False, True], [True, False, False]]
+    assert m["holes_length"].tolist() == [3, 1]
+    empty = dl.pad_collate(mask=True)([{"t": []}, {"t": []}], schema=pa.schema(
+        [("t", pa.list_(pa.int32()))]))  # a stored column's batch of empty rows: padded too
+    assert empty["t"].shape == (2, 0) and empty["t"].dtype == np.int32
+    with pytest.raises(ConfigError, match="does not hold"):  # dtype= never wraps silently
+        dl.pad_collate(dtype="int16")([{"a": np.array([50000], np.int64)}])
+    assert dl.pad_collate(pad_value=0.1)([{"a": np.ones(2, np.float32)}, {"a": np.ones(1,
+                                          np.float32)}])["a"].dtype == np.float32
     rows = [{"ids": [1, 2**63 + 5]}, {"ids": [3]}]  # Python ints, no stored type
     assert dl.pad_collate()(rows)["ids"].dtype == np.uint64
     nan = dl.pad_collate(pad_value=float("nan"))([{"x": [0.5, 1.5]}, {"x": [2.5]}])

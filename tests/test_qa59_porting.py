@@ -269,3 +269,33 @@ def test_several_tables_are_pointed_at_their_folder(run: RunFn, tmp_path: Path) 
     r = run("commit", "t", "--from", str(tmp_path / "st" / "part-*.csv"), rc=1)
     assert "several tables are read as one from their folder" in r.err and "--as" not in r.err
     run("commit", "t", "--from", str(tmp_path / "st"), "--include", "part-*.csv")
+
+
+def test_tsv_quoting_is_judged_in_linear_time_and_not_by_lone_quote_tokens(
+        local_root: str, tmp_path: Path) -> None:
+    import os
+
+    from dload_arrow.ingest import open_table
+    from dload_arrow.ingest.table_stream import tsv_quoted
+
+    # CoNLL: one token a line, '"' a token: no quoting (QA review59d: rows were merged)
+    conll = tmp_path / "pos.tsv"
+    conll.write_text('tok\ttag\nHe\tPRP\nsaid\tVBD\n"\t``\nhi\tUH\n"\t\'\'\n.\t.\n')
+    assert [r["tok"] for r in open_table(conll).read_all().to_pylist()] == [
+        "He", "said", '"', "hi", '"', "."]
+    # one quote that never closes in a long file: judged at once (a regex took minutes)
+    long = tmp_path / "long.tsv"
+    long.write_text('id\ttext\n1\t"' + "word " * 60_000 + "\n2\tend\n")
+    assert tsv_quoted(str(long)) is False
+    # a rewritten file is judged again
+    f = tmp_path / "w.tsv"
+    f.write_text("id\ttext\n1\tplain\n")
+    assert tsv_quoted(str(f)) is False
+    f.write_text('id\ttext\n1\t"say ""hi"""\n2\t"x"\n')
+    os.utime(f, ns=(1, 1))
+    assert tsv_quoted(str(f)) is True
+    # a quoted .tsv whose quote never closes is refused, as a .csv is
+    bad = tmp_path / "bad.tsv"
+    bad.write_text('id\ttext\n1\t"say ""hi"""\n2\t"never closed\n3\tc\n')
+    with pytest.raises(SchemaError, match="never closed"):
+        open_table(bad).read_all()

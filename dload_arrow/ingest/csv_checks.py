@@ -76,7 +76,7 @@ def _unclosed(data: Any) -> int | None:
                 skip = True
             else:
                 in_quote = False
-        elif at == 0 or data[at - 1: at] in (b",", b"\n", b"\r"):
+        elif at == 0 or data[at - 1: at] in (b",", b"\t", b"\n", b"\r"):  # (a quoted .tsv)
             line += data[counted:at].count(b"\n")
             counted, in_quote, opened = at, True, line
     return opened if in_quote else None

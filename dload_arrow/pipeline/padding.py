@@ -43,8 +43,8 @@ def _numeric_sequences(cells: list[Any]) -> bool:
         return False
     try:
         arrays = [np.asarray(c) for c in cells if c is not None and len(c)]
-    except ValueError:  # ragged inner rows: not this collate's
-        return False
+    except (ValueError, TypeError, RuntimeError):  # ragged rows, bfloat16 tensors: left as
+        return False  # they are (columns= names them, and the error says what to do)
     return bool(arrays) and all(a.dtype.kind in _NUMBERS for a in arrays)
 
 
@@ -136,6 +136,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
              ) -> dict[str, np.ndarray]:
         given = self.dtype.get(name) if isinstance(self.dtype, dict) else self.dtype
         want = given if given is not None else (stored[0] if stored else None)
+        cells, holes = _holes(cells, self.pad_value)
         arrays = _arrays(name, cells, want)
         filled = [a for a in arrays if a.size]
         dtype = want if want is not None else _found(name, filled, self.pad_value)
@@ -156,15 +157,19 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         if self.lengths:
             got[f"{name}_length"] = np.asarray(n, dtype=np.int64)
         if self.mask:
-            got[f"{name}_mask"] = np.arange(width)[None, :] < np.asarray(n)[:, None]
+            mask = np.arange(width)[None, :] < np.asarray(n)[:, None]
+            for i, hole in enumerate(holes):  # a null item of a row: not a value
+                if hole is not None:
+                    mask[i, :n[i]] &= ~hole[:n[i]]
+            got[f"{name}_mask"] = mask
         return got
 
 
 def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) -> bool:
-    """A stored list column of numbers (in every batch: the same keys each time, unless a row
-    holds None inside it), or any column of number sequences."""
-    if _stored(schema, name) is not None:
-        return all(c is None for c in cells) or _numeric_sequences(cells)
+    """A stored list column of numbers (in every batch: the same keys each time), or any
+    column of number sequences."""
+    if _stored(schema, name) is not None:  # empty rows, rows holding None: padded too
+        return all(c is None or _is_sequence(c) for c in cells)
     return _numeric_sequences(cells)
 
 
@@ -178,17 +183,38 @@ def _as_dtype(d: Any) -> np.dtype:
     return dtype
 
 
+def _holes(cells: list[Any], pad: int | float) -> tuple[list[Any], list[np.ndarray | None]]:
+    """Rows of numbers holding None (a stored list's null items) with the pad in their place,
+    and where each row had one (None: nowhere); the mask leaves them out."""
+    rows: list[Any] = []
+    holes: list[np.ndarray | None] = []
+    for c in cells:
+        if isinstance(c, list | tuple) and any(x is None for x in c):
+            holes.append(np.asarray([x is None for x in c]))
+            rows.append([pad if x is None else x for x in c])
+        else:
+            holes.append(None)
+            rows.append(c)
+    return rows, holes
+
+
 def _arrays(name: str, cells: list[Any], want: np.dtype | None) -> list[np.ndarray]:
     """The rows as arrays, made in ``want`` where it is known (Python ints past int64 stay
-    exact in uint64; ``[1, None]`` is refused, naming the column)."""
+    exact in uint64; an array that ``want`` would change is refused, naming the column)."""
     try:
         arrays = [np.asarray([] if c is None else c, dtype=want) for c in cells]
-    except (ValueError, TypeError, OverflowError) as e:  # [[1, 2], [3]], None inside a row
+        if want is not None:
+            for c, a in zip(cells, arrays, strict=True):
+                if hasattr(c, "dtype") and a.size and not np.array_equal(
+                        a, np.asarray(c), equal_nan=a.dtype.kind == "f"):
+                    raise ValueError(f"{np.asarray(c).dtype} values {want} does not hold")
+    except (ValueError, TypeError, OverflowError, RuntimeError) as e:  # [[1, 2], [3]]
         of = "" if want is None else f" of {want}"
         raise ConfigError(f"pad_collate: column {name!r} holds a row it cannot make an array"
-                          f"{of} from ({e}): rows of rows of two lengths, or None inside a row "
-                          "(fill it in a map first); only the first axis (the length) is "
-                          "padded") from e
+                          f"{of} from ({e}): rows of rows of two lengths, None inside a row of "
+                          "rows, values the type does not hold, or a tensor numpy cannot take "
+                          "(bfloat16, one that requires grad: .detach().float() it in a map); "
+                          "only the first axis (the length) is padded") from e
     for i, a in enumerate(arrays):
         if a.size and a.dtype.kind not in _NUMBERS:
             raise ConfigError(f"pad_collate: column {name!r} holds {a.dtype} values; only "
@@ -240,7 +266,9 @@ def _check_fit(name: str, dtype: np.dtype, pad: int | float) -> None:
                               f"type {dtype}; NaN pads floats only")
         return
     with np.errstate(all="ignore"):
-        fits = np.asarray(pad).astype(dtype).item() == pad
+        cast = np.asarray(pad).astype(dtype)
+        fits = bool(np.isfinite(cast)) if dtype.kind == "f" and math.isfinite(pad) else (
+            cast.item() == pad)  # (a float pad rounds to the column's float type: 0.1)
     if not fits:
         raise ConfigError(f"pad_collate(pad_value={pad!r}) does not fit column {name!r} of "
                           f"type {dtype}; give a pad value that type holds")
