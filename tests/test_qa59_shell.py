@@ -206,7 +206,8 @@ def test_like_in_where_names_the_range_that_does_it(local_root: str) -> None:
     repo = Repository.open(local_root)
     repo.commit("k", pa.table({"__key__": ["spk01/a", "spk01/b", "spk02/a"], "x": [1, 2, 3]}),
                 progress=False)
-    with pytest.raises(PredicateError, match="takes no LIKE: a prefix is a range"):
+    with pytest.raises(PredicateError, match=r"a prefix is a range \(__key__ >= 'spk01/' and "
+                                             r"__key__ < 'spk010'"):
         repo.dataset("k").where("__key__ LIKE 'spk01/%'")
     got = repo.dataset("k").where("__key__ >= 'spk01/' and __key__ < 'spk010'")
     assert [s["__key__"] for s in got.samples()] == ["spk01/a", "spk01/b"]

@@ -13,7 +13,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["KEYWORDS", "literal_compare_hint", "needs_quotes", "quote_hint", "sql_literal"]
+__all__ = ["KEYWORDS", "like_hint", "literal_compare_hint", "needs_quotes", "quote_hint",
+           "sql_literal"]
 
 KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE"})
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -97,3 +98,26 @@ def literal_compare_hint(left: Any, op: str, right: Any, columns: Iterable[str])
                '"true" = 3')
     return (f"cannot compare {sides[0]} with {sides[1]}: a comparison needs a column on one "
             f"side; {fix}")
+
+
+_LIKE = re.compile(r"""(?P<col>[A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")+")\s+(?:NOT\s+)?I?LIKE\s+
+                       '(?P<prefix>(?:[^'%_]|'')*)%'\s*$""", re.IGNORECASE | re.VERBOSE)
+
+
+def like_hint(text: str, at: int) -> str:
+    """The advice for ``LIKE`` in a where() filter (which has none): a prefix as the key range
+    that gives it, with the user's own column and prefix where the filter is one LIKE 'p%'."""
+    word = text[at:].split(maxsplit=1)[0].upper() if text[at:].strip() else ""
+    if word not in ("LIKE", "ILIKE"):
+        return ""
+    m = _LIKE.search(text)
+    col, prefix = (m.group("col"), m.group("prefix").replace("''", "'")) if m and m.group(
+        "prefix") else ("__key__", "spk01/")
+    stop = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return (f"; where() takes no {word}: a prefix is a range ({col} >= {_quote(prefix)} and "
+            f"{col} < {_quote(stop)}: the prefix, its last character raised by one); "
+            f"repo.sql() takes {word}")
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

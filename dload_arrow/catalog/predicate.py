@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from dload_arrow.catalog.name_hints import KEYWORDS, quote_hint
+from dload_arrow.catalog.name_hints import KEYWORDS, like_hint, quote_hint
 from dload_arrow.errors import PredicateError
 
 __all__ = ["And", "Between", "Column", "Compare", "In", "IsNull", "Literal", "Node", "Not",
@@ -113,15 +113,12 @@ _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 _EXAMPLE = "; write comparisons such as \"label = 3 and score > 0.5\""
-_LIKE = ("; where() takes no LIKE: a prefix is a range (\"__key__ >= 'spk01/' and __key__ < "
-         "'spk010'\": the prefix, its last character raised by one); repo.sql() takes LIKE")
+
 
 def _advice(text: str, at: int, columns: Iterable[str]) -> str:
     """How to fix the filter where reading failed at ``at``: quote a column written there
     bare, or the usual example."""
-    if text[at:at + 4].upper() == "LIKE":  # (QA audio59)
-        return _LIKE
-    return quote_hint(text, at, columns) or _EXAMPLE
+    return like_hint(text, at) or quote_hint(text, at, columns) or _EXAMPLE  # (QA audio59)
 
 
 def _tokenize(text: str, columns: Iterable[str] = ()) -> list[tuple[str, Any, int]]:
