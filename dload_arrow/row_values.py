@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.arrays import pylist
+from dload_arrow.type_walk import holds_type
 
 __all__ = ["table_rows", "time_text"]
 
@@ -29,18 +30,27 @@ def table_rows(table: pa.Table | pa.RecordBatch) -> list[dict[str, Any]]:
     timestamps, and a time Python cannot hold as DuckDB's text of it (:func:`time_text`)."""
     if not table.num_columns:
         return table.to_pylist()
-    columns = [_short(_values(c)) if pa.types.is_float32(c.type) else _values(c)
-               for c in table.columns]
+    columns = [_short(_values(c), c.type) if holds_type(c.type, pa.types.is_float32)
+               else _values(c) for c in table.columns]
     return [dict(zip(table.column_names, r, strict=True)) for r in zip(*columns, strict=True)]
 
 
-def _short(values: list[Any]) -> list[Any]:
+def _short(values: list[Any], t: pa.DataType) -> list[Any]:
     """float32 values as the shortest decimals that give them back (1.05, not float64's
-    1.0499999523162842: QA audio59), as numpy prints them."""
+    1.0499999523162842: QA audio59), as numpy prints them; inside lists and structs too."""
     import numpy as np
 
-    return [v if v is None or v != v or v in (float("inf"), float("-inf"))
-            else float(str(np.float32(v))) for v in values]
+    if pa.types.is_float32(t):
+        return [v if v is None or v != v or v in (float("inf"), float("-inf"))
+                else float(str(np.float32(v))) for v in values]
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return [v if v is None else _short(v, t.value_type) for v in values]
+    if pa.types.is_struct(t):
+        names = [t.field(i) for i in range(t.num_fields)]
+        return [v if not isinstance(v, dict) else {**v, **{
+            f.name: _short([v.get(f.name)], f.type)[0] for f in names if f.name in v}}
+            for v in values]
+    return values
 
 
 def _values(column: pa.Array | pa.ChunkedArray) -> list[Any]:

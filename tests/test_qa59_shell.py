@@ -196,6 +196,11 @@ def test_float32_values_print_as_their_shortest_decimals(run: RunFn, local_root:
     assert rows[0]["x"] == 1.05 and rows[1]["x"] is None
     assert "1.05" in run("head", "f").out and "1.0499999523162842" not in run("head", "f").out
     assert run("sql", "select x from samples('f') limit 1", "--json").json == [{"x": 1.05}]
+    Repository.open(local_root).commit("g", pa.table({  # inside lists and structs too
+        "e": pa.array([[1.05, 0.1]], pa.list_(pa.float32())),
+        "s": pa.array([{"a": 1.05}], pa.struct([("a", pa.float32())]))}), progress=False)
+    (row,) = run("head", "g", "--json").json
+    assert row["e"] == [1.05, 0.1] and row["s"] == {"a": 1.05}
 
 
 def test_like_in_where_names_the_range_that_does_it(local_root: str) -> None:
