@@ -158,3 +158,21 @@ def test_unsigned_ids_nan_pads_given_types_and_rows_holding_none(local_root: str
     assert tensors["t"].dtype == np.int32 and tensors["t"].tolist() == [[1, 2], [3, 0]]
     with pytest.raises(ConfigError, match=r"not a numpy dtype|number type"):
         dl.pad_collate(dtype="text")
+
+
+def test_null_frames_dtype_narrowing_and_pads_of_rows_with_holes() -> None:
+    import pyarrow as pa
+
+    schema = pa.schema([("f", pa.list_(pa.list_(pa.float32(), 2)))])
+    got = dl.pad_collate(mask=True)([{"f": [[1, 2], None, [5, 6]]}, {"f": [[7, None]]}],
+                                    schema=schema)
+    assert got["f"].shape == (2, 3, 2) and got["f"].dtype == np.float32
+    assert got["f"][0].tolist() == [[1, 2], [0, 0], [5, 6]]
+    assert got["f_mask"].tolist() == [[True, False, True], [False, False, False]]
+    f64 = dl.pad_collate(dtype="float32")([{"a": np.array([0.1, 0.2])}, {"a": np.array([0.3])}])
+    assert f64["a"].dtype == np.float32  # float64 narrowed to float32 as asked
+    with pytest.raises(ConfigError, match="does not hold"):
+        dl.pad_collate(dtype="int32")([{"a": [1.5]}])  # not truncated to 1
+    with pytest.raises(ConfigError, match="pad_value=-1"):  # the pad is named, not the rows
+        dl.pad_collate(pad_value=-1)([{"t": [1, None]}], schema=pa.schema(
+            [("t", pa.list_(pa.uint16()))]))

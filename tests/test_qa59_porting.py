@@ -172,7 +172,8 @@ def test_tsv_has_no_quoting(run: RunFn, tmp_path: Path, local_root: str) -> None
     (tmp_path / "r.tsv").write_text("id\ttext\n1\ta\n2\tyes, and no\textra\n")
     r = run("commit", "r", "--from", str(tmp_path / "r.tsv"), rc=1)
     assert "line 3: 3 fields where the header has 2 columns" in r.err
-    assert "read without quoting unless" in r.err and "name the file .tsv" not in r.err
+    assert "without CSV quoting, as its first MiB showed none" in r.err
+    assert "name the file .tsv" not in r.err
     (tmp_path / "c.tsv").write_text("id,text,label\n1,a,0\n")
     r = run("commit", "c", "--from", str(tmp_path / "c.tsv"))
     assert "holds no tab but ','" in r.err and "name the file .csv" in r.err
@@ -299,3 +300,24 @@ def test_tsv_quoting_is_judged_in_linear_time_and_not_by_lone_quote_tokens(
     bad.write_text('id\ttext\n1\t"say ""hi"""\n2\t"never closed\n3\tc\n')
     with pytest.raises(SchemaError, match="never closed"):
         open_table(bad).read_all()
+
+
+def test_tsv_quoting_by_r_and_pandas_line_breaks_and_a_bom(tmp_path: Path) -> None:
+    from dload_arrow.ingest import open_table
+
+    cases = {
+        "nl.tsv": ('id\ttext\n1\t"first line\nsecond line"\n2\tplain\n',
+                   ["first line\nsecond line", "plain"]),
+        "one.tsv": ('text\n"Dear Sir,\nthanks"\nhello\n', ["Dear Sir,\nthanks", "hello"]),
+        "r.tsv": ('"id"\t"text"\n1\t"plain"\n2\t"she said \\"hi\\""\n',
+                  ["plain", 'she said "hi"']),
+        "bom.tsv": ('\ufeff"id"\t"text"\n1\t"plain"\n2\t"b"\n', ["plain", "b"]),
+    }
+    for name, (body, want) in cases.items():
+        (tmp_path / name).write_text(body, encoding="utf-8")
+        table = open_table(tmp_path / name).read_all()
+        assert table.column(table.schema.names[-1]).to_pylist() == want, name
+    # a .csv with a tab before a quote is no quoted value (a tab opens a .tsv's only)
+    (tmp_path / "t.csv").write_text('id,note\n1,col1\t"col2\n2,ok\n')
+    assert open_table(tmp_path / "t.csv").read_all().column("note").to_pylist() == [
+        'col1\t"col2', "ok"]

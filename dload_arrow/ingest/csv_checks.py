@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from dload_arrow.errors import SchemaError
 from dload_arrow.ingest.location import is_remote
-from dload_arrow.ingest.table_stream import compression, open_table_file, recode_hint
+from dload_arrow.ingest.table_stream import compression, is_tsv, open_table_file, recode_hint
 
 __all__ = ["QuoteCount", "check_quotes_closed", "refuse_bytes", "refuse_repeated_names",
            "unclosed_quote_line"]
@@ -54,18 +54,19 @@ def unclosed_quote_line(path: str, endpoint_url: str | None = None) -> int | Non
     Only the quotes are visited (a local file is memory-mapped, not read into memory): a quote
     opens a value at the file's start or after a delimiter or line end, and inside one ``""``
     is a quote and a lone ``"`` closes it."""
+    openers = (b"\t" if is_tsv(path) else b",", b"\n", b"\r")  # (a tab opens a .tsv's only)
     if is_remote(path) or compression(path):
         f, _ = open_table_file(path, endpoint_url)
         with f:
-            return _unclosed(f.read())
+            return _unclosed(f.read(), openers)
     with open(path, "rb") as local:
         if os.fstat(local.fileno()).st_size == 0:
             return None
         with mmap.mmap(local.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            return _unclosed(data)
+            return _unclosed(data, openers)
 
 
-def _unclosed(data: Any) -> int | None:
+def _unclosed(data: Any, openers: tuple[bytes, ...] = (b",", b"\n", b"\r")) -> int | None:
     line, counted, opened, in_quote, skip = 1, 0, 0, False, False
     for m in _QUOTE.finditer(data):
         at = m.start()
@@ -76,7 +77,7 @@ def _unclosed(data: Any) -> int | None:
                 skip = True
             else:
                 in_quote = False
-        elif at == 0 or data[at - 1: at] in (b",", b"\t", b"\n", b"\r"):  # (a quoted .tsv)
+        elif at == 0 or data[at - 1: at] in openers:
             line += data[counted:at].count(b"\n")
             counted, in_quote, opened = at, True, line
     return opened if in_quote else None

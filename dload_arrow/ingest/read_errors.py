@@ -65,11 +65,7 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
             line, fields, columns, row, head = found
             other = other_delimiter(head, path) if columns == 1 else None
             fix = delimiter_fix(other, "the", path) if other is not None else (
-                "give every row one value per column: add the missing ones (an empty one is "
-                "written with two tabs); a .tsv is read without quoting unless its first MiB "
-                "quotes as CSV does: if a quoted value holds this tab, commit the table that "
-                "pyarrow.csv.read_csv(path, parse_options=pyarrow.csv.ParseOptions("
-                "delimiter='\\t')) reads"
+                _tsv_fix(tsv_quoted(path, endpoint_url))
                 if is_tsv(path) else "give every row one value per column: add the missing "
                 "ones (an empty one is written ,,), or quote a value holding a comma (\"a, b\")")
             return SchemaError(
@@ -213,3 +209,14 @@ def _kind(value: Any) -> str:
         if isinstance(value, t):
             return name
     return type(value).__name__
+
+
+def _tsv_fix(quoted: bool) -> str:
+    """The advice for a .tsv row of the wrong width: about its quoting, which dload judged
+    from the file's first MiB (table_stream.tsv_quoted) and may have judged wrong."""
+    how = "quote_char=False" if quoted else "quote_char='\"'"
+    return ("give every row one value per column (an empty one is written with two tabs); "
+            f"dload read this .tsv {'with' if quoted else 'without'} CSV quoting, as its first "
+            f"MiB {'looked quoted' if quoted else 'showed none'}: if that is wrong, commit the "
+            "table pyarrow.csv.read_csv(path, parse_options=pyarrow.csv.ParseOptions("
+            f"delimiter='\\t', {how})) reads")

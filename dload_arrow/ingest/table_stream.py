@@ -176,9 +176,11 @@ def csv_parse(path: str, endpoint_url: str | None = None) -> Any:
     else comma-separated."""
     import pyarrow.csv as pcsv
 
-    if is_tsv(path):
-        quoted = tsv_quoted(path, endpoint_url)
-        return pcsv.ParseOptions(delimiter="\t", quote_char='"' if quoted else False)
+    if is_tsv(path):  # quoted as R writes it: "" or \" inside a value
+        if tsv_quoted(path, endpoint_url):
+            return pcsv.ParseOptions(delimiter="\t", quote_char='"', double_quote=True,
+                                     escape_char="\\")
+        return pcsv.ParseOptions(delimiter="\t", quote_char=False)
     return pcsv.ParseOptions(delimiter=",")
 
 
@@ -207,27 +209,33 @@ def tsv_quoted(path: str, endpoint_url: str | None = None) -> bool:
 
 
 def _quoted_lines(lines: list[bytes]) -> bool:
-    names = lines[0].rstrip(b"\r").split(b"\t") if lines else []
+    if lines:
+        lines[0] = lines[0].removeprefix(b"\xef\xbb\xbf")  # (a BOM before R's header)
+    rows = [line.rstrip(b"\r").split(b"\t") for line in lines]
+    names = rows[0] if rows else []
     if names and all(_whole(n) for n in names) and all(  # R's: its body quoted alike
-            _whole(f) or b'"' not in f for line in lines[1:-1]
-            for f in line.rstrip(b"\r").split(b"\t")):
+            _whole(f) or b'"' not in f for row in rows[1:-1] for f in row):
         return True
-    for line in lines[1:]:
-        fields = line.rstrip(b"\r").split(b"\t")
-        for i, f in enumerate(fields):
-            if len(f) < 2 or f[:1] != b'"':
-                continue
+    open_at_end = False  # a quoted value holding a line break, opened on the line before
+    for row in rows[1:]:
+        if open_at_end and row[0][-1:] == b'"' and _clean(row[0][:-1]):
+            return True
+        open_at_end = False
+        for f in row:  # one pass: linear in the line (QA review59e)
             if _whole(f) and b'""' in f[1:-1]:
                 return True  # "say ""hi"""
-            if f[-1:] != b'"' and _clean(f[1:]) and any(  # "tab<TAB>here"
-                    g[-1:] == b'"' and _clean(g[:-1]) for g in fields[i + 1:] if g):
-                return True
+            if open_at_end and f[-1:] == b'"' and _clean(f[:-1]):
+                return True  # "tab<TAB>here"
+            if len(f) >= 2 and f[:1] == b'"' and f[-1:] != b'"' and _clean(f[1:]):
+                open_at_end = True
+            elif b'"' in f:
+                open_at_end = False
     return False
 
 
 def _clean(text: bytes) -> bool:
-    """No quote in ``text`` but doubled ones."""
-    return b'"' not in text.replace(b'""', b"")
+    """No quote in ``text`` but doubled or backslash-escaped ones (R writes ``\\"``)."""
+    return b'"' not in text.replace(b'""', b"").replace(b'\\"', b"")
 
 
 def _whole(field: bytes) -> bool:
