@@ -268,7 +268,7 @@ def test_several_tables_are_pointed_at_their_folder(run: RunFn, tmp_path: Path) 
     for i in (1, 2):
         (tmp_path / "st" / f"part-{i}.csv").write_text(f"a,b\n{i},2\n")
     r = run("commit", "t", "--from", str(tmp_path / "st" / "part-*.csv"), rc=1)
-    assert "several tables are read as one from their folder" in r.err and "--as" not in r.err
+    assert "several tables are read as one from a folder" in r.err and "--as" not in r.err
     run("commit", "t", "--from", str(tmp_path / "st"), "--include", "part-*.csv")
 
 
@@ -321,3 +321,23 @@ def test_tsv_quoting_by_r_and_pandas_line_breaks_and_a_bom(tmp_path: Path) -> No
     (tmp_path / "t.csv").write_text('id,note\n1,col1\t"col2\n2,ok\n')
     assert open_table(tmp_path / "t.csv").read_all().column("note").to_pylist() == [
         'col1\t"col2', "ok"]
+
+
+def test_utf16_text_and_r_row_names_are_named(tmp_path: Path) -> None:
+    from dload_arrow.ingest import open_table
+
+    (tmp_path / "excel.tsv").write_bytes('id\ttext\r\n1\tplain\r\n2\tb\r\n'.encode("utf-16"))
+    with pytest.raises(SchemaError, match="is UTF-16 text"):
+        open_table(tmp_path / "excel.tsv").read_all()
+    (tmp_path / "r.tsv").write_text('"id"\t"text"\n"1"\t1\t"a"\n"2"\t2\t"b"\n')
+    with pytest.raises(SchemaError, match=r"row\.names=FALSE"):
+        open_table(tmp_path / "r.tsv").read_all()
+
+
+def test_tables_in_several_folders_are_pointed_at_one_that_holds_them(
+        run: RunFn, tmp_path: Path) -> None:
+    for sub in ("a", "b"):
+        (tmp_path / "data" / sub).mkdir(parents=True)
+        (tmp_path / "data" / sub / "part.tsv").write_text("x\ty\n1\t2\n")
+    r = run("commit", "t", "--from", str(tmp_path / "data" / "*" / "part.tsv"), rc=1)
+    assert f"--from {tmp_path / 'data'}" in r.err and "'*.tsv'" in r.err

@@ -42,11 +42,16 @@ def read_archives(paths: Sequence[str], where: str, kind: str, include: Sequence
 
     tables = [p for p in paths if table_format(p, json_lines=True)]
     if tables:  # (QA docs59: told to use --as table, which then refused several --from)
-        folder = os.path.dirname(tables[0]) or "."
+        if any(is_remote(p) for p in tables):  # (remote folders are not read: QA review59e)
+            raise ConfigError(f"{where}: {tables[0]!r} is a table; several remote tables are "
+                              "committed one by one: commit the first, then `dload append` "
+                              "each other one")
+        folder = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in tables])
+        ext = os.path.splitext(tables[0])[1] or ".csv"
         raise ConfigError(
-            f"{where}: {tables[0]!r} is a table; several tables are read as one from their "
-            f"folder: `--from {folder}` (add --include with a glob, such as '*.csv', to choose "
-            "its files), or commit the first and `dload append` each other one")
+            f"{where}: {tables[0]!r} is a table; several tables are read as one from a folder "
+            f"that holds them: `--from {folder}` with --include naming them (a glob on their "
+            f"names, such as '*{ext}'), or commit the first and `dload append` each other one")
     if kind not in ("auto", "archive"):
         raise ConfigError(f"{where}: several --from are read together only as archives; "
                           f"--as {kind} reads one location: commit the first, then `dload "

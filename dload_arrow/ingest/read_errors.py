@@ -59,10 +59,20 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
     if "utf8" in str(e).lower().replace("-", ""):
         return SchemaError(text + "; the file is not UTF-8 text: re-encode it as UTF-8 (e.g. "
                            f"`{recode_hint(path)}`) and commit that")
+    if fmt == "csv" and _utf16(path, endpoint_url):  # (QA review59e: Excel's Unicode Text)
+        return SchemaError(f"{path!r} is UTF-16 text (Excel's \"Unicode Text\"), which dload "
+                           "does not read: re-encode it as UTF-8 (`iconv -f UTF-16 -t UTF-8 "
+                           "in.tsv > out.tsv`) and commit that")
     if fmt == "csv" and _RAGGED.search(str(e)):
         found = ragged_row(path, endpoint_url)
         if found is not None:
             line, fields, columns, row, head = found
+            if fields == columns + 1 and line == 2:  # every row one more: R's row names
+                return SchemaError(
+                    f"{path!r}, line 2: {fields} fields where the header has {columns} "
+                    f"columns ({row[:80]!r}): R's write.table writes its row names so, with "
+                    "no name for them in the header; write the file with row.names=FALSE, or "
+                    "name that first column in the header")
             other = other_delimiter(head, path) if columns == 1 else None
             fix = delimiter_fix(other, "the", path) if other is not None else (
                 _tsv_fix(tsv_quoted(path, endpoint_url))
@@ -220,3 +230,10 @@ def _tsv_fix(quoted: bool) -> str:
             f"MiB {'looked quoted' if quoted else 'showed none'}: if that is wrong, commit the "
             "table pyarrow.csv.read_csv(path, parse_options=pyarrow.csv.ParseOptions("
             f"delimiter='\\t', {how})) reads")
+
+
+def _utf16(path: str, endpoint_url: str | None) -> bool:
+    """Whether a text file starts with a UTF-16 byte order mark."""
+    f, _ = open_table_file(path, endpoint_url)
+    with f:
+        return f.read(2) in (b"\xff\xfe", b"\xfe\xff")
