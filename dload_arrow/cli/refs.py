@@ -107,14 +107,14 @@ def tag(spec: str, tag_name: str, delete: bool, root: str | None, cache_dir: str
         emit({"name": name, "tag": tag_name, "deleted": was}, as_json,
              lambda: click.echo(f"deleted tag {tag_name} of {name} (it pointed at {was[:12]})"))
         return
-    lock = None
+    lock = pin = None
     if version is None:  # NAME alone: the pinned version, as every command reads it (QA
         from dload_arrow.repository.lock import lock_path, pinned_version  # user58)
 
-        if pinned_version(name) is not None:
-            lock = str(lock_path())
-    vid, before = repo.tag_replacing(
-        name, version or ("latest" if lock is None else repo.resolve(name)), tag_name)
+        path = lock_path()  # (looked up once)
+        pin = None if path is None else pinned_version(name, path)
+        lock = None if pin is None else str(path)
+    vid, before = repo.tag_replacing(name, version or pin or "latest", tag_name)
     moved = before is not None and before != vid
     said = "" if lock is None else f" (the version {lock} pins)"
 
