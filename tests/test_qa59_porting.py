@@ -277,7 +277,7 @@ def test_tsv_quoting_is_judged_in_linear_time_and_not_by_lone_quote_tokens(
     import os
 
     from dload_arrow.ingest import open_table
-    from dload_arrow.ingest.table_stream import tsv_quoted
+    from dload_arrow.ingest.tsv_quoting import tsv_quoting
 
     # CoNLL: one token a line, '"' a token: no quoting (QA review59d: rows were merged)
     conll = tmp_path / "pos.tsv"
@@ -287,14 +287,14 @@ def test_tsv_quoting_is_judged_in_linear_time_and_not_by_lone_quote_tokens(
     # one quote that never closes in a long file: judged at once (a regex took minutes)
     long = tmp_path / "long.tsv"
     long.write_text('id\ttext\n1\t"' + "word " * 60_000 + "\n2\tend\n")
-    assert tsv_quoted(str(long)) is False
+    assert tsv_quoting(str(long)) is None
     # a rewritten file is judged again
     f = tmp_path / "w.tsv"
     f.write_text("id\ttext\n1\tplain\n")
-    assert tsv_quoted(str(f)) is False
+    assert tsv_quoting(str(f)) is None
     f.write_text('id\ttext\n1\t"say ""hi"""\n2\t"x"\n')
     os.utime(f, ns=(1, 1))
-    assert tsv_quoted(str(f)) is True
+    assert tsv_quoting(str(f)) == "double"
     # a quoted .tsv whose quote never closes is refused, as a .csv is
     bad = tmp_path / "bad.tsv"
     bad.write_text('id\ttext\n1\t"say ""hi"""\n2\t"never closed\n3\tc\n')
@@ -308,7 +308,6 @@ def test_tsv_quoting_by_r_and_pandas_line_breaks_and_a_bom(tmp_path: Path) -> No
     cases = {
         "nl.tsv": ('id\ttext\n1\t"first line\nsecond line"\n2\tplain\n',
                    ["first line\nsecond line", "plain"]),
-        "one.tsv": ('text\n"Dear Sir,\nthanks"\nhello\n', ["Dear Sir,\nthanks", "hello"]),
         "r.tsv": ('"id"\t"text"\n1\t"plain"\n2\t"she said \\"hi\\""\n',
                   ["plain", 'she said "hi"']),
         "bom.tsv": ('\ufeff"id"\t"text"\n1\t"plain"\n2\t"b"\n', ["plain", "b"]),
@@ -341,3 +340,31 @@ def test_tables_in_several_folders_are_pointed_at_one_that_holds_them(
         (tmp_path / "data" / sub / "part.tsv").write_text("x\ty\n1\t2\n")
     r = run("commit", "t", "--from", str(tmp_path / "data" / "*" / "part.tsv"), rc=1)
     assert f"--from {tmp_path / 'data'}" in r.err and "'*.tsv'" in r.err
+
+
+def test_tsv_readings_are_chosen_by_row_widths(tmp_path: Path) -> None:
+    # QA review59f: SST-2 sentences merged, backslashes eaten, paragraphs split
+    from dload_arrow.ingest import open_table
+
+    cases = {
+        "sst2.tsv": ('sentence\tlabel\n"the best film of the year , period \t1\n'
+                     'the ending , however , is flat . "\t0\nfun\t1\n',
+                     ['"the best film of the year , period ',
+                      'the ending , however , is flat . "', "fun"]),
+        "slash.tsv": ('id\ttext\n1\t"say ""hi"""\n2\t"C:\\\\new\\\\table"\n3\t"tab\there\\\\"\n',
+                      ['say "hi"', "C:\\\\new\\\\table", "tab\there\\\\"]),
+        "para.tsv": ('id\ttext\n1\t"Dear Sir,\n\nthanks"\n2\thello\n',
+                     ["Dear Sir,\n\nthanks", "hello"]),
+        "qqp.tsv": ('id\tq1\tq2\n1\t"What is a good laptop?\tWhich laptop should I buy"\n',
+                    ['Which laptop should I buy"']),
+    }
+    for name, (body, want) in cases.items():
+        (tmp_path / name).write_text(body)
+        table = open_table(tmp_path / name).read_all()
+        column = "sentence" if name == "sst2.tsv" else table.schema.names[-1]
+        assert table.column(column).to_pylist() == want, name
+    # one value holding the delimiter is not R's row names
+    (tmp_path / "n.csv").write_text("id,city,pop\n1,Washington, D.C.,700000\n2,Bonn,300000\n")
+    with pytest.raises(SchemaError) as e:
+        open_table(tmp_path / "n.csv").read_all()
+    assert "row.names" not in str(e.value)

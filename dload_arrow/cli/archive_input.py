@@ -47,7 +47,9 @@ def read_archives(paths: Sequence[str], where: str, kind: str, include: Sequence
                               "committed one by one: commit the first, then `dload append` "
                               "each other one")
         folder = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in tables])
-        ext = os.path.splitext(tables[0])[1] or ".csv"
+        from dload_arrow.ingest.table_stream import without_compression
+
+        ext = os.path.splitext(without_compression(tables[0]))[1] or ".csv"
         raise ConfigError(
             f"{where}: {tables[0]!r} is a table; several tables are read as one from a folder "
             f"that holds them: `--from {folder}` with --include naming them (a glob on their "

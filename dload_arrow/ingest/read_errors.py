@@ -8,16 +8,24 @@ error path is the file's text read again, line by line, to find the line.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import math
+import os
 import re
+import shlex
 from collections.abc import Iterator
 from typing import Any
 
 from dload_arrow.errors import SchemaError
-from dload_arrow.ingest.table_stream import is_tsv, open_table_file, recode_hint, tsv_quoted
+from dload_arrow.ingest.table_stream import (
+    is_tsv,
+    open_table_file,
+    recode_hint,
+    without_compression,
+)
 from dload_arrow.ingest.table_text import values_at
 from dload_arrow.sizes import format_bytes
 
@@ -60,14 +68,15 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
         return SchemaError(text + "; the file is not UTF-8 text: re-encode it as UTF-8 (e.g. "
                            f"`{recode_hint(path)}`) and commit that")
     if fmt == "csv" and _utf16(path, endpoint_url):  # (QA review59e: Excel's Unicode Text)
+        name = os.path.basename(without_compression(path))
         return SchemaError(f"{path!r} is UTF-16 text (Excel's \"Unicode Text\"), which dload "
-                           "does not read: re-encode it as UTF-8 (`iconv -f UTF-16 -t UTF-8 "
-                           "in.tsv > out.tsv`) and commit that")
+                           f"does not read: re-encode it as UTF-8 (`iconv -f UTF-16 -t UTF-8 "
+                           f"{shlex.quote(name)} > utf8-{name}`) and commit that")
     if fmt == "csv" and _RAGGED.search(str(e)):
         found = ragged_row(path, endpoint_url)
         if found is not None:
             line, fields, columns, row, head = found
-            if fields == columns + 1 and line == 2:  # every row one more: R's row names
+            if fields == columns + 1 and line == 2 and _row_names(path, endpoint_url, columns):
                 return SchemaError(
                     f"{path!r}, line 2: {fields} fields where the header has {columns} "
                     f"columns ({row[:80]!r}): R's write.table writes its row names so, with "
@@ -75,7 +84,7 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
                     "name that first column in the header")
             other = other_delimiter(head, path) if columns == 1 else None
             fix = delimiter_fix(other, "the", path) if other is not None else (
-                _tsv_fix(tsv_quoted(path, endpoint_url))
+                _tsv_fix(_quoted(path, endpoint_url))
                 if is_tsv(path) else "give every row one value per column: add the missing "
                 "ones (an empty one is written ,,), or quote a value holding a comma (\"a, b\")")
             return SchemaError(
@@ -121,11 +130,7 @@ def ragged_row(path: str, endpoint_url: str | None = None
     pyarrow does)."""
     f, _ = open_table_file(path, endpoint_url)
     with f:
-        text = io.TextIOWrapper(f, encoding="utf-8", errors="replace", newline="")
-        sep = "\t" if is_tsv(path) else ","
-        bare = sep == "\t" and not tsv_quoted(path, endpoint_url)
-        reader = (csv.reader(text, delimiter=sep, quoting=csv.QUOTE_NONE) if bare else
-                  csv.reader(text, delimiter=sep))
+        reader, sep = _reader(f, path, endpoint_url)
         columns, line, head = None, 1, ""  # line: where the next row starts
         try:
             for row in reader:
@@ -223,7 +228,7 @@ def _kind(value: Any) -> str:
 
 def _tsv_fix(quoted: bool) -> str:
     """The advice for a .tsv row of the wrong width: about its quoting, which dload judged
-    from the file's first MiB (table_stream.tsv_quoted) and may have judged wrong."""
+    from the file's first MiB (ingest/tsv_quoting.py) and may have judged wrong."""
     how = "quote_char=False" if quoted else "quote_char='\"'"
     return ("give every row one value per column (an empty one is written with two tabs); "
             f"dload read this .tsv {'with' if quoted else 'without'} CSV quoting, as its first "
@@ -237,3 +242,29 @@ def _utf16(path: str, endpoint_url: str | None) -> bool:
     f, _ = open_table_file(path, endpoint_url)
     with f:
         return f.read(2) in (b"\xff\xfe", b"\xfe\xff")
+
+
+def _quoted(path: str, endpoint_url: str | None) -> bool:
+    from dload_arrow.ingest.tsv_quoting import tsv_quoting
+
+    return tsv_quoting(path, endpoint_url) is not None
+
+
+def _reader(f: Any, path: str, endpoint_url: str | None) -> tuple[Any, str]:
+    """A csv reader over ``f`` as dload reads ``path`` (its delimiter and quoting)."""
+    text = io.TextIOWrapper(f, encoding="utf-8", errors="replace", newline="")
+    sep = "\t" if is_tsv(path) else ","
+    bare = sep == "\t" and not _quoted(path, endpoint_url)
+    return (csv.reader(text, delimiter=sep, quoting=csv.QUOTE_NONE) if bare else
+            csv.reader(text, delimiter=sep)), sep
+
+
+def _row_names(path: str, endpoint_url: str | None, columns: int) -> bool:
+    """Whether each of the first rows (200 at most, 2 at least) has one field more than the
+    header: R's row names, not one value holding the delimiter (QA review59f)."""
+    f, _ = open_table_file(path, endpoint_url)
+    with f, contextlib.suppress(csv.Error):
+        reader, _sep = _reader(f, path, endpoint_url)
+        rows = [len(r) for _, r in zip(range(201), reader, strict=False) if r][1:]
+        return len(rows) >= 2 and all(n == columns + 1 for n in rows)
+    return False

@@ -19,8 +19,9 @@ from dload_arrow.ingest.csv_checks import (
 from dload_arrow.ingest.empty_columns import blank_text
 from dload_arrow.ingest.jsonl import read_json
 from dload_arrow.ingest.read_errors import csv_options
-from dload_arrow.ingest.table_stream import csv_parse, is_tsv, open_table_file, tsv_quoted
+from dload_arrow.ingest.table_stream import csv_parse, is_tsv, open_table_file
 from dload_arrow.ingest.table_text import checked_batches, csv_convert
+from dload_arrow.ingest.tsv_quoting import tsv_quoting
 from dload_arrow.store.tensor_layout import restore, restored_schema
 
 __all__ = ["file_batches", "file_schema", "ipc_batches", "ipc_schema"]
@@ -103,7 +104,7 @@ def file_batches(path: str, fmt: str, endpoint_url: str | None,
             refuse_bytes(reader.schema, path)
             refuse_repeated_names(reader.schema, path)
             yield from checked_batches(reader, path, fmt, endpoint_url, options, key, warned)
-            if not is_tsv(path) or tsv_quoted(path, endpoint_url):  # (else no quoting)
+            if not is_tsv(path) or tsv_quoting(path, endpoint_url):  # (else no quoting)
                 check_quotes_closed(count, path, endpoint_url)
         else:
             table = read_json(f, path, endpoint_url, text_columns, key)

@@ -11,17 +11,15 @@ the decompressor's own exception from inside pyarrow's reader.
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
 import shlex
 from typing import IO, Any
 
 from dload_arrow.errors import IntegrityError
-from dload_arrow.ingest.location import is_remote, local_path, open_binary
+from dload_arrow.ingest.location import open_binary
 
 __all__ = ["COMPRESSIONS", "UNKNOWN_SIZE", "compression", "csv_parse", "is_tsv",
-           "open_table_file", "recode_hint", "tsv_quoted", "without_compression"]
+           "open_table_file", "recode_hint", "without_compression"]
 
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 UNKNOWN_SIZE = 1 << 50
@@ -170,74 +168,16 @@ def is_tsv(path: str) -> bool:
 
 def csv_parse(path: str, endpoint_url: str | None = None) -> Any:
     """pyarrow's CSV parse options for ``path``: a ``.tsv`` (``.tsv.gz``) is tab-separated,
-    without quoting (IANA's TSV: NLP files hold unbalanced quotes, which CSV quoting dropped or
-    let swallow the rest of the file: QA review59b) unless its first MiB shows CSV-style
-    quoting (R's quoted header; pandas' quoted values holding tabs or line breaks), anything
-    else comma-separated."""
+    with the quoting its first MiB shows (:mod:`~dload_arrow.ingest.tsv_quoting`: by default
+    none, as IANA's TSV), anything else comma-separated."""
     import pyarrow.csv as pcsv
 
-    if is_tsv(path):  # quoted as R writes it: "" or \" inside a value
-        if tsv_quoted(path, endpoint_url):
-            return pcsv.ParseOptions(delimiter="\t", quote_char='"', double_quote=True,
-                                     escape_char="\\")
-        return pcsv.ParseOptions(delimiter="\t", quote_char=False)
+    if is_tsv(path):
+        from dload_arrow.ingest.tsv_quoting import tsv_quoting
+
+        quoting = tsv_quoting(path, endpoint_url)
+        if quoting is None:
+            return pcsv.ParseOptions(delimiter="\t", quote_char=False)
+        return pcsv.ParseOptions(delimiter="\t", quote_char='"', double_quote=quoting == "double",
+                                 escape_char="\\" if quoting == "escape" else False)
     return pcsv.ParseOptions(delimiter=",")
-
-
-_QUOTE_CACHE: dict[tuple[Any, ...], bool] = {}
-
-
-def tsv_quoted(path: str, endpoint_url: str | None = None) -> bool:
-    """Whether a .tsv quotes as CSV does, by its first MiB: every header name quoted (R's
-    ``write.table``), or a value quoted because it holds a doubled quote or, on one line, a
-    tab (pandas' ``to_csv(sep="\\t")``). A line at a time, so linear (QA review59d: a regex
-    took 19 s on 126 KB), and a lone ``"`` token (CoNLL files) is no evidence. Kept per file
-    and its size and time (a rewritten file is looked at again)."""
-    key: tuple[Any, ...] = (path, endpoint_url)
-    if not is_remote(path):
-        with contextlib.suppress(OSError):
-            st = os.stat(local_path(path))
-            key += (st.st_size, st.st_mtime_ns)
-    if key not in _QUOTE_CACHE:
-        f, _ = open_table_file(path, endpoint_url)
-        with f:
-            head = f.read(1 << 20)
-        if len(_QUOTE_CACHE) > 256:
-            _QUOTE_CACHE.clear()
-        _QUOTE_CACHE[key] = _quoted_lines(head.split(b"\n"))
-    return _QUOTE_CACHE[key]
-
-
-def _quoted_lines(lines: list[bytes]) -> bool:
-    if lines:
-        lines[0] = lines[0].removeprefix(b"\xef\xbb\xbf")  # (a BOM before R's header)
-    rows = [line.rstrip(b"\r").split(b"\t") for line in lines]
-    names = rows[0] if rows else []
-    if names and all(_whole(n) for n in names) and all(  # R's: its body quoted alike
-            _whole(f) or b'"' not in f for row in rows[1:-1] for f in row):
-        return True
-    open_at_end = False  # a quoted value holding a line break, opened on the line before
-    for row in rows[1:]:
-        if open_at_end and row[0][-1:] == b'"' and _clean(row[0][:-1]):
-            return True
-        open_at_end = False
-        for f in row:  # one pass: linear in the line (QA review59e)
-            if _whole(f) and b'""' in f[1:-1]:
-                return True  # "say ""hi"""
-            if open_at_end and f[-1:] == b'"' and _clean(f[:-1]):
-                return True  # "tab<TAB>here"
-            if len(f) >= 2 and f[:1] == b'"' and f[-1:] != b'"' and _clean(f[1:]):
-                open_at_end = True
-            elif b'"' in f:
-                open_at_end = False
-    return False
-
-
-def _clean(text: bytes) -> bool:
-    """No quote in ``text`` but doubled or backslash-escaped ones (R writes ``\\"``)."""
-    return b'"' not in text.replace(b'""', b"").replace(b'\\"', b"")
-
-
-def _whole(field: bytes) -> bool:
-    """A field quoted from its first byte to its last, its inner quotes doubled."""
-    return len(field) >= 2 and field[:1] == field[-1:] == b'"' and _clean(field[1:-1])

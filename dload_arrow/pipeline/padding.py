@@ -1,14 +1,11 @@
 """``pad_collate``: a batch of variable-length sequences (token ids, audio frames) as one padded
-array per column, with each row's length, for ``batch(n, collate=pad_collate())``.
-
-The default collate leaves such a column a list of lists (no array holds rows of several
-lengths); every team porting from MosaicML streaming, LitData or WebDataset wrote the same few
-lines to pad them (QA migrate59). The torch adapter turns the arrays into tensors.
+array per column, with each row's length, for ``batch(n, collate=pad_collate())``: the
+default collate leaves such a column a list of lists, and every team porting from MosaicML,
+LitData or WebDataset wrote these lines (QA migrate59). Torch makes the arrays tensors.
 
 Types: an explicit ``dtype=``, else the column's stored type (``batch()`` passes the rows'
-schema: ``list<int32>`` tokens stay int32, ``list<uint64>`` ids uint64 even where rows arrive
-as Python lists), else the rows' own arrays' type; the pad value never widens it and must fit
-it (QA llm59, review59b/c: int32 became int64, float32 float64, uint64 ids were rounded).
+schema: ``list<int32>`` tokens stay int32, ``list<uint64>`` ids exact), else the rows' own
+arrays' type; the pad never widens it and must fit it (QA llm59, review59b/c/e/f).
 """
 
 from __future__ import annotations
@@ -37,8 +34,7 @@ def _is_sequence(v: Any) -> bool:
 
 def _numeric_sequences(cells: list[Any]) -> bool:
     """Whether a column's cells are sequences of numbers (None too), one at least non-empty:
-    what ``columns=None`` pads (a list of strings, or rows holding None, stay as the default
-    collate gives them)."""
+    what ``columns=None`` pads where no stored type says (lists of strings stay lists)."""
     if not all(c is None or _is_sequence(c) for c in cells):
         return False
     try:
@@ -137,7 +133,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         given = self.dtype.get(name) if isinstance(self.dtype, dict) else self.dtype
         want = given if given is not None else (stored[0] if stored else None)
         cells, holes = _holes(cells, stored[1] if stored else ())
-        arrays = _arrays(name, cells, want)
+        arrays = _arrays(name, cells, want, check=given is not None)
         filled = [a for a in arrays if a.size]
         dtype = want if want is not None else _found(name, filled, self.pad_value)
         _check_fit(name, dtype, self.pad_value)
@@ -193,12 +189,13 @@ def _holes(cells: list[Any], inner: tuple[int, ...]
     rows: list[Any] = []
     holes: list[np.ndarray | None] = []
     for c in cells:
-        gaps = [_gap(x) for x in c] if isinstance(c, list | tuple) else []
-        if not any(gaps):
+        gaps = _gaps(c)
+        if gaps is None:
             holes.append(None)
             rows.append(c)
             continue
-        width = next((len(x) for x in c if isinstance(x, list | tuple) and not _gap(x)), None)
+        width = next((len(x) for x, gap in zip(c, gaps, strict=True)
+                      if isinstance(x, list | tuple) and not gap), None)
         shape = inner or ((width,) if width is not None else ())
         holes.append(np.asarray(gaps))
         rows.append([np.zeros(shape, np.int8).tolist() if gap else x for x, gap in zip(
@@ -206,17 +203,24 @@ def _holes(cells: list[Any], inner: tuple[int, ...]
     return rows, holes
 
 
-def _gap(x: Any) -> bool:
-    """A null item, or a frame holding one."""
-    return x is None or (isinstance(x, list | tuple) and any(v is None for v in x))
+def _gaps(c: Any) -> list[bool] | None:
+    """Which items of a row are null (or frames holding one); None when none is (C speed)."""
+    if not isinstance(c, list | tuple) or not c:
+        return None
+    first = next((x for x in c if x is not None), None)
+    if isinstance(first, list | tuple):  # rows of frames
+        gaps = [x is None or None in x for x in c]
+        return gaps if any(gaps) else None
+    return [x is None for x in c] if None in c else None
 
 
-def _arrays(name: str, cells: list[Any], want: np.dtype | None) -> list[np.ndarray]:
+def _arrays(name: str, cells: list[Any], want: np.dtype | None, check: bool = False
+            ) -> list[np.ndarray]:
     """The rows as arrays, made in ``want`` where it is known (Python ints past int64 stay
     exact in uint64; an array that ``want`` would change is refused, naming the column)."""
     try:
         arrays = [np.asarray([] if c is None else c, dtype=want) for c in cells]
-        if want is not None:
+        if want is not None and check:  # (a stored type holds its stored values)
             for c, a in zip(cells, arrays, strict=True):
                 if a.size and _changed(np.asarray(c), a):
                     raise ValueError(f"{np.asarray(c).dtype} values {want} does not hold")
@@ -237,11 +241,10 @@ def _arrays(name: str, cells: list[Any], want: np.dtype | None) -> list[np.ndarr
 
 
 def _changed(src: np.ndarray, out: np.ndarray) -> bool:
-    """Whether making ``src`` into ``out``'s type changed a value: floats narrowed to a float
-    type only when one overflows (float64 to float32 rounds, as asked: QA review59e), an
-    int type exactly (1.5 is not 1, 50000 is not an int16)."""
+    """Whether making ``src`` into ``out``'s type changed a value (floats narrowed to floats:
+    only by overflowing; anything else: exactly; 1.5 is no int, 2**24 + 1 no float32)."""
     with np.errstate(all="ignore"):
-        if out.dtype.kind == "f" and src.dtype.kind in "fiub":
+        if out.dtype.kind == "f" and src.dtype.kind == "f":
             return bool((np.isinf(out) & np.isfinite(src.astype(np.float64))).any())
         return not np.array_equal(out.astype(np.float64), src.astype(np.float64),
                                   equal_nan=True) if src.dtype.kind in "fiub" else False
