@@ -229,7 +229,7 @@ def _kind(value: Any) -> str:
 def _tsv_fix(quoted: bool) -> str:
     """The advice for a .tsv row of the wrong width: about its quoting, which dload judged
     from the file's first MiB (ingest/tsv_quoting.py) and may have judged wrong."""
-    how = "quote_char=False" if quoted else "quote_char='\"'"
+    how = "quote_char=False" if quoted else "quote_char='\"', newlines_in_values=True"
     return ("give every row one value per column (an empty one is written with two tabs); "
             f"dload read this .tsv {'with' if quoted else 'without'} CSV quoting, as its first "
             f"MiB {'looked quoted' if quoted else 'showed none'}: if that is wrong, commit the "

@@ -178,6 +178,14 @@ def csv_parse(path: str, endpoint_url: str | None = None) -> Any:
         quoting = tsv_quoting(path, endpoint_url)
         if quoting is None:
             return pcsv.ParseOptions(delimiter="\t", quote_char=False)
-        return pcsv.ParseOptions(delimiter="\t", quote_char='"', double_quote=quoting == "double",
-                                 escape_char="\\" if quoting == "escape" else False)
-    return pcsv.ParseOptions(delimiter=",")
+        if quoting == "escape":  # pyarrow's escapes drop every backslash; R escapes quotes only
+            from dload_arrow.errors import SchemaError
+
+            raise SchemaError(
+                f"{path!r} was written by R's write.table with its default qmethod='escape' "
+                "(a quote inside a value as \\\"), which cannot be read without losing the "
+                "values' other backslashes: write it with qmethod='double' (or quote=FALSE) "
+                "and commit that")
+        return pcsv.ParseOptions(delimiter="\t", quote_char='"', newlines_in_values=True)
+    return pcsv.ParseOptions(delimiter=",", newlines_in_values=True)  # (quoted line breaks
+    # across pyarrow's blocks: a 32 MiB table failed with "Expected 2 columns, got 1")

@@ -20,6 +20,7 @@ import contextlib
 import csv
 import io
 import os
+import re
 from typing import Any
 
 from dload_arrow.ingest.location import is_remote, local_path
@@ -35,7 +36,9 @@ def tsv_quoting(path: str, endpoint_url: str | None = None) -> str | None:
     """None (no quoting), ``"double"`` (CSV quoting, ``""`` inside a value) or ``"escape"``
     (R's ``\\"``) for the .tsv ``path``; kept per file, its size and time."""
     key: tuple[Any, ...] = (path, endpoint_url)
-    if not is_remote(path):
+    if is_remote(path):  # (an object rewritten meanwhile: looked at again, QA review59g)
+        _CACHE.pop(key, None)
+    else:
         with contextlib.suppress(OSError):
             st = os.stat(local_path(path))
             key += (st.st_size, st.st_mtime_ns)
@@ -58,9 +61,11 @@ def _judge(head: bytes, complete: bool) -> str | None:
         return None
     names = lines[0].split("\t")
     r_header = all(len(n) >= 2 and n[0] == n[-1] == '"' for n in names)
-    escape = r_header and '\\"' in text
-    bare = _widths(text, quoting=False)
-    quoted = _widths(text, quoting=True, escape=escape)
+    # R's default qmethod="escape" writes a quote inside a value as \" (not before a tab or a
+    # line end: that is a value ending in a backslash, "C:\temp\")
+    escape = r_header and re.search(r'\\"[^\t\r\n]', text) is not None
+    bare = _widths(text, quoting=False, cut=not complete)
+    quoted = _widths(text, quoting=True, escape=escape, cut=not complete)
     width = len(names)
     bare_ok = bool(bare) and all(w == width for w in bare)
     quoted_ok = bool(quoted) and all(w == width for w in quoted)
@@ -74,8 +79,9 @@ def _judge(head: bytes, complete: bool) -> str | None:
     return None
 
 
-def _widths(text: str, quoting: bool, escape: bool = False) -> list[int]:
-    """The field count of each row of ``text`` read one way (the header's first)."""
+def _widths(text: str, quoting: bool, escape: bool = False, cut: bool = False) -> list[int]:
+    """The field count of each row of ``text`` read one way (the header's first; with
+    ``cut``, the sample's last row too, which a quoted line break may have cut)."""
     if quoting:
         reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t",
                             doublequote=not escape, escapechar="\\" if escape else None)
@@ -83,9 +89,10 @@ def _widths(text: str, quoting: bool, escape: bool = False) -> list[int]:
         reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t",
                             quoting=csv.QUOTE_NONE)
     try:
-        return [len(row) for row in reader if row][1:]
+        widths = [len(row) for row in reader if row][1:]
     except csv.Error:  # a quote that never closes in the sample, for one
         return []
+    return widths[:-1] if cut else widths
 
 
 def _doubled(lines: list[str]) -> bool:
