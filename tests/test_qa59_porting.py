@@ -374,3 +374,13 @@ def test_tsv_readings_are_chosen_by_row_widths(tmp_path: Path) -> None:
     with pytest.raises(SchemaError) as e:
         open_table(tmp_path / "n.csv").read_all()
     assert "row.names" not in str(e.value)
+
+
+def test_a_semicolon_file_with_decimal_commas_is_no_r_row_names(tmp_path: Path) -> None:
+    # QA review59h: every row held one comma (the decimal mark), which read as R's row names
+    from dload_arrow.ingest import open_table
+
+    (tmp_path / "prices.csv").write_text("item;price;qty\napple;2,50;3\npear;1,75;4\n")
+    with pytest.raises(SchemaError) as e:
+        open_table(tmp_path / "prices.csv").read_all()
+    assert "holds no comma but ';'" in str(e.value) and "row.names" not in str(e.value)

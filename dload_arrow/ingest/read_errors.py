@@ -76,13 +76,14 @@ def read_error(path: str, fmt: str, e: Exception, endpoint_url: str | None = Non
         found = ragged_row(path, endpoint_url)
         if found is not None:
             line, fields, columns, row, head = found
-            if fields == columns + 1 and line == 2 and _row_names(path, endpoint_url, columns):
+            other = other_delimiter(head, path) if columns == 1 else None
+            if other is None and fields == columns + 1 and line == 2 and _row_names(
+                    path, endpoint_url, columns):  # (a ';' file first: QA review59h)
                 return SchemaError(
                     f"{path!r}, line 2: {fields} fields where the header has {columns} "
                     f"columns ({row[:80]!r}): R's write.table writes its row names so, with "
                     "no name for them in the header; write the file with row.names=FALSE, or "
                     "name that first column in the header")
-            other = other_delimiter(head, path) if columns == 1 else None
             fix = delimiter_fix(other, "the", path) if other is not None else (
                 _tsv_fix(_quoted(path, endpoint_url))
                 if is_tsv(path) else "give every row one value per column: add the missing "
