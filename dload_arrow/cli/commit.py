@@ -72,9 +72,10 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
                 f"{kind} whose keys are file paths. If it is a table (Parquet, CSV or JSON "
                 "Lines files), add --as table"
             )
-        src = open_source(source, kind="auto" if auto else kind, include=include,
-                          exclude=exclude, split=split or "last", endpoint_url=endpoint_url,
-                          store_dirs=store_dirs)  # (auto: a folder of archives is their set)
+        src = open_source(source, kind="auto" if auto and kind == "files" else kind,
+                          include=include, exclude=exclude, split=split or "last",
+                          endpoint_url=endpoint_url, store_dirs=store_dirs)  # (auto: a
+        # folder of archives is their set; an archive is not sniffed again)
         src.progress = progress_enabled()  # the CLI's rule: a terminal (a listing pass counter)
         src.tables_refused = auto  # an archive of tables: its rows are not read (kinds.py)
         more = {"kind": "archives", "archives": len(src.sources)} if isinstance(
