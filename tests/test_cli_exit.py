@@ -61,3 +61,15 @@ def test_the_script_leaves_no_duckdb_spill_files_behind(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout) == [{"n": 1500000}]
     assert not (tmp_path / ".tmp").exists()  # DuckDB's spill folder, removed as it closed
+
+
+def test_python_m_runs_the_console_script_path() -> None:
+    # QA review59h: `python -m dload_arrow.cli` ended through the interpreter's shutdown, where
+    # a native thread still inside Arrow now and then aborted a finished command (exit 134)
+    import subprocess
+    import sys
+
+    code = ("import runpy, dload_arrow.cli.entry as e; e.console = lambda: print('console'); "
+            "runpy.run_module('dload_arrow.cli', run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "console", out.stderr
