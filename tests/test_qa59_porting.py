@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_run import RunFn, runner
@@ -384,3 +385,19 @@ def test_a_semicolon_file_with_decimal_commas_is_no_r_row_names(tmp_path: Path) 
     with pytest.raises(SchemaError) as e:
         open_table(tmp_path / "prices.csv").read_all()
     assert "holds no comma but ';'" in str(e.value) and "row.names" not in str(e.value)
+
+
+def test_a_remote_tsv_rewritten_is_judged_again(s3_root: str, s3_server: Any) -> None:
+    import s3fs
+
+    from dload_arrow.ingest import open_table
+
+    fs = s3fs.S3FileSystem(client_kwargs={"endpoint_url": s3_server.endpoint},
+                           skip_instance_cache=True)
+    bucket = s3_root.removeprefix("s3://").split("/")[0]
+    url = f"s3://{bucket}/raw/t.tsv"
+    fs.pipe_file(f"{bucket}/raw/t.tsv", b'id\ttext\n1\t"tab\there"\n2\tb\n')
+    assert open_table(url).read_all().column("text").to_pylist() == ["tab\there", "b"]
+    fs.pipe_file(f"{bucket}/raw/t.tsv", b'id\ttext\n1\t"unbalanced quote\n2\tend" here\n')
+    assert open_table(url).read_all().column("text").to_pylist() == [
+        '"unbalanced quote', 'end" here']

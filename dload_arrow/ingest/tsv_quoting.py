@@ -34,21 +34,20 @@ _CACHE: dict[tuple[Any, ...], str | None] = {}
 
 def tsv_quoting(path: str, endpoint_url: str | None = None) -> str | None:
     """None (no quoting), ``"double"`` (CSV quoting, ``""`` inside a value) or ``"escape"``
-    (R's ``\\"``) for the .tsv ``path``; kept per file, its size and time."""
-    key: tuple[Any, ...] = (path, endpoint_url)
-    if is_remote(path):  # (an object rewritten meanwhile: looked at again, QA review59g)
-        _CACHE.pop(key, None)
-    else:
-        with contextlib.suppress(OSError):
-            st = os.stat(local_path(path))
-            key += (st.st_size, st.st_mtime_ns)
-    if key not in _CACHE:
-        f, _ = open_table_file(path, endpoint_url)
-        with f:
+    (R's ``\\"``) for the .tsv ``path``; kept per file and its size (and, locally, its time):
+    a commit asks up to four times, and a remote sample is one ranged GET (QA review59g: an
+    object rewritten meanwhile is looked at again)."""
+    f, size = open_table_file(path, endpoint_url)
+    with f:
+        key: tuple[Any, ...] = (path, endpoint_url, size)
+        if not is_remote(path):
+            with contextlib.suppress(OSError):
+                key += (os.stat(local_path(path)).st_mtime_ns,)
+        if key not in _CACHE:
             head = f.read(_SAMPLE)
-        if len(_CACHE) > 256:
-            _CACHE.clear()
-        _CACHE[key] = _judge(head, complete=len(head) < _SAMPLE)
+            if len(_CACHE) > 256:
+                _CACHE.clear()
+            _CACHE[key] = _judge(head, complete=len(head) < _SAMPLE)
     return _CACHE[key]
 
 
