@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         select,
         zip_with,
     )
-    from dload_arrow.repository import Dataset, GcReport, Repository, VersionInfo
+    from dload_arrow.repository import Dataset, GcReport, Repository, VersionDiff, VersionInfo
     from dload_arrow.store.commit import Version
 
 # Loaded on first use (PEP 562): pyarrow, numpy and the rest take 0.5 s to import, which a
@@ -48,7 +48,7 @@ _LAZY = {
     "from_archive": "dload_arrow.ingest.archive",
     **dict.fromkeys(("Pipeline", "choice", "concat", "from_iterable", "mix", "pad_collate",
                      "random_stream", "select", "zip_with"), "dload_arrow.pipeline"),
-    **dict.fromkeys(("Dataset", "GcReport", "Repository", "VersionInfo"),
+    **dict.fromkeys(("Dataset", "GcReport", "Repository", "VersionDiff", "VersionInfo"),
                     "dload_arrow.repository"),
     "Version": "dload_arrow.store.commit",
 }
@@ -92,6 +92,7 @@ __all__ = [
     "StorageError",
     "UnsafePathError",
     "Version",
+    "VersionDiff",
     "VersionInfo",
     "__version__",
     "choice",

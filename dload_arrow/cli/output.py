@@ -17,6 +17,7 @@ import click
 from dload_arrow.errors import ConfigError, NotFoundError, escaped
 from dload_arrow.sizes import format_bytes
 from dload_arrow.storage import redact_url
+from dload_arrow.store.names import parse_spec
 
 __all__ = [
     "cell",
@@ -125,16 +126,6 @@ def open_repo(root: str | None, cache_dir: str | None = None, cache_budget: str 
     if problem is not None:
         raise problem
     return repo
-
-
-def parse_spec(spec: str) -> tuple[str, str | None]:
-    """``NAME[@VERSION]`` -> ``(name, version or None)``; ``NAME@`` (an unset variable after
-    the ``@``) is refused, as an empty version is in Python, not read as the latest."""
-    name, at, version = spec.partition("@")
-    if at and not version.strip():
-        raise ConfigError(f"version {version!r} after the @ of {spec!r} is empty (an unset "
-                          f"variable?): write {name} for the latest, or {name}@VERSION")
-    return name, (version or None)
 
 
 def parse_assignments(items: Sequence[str], what: str) -> dict[str, Any]:

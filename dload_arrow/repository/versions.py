@@ -22,6 +22,7 @@ from dload_arrow.errors import (
     StorageError,
     user_stacklevel,
 )
+from dload_arrow.repository.diff import DiffMixin
 from dload_arrow.repository.lock import (
     editing,
     lock_path,
@@ -67,8 +68,9 @@ class VersionInfo:
     parents: tuple[str, ...]
 
 
-class VersionsMixin(RemoveMixin):
-    """Versions, refs and pins (removal: ``remove.py``); mixed into :class:`Repository`."""
+class VersionsMixin(RemoveMixin, DiffMixin):
+    """Versions, refs and pins (removal: ``remove.py``, diff: ``diff.py``); mixed into
+    :class:`Repository`."""
 
     storage: Storage
     manifests: ManifestCache

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TypeGuard
 
-from dload_arrow.errors import InvalidNameError
+from dload_arrow.errors import ConfigError, InvalidNameError
 
 __all__ = [
     "KEY_COLUMN",
@@ -15,6 +15,7 @@ __all__ = [
     "check_ref",
     "manifest_path",
     "not_portable",
+    "parse_spec",
     "shard_path",
 ]
 
@@ -108,3 +109,13 @@ def shard_path(digest: str) -> str:
 def manifest_path(name: str, version: str) -> str:
     """``datasets/<name>/manifests/<vid>.arrow``."""
     return f"datasets/{check_name(name)}/manifests/{check_digest(version, 'version id')}.arrow"
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """``NAME[@VERSION]`` -> ``(name, version or None)``; ``NAME@`` (an unset variable after
+    the ``@``) is refused, as an empty version is in Python, not read as the latest."""
+    name, at, version = spec.partition("@")
+    if at and not version.strip():
+        raise ConfigError(f"version {version!r} after the @ of {spec!r} is empty (an unset "
+                          f"variable?): write {name} for the latest, or {name}@VERSION")
+    return name, (version or None)
