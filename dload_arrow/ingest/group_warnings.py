@@ -1,6 +1,7 @@
 """Warnings about how files grouped into samples, given before any byte is read: keys that
 print the same, a sample too large for this machine's memory, and a file that became a
-sample of its own (a ``labels.csv`` beside images)."""
+sample of its own (a ``labels.csv`` beside images), or files of one sample split into several
+(``x.jpg``, ``x.en.txt``, ``x.de.txt`` under the default split at the last dot)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dload_arrow.errors import user_stacklevel
 from dload_arrow.read.memory import MEMORY_LIMIT_ENV, available_memory
 from dload_arrow.sizes import format_bytes
 
-__all__ = ["COMMIT_MEMORY_FACTOR", "LargeSampleWarning", "warn_large_sample",
+__all__ = ["COMMIT_MEMORY_FACTOR", "LargeSampleWarning", "warn_dotted_keys", "warn_large_sample",
            "warn_lone_samples", "warn_unicode_twins"]
 
 #: Peak memory of a commit per byte of its largest sample: the value's Arrow copy, Parquet's
@@ -104,4 +105,27 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
         f"the files: leave it out (--exclude {name!a}; exclude=[...] in Python), commit it "
         "as a table (`dload commit NAME --from FILE --key-column COLUMN`), and join the two "
         "in SQL; or give each file its label beside it (x.jpg with x.cls)",
+        stacklevel=user_stacklevel())
+
+
+def warn_dotted_keys(groups: dict[str, dict[str, Any]], split: str, where: str) -> None:
+    """Warn when, split at the last dot, many samples' keys are another sample's key plus a
+    dotted suffix (``000000.en`` and ``000000.de`` beside ``000000``): WebDataset's naming of
+    several captions or views of one sample (``000000.en.txt``), which ``--split first``
+    keeps together (QA clip60: every image became three samples, none with its caption)."""
+    if split != "last":
+        return
+    dotted = [k for k in groups if "." in k.rpartition("/")[2] and k.rpartition(".")[0] in groups]
+    if len(dotted) < max(2, len(groups) // 10):
+        return
+    base = dotted[0].rpartition(".")[0]
+    columns = sorted([*groups[base], *(f"{k[len(base) + 1:]}.{c}" for k in dotted
+                                       if k.rpartition(".")[0] == base for c in groups[k])])
+    names = ", ".join(repr(e.name) for k in (base, dotted[0]) for e in groups[k].values())
+    warnings.warn(
+        f"{where}: {len(dotted)} of the {len(groups)} samples are another sample's key plus a "
+        f"suffix ({dotted[0]!a} beside {base!a}, from {names}): split at the last dot, "
+        "x.en.txt is sample x.en's column txt. If such files belong to one sample (WebDataset's "
+        "naming: a key ends at the first dot), commit with --split first (split='first' in "
+        f"Python): sample {base!a} then has columns {columns}",
         stacklevel=user_stacklevel())

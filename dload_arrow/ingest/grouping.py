@@ -27,6 +27,7 @@ from dload_arrow.ingest.globs import exact_path
 from dload_arrow.ingest.group_warnings import (
     COMMIT_MEMORY_FACTOR,
     LargeSampleWarning,
+    warn_dotted_keys,
     warn_large_sample,
     warn_lone_samples,
     warn_unicode_twins,
@@ -217,6 +218,7 @@ def group_entries(
     warn_unicode_twins(groups, where)
     warn_large_sample(groups, where)
     warn_lone_samples(groups, where)
+    warn_dotted_keys(groups, split, where)
     report.samples = len(groups)
     counts: dict[str, int] = {}
     for sample in groups.values():
