@@ -103,9 +103,11 @@ def _run(append_mode: bool, name: str, source: tuple[str, ...], kind: str,
          text_column: Sequence[str],
          recipe: str | None, meta: Sequence[str], shard_size: int | None,
          row_group_size: int | None, root: str | None, cache_dir: str | None,
-         cache_budget: str | None, as_json: bool) -> None:
+         cache_budget: str | None, as_json: bool, if_latest: str | None = None) -> None:
     # The options are checked before the input is read (which may be a long remote listing).
     kwargs: dict[str, Any] = {"progress": progress_enabled()}
+    if if_latest:
+        kwargs["if_latest"] = if_latest
     if meta:
         kwargs["meta"] = parse_assignments(meta, "--meta")
     if recipe:
@@ -252,6 +254,10 @@ def _upload_text(v: Any, shard_bytes: int, manifest_bytes: int) -> str:
 @click.command()
 @click.argument("name")
 @input_options
+@click.option("--if-latest", "if_latest", default=None, metavar="VERSION",
+              help="Publish only while NAME's latest is still VERSION (an id, prefix or tag; "
+                   "e.g. the version the input was exported from), else exit 1 with nothing "
+                   "published: an append made meanwhile is not dropped from latest.")
 @root_options
 @json_option
 def commit(name: str, **kwargs: Any) -> None:

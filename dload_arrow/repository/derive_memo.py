@@ -14,7 +14,8 @@ from dload_arrow.store.commit import Version
 from dload_arrow.store.manifest import Manifest, build_manifest
 from dload_arrow.store.names import check_name, manifest_path, shard_path
 from dload_arrow.store.publish import store_manifest
-from dload_arrow.store.refs import move_ref, read_ref
+from dload_arrow.store.refs import RefValue, move_ref, read_ref
+from dload_arrow.store.replaced import warn_rolled_back
 
 if TYPE_CHECKING:
     from dload_arrow.repository.repository import Repository
@@ -103,7 +104,11 @@ def memoized(repo: Repository, name: str, fp: str, options: str,
         if got is None:
             continue
         m, wrote = got
-        move_ref(repo.storage, name, "latest", m.version, action="derive", unless_there=True)
+        rep: list[RefValue | None] = []
+        move_ref(repo.storage, name, "latest", m.version, action="derive", unless_there=True,
+                 replaced=rep)
+        if rep and rep[0] is not None:
+            warn_rolled_back(name, rep[0].version, m, lambda v: repo.manifest(name, v))
         if not _kept(repo, name, m):
             continue  # removed and collected meanwhile: the pipeline runs (and commits)
         if memo["name"] != name or memo["version"] != m.version:

@@ -18,9 +18,7 @@ from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
 from dload_arrow.repository.lock import is_pinned, stale_pin
-from dload_arrow.repository.missing import (
-    published_names,
-)
+from dload_arrow.repository.missing import published_names
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
 from dload_arrow.sizes import parse_duration
 from dload_arrow.storage import Storage, open_storage, redact_url, warn_unused_endpoint
@@ -105,8 +103,6 @@ class Repository(VersionsMixin):
         return ReadContext(self.storage, self.settings.cache_dir, self.settings.cache_budget,
                            cache_dir_source=self.settings.sources.get("cache_dir"))
 
-    # --- writing --------------------------------------------------------------------------
-
     def commit(
         self,
         name: str,
@@ -120,8 +116,10 @@ class Repository(VersionsMixin):
         schema: pa.Schema | None = None,
         progress: bool | None = None,
         parents: list[dict[str, Any]] | None = None,
+        if_latest: str | None = None,
     ) -> Version:
-        """Commit ``samples`` as the new ``latest`` version of ``name``.
+        """Commit ``samples`` as the new ``latest`` version of ``name`` (its rows only: an
+        append published meanwhile is left out of ``latest``, warned; ``if_latest`` guards).
 
         Args:
             name: dataset name (letters, digits, ``._-``).
@@ -137,6 +135,8 @@ class Repository(VersionsMixin):
             schema: the sample schema; inferred from the first batch when omitted.
             progress: show a progress bar (default: on a terminal or in a notebook only).
             parents: lineage records (``{"name", "version", ...}``) of the inputs.
+            if_latest: publish only while ``latest`` is this version (id, prefix or tag),
+                else ConflictError, nothing published: for samples read from it (compaction).
 
         Returns:
             The :class:`Version` with its id and upload counts.
@@ -147,7 +147,7 @@ class Repository(VersionsMixin):
             self.storage, name, samples, key=key, meta=meta, recipe=recipe, schema=schema,
             shard_size=shard_size, row_group_size=row_group_size, progress=progress,
             parents=parents, protected=listed, protected_by=latest,
-        )
+            if_latest=self._if_latest(name, if_latest, latest))
 
     def append(
         self,

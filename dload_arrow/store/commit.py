@@ -9,6 +9,7 @@ missing ones.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import time
 import warnings
@@ -204,6 +205,7 @@ def commit_samples(
     protected: frozenset[str] = frozenset(),
     protected_by: str | None = None,
     action: str = "commit",
+    if_latest: str | None = None,
 ) -> Version:
     """Encode, upload and publish ``samples`` as a new version of ``name``.
 
@@ -215,6 +217,7 @@ def commit_samples(
     (``publish.py``). ``protected``: digests the stored manifest of version ``protected_by``
     of ``name`` lists (reused without a touch while that manifest stays stored). ``action``:
     what the ref log says moved ``latest`` (``derive`` for repo.derive; an append's is append).
+    ``if_latest``: a commit publishes only while ``latest`` is that version (``replaced.py``).
     """
     start = time.perf_counter()
     check_meta(meta, recipe)  # before any upload, not when the manifest is built
@@ -234,31 +237,26 @@ def commit_samples(
     if first is None:  # an empty append would only make a new id for the same rows
         what = "append" if parent is not None else "commit"
         raise SchemaError(f"nothing to {what} to {name!r}: the samples are empty")
-    if first is not None:
-        schema = first.schema
-        check_schema(schema)  # a shape that cannot reshape, a struct Parquet cannot store
-        if inferred:
-            warn_valueless(schema, name)
-        if parent is not None and not schema.equals(parent.schema):
-            raise SchemaError(
-                f"appended samples have schema {schema} but {name!r} has {parent.schema}"
-            )
-    assert schema is not None
+    schema = first.schema
+    check_schema(schema)  # a shape that cannot reshape, a struct Parquet cannot store
+    if inferred:
+        warn_valueless(schema, name)
+    if parent is not None and not schema.equals(parent.schema):
+        raise SchemaError(f"appended samples have schema {schema} but {name!r} has "
+                          f"{parent.schema}")
     target = _row_group_target(schema, row_group_size, shard_size)
     keys: list[pa.Array] = []
 
     def stream() -> Iterator[pa.RecordBatch]:
-        for b in ([first] if first is not None else []):
-            keys.append(b.column(0))
-            yield b
-        for b in batches:
+        for b in itertools.chain([first], batches):
             keys.append(b.column(0))
             yield b
 
     shards: list[ShardData] = []
     up = Uploaded(name, schema, shards, keys,
                   {"shard_size": shard_size, "row_group_size": row_group_size},
-                  protected_by=protected_by if protected else None, protected=protected)
+                  protected_by=protected_by if protected else None, protected=protected,
+                  seen=protected_by, if_latest=if_latest)
     uploaded, reused = up.uploaded, up.reused
     bar = _Progress(progress_wanted(progress), name)
     with ThreadPoolExecutor(_UPLOAD_THREADS) as pool:

@@ -52,7 +52,8 @@ from dload_arrow.store.key_index import (
 )
 from dload_arrow.store.manifest import Manifest, build_manifest, shard_rows
 from dload_arrow.store.names import manifest_path, shard_path
-from dload_arrow.store.refs import move_ref, read_ref
+from dload_arrow.store.refs import RefValue, move_ref, read_ref
+from dload_arrow.store.replaced import moved_error, warn_replaced
 from dload_arrow.store.shard import ShardData, digest_of
 
 __all__ = ["REBASES", "Uploaded", "crash_point", "publish", "store_manifest", "upload_shard"]
@@ -77,6 +78,8 @@ class Uploaded:
     protected_by: str | None = None  # the version whose manifest lists ``protected``
     protected: frozenset[str] = frozenset()
     reused: list[str] = field(default_factory=list)  # digests already stored (touched)
+    seen: str | None = None  # a commit's: ``latest`` when it started (``replaced.py``)
+    if_latest: str | None = None  # a commit's: publish only while latest is this version
 
 
 def crash_point(step: str) -> None:
@@ -180,14 +183,22 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                 # finds latest already at its version raced an identical append (the same rows
                 # numbered from the same count): taken as its own, the second append's rows
                 # were lost (QA ops56); it is rebased, and refused for its colliding keys.
+                rep: list[RefValue | None] = []
                 move_ref(storage, up.name, "latest", manifest.version,
                          unless_there=parent is None,
                          action="append" if parent is not None else action,
-                         only_if=None if parent is None else parent.version)
+                         only_if=up.if_latest if parent is None else parent.version,
+                         replaced=rep)
                 if not storage.exists(path):
                     _removed_meanwhile(storage, up, manifest)
+                if parent is None and rep and rep[0] is not None:
+                    warn_replaced(up.name, up.seen, rep[0].version, manifest.version, action)
                 return manifest
             except ConflictError as e:
+                if parent is None and up.if_latest is not None:
+                    unstore(storage, manifest, mine)  # no version of a refused commit listed
+                    raise moved_error(up.name, up.if_latest, _latest(storage, up.name),
+                                      True) from None
                 # built on a parent no longer latest: no one may open it, but it keeps this
                 # append's shards from gc until rebased (unless another writer published it)
                 if mine and _latest(storage, up.name) != manifest.version:
