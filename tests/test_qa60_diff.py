@@ -74,3 +74,14 @@ def test_the_cli_prints_what_python_returns(two: tuple[Repository, str, str],
     assert got == repo.diff(f"t@{v1}", f"t@{v2}", values=True).to_dict()
     assert list(got) == ["old", "new", "shards_shared", "shards_only_old", "shards_only_new",
                          "added", "removed", "in_both_unshared", "changed", "columns"]
+
+
+def test_keys_0_prints_counts_only(two: tuple[Repository, str, str], tmp_path: Path) -> None:
+    """QA infer60: `--keys 0` printed "... N more" under each count."""
+    from test_cli import dload
+
+    _, v1, v2 = two
+    args = ["--root", str(tmp_path / "root"), "--cache-dir", str(tmp_path / "c")]
+    out = dload("diff", f"t@{v1}", f"t@{v2}", "--keys", "0", "--values", *args,
+                cwd=tmp_path).out
+    assert "+ 1 keys" in out and "~ 1 keys changed" in out and "more" not in out

@@ -99,3 +99,23 @@ def test_the_cli_takes_if_latest(repo: dl.Repository, tmp_path: Path) -> None:
               "--if-latest", v0[:8], *args, cwd=tmp_path, rc=1)
     assert "latest is now" in r.err and "nothing was published" in r.err
     assert repo.dataset("d").num_rows == 55
+
+
+def test_parents_must_be_versions_of_this_root(repo: dl.Repository) -> None:
+    """QA infer60: a mistyped parent id was stored, and lineage called it "removed"."""
+    base = repo.dataset("d").version
+    typo = base[:-1] + ("0" if base[-1] != "0" else "1")
+    with pytest.raises(dl.NotFoundError, match=rf"parents= entry d@{typo[:12]}: .*never had"):
+        repo.commit("preds", [("u", {"p": 1})], progress=False,
+                    parents=[{"name": "d", "version": typo, "relation": "inference"}])
+    with pytest.raises(dl.NotFoundError, match=r"parents= entry nope@"):
+        repo.commit("preds", [("u", {"p": 1})], progress=False,
+                    parents=[{"name": "nope", "version": base}])
+    assert "preds" not in repo.datasets()
+    v = repo.commit("preds", [("u", {"p": 1})], progress=False,
+                    parents=[{"name": "d", "version": base, "relation": "inference"}])
+    repo.append("d", _rows("day1", 2), progress=False)
+    repo.rm("d", base)  # a removed parent is still one this root had
+    repo.commit("preds", [("u", {"p": 2})], progress=False,
+                parents=[{"name": "d", "version": base}])
+    assert v.version != repo.dataset("preds").version

@@ -62,14 +62,14 @@ def diff(old: str, new: str, show_keys: int, values: bool, root: str | None,
             click.echo(f"  {sign} {len(keys)} keys")
             for k in keys[:show_keys]:
                 click.echo(f"    {sign} {escaped(k)}")
-            if len(keys) > show_keys:
+            if len(keys) > show_keys > 0:  # --keys 0: counts only
                 click.echo(f"    ... {len(keys) - show_keys} more (--json lists all)")
         if differ is not None:
             click.echo(f"  ~ {len(differ)} keys changed (of {both} in both versions "
                        "whose shards differ)")
             for k in differ[:show_keys]:
                 click.echo(f"    ~ {escaped(k)}")
-            if len(differ) > show_keys:
+            if len(differ) > show_keys > 0:
                 click.echo(f"    ... {len(differ) - show_keys} more (--json lists all)")
         elif both:  # (QA user58: "+ 0 keys / - 0 keys" read as "the same")
             click.echo(f"  ? {both} keys in both versions lie in shards that differ: "

@@ -147,7 +147,7 @@ class Repository(VersionsMixin):
             self.storage, name, samples, key=key, meta=meta, recipe=recipe, schema=schema,
             shard_size=shard_size, row_group_size=row_group_size, progress=progress,
             parents=parents, protected=listed, protected_by=latest,
-            if_latest=self._if_latest(name, if_latest, latest))
+            if_latest=self._guard_commit(name, if_latest, latest, parents))
 
     def append(
         self,

@@ -22,6 +22,7 @@ from dload_arrow.errors import (
     StorageError,
     user_stacklevel,
 )
+from dload_arrow.repository.commit_guard import CommitGuardMixin
 from dload_arrow.repository.diff import DiffMixin
 from dload_arrow.repository.lock import (
     editing,
@@ -42,7 +43,6 @@ from dload_arrow.storage import redact_url
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import LogEntry, list_refs, read_log, read_ref
 from dload_arrow.store.removals import gone_hint
-from dload_arrow.store.replaced import moved_error
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -69,7 +69,7 @@ class VersionInfo:
     parents: tuple[str, ...]
 
 
-class VersionsMixin(RemoveMixin, DiffMixin):
+class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
     """Versions, refs and pins (removal: ``remove.py``, diff: ``diff.py``); mixed into
     :class:`Repository`."""
 
@@ -278,16 +278,6 @@ class VersionsMixin(RemoveMixin, DiffMixin):
             return None, frozenset()
         self._new_name(name)
         return None, frozenset()
-
-    def _if_latest(self, name: str, if_latest: str | None, latest: str | None) -> str | None:
-        """The full id of a commit's ``if_latest``; ConflictError at once when ``latest`` is
-        another version (nothing uploaded yet)."""
-        if if_latest is None:
-            return None
-        want = self.resolve(name, if_latest)
-        if want != latest:
-            raise moved_error(name, want, latest, stored=False)
-        return want
 
     def _new_name(self, name: str) -> None:
         """Refuse ``name`` for a new dataset (``refuse_new_name``); a dataset with a

@@ -1,0 +1,50 @@
+"""The checks a commit makes before it reads its samples: its ``if_latest`` still ``latest``
+(``store/replaced.py``), and its ``parents=`` versions this root has or had."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dload_arrow.errors import NotFoundError
+from dload_arrow.store.manifest_meta import check_parents
+from dload_arrow.store.removals import known_version
+from dload_arrow.store.replaced import moved_error
+
+if TYPE_CHECKING:
+    from dload_arrow.storage import Storage
+
+__all__ = ["CommitGuardMixin"]
+
+
+class CommitGuardMixin:
+    """``_guard_commit``; mixed into :class:`~dload_arrow.repository.Repository`."""
+
+    storage: Storage
+
+    if TYPE_CHECKING:  # provided by Repository
+
+        def resolve(self, name: str, version: str | None = None) -> str: ...
+
+        def _version_ids(self, name: str) -> list[str]: ...
+
+    def _guard_commit(self, name: str, if_latest: str | None, latest: str | None,
+                      parents: list[dict[str, Any]] | None) -> str | None:
+        """The full id of a commit's ``if_latest``; ConflictError at once when ``latest`` is
+        another version (nothing uploaded yet). Each of its ``parents`` must be a version
+        this root has or had (QA infer60: a mistyped id showed in lineage as "removed")."""
+        check_parents(parents)
+        for p in parents or ():
+            try:
+                known_version(self.storage, p["name"], p["version"], self.resolve,
+                              self._version_ids)
+            except NotFoundError as e:
+                raise NotFoundError(
+                    f"parents= entry {p['name']}@{p['version'][:12]}: {e} (a parent is a "
+                    "version of this root: repo.dataset(name).version gives it; record other "
+                    "provenance in meta=)") from None
+        if if_latest is None:
+            return None
+        want = self.resolve(name, if_latest)
+        if want != latest:
+            raise moved_error(name, want, latest, stored=False)
+        return want
