@@ -6,15 +6,18 @@ import contextlib
 import os
 import re
 import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from dload_arrow.errors import IntegrityError, NotFoundError
+from dload_arrow.errors import DloadError, IntegrityError, NotFoundError
 from dload_arrow.storage import Storage
 from dload_arrow.storage.s3_uploads import abort_upload, open_uploads
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import corrupt_manifest
+from dload_arrow.store.names import shard_path
 
-__all__ = ["BATCH", "GcReport", "collect_garbage", "referenced_digests"]
+__all__ = ["BATCH", "GcReport", "collect_garbage", "keep_for_readers", "referenced_digests"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,30 @@ class GcReport:
 _SHARD = re.compile(r"\Ashards/([0-9a-f]{2})/(\1[0-9a-f]{62})\.parquet\Z")
 _TEMP = re.compile(r"\A[0-9a-f]{64}\.parquet\.tmp-[0-9a-f]+\Z")
 _FOREIGN_SHOWN = 5
+
+
+_TOUCH_THREADS = 8
+
+
+def keep_for_readers(storage: Storage, removed: Iterable[Manifest], kept: set[str]) -> int:
+    """Touch the shards of removed versions that ``kept`` (what ``latest`` lists now) lacks;
+    return how many. gc's grace counts from a shard's last write, and a removed version's
+    shards were often written months before: ``rm`` then ``gc`` deleted them under a job
+    reading that version mid-epoch (QA infer60). Touched, they stay for the grace period
+    after the rm. Best effort: a shard that cannot be touched is left as it was."""
+    digests = sorted({d for m in removed for d in m.digests()} - kept)
+
+    def touch(digest: str) -> None:
+        with contextlib.suppress(DloadError):
+            storage.touch(shard_path(digest))
+
+    if len(digests) > 1 and not storage.is_local:
+        with ThreadPoolExecutor(_TOUCH_THREADS) as pool:
+            list(pool.map(touch, digests))
+    else:
+        for d in digests:
+            touch(d)
+    return len(digests)
 
 
 BATCH = 100

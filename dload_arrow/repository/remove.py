@@ -29,9 +29,10 @@ from dload_arrow.errors import (
     NotFoundError,
     StorageError,
 )
+from dload_arrow.repository.gc import keep_for_readers
 from dload_arrow.repository.tags import TagsMixin
 from dload_arrow.store.names import manifest_path
-from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log
+from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
 from dload_arrow.store.removals import REMOVED, gone_hint, record_removal
 
 if TYPE_CHECKING:
@@ -103,6 +104,10 @@ class RemoveMixin(TagsMixin):
             else:
                 delete_ref(self.storage, name, ref)
         if kept is not None:  # its parent edges outlive the manifest, for lineage
+            with contextlib.suppress(DloadError):  # a reader of it keeps gc's grace
+                now = read_ref(self.storage, name, "latest")
+                keep_for_readers(self.storage, [kept], set() if now is None else set(
+                    self.manifests.get(name, now.version).digests()))
             record_removal(self.storage, name, vid, kept)
         try:
             self.storage.delete(manifest_path(name, vid))
@@ -137,6 +142,7 @@ class RemoveMixin(TagsMixin):
         # recorded as removed (QA readonly55: `log` showed the live latest as removed)
         for ref in refs:
             delete_ref(self.storage, name, ref, moved_ok=True)  # moved meanwhile: gone too
+        keep_for_readers(self.storage, stored.values(), set())  # readers get gc's grace
         for vid, m in stored.items():  # lineage through them stays (store/removals.py)
             record_removal(self.storage, name, vid, m)
         kept_dirs = (f"datasets/{name}/log/", f"datasets/{name}/{REMOVED}/")
