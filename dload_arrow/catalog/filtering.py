@@ -9,9 +9,9 @@ column (pandas or polars Categorical) by its value type, which also types its li
 manifest has no statistics for it, so it prunes nothing), and float16 as float32; a number
 compared with a float32 column is read as the float32 nearest it, as DuckDB reads it. A string
 compared with a time column is read as a time: exactly, against a timestamp or time-of-day
-column (:mod:`~dload_arrow.catalog.time_literals`, which also rewrites its IN and BETWEEN
-into comparisons). A comparison of two values is answered here when they are of one kind
-(``1 = 1``) and refused otherwise (``true = 3``: likely a column named ``true``, unquoted).
+column (:mod:`~dload_arrow.catalog.time_literals`, which also rewrites its IN and BETWEEN).
+A comparison of two values is answered here when they are of one kind (``1 = 1``) and
+refused otherwise (``true = 3``: likely a column named ``true``, unquoted).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dload_arrow.catalog.masks import (
     row_mask,
     time_scalar,
 )
-from dload_arrow.catalog.name_hints import literal_compare_hint, quoted, sql_literal
+from dload_arrow.catalog.name_hints import column_hint, literal_compare_hint, quoted, sql_literal
 from dload_arrow.catalog.predicate import (
     And,
     Between,
@@ -52,7 +52,7 @@ from dload_arrow.catalog.predicate import (
 )
 from dload_arrow.catalog.pruning import prune_units
 from dload_arrow.catalog.time_literals import time_compare, time_value
-from dload_arrow.errors import PredicateError, form_hint
+from dload_arrow.errors import PredicateError
 from dload_arrow.rowfilter import RowFilter
 
 __all__ = ["CompiledFilter", "compile_filter", "prune_units"]
@@ -87,7 +87,7 @@ class _Compiler:
         idx = self.schema.get_field_index(name)
         if idx < 0:
             raise self.error(f"no column {name!r}; columns are {', '.join(self.schema.names)}"
-                             f"{form_hint(name, self.schema.names)}")
+                             f"{column_hint(name, self.schema.names)}")
         return self.schema.field(idx)
 
     def typed(self, node: Node, other: Node | None, op: str = "=") -> Node:

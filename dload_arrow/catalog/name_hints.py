@@ -13,8 +13,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["KEYWORDS", "like_hint", "literal_compare_hint", "needs_quotes", "quote_hint",
-           "sql_literal"]
+from dload_arrow.errors import form_hint
+
+__all__ = ["KEYWORDS", "column_hint", "field_hint", "like_hint", "literal_compare_hint",
+           "needs_quotes", "quote_hint", "sql_literal"]
 
 KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE"})
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -121,3 +123,32 @@ def like_hint(text: str, at: int) -> str:
 
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
+
+
+_FIELD = re.compile(r'\s*"?([A-Za-z_][A-Za-z0-9_]*)"?')
+
+
+def field_hint(text: str, at: int, columns: Iterable[str]) -> str:
+    """The advice for a struct field written in a where() filter (``prof.age > 40``, failing
+    at its ``.``; or ``"prof.age"``, no such column): where() compares top-level columns; the
+    field is reached in SQL or a pipeline filter (QA tabular60). "" when the text before the
+    dot is no column."""
+    if text[at:at + 1] != ".":
+        return ""
+    head = text[:at].rstrip()
+    m = re.search(r'(?:"((?:[^"]|"")+)"|([A-Za-z_][A-Za-z0-9_]*))\Z', head)
+    col = None if m is None else (m.group(1) or "").replace('""', '"') or m.group(2)
+    if col is None or col not in set(columns):
+        return ""
+    f = _FIELD.match(text, at + 1)
+    field = f.group(1) if f else "field"
+    return (f"; where() compares top-level columns, not a field of {col!r}: filter it with "
+            f"repo.sql(\"SELECT * FROM samples('NAME') WHERE "
+            f"{quoted(col) if needs_quotes(col) else col}.{field} ...\") or "
+            f"a pipeline's .filter(lambda r: r[{col!r}][{field!r}] ...)")
+
+
+def column_hint(name: str, names: list[str]) -> str:
+    """The advice for a column ``name`` that ``names`` lacks: a spelling of one (another case,
+    Unicode form) or a struct field written as a column (``"prof.age"``)."""
+    return form_hint(name, names) or field_hint(name, name.find("."), names)

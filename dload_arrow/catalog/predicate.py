@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from dload_arrow.catalog.name_hints import KEYWORDS, like_hint, quote_hint
+from dload_arrow.catalog.name_hints import KEYWORDS, field_hint, like_hint, quote_hint
 from dload_arrow.errors import PredicateError
 
 __all__ = ["And", "Between", "Column", "Compare", "In", "IsNull", "Literal", "Node", "Not",
@@ -118,7 +118,8 @@ _EXAMPLE = "; write comparisons such as \"label = 3 and score > 0.5\""
 def _advice(text: str, at: int, columns: Iterable[str]) -> str:
     """How to fix the filter where reading failed at ``at``: quote a column written there
     bare, or the usual example."""
-    return like_hint(text, at) or quote_hint(text, at, columns) or _EXAMPLE  # (QA audio59)
+    return (like_hint(text, at) or field_hint(text, at, columns) or quote_hint(text, at, columns)
+            or _EXAMPLE)  # (QA audio59, tabular60)
 
 
 def _tokenize(text: str, columns: Iterable[str] = ()) -> list[tuple[str, Any, int]]:

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from dload_arrow.errors import SchemaError, form_hint, shown, user_stacklevel
 from dload_arrow.store import tensor_layout
 from dload_arrow.store.cast_check import changed_row
-from dload_arrow.store.lossless import leaf_type, overflow_row, zone_refusal
+from dload_arrow.store.lossless import finer_hint, leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
 from dload_arrow.store.table_columns import flat_tensor, nested_tensor
@@ -128,8 +128,9 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
             try:
                 yield fit_batch(batch, schema, no_text_from=True)
             except ColumnMismatch as e:
-                why = (f"{e.reason}. Cast the column to {e.want} in the input, or commit a "
-                       "new version with the new type")
+                why = finer_hint(e.name, e.got, e.want, e.reason, dataset) or (
+                    f"{e.reason}. Cast the column to {e.want} in the input, or commit a new "
+                    "version with the new type")
                 if holds_type(e.want, pa.types.is_null):  # no value when it was committed
                     why = (f"a {e.want} column holds no value (it had none when committed: "
                            "empty lists or nulls only): commit a new version with the column "

@@ -12,6 +12,7 @@ datetime in a date column). :func:`overflow_row` is the table path's check of a 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -21,7 +22,8 @@ import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
 
-__all__ = ["check_lossless", "check_whole_numbers", "leaf_type", "overflow_row", "zone_refusal"]
+__all__ = ["check_lossless", "check_whole_numbers", "finer_hint", "leaf_type", "overflow_row",
+           "zone_refusal"]
 
 Refusal = Callable[[Any], str | None]  # why a value cannot be stored as it is, or None
 
@@ -239,3 +241,28 @@ def overflow_row(src: pa.Array, out: pa.Array) -> int | None:
     if at < 0:
         return None
     return at if rows is None else int(rows[at].as_py())
+
+
+def finer_hint(name: str, got: pa.DataType, want: pa.DataType, reason: str, dataset: str
+               ) -> str | None:
+    """Why appended times finer than the stored unit are refused, and the fix (QA tabular60:
+    a first day's CSV of whole seconds stored ``timestamp[s]``; the next day's milliseconds
+    were refused with a raw nanosecond count and advice to cast them away). None for other
+    refusals."""
+    if not (pa.types.is_timestamp(got) and pa.types.is_timestamp(want)):
+        return None
+    raw = re.search(r"would lose data: (-?\d+)", reason)
+    value = ""
+    if raw is not None:
+        try:
+            value = f" ({pa.scalar(int(raw.group(1)), got).as_py()})"
+        except (ValueError, OverflowError, pa.ArrowException):
+            value = ""
+    unit = {"s": "seconds", "ms": "milliseconds", "us": "microseconds"}.get(want.unit, want.unit)
+    return (f"these times are finer than whole {unit}{value}, which {dataset!r} keeps: its "
+            f"column took {want} from the first version's values (a CSV's type is inferred "
+            f"from what it holds). Casting this input to {want} would drop the fraction; "
+            f"instead commit a new version with {name!r} as {got}, e.g. t = "
+            f"repo.dataset({dataset!r}).to_arrow(); repo.commit({dataset!r}, t.set_column("
+            f"t.schema.get_field_index({name!r}), {name!r}, t[{name!r}].cast('{got}'))), "
+            "then append; or commit the first file as Parquet with the finer unit")

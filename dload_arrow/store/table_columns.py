@@ -9,9 +9,11 @@
   types (by ``schema=``, or before this rule) keeps them: an append is cast to its types.
 - Dictionary columns are stored with int32 indices and unordered (Parquet keeps no category
   order: an ordered flag without its order would compare and sort wrong; a warning says so).
-- Dictionary columns of non-string values are decoded: Arrow cannot read them back from
-  Parquet (``Unsupported cast from int64 to dictionary``); string dictionaries (pandas and
-  polars categoricals) stay, Parquet keeps them as dictionaries.
+- Dictionary columns of non-string values are decoded, warned: Arrow cannot read them back
+  from Parquet (``Unsupported cast from int64 to dictionary``); string dictionaries (pandas
+  and polars categoricals) stay, Parquet keeps them as dictionaries.
+- pandas' own Arrow extension types (Period, Interval) are refused with the conversion: their
+  meaning lives in pandas' registration, absent from other readers.
 - polars' categorical and enum field metadata (``_PL_ENUM_VALUES2``, ``_PL_CATEGORICAL2``) is
   dropped: kept in the stored schema, it makes polars read a value appended outside the enum
   as null while Arrow and samples read it; without it every reader sees the dictionary.
@@ -119,8 +121,31 @@ def nested_tensor(col: pa.Array, want: pa.DataType) -> pa.Array | None:
     return pa.FixedSizeListArray.from_arrays(values, sizes[0], mask=mask)
 
 
+def _pandas_only(field: pa.Field) -> None:
+    """Refuse pandas' own Arrow types: their meaning lives in pandas' registration, which a
+    reading process need not have (QA tabular60: a ``period[M]`` column read back elsewhere as
+    648, 649, 650: months since 1970; an Interval as dicts)."""
+    ext = getattr(field.type, "extension_name", None)
+    c = field.name
+    if ext == "pandas.period":
+        freq = getattr(field.type, "freq", "?")
+        raise SchemaError(
+            f"column {c!r} is a pandas Period (period[{freq}]), which Parquet stores as bare "
+            f"int64 counts of periods since 1970 (2024-01 as 648): SQL, polars and a process "
+            f"without pandas' registration read those numbers. Convert it first: "
+            f"df[{c!r}].dt.to_timestamp() (each period's start, a timestamp) or "
+            f"df[{c!r}].astype(str) ('2024-01')")
+    if ext == "pandas.interval":
+        raise SchemaError(
+            f"column {c!r} is a pandas Interval, which Parquet stores as a struct of its "
+            f"bounds (read back elsewhere as {{'left': ..., 'right': ...}} dicts, which side is "
+            f"closed lost). Convert it first: df[{c!r}].astype(str) ('(0, 1]'), or two "
+            f"columns from df[{c!r}].array.left and .right")
+
+
 def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     """``field`` and ``col`` in the type dload stores (module doc)."""
+    _pandas_only(field)
     meta = field.metadata
     if meta and any(k.startswith(_POLARS_META) for k in meta):
         kept = {k: v for k, v in meta.items() if not k.startswith(_POLARS_META)}
@@ -139,6 +164,13 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
             "store the codes", stacklevel=user_stacklevel())
     if pa.types.is_dictionary(t) and not (
             pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
+        warnings.warn(
+            f"column {field.name!r} is a categorical of {t.value_type} values; Parquet gives "
+            f"a dictionary of non-strings back only as its values, so it is stored (and read) "
+            f"as {t.value_type}, not as a category (LightGBM, CatBoost and XGBoost find "
+            f"categorical features by that dtype): apply .astype('category') after "
+            f"reading, or store its categories as text (.astype(str).astype('category'))",
+            stacklevel=user_stacklevel())
         t = t.value_type
     try:
         plain = _plain(t)

@@ -1,0 +1,88 @@
+"""QA tabular60: a feature store's tables moved into dload_arrow."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import dload_arrow as dl
+from dload_arrow.errors import PredicateError, SchemaError
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> dl.Repository:
+    return dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
+
+
+def test_pandas_period_and_interval_columns_are_refused_with_the_conversion(
+        repo: dl.Repository) -> None:
+    """Stored as int64 ordinals, a Period read back elsewhere as 648, 649, 650."""
+    month = pd.DataFrame({"month": pd.period_range("2024-01", periods=3, freq="M")})
+    with pytest.raises(SchemaError, match=r"'month' is a pandas Period \(period\[M\]\).*"
+                       r"df\['month'\]\.dt\.to_timestamp\(\)"):
+        repo.commit("f", month, progress=False)
+    bucket = pd.DataFrame({"b": pd.interval_range(0, 3)})
+    with pytest.raises(SchemaError, match=r"'b' is a pandas Interval.*astype\(str\)"):
+        repo.commit("f", bucket, progress=False)
+    assert repo.datasets() == []
+    fixed = pd.DataFrame({"month": month["month"].dt.to_timestamp(),
+                          "b": bucket["b"].astype(str)})
+    repo.commit("f", fixed, progress=False)
+    out = subprocess.run(  # another process reads the same values
+        [sys.executable, "-c", "import dload_arrow as dl, sys; r = dl.Repository.open("
+         "sys.argv[1]); print(r.dataset('f').to_pandas()['month'].dt.strftime('%Y-%m')"
+         ".tolist(), r.dataset('f').to_pandas()['b'].tolist())", repo.storage.url],
+        capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['2024-01', '2024-02', '2024-03'] ['(0, 1]', '(1, 2]', '(2, 3]']"
+
+
+def test_a_categorical_of_integers_is_stored_as_its_values_with_a_warning(
+        repo: dl.Repository) -> None:
+    df = pd.DataFrame({"zip": pd.Categorical([10115, 80331, 10115]),
+                       "s": pd.Categorical(["a", "b", "a"])})
+    with pytest.warns(UserWarning, match=r"'zip' is a categorical of int64 values.*"
+                      r"astype\('category'\)") as rec:
+        repo.commit("f", df, progress=False)
+    assert not any("'s'" in str(w.message) for w in rec)  # strings stay categories
+    out = repo.dataset("f").to_pandas()
+    assert str(out["zip"].dtype) == "int64" and str(out["s"].dtype) == "category"
+
+
+def test_an_append_of_finer_times_names_the_value_and_a_lossless_fix(
+        repo: dl.Repository, tmp_path: Path) -> None:
+    from test_cli import dload
+
+    (tmp_path / "day1.csv").write_text("id,ts\n1,2024-01-01 00:00:00\n2,2024-01-01 00:00:01\n")
+    (tmp_path / "day2.csv").write_text("id,ts\n3,2024-01-02 00:00:00.250\n")
+    args = ["--root", repo.storage.url, "--cache-dir", str(tmp_path / "c"), "--key-column", "id"]
+    dload("commit", "ev", "--from", str(tmp_path / "day1.csv"), *args, cwd=tmp_path)
+    err = dload("append", "ev", "--from", str(tmp_path / "day2.csv"), *args, cwd=tmp_path,
+                rc=1).err
+    assert "finer than whole seconds (2024-01-02 00:00:00.250000)" in err
+    assert "Cast the column to timestamp[s]" not in err
+    t = repo.dataset("ev").to_arrow()  # the fix the message gives, as written there
+    repo.commit("ev", t.set_column(t.schema.get_field_index("ts"), "ts",
+                                   t["ts"].cast("timestamp[ns]")), progress=False)
+    dload("append", "ev", "--from", str(tmp_path / "day2.csv"), *args, cwd=tmp_path)
+    assert repo.dataset("ev").num_rows == 3
+
+
+def test_a_struct_field_in_where_points_at_sql_and_filter(repo: dl.Repository) -> None:
+    repo.commit("f", pd.DataFrame({"prof": [{"age": 30}, {"age": 50}]}), progress=False)
+    ds = repo.dataset("f")
+    for text in ("prof.age > 40", '"prof.age" > 40', '"prof"."age" > 40'):
+        with pytest.raises(PredicateError, match=r"not a field of 'prof'.*WHERE prof\.age.*"
+                           r"r\['prof'\]\['age'\]"):
+            ds.where(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        n = repo.sql("select count(*) as n from samples('f') where prof.age > 40")
+    assert n.column("n").to_pylist() == [1]
+    with pytest.raises(PredicateError) as e:  # not a column before the dot: the usual advice
+        ds.where("other.age > 40")
+    assert "not a field" not in str(e.value)
