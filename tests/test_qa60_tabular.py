@@ -86,3 +86,22 @@ def test_a_struct_field_in_where_points_at_sql_and_filter(repo: dl.Repository) -
     with pytest.raises(PredicateError) as e:  # not a column before the dot: the usual advice
         ds.where("other.age > 40")
     assert "not a field" not in str(e.value)
+
+
+def test_to_pandas_nullable_gives_one_dtype_whatever_rows_are_read(repo: dl.Repository
+                                                                   ) -> None:
+    day1 = pd.DataFrame({"day": ["d1"] * 3, "cnt": pd.array([1, 2, 3], dtype="Int64"),
+                         "ok": pd.array([True, False, True], dtype="boolean")})
+    day2 = pd.DataFrame({"day": ["d2"] * 3, "cnt": pd.array([4, None, 6], dtype="Int64"),
+                         "ok": pd.array([None, False, True], dtype="boolean")})
+    repo.commit("f", day1, progress=False)
+    repo.append("f", day2, progress=False)
+    ds = repo.dataset("f")
+    one = ds.where("day = 'd1'")
+    assert str(one.to_pandas()["cnt"].dtype) == "int64"  # the default: numpy without nulls
+    for view in (one, ds.where("day = 'd2'")):
+        got = view.to_pandas(nullable=True)
+        assert (str(got["cnt"].dtype), str(got["ok"].dtype)) == ("Int64", "boolean")
+    assert ds.where("day = 'd1'").to_pandas(nullable=True)["cnt"].tolist() == [1, 2, 3]
+    with pytest.raises(TypeError, match="nullable"):
+        ds.to_pandas(nullable="yes")  # type: ignore[arg-type]

@@ -44,11 +44,11 @@ def tensor_fields(schema: pa.Schema) -> list[tuple[int, pa.Field, tuple[int, ...
     return out
 
 
-def pandas_frame(table: pa.Table) -> Any:
+def pandas_frame(table: pa.Table, nullable: bool = False) -> Any:
     """``table.to_pandas()``, with each tensor cell a numpy array of its shape (or None), and
-    integer and bool columns that hold nulls as pandas' nullable dtypes (``Int64``,
-    ``UInt64``, ``boolean``...): numpy has no integer null, and Arrow's default turns such a
-    column into float64, which changes every value above 2**53.
+    integer and bool columns that hold nulls (``nullable``: all of them) as pandas' nullable
+    dtypes (``Int64``, ``UInt64``, ``boolean``...): numpy has no integer null, and Arrow's
+    default turns such a column into float64, which changes every value above 2**53.
 
     Likewise a list cell of integers that holds a null is an object array of ints and None
     (the other cells stay integer arrays), as is a float list cell that holds a null when the
@@ -80,8 +80,8 @@ def pandas_frame(table: pa.Table) -> Any:
             frame.insert(i, field.name, cells)
     shaped = {i for i, _, _ in tensors}
     for i, column in enumerate(table.columns):
-        if column.null_count and (pa.types.is_integer(column.type)
-                                  or pa.types.is_boolean(column.type)):
+        if (column.null_count or nullable) and (pa.types.is_integer(column.type)
+                                                or pa.types.is_boolean(column.type)):
             frame.isetitem(i, column.to_pandas(types_mapper=_nullable_dtype))
         elif column.null_count and pa.types.is_floating(column.type) and pc.any(
                 pc.is_nan(column)).as_py():

@@ -230,11 +230,15 @@ class Dataset(VersionFields, PipelineShortcuts):
 
         return to_arrow(self.context, self.manifest, self.units, self.predicate, columns)
 
-    def to_pandas(self, columns: Sequence[str] | None = None) -> Any:
-        """Every row as a pandas DataFrame; a tensor cell is a numpy array of its shape."""
+    def to_pandas(self, columns: Sequence[str] | None = None, *, nullable: bool = False
+                  ) -> Any:
+        """Every row as a pandas DataFrame; a tensor cell is a numpy array of its shape. An
+        integer or bool column holding a null is pandas' ``Int64``/``boolean`` (else numpy's
+        dtype); ``nullable=True`` gives those dtypes whatever rows are read."""
         from dload_arrow.catalog.frames import pandas_frame
 
-        return pandas_frame(self.to_arrow(column_names(columns, "to_pandas")))
+        return pandas_frame(self.to_arrow(column_names(columns, "to_pandas")),
+                            nullable=check_bool("to_pandas", "nullable", nullable))
 
     def to_polars(self, columns: Sequence[str] | None = None) -> pl.LazyFrame:
         """A polars LazyFrame over the shards, with projection and predicate pushdown;
