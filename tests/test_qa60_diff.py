@@ -85,3 +85,14 @@ def test_keys_0_prints_counts_only(two: tuple[Repository, str, str], tmp_path: P
     out = dload("diff", f"t@{v1}", f"t@{v2}", "--keys", "0", "--values", *args,
                 cwd=tmp_path).out
     assert "+ 1 keys" in out and "~ 1 keys changed" in out and "more" not in out
+
+
+def test_diff_refuses_a_pipeline_and_another_roots_dataset(two: tuple[Repository, str, str],
+                                                           tmp_path: Path) -> None:
+    repo, v1, _ = two
+    with pytest.raises(ConfigError, match=r"or a Dataset, not \w+"):
+        repo.diff(repo.dataset("t").pipeline(), f"t@{v1}")  # type: ignore[arg-type]
+    other = Repository.open(tmp_path / "other", cache_dir=tmp_path / "c")
+    other.commit("t", [("a", {"n": 1, "s": "x"})], progress=False)
+    with pytest.raises(ConfigError, match=r"versions of one root.*other"):
+        repo.diff(other.dataset("t"), f"t@{v1}")

@@ -119,3 +119,39 @@ def test_parents_must_be_versions_of_this_root(repo: dl.Repository) -> None:
     repo.commit("preds", [("u", {"p": 2})], progress=False,
                 parents=[{"name": "d", "version": base}])
     assert v.version != repo.dataset("preds").version
+
+
+def test_if_latest_refusals_say_what_is_wrong(repo: dl.Repository, tmp_path: Path) -> None:
+    """QA review60: an empty --if-latest dropped the guard; a new dataset was told to
+    "create it with repo.commit()"; another dataset's id read as "latest is now ..."."""
+    from test_cli import dload
+
+    v = repo.dataset("d").version
+    other = repo.commit("o", _rows("o", 3), progress=False).version
+    with pytest.raises(dl.ConfigError, match="names no version"):
+        repo.commit("d", _rows("x", 3), if_latest="", progress=False)
+    with pytest.raises(ConflictError, match="'newds' has no version"):
+        repo.commit("newds", _rows("x", 3), if_latest=v, progress=False)
+    with pytest.raises(dl.NotFoundError, match="is no stored version of 'd'"):
+        repo.commit("d", _rows("x", 3), if_latest=other, progress=False)
+    (tmp_path / "t.csv").write_text("id,x\na,1\n")
+    r = dload("commit", "d", "--from", str(tmp_path / "t.csv"), "--if-latest", "",
+              "--root", repo.storage.url, "--cache-dir", str(tmp_path / "c"), cwd=tmp_path,
+              rc=1)
+    assert "names no version" in r.err
+    assert repo.dataset("d").version == v and "newds" not in repo.datasets()
+
+
+def test_a_commit_over_a_latest_that_rm_stepped_back_does_not_warn(repo: dl.Repository
+                                                                   ) -> None:
+    v2 = repo.commit("d", _rows("two", 3), progress=False).version
+
+    def rows() -> Iterator[tuple[str, dict[str, int]]]:
+        yield from _rows("c", 3)
+        dl.Repository.open(repo.storage.url).rm("d", v2)  # latest steps back to the first
+        yield from _rows("e", 3)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        v = repo.commit("d", rows(), progress=False)
+    assert repo.dataset("d").version == v.version

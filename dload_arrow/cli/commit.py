@@ -106,7 +106,7 @@ def _run(append_mode: bool, name: str, source: tuple[str, ...], kind: str,
          cache_budget: str | None, as_json: bool, if_latest: str | None = None) -> None:
     # The options are checked before the input is read (which may be a long remote listing).
     kwargs: dict[str, Any] = {"progress": progress_enabled()}
-    if if_latest:
+    if if_latest is not None:  # "" (an unset $V) is refused, never read as no check
         kwargs["if_latest"] = if_latest
     if meta:
         kwargs["meta"] = parse_assignments(meta, "--meta")

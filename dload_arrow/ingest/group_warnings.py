@@ -5,6 +5,7 @@ sample of its own (a ``labels.csv`` beside images), or files of one sample split
 
 from __future__ import annotations
 
+import os
 import unicodedata
 import warnings
 from typing import Any
@@ -108,24 +109,44 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
         stacklevel=user_stacklevel())
 
 
+_SIBLINGS = 32  # more dotted keys on one key: a sequence (shot010.0001.exr), not its views
+_DOTTED_SAID: set[tuple[str, tuple[str, ...]]] = set()  # one warning for a set of archives
+_SHOWN = 10
+
+
 def warn_dotted_keys(groups: dict[str, dict[str, Any]], split: str, where: str) -> None:
     """Warn when, split at the last dot, many samples' keys are another sample's key plus a
     dotted suffix (``000000.en`` and ``000000.de`` beside ``000000``): WebDataset's naming of
     several captions or views of one sample (``000000.en.txt``), which ``--split first``
-    keeps together (QA clip60: every image became three samples, none with its caption)."""
+    keeps together (QA clip60: every image became three samples, none with its caption).
+
+    Only where ``--split first`` gives exactly that key (no dot in it: ``cam1.000`` would
+    become ``cam1``), and not for a sequence of many files on one key (frames); said once per
+    folder and column set (a set of WebDataset shards warns once)."""
     if split != "last":
         return
-    dotted = [k for k in groups if "." in k.rpartition("/")[2] and k.rpartition(".")[0] in groups]
-    if len(dotted) < max(2, len(groups) // 10):
+    siblings: dict[str, list[str]] = {}
+    for k in groups:
+        base = k.rpartition(".")[0]
+        if "." in k.rpartition("/")[2] and base in groups and "." not in base.rpartition("/")[2]:
+            siblings.setdefault(base, []).append(k)
+    dotted = sum(len(v) for v in siblings.values())
+    if dotted < max(2, len(groups) // 10) or max(map(len, siblings.values())) > _SIBLINGS:
         return
-    base = dotted[0].rpartition(".")[0]
-    columns = sorted([*groups[base], *(f"{k[len(base) + 1:]}.{c}" for k in dotted
-                                       if k.rpartition(".")[0] == base for c in groups[k])])
-    names = ", ".join(repr(e.name) for k in (base, dotted[0]) for e in groups[k].values())
+    base, mine = next(iter(siblings.items()))
+    columns = sorted([*groups[base], *(f"{k[len(base) + 1:]}.{c}" for k in mine
+                                       for c in groups[k])])
+    said = (os.path.dirname(where), tuple(columns))
+    if said in _DOTTED_SAID:
+        return
+    _DOTTED_SAID.add(said)
+    shown = ", ".join(columns[:_SHOWN]) + (f", ... {len(columns) - _SHOWN} more"
+                                          if len(columns) > _SHOWN else "")
+    names = ", ".join(repr(e.name) for k in (base, mine[0]) for e in groups[k].values())
     warnings.warn(
-        f"{where}: {len(dotted)} of the {len(groups)} samples are another sample's key plus a "
-        f"suffix ({dotted[0]!a} beside {base!a}, from {names}): split at the last dot, "
+        f"{where}: {dotted} of the {len(groups)} samples are another sample's key plus a "
+        f"suffix ({mine[0]!a} beside {base!a}, from {names}): split at the last dot, "
         "x.en.txt is sample x.en's column txt. If such files belong to one sample (WebDataset's "
         "naming: a key ends at the first dot), commit with --split first (split='first' in "
-        f"Python): sample {base!a} then has columns {columns}",
+        f"Python): sample {base!a} then has columns {shown}",
         stacklevel=user_stacklevel())

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import ConfigError, ConflictError, NotFoundError
 from dload_arrow.store.manifest_meta import check_parents
+from dload_arrow.store.names import manifest_path
 from dload_arrow.store.removals import known_version
 from dload_arrow.store.replaced import moved_error
 
@@ -44,7 +45,18 @@ class CommitGuardMixin:
                     "provenance in meta=)") from None
         if if_latest is None:
             return None
+        if not isinstance(if_latest, str) or not if_latest.strip():
+            raise ConfigError(f"if_latest={if_latest!r} names no version (an unset variable?): "
+                              f"give the version the samples were read from "
+                              f"(repo.dataset({name!r}).version), or leave it out for no check")
+        if latest is None:
+            raise ConflictError(f"commit to {name!r} with if_latest={if_latest[:12]}: {name!r} "
+                                "has no version (new, or removed): leave if_latest out to "
+                                "create it")
         want = self.resolve(name, if_latest)
+        if want != latest and not self.storage.exists(manifest_path(name, want)):
+            raise NotFoundError(f"if_latest={if_latest[:12]} is no stored version of {name!r}"
+                                f" (`dload versions {name}` lists them)")
         if want != latest:
             raise moved_error(name, want, latest, stored=False)
         return want

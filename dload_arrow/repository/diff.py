@@ -123,15 +123,23 @@ class DiffMixin:
     def _diff_side(self, spec: str | Dataset) -> tuple[str, str | None] | None:
         """``(name, version)`` of a Dataset or a ``NAME@VERSION``; None for a bare word
         (resolved by :meth:`_resolve_side`: a name, or a version id)."""
+        from dload_arrow.repository.dataset import Dataset
+
         if isinstance(spec, str):
             return parse_spec(spec) if "@" in spec else None
-        name, version = getattr(spec, "name", None), getattr(spec, "version", None)
-        if not isinstance(name, str) or not isinstance(version, str):
+        if not isinstance(spec, Dataset):
             raise ConfigError(f"diff compares versions: give 'NAME@VERSION', a version id, a "
                               f"dataset name or a Dataset, not {type(spec).__name__}")
-        if getattr(spec, "units", None) is not None or getattr(spec, "predicate", None):
+        name, version = spec.name, spec.version
+        if spec.units is not None or spec.predicate is not None:
             raise ConfigError(f"diff compares whole versions, and {spec!r} is a filtered view:"
                               f" give repo.dataset({name!r}, {version[:12]!r})")
+        if spec.repo.storage.url != self.storage.url:
+            from dload_arrow.storage import redact_url
+
+            raise ConfigError(f"diff compares versions of one root, and this Dataset is of "
+                              f"{redact_url(spec.repo.storage.url)}: call diff on that root's "
+                              "Repository, or compare its rows with to_arrow()")
         return name, version
 
     def _resolve_side(self, spec: str, other: str | None) -> tuple[str, str | None]:

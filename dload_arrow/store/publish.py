@@ -191,8 +191,10 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
                          replaced=rep)
                 if not storage.exists(path):
                     _removed_meanwhile(storage, up, manifest)
-                if parent is None and rep and rep[0] is not None:
-                    warn_replaced(up.name, up.seen, rep[0].version, manifest.version, action)
+                if parent is None and rep and rep[0] is not None and rep[0].version != up.seen:
+                    warn_replaced(up.name, up.seen, rep[0].version, manifest.version, action,
+                                  seen_removed=up.seen is not None and not storage.exists(
+                                      manifest_path(up.name, up.seen)))
                 return manifest
             except ConflictError as e:
                 if parent is None and up.if_latest is not None:

@@ -27,10 +27,12 @@ __all__ = ["moved_error", "warn_rolled_back", "warn_replaced"]
 
 
 def warn_replaced(name: str, seen: str | None, replaced: str | None, new: str,
-                  action: str = "commit") -> None:
+                  action: str = "commit", seen_removed: bool = False) -> None:
     """Warn that ``action`` moved ``latest`` of ``name`` to ``new`` from ``replaced``, a
-    version it did not start from (``seen``: ``latest`` when it started)."""
-    if replaced is None or replaced in (seen, new):
+    version it did not start from (``seen``: ``latest`` when it started). Not when ``seen``
+    was removed meanwhile (``seen_removed``): ``latest`` stepped back to an older version,
+    which the commit replaces as it would have replaced ``seen``."""
+    if replaced is None or replaced in (seen, new) or seen_removed:
         return
     start = f"from {seen[:12]} " if seen else "(the dataset was new) "
     warnings.warn(
