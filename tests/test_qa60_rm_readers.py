@@ -59,3 +59,34 @@ def test_shards_latest_still_lists_are_not_touched(tmp_path: Path) -> None:
     repo.rm("d")  # the whole dataset: every shard's grace restarts
     assert all(f.stat().st_mtime > time.time() - 600 for f in (root / "shards").rglob("*.parquet"))
     assert repo.gc().deleted == []
+
+
+def test_an_rm_that_cannot_touch_the_shards_warns(tmp_path: Path) -> None:
+    """QA review60b: without write permission on the shards, rm skipped the readers' grace
+    silently. The shards are made read-only by a read-only bind mount (root: CI's case)."""
+    import subprocess
+
+    import pytest
+
+    root = tmp_path / "root"
+    repo = dl.Repository.open(root, cache_dir=tmp_path / "c")
+    v1 = repo.commit("d", _rows(0, 50), progress=False)
+    repo.commit("d", _rows(100, 110), progress=False)
+    shards = root / "shards"
+    mounted = False
+    if os.geteuid() == 0:
+        ok = subprocess.run(["mount", "--bind", str(shards), str(shards)],
+                            capture_output=True).returncode == 0
+        mounted = ok and subprocess.run(["mount", "-o", "remount,bind,ro", str(shards)],
+                                        capture_output=True).returncode == 0
+        if ok and not mounted:
+            subprocess.run(["umount", str(shards)], check=True)
+        if not mounted:
+            pytest.skip("root, and no read-only bind mount allowed here")
+    else:  # an owner may set its files' times to now whatever their mode
+        pytest.skip("a user's own shards cannot be made untouchable without root")
+    try:
+        with pytest.warns(UserWarning, match="rm could not restart gc's grace period"):
+            repo.rm("d", v1.version)
+    finally:
+        subprocess.run(["umount", str(shards)], check=True)

@@ -105,3 +105,48 @@ def test_to_pandas_nullable_gives_one_dtype_whatever_rows_are_read(repo: dl.Repo
     assert ds.where("day = 'd1'").to_pandas(nullable=True)["cnt"].tolist() == [1, 2, 3]
     with pytest.raises(TypeError, match="nullable"):
         ds.to_pandas(nullable="yes")  # type: ignore[arg-type]
+
+
+def test_review60b_period_in_a_pandas_parquet_file_and_tz_times(repo: dl.Repository,
+                                                                tmp_path: Path) -> None:
+    """QA review60b: a Period in a file pandas wrote (read without pandas' registration: an
+    int64 with extension metadata) was stored as ordinals; the finer-times fix failed for a
+    zoned column; a time out of range was called finer."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    path = tmp_path / "pi.parquet"
+    subprocess.run([sys.executable, "-c", "import pandas as pd, sys; pd.DataFrame({'p': "
+                    "pd.period_range('2024-01', periods=3, freq='M')}).to_parquet(sys.argv[1])",
+                    str(path)], check=True)
+    out = subprocess.run([sys.executable, "-c", "import sys, pyarrow.parquet as pq, "
+                          "dload_arrow as dl\ntry:\n dl.Repository.open(sys.argv[1]).commit("
+                          "'m', pq.read_table(sys.argv[2]), progress=False)\nexcept "
+                          "dl.SchemaError as e: print(e)", repo.storage.url, str(path)],
+                         capture_output=True, text=True, check=True).stdout
+    assert "'p' is a pandas Period (period[M])" in out
+    utc = dt.UTC
+    repo.commit("tz", pa.table({"t": pa.array([dt.datetime(2024, 1, 1, tzinfo=utc)],
+                                              pa.timestamp("s", "UTC"))}), progress=False)
+    finer = pa.table({"t": pa.array([dt.datetime(2024, 1, 1, 0, 0, 0, 250000, tzinfo=utc)],
+                                    pa.timestamp("ms", "UTC"))})
+    with pytest.raises(SchemaError) as e:
+        repo.append("tz", finer, progress=False)
+    fix = str(e.value).split("e.g. ")[1].split(", then append")[0]
+    exec(fix.replace("; repo.commit", "\nrepo.commit"), {"repo": repo})  # as written
+    repo.append("tz", finer, progress=False)
+    assert repo.dataset("tz").num_rows == 2
+    repo.commit("ns", pa.table({"t": pa.array([1], pa.timestamp("ns"))}), progress=False)
+    far = pa.table({"t": pa.array([dt.datetime(9999, 12, 31)], pa.timestamp("us"))})
+    with pytest.raises(SchemaError) as e:
+        repo.append("ns", far, progress=False)
+    assert "finer than" not in str(e.value)
+
+
+def test_review60b_a_dotted_column_name_gets_the_quoting_hint(repo: dl.Repository) -> None:
+    repo.commit("f", [("a", {"loss": 1.0, "loss.val": 3.0})], progress=False)
+    with pytest.raises(PredicateError, match=r'"loss\.val"') as e:
+        repo.dataset("f").where("loss.val > 2")
+    assert "not a field" not in str(e.value)
+    assert repo.dataset("f").where('"loss.val" > 2').num_rows == 1

@@ -142,13 +142,17 @@ def field_hint(text: str, at: int, columns: Iterable[str]) -> str:
         return ""
     f = _FIELD.match(text, at + 1)
     field = f.group(1) if f else "field"
+    if f"{col}.{field}" in set(columns):  # a column named with a dot: quote_hint's case
+        return ""
+    sql = f"{quoted(col) if needs_quotes(col) else col}.{field}".replace('"', '\\"')
     return (f"; where() compares top-level columns, not a field of {col!r}: filter it with "
-            f"repo.sql(\"SELECT * FROM samples('NAME') WHERE "
-            f"{quoted(col) if needs_quotes(col) else col}.{field} ...\") or "
+            f"repo.sql(\"SELECT * FROM samples('NAME') WHERE {sql} ...\") or "
             f"a pipeline's .filter(lambda r: r[{col!r}][{field!r}] ...)")
 
 
 def column_hint(name: str, names: list[str]) -> str:
     """The advice for a column ``name`` that ``names`` lacks: a spelling of one (another case,
     Unicode form) or a struct field written as a column (``"prof.age"``)."""
-    return form_hint(name, names) or field_hint(name, name.find("."), names)
+    return form_hint(name, names) or field_hint(name, name.find("."), names) or (
+        f"; if {name!r} is a value, write it in single quotes, {_quote(name)}: double quotes "
+        "name a column")  # (QA robotics60: pandas' query() habit, robot_id == "r1")

@@ -1,11 +1,9 @@
 """``pad_collate``: a batch of variable-length sequences (token ids, audio frames) as one padded
 array per column, with each row's length, for ``batch(n, collate=pad_collate())``: the
-default collate leaves such a column a list of lists, and every team porting from MosaicML,
-LitData or WebDataset wrote these lines (QA migrate59). Torch makes the arrays tensors.
-
-Types: an explicit ``dtype=``, else the column's stored type (``batch()`` passes the rows'
-schema: ``list<int32>`` tokens stay int32, ``list<uint64>`` ids exact), else the rows' own
-arrays' type; the pad never widens it and must fit it (QA llm59, review59b/c/e/f).
+default collate leaves such a column a list of lists (QA migrate59). Torch makes the arrays
+tensors. Types: an explicit ``dtype=``, else the column's stored type (``batch()`` passes the
+rows' schema: ``list<int32>`` tokens stay int32, ``list<uint64>`` ids exact, float32 frames
+float32), else the rows' own arrays' type; the pad never widens it and must fit it.
 """
 
 from __future__ import annotations
@@ -44,22 +42,23 @@ def _numeric_sequences(cells: list[Any]) -> bool:
     return bool(arrays) and all(a.dtype.kind in _NUMBERS for a in arrays)
 
 
-def _stored(schema: pa.Schema | None, name: str) -> tuple[np.dtype, tuple[int, ...]] | None:
+def _stored(schema: pa.Schema | None, name: str
+            ) -> tuple[np.dtype, tuple[int, ...] | None] | None:
     """A stored list column's number type and its rows' inner shape (``list<int32>``: int32,
-    (); ``list<fixed_size_list<float, 80>>``: float32, (80,)), if it is one."""
+    (); ``list<fixed_size_list<float, 80>>``: float32, (80,); ``list<list<float>>``:
+    float32, None: rows of rows whose lengths the data tells, QA robotics60), if it is one."""
     if schema is None or name not in schema.names:
         return None
     t = schema.field(name).type
     if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
         return None
-    t, inner = t.value_type, []
+    t, inner, ragged = t.value_type, [], False
     while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        if not pa.types.is_fixed_size_list(t):
-            return None  # rows of rows of varying length: not one array
-        inner.append(t.list_size)
+        ragged |= not pa.types.is_fixed_size_list(t)
+        inner.append(getattr(t, "list_size", -1))
         t = t.value_type
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
-        return np.dtype(t.to_pandas_dtype()), tuple(inner)
+        return np.dtype(t.to_pandas_dtype()), None if ragged else tuple(inner)
     return None
 
 
@@ -128,11 +127,12 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             out.update(self._pad(c, cells, _stored(schema, c)))
         return out
 
-    def _pad(self, name: str, cells: list[Any], stored: tuple[np.dtype, tuple[int, ...]] | None
-             ) -> dict[str, np.ndarray]:
+    def _pad(self, name: str, cells: list[Any],
+             stored: tuple[np.dtype, tuple[int, ...] | None] | None) -> dict[str, np.ndarray]:
         given = self.dtype.get(name) if isinstance(self.dtype, dict) else self.dtype
         want = given if given is not None else (stored[0] if stored else None)
-        cells, holes = _holes(cells, stored[1] if stored else ())
+        shape = stored[1] if stored and stored[1] is not None else ()
+        cells, holes = _holes(cells, shape)
         arrays = _arrays(name, cells, want, check=given is not None)
         filled = [a for a in arrays if a.size]
         dtype = want if want is not None else _found(name, filled, self.pad_value)
@@ -142,7 +142,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             raise ConfigError(f"pad_collate: column {name!r} holds rows of shapes "
                               f"{sorted(inner)} after their first axis; only the first axis "
                               "(the length) is padded")
-        rest = inner.pop() if inner else (stored[1] if stored else ())
+        rest = inner.pop() if inner else shape
         n = [min(len(a), self.max_length or len(a)) for a in arrays]
         width = self.max_length or max(n, default=0)
         padded = np.full((len(arrays), width, *rest), self.pad_value, dtype=dtype)
@@ -166,8 +166,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
 def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) -> bool:
     """A stored list column of numbers (in every batch: the same keys each time), or any
     column of number sequences."""
-    if _stored(schema, name) is not None:  # empty rows, rows holding None: padded too
-        return all(c is None or _is_sequence(c) for c in cells)
+    if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
+        return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
     return _numeric_sequences(cells)
 
 

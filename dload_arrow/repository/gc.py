@@ -6,11 +6,12 @@ import contextlib
 import os
 import re
 import time
+import warnings
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from dload_arrow.errors import DloadError, IntegrityError, NotFoundError
+from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, user_stacklevel
 from dload_arrow.storage import Storage
 from dload_arrow.storage.s3_uploads import abort_upload, open_uploads
 from dload_arrow.store.manifest import Manifest
@@ -56,12 +57,16 @@ def keep_for_readers(storage: Storage, removed: Iterable[Manifest], kept: set[st
     return how many. gc's grace counts from a shard's last write, and a removed version's
     shards were often written months before: ``rm`` then ``gc`` deleted them under a job
     reading that version mid-epoch (QA infer60). Touched, they stay for the grace period
-    after the rm. Best effort: a shard that cannot be touched is left as it was."""
+    after the rm. One that cannot be touched (no write permission) is left as it was, warned
+    of: the rm itself goes on."""
     digests = sorted({d for m in removed for d in m.digests()} - kept)
+    failed: list[str] = []
 
     def touch(digest: str) -> None:
-        with contextlib.suppress(DloadError):
+        try:
             storage.touch(shard_path(digest))
+        except DloadError as e:
+            failed.append(f"{digest[:12]}: {e}")
 
     if len(digests) > 1 and not storage.is_local:
         with ThreadPoolExecutor(_TOUCH_THREADS) as pool:
@@ -69,6 +74,13 @@ def keep_for_readers(storage: Storage, removed: Iterable[Manifest], kept: set[st
     else:
         for d in digests:
             touch(d)
+    if failed:
+        warnings.warn(
+            f"rm could not restart gc's grace period for {len(failed)} of the removed "
+            f"version's {len(digests)} shards ({failed[0]}): a job still reading that version "
+            "may lose them to the next gc whose grace they are past; run gc with a grace "
+            "longer than such jobs, or rm with credentials that may write",
+            stacklevel=user_stacklevel())
     return len(digests)
 
 

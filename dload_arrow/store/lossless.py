@@ -243,13 +243,17 @@ def overflow_row(src: pa.Array, out: pa.Array) -> int | None:
     return at if rows is None else int(rows[at].as_py())
 
 
+_UNITS = {"s": 0, "ms": 1, "us": 2, "ns": 3}
+
+
 def finer_hint(name: str, got: pa.DataType, want: pa.DataType, reason: str, dataset: str
                ) -> str | None:
     """Why appended times finer than the stored unit are refused, and the fix (QA tabular60:
     a first day's CSV of whole seconds stored ``timestamp[s]``; the next day's milliseconds
     were refused with a raw nanosecond count and advice to cast them away). None for other
-    refusals."""
-    if not (pa.types.is_timestamp(got) and pa.types.is_timestamp(want)):
+    refusals (a time out of the stored unit's range among them)."""
+    if not (pa.types.is_timestamp(got) and pa.types.is_timestamp(want)
+            and _UNITS[got.unit] > _UNITS[want.unit] and "would lose data" in reason):
         return None
     raw = re.search(r"would lose data: (-?\d+)", reason)
     value = ""
@@ -258,11 +262,13 @@ def finer_hint(name: str, got: pa.DataType, want: pa.DataType, reason: str, data
             value = f" ({pa.scalar(int(raw.group(1)), got).as_py()})"
         except (ValueError, OverflowError, pa.ArrowException):
             value = ""
-    unit = {"s": "seconds", "ms": "milliseconds", "us": "microseconds"}.get(want.unit, want.unit)
+    unit = {"s": "seconds", "ms": "milliseconds", "us": "microseconds"}[want.unit]
+    typed = f"pa.timestamp({got.unit!r}" + (f", tz={got.tz!r})" if got.tz else ")")
     return (f"these times are finer than whole {unit}{value}, which {dataset!r} keeps: its "
-            f"column took {want} from the first version's values (a CSV's type is inferred "
-            f"from what it holds). Casting this input to {want} would drop the fraction; "
-            f"instead commit a new version with {name!r} as {got}, e.g. t = "
+            f"column took {want} from the first version's values (as a CSV's type is "
+            f"inferred from what it holds). Casting this input to {want} would drop the "
+            f"fraction; instead commit a new version with {name!r} as {got}, e.g. "
+            f"import pyarrow as pa; t = "
             f"repo.dataset({dataset!r}).to_arrow(); repo.commit({dataset!r}, t.set_column("
-            f"t.schema.get_field_index({name!r}), {name!r}, t[{name!r}].cast('{got}'))), "
+            f"t.schema.get_field_index({name!r}), {name!r}, t[{name!r}].cast({typed}))), "
             "then append; or commit the first file as Parquet with the finer unit")

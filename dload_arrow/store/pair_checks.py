@@ -14,7 +14,8 @@ from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.cast_check import extra_field_check
 
 __all__ = ["encodes", "holds_set", "int_overflow_error", "key_of", "refuse_extra_fields",
-           "refuse_flattening", "refuse_sets"]
+           "refuse_flattening", "refuse_sets", "refuse_shapes",
+           "shape_refusal"]
 
 
 def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
@@ -129,3 +130,37 @@ def int_overflow_error(rows: list[tuple[str, Mapping[str, Any]]], col: str) -> S
     return SchemaError(
         f"sample {key!r}, column {col!r}: integer {shown(value)}{where} is outside the range of a "
         f"signed 64-bit integer column, the type inferred; {fits}")
+
+
+def shape_refusal(key: str, name: str, arr: np.ndarray, shape: tuple[int, ...]) -> SchemaError:
+    """The refusal of an array whose shape is not its tensor column's, with the nested-list
+    type of its own rank and dtype that stores varying shapes (QA robotics60: the example was
+    2-D float32 for a uint8 image, and suggested schema= on an append, which takes none)."""
+    leaf = "bool_" if arr.dtype.kind == "b" else arr.dtype.name
+    nested = "pa.list_(" * max(arr.ndim, 1) + f"pa.{leaf}()" + ")" * max(arr.ndim, 1)
+    return SchemaError(
+        f"sample {key!r}, column {name!r}: a tensor of shape {tuple(arr.shape)}, but the "
+        f"column holds tensors of shape {tuple(shape)} (its first sample's, or the stored "
+        "column's on an append); reshape it, or store arrays whose shapes vary as nested "
+        f"lists: commit (an append keeps the stored type) with schema=pa.schema([({name!r}, "
+        f"{nested})])")
+
+
+def refuse_shapes(samples: Any, mod: str) -> None:
+    """Refuse inputs that look like data but are not rows: a dict, a Series."""
+    if isinstance(samples, Mapping):
+        ranked = any(getattr(v, "ndim", 1) > 1 for v in samples.values())  # (QA robotics60)
+        table = ("pl.DataFrame(d) (polars takes an (N, 32, 32, 3) array as a column of "
+                 "(32, 32, 3) tensors; pa.table and pandas take 1-D columns only)" if ranked
+                 else "pa.table(d) or a DataFrame")
+        raise SchemaError(
+            f"cannot commit a dict (its keys {shown(list(samples)[:5])} would be read as "
+            f"samples): a dict of columns is a table, pass {table}; one "
+            "sample goes in a list, [d]; a dict of samples maps each key to a dict of columns"
+        )
+    if mod.startswith(("pandas", "polars")) and hasattr(samples, "to_frame") and not hasattr(
+            samples, "columns"):
+        raise SchemaError(
+            f"cannot commit a {mod.split('.')[0]} Series: a commit takes rows of columns; pass "
+            "series.to_frame() (one column, named after the series)"
+        )

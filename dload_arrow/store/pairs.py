@@ -33,6 +33,7 @@ from dload_arrow.store.pair_checks import (
     refuse_extra_fields,
     refuse_flattening,
     refuse_sets,
+    shape_refusal,
 )
 from dload_arrow.store.rows import SHAPE_META, KeyOffset, field_shape
 from dload_arrow.type_walk import holds_type
@@ -126,12 +127,7 @@ def _tensor(key: str, field: pa.Field, value: Any, shape: tuple[int, ...]) -> np
     reshaped: a (3, 2) array read back as (2, 3) would be silently wrong)."""
     arr = _native(_unmasked(key, field.name, value))
     if tuple(arr.shape) != tuple(shape):
-        raise SchemaError(
-            f"sample {key!r}, column {field.name!r}: a tensor of shape {tuple(arr.shape)}, but "
-            f"the column holds tensors of shape {tuple(shape)} (the first sample's); reshape "
-            "it, or store arrays whose shapes vary as nested lists, e.g. schema=pa.schema("
-            f"[({field.name!r}, pa.list_(pa.list_(pa.float32())))]) for 2-D float32 arrays"
-        )
+        raise shape_refusal(key, field.name, arr, shape)
     return arr.reshape(-1)
 
 

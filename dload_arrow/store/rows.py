@@ -19,6 +19,7 @@ from dload_arrow.arrays import string_array
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.key_index import check_unique
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.pair_checks import refuse_shapes
 from dload_arrow.store.tensor_layout import restored_reader
 
 __all__ = ["SHAPE_META", "field_shape", "to_batches"]
@@ -183,7 +184,7 @@ def to_batches(
     if isinstance(samples, Mapping) and samples and all(
             isinstance(v, Mapping) for v in samples.values()):
         samples = samples.items()  # {key: sample}: the pairs
-    _refuse_shapes(samples, mod)
+    refuse_shapes(samples, mod)
     if mod.startswith("polars"):
         if not hasattr(samples, "to_arrow") and hasattr(samples, "collect"):
             samples = samples.collect()  # a LazyFrame: run the query first
@@ -220,22 +221,6 @@ def to_batches(
 
     batches = samples_to_batches(samples, schema, key, key_offset)
     return batches if append_to is None else warn_valueless(batches, append_to)
-
-
-def _refuse_shapes(samples: Any, mod: str) -> None:
-    """Refuse inputs that look like data but are not rows: a dict, a Series."""
-    if isinstance(samples, Mapping):
-        raise SchemaError(
-            f"cannot commit a dict (its keys {shown(list(samples)[:5])} would be read as "
-            "samples): a dict of columns is a table, pass pa.table(d) or a DataFrame; one "
-            "sample goes in a list, [d]; a dict of samples maps each key to a dict of columns"
-        )
-    if mod.startswith(("pandas", "polars")) and hasattr(samples, "to_frame") and not hasattr(
-            samples, "columns"):
-        raise SchemaError(
-            f"cannot commit a {mod.split('.')[0]} Series: a commit takes rows of columns; pass "
-            "series.to_frame() (one column, named after the series)"
-        )
 
 
 def _refuse_duplicate_keys(table: pa.Table, key: str | None) -> None:

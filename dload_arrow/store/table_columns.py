@@ -81,15 +81,15 @@ def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
 def _as_tensor(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array] | None:
     """A nested fixed-size list of numbers as the tensor column it stands for (None: not
     one)."""
-    from dload_arrow.store.rows import SHAPE_META, field_shape  # rows imports this module
+    from dload_arrow.store.rows import SHAPE_META  # rows imports this module
 
     shape: list[int] = []
     t = col.type
     while pa.types.is_fixed_size_list(t):
         shape.append(t.list_size)
         t = t.value_type
-    if len(shape) < 2 or not _numeric(t) or field_shape(field) is not None:
-        return None
+    if len(shape) < 2 or not _numeric(t) or SHAPE_META in (field.metadata or {}):
+        return None  # (a shape given is checked by check_schema, named)
     if 0 in shape:
         raise SchemaError(f"column {field.name!r}: a tensor of shape {tuple(shape)} holds "
                           "nothing and is not stored (Parquet reads it back as an error): "
@@ -125,10 +125,12 @@ def _pandas_only(field: pa.Field) -> None:
     """Refuse pandas' own Arrow types: their meaning lives in pandas' registration, which a
     reading process need not have (QA tabular60: a ``period[M]`` column read back elsewhere as
     648, 649, 650: months since 1970; an Interval as dicts)."""
-    ext = getattr(field.type, "extension_name", None)
+    ext = getattr(field.type, "extension_name", None) or (field.metadata or {}).get(
+        b"ARROW:extension:name", b"").decode(errors="replace")  # (read without pandas)
     c = field.name
     if ext == "pandas.period":
-        freq = getattr(field.type, "freq", "?")
+        freq = getattr(field.type, "freq", None) or json.loads(  # (read without pandas)
+            (field.metadata or {}).get(b"ARROW:extension:metadata") or b"{}").get("freq", "?")
         raise SchemaError(
             f"column {c!r} is a pandas Period (period[{freq}]), which Parquet stores as bare "
             f"int64 counts of periods since 1970 (2024-01 as 648): SQL, polars and a process "
@@ -162,8 +164,8 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
             "values appear): apply your order after reading (pandas: "
             "pd.CategoricalDtype(categories, ordered=True); polars: pl.Enum(categories)), or "
             "store the codes", stacklevel=user_stacklevel())
-    if pa.types.is_dictionary(t) and not (
-            pa.types.is_string(t.value_type) or pa.types.is_large_string(t.value_type)):
+    text = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+    if pa.types.is_dictionary(t) and not any(f(t.value_type) for f in text):
         warnings.warn(
             f"column {field.name!r} is a categorical of {t.value_type} values; Parquet gives "
             f"a dictionary of non-strings back only as its values, so it is stored (and read) "
