@@ -129,6 +129,13 @@ class Dataset(VersionFields, PipelineShortcuts):
         return Guarded(iter_samples(self.batches(columns, prefetch=prefetch)), "ds.samples()",
                        RESTART)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without this process's lookup index (it holds a lock) and to_polars()
+        holds: a spawned DataLoader worker builds its own (QA lookup60: after one get(), the
+        pickle failed, and spawn workers with it)."""
+        return {k: v for k, v in self.__dict__.items()
+                if k not in ("_random_access", "_held_files")}
+
     @cached_property
     def _random_access(self) -> RandomAccess:
         from dload_arrow.read.lookup import RandomAccess
