@@ -29,8 +29,8 @@ def test_compaction_with_if_latest_refuses_over_an_append(repo: dl.Repository) -
     snapshot = ds.to_arrow()  # a compaction job reads latest...
     b = repo.append("d", _rows("day1", 10), progress=False)  # ...an append lands meanwhile
     before = {v.version for v in repo.versions("d")}
-    with pytest.raises(ConflictError, match=rf"if_latest={ds.version[:12]}: latest is now "
-                       rf"{b.version[:12]}, so nothing was published"):
+    with pytest.raises(ConflictError, match=rf"if_latest \(--if-latest\) {ds.version[:12]}: "
+                       rf"latest is now {b.version[:12]}, so nothing was published"):
         repo.commit("d", snapshot, if_latest=ds.version, progress=False)
     assert repo.dataset("d").version == b.version  # the append stays latest
     assert {v.version for v in repo.versions("d")} == before  # no unpublished version listed

@@ -46,17 +46,18 @@ class CommitGuardMixin:
         if if_latest is None:
             return None
         if not isinstance(if_latest, str) or not if_latest.strip():
-            raise ConfigError(f"if_latest={if_latest!r} names no version (an unset variable?): "
-                              f"give the version the samples were read from "
-                              f"(repo.dataset({name!r}).version), or leave it out for no check")
+            raise ConfigError(f"if_latest (--if-latest) {if_latest!r} names no version (an "
+                              f"unset variable?): give the version the samples were read from "
+                              f"(repo.dataset({name!r}, 'latest').version; `dload info "
+                              f"{name}@latest`), or leave it out for no check")
         if latest is None:
-            raise ConflictError(f"commit to {name!r} with if_latest={if_latest[:12]}: {name!r} "
-                                "has no version (new, or removed): leave if_latest out to "
-                                "create it")
+            raise ConflictError(f"commit to {name!r} with if_latest (--if-latest) "
+                                f"{if_latest[:12]}: {name!r} has no version (new, or removed): "
+                                "leave if_latest out to create it")
         want = self.resolve(name, if_latest)
         if want != latest and not self.storage.exists(manifest_path(name, want)):
-            raise NotFoundError(f"if_latest={if_latest[:12]} is no stored version of {name!r}"
-                                f" (`dload versions {name}` lists them)")
+            raise NotFoundError(f"if_latest (--if-latest) {if_latest[:12]} is no stored "
+                                f"version of {name!r} (`dload versions {name}` lists them)")
         if want != latest:
             raise moved_error(name, want, latest, stored=False)
         return want

@@ -66,7 +66,8 @@ def keep_for_readers(storage: Storage, removed: Iterable[Manifest], kept: set[st
         try:
             storage.touch(shard_path(digest))
         except DloadError as e:
-            failed.append(f"{digest[:12]}: {e}")
+            why = getattr(e.__cause__, "strerror", None) or e  # (the touch, not a create)
+            failed.append(f"{digest[:12]}: {why}")
 
     if len(digests) > 1 and not storage.is_local:
         with ThreadPoolExecutor(_TOUCH_THREADS) as pool:

@@ -52,9 +52,10 @@ def moved_error(name: str, wanted: str, current: str | None, stored: bool) -> Co
     kept = (" Its shards are stored: committing the same samples again uploads none of them."
             if stored else "")
     return ConflictError(
-        f"commit to {name!r} with if_latest={wanted[:12]}: latest is now {now}, so nothing "
-        f"was published.{kept} Read latest again (`dload diff {name}@{wanted[:12]} {name}` "
-        "shows what changed), rebuild the samples from it and commit with the new if_latest")
+        f"commit to {name!r} with if_latest (--if-latest) {wanted[:12]}: latest is now {now}, "
+        f"so nothing was published.{kept} Read latest again (repo.dataset({name!r}, "
+        f"'latest'); `dload diff {name}@{wanted[:12]} {name}@latest` shows what changed), "
+        "rebuild the samples from it and commit with the new version as if_latest")
 
 
 def warn_rolled_back(name: str, replaced: str, back_to: Manifest,

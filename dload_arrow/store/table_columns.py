@@ -133,7 +133,8 @@ def _pandas_only(field: pa.Field) -> None:
             (field.metadata or {}).get(b"ARROW:extension:metadata") or b"{}").get("freq", "?")
         raise SchemaError(
             f"column {c!r} is a pandas Period (period[{freq}]), which Parquet stores as bare "
-            f"int64 counts of periods since 1970 (2024-01 as 648): SQL, polars and a process "
+            f"int64 counts of periods since 1970 (of months: 2024-01 as 648): SQL, polars and "
+            f"a process "
             f"without pandas' registration read those numbers. Convert it first: "
             f"df[{c!r}].dt.to_timestamp() (each period's start, a timestamp) or "
             f"df[{c!r}].astype(str) ('2024-01')")
