@@ -37,10 +37,16 @@ def test_take_of_ints_on_number_keys_warns_that_ints_are_positions(repo: dl.Repo
     repo.commit("feat", pa.table({"item_id": ids, "ctr": ids / 1000}), key="item_id",
                 progress=False)
     ds = repo.dataset("feat")
-    with pytest.warns(UserWarning, match=r"take\(\) reads ints as positions \(rows number 7, "
-                      r"14\).*ds\.take\(\[str\(i\) for i in ids\]\)"):
+    with pytest.warns(UserWarning, match=r"take\(\) reads ints as positions, and the keys of "
+                      r"this dataset look like numbers.*ds\.take\(\[str\(i\) for i in ids\]\)"):
         t = ds.take(np.array([7, 14]))
     assert t.column("__key__").to_pylist() == ["651", "602"]  # positions, as documented
+    with warnings.catch_warnings():  # once per dataset object; ds[i] never
+        warnings.simplefilter("error")
+        ds.take([1, 2])
+        assert ds[3]["__key__"] == repo.dataset("feat")[3]["__key__"]
+        with pytest.raises(TypeError, match="ints"):
+            repo.dataset("feat").take([None])  # type: ignore[list-item]
     assert ds.take(["7", "14"]).column("ctr").to_pylist() == [0.007, 0.014]
     repo.commit("plain", [{"x": i} for i in range(20)], progress=False)  # generated keys
     with warnings.catch_warnings():
@@ -60,3 +66,13 @@ def test_a_miss_names_a_stored_key_in_another_unicode_form(repo: dl.Repository) 
         ds.get("y" * 5000)
     assert len(str(e.value)) < 600 and "(5000 chars)" in str(e.value)
     assert ds.get("caff", default=None) is None
+
+
+def test_a_miss_on_sorted_keys_names_no_twin_that_is_not_stored(repo: dl.Repository) -> None:
+    """QA review60c: sorted keys locate where a key would be, not whether it is there."""
+    repo.commit("m", [("a", {"p": 0}), ("b", {"p": 1}), ("cafe", {"p": 2})], progress=False)
+    ds = repo.dataset("m")
+    for form in ("NFC", "NFD"):
+        with pytest.raises(MissingKeyError) as e:
+            ds.get(unicodedata.normalize(form, "café"))
+        assert "Unicode" not in str(e.value)

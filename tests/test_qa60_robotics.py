@@ -48,6 +48,13 @@ def test_an_append_of_another_shape_names_the_stored_column_and_its_nested_type(
                        r"the stored type.*pa\.list_\(pa\.list_\(pa\.list_\(pa\.uint8\(\)\)\)\)"):
         repo.append("steps", [("ep1/0", {"image": np.zeros((64, 64, 3), np.uint8)})],
                     progress=False)
+    rows = [("a", {"image": np.zeros((2, 2, 3), np.float32), "n": 1}),
+            ("b", {"image": np.zeros((4, 4, 3), np.float32), "n": 2})]
+    with pytest.raises(SchemaError, match=r"'image' field is pa\.list_\(pa\.list_\(pa\.list_\("
+                       r"pa\.float32\(\)\)\)\) \(a schema names every column"):
+        repo.commit("var", rows, progress=False)
+    sch = pa.schema([("image", pa.list_(pa.list_(pa.list_(pa.float32())))), ("n", pa.int64())])
+    assert repo.commit("var", rows, schema=sch, progress=False).num_rows == 2  # as it says
 
 
 def test_a_dict_of_image_arrays_is_pointed_at_polars(repo: dl.Repository) -> None:
@@ -69,3 +76,27 @@ def test_a_double_quoted_value_in_where_says_strings_take_single_quotes(
                        r"quotes, 'r1'"):
         repo.dataset("s").where('robot_id = "r1"')
     assert repo.dataset("s").where("robot_id = 'r1'").num_rows == 2
+    with pytest.raises(PredicateError) as e:  # a misspelt bare column: no value hint
+        repo.dataset("s").where("robotid = 3")
+    assert "single quotes" not in str(e.value)
+
+
+def test_default_padding_of_rows_of_frames_with_null_frames_and_ragged_rows(
+        repo: dl.Repository) -> None:
+    """QA review60c: a null frame left a batch as lists; a ragged batch stopped the epoch."""
+    sch = pa.schema([("f", pa.list_(pa.list_(pa.float32()))),
+                     ("docs", pa.list_(pa.list_(pa.int32())))])
+    rows = [("a", {"f": [[1.0, 2.0], None], "docs": [[1, 2]]}),
+            ("b", {"f": [[3.0, 4.0]], "docs": [[3]]}),
+            ("c", {"f": [[5.0, 6.0]], "docs": [[1, 2], [3]]}),
+            ("d", {"f": [[7.0, 8.0]], "docs": [[4], [5, 6, 7]]})]
+    repo.commit("eps", rows, schema=sch, progress=False)
+    batches = list(repo.dataset("eps").pipeline().batch(2, collate=dl.pad_collate(mask=True)))
+    assert len(batches) == 2
+    first = batches[0]
+    assert first["f"].dtype == np.float32 and first["f"].shape == (2, 2, 2)
+    assert first["f_mask"].tolist() == [[True, False], [True, False]]
+    assert batches[1]["docs"] == [[[1, 2], [3]], [[4], [5, 6, 7]]]  # left as lists
+    with pytest.raises(dl.ConfigError, match=r"cannot make an array|after their first axis"):
+        list(repo.dataset("eps").pipeline().batch(2, collate=dl.pad_collate(
+            columns=["docs"])))  # named: refused

@@ -150,9 +150,10 @@ def field_hint(text: str, at: int, columns: Iterable[str]) -> str:
             f"a pipeline's .filter(lambda r: r[{col!r}][{field!r}] ...)")
 
 
-def column_hint(name: str, names: list[str]) -> str:
+def column_hint(name: str, names: list[str], text: str = "") -> str:
     """The advice for a column ``name`` that ``names`` lacks: a spelling of one (another case,
-    Unicode form) or a struct field written as a column (``"prof.age"``)."""
+    Unicode form), a struct field written as a column (``"prof.age"``), or, written in double
+    quotes in the filter ``text``, a value (pandas' query() habit: ``robot_id == "r1"``)."""
     return form_hint(name, names) or field_hint(name, name.find("."), names) or (
         f"; if {name!r} is a value, write it in single quotes, {_quote(name)}: double quotes "
-        "name a column")  # (QA robotics60: pandas' query() habit, robot_id == "r1")
+        "name a column" if quoted(name) in text else "")

@@ -8,7 +8,6 @@ float32), else the rows' own arrays' type; the pad never widens it and must fit 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,15 +16,18 @@ import pyarrow as pa
 
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.batching import default_collate
+from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
 __all__ = ["pad_collate"]
 
-_NUMBERS = "biuf"
+
+
+class _Ragged(ConfigError):
+    """Rows that make no one array (a column named in ``columns=`` is refused for it)."""
 
 
 def _is_sequence(v: Any) -> bool:
-    """A row a column pads: a list, a tuple or an array (numpy, or a CPU tensor: along its
-    first axis)."""
+    """A row a column pads: a list, a tuple or an array (numpy, or a CPU tensor)."""
     return isinstance(v, list | tuple) or (
         hasattr(v, "__array__") and getattr(v, "ndim", 0) >= 1)
 
@@ -39,7 +41,7 @@ def _numeric_sequences(cells: list[Any]) -> bool:
         arrays = [np.asarray(c) for c in cells if c is not None and len(c)]
     except (ValueError, TypeError, RuntimeError):  # ragged rows, bfloat16 tensors: left as
         return False  # they are (columns= names them, and the error says what to do)
-    return bool(arrays) and all(a.dtype.kind in _NUMBERS for a in arrays)
+    return bool(arrays) and all(a.dtype.kind in NUMBERS for a in arrays)
 
 
 def _stored(schema: pa.Schema | None, name: str
@@ -100,8 +102,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         self.pad_value, self.max_length = pad_value, max_length
         self.columns = None if columns is None else tuple(columns)
         self.lengths, self.mask = lengths, mask
-        self.dtype = {c: _as_dtype(d) for c, d in dtype.items()} if isinstance(
-            dtype, Mapping) else (None if dtype is None else _as_dtype(dtype))
+        self.dtype = {c: as_dtype(d) for c, d in dtype.items()} if isinstance(
+            dtype, Mapping) else (None if dtype is None else as_dtype(dtype))
 
     def __repr__(self) -> str:
         return (f"pad_collate(pad_value={self.pad_value!r}, columns={self.columns!r}, "
@@ -124,7 +126,11 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                 if cell is not None and not _is_sequence(cell):
                     raise ConfigError(f"pad_collate: column {c!r} holds {type(cell).__name__} "
                                       "values, not sequences; leave it out of columns=")
-            out.update(self._pad(c, cells, _stored(schema, c)))
+            try:
+                out.update(self._pad(c, cells, _stored(schema, c)))
+            except _Ragged:  # a column picked by default, rows of rows of two widths: lists
+                if self.columns is not None:
+                    raise
         return out
 
     def _pad(self, name: str, cells: list[Any],
@@ -135,11 +141,11 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         cells, holes = _holes(cells, shape)
         arrays = _arrays(name, cells, want, check=given is not None)
         filled = [a for a in arrays if a.size]
-        dtype = want if want is not None else _found(name, filled, self.pad_value)
-        _check_fit(name, dtype, self.pad_value)
+        dtype = want if want is not None else found(name, filled, self.pad_value)
+        check_fit(name, dtype, self.pad_value)
         inner = {a.shape[1:] for a in filled}  # rows of frames (T, F) pad along T
         if len(inner) > 1:
-            raise ConfigError(f"pad_collate: column {name!r} holds rows of shapes "
+            raise _Ragged(f"pad_collate: column {name!r} holds rows of shapes "
                               f"{sorted(inner)} after their first axis; only the first axis "
                               "(the length) is padded")
         rest = inner.pop() if inner else shape
@@ -168,17 +174,7 @@ def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) ->
     column of number sequences."""
     if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
         return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
-    return _numeric_sequences(cells)
-
-
-def _as_dtype(d: Any) -> np.dtype:
-    try:
-        dtype = np.dtype(d)
-    except TypeError as e:
-        raise ConfigError(f"pad_collate(dtype={d!r}): not a numpy dtype ({e})") from e
-    if dtype.kind not in _NUMBERS:
-        raise ConfigError(f"pad_collate(dtype={d!r}): give a number type (int32, float32...)")
-    return dtype
+    return _numeric_sequences(_holes(cells, ())[0])  # a null frame is no reason not to
 
 
 def _holes(cells: list[Any], inner: tuple[int, ...]
@@ -222,79 +218,19 @@ def _arrays(name: str, cells: list[Any], want: np.dtype | None, check: bool = Fa
         arrays = [np.asarray([] if c is None else c, dtype=want) for c in cells]
         if want is not None and check:  # (a stored type holds its stored values)
             for c, a in zip(cells, arrays, strict=True):
-                if a.size and _changed(np.asarray(c), a):
+                if a.size and changed(np.asarray(c), a):
                     raise ValueError(f"{np.asarray(c).dtype} values {want} does not hold")
     except (ValueError, TypeError, OverflowError, RuntimeError) as e:  # [[1, 2], [3]]
-        of = "" if want is None else f" of {want}"
-        raise ConfigError(f"pad_collate: column {name!r} holds a row it cannot make an array"
-                          f"{of} from ({e}): rows of rows of two lengths, None inside a row of "
-                          "rows, values the type does not hold, or a tensor numpy cannot take "
-                          "(bfloat16, one that requires grad: .detach().float() it in a map); "
-                          "only the first axis (the length) is padded") from e
+        of = "" if want is None else f" of {want}"  # (dtype= given: an error, default or not)
+        raise (ConfigError if check else _Ragged)(
+            f"pad_collate: column {name!r} holds a row it cannot make an array{of} from ({e}): "
+            "rows of rows of two lengths, None inside a row of rows, values the type does not "
+            "hold, or a tensor numpy cannot take (bfloat16, one that requires grad: "
+            ".detach().float() it in a map); only the first axis (the length) is padded") from e
     for i, a in enumerate(arrays):
-        if a.size and a.dtype.kind not in _NUMBERS:
+        if a.size and a.dtype.kind not in NUMBERS:
             raise ConfigError(f"pad_collate: column {name!r} holds {a.dtype} values; only "
                               "numbers are padded: leave it out of columns=")
         if want is None and a.dtype.kind == "f" and isinstance(cells[i], list | tuple):
-            arrays[i] = _exact(name, cells[i], a)  # numpy made Python ints past 2**63 floats
+            arrays[i] = exact(name, cells[i], a)  # numpy made Python ints past 2**63 floats
     return arrays
-
-
-def _changed(src: np.ndarray, out: np.ndarray) -> bool:
-    """Whether making ``src`` into ``out``'s type changed a value (floats narrowed to floats:
-    only by overflowing; anything else: exactly; 1.5 is no int, 2**24 + 1 no float32)."""
-    with np.errstate(all="ignore"):
-        if out.dtype.kind == "f" and src.dtype.kind == "f":
-            return bool((np.isinf(out) & np.isfinite(src.astype(np.float64))).any())
-        return not np.array_equal(out.astype(np.float64), src.astype(np.float64),
-                                  equal_nan=True) if src.dtype.kind in "fiub" else False
-
-
-def _exact(name: str, cell: Any, a: np.ndarray) -> np.ndarray:
-    """A row of Python numbers that numpy made float64: as it was when that lost nothing,
-    uint64 when it holds big non-negative ints only, else refused."""
-    flat = list(_flat(cell))
-    if not any(type(x) is int and abs(x) > 2**53 for x in flat):
-        return a
-    if all(type(x) is int and 0 <= x < 2**64 for x in flat):
-        return np.asarray(cell, dtype=np.uint64)
-    raise ConfigError(f"pad_collate: column {name!r} holds integers beyond 2**53 that float64 "
-                      "would round; make the rows one type, or give dtype=")
-
-
-def _flat(v: Any) -> Any:
-    for x in v:
-        if isinstance(x, list | tuple):
-            yield from _flat(x)
-        else:
-            yield x
-
-
-def _found(name: str, filled: list[np.ndarray], pad: int | float) -> np.dtype:
-    """The rows' own common type (never widened by the pad value)."""
-    if not filled:
-        return np.asarray(pad).dtype
-    dtype = np.result_type(*(a.dtype for a in filled))
-    if dtype.kind == "f" and all(a.dtype.kind in "iu" and a.min() >= 0 for a in filled):
-        return np.dtype(np.uint64)  # uint64 ids beside small ones: numpy's pick is float64
-    if dtype.kind == "f" and any(a.dtype.kind in "iu" and int(np.abs(a).max()) > 2**53
-                                 for a in filled):  # (uint64 beside floats)
-        raise ConfigError(f"pad_collate: column {name!r} holds integers beyond 2**53 beside "
-                          "floats; float64 would round them: make the rows one type, or "
-                          "give dtype=")
-    return dtype
-
-
-def _check_fit(name: str, dtype: np.dtype, pad: int | float) -> None:
-    if isinstance(pad, float) and math.isnan(pad):
-        if dtype.kind != "f":
-            raise ConfigError(f"pad_collate(pad_value=nan) does not fit column {name!r} of "
-                              f"type {dtype}; NaN pads floats only")
-        return
-    with np.errstate(all="ignore"):
-        cast = np.asarray(pad).astype(dtype)
-        fits = bool(np.isfinite(cast)) if dtype.kind == "f" and math.isfinite(pad) else (
-            cast.item() == pad)  # (a float pad rounds to the column's float type: 0.1)
-    if not fits:
-        raise ConfigError(f"pad_collate(pad_value={pad!r}) does not fit column {name!r} of "
-                          f"type {dtype}; give a pad value that type holds")

@@ -13,8 +13,7 @@ and a key outside the view is not found.
 from __future__ import annotations
 
 import bisect
-import unicodedata
-import warnings
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -24,8 +23,9 @@ import pyarrow.compute as pc
 
 from dload_arrow.args import kind
 from dload_arrow.arrays import int64_array, string_array
-from dload_arrow.errors import MissingKeyError, shown, user_stacklevel
+from dload_arrow.errors import MissingKeyError, shown
 from dload_arrow.read.context import ReadContext
+from dload_arrow.read.lookup_hints import cut, unicode_twin, warn_positions
 from dload_arrow.read.random_access import RowGroupReader, ShardRef
 from dload_arrow.read.reader import iter_units, projection
 from dload_arrow.rowfilter import Predicate, filter_rows
@@ -35,13 +35,6 @@ from dload_arrow.store.names import KEY_COLUMN
 __all__ = ["RandomAccess"]
 
 _Target = tuple[int, int, int | None, str | None]  # shard, row group, offset, key
-
-
-_SHOWN_KEY = 200  # a longer key is cut in a miss (QA lookup60: 5 KB echoed)
-
-
-def _cut(key: str) -> str:
-    return key if len(key) <= _SHOWN_KEY else f"{key[:_SHOWN_KEY]}... ({len(key)} chars)"
 
 
 class RandomAccess:
@@ -59,6 +52,9 @@ class RandomAccess:
         self._row_offsets = [s.row_offset for s in shards]
         self._rg_starts = [np.concatenate([[0], np.cumsum(s.rg_rows)]).tolist() for s in shards]
         self._view_counts: list[int] | None = None
+        self._told = False  # the take() warning (once)
+        self._probing = threading.local()  # a twin probe's own miss looks for no twin
+        # (lookup_hints.unicode_twin sets .on while it probes)
 
     @property
     def label(self) -> str:
@@ -164,8 +160,11 @@ class RandomAccess:
 
     # --- reading ----------------------------------------------------------------------------
 
-    def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None) -> pa.Table:
-        """Rows by position (ints, negative allowed) or by key (strs), in the order given."""
+    def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None,
+             warn: bool = False) -> pa.Table:
+        """Rows by position (ints, negative allowed) or by key (strs), in the order given
+        (``warn``: a user's take(), told once that ints are positions where keys are
+        numbers)."""
         if isinstance(items, (str, bytes, int)):
             one = f"ds[{items!r}]" if isinstance(items, int) else f"get({items!r})"
             raise TypeError(f"take() wants a list of keys or positions, got {items!r}: use "
@@ -178,8 +177,6 @@ class RandomAccess:
         items = list(items)
         schema = projection(self.manifest.schema, columns)
         keys = [x for x in items if isinstance(x, str)]
-        if items and not keys:
-            self._warn_positions(items)
         located = iter(self._locate_keys(keys)) if keys else iter(())
         targets: list[_Target] = []
         for x in items:
@@ -192,38 +189,15 @@ class RandomAccess:
                 targets.append(self._position(int(x)))
             else:
                 raise TypeError(f"take() wants ints (positions) or strs (keys), got {x!r}")
+        if warn and items and not keys and not self._told:
+            self._told = True
+            warn_positions(self.manifest)
         return self._read(targets, schema)
-
-    def _warn_positions(self, items: list[Any]) -> None:
-        """Warn that ints are positions when every key of the dataset is a number as text (a
-        table keyed by its int id column: take(ids) gave other items' rows, QA lookup60)."""
-        bounds = [k for s in self.manifest.shards for k in (s.key_min, s.key_max)]
-        generated = all(len(k) == 12 for k in bounds)  # row numbers: a position is one
-        if bounds and not generated and all(k.isascii() and k.isdigit() for k in bounds):
-            rows = ", ".join(str(int(i)) for i in items[:3]) + ("..." if len(items) > 3 else "")
-            warnings.warn(
-                f"take() reads ints as positions (rows number {rows}), and the keys of this "
-                "dataset are numbers as text: to take by key, pass them as text "
-                "(ds.take([str(i) for i in ids]))", stacklevel=user_stacklevel())
 
     def _missing(self, key: str) -> str:
         view = " in this filtered view" if self.units is not None or self.predicate else ""
-        return f"no sample with key {_cut(key)!r}{view} of {self.label}" + self._twin(key)
-
-    def _twin(self, key: str) -> str:
-        """A stored key that differs from ``key`` only in Unicode normalization: the two print
-        the same (QA lookup60: 'café' composed, stored decomposed). One more lookup, for a
-        non-ASCII key only (a miss with a default, or ``in``, pays it too)."""
-        if key.isascii() or len(key) > _SHOWN_KEY:
-            return ""
-        forms = sorted({unicodedata.normalize(f, key) for f in ("NFC", "NFD")} - {key})
-        if not forms:
-            return ""
-        found = [f for f, t in zip(forms, self._locate_keys(forms), strict=True) if t]
-        return "" if not found else (
-            f"; the stored key {found[0]!a} differs from {key!a} only in Unicode "
-            "normalization (keys compare exactly: unicodedata.normalize('NFC', k) or "
-            "unicodedata.normalize('NFD', k) finds the stored spelling)")
+        twin = "" if getattr(self._probing, "on", False) else unicode_twin(self, key)
+        return f"no sample with key {cut(key)!r}{view} of {self.label}{twin}"
 
     def _read(self, targets: list[_Target], schema: pa.Schema) -> pa.Table:
         view_units = None if self.units is None else set(self.units)

@@ -189,7 +189,7 @@ class Dataset(VersionFields, PipelineShortcuts):
 
     def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None) -> pa.Table:
         """Rows by position (ints) or key (strs), in the order given, as a pyarrow Table."""
-        return self._random_access.take(items, columns)
+        return self._random_access.take(items, columns, warn=True)
 
     # --- exploration (issue: catalog) -------------------------------------------------------
 

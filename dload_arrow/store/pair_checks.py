@@ -132,18 +132,20 @@ def int_overflow_error(rows: list[tuple[str, Mapping[str, Any]]], col: str) -> S
         f"signed 64-bit integer column, the type inferred; {fits}")
 
 
-def shape_refusal(key: str, name: str, arr: np.ndarray, shape: tuple[int, ...]) -> SchemaError:
+def shape_refusal(key: str, field: pa.Field, arr: np.ndarray, shape: tuple[int, ...]
+                  ) -> SchemaError:
     """The refusal of an array whose shape is not its tensor column's, with the nested-list
-    type of its own rank and dtype that stores varying shapes (QA robotics60: the example was
-    2-D float32 for a uint8 image, and suggested schema= on an append, which takes none)."""
-    leaf = "bool_" if arr.dtype.kind == "b" else arr.dtype.name
-    nested = "pa.list_(" * max(arr.ndim, 1) + f"pa.{leaf}()" + ")" * max(arr.ndim, 1)
+    type of the column's rank and number type that stores varying shapes (QA robotics60: the
+    example was 2-D float32 for a uint8 image, and suggested schema= on an append)."""
+    leaf = {"bool": "bool_", "float": "float32", "double": "float64", "halffloat": "float16"
+            }.get(str(field.type.value_type), str(field.type.value_type))
+    nested = "pa.list_(" * len(shape) + f"pa.{leaf}()" + ")" * len(shape)
     return SchemaError(
-        f"sample {key!r}, column {name!r}: a tensor of shape {tuple(arr.shape)}, but the "
+        f"sample {key!r}, column {field.name!r}: a tensor of shape {tuple(arr.shape)}, but the "
         f"column holds tensors of shape {tuple(shape)} (its first sample's, or the stored "
         "column's on an append); reshape it, or store arrays whose shapes vary as nested "
-        f"lists: commit (an append keeps the stored type) with schema=pa.schema([({name!r}, "
-        f"{nested})])")
+        f"lists: commit (an append keeps the stored type) with a schema= whose {field.name!r} "
+        f"field is {nested} (a schema names every column: the others as they are)")
 
 
 def refuse_shapes(samples: Any, mod: str) -> None:

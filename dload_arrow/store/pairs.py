@@ -127,7 +127,7 @@ def _tensor(key: str, field: pa.Field, value: Any, shape: tuple[int, ...]) -> np
     reshaped: a (3, 2) array read back as (2, 3) would be silently wrong)."""
     arr = _native(_unmasked(key, field.name, value))
     if tuple(arr.shape) != tuple(shape):
-        raise shape_refusal(key, field.name, arr, shape)
+        raise shape_refusal(key, field, arr, shape)
     return arr.reshape(-1)
 
 
