@@ -100,3 +100,17 @@ def test_default_padding_of_rows_of_frames_with_null_frames_and_ragged_rows(
     with pytest.raises(dl.ConfigError, match=r"cannot make an array|after their first axis"):
         list(repo.dataset("eps").pipeline().batch(2, collate=dl.pad_collate(
             columns=["docs"])))  # named: refused
+
+
+def test_review60d_numpy_frames_and_a_row_of_null_frames(repo: dl.Repository) -> None:
+    """A cell of numpy frames crashed the collate (`None in` compared their items); a row
+    whose frames were all null left the whole batch as lists."""
+    out = dl.pad_collate()([{"f": [np.zeros(3), np.ones(3)], "s": [np.array(["a", "b"])]},
+                            {"f": [np.ones(3)], "s": [np.array(["c"])]}])
+    assert out["f"].shape == (2, 2, 3) and out["f_length"].tolist() == [2, 1]
+    sch = pa.schema([("f", pa.list_(pa.list_(pa.float32())))])
+    repo.commit("eps", [("a", {"f": [[1.0, 2.0]]}), ("b", {"f": [None, None]})], schema=sch,
+                progress=False)
+    b = next(iter(repo.dataset("eps").pipeline().batch(2, collate=dl.pad_collate(mask=True))))
+    assert b["f"].dtype == np.float32 and b["f"].shape == (2, 2, 2)
+    assert b["f_mask"].tolist() == [[True, False], [False, False]]

@@ -156,4 +156,5 @@ def column_hint(name: str, names: list[str], text: str = "") -> str:
     quotes in the filter ``text``, a value (pandas' query() habit: ``robot_id == "r1"``)."""
     return form_hint(name, names) or field_hint(name, name.find("."), names) or (
         f"; if {name!r} is a value, write it in single quotes, {_quote(name)}: double quotes "
-        "name a column" if quoted(name) in text else "")
+        "name a column" if quoted(name) in text
+        and name.casefold() not in {n.casefold() for n in names} else "")

@@ -20,9 +20,6 @@ cheap ``skip`` stay above it (correct, but every consumer decodes every unit).
 
 from __future__ import annotations
 
-import math
-import re
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,23 +27,19 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import check_bool, column_names
-from dload_arrow.errors import ConfigError, user_stacklevel
+from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.node import Node
 from dload_arrow.pipeline.views import view_schema
 from dload_arrow.pipeline.window_layout import schema_of
 from dload_arrow.pipeline.window_node import DatasetNode
+from dload_arrow.pipeline.window_size import DEFAULT_BUFFER, window_rows
 from dload_arrow.plan.orders import SamplePlan, own_count
 from dload_arrow.plan.seeds import check_seed
 from dload_arrow.read.reader import projection
-from dload_arrow.sizes import parse_size
 
 __all__ = ["DEFAULT_BUFFER", "DEFAULT_CHUNK_ROWS", "DatasetPipe"]
 
-DEFAULT_BUFFER = 16_384
-# The default window spans at least this many row groups: small rows come in row groups of
-# tens of thousands of rows, and a window of one row group mixes rows only within it.
-MIN_WINDOW_UNITS = 8
 DEFAULT_CHUNK_ROWS = 1024
 
 
@@ -182,32 +175,7 @@ class DatasetPipe(Pipeline):
         return super().shuffle(DEFAULT_BUFFER if buffer is None else buffer, seed)
 
     def _buffer_rows(self, buffer: int | str | None) -> int:
-        typical = int(np.median(self.unit_rows)) if len(self.unit_rows) else 0
-        if buffer is None:
-            return max(DEFAULT_BUFFER, MIN_WINDOW_UNITS * typical)
-        if isinstance(buffer, str):
-            if re.fullmatch(r"\s*[0-9]+\s*", buffer):  # "64" from os.environ: rows or bytes?
-                raise ConfigError(
-                    f"shuffle buffer {buffer!r} has no unit: pass {buffer.strip()} (an int) for "
-                    f"rows, or a size such as '{buffer.strip()}MB' for bytes")
-            m = self.ds.manifest
-            per_row = m.num_bytes / max(1, m.num_rows)
-            rows = max(1, math.ceil(parse_size(buffer, "shuffle buffer") / max(per_row, 1e-9)))
-        elif isinstance(buffer, bool) or not isinstance(buffer, int | np.integer):
-            raise TypeError(f"shuffle buffer is a row count (an int) or a size such as "
-                            f"'256MB', got {buffer!r}")
-        elif buffer < 1:
-            raise ConfigError(f"shuffle buffer must be >= 1 row, got {buffer}")
-        else:
-            rows = int(buffer)
-        if rows < typical and len(self.unit_rows) > 1:
-            warnings.warn(
-                f"shuffle buffer of {rows:,} rows is smaller than the row groups of "
-                f"{self.name!r} (about {typical:,} rows each): every window is one row group, "
-                f"so rows mix only within their row group. Pass a buffer of several row groups "
-                f"(e.g. shuffle({MIN_WINDOW_UNITS * typical})), or none for the default.",
-                UserWarning, stacklevel=user_stacklevel())
-        return rows
+        return window_rows(self.ds, self.columns, buffer, self.unit_rows)
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         if self.predicate is not None or self.shard_spec[1] > 1:

@@ -174,7 +174,9 @@ def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) ->
     column of number sequences."""
     if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
         return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
-    return _numeric_sequences(_holes(cells, ())[0])  # a null frame is no reason not to
+    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad
+        return _numeric_sequences(_holes(cells, ())[0])
+    return _numeric_sequences(cells)
 
 
 def _holes(cells: list[Any], inner: tuple[int, ...]
@@ -184,15 +186,17 @@ def _holes(cells: list[Any], inner: tuple[int, ...]
     where each row had one (None: nowhere); the mask leaves them out."""
     rows: list[Any] = []
     holes: list[np.ndarray | None] = []
-    for c in cells:
-        gaps = _gaps(c)
+    found = [_gaps(c) for c in cells]
+    width = next((len(x) for c, gaps in zip(cells, found, strict=True)  # the batch's frames'
+                  if isinstance(c, list | tuple)  # (a row whose frames are all null: QA
+                  for i, x in enumerate(c) if isinstance(x, list | tuple)  # review60d)
+                  and not (gaps[i] if gaps else x is None)), None)
+    shape = inner or ((width,) if width is not None else ())
+    for c, gaps in zip(cells, found, strict=True):
         if gaps is None:
             holes.append(None)
             rows.append(c)
             continue
-        width = next((len(x) for x, gap in zip(c, gaps, strict=True)
-                      if isinstance(x, list | tuple) and not gap), None)
-        shape = inner or ((width,) if width is not None else ())
         holes.append(np.asarray(gaps))
         rows.append([np.zeros(shape, np.int8).tolist() if gap else x for x, gap in zip(
             c, gaps, strict=True)])
@@ -205,7 +209,10 @@ def _gaps(c: Any) -> list[bool] | None:
         return None
     first = next((x for x in c if x is not None), None)
     if isinstance(first, list | tuple):  # rows of frames
-        gaps = [x is None or None in x for x in c]
+        gaps = [x is None or (isinstance(x, list | tuple) and None in x) for x in c]
+        return gaps if any(gaps) else None
+    if hasattr(first, "__array__"):  # frames as arrays (`in` would compare their items)
+        gaps = [x is None for x in c]
         return gaps if any(gaps) else None
     return [x is None for x in c] if None in c else None
 

@@ -1,0 +1,118 @@
+"""How many rows a windowed shuffle's window holds: a row count, a byte size, or the default.
+
+A byte size (``shuffle("256MB")``) counts *decoded* bytes: the rows per window come from the
+first shard's footer (its row groups' uncompressed sizes, of the columns read), not from the
+stored (compressed) bytes per row, which made a 4 MiB scan stored in 1.2 KB count as 1.2 KB
+and an "8MB" window of 6,552 scans (25 GiB; QA video60). The default window (16,384 rows or 8
+row groups) is capped at ``DEFAULT_WINDOW_BYTES`` decoded: 16,384 clips of 5 MB were 80 GB.
+And since a windowed shuffle holds about three windows (the one consumed, the next one being
+decoded, the chunk between), a window whose three copies would not fit the memory this
+process has left (``read/memory.available_memory``, ``DLOAD_MEMORY_LIMIT``) is refused with
+the numbers, as a full shuffle's is; a default one is made smaller instead.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.errors import ConfigError, DloadError, InfeasiblePlanError, user_stacklevel
+from dload_arrow.read.memory import MEMORY_LIMIT_ENV, available_memory
+from dload_arrow.sizes import format_bytes, parse_size
+from dload_arrow.store.names import KEY_COLUMN
+
+__all__ = ["DEFAULT_BUFFER", "DEFAULT_WINDOW_BYTES", "MIN_WINDOW_UNITS", "row_bytes",
+           "window_rows"]
+
+DEFAULT_BUFFER = 16_384
+# The default window spans at least this many row groups: small rows come in row groups of
+# tens of thousands of rows, and a window of one row group mixes rows only within it.
+MIN_WINDOW_UNITS = 8
+DEFAULT_WINDOW_BYTES = 256 * 2**20
+WINDOWS_HELD = 3  # the window consumed, the next one decoded meanwhile, a chunk between
+
+
+def row_bytes(ds: Any, columns: Sequence[str] | None) -> float:
+    """Decoded bytes per row of ``ds`` (only ``columns`` and the key, when given), from its
+    first shard's footer; the stored bytes per row where the footer cannot be read."""
+    m = ds.manifest
+    stored = m.num_bytes / max(1, m.num_rows)
+    if not m.shards:
+        return stored
+    from dload_arrow.read.random_access import RowGroupReader, ShardRef
+
+    try:
+        meta = RowGroupReader(ds.context).metadata(ShardRef.of(m.shards[0]))
+    except (DloadError, OSError, pa.ArrowException):
+        return stored
+    wanted = None if columns is None else {*columns, KEY_COLUMN}
+    raw = 0
+    for i in range(meta.num_row_groups):
+        rg = meta.row_group(i)
+        for j in range(rg.num_columns):
+            c = rg.column(j)
+            if wanted is None or c.path_in_schema.split(".")[0] in wanted:
+                raw += c.total_uncompressed_size
+    share = 1.0 if columns is None else 0.0  # a projection's stored share is unknown
+    return max(stored * share, raw / max(1, meta.num_rows))
+
+
+def window_rows(ds: Any, columns: Sequence[str] | None, buffer: int | str | None,
+                unit_rows: Sequence[int] | np.ndarray) -> int:
+    """The rows of a window for ``shuffle(buffer)`` of ``ds`` (module docstring)."""
+    typical = int(np.median(unit_rows)) if len(unit_rows) else 0
+    if buffer is None:
+        per_row = row_bytes(ds, columns)
+        rows = max(DEFAULT_BUFFER, MIN_WINDOW_UNITS * typical)
+        rows = min(rows, max(1, typical, int(DEFAULT_WINDOW_BYTES / max(per_row, 1e-9))))
+        free = available_memory()
+        if free is not None and WINDOWS_HELD * rows * per_row > free:
+            rows = max(1, typical, int(free / WINDOWS_HELD / max(per_row, 1e-9)))
+        return rows
+    if isinstance(buffer, str):
+        if re.fullmatch(r"\s*[0-9]+\s*", buffer):  # "64" from os.environ: rows or bytes?
+            raise ConfigError(
+                f"shuffle buffer {buffer!r} has no unit: pass {buffer.strip()} (an int) for "
+                f"rows, or a size such as '{buffer.strip()}MB' for bytes")
+        size = parse_size(buffer, "shuffle buffer")
+        per_row = row_bytes(ds, columns)
+        rows = max(1, math.ceil(size / max(per_row, 1e-9)))
+    elif isinstance(buffer, bool) or not isinstance(buffer, int | np.integer):
+        raise TypeError(f"shuffle buffer is a row count (an int) or a size such as "
+                        f"'256MB', got {buffer!r}")
+    elif buffer < 1:
+        raise ConfigError(f"shuffle buffer must be >= 1 row, got {buffer}")
+    else:
+        rows, per_row = int(buffer), row_bytes(ds, columns)
+    if rows < typical and len(unit_rows) > 1:
+        warnings.warn(
+            f"shuffle buffer of {rows:,} rows is smaller than the row groups of "
+            f"{ds.name!r} (about {typical:,} rows each): every window is one row group, "
+            f"so rows mix only within their row group. Pass a buffer of several row groups "
+            f"(e.g. shuffle({MIN_WINDOW_UNITS * typical})), or none for the default.",
+            UserWarning, stacklevel=user_stacklevel())
+    _check_memory(ds.name, buffer, rows, per_row)
+    return rows
+
+
+def _check_memory(name: str, buffer: int | str, rows: int, per_row: float) -> None:
+    """Refuse a window whose three copies would not fit the memory left (module docstring)."""
+    free = available_memory()
+    need = WINDOWS_HELD * rows * per_row
+    if free is None or need <= free:
+        return
+    fits = format_bytes(int(free / WINDOWS_HELD * 0.8))
+    raise InfeasiblePlanError(
+        f"shuffle({buffer!r}) of {name!r}: a window of {rows:,} rows is about "
+        f"{format_bytes(int(rows * per_row))} decoded ({format_bytes(int(per_row))} a row, "
+        f"from its shards' footers), and a windowed shuffle holds about {WINDOWS_HELD} "
+        f"windows ({format_bytes(int(need))}), more than the {format_bytes(free)} of memory "
+        f"this process has left; pass a smaller buffer, e.g. shuffle('{fits}'), or read fewer "
+        f"columns (ds.pipeline(columns=[...])); {MEMORY_LIMIT_ENV} sets the memory this "
+        "check assumes")

@@ -1,0 +1,45 @@
+"""QA video60: large samples (scans, clips): windows sized by decoded bytes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import dload_arrow as dl
+from dload_arrow.errors import InfeasiblePlanError
+from dload_arrow.pipeline.window_size import DEFAULT_BUFFER, DEFAULT_WINDOW_BYTES
+
+
+@pytest.fixture
+def scans(tmp_path: Path) -> dl.Dataset:
+    """40 rows of 256 KiB that compress to almost nothing."""
+    repo = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
+    pattern = bytes(range(256)) * 1024
+    repo.commit("scans", ((f"s{i:03d}", {"raw": pattern[i:] + pattern[:i], "id": i})
+                          for i in range(40)), progress=False)
+    return repo.dataset("scans")
+
+
+def test_a_byte_buffer_counts_decoded_bytes(scans: dl.Dataset) -> None:
+    """'8MB' of 4 MiB scans stored in 1.2 KB became a window of 6,552 scans (25 GiB)."""
+    assert scans.manifest.num_bytes / scans.num_rows < 20_000  # stored: compressed
+    pipe = scans.shuffle("2MB", seed=0)
+    assert 7 <= pipe.buffer <= 9  # 2 MB of 256 KiB rows
+    assert sorted(r["id"] for r in pipe) == list(range(40))
+    small = scans.pipeline(columns=["id"]).shuffle("2MB", seed=0)  # the ids only: tiny rows
+    assert small.buffer > 1000
+
+
+def test_the_default_window_is_capped_by_decoded_bytes_and_memory(
+        scans: dl.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    """16,384 rows of 5 MB clips were 80 GB; a windowed shuffle had no memory check."""
+    rows = scans.shuffle(seed=0).buffer
+    assert rows < DEFAULT_BUFFER and abs(rows * 256 * 1024 - DEFAULT_WINDOW_BYTES) < 2**20
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "3MB")  # three windows must fit: down to
+    assert scans.shuffle(seed=0).buffer == 8  # one row group (2 MiB: 8 rows), no smaller
+    with pytest.raises(InfeasiblePlanError, match=r"shuffle\('2MB'\) of 'scans': a window of "
+                       r"\d+ rows is about 2\.\d MB decoded.*holds about 3 windows"):
+        scans.shuffle("2MB", seed=0)
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "8MB")
+    assert sorted(r["id"] for r in scans.shuffle("2MB", seed=0)) == list(range(40))
