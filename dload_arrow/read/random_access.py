@@ -1,11 +1,9 @@
 """Random access: one row group by byte range, never the whole shard.
 
-The manifest records each shard's footer offset and each row group's byte range, so reading row
-group ``r`` of shard ``s`` costs two ranged GETs on a cold cache (the footer, then the row
-group) and one once the footer is cached (footers are kept under ``<cache_dir>/footers``, a few
-KB each, outside the byte budget). A shard that is already in the cache is read from there;
-a local root is read in place.
-"""
+The manifest records each shard's footer offset and each row group's byte range: a row group
+costs two ranged GETs on a cold cache (footer, row group; only some columns' chunks:
+``chunk_ranges.py``) and one once the footer is cached (``<cache_dir>/footers``, outside the
+byte budget). A shard in the cache is read from there; a local root is read in place."""
 
 from __future__ import annotations
 
@@ -22,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dload_arrow.errors import NotFoundError
+from dload_arrow.read.chunk_ranges import chunks_only
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.shard_errors import corrupt_shard, missing_shard
 from dload_arrow.storage import Storage
@@ -194,11 +193,13 @@ class RowGroupReader:
                 return self._decode(pf, ref, rg, columns, dataset)
         start = ref.rg_offsets[rg]
         try:
-            segment = self.ctx.storage.read_range(path, start, start + ref.rg_bytes[rg])
             meta = self.metadata(ref)
+            sparse = chunks_only(meta, rg, columns)  # small columns beside large ones
+            segment = b"" if sparse else self.ctx.storage.read_range(
+                path, start, start + ref.rg_bytes[rg])
         except NotFoundError as e:  # removed and collected, or deleted outside dload
             raise missing_shard(self.ctx.storage, ref.digest, dataset, version) from e
-        f = RangeFile(self.ctx.storage, path, ref.nbytes, {start: segment})
+        f = RangeFile(self.ctx.storage, path, ref.nbytes, {} if sparse else {start: segment})
         pf = pq.ParquetFile(f, metadata=meta, pre_buffer=False, page_checksum_verification=True)
         return self._decode(pf, ref, rg, columns, dataset)
 
