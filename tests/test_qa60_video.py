@@ -36,8 +36,10 @@ def test_the_default_window_is_capped_by_decoded_bytes_and_memory(
     """16,384 rows of 5 MB clips were 80 GB; a windowed shuffle had no memory check."""
     rows = scans.shuffle(seed=0).buffer
     assert rows < DEFAULT_BUFFER and abs(rows * 256 * 1024 - DEFAULT_WINDOW_BYTES) < 2**20
-    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "3MB")  # three windows must fit: down to
-    assert scans.shuffle(seed=0).buffer == 8  # one row group (2 MiB: 8 rows), no smaller
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "600MB")  # the default's 3 windows: 768 MB
+    with pytest.raises(InfeasiblePlanError, match=r"shuffle\(\) of 'scans'"):
+        scans.shuffle(seed=0)  # refused, never made smaller: the order would depend on it
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "3MB")
     with pytest.raises(InfeasiblePlanError, match=r"shuffle\('2MB'\) of 'scans': a window of "
                        r"\d+ rows is about 2\.\d MB decoded.*holds about 3 windows"):
         scans.shuffle("2MB", seed=0)

@@ -8,7 +8,8 @@ row groups) is capped at ``DEFAULT_WINDOW_BYTES`` decoded: 16,384 clips of 5 MB 
 And since a windowed shuffle holds about three windows (the one consumed, the next one being
 decoded, the chunk between), a window whose three copies would not fit the memory this
 process has left (``read/memory.available_memory``, ``DLOAD_MEMORY_LIMIT``) is refused with
-the numbers, as a full shuffle's is; a default one is made smaller instead.
+the numbers, as a full shuffle's is, the default one too: a window is never sized by the
+memory left, since the epoch's order (the same on every rank and machine) depends on it.
 """
 
 from __future__ import annotations
@@ -67,13 +68,11 @@ def window_rows(ds: Any, columns: Sequence[str] | None, buffer: int | str | None
                 unit_rows: Sequence[int] | np.ndarray) -> int:
     """The rows of a window for ``shuffle(buffer)`` of ``ds`` (module docstring)."""
     typical = int(np.median(unit_rows)) if len(unit_rows) else 0
-    if buffer is None:
+    if buffer is None:  # (never sized by the memory left: the order would depend on it)
         per_row = row_bytes(ds, columns)
         rows = max(DEFAULT_BUFFER, MIN_WINDOW_UNITS * typical)
         rows = min(rows, max(1, typical, int(DEFAULT_WINDOW_BYTES / max(per_row, 1e-9))))
-        free = available_memory()
-        if free is not None and WINDOWS_HELD * rows * per_row > free:
-            rows = max(1, typical, int(free / WINDOWS_HELD / max(per_row, 1e-9)))
+        _check_memory(ds.name, buffer, rows, per_row)
         return rows
     if isinstance(buffer, str):
         if re.fullmatch(r"\s*[0-9]+\s*", buffer):  # "64" from os.environ: rows or bytes?
@@ -101,15 +100,16 @@ def window_rows(ds: Any, columns: Sequence[str] | None, buffer: int | str | None
     return rows
 
 
-def _check_memory(name: str, buffer: int | str, rows: int, per_row: float) -> None:
+def _check_memory(name: str, buffer: int | str | None, rows: int, per_row: float) -> None:
     """Refuse a window whose three copies would not fit the memory left (module docstring)."""
     free = available_memory()
     need = WINDOWS_HELD * rows * per_row
     if free is None or need <= free:
         return
     fits = format_bytes(int(free / WINDOWS_HELD * 0.8))
+    call = "shuffle()" if buffer is None else f"shuffle({buffer!r})"
     raise InfeasiblePlanError(
-        f"shuffle({buffer!r}) of {name!r}: a window of {rows:,} rows is about "
+        f"{call} of {name!r}: a window of {rows:,} rows is about "
         f"{format_bytes(int(rows * per_row))} decoded ({format_bytes(int(per_row))} a row, "
         f"from its shards' footers), and a windowed shuffle holds about {WINDOWS_HELD} "
         f"windows ({format_bytes(int(need))}), more than the {format_bytes(free)} of memory "
