@@ -37,9 +37,12 @@ def test_the_default_window_is_capped_by_decoded_bytes_and_memory(
     rows = scans.shuffle(seed=0).buffer
     assert rows < DEFAULT_BUFFER and abs(rows * 256 * 1024 - DEFAULT_WINDOW_BYTES) < 2**20
     monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "600MB")  # the default's 3 windows: 768 MB
+    with pytest.warns(UserWarning, match=r"shuffle\(\) of 'scans'.*holds about 3 windows"):
+        assert scans.shuffle(seed=0).buffer == rows  # never made smaller: the order would
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "200MB")  # depend on the machine
     with pytest.raises(InfeasiblePlanError, match=r"shuffle\(\) of 'scans'"):
-        scans.shuffle(seed=0)  # refused, never made smaller: the order would depend on it
-    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "3MB")
+        scans.shuffle(seed=0)  # one window alone does not fit
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "1MB")
     with pytest.raises(InfeasiblePlanError, match=r"shuffle\('2MB'\) of 'scans': a window of "
                        r"\d+ rows is about 2\.\d MB decoded.*holds about 3 windows"):
         scans.shuffle("2MB", seed=0)

@@ -7,9 +7,10 @@ and an "8MB" window of 6,552 scans (25 GiB; QA video60). The default window (16,
 row groups) is capped at ``DEFAULT_WINDOW_BYTES`` decoded: 16,384 clips of 5 MB were 80 GB.
 And since a windowed shuffle holds about three windows (the one consumed, the next one being
 decoded, the chunk between), a window whose three copies would not fit the memory this
-process has left (``read/memory.available_memory``, ``DLOAD_MEMORY_LIMIT``) is refused with
-the numbers, as a full shuffle's is, the default one too: a window is never sized by the
-memory left, since the epoch's order (the same on every rank and machine) depends on it.
+process has left (``read/memory.available_memory``, ``DLOAD_MEMORY_LIMIT``) is warned of,
+and one that alone would not fit is refused with the numbers, as a full shuffle's is; the
+default one too: a window is never sized by the memory left, since the epoch's order (the
+same on every rank and machine) depends on it.
 """
 
 from __future__ import annotations
@@ -101,18 +102,21 @@ def window_rows(ds: Any, columns: Sequence[str] | None, buffer: int | str | None
 
 
 def _check_memory(name: str, buffer: int | str | None, rows: int, per_row: float) -> None:
-    """Refuse a window whose three copies would not fit the memory left (module docstring)."""
+    """Refuse a window that alone would not fit the memory left (a certain OOM kill), and
+    warn of one whose three copies would not (module docstring)."""
     free = available_memory()
-    need = WINDOWS_HELD * rows * per_row
-    if free is None or need <= free:
+    window = rows * per_row
+    if free is None or WINDOWS_HELD * window <= free:
         return
-    fits = format_bytes(int(free / WINDOWS_HELD * 0.8))
     call = "shuffle()" if buffer is None else f"shuffle({buffer!r})"
-    raise InfeasiblePlanError(
-        f"{call} of {name!r}: a window of {rows:,} rows is about "
-        f"{format_bytes(int(rows * per_row))} decoded ({format_bytes(int(per_row))} a row, "
-        f"from its shards' footers), and a windowed shuffle holds about {WINDOWS_HELD} "
-        f"windows ({format_bytes(int(need))}), more than the {format_bytes(free)} of memory "
-        f"this process has left; pass a smaller buffer, e.g. shuffle('{fits}'), or read fewer "
-        f"columns (ds.pipeline(columns=[...])); {MEMORY_LIMIT_ENV} sets the memory this "
-        "check assumes")
+    fits = format_bytes(int(free / WINDOWS_HELD * 0.8))
+    text = (f"{call} of {name!r}: a window of {rows:,} rows is about "
+            f"{format_bytes(int(window))} decoded ({format_bytes(int(per_row))} a row, from "
+            f"its shards' footers), and a windowed shuffle holds about {WINDOWS_HELD} windows "
+            f"({format_bytes(int(WINDOWS_HELD * window))}), against the {format_bytes(free)} of "
+            f"memory this process has left; pass a smaller buffer, e.g. shuffle('{fits}'), or "
+            f"read fewer columns (ds.pipeline(columns=[...])); {MEMORY_LIMIT_ENV} sets the "
+            "memory this check assumes")
+    if window > free:
+        raise InfeasiblePlanError(text)
+    warnings.warn(text, UserWarning, stacklevel=user_stacklevel())
