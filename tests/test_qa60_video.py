@@ -67,3 +67,49 @@ def test_a_lookup_of_a_small_column_beside_blobs_fetches_its_chunks_only(
     s3_server.clear()
     assert len(ds.get("c3")["raw"]) == 1_500_000  # every column: one GET of the row group
     assert s3_server.count("GET", "shards/", ranged=True) == 1
+
+
+def test_review60e_window_bytes_from_several_shards_and_dotted_columns(tmp_path: Path) -> None:
+    """The first shard alone sized windows (small rows first, 256 KiB rows appended: 28,459
+    rows for '4MB'); a projected column named with a dot counted as no bytes."""
+    import os
+
+    repo = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
+    repo.commit("d", [(f"a{i:03d}", {"seg.png": b"x", "n": i}) for i in range(50)],
+                progress=False)
+    repo.append("d", [(f"b{i:03d}", {"seg.png": os.urandom(256 * 1024), "n": i})
+                      for i in range(30)], progress=False)
+    ds = repo.dataset("d")
+    assert len(ds.manifest.shards) >= 2
+    assert ds.shuffle("4MB", seed=0).buffer < 60  # not thousands
+    assert ds.pipeline(columns=["seg.png"]).shuffle("4MB", seed=0).buffer < 60
+
+
+def test_review60e_a_footer_that_cannot_be_read_is_an_error_not_another_window(
+        s3_root: str, cache_dir: str, s3_server) -> None:  # type: ignore[no-untyped-def]
+    repo = dl.Repository.open(s3_root, cache_dir=cache_dir)
+    repo.commit("d", [(f"k{i}", {"x": i}) for i in range(20)], progress=False)
+    ds = repo.dataset("d")
+    s3_server.fail("GET", "shards/", 403, "AccessDenied", times=50)
+    try:
+        with pytest.raises(dl.DloadError):
+            ds.shuffle("1MB", seed=0)
+    finally:
+        s3_server.failing.clear()
+    assert ds.shuffle("1MB", seed=0).buffer > 0
+
+
+def test_review60e_many_small_columns_beside_a_blob_take_few_gets(
+        s3_root: str, cache_dir: str, s3_server) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    repo = dl.Repository.open(s3_root, cache_dir=cache_dir, cache_budget="unlimited")
+    rows = [(f"k{i}", {"raw": os.urandom(1_200_000), **{f"c{j:02d}": j for j in range(20)}})
+            for i in range(3)]
+    repo.commit("d", rows, row_group_size="8MB", progress=False)
+    ds = repo.dataset("d")
+    ds.get("k0", columns=["c00"])  # the footer, cached from here on
+    s3_server.clear()
+    got = ds.take(["k1", "k2"], columns=[f"c{j:02d}" for j in range(20)])
+    assert got.column("c19").to_pylist() == [19, 19]
+    assert s3_server.count("GET", "shards/") <= 4 and s3_server.bytes_sent("shards/") < 500_000

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dload_arrow.errors import NotFoundError
-from dload_arrow.read.chunk_ranges import chunks_only
+from dload_arrow.read.chunk_ranges import needed_ranges
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.shard_errors import corrupt_shard, missing_shard
 from dload_arrow.storage import Storage
@@ -194,12 +194,11 @@ class RowGroupReader:
         start = ref.rg_offsets[rg]
         try:
             meta = self.metadata(ref)
-            sparse = chunks_only(meta, rg, columns)  # small columns beside large ones
-            segment = b"" if sparse else self.ctx.storage.read_range(
-                path, start, start + ref.rg_bytes[rg])
+            spans = needed_ranges(meta, rg, columns) or [(start, start + ref.rg_bytes[rg])]
+            segments = {a: self.ctx.storage.read_range(path, a, b) for a, b in spans}
         except NotFoundError as e:  # removed and collected, or deleted outside dload
             raise missing_shard(self.ctx.storage, ref.digest, dataset, version) from e
-        f = RangeFile(self.ctx.storage, path, ref.nbytes, {} if sparse else {start: segment})
+        f = RangeFile(self.ctx.storage, path, ref.nbytes, segments)
         pf = pq.ParquetFile(f, metadata=meta, pre_buffer=False, page_checksum_verification=True)
         return self._decode(pf, ref, rg, columns, dataset)
 
