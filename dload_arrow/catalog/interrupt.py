@@ -10,6 +10,8 @@ the main thread waits in short, interruptible joins, and on Ctrl-C asks DuckDB t
 from __future__ import annotations
 
 import threading
+import time
+import traceback
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -53,23 +55,39 @@ def interruptible(connection: Any, work: Callable[[], T]) -> T:
     def run() -> None:
         try:
             out["value"] = work()
-        except BaseException as e:  # carried to the caller's thread
-            out["error"] = e
+        except BaseException as e:  # carried to the caller's thread, without the locals of
+            traceback.clear_frames(e.__traceback__)  # its frames: a pending DuckDB result
+            out["error"] = e  # kept alive there left the connection busy (QA sql60)
 
     thread = threading.Thread(target=run, name="dload-sql", daemon=True)
     thread.start()
     try:
         while thread.is_alive():
             thread.join(0.05)
-    except KeyboardInterrupt:
-        connection.interrupt()
+    except BaseException:  # Ctrl-C, or a signal handler's exception (a time limit, QA sql60):
+        connection.interrupt()  # the query stops, and the connection is free for the next
         thread.join()
+        _settle(connection)
         raise
     if "error" in out:
         if _interrupted(out["error"]):
             raise KeyboardInterrupt from None
         raise out["error"]
     return out["value"]  # type: ignore[no-any-return]
+
+
+def _settle(connection: Any, wait: float = 5.0) -> None:
+    """Wait until an interrupted connection takes calls again: DuckDB frees it a moment after
+    the interrupted call returns, and a query sent at once failed "connection is busy"."""
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        try:
+            connection.execute("SELECT 1").fetchall()
+            return
+        except Exception as e:  # only "busy" is waited out
+            if "busy" not in str(e).lower():
+                return
+            time.sleep(0.01)
 
 
 def _unmasked(work: Callable[[], T]) -> T:

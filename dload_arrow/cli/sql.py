@@ -50,7 +50,21 @@ def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
-@click.command()
+class _SqlCommand(click.Command):
+    """``dload sql``: an argument opening with a ``--`` comment (the sql/queries files) is the
+    query, not an option (QA sql60: "No such option: -- rows per dataset ..."): an option's
+    name holds no whitespace, so such an argument goes last, after ``--``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if "--" not in args:
+            for i, a in enumerate(args):
+                if a.startswith("--") and any(c.isspace() for c in a):
+                    args = [*args[:i], *args[i + 1:], "--", a]  # options stay options
+                    break
+        return super().parse_args(ctx, args)
+
+
+@click.command(cls=_SqlCommand)
 @click.argument("query")
 @click.option("--param", "params", multiple=True, metavar="K=V",
               help="Bind $K to V (repeatable). V is text, which DuckDB converts where the "
