@@ -36,10 +36,10 @@ def test_the_default_window_is_capped_by_decoded_bytes_and_memory(
     """16,384 rows of 5 MB clips were 80 GB; a windowed shuffle had no memory check."""
     rows = scans.shuffle(seed=0).buffer
     assert rows < DEFAULT_BUFFER and abs(rows * 256 * 1024 - DEFAULT_WINDOW_BYTES) < 2**20
-    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "600MB")  # the default's 3 windows: 768 MB
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "20MB")  # 3 windows of the 40 rows: 30 MB
     with pytest.warns(UserWarning, match=r"shuffle\(\) of 'scans'.*holds about 3 windows"):
         assert scans.shuffle(seed=0).buffer == rows  # never made smaller: the order would
-    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "200MB")  # depend on the machine
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "5MB")  # depend on the machine
     with pytest.raises(InfeasiblePlanError, match=r"shuffle\(\) of 'scans'"):
         scans.shuffle(seed=0)  # one window alone does not fit
     monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "1MB")
@@ -113,3 +113,18 @@ def test_review60e_many_small_columns_beside_a_blob_take_few_gets(
     got = ds.take(["k1", "k2"], columns=[f"c{j:02d}" for j in range(20)])
     assert got.column("c19").to_pylist() == [19, 19]
     assert s3_server.count("GET", "shards/") <= 4 and s3_server.bytes_sent("shards/") < 500_000
+
+
+def test_dist60_a_small_dataset_is_priced_by_its_rows_and_shard_shuffle_is_capped(
+        scans: dl.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    """40 rows of 256 KiB (10 MB) were priced as a 1,024-row window; shard().shuffle() used
+    16,384 items whatever their size."""
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "100MB")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert scans.shuffle(seed=0).buffer > 40  # the window holds the 40 rows there are
+    pipe = scans.pipeline().shard(0, 2).shuffle(seed=0)
+    assert pipe.buffer < DEFAULT_BUFFER
+    assert len(list(pipe)) == 20

@@ -172,7 +172,10 @@ class DatasetPipe(Pipeline):
                 f"shuffle({buffer!r}) after {at} shuffles the shard's items in a buffer of a "
                 f"number of items (an int); a byte size sets the dataset's windowed shuffle, "
                 f"which goes before shard(): ds.shuffle({buffer!r}, seed=...).{at}")
-        return super().shuffle(DEFAULT_BUFFER if buffer is None else buffer, seed)
+        if buffer is None:  # 16,384 items, capped by decoded bytes as the default window is
+            buffer = min(DEFAULT_BUFFER, window_rows(self.ds, self.columns, None,
+                                                     self.unit_rows))  # (QA dist60)
+        return super().shuffle(buffer, seed)
 
     def _buffer_rows(self, buffer: int | str | None) -> int:
         return window_rows(self.ds, self.columns, buffer, self.unit_rows)

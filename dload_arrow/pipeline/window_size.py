@@ -1,9 +1,10 @@
 """How many rows a windowed shuffle's window holds: a row count, a byte size, or the default.
 
 A byte size (``shuffle("256MB")``) counts *decoded* bytes: the rows per window come from the
-first shard's footer (its row groups' uncompressed sizes, of the columns read), not from the
-stored (compressed) bytes per row, which made a 4 MiB scan stored in 1.2 KB count as 1.2 KB
-and an "8MB" window of 6,552 scans (25 GiB; QA video60). The default window (16,384 rows or 8
+first, middle and last shards' footers (their row groups' uncompressed sizes, of the columns
+read: a projection's default window of large rows is larger), not from the stored bytes,
+which made a 4 MiB scan stored in 1.2 KB count as 1.2 KB and an "8MB" window of 6,552 scans
+(25 GiB; QA video60). The default window (16,384 rows or 8
 row groups) is capped at ``DEFAULT_WINDOW_BYTES`` decoded: 16,384 clips of 5 MB were 80 GB.
 And since a windowed shuffle holds about three windows (the one consumed, the next one being
 decoded, the chunk between), a window whose three copies would not fit the memory this
@@ -72,7 +73,7 @@ def window_rows(ds: Any, columns: Sequence[str] | None, buffer: int | str | None
         per_row = row_bytes(ds, columns)
         rows = max(DEFAULT_BUFFER, MIN_WINDOW_UNITS * typical)
         rows = min(rows, max(1, typical, int(DEFAULT_WINDOW_BYTES / max(per_row, 1e-9))))
-        _check_memory(ds.name, buffer, rows, per_row)
+        _check_memory(ds.name, buffer, rows, per_row, ds.manifest.num_rows)
         return rows
     if isinstance(buffer, str):
         if re.fullmatch(r"\s*[0-9]+\s*", buffer):  # "64" from os.environ: rows or bytes?
@@ -96,20 +97,22 @@ def window_rows(ds: Any, columns: Sequence[str] | None, buffer: int | str | None
             f"so rows mix only within their row group. Pass a buffer of several row groups "
             f"(e.g. shuffle({MIN_WINDOW_UNITS * typical})), or none for the default.",
             UserWarning, stacklevel=user_stacklevel())
-    _check_memory(ds.name, buffer, rows, per_row)
+    _check_memory(ds.name, buffer, rows, per_row, ds.manifest.num_rows)
     return rows
 
 
-def _check_memory(name: str, buffer: int | str | None, rows: int, per_row: float) -> None:
+def _check_memory(name: str, buffer: int | str | None, rows: int, per_row: float,
+                  total: int) -> None:
     """Refuse a window that alone would not fit the memory left (a certain OOM kill), and
-    warn of one whose three copies would not (module docstring)."""
+    warn of one whose three copies would not (module docstring); a window holds at most the
+    ``total`` rows there are (QA dist60: 80 rows were priced as 16,384)."""
     free = available_memory()
-    window = rows * per_row
+    window = min(rows, total) * per_row
     if free is None or WINDOWS_HELD * window <= free:
         return
     call = "shuffle()" if buffer is None else f"shuffle({buffer!r})"
     fits = format_bytes(int(free / WINDOWS_HELD * 0.8))
-    text = (f"{call} of {name!r}: a window of {rows:,} rows is about "
+    text = (f"{call} of {name!r}: a window of {min(rows, total):,} rows is about "
             f"{format_bytes(int(window))} decoded ({format_bytes(int(per_row))} a row, from "
             f"its shards' footers), and a windowed shuffle holds about {WINDOWS_HELD} windows "
             f"({format_bytes(int(WINDOWS_HELD * window))}), against the {format_bytes(free)} of "
