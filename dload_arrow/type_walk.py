@@ -29,6 +29,9 @@ def leaf_count(t: pa.DataType) -> int:
         return sum(leaf_count(t.field(i).type) for i in range(t.num_fields))
     if pa.types.is_map(t):
         return leaf_count(t.key_type) + leaf_count(t.item_type)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
         return leaf_count(t.value_type)
+    if isinstance(t, pa.ExtensionType):
+        return leaf_count(t.storage_type)
     return 1

@@ -58,3 +58,13 @@ def test_a_query_stopped_by_a_time_limit_stops_and_frees_the_connection(
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+def test_review60f_an_option_with_a_value_holding_spaces_stays_an_option(
+        repo: dl.Repository, tmp_path: Path) -> None:
+    from test_cli import dload
+
+    args = ["--root", repo.storage.url, "--cache-dir", str(tmp_path / "c")]
+    out = dload("sql", "select $n as n", "--param=n=big users", "--json", *args,
+                cwd=tmp_path).out
+    assert json.loads(out) == [{"n": "big users"}]

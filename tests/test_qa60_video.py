@@ -128,3 +128,15 @@ def test_dist60_a_small_dataset_is_priced_by_its_rows_and_shard_shuffle_is_cappe
     pipe = scans.pipeline().shard(0, 2).shuffle(seed=0)
     assert pipe.buffer < DEFAULT_BUFFER
     assert len(list(pipe)) == 20
+
+
+def test_review60f_a_list_view_column_beside_a_projection(tmp_path: Path) -> None:
+    """A list_view of structs counted as one leaf: a projected shuffle crashed (IndexError)."""
+    import pyarrow as pa
+
+    repo = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
+    lv = pa.array([[{"a": i, "b": "x"}] for i in range(30)],
+                  pa.list_view(pa.struct([("a", pa.int64()), ("b", pa.string())])))
+    repo.commit("d", pa.table({"lv": lv, "n": list(range(30))}), progress=False)
+    pipe = repo.dataset("d").pipeline(columns=["n"]).shuffle("1MB", seed=0)
+    assert sorted(r["n"] for r in pipe) == list(range(30))

@@ -54,26 +54,50 @@ def interruptible(connection: Any, work: Callable[[], T]) -> T:
 
     def run() -> None:
         try:
-            out["value"] = work()
+            if not stop.is_set():  # (interrupted while this thread started: nothing to run)
+                out["value"] = work()
         except BaseException as e:  # carried to the caller's thread, without the locals of
             traceback.clear_frames(e.__traceback__)  # its frames: a pending DuckDB result
             out["error"] = e  # kept alive there left the connection busy (QA sql60)
+        finally:
+            done.set()
 
+    # Its own end, not thread.is_alive(): a signal handler's exception inside join() marks a
+    # running thread stopped (CPython's bpo-45274 handling), and no interrupt was sent then.
+    stop, done = threading.Event(), threading.Event()
     thread = threading.Thread(target=run, name="dload-sql", daemon=True)
-    thread.start()
     try:
-        while thread.is_alive():
-            thread.join(0.05)
+        thread.start()  # (inside: an exception while it starts stops the query too)
+        while not done.wait(0.05):
+            pass
     except BaseException:  # Ctrl-C, or a signal handler's exception (a time limit, QA sql60):
-        connection.interrupt()  # the query stops, and the connection is free for the next
-        thread.join()
-        _settle(connection)
+        _stop(connection, thread, stop, done)  # the query stops, the connection is free
         raise
     if "error" in out:
         if _interrupted(out["error"]):
             raise KeyboardInterrupt from None
         raise out["error"]
     return out["value"]  # type: ignore[no-any-return]
+
+
+_STOP_TRIES = 20
+
+
+def _stop(connection: Any, thread: threading.Thread, stop: threading.Event,
+          done: threading.Event) -> None:
+    """Interrupt the query of ``thread``, wait for it and for the connection: to the end,
+    whatever second exception comes meanwhile (Ctrl-C twice, a repeating timer: QA
+    review60f), which the caller's first one stands for."""
+    for _ in range(_STOP_TRIES):  # (bounded: an interrupt() that always fails ends too)
+        try:
+            stop.set()
+            while thread.ident is not None and not done.is_set():
+                connection.interrupt()  # again while it runs on: one sent before the query
+                done.wait(1.0)  # began in DuckDB is lost
+            _settle(connection)
+            return
+        except BaseException:  # the stop goes on; the first exception is the one raised
+            continue
 
 
 def _settle(connection: Any, wait: float = 5.0) -> None:

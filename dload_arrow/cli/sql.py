@@ -56,9 +56,11 @@ class _SqlCommand(click.Command):
     name holds no whitespace, so such an argument goes last, after ``--``."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        options = {o for p in self.params for o in getattr(p, "opts", ())}
         if "--" not in args:
             for i, a in enumerate(args):
-                if a.startswith("--") and any(c.isspace() for c in a):
+                if (a.startswith("--") and any(c.isspace() for c in a)
+                        and a.split(maxsplit=1)[0].split("=")[0] not in options):  # --k=a b
                     args = [*args[:i], *args[i + 1:], "--", a]  # options stay options
                     break
         return super().parse_args(ctx, args)

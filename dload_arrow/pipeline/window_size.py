@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from dload_arrow.errors import ConfigError, InfeasiblePlanError, user_stacklevel
+from dload_arrow.errors import ConfigError, DloadError, InfeasiblePlanError, user_stacklevel
 from dload_arrow.read.memory import MEMORY_LIMIT_ENV, available_memory
 from dload_arrow.sizes import format_bytes, parse_size
 from dload_arrow.store.names import KEY_COLUMN
@@ -55,13 +55,17 @@ def row_bytes(ds: Any, columns: Sequence[str] | None) -> float:
     wanted = None if columns is None else {*columns, KEY_COLUMN}
     raw = rows = 0
     for k in sorted({0, len(m.shards) // 2, len(m.shards) - 1}):
-        meta = reader.metadata(ShardRef.of(m.shards[k]))
-        owners = leaf_owners(meta)
+        try:
+            meta = reader.metadata(ShardRef.of(m.shards[k]))
+        except DloadError as e:  # the same error on every rank: never another window size
+            raise type(e)(f"shuffle() of {ds.name!r} reads shard footers to size its "
+                          f"window: {e}") from e
+        owners = leaf_owners(meta)  # None: every column counted (a window on the safe side)
         rows += meta.num_rows
         for i in range(meta.num_row_groups):
             rg = meta.row_group(i)
             raw += sum(rg.column(j).total_uncompressed_size for j in range(rg.num_columns)
-                       if wanted is None or owners[j] in wanted)
+                       if wanted is None or owners is None or owners[j] in wanted)
     return raw / max(1, rows)
 
 
