@@ -68,3 +68,14 @@ def test_review60f_an_option_with_a_value_holding_spaces_stays_an_option(
     out = dload("sql", "select $n as n", "--param=n=big users", "--json", *args,
                 cwd=tmp_path).out
     assert json.loads(out) == [{"n": "big users"}]
+
+
+def test_sql60_a_param_given_twice_is_refused(repo: dl.Repository, tmp_path: Path) -> None:
+    from test_cli import dload
+
+    args = ["--root", repo.storage.url, "--cache-dir", str(tmp_path / "c")]
+    err = dload("sql", "select $n as n", "--param", "n=1", "--param", "n=2", *args,
+                cwd=tmp_path, rc=1).err
+    assert "'n' is given twice (n=1 and n=2)" in err
+    err = dload("sql", "select * from samples('users', '')", *args, cwd=tmp_path, rc=1).err
+    assert "is empty" in err and "pass None" not in err

@@ -43,6 +43,9 @@ def parse_params(items: tuple[str, ...]) -> dict[str, Any]:
         k, eq, v = item.partition("=")
         if not eq or not k:
             raise click.BadParameter(f"{item!r} is not K=V", param_hint="--param")
+        if k in out:  # (QA sql60: the last one was kept, silently)
+            raise click.BadParameter(f"{k!r} is given twice ({k}={out[k]} and {item}); give "
+                                     "each $name once", param_hint="--param")
         out[k] = v
         if v.startswith(("[", "{", '"')):
             with contextlib.suppress(ValueError):

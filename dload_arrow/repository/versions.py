@@ -150,8 +150,9 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
             raise ConfigError(f"version must be a str (an id, id prefix or tag), got "
                               f"{type(version).__name__} {version!r}")
         if version is not None and not version.strip():
-            raise ConfigError(f"version {version!r} is empty (an unset variable?): pass None "
-                              "for the latest, or a version id, id prefix or tag")
+            raise ConfigError(f"version {version!r} is empty (an unset variable?): leave it out "
+                              "(None in Python) for the latest, or give a version id, id prefix "
+                              "or tag")
         if version is None:
             lock = lock_path()  # one lookup up the tree per resolve (QA review58b: speed)
             pinned = None if lock is None else pinned_version(name, lock)
