@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import click
 
-from dload_arrow import __version__
+from dload_arrow import __version__, errors
 from dload_arrow.cli import browse, commit, data, demo, diff, refs, setup, sql, status, verify
 from dload_arrow.errors import DloadError
 
@@ -33,6 +33,37 @@ _FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)  # a disk that is full (not a 
 class _StdoutClosed(Exception):
     """stdout's reader went away (``dload sql ... | head``): not an error, the output was
     simply no longer wanted."""
+
+
+# What a script tests an error for (`jq .error.kind`), by its class: the first that matches.
+_KINDS: tuple[tuple[type[BaseException], str], ...] = (
+    (errors.NotFoundError, "not_found"), (errors.ConflictError, "conflict"),
+    (errors.IntegrityError, "integrity"), (errors.SchemaError, "schema"),
+    (errors.InvalidNameError, "invalid_name"), (errors.ConfigError, "config"),
+    (errors.SqlError, "sql"), (errors.PredicateError, "query"),
+    (errors.InfeasiblePlanError, "infeasible"), (errors.StorageError, "storage"),
+    (click.ClickException, "usage"), (OSError, "os"),
+)
+
+
+class _Run:
+    """This run's ``--json`` (a flag before any ``--``): its user errors print as JSON."""
+
+    json = False
+
+
+def _user_error(e: BaseException, message: str) -> int:
+    """Print a user error (``dload: error: ...``, or with ``--json`` one JSON line on stderr:
+    ``{"error": {"kind", "type", "message"}}``) and return exit code 1."""
+    if not _Run.json:
+        click.echo(f"dload: error: {message}", err=True)
+        return 1
+    import json
+
+    kind = next((k for cls, k in _KINDS if isinstance(e, cls)), "error")
+    click.echo(json.dumps({"error": {"kind": kind, "type": type(e).__name__,
+                                     "message": message}}, ensure_ascii=False), err=True)
+    return 1
 
 
 # Words tried for ingestion, where click would suggest a look-alike ('ingest' -> 'init').
@@ -123,9 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    args = list(argv) if argv is not None else sys.argv[1:]
+    _Run.json = "--json" in args[:args.index("--")] if "--" in args else "--json" in args
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="dload",
-                 standalone_mode=False)
+        cli.main(args=args, prog_name="dload", standalone_mode=False)
         return 0
     except click.exceptions.Exit as e:
         return int(e.exit_code)
@@ -143,14 +175,12 @@ def _main(argv: Sequence[str] | None) -> int:
         hint = ""
         if isinstance(e, click.UsageError) and e.ctx is not None:
             hint = f" (see `{e.ctx.command_path} --help`)"
-        click.echo(f"dload: error: {_one_line(e.format_message())}{hint}", err=True)
-        return 1
+        return _user_error(e, f"{_one_line(e.format_message())}{hint}")
     except KeyboardInterrupt:
         click.echo("dload: interrupted", err=True)
         return 130
     except (DloadError, *_USER_OS_ERRORS) as e:
-        click.echo(f"dload: error: {_one_line(str(e))}", err=True)
-        return 1
+        return _user_error(e, _one_line(str(e)))
     except (_StdoutClosed, BrokenPipeError):
         _silence_stdout()
         return 0
@@ -159,10 +189,9 @@ def _main(argv: Sequence[str] | None) -> int:
             return _internal(e)
         # a full disk under the output (a CI log), where no root or cache write wraps it
         # (QA shell59: "this is a bug" after a commit that had published)
-        click.echo(f"dload: error: a write failed: {e.strerror or e} (the output, or a file "
-                   "dload writes there): free space on that disk (a version a commit "
-                   "published before its output failed is kept: `dload ls` shows it)", err=True)
-        return 1
+        return _user_error(e, f"a write failed: {e.strerror or e} (the output, or a file "
+                           "dload writes there): free space on that disk (a version a commit "
+                           "published before its output failed is kept: `dload ls` shows it)")
     except Exception as e:
         return _internal(e)
 

@@ -8,16 +8,17 @@ that cursor, so a checkpoint between batches restores exactly. ``shard``/``skip`
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from dload_arrow.args import MAX_COUNT, check_bool
-from dload_arrow.errors import ConfigError, SchemaError, shown
+from dload_arrow.errors import ConfigError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
+from dload_arrow.pipeline.collate_checks import check_one_kind, check_same_columns
 from dload_arrow.pipeline.common_schema import refuse_unlike_columns
 from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State, stop_error
@@ -49,54 +50,6 @@ def _numpy_dtype(typ: pa.DataType | None) -> np.dtype | None:
                            or pa.types.is_boolean(typ)):
         return None
     return np.dtype(typ.to_pandas_dtype())
-
-
-def check_same_columns(items: Sequence[Mapping[str, Any]]) -> None:
-    """Raise SchemaError naming the first item whose columns differ from the first item's."""
-    keys = items[0].keys()
-    for i, x in enumerate(items):
-        if x.keys() != keys:
-            raise SchemaError(
-                f"batch: item {i} has columns {sorted(x)} but item 0 has {sorted(keys)}; "
-                "items of one batch need the same columns: select() or map() the inputs of "
-                "a mix/concat/choice to the same columns, or pass collate="
-            )
-
-
-_NUMBER = (bool, int, float, np.number, np.bool_)
-
-
-def _kind_of(t: type) -> str | None:
-    if issubclass(t, (bool, np.bool_)):  # True beside 3 would collate as 1 (QA mix56)
-        return "bool"
-    if issubclass(t, _NUMBER):
-        return "number"
-    return "text" if issubclass(t, str) else "bytes" if issubclass(t, bytes) else None
-
-
-def check_one_kind(name: str, values: Sequence[Any]) -> None:
-    """Raise SchemaError when a batch's column mixes booleans, numbers, text and bytes.
-
-    Such a column (a mix of datasets that type it differently) would collate into a list of
-    mixed values that no model input takes; nulls and other values (lists, dicts) pass.
-    """
-    types = set(map(type, values))  # one C loop: the usual column has one type
-    if len(types) == 1 or len({k for t in types if (k := _kind_of(t)) is not None}) < 2:
-        return
-    first: tuple[int, str] | None = None
-    for i, v in enumerate(values):
-        k = _kind_of(type(v))
-        if k is None:
-            continue
-        if first is None:
-            first = (i, k)
-        elif k != first[1]:
-            j = first[0]
-            raise SchemaError(
-                f"batch: column {name!r} holds {type(values[j]).__name__} in item {j} "
-                f"({shown(values[j])}) and {type(v).__name__} in item {i} ({shown(v)}); a "
-                "batch's column needs one kind of value: map() the inputs of a mix/concat/"
-                "choice to one type (int(...) or str(...)), or pass collate=")
 
 
 def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "") -> Any:
@@ -137,6 +90,9 @@ class BatchPipe(Pipeline):
         if collate is not None and not callable(collate):
             raise TypeError(f"batch: collate must be a function of a list of items, got "
                             f"{collate!r}")
+        if isinstance(collate, type) and getattr(collate, "takes_schema", False):
+            raise ConfigError(f"batch(collate={collate.__name__}): that is the class; pass "
+                              f"an instance: collate={collate.__name__}()")
         super().__init__(child)
         self.size, self.drop_last, self.collate = n, drop_last, collate
 
@@ -157,6 +113,7 @@ class BatchPipe(Pipeline):
             collate = default_collate if schema is None else functools.partial(
                 default_collate, schema=schema)
         elif getattr(collate, "takes_schema", False):  # pad_collate: the rows' stored types
+            refuse_unlike_columns(self._children[0], self.size, type(collate).__name__)
             collate = functools.partial(collate, schema=self._children[0].schema)
         return _BatchNode(self._children[0]._build(epoch), self.size, self.drop_last, collate,
                           self.collate is None)

@@ -31,6 +31,36 @@ __all__ = ["ConcatPipe", "ZipPipe", "concat", "zip_with"]
 INDEX = "index"
 
 
+# Steps whose items are their input's kind (rows stay rows, batches stay batches).
+_KEEPS_KIND = frozenset({"map", "map_batches", "filter", "shuffle_buffer", "repeat", "take",
+                         "skip", "shard", "select_columns"})
+
+
+def yields_batches(pipe: Pipeline) -> bool | None:
+    """Whether ``pipe``'s items are ``batch()``es (True) or rows (False); None when a step's
+    function decides (``flat_map``, ``scan``, ``from_iterable``)."""
+    while pipe.op in _KEEPS_KIND:
+        pipe = pipe._children[0]
+    if pipe.op in ("batch", "unbatch", "dataset"):
+        return pipe.op == "batch"
+    if pipe.op in ("concat", "mix", "choice", "select"):
+        kinds = {yields_batches(c) for c in pipe._children[: getattr(pipe, "n", None)]}
+        return kinds.pop() if len(kinds) == 1 else None
+    return None
+
+
+def _refuse_batches_beside_rows(pipes: list[Pipeline], what: str) -> None:
+    """A mix of a ``batch()``ed input and a row input gives a stream of batches and rows
+    (QA finetune61: a batch above it held a list of 4 keys beside one key, silently)."""
+    kinds = [yields_batches(p) for p in pipes]
+    if True in kinds and False in kinds:
+        b, r = kinds.index(True), kinds.index(False)
+        raise ConfigError(
+            f"{what}: input {b} yields batches (it ends in batch()) and input {r} yields rows; "
+            f"its items would be both: {what} the inputs first and batch() the result, or "
+            "batch() every input")
+
+
 def _check_pipes(pipes: Sequence[Any], what: str) -> list[Pipeline]:
     if isinstance(pipes, Pipeline) or callable(getattr(pipes, "pipeline", None)):
         raise TypeError(f"{what} takes a list of pipelines as its first argument, got one "
@@ -48,6 +78,8 @@ def _check_pipes(pipes: Sequence[Any], what: str) -> list[Pipeline]:
                 pipes[i] = pipe()
                 continue
             raise TypeError(f"{what}: input {i} is a {type(p).__name__}, not a Pipeline")
+    if what != "zip_with":  # side by side, a batch beside a row is fine
+        _refuse_batches_beside_rows(pipes, what)
     return pipes
 
 

@@ -173,10 +173,11 @@ def _drawn_columns(pipe: Any) -> list[tuple[int, tuple[str, ...]]] | None:
     return [(i, tuple(c.schema.names)) for i, c in drawn]
 
 
-def refuse_unlike_columns(pipe: Any, size: int) -> None:
-    """Refuse, when iteration starts, a default-collated batch (of more than one item) of a
-    mix whose drawn inputs have other columns: it failed at the first batch that met both,
-    an epoch's random step in (QA evolve56)."""
+def refuse_unlike_columns(pipe: Any, size: int, by: str | None = None) -> None:
+    """Refuse, when iteration starts, a batch (of more than one item) of a mix whose drawn
+    inputs have other columns, collated by default or by ``by`` (``pad_collate``, which
+    collates its other columns as the default does): it failed at the first batch that met
+    both, an epoch's random step in (QA evolve56, finetune61)."""
     drawn = _drawn_columns(pipe) if size > 1 else None
     if drawn is None and size > 1:  # a mix of mixes: its own draws meet in the batch too
         inner = pipe
@@ -185,10 +186,18 @@ def refuse_unlike_columns(pipe: Any, size: int) -> None:
         if inner.op == "mix" and getattr(inner, "weights", None) is not None:
             for c, w in zip(inner._children[: inner.n], inner.weights, strict=True):
                 if w > 0 and c.schema is None:
-                    refuse_unlike_columns(c, size)
+                    refuse_unlike_columns(c, size, by)
     if drawn and any(set(n) != set(drawn[0][1]) for _, n in drawn):
         (i0, n0), (i, n) = drawn[0], next(x for x in drawn if set(x[1]) != set(drawn[0][1]))
         raise SchemaError(
             f"batch: input {i} of {pipe!r} has columns {list(n)} and input {i0} {list(n0)}; "
             "the mix draws both into one batch, which needs the same columns: select() or "
-            "map() the inputs to the same columns, or pass collate=")
+            "map() the inputs to the same columns" + same_columns_fix(by))
+
+
+def same_columns_fix(by: str | None) -> str:
+    """The end of a different-columns refusal: a collate of one's own, unless one is used."""
+    if by is None:
+        return ", or pass collate="
+    return (f" ({by} needs them alike too: a map() can give an input the list column it "
+            "lacks as an empty list, which pads to all pad values)")

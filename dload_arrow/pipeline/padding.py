@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.batching import default_collate
+from dload_arrow.pipeline.collate_checks import check_same_columns
 from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
 __all__ = ["pad_collate"]
@@ -69,7 +71,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
 
     Args:
         pad_value: what fills the positions past a row's end (default 0; a float column
-            may take NaN); it must fit the padded type.
+            may take NaN); it must fit the padded type. A dict gives it per column, 0 for
+            the others: ``{"labels": -100}``.
         columns: the columns to pad (default: the stored list columns of numbers, in every
             batch, and any other column whose values are sequences of numbers: lists, tuples,
             arrays along their first axis). A null cell is a row of length 0.
@@ -88,18 +91,25 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
 
     takes_schema = True  # batch() passes the rows' schema: stored types are kept
 
-    def __init__(self, pad_value: int | float = 0, columns: Sequence[str] | None = None,
-                 max_length: int | None = None, lengths: bool = True, mask: bool = False,
-                 dtype: Any = None) -> None:
-        if isinstance(pad_value, bool) or not isinstance(pad_value, int | float):
-            raise ConfigError(f"pad_collate(pad_value={pad_value!r}): give a number")
+    def __init__(self, pad_value: int | float | Mapping[str, int | float] = 0,
+                 columns: Sequence[str] | None = None, max_length: int | None = None,
+                 lengths: bool = True, mask: bool = False, dtype: Any = None) -> None:
+        pads = pad_value if isinstance(pad_value, Mapping) else {"": pad_value}
+        for c, v in pads.items():
+            if not isinstance(c, str) or isinstance(v, bool) or not isinstance(v, int | float):
+                raise ConfigError(f"pad_collate(pad_value={pad_value!r}): give a number, or a "
+                                  "dict of column name -> number ({'labels': -100})")
+        for name in ("lengths", "mask"):  # mask="false" from a config file is truthy
+            check_bool("pad_collate", name, locals()[name])
         if max_length is not None and (isinstance(max_length, bool) or not isinstance(
                 max_length, int) or max_length < 1):
             raise ConfigError(f"pad_collate(max_length={max_length!r}): give a whole number "
                               "of 1 or more, or None for the longest row of each batch")
         if isinstance(columns, str):
             columns = [columns]
-        self.pad_value, self.max_length = pad_value, max_length
+        self.pad_value: int | float | dict[str, int | float] = (
+            dict(pad_value) if isinstance(pad_value, Mapping) else pad_value)
+        self.max_length = max_length
         self.columns = None if columns is None else tuple(columns)
         self.lengths, self.mask = lengths, mask
         self.dtype = {c: as_dtype(d) for c, d in dtype.items()} if isinstance(
@@ -114,9 +124,13 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         rows = items.to_pylist() if isinstance(items, pa.RecordBatch) else items
         if not rows or not all(isinstance(x, Mapping) for x in rows):
             return default_collate(items, schema)
+        check_same_columns(rows, "pad_collate")
         out = default_collate(items, schema)
         names = self.columns if self.columns is not None else [
             c for c in rows[0] if _padded_by_default([x.get(c) for x in rows], schema, c)]
+        if isinstance(self.pad_value, dict) and (odd := set(self.pad_value) - set(rows[0])):
+            raise ConfigError(f"pad_collate(pad_value=...) names {sorted(odd)}, not columns "
+                              f"of the batch (its columns: {', '.join(map(str, rows[0]))})")
         for c in names:
             if c not in rows[0]:
                 raise ConfigError(f"pad_collate: no column {c!r} in the batch (its columns: "
@@ -136,13 +150,14 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
     def _pad(self, name: str, cells: list[Any],
              stored: tuple[np.dtype, tuple[int, ...] | None] | None) -> dict[str, np.ndarray]:
         given = self.dtype.get(name) if isinstance(self.dtype, dict) else self.dtype
+        pad = self.pad_value.get(name, 0) if isinstance(self.pad_value, dict) else self.pad_value
         want = given if given is not None else (stored[0] if stored else None)
         shape = stored[1] if stored and stored[1] is not None else ()
         cells, holes = _holes(cells, shape)
         arrays = _arrays(name, cells, want, check=given is not None)
         filled = [a for a in arrays if a.size]
-        dtype = want if want is not None else found(name, filled, self.pad_value)
-        check_fit(name, dtype, self.pad_value)
+        dtype = want if want is not None else found(name, filled, pad)
+        check_fit(name, dtype, pad)
         inner = {a.shape[1:] for a in filled}  # rows of frames (T, F) pad along T
         if len(inner) > 1:
             raise _Ragged(f"pad_collate: column {name!r} holds rows of shapes "
@@ -151,12 +166,12 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         rest = inner.pop() if inner else shape
         n = [min(len(a), self.max_length or len(a)) for a in arrays]
         width = self.max_length or max(n, default=0)
-        padded = np.full((len(arrays), width, *rest), self.pad_value, dtype=dtype)
+        padded = np.full((len(arrays), width, *rest), pad, dtype=dtype)
         for i, a in enumerate(arrays):
             if n[i]:  # (an empty row of a (T, F) column is shaped (0,): nothing to copy)
                 padded[i, :n[i]] = a[:n[i]]
                 if (hole := holes[i]) is not None:  # null items: the pad
-                    padded[i, :n[i]][hole[:n[i]]] = self.pad_value
+                    padded[i, :n[i]][hole[:n[i]]] = pad
         got = {name: padded}
         if self.lengths:
             got[f"{name}_length"] = np.asarray(n, dtype=np.int64)

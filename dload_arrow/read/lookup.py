@@ -89,7 +89,8 @@ class RandomAccess:
     def _position(self, i: int) -> _Target:
         n = len(self)
         if not -n <= i < n:
-            raise IndexError(f"index {i} is out of range for {self.label} with {n} rows")
+            view = " (this view of it)" if self.units is not None or self.predicate else ""
+            raise IndexError(f"index {i} is out of range for {self.label}{view} with {n} rows")
         i %= n
         if self.units is None and self.predicate is None:
             s = bisect.bisect_right(self._row_offsets, i) - 1

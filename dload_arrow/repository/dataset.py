@@ -182,9 +182,10 @@ class Dataset(VersionFields, PipelineShortcuts):
                             f"{columns!r}; for a value when the key is absent use default=")
         try:
             return row_to_sample(self._random_access.get(key, columns))
-        except MissingKeyError:
-            if default is _RAISE:
-                raise
+        except MissingKeyError as e:
+            if default is _RAISE:  # get(k, None) passes columns=None: name the keyword
+                raise MissingKeyError(f"{e}; for a value instead of this error pass it as "
+                                      "default= (ds.get(key, default=None))") from None
             return default
 
     def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None) -> pa.Table:

@@ -27,7 +27,7 @@ import torch
 from dload_arrow.args import kind
 from dload_arrow.arrays import numpy_values, pylist
 from dload_arrow.errors import shown
-from dload_arrow.pipeline.batching import check_one_kind, check_same_columns
+from dload_arrow.pipeline.collate_checks import check_one_kind, check_same_columns
 from dload_arrow.store.rows import field_shape
 from dload_arrow.tensor_arrays import fixed_shape_block, is_fixed_shape_tensor
 from dload_arrow.torch.values import check_exact_doubles, from_numpy, torch_dtype, value_to_torch

@@ -5,7 +5,8 @@
 --          num_bytes BIGINT, num_shards BIGINT, tags VARCHAR[], created TIMESTAMPTZ,
 --          updated TIMESTAMPTZ
 -- One row per dataset (a name with a `latest` ref, as `datasets()` and `dload ls` count them:
--- a first commit that did not finish is no dataset); sizes are those of the `latest` version.
+-- a first commit that did not finish is no dataset); sizes are those of the `latest` version;
+-- `created` is the first commit since the dataset was last removed as a whole (`dload rm NAME`).
 CREATE OR REPLACE VIEW datasets AS
 WITH counts AS (
     SELECT name, count(*) AS num_versions FROM dload_raw_versions GROUP BY name
@@ -14,8 +15,17 @@ WITH counts AS (
 ), tags AS (
     SELECT name, list(ref ORDER BY ref) AS tags
     FROM dload_raw_refs WHERE ref <> 'latest' GROUP BY name
+), gone AS (  -- a dataset removed and created again was created the second time
+    SELECT name, max(time) AS at FROM dload_raw_log
+    WHERE ref = 'latest' AND action = 'delete' GROUP BY name
 ), times AS (
-    SELECT name, min(time) AS created, max(time) AS updated FROM dload_raw_log GROUP BY name
+    SELECT lg.name,
+           min(lg.time) FILTER (WHERE g.at IS NULL
+                                OR (lg.time > g.at AND lg.ref = 'latest'
+                                    AND lg.action <> 'delete')) AS created,
+           max(lg.time) AS updated
+    FROM dload_raw_log AS lg LEFT JOIN gone AS g USING (name)
+    GROUP BY lg.name
 )
 SELECT
     c.name, l.version AS latest, c.num_versions,

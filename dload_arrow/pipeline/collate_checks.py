@@ -1,0 +1,62 @@
+"""What the collates check of a batch's items: the same columns in every item, one kind of
+value (booleans, numbers, text, bytes) in each column."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dload_arrow.errors import SchemaError, shown
+from dload_arrow.pipeline.common_schema import same_columns_fix
+
+__all__ = ["check_one_kind", "check_same_columns"]
+
+
+def check_same_columns(items: Sequence[Mapping[str, Any]], by: str | None = None) -> None:
+    """Raise SchemaError naming the first item whose columns differ from the first item's
+    (``by``: the collate that needs them alike, when it is not the default)."""
+    keys = items[0].keys()
+    for i, x in enumerate(items):
+        if x.keys() != keys:
+            raise SchemaError(
+                f"batch: item {i} has columns {sorted(x)} but item 0 has {sorted(keys)}; "
+                "items of one batch need the same columns: select() or map() the inputs of "
+                "a mix/concat/choice to the same columns" + same_columns_fix(by))
+
+
+_NUMBER = (bool, int, float, np.number, np.bool_)
+
+
+def _kind_of(t: type) -> str | None:
+    if issubclass(t, (bool, np.bool_)):  # True beside 3 would collate as 1 (QA mix56)
+        return "bool"
+    if issubclass(t, _NUMBER):
+        return "number"
+    return "text" if issubclass(t, str) else "bytes" if issubclass(t, bytes) else None
+
+
+def check_one_kind(name: str, values: Sequence[Any]) -> None:
+    """Raise SchemaError when a batch's column mixes booleans, numbers, text and bytes.
+
+    Such a column (a mix of datasets that type it differently) would collate into a list of
+    mixed values that no model input takes; nulls and other values (lists, dicts) pass.
+    """
+    types = set(map(type, values))  # one C loop: the usual column has one type
+    if len(types) == 1 or len({k for t in types if (k := _kind_of(t)) is not None}) < 2:
+        return
+    first: tuple[int, str] | None = None
+    for i, v in enumerate(values):
+        k = _kind_of(type(v))
+        if k is None:
+            continue
+        if first is None:
+            first = (i, k)
+        elif k != first[1]:
+            j = first[0]
+            raise SchemaError(
+                f"batch: column {name!r} holds {type(values[j]).__name__} in item {j} "
+                f"({shown(values[j])}) and {type(v).__name__} in item {i} ({shown(v)}); a "
+                "batch's column needs one kind of value: map() the inputs of a mix/concat/"
+                "choice to one type (int(...) or str(...)), or pass collate=")
