@@ -149,12 +149,24 @@ def check_edges(key: str, value: Any, source: str) -> None:
     """Refuse a path setting that begins or ends with a blank (``DLOAD_ROOT=" /data/x"``, a
     copy-paste slip): relative, it would make a folder named ``" "`` in the working
     directory and commit there."""
+    if key == "root" and isinstance(value, str) and not _utf8(value):
+        raise ConfigError(  # (QA errors61: an internal error in every command)
+            f"{key} {value!r} (from {said(key, source)}) is not UTF-8 (a folder named in "
+            "another encoding, e.g. Latin-1 'donn\\xe9es'): rename the folder to a UTF-8 name")
     if key in _PATH_KEYS and isinstance(value, str) and value.strip() and \
             value != value.strip():
         raise ConfigError(
             f"{key} {value!r} (from {said(key, source)}) begins or ends with a blank, which "
             "would become part of a folder name (a relative path: ' /data/x' is a folder "
             "named ' ' in the working directory); remove the blank")
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def said(key: str, source: str) -> str:

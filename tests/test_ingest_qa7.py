@@ -173,7 +173,7 @@ def test_a_tar_hard_link_to_no_earlier_file_is_reported_with_the_fix(tmp_path: P
     assert {(s["name"], s["reason"]) for s in r.json["source"]["skipped"]} == {
         ("b.jpg", "hard link to no earlier file"), ("d.jpg", "symbolic link (not followed)")}
     text = open_source(str(tmp_path / "x.tar")).report.skipped_text()
-    assert "1 hard links in a tar to no file stored before them (b.jpg): recreate the tar " \
+    assert "1 hard link in a tar to no file stored before it (b.jpg): recreate the tar " \
            "with `tar --hard-dereference`" in text
     assert "`tar --dereference`" in text
 

@@ -6,6 +6,7 @@ config file, the fix for skipped links and encrypted entries, `diff` with a mist
 from __future__ import annotations
 
 import io
+import json
 import os
 import tarfile
 import zipfile
@@ -53,7 +54,9 @@ def test_init_refuses_a_file_with_unknown_keys_naming_them_and_writes_nothing(
     toml.write_text(before)
     r = bare("init", "--project", "--cache-budget", "200MB", "--json", rc=1)
     assert r.out == "" and toml.read_text() == before
-    assert r.err.startswith(f"dload: error: {toml.absolute()} holds keys dload does not read: "
+    assert json.loads(r.err)["error"]["kind"] == "config"
+    assert json.loads(r.err)["error"]["message"].startswith(
+        f"{toml.absolute()} holds keys dload does not read: "
                             "extra, tool (known keys: root, cache_dir, cache_budget, "
                             "endpoint_url)")
     assert "Nothing was written: remove those keys" in r.err
@@ -114,7 +117,7 @@ def test_skipped_tar_links_and_encrypted_entries_say_how_to_fix_them(run: RunFn,
         tf.addfile(link)
     (tmp_path / "links.tar").write_bytes(raw.getvalue())
     err = run("commit", "l", "--from", str(tmp_path / "links.tar")).err
-    assert err == ("skipped 1 symbolic links, not followed (c.txt): copy the files they point "
+    assert err == ("skipped 1 symbolic link, not followed (c.txt): copy the files they point "
                    "to in their place (a tar: recreate it with `tar --dereference`)\n")
     z = _encrypted_zip(tmp_path / "enc.zip", ["d.txt", "e.txt"])
     assert run("commit", "e", "--from", str(z)).err == (

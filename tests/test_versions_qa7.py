@@ -28,9 +28,9 @@ def test_an_empty_version_is_refused_not_matched_to_every_version(
 def test_a_version_and_a_manifest_show_short_reprs(repo: Repository) -> None:
     v = repo.commit("d", _rows(3), progress=False)
     text = repr(v)
-    assert text.startswith(f"Version('d', {v.version[:12]}, 3 rows in 1 shards")
+    assert text.startswith(f"Version('d', {v.version[:12]}, 3 rows in 1 shard ")
     assert "object at 0x" not in text and len(text) < 160
-    assert repr(v.manifest) == f"Manifest('d', {v.version[:12]}, 3 rows, 1 shards)"
+    assert repr(v.manifest) == f"Manifest('d', {v.version[:12]}, 3 rows, 1 shard)"
 
 
 def test_loaders_catalogs_and_wide_mixes_show_short_reprs(repo: Repository) -> None:

@@ -21,6 +21,7 @@ from dload_arrow.catalog.call_versions import check_stored, resolve_calls
 from dload_arrow.catalog.case_twins import refuse_case_twins
 from dload_arrow.catalog.files import ShardFiles, corrupt_copies
 from dload_arrow.catalog.interrupt import run_query
+from dload_arrow.catalog.name_hints import check_utf8
 from dload_arrow.catalog.packed import sql_source
 from dload_arrow.catalog.params import bindable_params, given_params, unused_params
 from dload_arrow.catalog.samples_sql import find_samples_calls, replace_calls
@@ -155,6 +156,7 @@ class Catalog:
         if not isinstance(query, str):
             raise TypeError(f"sql(query={shown(query)}): query must be SQL text (a str), got "
                             f"{kind(query)}")
+        check_utf8(query)
         params = bindable_params(params)
         with self._lock:
             if refresh or self._snapshot is None:

@@ -13,10 +13,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from dload_arrow.errors import form_hint
+from dload_arrow.errors import SqlError, form_hint, shown
 
-__all__ = ["KEYWORDS", "column_hint", "field_hint", "like_hint", "literal_compare_hint",
-           "needs_quotes", "quote_hint", "sql_literal"]
+__all__ = ["KEYWORDS", "check_utf8", "column_hint", "field_hint", "like_hint",
+           "literal_compare_hint", "needs_quotes", "quote_hint", "sql_literal"]
 
 KEYWORDS = frozenset({"AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "TRUE", "FALSE"})
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -158,3 +158,14 @@ def column_hint(name: str, names: list[str], text: str = "") -> str:
         f"; if {name!r} is a value, write it in single quotes, {_quote(name)}: double quotes "
         "name a column" if quoted(name) in text
         and name.casefold() not in {n.casefold() for n in names} else "")
+
+
+def check_utf8(query: str) -> None:
+    """Refuse a query holding a lone surrogate (a byte in another encoding read from argv):
+    DuckDB's parser fails on it with a TypeError that reads as a bug (QA errors61)."""
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise SqlError(f"the query is not UTF-8 text: it holds {query[e.start]!r} at "
+                       f"{shown(query[max(0, e.start - 20):e.start + 20])} (a byte in "
+                       "another encoding); write it in UTF-8") from None

@@ -100,13 +100,13 @@ def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_jso
     Example:
       dload ls --root s3://my-bucket/datasets
     """
-    from dload_arrow.repository.lock import lock_path, read_lock
+    from dload_arrow.repository.lock import listed_pins, lock_path
 
     repo = open_repo(root, cache_dir, cache_budget, must_exist=False)
     if (problem := root_problem(repo)) is not None and \
             repo.settings.sources.get("root") != "default":  # (not mistyped: empty at first)
         raise problem
-    pins = read_lock(path := lock_path())  # {} when there is no dload.lock
+    pins = listed_pins(path := lock_path())  # {} when there is no dload.lock
     names = repo.datasets()  # and a pinned dataset the root lacks, as gone (QA shell59)
     rows = [_ls_row(repo, name, pins, str(path) if path else None)
             for name in [*names, *sorted(set(pins) - set(names))]]

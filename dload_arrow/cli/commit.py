@@ -21,7 +21,7 @@ from dload_arrow.cli.output import (
     root_options,
 )
 from dload_arrow.errors import ConfigError, SchemaError, escaped
-from dload_arrow.sizes import format_bytes
+from dload_arrow.sizes import format_bytes, plural
 
 __all__ = ["COMMANDS", "append", "commit", "read_input"]
 
@@ -155,7 +155,8 @@ def _run(append_mode: bool, name: str, source: tuple[str, ...], kind: str,
 
     def text() -> None:
         click.echo(f"{'appended to' if append_mode else 'committed'} {v.name}@{v.version[:12]}: "
-                   f"{v.num_rows} rows in {v.shards_total} shards ({format_bytes(v.bytes_total)}); "
+                   f"{plural(v.num_rows, 'row')} in {plural(v.shards_total, 'shard')} "
+                   f"({format_bytes(v.bytes_total)}); "
                    f"{_upload_text(v, shard_bytes, manifest_bytes)} in {v.seconds:.1f}s")
         click.echo(v.version)
 
@@ -171,8 +172,8 @@ def _warn_lines(report: dict[str, Any], repeated: int | None, v: Any) -> None:
     if report.get("unmatched"):
         shown = escaped(", ".join(report["unmatched"][:5]))
         n = len(report["unmatched"])
-        click.echo(f"not ingested: {n} file{'s' * (n != 1)} without an extension or hidden "
-                   f"({shown}{', ...' if n > 5 else ''})", err=True)
+        click.echo(f"not ingested: {n} file{'s' * (n != 1)} without an extension, hidden or "
+                   f"a file manager's own ({shown}{', ...' if n > 5 else ''})", err=True)
     if report.get("ignored"):
         shown = escaped(", ".join(report["ignored"][:5]))
         n = len(report["ignored"])
@@ -244,7 +245,7 @@ def _upload_text(v: Any, shard_bytes: int, manifest_bytes: int) -> str:
     if not v.bytes_uploaded:
         return "uploaded 0 shards and 0 bytes (this version was already stored)"
     index = " with the key index" if getattr(v.manifest, "key_index_parts", None) else ""
-    shards = f"uploaded {v.shards_uploaded} shards ({format_bytes(shard_bytes)}{index})"
+    shards = f"uploaded {plural(v.shards_uploaded, 'shard')} ({format_bytes(shard_bytes)}{index})"
     if v.shards_uploaded == 0:
         shards = f"uploaded 0 shards (all {v.shards_total} already stored)" + (
             f", a {format_bytes(shard_bytes)} key index" if shard_bytes else "")

@@ -17,7 +17,7 @@ from dload_arrow.cli.output import (
     root_options,
     root_problem,
 )
-from dload_arrow.errors import NotFoundError, UnsafePathError, escaped
+from dload_arrow.errors import MissingKeyError, NotFoundError, UnsafePathError, escaped
 from dload_arrow.sizes import format_bytes
 from dload_arrow.store.names import KEY_COLUMN
 
@@ -140,15 +140,22 @@ def export(spec: str, key: str | None, index: int | None, dest: str, root: str |
       dload export photos --index 0 --to out/
     """
     from dload_arrow.ingest.export import write_sample_files
+    from dload_arrow.repository.dataset import GET_DEFAULT_HINT
 
     if (key is None) == (index is None):
         raise click.UsageError("give either KEY or --index I")
+    if not dest.strip():  # an unset variable: the files would land in the working directory
+        raise click.BadParameter("is empty (an unset variable?): give a folder",
+                                 param_hint="--to")
     name, version = parse_spec(spec)
     ds = open_repo(root, cache_dir, cache_budget, dataset=name).dataset(name, version)
     try:
         sample = dict(ds.get(key) if key is not None else ds[index])
     except IndexError as e:  # a position past the end is the user's mistake, not a bug
         raise NotFoundError(f"{e}; use --index 0..{len(ds) - 1} or a KEY") from e
+    except MissingKeyError as e:  # (QA errors61: Python's default= advice)
+        raise MissingKeyError(f"{str(e).removesuffix(GET_DEFAULT_HINT)}; `dload head "
+                              f"{name}` shows keys, or export by position with --index") from None
     _check_export_key(str(sample[KEY_COLUMN]), f"{name}@{ds.version[:12]}")
     written = write_sample_files(sample, dest, ds.schema)
     nulls = [c for c, v in sample.items() if v is None]  # no file: said (QA eng58)

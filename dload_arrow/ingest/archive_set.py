@@ -80,7 +80,8 @@ def expand_pattern(location: str) -> list[str]:
 
 def archive_folder(path: str) -> list[str] | None:
     """The archives of local folder ``path`` in name order, when its files are all archives
-    (beside markers such as README or ``_SUCCESS``) and it has no subfolder; else None."""
+    (beside markers such as README or ``_SUCCESS``) and it has no subfolder; else None. A
+    symbolic link to an archive counts as one (and is read); a dangling one is an error."""
     try:
         entries = sorted(os.scandir(path), key=lambda e: e.name)
     except OSError:
@@ -91,6 +92,13 @@ def archive_folder(path: str) -> list[str] | None:
     archives = [n for n in names if is_archive_name(n)]
     if not archives or not all(is_archive_name(n) or is_marker(n) for n in names):
         return None
+    for n in archives:  # a link to an archive is read (a DVC or git-annex checkout's shards)
+        full = os.path.join(path, n)
+        if os.path.islink(full) and not os.path.exists(full):
+            raise NotFoundError(
+                f"{full!r} is a symbolic link to {os.readlink(full)!r}, which does not exist: "
+                "fetch it (a DVC or git-annex checkout not fully fetched?) or move the link "
+                "out of the folder")
     return [os.path.join(path, n) for n in archives]
 
 

@@ -187,8 +187,10 @@ def open_source(
         return open_archives(archives, include=include, exclude=exclude, split=split,
                              where=location)
     if kind == "files":
-        return DirectorySource(location, include=include, exclude=exclude, split=split,
-                               store_dirs=store_dirs)
+        folder = DirectorySource(location, include=include, exclude=exclude, split=split,
+                                 store_dirs=store_dirs)
+        folder.tables_refused = auto  # archives or tables in it would be stored as bytes
+        return folder
     if kind == "archive":
         source = open_archive(
             location, include=include, exclude=exclude, split=split, endpoint_url=endpoint_url

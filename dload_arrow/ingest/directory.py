@@ -7,7 +7,13 @@ import os
 import shlex
 from collections.abc import Sequence
 
-from dload_arrow.errors import ConfigError, NotFoundError, SchemaError, UnsafePathError
+from dload_arrow.errors import (
+    ConfigError,
+    ConflictError,
+    NotFoundError,
+    SchemaError,
+    UnsafePathError,
+)
 from dload_arrow.ingest.globs import exact_path
 from dload_arrow.ingest.grouping import Entry, check_entry_name
 from dload_arrow.ingest.kinds import file_kind, wrong_as
@@ -136,7 +142,13 @@ class DirectorySource(SampleSource):
     def _read(self, entry: Entry) -> bytes:
         try:
             with open(entry.ref, "rb") as f:
-                return f.read()
+                data = f.read()
+            if len(data) != entry.size:  # rewritten since the listing (a copy still running)
+                raise ConflictError(
+                    f"{entry.ref!r} was {entry.size:,} bytes when listed and {len(data):,} when "
+                    f"read: the folder {self.location!r} changed during the commit (a copy or "
+                    "a writer still running?); commit again once it stops changing")
+            return data
         except FileNotFoundError as e:
             raise self._changed(entry.ref, e) from e
         except OSError as e:

@@ -79,7 +79,8 @@ class IngestReport:
             by_reason.setdefault(reason, []).append(name)
         parts = []
         for reason, names in by_reason.items():
-            what, fix = _SKIP_TEXT.get(reason, (reason, ""))
+            many, one, fix = _SKIP_TEXT.get(reason, (reason, reason, ""))
+            what = one if len(names) == 1 else many
             shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
             parts.append(f"{len(names)} {what} ({shown})" + (f": {fix}" if fix else ""))
         return f"{len(self.skipped)} skipped" + (": " + "; ".join(parts) if parts else "")
@@ -96,19 +97,23 @@ class IngestReport:
         }
 
 
-# A skip reason -> (how a count of them reads, the fix or "").
+# A skip reason -> (how a count of them reads, of one, the fix or "").
 _SKIP_TEXT = {
-    "encrypted": ("encrypted entries", "recreate the zip without a password"),
+    "encrypted": ("encrypted entries", "encrypted entry", "recreate the zip without a password"),
     "symbolic link (not followed)": (
-        "symbolic links, not followed", "copy the files they point to in their place (a tar: "
-        "recreate it with `tar --dereference`)"),
+        "symbolic links, not followed", "symbolic link, not followed", "copy the files they "
+        "point to in their place (a tar: recreate it with `tar --dereference`)"),
     "hard link to no earlier file": (
-        "hard links in a tar to no file stored before them", "recreate the tar with "
-        "`tar --hard-dereference` to store each name's data"),
-    "hidden directory (not read)": ("hidden directories, not read", ""),
+        "hard links in a tar to no file stored before them", "hard link in a tar to no file "
+        "stored before it", "recreate the tar with `tar --hard-dereference` to store each "
+        "name's data"),
+    "hidden directory (not read)": ("hidden directories, not read",
+                                    "hidden directory, not read", ""),
     "dload's own data (not read)": (
-        "folders of dload's own data (this repository's storage root or cache), not read", ""),
-    "not a regular file": ("entries that are not regular files", ""),
+        "folders of dload's own data (this repository's storage root or cache), not read",
+        "folder of dload's own data (this repository's storage root or cache), not read", ""),
+    "not a regular file": ("entries that are not regular files",
+                           "entry that is not a regular file", ""),
 }
 
 
@@ -161,13 +166,21 @@ def check_utf8(name: str, where: str) -> str:
     return name
 
 
+# Files a file manager leaves beside photos (QA ingest61: Windows' became samples with no
+# image; macOS's are hidden): never a sample's column.
+OS_JUNK = frozenset({"thumbs.db", "ehthumbs.db", "ehthumbs_vista.db", "desktop.ini"})
+
+
 def split_name(name: str, split: str = "last") -> tuple[str, str] | None:
     """``(key, column)`` of a relative file name, or None when it has no usable extension.
 
-    Hidden files and files inside hidden directories give None too.
+    Hidden files, files inside hidden directories and a file manager's own files
+    (``Thumbs.db``, ``desktop.ini``, macOS's ``Icon\r``) give None too.
     """
     directory, base = posixpath.split(name)
     if not base or base.startswith(".") or any(p.startswith(".") for p in directory.split("/")):
+        return None
+    if base.lower() in OS_JUNK or base == "Icon\r":  # Windows' and macOS's own files
         return None
     if split == "first":
         stem, dot, ext = base.partition(".")

@@ -11,7 +11,7 @@ from dload_arrow.errors import ConfigError
 from dload_arrow.ingest.kinds import ARCHIVE_EXTENSIONS, TABLE_FORMATS, is_marker, table_format
 from dload_arrow.ingest.location import is_remote
 
-__all__ = ["archive_of_tables", "is_archive_name"]
+__all__ = ["archive_of_tables", "archive_patterns", "archives_beside_files", "is_archive_name"]
 
 
 def archive_of_tables(location: str, names: Sequence[str], extract: str) -> ConfigError | None:
@@ -26,15 +26,24 @@ def archive_of_tables(location: str, names: Sequence[str], extract: str) -> Conf
             table_format(n) or is_archive_name(n) or is_marker(n) for n in names):
         return None
     more = f" and {len(found) - 1} more" if len(found) > 1 else ""
-    if not extract:  # a folder (QA migrate59: "extract it (``)", then a wrong --as)
-        what = "archives" if inner else "tables"
+    if not extract and inner:  # a folder (QA migrate59: "extract it (``)", then a wrong --as)
+        deep = sorted(found, key=lambda n: "/" not in n)  # name one in a subfolder first
+        what = (f"is a folder of archives in subfolders ({deep[0]!r}{more}), read" if "/" in
+                deep[0] else f"holds only archives once --exclude leaves out its other files "
+                f"({deep[0]!r}{more}), but a folder is one of archives only when all its files "
+                "are: it is read")
         return ConfigError(
-            f"{location!r} is a folder of {what} in subfolders ({found[0]!r}{more}): each would "
-            "be stored as one sample's bytes; commit each folder on its own (a folder whose "
-            "files are all archives is read as their samples, and so is a table folder), or "
-            f"name them with a quoted pattern (--from '{location.rstrip('/')}/*/*"
-            f"{'.tar' if inner else '.parquet'}'), or commit it with --as files to store each "
-            "file as one sample's bytes")
+            f"{location!r} {what} as a folder of files: each archive would be stored as one "
+            "sample's bytes; read their samples "
+            f"with {archive_patterns(location, inner)} (a folder whose files are all archives "
+            "is read as their samples), or commit it with --as files to store each file as "
+            "one sample's bytes")
+    if not extract:
+        return ConfigError(
+            f"{location!r} is a folder of tables in subfolders ({found[0]!r}{more}): each would "
+            "be stored as one sample's bytes; commit each folder on its own (a table folder is "
+            "read as one table), or commit it with --as files to store each file as one "
+            "sample's bytes")
     name = location.rstrip("/").rsplit("/", 1)[-1]
     stem = name
     while (shorter := _stem(stem)) != stem:  # data.csv.tar.gz -> data
@@ -53,6 +62,46 @@ def archive_of_tables(location: str, names: Sequence[str], extract: str) -> Conf
         f"{location!r} is an archive of tables ({found[0]!r}{more}): tables are read from a "
         f"file or a folder, not from inside an archive; {how} and commit the folder, or "
         "commit it with --as archive to store each file as one sample's bytes")
+
+
+def archives_beside_files(location: str, names: Sequence[str]) -> ConfigError | None:
+    """The error for a folder read under ``--as auto`` whose files are mostly archives beside
+    a few others (WebDataset shards with a checksum list, a stats file or a download still
+    running, QA ingest61): read as a folder of files, each shard would be one sample's bytes,
+    silently. None when archives are fewer than the other files (a folder of documents)."""
+    archives = [n for n in names if is_archive_name(n)]
+    others = [n for n in names if not is_archive_name(n) and not is_marker(n)]
+    if not archives or not others or len(archives) < len(others):
+        return None
+    s, them = ("s", "them") if len(others) > 1 else ("", "it")
+    partial = [n for n in others if n.lower().endswith(_PARTIAL)]
+    shown = partial[0] if partial else others[0]
+    running = ": a download still running or cut off, let it finish" if partial else ""
+    more = f" and {len(archives) - 1} more" if len(archives) > 1 else ""
+    return ConfigError(
+        f"{location!r} holds {len(archives)} archive{'s' if len(archives) > 1 else ''} "
+        f"({archives[0]!r}{more}) beside {len(others)} other file{s} ({shown!r}{running}"
+        f"{', ...' if len(others) > 1 else ''}): read as a folder of files, each "
+        "archive would be stored as one sample's bytes; read the archives' samples with "
+        f"{archive_patterns(location, archives)}, or move the other file{s} out (a folder whose "
+        "files are all archives is read as their samples), or commit the folder with --as "
+        f"files to store each file, {them} too, as one sample's bytes")
+
+
+# What a download that has not finished is called beside its archive.
+_PARTIAL = (".part", ".partial", ".crdownload", ".download", ".tmp", ".aria2")
+
+
+def archive_patterns(location: str, archives: Sequence[str]) -> str:
+    """``--from`` options whose quoted patterns name every archive of a folder (one per depth
+    and extension: ``--from 'd/*.tar' --from 'd/*/*.tar'``)."""
+    base = location.rstrip("/")
+    seen: dict[str, None] = {}
+    for n in archives:
+        ext = next(n[-len(e):] for e, _ in sorted(ARCHIVE_EXTENSIONS, key=lambda x: -len(x[0]))
+                   if n.lower().endswith(e))
+        seen[f"--from {shlex.quote(f'{base}/' + '*/' * n.count('/') + '*' + ext)}"] = None
+    return " ".join(seen)
 
 
 def is_archive_name(name: str) -> bool:

@@ -35,7 +35,7 @@ from dload_arrow.ingest.grouping import (
     group_entries,
     split_name,
 )
-from dload_arrow.ingest.inner_kinds import archive_of_tables
+from dload_arrow.ingest.inner_kinds import archive_of_tables, archives_beside_files
 from dload_arrow.ingest.order import UnsortedWarning, stream_order
 from dload_arrow.store.names import KEY_COLUMN
 
@@ -141,6 +141,9 @@ class SampleSource:
         if self.tables_refused and (tables := archive_of_tables(
                 self.location, [e.name for e in entries], self.extract_command)):
             raise tables
+        if self.tables_refused and not self.extract_command and (mixed := archives_beside_files(
+                self.location, [e.name for e in entries])):
+            raise mixed  # (a folder: shards beside a checksum list, QA ingest61)
         for e in entries:  # names that make keys: hidden ones and no extension never do
             if split_name(e.name, self.split) is not None:
                 check_utf8(e.name, self.location)

@@ -185,6 +185,7 @@ class TarSource(SampleSource):
     def _list(self) -> list[Entry]:
         out = []
         data_of: dict[str, Entry] = {}  # a name -> the entry of the member holding its data
+        links: set[str] = set()  # symbolic links' names (GNU tar hard-links to them too)
         with self._members() as members, self._counting() as count:
             for i, (m, tf) in enumerate(members):
                 count(i + 1)
@@ -192,10 +193,15 @@ class TarSource(SampleSource):
                 if m.isdir() or not name:
                     continue
                 if m.issym():
+                    links.add(name)
                     self._skipped.append((name, "symbolic link (not followed)"))
                     continue
                 if m.islnk():  # a file's second name: its data is an earlier member's
                     target = data_of.get(_link_target(m.linkname))
+                    if target is None and _link_target(m.linkname) in links:
+                        links.add(name)  # a second name of a symbolic link: one too
+                        self._skipped.append((name, "symbolic link (not followed)"))
+                        continue
                     if target is None:
                         self._skipped.append((name, "hard link to no earlier file"))
                         continue

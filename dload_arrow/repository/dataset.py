@@ -27,6 +27,8 @@ __all__ = ["Dataset"]
 
 
 _RAISE: Any = object()  # get()'s default: raise NotFoundError
+GET_DEFAULT_HINT = ("; for a value instead of this error pass it as default= "
+                    "(ds.get(key, default=None))")
 _WHERE_SHOWN = 200  # characters of a view's condition its repr shows
 
 
@@ -184,8 +186,7 @@ class Dataset(VersionFields, PipelineShortcuts):
             return row_to_sample(self._random_access.get(key, columns))
         except MissingKeyError as e:
             if default is _RAISE:  # get(k, None) passes columns=None: name the keyword
-                raise MissingKeyError(f"{e}; for a value instead of this error pass it as "
-                                      "default= (ds.get(key, default=None))") from None
+                raise MissingKeyError(f"{e}{GET_DEFAULT_HINT}") from None
             return default
 
     def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None) -> pa.Table:

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import fcntl
 import functools
 import os
 import re
+import shlex
 import stat
 import sys
 import tomllib
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 from dload_arrow.config import find_up
 from dload_arrow.config_values import working_dir
-from dload_arrow.errors import ConfigError, InvalidNameError, NotFoundError
+from dload_arrow.errors import ConfigError, InvalidNameError, NotFoundError, user_stacklevel
 from dload_arrow.store.names import check_digest, check_name
 
-__all__ = ["LOCK_FILE", "editing", "is_pinned", "lock_path", "pinned_version", "read_lock",
+__all__ = ["LOCK_FILE", "editing", "is_pinned", "listed_pins", "lock_path", "pinned_version",
+           "read_lock",
            "stale_pin", "unused_script_lock", "write_lock"]
 
 LOCK_FILE = "dload.lock"
@@ -98,12 +102,35 @@ def read_lock(path: Path | None = None) -> dict[str, str]:
         raise ConfigError(f"cannot read {path}: {e}; fix the file (TOML: [datasets] name = "
                           "\"<version id>\") or delete it") from e
     pins = data.get("datasets", {})
+    stray = [k for k, v in data.items() if k != "datasets" and isinstance(v, str)]
+    if stray:  # (QA errors61: such pins were ignored, and latest read instead)
+        raise ConfigError(f"{path}: {stray[0]!r} is outside the [datasets] table, so it pins "
+                          "nothing; pins go below a [datasets] line (name = \"<version id>\"): "
+                          "move it there, or delete it")
+    near = difflib.get_close_matches("datasets", [k for k in data if k != "datasets"], 1, 0.7)
+    if near:  # [dataset], [Datasets]: a table of pins no read would see
+        raise ConfigError(f"{path}: a table [{near[0]}] (pins go in [datasets]): rename it "
+                          "[datasets], or delete it")
     if not isinstance(pins, dict) or not all(isinstance(v, str) for v in pins.values()):
         raise ConfigError(f"{path}: [datasets] must map names to version ids (strings); fix it "
                           "or delete the file")
     # Entries are checked where they are used (pinned_version), so one bad pin neither blocks
     # the other datasets nor the `dload unpin` that removes it.
     return dict(pins)
+
+
+def listed_pins(path: Path | None) -> dict[str, str]:
+    """The pins a listing shows: those of valid dataset names (another one is warned of, with
+    the ``dload unpin`` that removes it, instead of failing the whole listing)."""
+    pins = read_lock(path)
+    for name in list(pins):
+        try:
+            check_name(name)
+        except InvalidNameError:
+            warnings.warn(f"{path} pins {name!r}, which is no dataset name: remove it "
+                          f"(`dload unpin {shlex.quote(name)}`)", stacklevel=user_stacklevel())
+            del pins[name]
+    return pins
 
 
 def pinned_version(name: str, path: Path | None = None) -> str | None:

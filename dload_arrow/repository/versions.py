@@ -231,14 +231,15 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
         return vid
 
     def unpin(self, name: str) -> bool:
-        """Remove ``name`` from dload.lock; False when it was not pinned."""
-        check_name(name)
+        """Remove ``name`` from dload.lock; False when it was not pinned (a name the file
+        holds is removed even when it is no valid dataset name: a typo's only way out)."""
         path = lock_path()
-        if path is None:
+        if path is None or name not in read_lock(path):
+            check_name(name)
             return False
         with editing(path):
             pins = read_lock(path)
-            if pins.pop(check_name(name), None) is None:
+            if pins.pop(name, None) is None:
                 return False
             write_lock(pins, path)
         return True

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from dload_arrow.config import progress_wanted
 from dload_arrow.errors import ConfigError, SchemaError, user_stacklevel
-from dload_arrow.sizes import format_bytes, parse_size
+from dload_arrow.sizes import format_bytes, parse_size, plural
 from dload_arrow.storage import Storage
 from dload_arrow.store.key_index import KeyReader
 from dload_arrow.store.manifest import Manifest, check_meta
@@ -74,9 +74,11 @@ class Version:
     manifest_bytes_uploaded: int = 0
 
     def __repr__(self) -> str:
-        return (f"Version({self.name!r}, {self.version[:12]}, {self.num_rows:,} rows in "
-                f"{self.shards_total} shards of {format_bytes(self.bytes_total)}; uploaded "
-                f"{self.shards_uploaded} shards, {format_bytes(self.bytes_uploaded)} in all, "
+        rows = f"{self.num_rows:,} row{'' if self.num_rows == 1 else 's'}"
+        return (f"Version({self.name!r}, {self.version[:12]}, {rows} in "
+                f"{plural(self.shards_total, 'shard')} of {format_bytes(self.bytes_total)}; "
+                f"uploaded {plural(self.shards_uploaded, 'shard')}, "
+                f"{format_bytes(self.bytes_uploaded)} in all, "
                 f"in {self.seconds:.2f} s)")
 
 

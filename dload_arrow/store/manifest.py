@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import int64_array, numpy_values, typed_array
 from dload_arrow.errors import ConfigError, IntegrityError
+from dload_arrow.sizes import plural
 from dload_arrow.store.manifest_check import (
     FORMAT_VERSION,
     KEY_INDEX_PARTS_FORMAT,
@@ -178,8 +179,9 @@ class Manifest:
                                  "manifest is corrupt") from e
 
     def __repr__(self) -> str:
-        return (f"Manifest({self.name!r}, {self.version[:12]}, {self.num_rows:,} rows, "
-                f"{len(self.shards)} shards)")
+        rows = f"{self.num_rows:,} row{'' if self.num_rows == 1 else 's'}"
+        shards = plural(len(self.shards), "shard")
+        return f"Manifest({self.name!r}, {self.version[:12]}, {rows}, {shards})"
 
     def to_bytes(self) -> bytes:
         sink = pa.BufferOutputStream()

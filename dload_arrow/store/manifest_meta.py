@@ -31,6 +31,14 @@ def check_meta(meta: Any, recipe: Any) -> None:
             f"meta must be JSON-serialisable (str keys; str, finite numbers, bools, None, "
             f"lists and dicts of them): {e}"
         ) from e
+    for what, text in (("recipe", recipe), ("meta", json.dumps(meta or {}, ensure_ascii=False))):
+        if text is not None and (at := surrogate_at(text)) is not None:  # QA errors61: then
+            raise ConfigError(  # every SQL query of the root failed (its catalog is UTF-8)
+                f"{what} is not valid Unicode: it holds a lone surrogate ({text[at]!r}, at "
+                f"{shown(text[max(0, at - 20):at + 20])}), as text decoded with "
+                "errors='surrogateescape' does (a file, argument or name in another encoding); "
+                "decode it with its encoding (open(path, encoding='latin-1')), or replace it: "
+                "text.encode('utf-8', 'surrogateescape').decode('utf-8', 'replace')")
     bad = _non_str_key(meta or {})
     if bad is not None:  # JSON would store the key 1 as "1": meta would not read back as given
         raise ConfigError(f"meta keys must be str, got {bad!r} ({type(bad).__name__}) in "
@@ -71,3 +79,12 @@ def check_parents(parents: Any) -> None:
             raise ConfigError(
                 f"parents= entry {shown(p)}: each needs 'name' (the parent's dataset) and "
                 f"'version' (its full 64-hex version id): {e}; {example}") from None
+
+
+def surrogate_at(text: str) -> int | None:
+    """Where ``text`` holds its first lone surrogate (which UTF-8 cannot store), else None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start
+    return None

@@ -48,14 +48,14 @@ def refuse_extra_fields(rows: list[tuple[str, Any]], field: pa.Field, values: li
 
 
 def refuse_sets(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
-    """Refuse a set in a list column: its order (hash order, which changes between runs of
+    """Refuse a set in a list or struct column: its order (hash order, which changes between runs of
     Python) would be stored, and the version id would change from run to run."""
     for (key, _), v in zip(rows, values, strict=True):
         if holds_set(v):
             raise SchemaError(
-                f"sample {key!r}, column {field.name!r}: a set (or one inside its lists), whose "
-                "order changes from one run of Python to the next (and with it the version "
-                "id); store sorted(the_set) or a list")
+                f"sample {key!r}, column {field.name!r}: a set (or one inside its lists or "
+                "dicts), whose order changes from one run of Python to the next (and with it "
+                "the version id); store sorted(the_set) or a list")
 
 
 def holds_set(v: Any, depth: int = 0) -> bool:
@@ -83,6 +83,16 @@ def key_of(k: Any, n: int, where: str) -> str:
             "(or integers)"
         )
     return k
+
+
+def not_unicode(what: str, text: str) -> SchemaError:
+    """The refusal of text holding a lone surrogate (``'\\udcff'``, what a byte that is not
+    UTF-8 becomes when decoded with errors='surrogateescape'): UTF-8 cannot store it."""
+    return SchemaError(
+        f"{what} {text!r} is not valid Unicode (it holds a lone surrogate, as text decoded "
+        "with errors='surrogateescape' does) and cannot be stored as UTF-8; decode it with "
+        "its encoding, or fix it, e.g. text.encode('utf-8', 'surrogateescape').decode("
+        "'utf-8', 'replace')")
 
 
 def encodes(text: str) -> bool:

@@ -30,6 +30,7 @@ from dload_arrow.store.pair_checks import (
     encodes,
     int_overflow_error,
     key_of,
+    not_unicode,
     refuse_extra_fields,
     refuse_flattening,
     refuse_sets,
@@ -67,6 +68,8 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
     for col in first:  # the first sample's columns: a later one's new column is refused
         if col == KEY_COLUMN:
             raise SchemaError(f"sample {first_key!r}: column name {KEY_COLUMN!r} is reserved")
+        if isinstance(col, str) and not encodes(col):
+            raise not_unicode(f"sample {first_key!r}: column name", col)
         found = next(((k, r[col]) for k, r in rows if r.get(col) is not None), None)
         value = None if found is None else found[1]
         if isinstance(value, np.ndarray):
@@ -177,6 +180,8 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
         # arrays into a list column (shapes may vary): nested lists, as .tolist() gives
         values = [_native(v).tolist() if isinstance(v, np.ndarray) else v for v in values]
         refuse_sets(rows, field, values)
+    elif pa.types.is_struct(field.type):  # a set in a dict too (QA notebook61)
+        refuse_sets(rows, field, values)
     check_whole_numbers(rows, field, values)
     refuse_extra_fields(rows, field, values)
     try:
@@ -186,6 +191,9 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
             try:
                 pa.array([v], type=field.type)
             except Exception:
+                if isinstance(v, str) and not encodes(v):  # not a type that is too narrow
+                    raise not_unicode(f"sample {key!r}, column {field.name!r}: value",
+                                      v) from e
                 if holds_type(field.type, pa.types.is_null):  # null, list<null> (QA migrate59)
                     raise SchemaError(
                         f"sample {key!r}, column {field.name!r}: value {shown(v)}, but the "
@@ -285,12 +293,6 @@ def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema,
     try:
         keys = typed_array([k for k, _ in rows], pa.string())
     except UnicodeEncodeError as e:  # a lone surrogate ('\udcff' from surrogateescape)
-        bad = next(k for k, _ in rows if not encodes(k))
-        raise SchemaError(
-            f"sample key {bad!r} is not valid Unicode (it holds a lone surrogate, as text "
-            "decoded with errors='surrogateescape' does) and cannot be stored as UTF-8; "
-            "fix the key, e.g. key.encode('utf-8', 'surrogateescape').decode('utf-8', "
-            "'replace')"
-        ) from e
+        raise not_unicode("sample key", next(k for k, _ in rows if not encodes(k))) from e
     arrays = [keys, *[_column(rows, f) for f in schema][1:]]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

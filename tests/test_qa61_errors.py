@@ -1,0 +1,122 @@
+"""QA errors61 and notebook61: text that is not UTF-8 (a byte in another encoding, which Python
+reads as a lone surrogate) refused where it came in instead of breaking SQL for the whole
+root; dload.lock pins that pin nothing; CLI messages in CLI terms."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from cli_run import RunFn, runner
+
+import dload_arrow as dl
+from dload_arrow.errors import ConfigError, SchemaError, SqlError
+
+LATIN1 = b"caf\xe9".decode("utf-8", "surrogateescape")  # 'caf\udce9'
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
+
+
+@pytest.fixture
+def repo(local_root: str) -> dl.Repository:
+    r = dl.Repository.open(local_root)
+    r.commit("photos", [("a", {"x": 1})], progress=False)
+    return r
+
+
+@pytest.mark.parametrize("kw", [{"recipe": f"# {LATIN1}\nprint(1)\n"},
+                                {"meta": {"source": LATIN1}},
+                                {"meta": {"nested": [{"k": LATIN1}]}}])
+def test_recipe_and_meta_that_are_not_unicode_are_refused(repo: dl.Repository,
+                                                          kw: dict[str, object]) -> None:
+    with pytest.raises(ConfigError, match=r"is not valid Unicode: it holds a lone surrogate"):
+        repo.commit("other", [("b", {"x": 2})], progress=False, **kw)  # type: ignore[arg-type]
+    assert repo.datasets() == ["photos"]
+    assert repo.sql("select count(*) as n from versions").to_pylist() == [{"n": 1}]
+
+
+def test_cli_meta_that_is_not_utf8_is_refused(tmp_path: Path, run: RunFn,
+                                              repo: dl.Repository) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.txt").write_text("hi")
+    err = run("commit", "other", "--from", str(tmp_path / "src"), "--meta",
+              f"source={LATIN1}", rc=1).err
+    assert "meta is not valid Unicode" in err
+    assert run("sql", "select name, meta from versions", "--json").json[0]["name"] == "photos"
+
+
+@pytest.mark.parametrize(("sample", "words"), [
+    ({f"a{LATIN1}": 1}, "column name 'a"),
+    ({"a": f"v{LATIN1}"}, "column 'a': value 'v"),
+])
+def test_column_names_and_values_that_are_not_unicode_say_so(
+        repo: dl.Repository, sample: dict[str, object], words: str) -> None:
+    with pytest.raises(SchemaError, match="is not valid Unicode") as e:
+        repo.commit("z", [("k", sample)], progress=False)
+    assert words in str(e.value) and "wider type" not in str(e.value)
+
+
+@pytest.mark.parametrize("value", [{"s": {1, 2}}, {"s": [{1, 2}]}])
+def test_a_set_inside_a_dict_is_refused_as_in_a_list(repo: dl.Repository,
+                                                     value: dict[str, object]) -> None:
+    with pytest.raises(SchemaError, match=r"a set .* whose order changes"):
+        repo.commit("z", [("k", {"d": value})], progress=False)
+
+
+def test_a_query_that_is_not_utf8_is_a_user_error(run: RunFn, repo: dl.Repository) -> None:
+    with pytest.raises(SqlError, match="the query is not UTF-8 text"):
+        repo.sql(f"select '{LATIN1}'")
+    assert "the query is not UTF-8 text" in run("sql", f"select '{LATIN1}'", rc=1).err
+
+
+def test_a_root_that_is_not_utf8_is_a_user_error(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    root = os.path.join(str(tmp_path), f"donn{LATIN1}es")
+    os.makedirs(os.fsencode(root))
+    err = runner(capsys)("ls", "--root", root, rc=1).err
+    assert "is not UTF-8" in err and "rename the folder" in err
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('photos = "{v}"\n', "'photos' is outside the [datasets] table"),
+    ('[dataset]\nphotos = "{v}"\n', "a table [dataset] (pins go in [datasets])"),
+])
+def test_pins_outside_the_datasets_table_are_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: RunFn, repo: dl.Repository,
+        text: str, words: str) -> None:
+    old = repo.dataset("photos").version
+    repo.commit("photos", [("a", {"x": 1}), ("b", {"x": 2})], progress=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dload.lock").write_text(text.format(v=old))
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        repo.dataset("photos")
+    assert words in run("info", "photos", rc=1).err
+
+
+def test_a_bad_name_in_the_lock_is_warned_by_ls_and_unpin_removes_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: RunFn,
+        repo: dl.Repository) -> None:
+    v = repo.dataset("photos").version
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dload.lock").write_text(f'[datasets]\n"photos" = "{v}"\n"my photos" = "{v}"\n')
+    r = run("ls")
+    assert "photos" in r.out and "pins 'my photos', which is no dataset name" in r.err
+    assert "dload unpin 'my photos'" in r.err
+    run("unpin", "my photos")
+    assert "my photos" not in (tmp_path / "dload.lock").read_text()
+    assert run("ls").err == ""
+    assert repo.unpin("nosuch") is False
+
+
+def test_export_speaks_cli(tmp_path: Path, run: RunFn, repo: dl.Repository,
+                           monkeypatch: pytest.MonkeyPatch) -> None:
+    err = run("export", "photos", "nokey", "--to", str(tmp_path / "o"), rc=1).err
+    assert "`dload head photos` shows keys" in err and "default=" not in err
+    monkeypatch.chdir(tmp_path)
+    assert "--to: is empty" in run("export", "photos", "a", "--to", "", rc=1).err
+    assert not list(tmp_path.glob("a.*"))
