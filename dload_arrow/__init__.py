@@ -27,6 +27,7 @@ from dload_arrow.errors import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
+    from dload_arrow.catalog.frames import to_pandas
     from dload_arrow.ingest.archive import from_archive
     from dload_arrow.pipeline import (
         Pipeline,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 # ``dload --help`` or an ``import dload_arrow`` for the error classes need not pay.
 _LAZY = {
     "from_archive": "dload_arrow.ingest.archive",
+    "to_pandas": "dload_arrow.catalog.frames",
     **dict.fromkeys(("Pipeline", "choice", "concat", "from_iterable", "mix", "pad_collate",
                      "random_stream", "select", "zip_with"), "dload_arrow.pipeline"),
     **dict.fromkeys(("Dataset", "GcReport", "Repository", "VersionDiff", "VersionInfo"),
@@ -103,5 +105,6 @@ __all__ = [
     "pad_collate",
     "random_stream",
     "select",
+    "to_pandas",
     "zip_with",
 ]

@@ -13,7 +13,7 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 __all__ = [
     "ConfigError",
@@ -29,6 +29,7 @@ __all__ = [
     "SqlError",
     "StorageError",
     "UnsafePathError",
+    "column_list",
     "form_hint",
     "is_user_error",
     "mark_user_error",
@@ -97,6 +98,22 @@ def shown(value: object, limit: int = 60) -> str:
     """``repr(value)`` cut to ``limit`` characters, for an error message that quotes input."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def column_list(names: Sequence[str], missing: str | None = None, limit: int = 20) -> str:
+    """``names`` for a message, the first ``limit`` and a count of the rest (QA notebook61: a
+    1,500-column table's 21 KB error), after the names closest to ``missing`` (another case,
+    a typo): ``"did you mean 'feature_0001'? columns: __key__, a, ... (1,480 more)"``."""
+    import difflib
+
+    near: list[str] = []
+    if missing is not None:
+        folded = {n.casefold(): n for n in names}
+        near = ([folded[missing.casefold()]] if missing.casefold() in folded else
+                difflib.get_close_matches(missing, list(names), 3, 0.75))
+    rest = f", ... ({len(names) - limit:,} more)" if len(names) > limit else ""
+    mean = f"did you mean {' or '.join(map(repr, near))}? " if near else ""
+    return f"{mean}columns: {', '.join(map(str, names[:limit]))}{rest}"
 
 
 def form_hint(name: str, names: Iterable[str]) -> str:

@@ -52,7 +52,7 @@ from dload_arrow.catalog.predicate import (
 )
 from dload_arrow.catalog.pruning import prune_units
 from dload_arrow.catalog.time_literals import time_compare, time_value
-from dload_arrow.errors import PredicateError
+from dload_arrow.errors import PredicateError, column_list
 from dload_arrow.rowfilter import RowFilter
 
 __all__ = ["CompiledFilter", "compile_filter", "prune_units"]
@@ -86,7 +86,7 @@ class _Compiler:
     def column(self, name: str) -> pa.Field:
         idx = self.schema.get_field_index(name)
         if idx < 0:
-            raise self.error(f"no column {name!r}; columns are {', '.join(self.schema.names)}"
+            raise self.error(f"no column {name!r}; {column_list(self.schema.names, name)}"
                              f"{column_hint(name, self.schema.names, self.text)}")
         return self.schema.field(idx)
 

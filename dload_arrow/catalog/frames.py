@@ -21,13 +21,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.args import check_bool
 from dload_arrow.catalog.exact_cells import exact_cells, is_nested
 from dload_arrow.errors import SchemaError
 from dload_arrow.read.samples import column_values
 from dload_arrow.store.rows import field_shape
 from dload_arrow.tensor_arrays import is_fixed_shape_tensor
 
-__all__ = ["pandas_frame", "polars_shapes", "tensor_fields"]
+__all__ = ["pandas_frame", "polars_shapes", "tensor_fields", "to_pandas"]
 
 
 def tensor_fields(schema: pa.Schema) -> list[tuple[int, pa.Field, tuple[int, ...]]]:
@@ -42,6 +43,20 @@ def tensor_fields(schema: pa.Schema) -> list[tuple[int, pa.Field, tuple[int, ...
         if shape is not None and pa.types.is_fixed_size_list(field.type):
             out.append((i, field, shape))
     return out
+
+
+def to_pandas(table: pa.Table | pa.RecordBatch, nullable: bool = False) -> Any:
+    """Any Arrow table (``repo.sql(...)``'s result, ``ds.head(n)``, ``ds.take(...)``) as a
+    pandas DataFrame the way ``Dataset.to_pandas()`` makes one: ids above 2**53 in a column
+    holding a null stay exact (``Int64``, where pyarrow's own ``to_pandas`` gives float64),
+    tensor cells keep their shape. ``nullable=True``: pandas' nullable dtypes for every
+    integer and bool column."""
+    if isinstance(table, pa.RecordBatch):
+        table = pa.Table.from_batches([table])
+    if not isinstance(table, pa.Table):
+        raise TypeError(f"to_pandas(table): a pyarrow Table or RecordBatch, got "
+                        f"{type(table).__name__}; a Dataset has its own ds.to_pandas()")
+    return pandas_frame(table, nullable=check_bool("to_pandas", "nullable", nullable))
 
 
 def pandas_frame(table: pa.Table, nullable: bool = False) -> Any:

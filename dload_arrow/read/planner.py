@@ -118,6 +118,9 @@ class ReadPlan(Verdict):
                          "bigger disk")
         return fixes
 
+    def __repr__(self) -> str:  # a notebook cell shows it: not every shard's digest (QA nb61)
+        return f"<ReadPlan {self}>"
+
     def __str__(self) -> str:
         mode = "full shuffle" if self.full_shuffle else f"window {self.window_shards} shards"
         budget, setting = fmt_budget(self.budget_bytes), fmt_budget(self.budget_setting_bytes)

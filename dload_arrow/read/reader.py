@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dload_arrow.args import column_names
-from dload_arrow.errors import IntegrityError, NotFoundError, SchemaError
+from dload_arrow.errors import IntegrityError, NotFoundError, SchemaError, column_list
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.decoders import Decoders, one_batch, threads_pay_off
 from dload_arrow.read.fetcher import ShardFetcher, shuffled_head, visits_of
@@ -57,9 +57,8 @@ def projection(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
         return schema
     missing = [c for c in columns if c not in schema.names]
     if missing:
-        raise SchemaError(
-            f"no column(s) {missing} in this dataset; its columns are {schema.names}"
-        )
+        raise SchemaError(f"no column(s) {missing} in this dataset; "
+                          f"{column_list(schema.names, missing[0])}")
     names = [KEY_COLUMN] + [c for c in dict.fromkeys(columns) if c != KEY_COLUMN]
     return pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
 

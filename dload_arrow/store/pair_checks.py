@@ -4,6 +4,7 @@ flatten, an integer no inferred column holds."""
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -83,6 +84,18 @@ def key_of(k: Any, n: int, where: str) -> str:
             "(or integers)"
         )
     return k
+
+
+def refuse_nonfinite_decimals(rows: list[tuple[str, Any]], col: str) -> None:
+    """Refuse ``Decimal('Infinity')`` or ``Decimal('NaN')`` (Arrow's decimals hold finite
+    numbers only; pyarrow's error named no sample, QA notebook61)."""
+    for key, r in rows:
+        v = r.get(col)
+        if isinstance(v, decimal.Decimal) and not v.is_finite():
+            raise SchemaError(
+                f"sample {key!r}, column {col!r}: {v!r} has no decimal type (Arrow's decimals "
+                "hold finite numbers): store None for a missing value, or the column as floats "
+                "(float(v) keeps inf and nan)")
 
 
 def not_unicode(what: str, text: str) -> SchemaError:

@@ -33,6 +33,7 @@ from dload_arrow.store.pair_checks import (
     not_unicode,
     refuse_extra_fields,
     refuse_flattening,
+    refuse_nonfinite_decimals,
     refuse_sets,
     shape_refusal,
 )
@@ -78,14 +79,15 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
         elif value is None:
             fields.append(pa.field(col, pa.null()))
         else:
+            refuse_nonfinite_decimals(rows, col)
             try:
                 typ = inferred_type(_without_nat([r.get(col) for _, r in rows]))
             except OverflowError as e:
                 raise int_overflow_error(rows, col) from e
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+            except (*_MISFITS[:3], TypeError) as e:
                 raise SchemaError(
                     f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "
-                    f"does not fit the type of earlier samples ({e}); fix the sample or pass "
+                    f"does not fit the type of earlier samples ({str(e)[:300]}); fix it or pass "
                     "schema= to say which type you want"
                 ) from e
             fields.append(pa.field(col, typ))

@@ -150,7 +150,8 @@ def _may_hold_set(col: Any) -> bool:
 def _from_pandas(df: Any) -> pa.Table:
     """``pa.Table.from_pandas(df)``, with a cell Arrow cannot store refused naming its column
     and value (as for sample dicts) instead of Arrow's bare ArrowTypeError."""
-    refused = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError)
+    refused = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError,
+               TypeError)  # (TypeError: Decimal('Infinity'), QA notebook61)
     try:
         return pa.Table.from_pandas(df, preserve_index=False)
     except refused as e:
@@ -187,6 +188,6 @@ def _refusal(col: Any, name: str, why: Exception) -> str:
 def _refused(v: Any) -> bool:
     try:
         pa.array([v])
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError):
         return True
     return False
