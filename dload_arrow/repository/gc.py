@@ -80,7 +80,8 @@ def keep_for_readers(storage: Storage, removed: Iterable[Manifest], kept: set[st
             f"rm could not restart gc's grace period for {len(failed)} of the removed "
             f"version's {len(digests)} shards ({failed[0]}): a job still reading that version "
             "may lose them to the next gc whose grace they are past; run gc with a grace "
-            "longer than such jobs, or rm with credentials that may write",
+            "longer than such jobs (a store that throttled the copies or credentials that may "
+            "not write cause this)",
             stacklevel=user_stacklevel())
     return len(digests)
 

@@ -104,11 +104,11 @@ class RemoveMixin(TagsMixin):
             else:
                 delete_ref(self.storage, name, ref)
         if kept is not None:  # its parent edges outlive the manifest, for lineage
-            with contextlib.suppress(DloadError):  # a reader of it keeps gc's grace
-                now = read_ref(self.storage, name, "latest")
+            record_removal(self.storage, name, vid, kept)  # (first: a root this user cannot
+            with contextlib.suppress(DloadError):  # write fails here, QA errors61) a reader
+                now = read_ref(self.storage, name, "latest")  # of it keeps gc's grace
                 keep_for_readers(self.storage, [kept], set() if now is None else set(
                     self.manifests.get(name, now.version).digests()))
-            record_removal(self.storage, name, vid, kept)
         try:
             self.storage.delete(manifest_path(name, vid))
         except StorageError as e:  # credentials that may write but not delete (QA readonly55)

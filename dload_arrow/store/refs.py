@@ -3,32 +3,33 @@
 A ref is a small JSON object ``{"version", "seq"}`` moved by compare-and-swap. After each
 successful move an entry ``log/<ref>/<seq>.json`` records who moved it, when, from and to.
 The log is written after the move, so a crash in between leaves a gap in ``seq`` that
-readers can see; it can never record a move that did not happen.
+readers can see (filled when the same move is made again: :func:`log_lost_move`); it can never
+record a move that did not happen.
 """
 
 from __future__ import annotations
 
-import getpass
 import json
 import random
-import re
 import secrets
-import socket
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
-from dload_arrow.errors import ConflictError, DloadError, IntegrityError, NotFoundError
+from dload_arrow.errors import (
+    ConflictError,
+    DloadError,
+    IntegrityError,
+    NotFoundError,
+    StorageError,
+)
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.names import check_digest, check_name, check_ref
+from dload_arrow.store.ref_log import LogEntry, append_log, is_log_entry, last_seq, read_log
 
 __all__ = [
     "LogEntry", "RefValue", "delete_ref", "is_log_entry", "list_refs", "move_ref", "read_log",
     "read_ref",
 ]
-
-_ENTRY = re.compile(r"\d+\.json")
 
 _MAX_TRIES = 64
 
@@ -39,20 +40,6 @@ class RefValue:
 
     version: str
     seq: int
-
-
-@dataclass(frozen=True)
-class LogEntry:
-    """One ref move."""
-
-    ref: str
-    seq: int
-    version: str | None
-    previous: str | None
-    user: str
-    host: str
-    time: float
-    action: str
 
 
 def _ref_path(name: str, ref: str) -> str:
@@ -136,16 +123,24 @@ def move_ref(
         if unless_there and old is not None and old.version == version:
             if replaced is not None:
                 replaced.append(old)
+            log_lost_move(storage, name, ref, old, action)
             return old
         if only_if is not None and (old is None or old.version != only_if):
             raise ConflictError(f"ref {name}:{ref} moved concurrently; retry the operation")
         if only_if_absent and old is not None:
             raise ConflictError(f"ref {name}:{ref} exists (it points at {old.version[:12]}): "
                                 "another writer published meanwhile; nothing to restore")
-        new = RefValue(version, (old.seq if old else _last_seq(storage, name, ref)) + 1)
+        new = RefValue(version, (old.seq if old else last_seq(storage, name, ref)) + 1)
         body = json.dumps({"version": new.version, "seq": new.seq, "writer": writer},
                           sort_keys=True).encode()
-        if storage.compare_and_swap(path, body, None if got is None else got[1]):
+        try:
+            swapped = storage.compare_and_swap(path, body, None if got is None else got[1])
+        except StorageError as e:  # the store may have applied it (QA s3fault61)
+            raise StorageError(
+                f"{e}; whether {name}:{ref} moved to {version[:12]} is unknown (the store did "
+                "not answer): run the same command again once it answers, which finds the "
+                "move if it was made (and records it), or makes it") from e
+        if swapped:
             if replaced is not None:
                 replaced.append(old)
             return _logged(storage, name, ref, new, old, action)
@@ -160,9 +155,30 @@ def move_ref(
 def _logged(storage: Storage, name: str, ref: str, new: RefValue, old: RefValue | None,
             action: str) -> RefValue:
     """Log the move to ``new`` that this writer made; ``new``."""
-    if not _append_log(storage, name, ref, new, old.version if old else None, action):
+    try:
+        logged = append_log(storage, name, ref, new, old.version if old else None, action)
+    except StorageError as e:  # the move is made: say so (QA s3fault61: read as a failure)
+        raise StorageError(
+            f"{name}:{ref} now points at {new.version[:12]} (the {action} is published), but "
+            f"the log entry of that move could not be written ({e}); run the same command "
+            "again once the store answers, which records it") from e
+    if not logged:
         _undone_by_delete(storage, name, ref, new, old, action)
     return new
+
+
+def log_lost_move(storage: Storage, name: str, ref: str, at: RefValue, action: str) -> None:
+    """Record the move to ``at`` when its log entry is missing: a move whose answer was lost
+    (the store applied it, then the endpoint went away), found by running the command again;
+    unlogged, ``versions`` would show ``latest`` with no time or user for good."""
+    if at.seq < 1 or storage.exists(f"datasets/{name}/log/{ref}/{at.seq:012d}.json"):
+        return
+    try:
+        before = json.loads(storage.read(f"datasets/{name}/log/{ref}/{at.seq - 1:012d}.json"))
+        previous = before.get("version")
+    except (NotFoundError, ValueError, AttributeError):
+        previous = None
+    append_log(storage, name, ref, at, previous, action)
 
 
 def _undone_by_delete(storage: Storage, name: str, ref: str, new: RefValue,
@@ -171,7 +187,7 @@ def _undone_by_delete(storage: Storage, name: str, ref: str, new: RefValue,
     deletion under the same number, after deleting the ref this move had just set. The move
     is logged after it, and ConflictError says it was undone."""
     seq = new.seq
-    while not _append_log(storage, name, ref, RefValue(new.version, seq),
+    while not append_log(storage, name, ref, RefValue(new.version, seq),
                           old.version if old else None, action):
         seq += 1
     if read_ref(storage, name, ref) is None:
@@ -179,18 +195,6 @@ def _undone_by_delete(storage: Storage, name: str, ref: str, new: RefValue,
             f"ref {name}:{ref} was moved to {new.version[:12]} ({action}), but a concurrent "
             "delete of it (untag, rm) removed it just after; the log records both. Run the "
             f"{action} again if {ref} should stay")
-
-
-def is_log_entry(path: str) -> bool:
-    """Whether ``path`` names a log entry (``<seq>.json``); other files in a log folder (a
-    ``.DS_Store``, someone's notes) are not dload's and are passed over."""
-    return _ENTRY.fullmatch(path.rsplit("/", 1)[-1]) is not None
-
-
-def _last_seq(storage: Storage, name: str, ref: str) -> int:
-    entries = storage.list(f"datasets/{name}/log/{ref}/")
-    return max((int(o.path.rsplit("/", 1)[-1].split(".")[0]) for o in entries
-                if is_log_entry(o.path)), default=0)
 
 
 def delete_ref(storage: Storage, name: str, ref: str, *, moved_ok: bool = False) -> None:
@@ -207,7 +211,7 @@ def delete_ref(storage: Storage, name: str, ref: str, *, moved_ok: bool = False)
     if old is None:
         return
     seq = old.seq + 1
-    if _append_log(storage, name, ref, RefValue(old.version, seq), old.version, "delete",
+    if append_log(storage, name, ref, RefValue(old.version, seq), old.version, "delete",
                    deleted=True):
         return
     now = read_ref(storage, name, ref)
@@ -217,7 +221,7 @@ def delete_ref(storage: Storage, name: str, ref: str, *, moved_ok: bool = False)
         undone = json.loads(storage.read(f"datasets/{name}/log/{ref}/{seq:012d}.json"))
     except ValueError:
         undone = {}
-    while not _append_log(storage, name, ref, RefValue(old.version, seq), undone.get(
+    while not append_log(storage, name, ref, RefValue(old.version, seq), undone.get(
             "version"), "delete", deleted=True):
         seq += 1  # the deletion is recorded after the move it undid
     if moved_ok:
@@ -229,63 +233,3 @@ def delete_ref(storage: Storage, name: str, ref: str, *, moved_ok: bool = False)
         "its delete, so that move was undone too (the log records both)"
         + (f"; if it should stay, run `dload tag {name} {to} {ref}`" if isinstance(to, str)
            else "") + "; otherwise nothing to do")
-
-
-def _append_log(
-    storage: Storage,
-    name: str,
-    ref: str,
-    new: RefValue,
-    previous: str | None,
-    action: str,
-    deleted: bool = False,
-) -> bool:
-    """Write the entry of ``new.seq``; False when one is there already (a clash)."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    entry: dict[str, Any] = {
-        "ref": ref,
-        "seq": new.seq,
-        "version": None if deleted else new.version,
-        "previous": previous,
-        "user": user,
-        "host": socket.gethostname(),
-        "time": time.time(),
-        "action": action,
-    }
-    path = f"datasets/{name}/log/{ref}/{new.seq:012d}.json"
-    data = json.dumps(entry, sort_keys=True).encode()
-    if storage.put_if_absent(path, data):
-        return True
-    try:  # a retried request that found its own write (the store applied it, then failed)
-        return storage.read(path) == data
-    except NotFoundError:
-        return False
-
-
-_LOG_READERS = 16
-
-
-def read_log(storage: Storage, name: str) -> list[LogEntry]:
-    """Every recorded ref move of a dataset, oldest first."""
-    prefix = f"datasets/{check_name(name)}/log/"
-    out = []
-    paths = [obj.path for obj in storage.list(prefix) if is_log_entry(obj.path)]
-    # an object a move: read side by side (one after another, 10,000 versions on S3 were
-    # minutes a `dload versions`: QA cliffs56)
-    with ThreadPoolExecutor(min(_LOG_READERS, max(1, len(paths)))) as pool:
-        texts = list(pool.map(storage.read, paths))
-    for path, text in zip(paths, texts, strict=True):
-        try:
-            e = json.loads(text)
-            out.append(LogEntry(
-                ref=str(e["ref"]), seq=int(e["seq"]), version=e.get("version"),
-                previous=e.get("previous"), user=str(e.get("user", "")),
-                host=str(e.get("host", "")), time=float(e.get("time", 0.0)),
-                action=str(e.get("action", "")),
-            ))
-        except (ValueError, KeyError, TypeError) as err:
-            raise IntegrityError(f"log entry {path} is malformed: {err}") from err
-    return sorted(out, key=lambda e: (e.time, e.ref, e.seq))

@@ -1,0 +1,110 @@
+"""The log of ref moves (``datasets/<name>/log/<ref>/<seq>.json``, one object a move, never
+rewritten): writing an entry, finding the last number, reading them all."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import re
+import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dload_arrow.errors import IntegrityError, NotFoundError
+from dload_arrow.storage import Storage
+from dload_arrow.store.names import check_name
+
+if TYPE_CHECKING:
+    from dload_arrow.store.refs import RefValue
+
+__all__ = ["LogEntry", "append_log", "is_log_entry", "last_seq", "read_log"]
+
+_ENTRY = re.compile(r"\d+\.json")
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One ref move."""
+
+    ref: str
+    seq: int
+    version: str | None
+    previous: str | None
+    user: str
+    host: str
+    time: float
+    action: str
+
+
+def is_log_entry(path: str) -> bool:
+    """Whether ``path`` names a log entry (``<seq>.json``); other files in a log folder (a
+    ``.DS_Store``, someone's notes) are not dload's and are passed over."""
+    return _ENTRY.fullmatch(path.rsplit("/", 1)[-1]) is not None
+
+
+def last_seq(storage: Storage, name: str, ref: str) -> int:
+    entries = storage.list(f"datasets/{name}/log/{ref}/")
+    return max((int(o.path.rsplit("/", 1)[-1].split(".")[0]) for o in entries
+                if is_log_entry(o.path)), default=0)
+
+
+def append_log(
+    storage: Storage,
+    name: str,
+    ref: str,
+    new: RefValue,
+    previous: str | None,
+    action: str,
+    deleted: bool = False,
+) -> bool:
+    """Write the entry of ``new.seq``; False when one is there already (a clash)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    entry: dict[str, Any] = {
+        "ref": ref,
+        "seq": new.seq,
+        "version": None if deleted else new.version,
+        "previous": previous,
+        "user": user,
+        "host": socket.gethostname(),
+        "time": time.time(),
+        "action": action,
+    }
+    path = f"datasets/{name}/log/{ref}/{new.seq:012d}.json"
+    data = json.dumps(entry, sort_keys=True).encode()
+    if storage.put_if_absent(path, data):
+        return True
+    try:  # a retried request that found its own write (the store applied it, then failed)
+        return storage.read(path) == data
+    except NotFoundError:
+        return False
+
+
+_LOG_READERS = 16
+
+
+def read_log(storage: Storage, name: str) -> list[LogEntry]:
+    """Every recorded ref move of a dataset, oldest first."""
+    prefix = f"datasets/{check_name(name)}/log/"
+    out = []
+    paths = [obj.path for obj in storage.list(prefix) if is_log_entry(obj.path)]
+    # an object a move: read side by side (one after another, 10,000 versions on S3 were
+    # minutes a `dload versions`: QA cliffs56)
+    with ThreadPoolExecutor(min(_LOG_READERS, max(1, len(paths)))) as pool:
+        texts = list(pool.map(storage.read, paths))
+    for path, text in zip(paths, texts, strict=True):
+        try:
+            e = json.loads(text)
+            out.append(LogEntry(
+                ref=str(e["ref"]), seq=int(e["seq"]), version=e.get("version"),
+                previous=e.get("previous"), user=str(e.get("user", "")),
+                host=str(e.get("host", "")), time=float(e.get("time", 0.0)),
+                action=str(e.get("action", "")),
+            ))
+        except (ValueError, KeyError, TypeError) as err:
+            raise IntegrityError(f"log entry {path} is malformed: {err}") from err
+    return sorted(out, key=lambda e: (e.time, e.ref, e.seq))
