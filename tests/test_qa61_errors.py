@@ -120,3 +120,47 @@ def test_export_speaks_cli(tmp_path: Path, run: RunFn, repo: dl.Repository,
     monkeypatch.chdir(tmp_path)
     assert "--to: is empty" in run("export", "photos", "a", "--to", "", rc=1).err
     assert not list(tmp_path.glob("a.*"))
+
+
+def test_a_remote_root_own_files_are_not_an_input(s3_root: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    repo = dl.Repository.open(s3_root)
+    v = repo.commit("photos", [("a", {"x": 1})], progress=False).version
+    run = runner(capsys, ["--root", s3_root])
+    err = run("commit", "mine", "--from", f"{s3_root}/", rc=1).err
+    assert "is a dload root" in err and "manifests/" not in err
+    manifest = f"{s3_root}/datasets/photos/manifests/{v}.arrow"
+    err = run("commit", "mf", "--from", manifest, rc=1).err
+    assert "one of the folders where dload keeps its own data" in err
+    assert repo.datasets() == ["photos"]
+
+
+def test_cli_words_for_limits_short_ids_and_lock_folders(
+        tmp_path: Path, run: RunFn, repo: dl.Repository,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert "1<=x<=9223372036854775807" in run("head", "photos", "-n", str(10**20), rc=1).err
+    v = repo.dataset("photos").version
+    err = run("diff", v[:2], v[:3], rc=1).err
+    assert "A bare version id needs 4 hex digits or more" in err
+    monkeypatch.setenv("DLOAD_LOCK", str(tmp_path / "nowhere" / "x.lock"))
+    err = run("pin", "photos", rc=1).err
+    assert "its folder" in err and "does not exist; create it, or unset DLOAD_LOCK" in err
+
+
+def test_raw_os_errors_read_as_sentences() -> None:
+    from dload_arrow.cli.main import _os_text
+
+    denied = _os_text(PermissionError(13, "Permission denied", "unread.tar"))
+    assert denied.startswith("'unread.tar': Permission denied; this user may not use it")
+    assert _os_text(FileNotFoundError(2, "No such file or directory", "x")).endswith(
+        "check the path")
+    assert _os_text(PermissionError("a message of ours")) == "a message of ours"
+
+
+def test_an_unreachable_endpoint_names_its_setting(capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DLOAD_ENDPOINT_URL", "http://127.0.0.1:1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "x")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
+    err = runner(capsys)("ls", "--root", "s3://bucket/x", rc=1).err
+    assert "is the server up at that address? It comes from DLOAD_ENDPOINT_URL" in err

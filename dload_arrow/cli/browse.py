@@ -260,7 +260,7 @@ def _head_table(ds: Any, n: int) -> pa.Table:
 
 @click.command()
 @click.argument("spec", metavar="NAME[@VERSION]")
-@click.option("-n", "n", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("-n", "n", type=click.IntRange(1, 2**63 - 1), default=5, show_default=True,
               help="Number of samples (1 or more).")
 @root_options
 @json_option

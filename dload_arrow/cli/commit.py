@@ -117,6 +117,10 @@ def _run(append_mode: bool, name: str, source: tuple[str, ...], kind: str,
     own = [repo.settings.cache_dir] + ([os.path.join(repo.storage.root, d) for d in (
         "datasets", "shards")] if repo.storage.is_local else [])  # (a root may hold the data)
     paths, where = source_paths(source)
+    if not repo.storage.is_local:
+        from dload_arrow.ingest.location import refuse_own_remote
+
+        refuse_own_remote(paths, repo.storage.url)
     with remote_pattern_hint(source):
         if len(paths) > 1:
             samples, key, report = read_archives(paths, where, kind, include, exclude, split,

@@ -180,7 +180,7 @@ def _main(argv: Sequence[str] | None) -> int:
         click.echo("dload: interrupted", err=True)
         return 130
     except (DloadError, *_USER_OS_ERRORS) as e:
-        return _user_error(e, _one_line(str(e)))
+        return _user_error(e, _one_line(_os_text(e)))
     except (_StdoutClosed, BrokenPipeError):
         _silence_stdout()
         return 0
@@ -194,6 +194,20 @@ def _main(argv: Sequence[str] | None) -> int:
                            "published before its output failed is kept: `dload ls` shows it)")
     except Exception as e:
         return _internal(e)
+
+
+def _os_text(e: BaseException) -> str:
+    """An OSError that reached the CLI as Python words it (``[Errno 13] Permission denied:
+    'x.tar'``, QA errors61) as a sentence with what to do; any other error as it is."""
+    if not isinstance(e, OSError) or isinstance(e, DloadError) or not str(e).startswith(
+            "[Errno") or e.filename is None:
+        return str(e)
+    what = f"{e.filename!r}: {e.strerror}"
+    if isinstance(e, PermissionError):
+        return f"{what}; this user may not use it: `ls -l` shows its owner and mode (chmod it)"
+    if isinstance(e, FileNotFoundError):
+        return f"{what}; check the path"
+    return what
 
 
 def _internal(e: Exception) -> int:

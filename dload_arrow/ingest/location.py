@@ -148,7 +148,13 @@ def _remote_folder(location: str, inside: list[str]) -> ConfigError:
 
     url = redact_url(location).rstrip("/")
     base = url.rsplit("/", 1)[-1]
-    tables = [p for p in inside if p.lower().endswith(tuple(TABLE_FORMATS))]
+    if any(p.endswith("/refs/latest") and "/datasets/" in f"/{p}" for p in inside):
+        return ConfigError(  # (QA errors61: the hint named one of its manifests)
+            f"{url + '/'!r} is a dload root (it holds datasets/): its files are manifests and "
+            f"shards, not samples; list its datasets with `dload ls --root {url}`, and commit "
+            "a dataset's rows elsewhere with `dload export` or repo.derive()")
+    tables = [p for p in inside if p.lower().endswith(tuple(TABLE_FORMATS))
+              and "/manifests/" not in p]
     single = "a single archive or table file"
     if tables:
         single = f"a single table file in it (e.g. {url}/{tables[0].split('/', 1)[1]})"
@@ -196,6 +202,21 @@ def own_dirs(dirs: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | N
                             f"{type(d).__name__} {d!r:.80}")
         out.append(os.path.realpath(os.fspath(d)))
     return frozenset(out)
+
+
+def refuse_own_remote(locations: Iterable[str], root_url: str) -> None:
+    """Raise ConfigError when a remote ``--from`` lies in a remote root's own ``datasets/``
+    or ``shards/`` (as :func:`refuse_own_data` does for a local one; QA errors61: S3 took a
+    manifest as a table)."""
+    for location in locations:
+        for d in ("datasets", "shards"):
+            prefix = f"{root_url.rstrip('/')}/{d}"
+            if location.rstrip("/") == prefix or location.startswith(prefix + "/"):
+                raise ConfigError(
+                    f"{redact_url(location)!r} is in {redact_url(prefix)}/, one of the folders "
+                    "where dload keeps its own data (a storage root's datasets/ or shards/): "
+                    "its files are manifests and shards, not samples; point --from at your "
+                    "files")
 
 
 def refuse_own_data(location: str, path: str, dirs: frozenset[str]) -> None:

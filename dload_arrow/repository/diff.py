@@ -8,6 +8,7 @@ its latest). A bare second argument after ``NAME@V1`` is first tried as a versio
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -159,8 +160,10 @@ class DiffMixin:
             from dload_arrow.repository.missing import unknown_dataset
             from dload_arrow.storage import redact_url
 
+            short = (f" A bare version id needs 4 hex digits or more ({spec!r} is too short: "
+                     f"NAME@{spec} takes it)." if re.fullmatch(r"[0-9a-f]{1,3}", spec) else "")
             raise NotFoundError(unknown_dataset(spec, names, redact_url(self.storage.url))
-                                + " A tag needs its dataset: NAME@TAG.")
+                                + " A tag needs its dataset: NAME@TAG." + short)
         try:
             return self.find_version(spec)
         except DloadError as e:

@@ -50,6 +50,9 @@ def _given(given: str, create: bool) -> Path:
     if path.is_dir():
         raise ConfigError(f"DLOAD_LOCK={given!r} is a directory: set it to the lock file "
                           f"({path / LOCK_FILE}), or unset it")
+    if create and not path.parent.is_dir():  # (QA errors61: a bare "[Errno 2]")
+        raise ConfigError(f"DLOAD_LOCK={given!r}: its folder {path.parent} does not exist; "
+                          "create it, or unset DLOAD_LOCK")
     if not path.exists() and not create:
         raise ConfigError(f"DLOAD_LOCK={given!r}: no such file (the pins would be ignored); "
                           "set it to the project's dload.lock, or unset it (`dload pin NAME` "

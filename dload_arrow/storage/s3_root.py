@@ -40,9 +40,13 @@ def failure_hint(error: BaseException, endpoint_set: bool) -> str:
         e = e.__cause__ or e.__context__
     if "NoCredentialsError" in chain or "Unable to locate credentials" in str(error):
         return NO_CREDENTIALS
-    if not endpoint_set and "amazonaws.com" in str(error) and (
-            "EndpointConnectionError" in chain or "Could not connect" in str(error)):
+    unreachable = "EndpointConnectionError" in chain or "Could not connect" in str(error)
+    if not endpoint_set and "amazonaws.com" in str(error) and unreachable:
         return NO_ENDPOINT
+    if endpoint_set and unreachable:  # (QA errors61: named no setting)
+        return ("is the server up at that address? It comes from DLOAD_ENDPOINT_URL, "
+                "endpoint_url in dload.toml or Repository.open(endpoint_url=...) (`dload status` "
+                "shows which)")
     return ""
 
 
