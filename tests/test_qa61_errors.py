@@ -164,3 +164,21 @@ def test_an_unreachable_endpoint_names_its_setting(capsys: pytest.CaptureFixture
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "y")
     err = runner(capsys)("ls", "--root", "s3://bucket/x", rc=1).err
     assert "is the server up at that address? It comes from DLOAD_ENDPOINT_URL" in err
+
+
+def test_cache_status_says_when_this_user_cannot_write_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run: RunFn,
+        repo: dl.Repository) -> None:
+    from dload_arrow.read import context
+
+    cache = repo.settings.cache_dir
+    repo.dataset("photos").to_arrow()  # the cache dir and its folders exist
+    assert context.unwritable(cache) is None
+    assert "cannot be used" not in run("cache", "status").out
+    real = os.access
+    monkeypatch.setattr(context.os, "access",  # the folder of another user, as uid 65534
+                        lambda p, mode: False if os.fspath(p) == cache else real(p, mode))
+    assert context.unwritable(cache) == f"this user cannot write {cache}"
+    out = run("cache", "status").out
+    assert f"cannot be used: this user cannot write {cache}" in out
+    assert run("cache", "status", "--json").json["unwritable"].startswith("this user")

@@ -49,6 +49,8 @@ def cache_text(d: dict[str, Any], residency: bool = True) -> None:
                   if d.get("downloading_bytes") else "") + "); "
                f"{format_bytes(d.get('free_disk_bytes') or 0)} free disk"
                + (" (local root: shards read in place)" if d.get("in_place") else ""))
+    if d.get("unwritable"):  # reads would fail: say it here (QA errors61)
+        click.echo(f"  cannot be used: {d['unwritable']}")
     if isinstance(budget, int) and isinstance(used, int) and used > budget:
         click.echo(f"  over the budget by {format_bytes(used - budget)}: the next reader with "
                    "this budget evicts unheld shards down to it (`dload cache clear` now)")

@@ -28,8 +28,11 @@ __all__ = ["COMMANDS", "cache_summary", "status"]
 def cache_summary(repo: Any) -> dict[str, Any]:
     """The cache status, or when the root cannot be listed its budget and usage alone and
     the error (the cache is local all the same)."""
+    from dload_arrow.read.context import unwritable
+
     try:
-        return dataclasses.asdict(repo.cache_status())
+        return {**dataclasses.asdict(repo.cache_status()),
+                "unwritable": unwritable(repo.settings.cache_dir)}
     except (DloadError, OSError) as e:  # an unreachable root: the cache is local all the same
         from dload_arrow.read.pull import cache_status
 

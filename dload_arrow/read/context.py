@@ -115,6 +115,19 @@ def _owner(path: str) -> str:
             "`chmod -R g+rwX` it once)")
 
 
+def unwritable(cache_dir: str) -> str | None:
+    """Why this user cannot write the cache dir or one of its folders (another user's, made
+    with umask 022: QA errors61, status called it fine and every read failed), else None."""
+    try:
+        folders = [cache_dir, *(e.path for e in os.scandir(cache_dir) if e.is_dir())]
+    except OSError:
+        return None  # missing (made on first use) or no folder: the read's error says
+    for folder in folders:
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"this user cannot write {folder}{_owner(folder)}"
+    return None
+
+
 def cache_dir_error(cache_dir: str, error: OSError, source: str | None = None) -> ConfigError:
     """A ConfigError for a cache dir that ``error`` shows unusable: what, why, how to fix."""
     blocker = _blocking_file(cache_dir)
@@ -128,6 +141,8 @@ def cache_dir_error(cache_dir: str, error: OSError, source: str | None = None) -
         if error.filename and os.fspath(error.filename) != cache_dir:
             why = f"{why}: {os.fsdecode(error.filename)}"
             why += _owner(os.fsdecode(error.filename)) if error.errno == errno.EACCES else ""
+        elif error.errno == errno.EACCES:  # the cache dir itself: whose it is too
+            why += _owner(cache_dir)
     origin = f" (from {source})" if source else ""
     return ConfigError(
         f"cannot use the cache dir {cache_dir}{origin}: {why}; choose a writable directory "
