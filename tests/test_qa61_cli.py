@@ -91,7 +91,7 @@ def test_datasets_created_is_the_commit_after_a_whole_removal(tmp_path: Path) ->
 def test_an_index_out_of_a_view_says_it_is_the_view(tmp_path: Path) -> None:
     repo = Repository.open(tmp_path / "r")
     repo.commit("d", [("a", {"x": 1}), ("b", {"x": 2})], progress=False)
-    with pytest.raises(IndexError, match=r"d@\w+ \(this view of it\) with 1 rows"):
+    with pytest.raises(IndexError, match=r"d@\w+ \(this view of it\) with 1 row$"):
         repo.dataset("d").where("x = 1")[5]
     with pytest.raises(IndexError, match=r"d@\w+ with 2 rows"):
         repo.dataset("d")[5]

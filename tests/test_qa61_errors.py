@@ -182,3 +182,15 @@ def test_cache_status_says_when_this_user_cannot_write_the_cache(
     out = run("cache", "status").out
     assert f"cannot be used: this user cannot write {cache}" in out
     assert run("cache", "status", "--json").json["unwritable"].startswith("this user")
+
+
+def test_other_tables_in_the_lock_beside_datasets_are_kept(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo: dl.Repository) -> None:
+    v = repo.dataset("photos").version
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dload.lock").write_text(
+        f'[datasets]\nphotos = "{v}"\n[old_datasets]\nphotos = "{v}"\n[dataset_notes]\nx = 1\n')
+    assert repo.dataset("photos").version == v
+    (tmp_path / "dload.lock").write_text(f'[datasets]\nphotos = "{v}"\n[Dataset]\nx = "{v}"\n')
+    with pytest.raises(ConfigError, match=r"a table \[Dataset\]"):
+        repo.dataset("photos")

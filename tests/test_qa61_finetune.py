@@ -95,3 +95,16 @@ def test_pad_value_per_column(repo: dl.Repository) -> None:
     for bad in ({"labels": True}, {1: 0}, "0"):
         with pytest.raises(ConfigError, match="give a number, or a dict"):
             dl.pad_collate(pad_value=bad)  # type: ignore[arg-type]
+
+
+def test_a_map_after_batch_may_yield_rows(repo: dl.Repository) -> None:
+    a, b = repo.dataset("a").pipeline(), repo.dataset("b").pipeline()
+    firsts = a.batch(4).map(lambda batch: {k: v[0] for k, v in batch.items()})
+    got = list(dl.concat([firsts, b]))
+    assert len(got) == 50 and got[0]["__key__"] == "a00"
+
+
+def test_a_pad_value_for_a_column_columns_leaves_out_is_refused(repo: dl.Repository) -> None:
+    collate = dl.pad_collate(columns=["tokens"], pad_value={"labels": -100})
+    with pytest.raises(ConfigError, match=r"names \['labels'\], which columns=\['tokens'\]"):
+        next(iter(repo.dataset("sft").pipeline().batch(2, collate=collate)))

@@ -149,3 +149,49 @@ def test_counts_of_one_are_singular(tmp_path: Path, run: RunFn) -> None:
     assert "skipped 1 hidden directory, not read (.git/)" in r.err
     assert "skipped 1 symbolic link, not followed (l.jpg)" in r.err
     assert ": 1 row in 1 shard (" in r.out and "uploaded 1 shard (" in r.out
+
+
+def test_linked_shards_beside_a_stray_file_are_refused_too(tmp_path: Path, run: RunFn) -> None:
+    _shards(tmp_path / "store", n=3)
+    d = tmp_path / "annex"
+    d.mkdir()
+    for s in range(3):
+        os.symlink(tmp_path / "store" / f"shard-{s:06d}.tar", d / f"shard-{s:06d}.tar")
+    (d / "stats.json").write_text("{}")
+    err = run("commit", "a", "--from", str(d), rc=1).err
+    assert "holds 3 archives" in err
+    assert "6 rows" in run("commit", "a", "--from", f"{d}/*.tar").out
+
+
+def test_archives_paired_with_files_and_odd_folder_names(tmp_path: Path, run: RunFn) -> None:
+    pk = tmp_path / "pk"
+    _shards(pk, n=3)
+    for s in range(3):
+        (pk / f"shard-{s:06d}.json").write_text("{}")
+    assert "3 rows" in run("commit", "pk", "--from", str(pk)).out  # tar + json per sample
+    odd = tmp_path / "run[1]"
+    _shards(odd, n=2)
+    (odd / "sha256sums.txt").write_text("x")
+    err = run("commit", "r", "--from", str(odd), rc=1).err
+    pattern = f"{tmp_path}/run[[]1]/*.tar"
+    assert f"--from '{pattern}'" in err
+    assert "4 rows" in run("commit", "r", "--from", pattern).out
+
+
+def test_more_system_files_are_not_samples(tmp_path: Path, run: RunFn) -> None:
+    d = tmp_path / "docs"
+    (d / "$RECYCLE.BIN").mkdir(parents=True)
+    (d / "a.txt").write_text("a")
+    (d / "a.txt:Zone.Identifier").write_text("[ZoneTransfer]")
+    (d / "~$report.docx").write_bytes(b"lock")
+    (d / "$RECYCLE.BIN" / "x.txt").write_text("gone")
+    r = run("commit", "docs", "--from", str(d))
+    assert "1 row in 1 shard" in r.out and "not ingested: 3 files" in r.err
+
+
+def test_a_link_that_loops_in_a_folder_of_archives_is_named(tmp_path: Path, run: RunFn) -> None:
+    d = tmp_path / "sh"
+    _shards(d, n=1)
+    os.symlink("loop.tar", d / "loop.tar")
+    err = run("commit", "s", "--from", str(d), rc=1).err
+    assert "loop.tar' is a symbolic link to 'loop.tar'" in err and "links back to itself" in err

@@ -156,7 +156,7 @@ def info(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
 
     def text() -> None:
         click.echo(f"{name}@{m.version}")
-        click.echo(f"  {m.num_rows} rows, {plural(len(m.shards), 'shard')}, "
+        click.echo(f"  {plural(m.num_rows, 'row')}, {plural(len(m.shards), 'shard')}, "
                    f"{format_bytes(m.num_bytes)}; refs: {', '.join(refs) or '-'}")
         click.echo("  columns:")
         for f in out["schema"]:

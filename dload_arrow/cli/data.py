@@ -157,7 +157,7 @@ def export(spec: str, key: str | None, index: int | None, dest: str, root: str |
         raise NotFoundError(f"{e}; use --index 0..{len(ds) - 1} or a KEY") from e
     except MissingKeyError as e:  # (QA errors61: Python's default= advice)
         raise MissingKeyError(f"{str(e).removesuffix(GET_DEFAULT_HINT)}; `dload head "
-                              f"{name}` shows keys, or export by position with --index") from None
+                              f"{spec}` shows keys, or export by position with --index") from None
     _check_export_key(str(sample[KEY_COLUMN]), f"{name}@{ds.version[:12]}")
     written = write_sample_files(sample, dest, ds.schema)
     nulls = [c for c, v in sample.items() if v is None]  # no file: said (QA eng58)

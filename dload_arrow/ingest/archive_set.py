@@ -87,19 +87,28 @@ def archive_folder(path: str) -> list[str] | None:
     except OSError:
         return None
     names = [e.name for e in entries if not e.name.startswith(".")]
-    if any(e.is_dir() for e in entries if not e.name.startswith(".")):
+    if any(_is_dir(e) for e in entries if not e.name.startswith(".")):
         return None
     archives = [n for n in names if is_archive_name(n)]
     if not archives or not all(is_archive_name(n) or is_marker(n) for n in names):
         return None
     for n in archives:  # a link to an archive is read (a DVC or git-annex checkout's shards)
         full = os.path.join(path, n)
-        if os.path.islink(full) and not os.path.exists(full):
+        if os.path.islink(full) and not os.path.exists(full):  # dangling, or a loop
             raise NotFoundError(
-                f"{full!r} is a symbolic link to {os.readlink(full)!r}, which does not exist: "
+                f"{full!r} is a symbolic link to {os.readlink(full)!r}, which does not exist "
+                "(or links back to itself): "
                 "fetch it (a DVC or git-annex checkout not fully fetched?) or move the link "
                 "out of the folder")
     return [os.path.join(path, n) for n in archives]
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether a folder entry is a folder (a link to one too); a link that loops is not."""
+    try:
+        return entry.is_dir()
+    except OSError:  # ELOOP: read as a file, and refused with its name where it is read
+        return False
 
 
 def _base(location: str) -> str:

@@ -169,19 +169,22 @@ def check_utf8(name: str, where: str) -> str:
 # Files a file manager leaves beside photos (QA ingest61: Windows' became samples with no
 # image; macOS's are hidden): never a sample's column.
 OS_JUNK = frozenset({"thumbs.db", "ehthumbs.db", "ehthumbs_vista.db", "desktop.ini"})
+OS_JUNK_DIRS = frozenset({"$RECYCLE.BIN", "System Volume Information"})
 
 
 def split_name(name: str, split: str = "last") -> tuple[str, str] | None:
     """``(key, column)`` of a relative file name, or None when it has no usable extension.
 
-    Hidden files, files inside hidden directories and a file manager's own files
-    (``Thumbs.db``, ``desktop.ini``, macOS's ``Icon\r``) give None too.
+    Hidden files, files inside hidden directories and a system's own files (``Thumbs.db``,
+    ``desktop.ini``, ``~$doc.docx`` locks, ``x.jpg:Zone.Identifier``, ``$RECYCLE.BIN/``,
+    macOS's ``Icon\r``) give None too.
     """
     directory, base = posixpath.split(name)
     if not base or base.startswith(".") or any(p.startswith(".") for p in directory.split("/")):
         return None
-    if base.lower() in OS_JUNK or base == "Icon\r":  # Windows' and macOS's own files
-        return None
+    if base.lower() in OS_JUNK or base == "Icon\r" or base.startswith("~$") or base.endswith(
+            ":Zone.Identifier") or any(p in OS_JUNK_DIRS for p in directory.split("/")):
+        return None  # Windows' (Office's open-file locks, WSL's download marks) and macOS's
     if split == "first":
         stem, dot, ext = base.partition(".")
     elif split == "last":

@@ -4,6 +4,7 @@ train tar of 1,000 class tars), read with ``--as auto``."""
 
 from __future__ import annotations
 
+import glob
 import shlex
 from collections.abc import Sequence
 
@@ -68,11 +69,16 @@ def archives_beside_files(location: str, names: Sequence[str]) -> ConfigError | 
     """The error for a folder read under ``--as auto`` whose files are mostly archives beside
     a few others (WebDataset shards with a checksum list, a stats file or a download still
     running, QA ingest61): read as a folder of files, each shard would be one sample's bytes,
-    silently. None when archives are fewer than the other files (a folder of documents)."""
+    silently. None when archives are not at least twice the other files (a folder of
+    documents) or pair with them by name (``pkg0.tar`` beside ``pkg0.json``). ``names``
+    counts symbolic links to archives too (skipped there, read in a folder of archives)."""
     archives = [n for n in names if is_archive_name(n)]
     others = [n for n in names if not is_archive_name(n) and not is_marker(n)]
-    if not archives or not others or len(archives) < len(others):
-        return None
+    if len(archives) < 2 or not others or len(archives) < 2 * len(others):
+        return None  # (a folder of documents, one of them an archive)
+    stems = {_stem(n).lower() for n in archives}
+    if any(n.rsplit(".", 1)[0].lower() in stems for n in others):
+        return None  # pkg0.tar beside pkg0.json: samples whose column is an archive's bytes
     s, them = ("s", "them") if len(others) > 1 else ("", "it")
     partial = [n for n in others if n.lower().endswith(_PARTIAL)]
     shown = partial[0] if partial else others[0]
@@ -100,7 +106,8 @@ def archive_patterns(location: str, archives: Sequence[str]) -> str:
     for n in archives:
         ext = next(n[-len(e):] for e, _ in sorted(ARCHIVE_EXTENSIONS, key=lambda x: -len(x[0]))
                    if n.lower().endswith(e))
-        seen[f"--from {shlex.quote(f'{base}/' + '*/' * n.count('/') + '*' + ext)}"] = None
+        pattern = f"{glob.escape(base)}/{'*/' * n.count('/')}*{ext}"  # (a folder run[1])
+        seen[f"--from {shlex.quote(pattern)}"] = None
     return " ".join(seen)
 
 

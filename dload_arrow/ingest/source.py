@@ -141,8 +141,9 @@ class SampleSource:
         if self.tables_refused and (tables := archive_of_tables(
                 self.location, [e.name for e in entries], self.extract_command)):
             raise tables
+        linked = [n for n, why in self._skipped if why.startswith("symbolic link")]
         if self.tables_refused and not self.extract_command and (mixed := archives_beside_files(
-                self.location, [e.name for e in entries])):
+                self.location, [e.name for e in entries] + linked)):
             raise mixed  # (a folder: shards beside a checksum list, QA ingest61)
         for e in entries:  # names that make keys: hidden ones and no extension never do
             if split_name(e.name, self.split) is not None:

@@ -31,14 +31,15 @@ __all__ = ["ConcatPipe", "ZipPipe", "concat", "zip_with"]
 INDEX = "index"
 
 
-# Steps whose items are their input's kind (rows stay rows, batches stay batches).
-_KEEPS_KIND = frozenset({"map", "map_batches", "filter", "shuffle_buffer", "repeat", "take",
-                         "skip", "shard", "select_columns"})
+# Steps whose items are their input's kind (rows stay rows, batches stay batches); a map's
+# function decides (QA review61: batch(4).map(pack) yields rows again).
+_KEEPS_KIND = frozenset({"filter", "shuffle_buffer", "repeat", "take", "skip", "shard",
+                         "select_columns"})
 
 
 def yields_batches(pipe: Pipeline) -> bool | None:
     """Whether ``pipe``'s items are ``batch()``es (True) or rows (False); None when a step's
-    function decides (``flat_map``, ``scan``, ``from_iterable``)."""
+    function decides (``map``, ``flat_map``, ``scan``, ``from_iterable``)."""
     while pipe.op in _KEEPS_KIND:
         pipe = pipe._children[0]
     if pipe.op in ("batch", "unbatch", "dataset"):

@@ -131,6 +131,10 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         if isinstance(self.pad_value, dict) and (odd := set(self.pad_value) - set(rows[0])):
             raise ConfigError(f"pad_collate(pad_value=...) names {sorted(odd)}, not columns "
                               f"of the batch (its columns: {', '.join(map(str, rows[0]))})")
+        if isinstance(self.pad_value, dict) and self.columns is not None and (
+                left := set(self.pad_value) - set(self.columns)):
+            raise ConfigError(f"pad_collate(pad_value=...) names {sorted(left)}, which "
+                              f"columns={list(self.columns)} leaves out: add it to columns=")
         for c in names:
             if c not in rows[0]:
                 raise ConfigError(f"pad_collate: no column {c!r} in the batch (its columns: "

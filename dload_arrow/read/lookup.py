@@ -90,7 +90,8 @@ class RandomAccess:
         n = len(self)
         if not -n <= i < n:
             view = " (this view of it)" if self.units is not None or self.predicate else ""
-            raise IndexError(f"index {i} is out of range for {self.label}{view} with {n} rows")
+            raise IndexError(f"index {i} is out of range for {self.label}{view} with {n} "
+                             f"row{'' if n == 1 else 's'}")
         i %= n
         if self.units is None and self.predicate is None:
             s = bisect.bisect_right(self._row_offsets, i) - 1

@@ -110,7 +110,9 @@ def read_lock(path: Path | None = None) -> dict[str, str]:
         raise ConfigError(f"{path}: {stray[0]!r} is outside the [datasets] table, so it pins "
                           "nothing; pins go below a [datasets] line (name = \"<version id>\"): "
                           "move it there, or delete it")
-    near = difflib.get_close_matches("datasets", [k for k in data if k != "datasets"], 1, 0.7)
+    tables = [k for k, v in data.items() if k != "datasets" and isinstance(v, dict)]
+    near = [k for k in tables if k.lower().rstrip("s") == "dataset"] or (
+        [] if "datasets" in data else difflib.get_close_matches("datasets", tables, 1, 0.85))
     if near:  # [dataset], [Datasets]: a table of pins no read would see
         raise ConfigError(f"{path}: a table [{near[0]}] (pins go in [datasets]): rename it "
                           "[datasets], or delete it")
