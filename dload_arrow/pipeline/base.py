@@ -21,6 +21,7 @@ from dload_arrow.pipeline import closer
 from dload_arrow.pipeline.iterator import FINGERPRINT, PipelineIterator
 from dload_arrow.pipeline.lengths import Lengths
 from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State
+from dload_arrow.pipeline.sequences import SequenceOps
 from dload_arrow.pipeline.state_check import check_counters
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Pipeline", "PipelineIterator"]
 
 
-class Pipeline(Lengths):
+class Pipeline(Lengths, SequenceOps):
     """A lazy stream of items; operators return new pipelines.
 
     A pipeline object is always true (``bool(p)``), as a generator is, whatever its length:

@@ -1,0 +1,179 @@
+"""``pack(length)``: token sequences of any length concatenated and cut into rows of exactly
+``length`` tokens, the usual way to pre-train a language model without padding.
+
+Each output row is ``{column: array[length], "<column>_segment": int32[length]}``: the
+tokens, and for each token the number of the document it came from within the row (0, 1, ...:
+an attention mask that keeps documents apart, or position ids that restart, is computed from
+it). A ``separator`` (an end-of-text id) follows every document. The tokens of the last row of
+an epoch, fewer than ``length``, are a shorter row (``drop_remainder=True`` drops them), never
+silently lost (a ``scan`` packer loses them: it has no end of stream).
+
+The state is the input's cursor plus the tokens carried into the next row (fewer than
+``length``, stored with the checkpoint): a resume continues mid-row, every token once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.args import check_bool, check_count
+from dload_arrow.errors import ConfigError, SchemaError, shown
+from dload_arrow.pipeline.base import Pipeline
+from dload_arrow.pipeline.chunks import Chunk, chunk_items
+from dload_arrow.pipeline.node import CHILD, DONE, Node, State
+from dload_arrow.pipeline.scan import _decode_acc, _encode_acc
+
+__all__ = ["PackPipe"]
+
+CARRY = "carry"  # state: the tokens and segments not yet in a row
+
+
+class PackPipe(Pipeline):
+    op = "pack"
+
+    def __init__(self, child: Pipeline, length: int, column: str, separator: int | None,
+                 drop_remainder: bool) -> None:
+        n = check_count("pack", "length", length, low=1)
+        if not isinstance(column, str) or not column:
+            raise TypeError(f"pack(column={shown(column)}): the name of the column of token "
+                            "ids, e.g. pack(2048, column='input_ids')")
+        if separator is not None and (isinstance(separator, bool) or not isinstance(
+                separator, int | np.integer)):
+            raise ConfigError(f"pack(separator={shown(separator)}): a token id (an int), e.g. "
+                              "the tokenizer's end-of-text id, or None")
+        schema = child.schema
+        if schema is not None and column not in schema.names:
+            raise SchemaError(f"pack(column={column!r}): the rows have no such column (their "
+                              f"columns: {', '.join(schema.names)})")
+        super().__init__(child)
+        self.dtype = _stored_ints(schema, column)  # list<int32> tokens stay int32
+        self.length, self.column = n, column
+        self.separator = None if separator is None else int(separator)
+        self.drop_remainder = check_bool("pack", "drop_remainder", drop_remainder)
+
+    def _params(self) -> dict[str, Any]:
+        return {"length": self.length, "column": self.column, "separator": self.separator,
+                "drop_remainder": self.drop_remainder}
+
+    def _build(self, epoch: int) -> Node:
+        return _PackNode(self._children[0]._build(epoch), self)
+
+
+class _PackNode(Node):
+    def __init__(self, child: Node, spec: PackPipe) -> None:
+        self.child, self.spec = child, spec
+        self.tokens: np.ndarray | None = None  # carried into the next row (< length)
+        self.segments = np.zeros(0, np.int32)
+        self.done = False  # the input ended and the remainder went out
+
+    def prefer_items(self) -> None:
+        self.child.prefer_items()  # (rows are read as items here)
+
+    def start_ahead(self) -> None:
+        self.child.start_ahead()
+
+    def reset(self, state: State | None = None) -> None:
+        self.child.reset(None if state is None else state[CHILD])
+        carry = None if state is None else _decode_acc(state[CARRY])
+        self.tokens = None if carry is None else carry[0]
+        self.segments = np.zeros(0, np.int32) if carry is None else carry[1]
+        self.done = bool(state and state.get(DONE))
+
+    def get_state(self) -> State:
+        carry = None if self.tokens is None else (self.tokens, self.segments)
+        return {CHILD: self.child.get_state(), CARRY: _encode_acc(carry), DONE: self.done}
+
+    def next(self) -> Chunk:
+        if self.done:
+            raise StopIteration
+        n = self.spec.length
+        while True:
+            held = 0 if self.tokens is None else len(self.tokens)
+            if held >= n:
+                return self._rows(held // n)
+            before = self.child.get_state()
+            try:
+                chunk = self.child.next()
+            except StopIteration:
+                self.done = True
+                if held and not self.spec.drop_remainder:
+                    return self._rows(1)
+                raise
+            try:
+                self._add(chunk_items(chunk))
+            except Exception:
+                self.child.reset(before)  # the state stays before the chunk that failed
+                raise
+
+    def _add(self, items: list[Any]) -> None:
+        """Append the items' tokens (each document's numbered on from the carried ones)."""
+        spec, parts = self.spec, [] if self.tokens is None else [self.tokens]
+        segs = [self.segments]
+        doc = int(self.segments[-1]) + 1 if len(self.segments) else 0
+        for x in items:
+            ids = _ids(x, spec.column)
+            if spec.dtype is not None:  # rows as Python lists: their stored type back
+                ids = ids.astype(spec.dtype, copy=False)
+            if spec.separator is not None:
+                ids = np.append(ids, np.asarray(spec.separator, ids.dtype))
+            parts.append(ids)
+            segs.append(np.full(len(ids), doc, np.int32))
+            doc += 1
+        if len(parts) > (self.tokens is not None):
+            self.tokens = _joined(parts, spec.column)
+            self.segments = np.concatenate(segs)
+
+    def _rows(self, count: int) -> list[dict[str, np.ndarray]]:
+        """``count`` rows cut from the carried tokens (the last shorter at the end)."""
+        assert self.tokens is not None
+        n, out = self.spec.length, []
+        for i in range(count):
+            tokens, segs = self.tokens[i * n:(i + 1) * n], self.segments[i * n:(i + 1) * n]
+            out.append({self.spec.column: tokens,
+                        f"{self.spec.column}_segment": segs - segs[0]})
+        used = count * n
+        self.tokens, self.segments = self.tokens[used:], self.segments[used:]
+        return out
+
+    def close(self) -> None:
+        self.child.close()
+
+
+def _stored_ints(schema: pa.Schema | None, column: str) -> np.dtype | None:
+    """The integer type of a stored ``list<int*>`` column, else None (the rows' own)."""
+    if schema is None or column not in schema.names:
+        return None
+    t = schema.field(column).type
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(
+            t.value_type):
+        return np.dtype(t.value_type.to_pandas_dtype())
+    return None
+
+
+def _ids(item: Any, column: str) -> np.ndarray:
+    """One row's token ids as a 1-D integer array; SchemaError naming the row otherwise."""
+    if not isinstance(item, Mapping) or column not in item:
+        what = f"columns {sorted(item)}" if isinstance(item, Mapping) else type(item).__name__
+        raise SchemaError(f"pack: a row has no column {column!r} ({what}); pack(column=...) "
+                          "names the column of token ids")
+    value = item[column]
+    ids = np.asarray([] if value is None else value)
+    if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
+        key = item.get("__key__")
+        raise SchemaError(f"pack: column {column!r} of row {key!r} holds {shown(value)}, not a "
+                          "list of token ids (ints)")
+    return ids if ids.size else ids.astype(np.int64)
+
+
+def _joined(parts: list[np.ndarray], column: str) -> np.ndarray:
+    """The parts end to end in one integer type (the widest: int32 tokens stay int32)."""
+    kinds = {p.dtype for p in parts if p.size}
+    dtype = np.result_type(*kinds) if kinds else np.dtype(np.int64)
+    if dtype.kind not in "iu":  # uint64 beside int64: numpy's pick is float64
+        raise SchemaError(f"pack: column {column!r} holds token ids of types "
+                          f"{sorted(map(str, kinds))} that no one integer type holds")
+    return np.concatenate([p.astype(dtype, copy=False) for p in parts])
