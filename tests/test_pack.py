@@ -103,3 +103,10 @@ def test_bad_input_is_refused_naming_it(repo: dl.Repository, tmp_path: Path) -> 
                 {"length": 8, "drop_remainder": "no"}):
         with pytest.raises((ConfigError, TypeError)):
             repo.dataset("five").pipeline().pack(**bad)  # type: ignore[arg-type]
+
+
+def test_empty_documents_take_no_segment_number(repo: dl.Repository) -> None:
+    repo.commit("gaps", _docs([2, 0, 0, 3]), schema=TOKENS, progress=False)
+    (row,) = list(repo.dataset("gaps").pipeline().pack(8))
+    assert row["tokens"].tolist() == [1, 2, 3, 4, 5]
+    assert row["tokens_segment"].tolist() == [0, 0, 1, 1, 1]

@@ -120,9 +120,10 @@ class _PackNode(Node):
                 ids = ids.astype(spec.dtype, copy=False)
             if spec.separator is not None:
                 ids = np.append(ids, np.asarray(spec.separator, ids.dtype))
-            parts.append(ids)
-            segs.append(np.full(len(ids), doc, np.int32))
-            doc += 1
+            if len(ids):  # (an empty document takes no number: segments stay 0, 1, 2...)
+                parts.append(ids)
+                segs.append(np.full(len(ids), doc, np.int32))
+                doc += 1
         if len(parts) > (self.tokens is not None):
             self.tokens = _joined(parts, spec.column)
             self.segments = np.concatenate(segs)
