@@ -110,3 +110,17 @@ def test_empty_documents_take_no_segment_number(repo: dl.Repository) -> None:
     (row,) = list(repo.dataset("gaps").pipeline().pack(8))
     assert row["tokens"].tolist() == [1, 2, 3, 4, 5]
     assert row["tokens_segment"].tolist() == [0, 0, 1, 1, 1]
+
+
+def test_the_state_is_a_cursor_not_tokens(repo: dl.Repository) -> None:
+    repo.commit("long", _docs([3000, 5000, 100]), schema=TOKENS, progress=False)
+    pipe = repo.dataset("long").pipeline().pack(4096)
+    it = iter(pipe)
+    first = next(it)["tokens"]
+    state = json.dumps(it.state_dict())
+    assert len(state) < 1000 and '"drop": 1096' in state  # row 2 starts 1,096 into doc 2
+    again = repo.dataset("long").pipeline().pack(4096)
+    again.load_state_dict(json.loads(state))
+    rest = [r["tokens"] for r in again]
+    assert np.array_equal(np.concatenate([first, *rest]), _reference(_docs([3000, 5000, 100]),
+                                                                     None))

@@ -90,9 +90,13 @@ class _BufferShuffleNode(Node):
         if not have:
             raise StopIteration
         window = concat_chunks(parts)
-        perm = rng(self.seed, self.epoch, "buffer", self.w).permutation(have)
+        perm = self._order(window, have)
         self.w += 1
         return chunk_take(window, perm)
+
+    def _order(self, window: Chunk, have: int) -> Any:
+        """The window's items' order: a permutation drawn from ``(seed, epoch, w)``."""
+        return rng(self.seed, self.epoch, "buffer", self.w).permutation(have)
 
     def prefer_items(self) -> None:
         self.cursor.child.prefer_items()

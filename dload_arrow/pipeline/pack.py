@@ -8,12 +8,14 @@ it). A ``separator`` (an end-of-text id) follows every document. The tokens of t
 an epoch, fewer than ``length``, are a shorter row (``drop_remainder=True`` drops them), never
 silently lost (a ``scan`` packer loses them: it has no end of stream).
 
-The state is the input's cursor plus the tokens carried into the next row (fewer than
-``length``, stored with the checkpoint): a resume continues mid-row, every token once.
+The state is a cursor, never tokens: the input's cursor before the item whose tokens the next
+row begins with, and how many of them earlier rows took. A resume reads from that item again,
+leaves those tokens out, and continues mid-row, every token once.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,12 +26,12 @@ from dload_arrow.args import check_bool, check_count
 from dload_arrow.errors import ConfigError, SchemaError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items
-from dload_arrow.pipeline.node import CHILD, DONE, Node, State
-from dload_arrow.pipeline.scan import _decode_acc, _encode_acc
+from dload_arrow.pipeline.node import BEFORE, DONE, OFFSET, ItemCursor, Node, State
 
 __all__ = ["PackPipe"]
 
-CARRY = "carry"  # state: the tokens and segments not yet in a row
+START = "start"  # state: the cursor before the item whose tokens the next row begins with
+DROP = "drop"  # state: how many of that item's tokens earlier rows took
 
 
 class PackPipe(Pipeline):
@@ -64,28 +66,36 @@ class PackPipe(Pipeline):
 
 
 class _PackNode(Node):
+    """The carried tokens are those of the items since ``entries[0]``; the state is the cursor
+    before that item and how many of its tokens earlier rows took (``head``)."""
+
     def __init__(self, child: Node, spec: PackPipe) -> None:
-        self.child, self.spec = child, spec
+        self.cursor, self.spec = ItemCursor(child), spec
         self.tokens: np.ndarray | None = None  # carried into the next row (< length)
         self.segments = np.zeros(0, np.int32)
+        self.entries: deque[tuple[State, int]] = deque()  # (cursor before an item, tokens)
+        self.head = 0  # tokens of entries[0] already in rows
+        self.drop = 0  # tokens of the next item to leave out (a resume mid-document)
         self.done = False  # the input ended and the remainder went out
 
     def prefer_items(self) -> None:
-        self.child.prefer_items()  # (rows are read as items here)
+        self.cursor.child.prefer_items()  # (rows are read as items here)
 
     def start_ahead(self) -> None:
-        self.child.start_ahead()
+        self.cursor.child.start_ahead()
 
     def reset(self, state: State | None = None) -> None:
-        self.child.reset(None if state is None else state[CHILD])
-        carry = None if state is None else _decode_acc(state[CARRY])
-        self.tokens = None if carry is None else carry[0]
-        self.segments = np.zeros(0, np.int32) if carry is None else carry[1]
+        self.cursor.reset(None if state is None else state[START])
+        self.tokens, self.segments = None, np.zeros(0, np.int32)
+        self.entries.clear()
+        self.head = 0
+        self.drop = 0 if state is None else int(state[DROP])
         self.done = bool(state and state.get(DONE))
 
     def get_state(self) -> State:
-        carry = None if self.tokens is None else (self.tokens, self.segments)
-        return {CHILD: self.child.get_state(), CARRY: _encode_acc(carry), DONE: self.done}
+        if self.entries:
+            return {START: self.entries[0][0], DROP: self.head, DONE: self.done}
+        return {START: self.cursor.get_state(), DROP: self.drop, DONE: self.done}
 
     def next(self) -> Chunk:
         if self.done:
@@ -95,38 +105,53 @@ class _PackNode(Node):
             held = 0 if self.tokens is None else len(self.tokens)
             if held >= n:
                 return self._rows(held // n)
-            before = self.child.get_state()
-            try:
-                chunk = self.child.next()
-            except StopIteration:
+            got = self.cursor.take_with_state(1 << 16)
+            if got is None:
                 self.done = True
                 if held and not self.spec.drop_remainder:
                     return self._rows(1)
-                raise
+                raise StopIteration
+            before, chunk = got
+            items = chunk_items(chunk)
             try:
-                self._add(chunk_items(chunk))
+                ids = [self._ids(x) for x in items]
             except Exception:
-                self.child.reset(before)  # the state stays before the chunk that failed
+                self.cursor.untake(len(items))  # read again next: the state stays before
                 raise
+            self._add(before, ids)
 
-    def _add(self, items: list[Any]) -> None:
-        """Append the items' tokens (each document's numbered on from the carried ones)."""
-        spec, parts = self.spec, [] if self.tokens is None else [self.tokens]
+    def _ids(self, item: Any) -> np.ndarray:
+        ids = _ids(item, self.spec.column)
+        if self.spec.dtype is not None:  # rows as Python lists: their stored type back
+            ids = ids.astype(self.spec.dtype, copy=False)
+        if self.spec.separator is not None:
+            ids = np.append(ids, np.asarray(self.spec.separator, ids.dtype))
+        return ids
+
+    def _add(self, before: State, docs: list[np.ndarray]) -> None:
+        """Carry the documents' tokens (the first one's, after a resume, from ``drop``)."""
+        parts = [] if self.tokens is None else [self.tokens]
         segs = [self.segments]
         doc = int(self.segments[-1]) + 1 if len(self.segments) else 0
-        for x in items:
-            ids = _ids(x, spec.column)
-            if spec.dtype is not None:  # rows as Python lists: their stored type back
-                ids = ids.astype(spec.dtype, copy=False)
-            if spec.separator is not None:
-                ids = np.append(ids, np.asarray(spec.separator, ids.dtype))
-            if len(ids):  # (an empty document takes no number: segments stay 0, 1, 2...)
-                parts.append(ids)
-                segs.append(np.full(len(ids), doc, np.int32))
+        for j, ids in enumerate(docs):
+            at = {BEFORE: before[BEFORE], OFFSET: before[OFFSET] + j}
+            if not self.entries:
+                self.head, self.drop = self.drop, 0
+            self.entries.append((at, len(ids)))
+            kept = ids[self.head:] if len(self.entries) == 1 else ids
+            if len(kept):  # (an empty document takes no number: segments stay 0, 1, 2...)
+                parts.append(kept)
+                segs.append(np.full(len(kept), doc, np.int32))
                 doc += 1
+            self._settle()
         if len(parts) > (self.tokens is not None):
-            self.tokens = _joined(parts, spec.column)
+            self.tokens = _joined(parts, self.spec.column)
             self.segments = np.concatenate(segs)
+
+    def _settle(self) -> None:
+        """Forget the leading entries whose tokens are all in rows already."""
+        while self.entries and self.head >= self.entries[0][1] and len(self.entries) > 1:
+            self.head -= self.entries.popleft()[1]
 
     def _rows(self, count: int) -> list[dict[str, np.ndarray]]:
         """``count`` rows cut from the carried tokens (the last shorter at the end)."""
@@ -136,12 +161,17 @@ class _PackNode(Node):
             tokens, segs = self.tokens[i * n:(i + 1) * n], self.segments[i * n:(i + 1) * n]
             out.append({self.spec.column: tokens,
                         f"{self.spec.column}_segment": segs - segs[0]})
-        used = count * n
+        used = min(count * n, len(self.tokens))
         self.tokens, self.segments = self.tokens[used:], self.segments[used:]
+        self.head += used
+        while self.entries and self.head >= self.entries[0][1]:
+            self.head -= self.entries.popleft()[1]
+        if not self.entries:
+            self.head = 0
         return out
 
     def close(self) -> None:
-        self.child.close()
+        self.cursor.close()
 
 
 def _stored_ints(schema: pa.Schema | None, column: str) -> np.dtype | None:

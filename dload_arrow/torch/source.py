@@ -130,8 +130,10 @@ def refuse_past_end(pipe: Any, epoch: int, position: int, length: Any = None,
     if total is not None and position > total + max(1, world_size) - 1:
         raise ConfigError(
             f"this state's position {position:,} is past the end of epoch {epoch} "
-            f"({total:,} items), so it would resume into an empty epoch (was it edited, or "
-            "saved from another source?); load what state_dict() returned"
+            f"({total:,} items{'' if length is None else f', from length={length:,}'}), so it "
+            "would resume into an empty epoch: was it saved with another length= (a corrected "
+            "count: load it with the length= it was saved with for the rest of that epoch), "
+            "edited, or saved from another source? Load what state_dict() returned"
         )
 
 
