@@ -124,3 +124,14 @@ def test_the_state_is_a_cursor_not_tokens(repo: dl.Repository) -> None:
     rest = [r["tokens"] for r in again]
     assert np.array_equal(np.concatenate([first, *rest]), _reference(_docs([3000, 5000, 100]),
                                                                      None))
+
+
+def test_uint64_ids_stay_exact_and_a_separator_must_fit(repo: dl.Repository) -> None:
+    repo.commit("u64", [("a", {"tokens": [2**63, 2**64 - 1, 5]}), ("b", {"tokens": [1]})],
+                schema=pa.schema([("tokens", pa.list_(pa.uint64()))]), progress=False)
+    rows = [r["tokens"].tolist() for r in repo.dataset("u64").pipeline().pack(2)]
+    assert rows == [[2**63, 2**64 - 1], [5, 1]]
+    with pytest.raises(ConfigError, match="holds uint64 token ids, which cannot hold it"):
+        repo.dataset("u64").pipeline().pack(2, separator=-1)
+    with pytest.raises(ConfigError, match="holds int32 token ids"):
+        repo.dataset("five").pipeline().pack(2, separator=2**40)

@@ -104,8 +104,8 @@ def test_gc_says_how_to_delete_the_young_shards(tmp_path: Path) -> None:
     Repository.open(tmp_path / "root").commit("bad", [("a", {"n": 1})], progress=False)
     dload("rm", "bad", "--yes", *args, cwd=tmp_path)
     out = dload("gc", *args, cwd=tmp_path).out
-    assert "1 younger than 1h (unreferenced, kept for commits that may still be running: " \
-           "`--grace 0` deletes them once none is)" in out
+    assert "1 younger than 1h (unreferenced, kept for commits still running and for jobs " \
+           "still reading a version rm removed" in out and "once neither runs)" in out
     out = dload("gc", "--grace", "0", *args, cwd=tmp_path).out
     assert out.startswith("deleted 1 shard") and "--grace 0" not in out
 

@@ -129,6 +129,11 @@ def test_a_remote_root_own_files_are_not_an_input(s3_root: str,
     run = runner(capsys, ["--root", s3_root])
     err = run("commit", "mine", "--from", f"{s3_root}/", rc=1).err
     assert "is a dload root" in err and "manifests/" not in err
+    dl.Repository.open(f"{s3_root}2").commit("other", [("a", {"x": 1})], progress=False)
+    err = run("commit", "mine", "--from", f"{s3_root}2/datasets/", rc=1).err
+    assert f"`dload ls --root {s3_root}2`" in err
+    err = run("commit", "mine", "--from", f"{s3_root}//datasets/photos/", rc=1).err
+    assert "one of the folders where dload keeps its own data" in err
     manifest = f"{s3_root}/datasets/photos/manifests/{v}.arrow"
     err = run("commit", "mf", "--from", manifest, rc=1).err
     assert "one of the folders where dload keeps its own data" in err

@@ -195,3 +195,18 @@ def test_a_link_that_loops_in_a_folder_of_archives_is_named(tmp_path: Path, run:
     os.symlink("loop.tar", d / "loop.tar")
     err = run("commit", "s", "--from", str(d), rc=1).err
     assert "loop.tar' is a symbolic link to 'loop.tar'" in err and "links back to itself" in err
+
+
+@pytest.mark.parametrize("layout", ["checksums", "two strays"])
+def test_shards_with_checksums_or_two_strays_are_refused(tmp_path: Path, run: RunFn,
+                                                         layout: str) -> None:
+    d = tmp_path / "wds"
+    _shards(d, n=3)
+    if layout == "checksums":
+        for s in range(3):
+            (d / f"shard-{s:06d}.md5").write_text("x")
+    else:
+        (d / "stats.json").write_text("{}")
+        (d / "sha256sums.txt").write_text("x")
+    err = run("commit", "w", "--from", str(d), rc=1).err
+    assert "holds 3 archives" in err

@@ -216,7 +216,8 @@ def _ref_text(before: dict[str, str], after: dict[str, str], future: bool = Fals
 
 @click.command()
 @click.option("--grace", default="1h", show_default=True,
-              help="Keep unreferenced shards younger than this (commits in progress).")
+              help="Keep unreferenced shards younger than this (commits in progress, and "
+                   "jobs reading a version rm removed: rm restarts its shards' grace).")
 @click.option("--dry-run", is_flag=True, help="Report what would be deleted.")
 @root_options
 @json_option
@@ -246,8 +247,9 @@ def gc(grace: str, dry_run: bool, root: str | None, cache_dir: str | None,
                   f"(e.g. {escaped(r.foreign[0])}): move them out of the root")
     young = ""
     if r.kept_young:  # (QA user58: rm's "run `dload gc`" then reclaimed nothing, unexplained)
-        young = (" (unreferenced, kept for commits that may still be running: `--grace 0` "
-                 "deletes them once none is)")
+        young = (" (unreferenced, kept for commits still running and for jobs still reading "
+                 "a version rm removed, whose shards rm made young again: `--grace 0` deletes "
+                 "them once neither runs)")
     emit(out, as_json, lambda: click.echo(
         f"{verb} {plural(len(r.deleted), 'shard')} ({format_bytes(r.bytes_reclaimed)}); kept "
         f"{r.kept_referenced} referenced, {r.kept_young} younger than "

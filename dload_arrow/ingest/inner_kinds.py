@@ -69,16 +69,20 @@ def archives_beside_files(location: str, names: Sequence[str]) -> ConfigError | 
     """The error for a folder read under ``--as auto`` whose files are mostly archives beside
     a few others (WebDataset shards with a checksum list, a stats file or a download still
     running, QA ingest61): read as a folder of files, each shard would be one sample's bytes,
-    silently. None when archives are not at least twice the other files (a folder of
-    documents) or pair with them by name (``pkg0.tar`` beside ``pkg0.json``). ``names``
+    silently. None when archives are not more than the other files (a folder of documents,
+    unless checksums sit beside them) or pair with them by name (``pkg0.tar`` beside
+    ``pkg0.json``; a checksum beside its shard is no pair). ``names``
     counts symbolic links to archives too (skipped there, read in a folder of archives)."""
     archives = [n for n in names if is_archive_name(n)]
     others = [n for n in names if not is_archive_name(n) and not is_marker(n)]
-    if len(archives) < 2 or not others or len(archives) < 2 * len(others):
-        return None  # (a folder of documents, one of them an archive)
+    sidecars = [n for n in others if n.rsplit(".", 1)[-1].lower() in _SIDECARS]
+    plain = [n for n in others if n not in sidecars]
     stems = {_stem(n).lower() for n in archives}
-    if any(n.rsplit(".", 1)[0].lower() in stems for n in others):
+    if len(archives) < 2 or not others or any(n.rsplit(".", 1)[0].lower() in stems
+                                              for n in plain):
         return None  # pkg0.tar beside pkg0.json: samples whose column is an archive's bytes
+    if not sidecars and len(archives) <= len(plain):
+        return None  # (a folder of documents, one or two of them archives)
     s, them = ("s", "them") if len(others) > 1 else ("", "it")
     partial = [n for n in others if n.lower().endswith(_PARTIAL)]
     shown = partial[0] if partial else others[0]
@@ -94,6 +98,8 @@ def archives_beside_files(location: str, names: Sequence[str]) -> ConfigError | 
         f"files to store each file, {them} too, as one sample's bytes")
 
 
+# Files about an archive beside it (shard-000.tar.md5, shard-000.md5): not a sample's column.
+_SIDECARS = frozenset({"md5", "sha1", "sha256", "sha512", "crc", "sig", "asc", "idx", "index"})
 # What a download that has not finished is called beside its archive.
 _PARTIAL = (".part", ".partial", ".crdownload", ".download", ".tmp", ".aria2")
 

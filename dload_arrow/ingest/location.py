@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 from collections.abc import Iterable
 from typing import IO
@@ -149,10 +150,11 @@ def _remote_folder(location: str, inside: list[str]) -> ConfigError:
     url = redact_url(location).rstrip("/")
     base = url.rsplit("/", 1)[-1]
     if any(p.endswith("/refs/latest") and "/datasets/" in f"/{p}" for p in inside):
+        root = url.removesuffix("/datasets")  # (--from ROOT/datasets/: the root is above)
         return ConfigError(  # (QA errors61: the hint named one of its manifests)
-            f"{url + '/'!r} is a dload root (it holds datasets/): its files are manifests and "
-            f"shards, not samples; list its datasets with `dload ls --root {url}`, and commit "
-            "a dataset's rows elsewhere with `dload export` or repo.derive()")
+            f"{url + '/'!r} is a dload root or its datasets/ folder: its files are manifests "
+            f"and shards, not samples; list its datasets with `dload ls --root {root}`, and "
+            "commit a dataset's rows elsewhere with `dload export` or repo.derive()")
     tables = [p for p in inside if p.lower().endswith(tuple(TABLE_FORMATS))
               and "/manifests/" not in p]
     single = "a single archive or table file"
@@ -209,6 +211,8 @@ def refuse_own_remote(locations: Iterable[str], root_url: str) -> None:
     or ``shards/`` (as :func:`refuse_own_data` does for a local one; QA errors61: S3 took a
     manifest as a table)."""
     for location in locations:
+        scheme, _, rest = location.partition("://")  # s3://b/root//datasets: the same folder
+        location = f"{scheme}://{re.sub('/+', '/', rest)}" if rest else location
         for d in ("datasets", "shards"):
             prefix = f"{root_url.rstrip('/')}/{d}"
             if location.rstrip("/") == prefix or location.startswith(prefix + "/"):

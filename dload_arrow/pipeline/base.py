@@ -23,6 +23,7 @@ from dload_arrow.pipeline.lengths import Lengths
 from dload_arrow.pipeline.node import CURSOR, EPOCH, Node, State
 from dload_arrow.pipeline.sequences import SequenceOps
 from dload_arrow.pipeline.state_check import check_counters
+from dload_arrow.pipeline.state_sources import check_sources, with_sources
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -140,9 +141,9 @@ class Pipeline(Lengths, SequenceOps):
             return dict(self._pending)
         if (live := self._live()) is not None:
             return live.state_dict()
-        if self._ended is not None:
-            return dict(self._ended)
-        return {EPOCH: self._next_epoch, CURSOR: None, FINGERPRINT: self._short_fp()}
+        ended = self._ended or {EPOCH: self._next_epoch, CURSOR: None,
+                                FINGERPRINT: self._short_fp()}
+        return with_sources(dict(ended), self)
 
     def load_state_dict(self, state: State, strict: bool = True) -> None:
         """Make the next ``iter()`` continue exactly at ``state`` (from :meth:`state_dict`).
@@ -151,6 +152,7 @@ class Pipeline(Lengths, SequenceOps):
         if not isinstance(state, dict) or EPOCH not in state or CURSOR not in state:
             raise ConfigError(f"not a pipeline state: {str(state)[:80]!r}; pass what "
                               "state_dict() returned")
+        check_sources(self, state)  # another version: refused, strict=False or not
         fp = state.get(FINGERPRINT)
         if strict and fp is not None and fp != self._short_fp():
             from dload_arrow.pipeline.fingerprint import state_mismatch

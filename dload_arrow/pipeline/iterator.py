@@ -18,6 +18,7 @@ from dload_arrow.pipeline.check import sharing_budget, sources_at_once
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len
 from dload_arrow.pipeline.node import BEFORE, CURSOR, EPOCH, OFFSET, ItemCursor, State
 from dload_arrow.pipeline.state_check import PastEndError
+from dload_arrow.pipeline.state_sources import with_sources
 
 if TYPE_CHECKING:
     from dload_arrow.pipeline.base import Pipeline
@@ -178,6 +179,9 @@ class PipelineIterator(Iterator[Any]):
             closer.hand_off(self.cursor)
 
     def state_dict(self) -> State:
+        return with_sources(self._state(), self.pipe)
+
+    def _state(self) -> State:
         fp = self.pipe._short_fp()
         if self._finished:
             return {EPOCH: self.epoch + 1, CURSOR: None, FINGERPRINT: fp}

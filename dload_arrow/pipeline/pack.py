@@ -53,6 +53,10 @@ class PackPipe(Pipeline):
                               f"columns: {', '.join(schema.names)})")
         super().__init__(child)
         self.dtype = _stored_ints(schema, column)  # list<int32> tokens stay int32
+        if self.dtype is not None and separator is not None and not (
+                np.iinfo(self.dtype).min <= int(separator) <= np.iinfo(self.dtype).max):
+            raise ConfigError(f"pack(separator={int(separator)}): the column {column!r} "
+                              f"holds {self.dtype} token ids, which cannot hold it")
         self.length, self.column = n, column
         self.separator = None if separator is None else int(separator)
         self.drop_remainder = check_bool("pack", "drop_remainder", drop_remainder)
@@ -121,9 +125,7 @@ class _PackNode(Node):
             self._add(before, ids)
 
     def _ids(self, item: Any) -> np.ndarray:
-        ids = _ids(item, self.spec.column)
-        if self.spec.dtype is not None:  # rows as Python lists: their stored type back
-            ids = ids.astype(self.spec.dtype, copy=False)
+        ids = _ids(item, self.spec.column, self.spec.dtype)  # (stored type: uint64 exact)
         if self.spec.separator is not None:
             ids = np.append(ids, np.asarray(self.spec.separator, ids.dtype))
         return ids
@@ -185,14 +187,18 @@ def _stored_ints(schema: pa.Schema | None, column: str) -> np.dtype | None:
     return None
 
 
-def _ids(item: Any, column: str) -> np.ndarray:
-    """One row's token ids as a 1-D integer array; SchemaError naming the row otherwise."""
+def _ids(item: Any, column: str, dtype: np.dtype | None = None) -> np.ndarray:
+    """One row's token ids as a 1-D integer array (in ``dtype``, a stored column's type, when
+    known); SchemaError naming the row otherwise."""
     if not isinstance(item, Mapping) or column not in item:
         what = f"columns {sorted(item)}" if isinstance(item, Mapping) else type(item).__name__
         raise SchemaError(f"pack: a row has no column {column!r} ({what}); pack(column=...) "
                           "names the column of token ids")
     value = item[column]
-    ids = np.asarray([] if value is None else value)
+    try:
+        ids = np.asarray([] if value is None else value, dtype=dtype)
+    except (TypeError, ValueError, OverflowError):
+        ids = np.asarray([] if value is None else value, dtype=object)
     if ids.ndim != 1 or (ids.size and ids.dtype.kind not in "iu"):
         key = item.get("__key__")
         raise SchemaError(f"pack: column {column!r} of row {key!r} holds {shown(value)}, not a "

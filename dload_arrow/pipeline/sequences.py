@@ -23,7 +23,8 @@ class SequenceOps:
         unless ``drop_remainder``. Resumable mid-row; the state is a cursor, never tokens.
 
         Example:
-            >>> ds.shuffle(seed=0).pack(2048, "input_ids", separator=eos).batch(8)
+            >>> ds.shuffle(seed=0).pack(2048, "input_ids", separator=eos,
+            ...                         drop_remainder=True).batch(8)
             ... # doctest: +SKIP
         """
         from dload_arrow.pipeline.pack import PackPipe

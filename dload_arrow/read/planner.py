@@ -36,7 +36,7 @@ from dload_arrow.read.planner_fit import (
     fmt_need,
     reasons_for,
 )
-from dload_arrow.sizes import format_bytes, format_bytes_up
+from dload_arrow.sizes import format_bytes, format_bytes_up, plural
 from dload_arrow.store.manifest import Manifest
 
 __all__ = ["PlanReport", "ReadPlan", "check_plans", "plan_read", "schedule_shards"]
@@ -128,7 +128,8 @@ class ReadPlan(Verdict):
         if self.budget_bytes < self.budget_setting_bytes:
             where += f" (all its disk can hold; budget {setting})"
         state = "ok" if self.feasible else "INFEASIBLE"
-        return (f"{self.dataset}@{self.version[:12]}: {self.units} units, {self.shards} shards "
+        return (f"{self.dataset}@{self.version[:12]}: {plural(self.units, 'unit')}, "
+                f"{plural(self.shards, 'shard')} "
                 f"({format_bytes(self.total_bytes)}), {mode}, x{self.consumers}, resident "
                 f"{format_bytes(self.resident_bytes)}, {where}: {state}")
 

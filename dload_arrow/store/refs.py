@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 _MAX_TRIES = 64
+_SETTLED_S = 60.0  # a ref moved longer ago whose log entry is missing: its writer is gone
 
 
 @dataclass(frozen=True)
@@ -136,10 +137,9 @@ def move_ref(
         try:
             swapped = storage.compare_and_swap(path, body, None if got is None else got[1])
         except StorageError as e:  # the store may have applied it (QA s3fault61)
-            raise StorageError(
-                f"{e}; whether {name}:{ref} moved to {version[:12]} is unknown (the store did "
-                "not answer): run the same command again once it answers, which finds the "
-                "move if it was made (and records it), or makes it") from e
+            raise StorageError(f"{e}; whether {name}:{ref} moved to {version[:12]} is unknown "
+                               f"(the store did not answer): {_settle(name, version, action)}"
+                               ) from e
         if swapped:
             if replaced is not None:
                 replaced.append(old)
@@ -158,13 +158,24 @@ def _logged(storage: Storage, name: str, ref: str, new: RefValue, old: RefValue 
     try:
         logged = append_log(storage, name, ref, new, old.version if old else None, action)
     except StorageError as e:  # the move is made: say so (QA s3fault61: read as a failure)
+        again = ("run the same commit again once the store answers, which records it" if
+                 action == "commit" else f"do not run the {action} again (it is made)")
         raise StorageError(
             f"{name}:{ref} now points at {new.version[:12]} (the {action} is published), but "
-            f"the log entry of that move could not be written ({e}); run the same command "
-            "again once the store answers, which records it") from e
+            f"the log entry of that move could not be written ({e}); {again}") from e
     if not logged:
         _undone_by_delete(storage, name, ref, new, old, action)
     return new
+
+
+def _settle(name: str, version: str, action: str) -> str:
+    """How to find out whether an unanswered move was made, per action (QA review61b: an
+    append run again on top of its own published version stored its rows twice)."""
+    if action == "commit":
+        return ("run the same commit again once it answers, which finds the move if it was "
+                "made (and records it), or makes it")
+    return (f"once it answers, see whether {name}'s latest is {version[:12]} (`dload versions "
+            f"{name}`): if it is, the {action} is made, do not run it again")
 
 
 def log_lost_move(storage: Storage, name: str, ref: str, at: RefValue, action: str) -> None:
@@ -172,6 +183,11 @@ def log_lost_move(storage: Storage, name: str, ref: str, at: RefValue, action: s
     (the store applied it, then the endpoint went away), found by running the command again;
     unlogged, ``versions`` would show ``latest`` with no time or user for good."""
     if at.seq < 1 or storage.exists(f"datasets/{name}/log/{ref}/{at.seq:012d}.json"):
+        return
+    try:  # a move this young may be another writer's, about to log it (QA review61b)
+        if time.time() - storage.info(_ref_path(name, ref)).mtime < _SETTLED_S:
+            return
+    except (DloadError, OSError):
         return
     try:
         before = json.loads(storage.read(f"datasets/{name}/log/{ref}/{at.seq - 1:012d}.json"))

@@ -21,6 +21,7 @@ import torch.utils.data
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.guarded import Guarded
 from dload_arrow.pipeline.node import check_count
+from dload_arrow.pipeline.state_sources import with_sources
 from dload_arrow.plan.partition import UNEVEN_MODES, Deal, Uneven
 from dload_arrow.read.memory import set_local_consumers
 from dload_arrow.torch.control import Control, Plan
@@ -79,8 +80,6 @@ class StreamDataset(torch.utils.data.IterableDataset):
         return (f"StreamDataset(rank={self.rank}, world_size={self.world_size}, "
                 f"uneven={self.uneven!r}, next={self._next})")
 
-    # --- epochs and state ----------------------------------------------------------------
-
     def set_epoch(self, epoch: int) -> None:
         """Iterate epoch ``epoch`` next (in every worker, persistent ones too). A state loaded
         in that epoch keeps its position until the epoch starts, so ``ds.set_epoch(epoch)``
@@ -99,8 +98,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def _fingerprint(self) -> str | None:
         """The pipeline's short fingerprint, as its own states carry it (None: not known)."""
-        fingerprint = getattr(self.pipe, "fingerprint", None)
-        return str(fingerprint())[:16] if callable(fingerprint) else None
+        return str(self.pipe.fingerprint())[:16] if callable(getattr(
+            self.pipe, "fingerprint", None)) else None
 
     def state_dict(self) -> dict[str, Any]:
         """A small cursor: ``{"epoch", "position", "pipeline"}`` (plus the consumer, inside a
@@ -114,7 +113,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
             received = device.received_state()
             if received is not None:
                 return dict(received)
-        return self.live_state()
+        return with_sources(self.live_state(), self.pipe)
 
     def live_state(self) -> dict[str, Any]:
         """The state as this process counts it, items copied ahead by to_device included."""

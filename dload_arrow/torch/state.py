@@ -20,6 +20,7 @@ from typing import Any
 
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.iterator import FINGERPRINT
+from dload_arrow.pipeline.state_sources import check_sources
 from dload_arrow.torch.control import Plan
 
 __all__ = [
@@ -185,6 +186,9 @@ def from_state(
     ``consumer`` is the worker state itself when it is one. A state that names another
     pipeline than ``fingerprint`` is refused (ConfigError; ``pipe``'s sources named).
     """
+    if pipe is not None:  # another dataset version: refused, strict=False or not
+        for saved in _dataset_states(state):
+            check_sources(pipe, saved)
     try:
         return _from_state(state, fingerprint)
     except ConfigError as e:
@@ -193,6 +197,16 @@ def from_state(
         from dload_arrow.pipeline.fingerprint import sources_hint
 
         raise ConfigError(f"{e}{sources_hint(pipe)}") from None
+
+
+def _dataset_states(state: Any) -> list[Any]:
+    """The dataset states inside ``state``: itself, a StatefulDataLoader's, its workers'."""
+    if not isinstance(state, dict):
+        return []
+    snaps = state.get(_SNAPSHOT, {}).get(_WORKER_SNAPSHOTS, {}) if isinstance(
+        state.get(_SNAPSHOT), dict) else {}
+    inner = [s.get(_DATASET_STATE) for s in snaps.values() if isinstance(s, dict)]
+    return [state, state.get(_DATASET_STATE), *inner]
 
 
 def _from_state(state: Any, fingerprint: str | None) -> tuple[Plan | None, dict[str, Any] | None]:

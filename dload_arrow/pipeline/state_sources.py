@@ -1,0 +1,58 @@
+"""The dataset versions a state was saved on (``"datasets"``: ``["name@<16 hex>", ...]``), so
+that a resume never continues an epoch on another version, ``strict=False`` included: the
+fingerprint alone cannot tell a fixed function (``strict=False``'s purpose) from an append
+that moved ``latest`` (QA continual61: 52 rows twice and 35 never, silently)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dload_arrow.errors import ConfigError
+
+__all__ = ["SOURCES", "check_sources", "source_versions", "with_sources"]
+
+SOURCES = "datasets"
+_ID = 16  # hex digits of a version id kept: enough to tell versions apart, a small state
+
+
+def source_versions(pipe: Any) -> list[str]:
+    """``name@version`` of each dataset a pipeline reads, in the order it meets them."""
+    found: dict[str, None] = {}
+
+    def walk(p: Any) -> None:
+        if getattr(p, "op", None) == "dataset":
+            params = p._params()
+            found[f"{params['dataset']}@{str(params['version'])[:_ID]}"] = None
+        for c in getattr(p, "_children", ()):
+            walk(c)
+
+    walk(pipe)
+    return list(found)
+
+
+def with_sources(state: dict[str, Any], pipe: Any) -> dict[str, Any]:
+    """``state`` with the versions ``pipe`` reads (none added for a pipeline of no dataset)."""
+    versions = source_versions(pipe)
+    return {**state, SOURCES: versions} if versions else state
+
+
+def check_sources(pipe: Any, state: Any) -> None:
+    """ConfigError when ``state`` was saved on other dataset versions than ``pipe`` reads
+    (whatever ``strict``): the rest of that epoch would repeat rows and miss others."""
+    saved = state.get(SOURCES) if isinstance(state, dict) else None
+    if not isinstance(saved, list) or not saved:
+        return  # (a state saved before versions were recorded: the fingerprint decides)
+    now = source_versions(pipe)
+    names = {s.rsplit("@", 1)[0]: s for s in now}
+    moved = [(s, names[s.rsplit("@", 1)[0]]) for s in saved
+             if s.rsplit("@", 1)[0] in names and names[s.rsplit("@", 1)[0]] != s]
+    if not moved:
+        return
+    (old, new), name = moved[0], moved[0][0].rsplit("@", 1)[0]
+    raise ConfigError(
+        f"this state was saved while reading {old} and this pipeline reads {new} (a commit or "
+        "append moved latest since the checkpoint): resuming would repeat some rows of the "
+        "epoch and miss others, strict=False or not; finish that epoch on the version it "
+        f"began with, repo.dataset({name!r}, {old.rsplit('@', 1)[1]!r}) (pin it before "
+        f"training: `dload pin {name}@{old.rsplit('@', 1)[1]}`), or start a new epoch on the "
+        "new version without the state")

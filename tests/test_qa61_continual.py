@@ -1,0 +1,85 @@
+"""QA continual61: a resume never continues an epoch on another dataset version, strict=False
+included (52 rows twice and 35 never, silently); gc's words about its grace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import dload_arrow as dl
+from dload_arrow.errors import ConfigError
+
+
+def _rows(a: int, b: int) -> list[tuple[str, dict[str, int]]]:
+    return [(f"k{i:05d}", {"x": i}) for i in range(a, b)]
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> dl.Repository:
+    r = dl.Repository.open(tmp_path / "root")
+    r.commit("d", _rows(0, 400), shard_size="4KiB", progress=False)
+    return r
+
+
+def test_a_pipeline_state_names_its_versions_and_refuses_another(repo: dl.Repository) -> None:
+    v1 = repo.dataset("d").version
+    it = iter(repo.dataset("d").shuffle(seed=0).map(lambda r: r))
+    for _ in range(50):
+        next(it)
+    state = json.loads(json.dumps(it.state_dict()))
+    assert state["datasets"] == [f"d@{v1[:16]}"]
+    repo.append("d", _rows(400, 500), progress=False)
+    for strict in (True, False):
+        again = repo.dataset("d").shuffle(seed=0).map(lambda r: r)
+        with pytest.raises(ConfigError, match=rf"saved while reading d@{v1[:16]} .*"
+                                              rf"repo.dataset\('d', '{v1[:16]}'\)"):
+            again.load_state_dict(state, strict=strict)
+    same = repo.dataset("d", v1).shuffle(seed=0).map(lambda r: {**r})  # a fixed function
+    same.load_state_dict(state, strict=False)
+    keys = [x["__key__"] for x in same]
+    assert len(keys) == 350 and all(k < "k00400" for k in keys)
+
+
+def test_a_torch_state_does_too_through_workers(repo: dl.Repository) -> None:
+    from dload_arrow.torch import StatefulLoader, as_iterable_dataset
+
+    v1 = repo.dataset("d").version
+    loader = StatefulLoader(as_iterable_dataset(repo.dataset("d").shuffle(seed=0).batch(16)),
+                            num_workers=2)
+    for i, _ in enumerate(loader):
+        if i == 5:
+            break
+    state = json.loads(json.dumps(loader.state_dict()))
+    repo.append("d", _rows(400, 500), progress=False)
+    moved = as_iterable_dataset(repo.dataset("d").shuffle(seed=0).batch(16))
+    for strict in (True, False):
+        with pytest.raises(ConfigError, match=f"saved while reading d@{v1[:16]}"):
+            moved.load_state_dict(state, strict=strict)
+    kept = as_iterable_dataset(repo.dataset("d", v1).shuffle(seed=0).batch(16))
+    kept.load_state_dict(state)
+    assert all(k < "k00400" for b in StatefulLoader(kept) for k in b["__key__"])
+
+
+def test_states_saved_before_versions_were_recorded_still_load(repo: dl.Repository) -> None:
+    pipe = repo.dataset("d").pipeline()
+    it = iter(pipe)
+    next(it)
+    state = it.state_dict()
+    del state["datasets"]
+    again = repo.dataset("d").pipeline()
+    again.load_state_dict(state)
+    assert len(list(again)) == 399
+
+
+def test_gc_says_what_its_grace_keeps(tmp_path: Path, repo: dl.Repository) -> None:
+    from test_cli import dload
+
+    v1 = repo.dataset("d").version
+    repo.commit("d", _rows(1000, 1100), progress=False)
+    root = str(repo.storage.root)
+    dload("rm", "d", "--version", v1[:12], "--yes", "--root", root, cwd=tmp_path)
+    out = dload("gc", "--root", root, cwd=tmp_path).out
+    assert "jobs still reading a version rm removed" in out
+    assert "jobs reading a version rm removed" in dload("gc", "--help", cwd=tmp_path).out
