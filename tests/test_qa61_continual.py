@@ -83,3 +83,51 @@ def test_gc_says_what_its_grace_keeps(tmp_path: Path, repo: dl.Repository) -> No
     out = dload("gc", "--root", root, cwd=tmp_path).out
     assert "jobs still reading a version rm removed" in out
     assert "jobs reading a version rm removed" in dload("gc", "--help", cwd=tmp_path).out
+
+
+def test_review61c_states_through_to_device_two_versions_and_epoch_ends(
+        repo: dl.Repository) -> None:
+    from dload_arrow.torch import StatefulLoader, as_iterable_dataset, to_device
+
+    v1 = repo.dataset("d").version
+    batches = to_device(StatefulLoader(as_iterable_dataset(
+        repo.dataset("d").shuffle(seed=0).batch(16))), "cpu")
+    for i, _ in enumerate(batches):
+        if i == 3:
+            break
+    state = json.loads(json.dumps(batches.state_dict()))
+    assert state["datasets"] == [f"d@{v1[:16]}"]
+    repo.append("d", _rows(400, 450), progress=False)
+    moved = as_iterable_dataset(repo.dataset("d").shuffle(seed=0).batch(16))
+    with pytest.raises(ConfigError, match="saved while reading"):
+        moved.load_state_dict(state, strict=False)
+    # one dataset read at two versions: its own state loads
+    both = dl.concat([repo.dataset("d", v1).pipeline(), repo.dataset("d").pipeline()])
+    it = iter(both)
+    next(it)
+    again = dl.concat([repo.dataset("d", v1).pipeline(), repo.dataset("d").pipeline()])
+    again.load_state_dict(json.loads(json.dumps(it.state_dict())))
+    assert len(list(again)) == 400 + 450 - 1
+    # a state saved at an epoch's end resumes nothing: the next epoch may read a new version
+    whole = repo.dataset("d", v1).pipeline()
+    list(whole)
+    ended = whole.state_dict()
+    assert ended["cursor"] is None and ended["epoch"] == 1
+    latest = repo.dataset("d").pipeline()
+    latest.load_state_dict(ended, strict=False)
+    assert len(list(latest)) == 450
+
+
+def test_a_bucket_window_with_a_bad_item_stays_to_read(repo: dl.Repository) -> None:
+    from dload_arrow.errors import SchemaError
+
+    pipe = dl.from_iterable([{"tokens": [1] * (i % 5 + 1)} for i in range(6)] + [{"tokens": 3}]
+                            ).bucket(2, window=4)
+    it = iter(pipe)
+    got = [next(it) for _ in range(4)]
+    with pytest.raises(SchemaError, match="which has no length"):
+        next(it)
+    state = it.state_dict()
+    with pytest.raises(SchemaError, match="which has no length"):  # read again, not lost
+        next(it)
+    assert len(got) == 4 and state["cursor"] is not None

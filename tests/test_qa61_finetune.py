@@ -108,3 +108,16 @@ def test_a_pad_value_for_a_column_columns_leaves_out_is_refused(repo: dl.Reposit
     collate = dl.pad_collate(columns=["tokens"], pad_value={"labels": -100})
     with pytest.raises(ConfigError, match=r"names \['labels'\], which columns=\['tokens'\]"):
         next(iter(repo.dataset("sft").pipeline().batch(2, collate=collate)))
+
+
+def test_pad_collate_as_a_torch_collate_fn_gives_tensors(repo: dl.Repository) -> None:
+    import torch
+
+    from dload_arrow.torch import as_iterable_dataset
+
+    loader = torch.utils.data.DataLoader(as_iterable_dataset(repo.dataset("a").pipeline()),
+                                         batch_size=4, collate_fn=dl.pad_collate(mask=True))
+    b = next(iter(loader))
+    assert b["tokens"].dtype == torch.int32 and b["tokens"].shape == (4, 4)
+    assert b["n"].dtype == torch.int32 and b["n"].tolist() == [0, 1, 2, 3]
+    assert b["tokens_mask"].dtype == torch.bool and b["__key__"] == ["a00", "a01", "a02", "a03"]

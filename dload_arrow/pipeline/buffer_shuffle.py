@@ -90,7 +90,11 @@ class _BufferShuffleNode(Node):
         if not have:
             raise StopIteration
         window = concat_chunks(parts)
-        perm = self._order(window, have)
+        try:
+            perm = self._order(window, have)
+        except Exception:  # (bucket: an item without a length) the window stays to read
+            self._parts, self._start = parts, start
+            raise
         self.w += 1
         return chunk_take(window, perm)
 

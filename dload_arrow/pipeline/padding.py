@@ -8,6 +8,7 @@ float32), else the rows' own arrays' type; the pad never widens it and must fit 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -125,6 +126,9 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         if not rows or not all(isinstance(x, Mapping) for x in rows):
             return default_collate(items, schema)
         check_same_columns(rows, "pad_collate")
+        tensors = _torch_rows(rows)  # a torch DataLoader's collate_fn: tensors in and out
+        if tensors is not None:
+            items = rows = tensors
         out = default_collate(items, schema)
         names = self.columns if self.columns is not None else [
             c for c in rows[0] if _padded_by_default([x.get(c) for x in rows], schema, c)]
@@ -149,6 +153,11 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             except _Ragged:  # a column picked by default, rows of rows of two widths: lists
                 if self.columns is not None:
                     raise
+        if tensors is not None:
+            import torch
+
+            return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                    for k, v in out.items()}
         return out
 
     def _pad(self, name: str, cells: list[Any],
@@ -186,6 +195,16 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                     mask[i, :n[i]] &= ~hole[:n[i]]
             got[f"{name}_mask"] = mask
         return got
+
+
+def _torch_rows(rows: list[Any]) -> list[dict[str, Any]] | None:
+    """The rows with their CPU tensors as numpy arrays when they hold any (pad_collate as a
+    torch DataLoader's collate_fn: the batch is then tensors too), else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or not any(isinstance(v, torch.Tensor) for v in rows[0].values()):
+        return None
+    return [{k: v.numpy() if isinstance(v, torch.Tensor) and v.device.type == "cpu" else v
+             for k, v in x.items()} for x in rows]
 
 
 def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) -> bool:

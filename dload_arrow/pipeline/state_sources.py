@@ -38,21 +38,37 @@ def with_sources(state: dict[str, Any], pipe: Any) -> dict[str, Any]:
 
 def check_sources(pipe: Any, state: Any) -> None:
     """ConfigError when ``state`` was saved on other dataset versions than ``pipe`` reads
-    (whatever ``strict``): the rest of that epoch would repeat rows and miss others."""
+    (whatever ``strict``): the rest of that epoch would repeat rows and miss others. A state
+    at an epoch's start (saved at the end of the one before) resumes nothing: let through."""
     saved = state.get(SOURCES) if isinstance(state, dict) else None
-    if not isinstance(saved, list) or not saved:
+    if not isinstance(saved, list) or not saved or _at_epoch_start(state):
         return  # (a state saved before versions were recorded: the fingerprint decides)
     now = source_versions(pipe)
-    names = {s.rsplit("@", 1)[0]: s for s in now}
-    moved = [(s, names[s.rsplit("@", 1)[0]]) for s in saved
-             if s.rsplit("@", 1)[0] in names and names[s.rsplit("@", 1)[0]] != s]
-    if not moved:
+    if sorted(map(str, saved)) == sorted(now):
         return
-    (old, new), name = moved[0], moved[0][0].rsplit("@", 1)[0]
+    by_name: dict[str, tuple[list[str], list[str]]] = {}
+    for s in saved:
+        by_name.setdefault(str(s).rsplit("@", 1)[0], ([], []))[0].append(str(s))
+    for s in now:
+        by_name.setdefault(s.rsplit("@", 1)[0], ([], []))[1].append(s)
+    moved = [(n, old, new) for n, (old, new) in by_name.items()
+             if old and new and sorted(old) != sorted(new)]
+    if not moved:
+        return  # another set of datasets: the fingerprint (strict) tells that apart
+    name, old, new = moved[0]
+    gone = sorted(set(old) - set(new)) or old
+    vid = gone[0].rsplit("@", 1)[1]
     raise ConfigError(
-        f"this state was saved while reading {old} and this pipeline reads {new} (a commit or "
-        "append moved latest since the checkpoint): resuming would repeat some rows of the "
-        "epoch and miss others, strict=False or not; finish that epoch on the version it "
-        f"began with, repo.dataset({name!r}, {old.rsplit('@', 1)[1]!r}) (pin it before "
-        f"training: `dload pin {name}@{old.rsplit('@', 1)[1]}`), or start a new epoch on the "
-        "new version without the state")
+        f"this state was saved while reading {', '.join(old)} and this pipeline reads "
+        f"{', '.join(new)} (a commit or append moved latest since the checkpoint): resuming "
+        "would repeat some rows of the epoch and miss others, strict=False or not; finish "
+        f"that epoch on the version it began with, repo.dataset({name!r}, {vid!r}) (pin it "
+        f"before training: `dload pin {name}@{vid}`), or start a new epoch on the new version "
+        "without the state")
+
+
+def _at_epoch_start(state: dict[str, Any]) -> bool:
+    """Whether a pipeline or torch state points at the start of an epoch."""
+    if "cursor" in state:
+        return state["cursor"] is None
+    return state.get("position") == 0 and not state.get("yielded")

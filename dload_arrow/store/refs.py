@@ -138,8 +138,8 @@ def move_ref(
             swapped = storage.compare_and_swap(path, body, None if got is None else got[1])
         except StorageError as e:  # the store may have applied it (QA s3fault61)
             raise StorageError(f"{e}; whether {name}:{ref} moved to {version[:12]} is unknown "
-                               f"(the store did not answer): {_settle(name, version, action)}"
-                               ) from e
+                               f"(the store did not answer): "
+                               f"{_settle(name, ref, version, action)}") from e
         if swapped:
             if replaced is not None:
                 replaced.append(old)
@@ -158,8 +158,10 @@ def _logged(storage: Storage, name: str, ref: str, new: RefValue, old: RefValue 
     try:
         logged = append_log(storage, name, ref, new, old.version if old else None, action)
     except StorageError as e:  # the move is made: say so (QA s3fault61: read as a failure)
-        again = ("run the same commit again once the store answers, which records it" if
-                 action == "commit" else f"do not run the {action} again (it is made)")
+        again = ("run the same commit again a minute from now, once the store answers, "
+                 "which records it" if action == "commit" else
+                 "tagging again records nothing, the tag is set" if action == "tag" else
+                 f"do not run the {action} again (it is made)")
         raise StorageError(
             f"{name}:{ref} now points at {new.version[:12]} (the {action} is published), but "
             f"the log entry of that move could not be written ({e}); {again}") from e
@@ -168,13 +170,13 @@ def _logged(storage: Storage, name: str, ref: str, new: RefValue, old: RefValue 
     return new
 
 
-def _settle(name: str, version: str, action: str) -> str:
+def _settle(name: str, ref: str, version: str, action: str) -> str:
     """How to find out whether an unanswered move was made, per action (QA review61b: an
     append run again on top of its own published version stored its rows twice)."""
-    if action == "commit":
-        return ("run the same commit again once it answers, which finds the move if it was "
-                "made (and records it), or makes it")
-    return (f"once it answers, see whether {name}'s latest is {version[:12]} (`dload versions "
+    if action in ("commit", "tag"):
+        return (f"run the same {action} again once it answers, which finds the move if it "
+                "was made, or makes it")
+    return (f"once it answers, see whether {name}'s {ref} is {version[:12]} (`dload versions "
             f"{name}`): if it is, the {action} is made, do not run it again")
 
 

@@ -112,7 +112,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         if device is not None and torch.utils.data.get_worker_info() is None:
             received = device.received_state()
             if received is not None:
-                return dict(received)
+                return with_sources(dict(received), self.pipe)
         return with_sources(self.live_state(), self.pipe)
 
     def live_state(self) -> dict[str, Any]:

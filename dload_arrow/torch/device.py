@@ -27,6 +27,7 @@ import torch.utils.data
 
 from dload_arrow.args import kind
 from dload_arrow.errors import ConfigError, shown
+from dload_arrow.pipeline.state_sources import with_sources
 from dload_arrow.torch.accelerators import resolve_device
 from dload_arrow.torch.moves import (
     join_stopped,
@@ -98,8 +99,8 @@ class DeviceLoader:
         """The wrapped loader's state now (items in this wrapper's queue counted)."""
         if self._unordered:
             return None  # none is right (state_dict() says why); torchdata warns per call
-        if self._dataset is not None:
-            return self._dataset.live_state()
+        if self._dataset is not None:  # (with the versions it reads: QA review61c)
+            return with_sources(self._dataset.live_state(), self._dataset.pipe)
         return self.loader.state_dict() if hasattr(self.loader, "state_dict") else None
 
     def received_state(self) -> Any:
