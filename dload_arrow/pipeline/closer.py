@@ -17,13 +17,15 @@ starts its own.
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import threading
+import weakref
 from contextlib import suppress
 from typing import Any
 
-__all__ = ["ensure_running", "hand_off", "nothing"]
+__all__ = ["ensure_running", "hand_off", "nothing", "track"]
 
 # (pid, queue, thread) of this process's closer; replaced in a forked child.
 _CLOSER: list[Any] = [None, None, None]
@@ -55,6 +57,43 @@ def ensure_running() -> None:
         thread = threading.Thread(target=_run, args=(q,), name="dload-closer", daemon=True)
         thread.start()
         _CLOSER[:] = [os.getpid(), q, thread]
+        if _HOOKED[0] != os.getpid():
+            _HOOKED[0] = os.getpid()
+            with suppress(RuntimeError):  # (the interpreter is already shutting down)
+                getattr(threading, "_register_atexit", atexit.register)(_at_exit)
+
+
+def track(iteration: Any) -> None:
+    """Remember a running iteration: one still open when the interpreter exits is closed
+    first (see :func:`_at_exit`)."""
+    _OPEN.add(iteration)
+
+
+# At exit, CPython ends a daemon thread that asks for the GIL back with pthread_exit, whose
+# unwinding through Arrow's C++ (a Parquet reader released on this closing thread, or in a
+# read-ahead thread) is std::terminate: "terminate called without an active exception",
+# exit 134, after a script that left a loop or a DataLoader iterator open (CPython issue
+# 87135). So before the interpreter finalizes, the open iterations are closed (their threads
+# joined) and this thread ends, each within a few seconds.
+_OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
+_HOOKED = [0]
+_STOP = object()
+_EXIT_WAIT_S = 5.0
+
+
+def _at_exit() -> None:
+    def close_open() -> None:
+        for it in list(_OPEN):
+            with suppress(Exception):
+                it.close()
+
+    closing = threading.Thread(target=close_open, name="dload-exit", daemon=True)
+    closing.start()
+    closing.join(_EXIT_WAIT_S)
+    pid, q, thread = _CLOSER
+    if pid == os.getpid() and q is not None and thread is not None:
+        q.put(_STOP)
+        thread.join(_EXIT_WAIT_S)
 
 
 def hand_off(closable: Any) -> bool:
@@ -72,6 +111,8 @@ def hand_off(closable: Any) -> bool:
 def _run(q: queue.SimpleQueue[Any]) -> None:
     while True:
         closable = q.get()
+        if closable is _STOP:
+            return
         with suppress(Exception):
             closable.close()
         del closable  # its threads' files and holds are released; drop it before waiting

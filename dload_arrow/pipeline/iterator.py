@@ -60,6 +60,7 @@ class PipelineIterator(Iterator[Any]):
         self._base: State | None = None
         self._finished = False
         self._closed = False
+        closer.track(self)  # closed at exit if still open (closer.py)
         self._taken = 0  # items of the last chunk handed out whole (iter_chunks)
         self.replaced = False  # a newer iteration of the pipeline ended this one
         self._interrupted: State | None = None  # the cursor to go on from after a Ctrl-C
