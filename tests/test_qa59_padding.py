@@ -155,7 +155,7 @@ def test_unsigned_ids_nan_pads_given_types_and_rows_holding_none(local_root: str
     assert (per["a"].dtype, per["b"].dtype) == (np.int16, np.int64)
     tensors = dl.pad_collate()([{"t": torch.tensor([1, 2], dtype=torch.int32)},
                                 {"t": torch.tensor([3], dtype=torch.int32)}])
-    assert tensors["t"].dtype == np.int32 and tensors["t"].tolist() == [[1, 2], [3, 0]]
+    assert tensors["t"].dtype == torch.int32 and tensors["t"].tolist() == [[1, 2], [3, 0]]
     with pytest.raises(ConfigError, match=r"not a numpy dtype|number type"):
         dl.pad_collate(dtype="text")
 
