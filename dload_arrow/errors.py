@@ -109,11 +109,18 @@ def column_list(names: Sequence[str], missing: str | None = None, limit: int = 2
     near: list[str] = []
     if missing is not None:
         folded = {n.casefold(): n for n in names}
+        numbered = {_unpadded(n): n for n in names}  # feature_1 for feature_0001
         near = ([folded[missing.casefold()]] if missing.casefold() in folded else
+                [numbered[_unpadded(missing)]] if _unpadded(missing) in numbered else
                 difflib.get_close_matches(missing, list(names), 3, 0.75))
     rest = f", ... ({len(names) - limit:,} more)" if len(names) > limit else ""
     mean = f"did you mean {' or '.join(map(repr, near))}? " if near else ""
     return f"{mean}columns: {', '.join(map(str, names[:limit]))}{rest}"
+
+
+def _unpadded(name: str) -> str:
+    """``name`` folded, its numbers without leading zeros (``Feature_0001`` -> ``feature_1``)."""
+    return re.sub(r"\d+", lambda m: str(int(m.group())), name.casefold())
 
 
 def form_hint(name: str, names: Iterable[str]) -> str:

@@ -76,3 +76,11 @@ def test_messages_about_wide_tables_are_cut_and_suggest_the_column(
     with pytest.raises(SchemaError) as e3:
         repo.commit("x", [("a", {"v": 1}), ("b", {"v": "x" * 1_000_000})], progress=False)
     assert len(str(e3.value)) < 1000
+
+
+def test_a_number_written_without_its_zeros_finds_the_column() -> None:
+    from dload_arrow.errors import column_list
+
+    names = [f"feature_{j:04d}" for j in range(100)]
+    assert column_list(names, "feature_1").startswith("did you mean 'feature_0001'?")
+    assert column_list(names, "Feature_17").startswith("did you mean 'feature_0017'?")
