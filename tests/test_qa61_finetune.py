@@ -121,3 +121,9 @@ def test_pad_collate_as_a_torch_collate_fn_gives_tensors(repo: dl.Repository) ->
     assert b["tokens"].dtype == torch.int32 and b["tokens"].shape == (4, 4)
     assert b["n"].dtype == torch.int32 and b["n"].tolist() == [0, 1, 2, 3]
     assert b["tokens_mask"].dtype == torch.bool and b["__key__"] == ["a00", "a01", "a02", "a03"]
+
+
+def test_a_pad_value_for_a_column_of_single_values_is_refused(repo: dl.Repository) -> None:
+    with pytest.raises(ConfigError, match=r"names \['n'\], which holds single values"):
+        next(iter(repo.dataset("a").pipeline().batch(2, collate=dl.pad_collate(
+            pad_value={"n": -1}))))

@@ -135,6 +135,11 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         if isinstance(self.pad_value, dict) and (odd := set(self.pad_value) - set(rows[0])):
             raise ConfigError(f"pad_collate(pad_value=...) names {sorted(odd)}, not columns "
                               f"of the batch (its columns: {', '.join(map(str, rows[0]))})")
+        if isinstance(self.pad_value, dict) and (scalar := sorted(
+                c for c in self.pad_value if c in rows[0] and c not in names
+                and rows[0][c] is not None and not _is_sequence(rows[0][c]))):
+            raise ConfigError(f"pad_collate(pad_value=...) names {scalar}, which holds single "
+                              "values, not sequences: nothing of it is padded")
         if isinstance(self.pad_value, dict) and self.columns is not None and (
                 left := set(self.pad_value) - set(self.columns)):
             raise ConfigError(f"pad_collate(pad_value=...) names {sorted(left)}, which "
