@@ -123,16 +123,14 @@ def test_links_in_a_folder_of_archives(tmp_path: Path, run: RunFn) -> None:
 def test_a_hard_link_to_a_symbolic_link_in_a_tar_is_a_symbolic_link(tmp_path: Path,
                                                                    run: RunFn) -> None:
     raw = io.BytesIO()
-    with tarfile.open(fileobj=raw, mode="w") as t:
-        data = tarfile.TarInfo("a.jpg")
-        data.size = 4
-        t.addfile(data, io.BytesIO(b"AAAA"))
-        sym = tarfile.TarInfo("l.jpg")
-        sym.type, sym.linkname = tarfile.SYMTYPE, "a.jpg"
-        t.addfile(sym)
-        hard = tarfile.TarInfo("l2.jpg")
-        hard.type, hard.linkname = tarfile.LNKTYPE, "l.jpg"
-        t.addfile(hard)
+    with tarfile.open(fileobj=raw, mode="w") as t:  # as GNU tar stores a folder holding
+        for name, kind, target in (("a.jpg", tarfile.REGTYPE, ""),  # a hard link to a
+                                   ("l.jpg", tarfile.SYMTYPE, "a.jpg"),  # symbolic link
+                                   ("l2.jpg", tarfile.LNKTYPE, "l.jpg")):
+            entry = tarfile.TarInfo(name)
+            entry.type, entry.linkname = kind, target
+            entry.size = 4 if kind == tarfile.REGTYPE else 0
+            t.addfile(entry, io.BytesIO(b"AAAA") if kind == tarfile.REGTYPE else None)
     (tmp_path / "hs.tar").write_bytes(raw.getvalue())
     err = run("commit", "hs", "--from", str(tmp_path / "hs.tar")).err
     assert "skipped 2 symbolic links, not followed (l.jpg, l2.jpg)" in err
