@@ -17,14 +17,16 @@ SCRIPT = textwrap.dedent("""
     repo.commit("t", [(f"k{i:03d}", {"tokens": [i] * (i % 4 + 1)}) for i in range(300)],
                 schema=pa.schema([("tokens", pa.list_(pa.int32()))]), shard_size="2KiB",
                 progress=False)
-    it = iter(repo.dataset("t").shuffle(seed=0).batch(4, collate=dl.pad_collate()))
-    next(it)  # left open, mid-epoch
+    held = []
 
-    def check():  # atexit runs after threading's exit hooks, before finalization
+    def check():  # registered first, so run last (atexit is last in, first out)
         names = sorted(t.name for t in threading.enumerate() if t.name.startswith("dload"))
-        print("closed" if it._closed else "open", names, flush=True)
+        print("closed" if held[0]._closed else "open", names, flush=True)
 
     atexit.register(check)
+    it = iter(repo.dataset("t").shuffle(seed=0).batch(4, collate=dl.pad_collate()))
+    next(it)  # left open, mid-epoch
+    held.append(it)
 """)
 
 

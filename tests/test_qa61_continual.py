@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import dload_arrow as dl
@@ -131,3 +132,31 @@ def test_a_bucket_window_with_a_bad_item_stays_to_read(repo: dl.Repository) -> N
     with pytest.raises(SchemaError, match="which has no length"):  # read again, not lost
         next(it)
     assert len(got) == 4 and state["cursor"] is not None
+
+
+def test_a_statefuldataloader_state_at_an_epoch_end_loads_after_an_append(
+        repo: dl.Repository) -> None:
+    sdl = pytest.importorskip("torchdata.stateful_dataloader")
+    from dload_arrow.torch import as_iterable_dataset
+
+    loader = sdl.StatefulDataLoader(as_iterable_dataset(repo.dataset("d").pipeline()),
+                                    batch_size=None, num_workers=2)
+    assert len(list(loader)) == 400
+    state = loader.state_dict()
+    repo.append("d", _rows(400, 450), progress=False)
+    again = as_iterable_dataset(repo.dataset("d").pipeline())
+    again.load_state_dict(state, strict=False)  # the epoch is over: the next reads 450
+    assert len(list(sdl.StatefulDataLoader(again, batch_size=None, num_workers=2))) == 450
+
+
+def test_pad_collate_as_a_collate_fn_keeps_frames_float32_and_refuses_other_devices() -> None:
+    import torch
+
+    rows = [{"f": [torch.ones(3, dtype=torch.float32)] * (i + 1)} for i in range(2)]
+    out = dl.pad_collate()(rows)
+    assert out["f"].dtype == torch.float32 and out["f"].shape == (2, 2, 3)
+    mixed = dl.pad_collate()([{"t": np.asarray([1, 2], np.int32)},
+                              {"t": torch.tensor([3], dtype=torch.int32)}])
+    assert isinstance(mixed["t"], torch.Tensor)
+    with pytest.raises(ConfigError, match="a tensor on meta; collate on the CPU"):
+        dl.pad_collate()([{"t": torch.ones(2, device="meta")}])

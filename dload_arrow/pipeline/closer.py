@@ -59,8 +59,8 @@ def ensure_running() -> None:
         _CLOSER[:] = [os.getpid(), q, thread]
         if _HOOKED[0] != os.getpid():
             _HOOKED[0] = os.getpid()
-            with suppress(RuntimeError):  # (the interpreter is already shutting down)
-                getattr(threading, "_register_atexit", atexit.register)(_at_exit)
+            atexit.register(_at_exit)  # (after Python joined the script's own threads,
+            # which may still be reading: QA review61d)
 
 
 def track(iteration: Any) -> None:
@@ -73,8 +73,9 @@ def track(iteration: Any) -> None:
 # unwinding through Arrow's C++ (a Parquet reader released on this closing thread, or in a
 # read-ahead thread) is std::terminate: "terminate called without an active exception",
 # exit 134, after a script that left a loop or a DataLoader iterator open (CPython issue
-# 87135). So before the interpreter finalizes, the open iterations are closed (their threads
-# joined) and this thread ends, each within a few seconds.
+# 87135). So before the interpreter finalizes (an atexit hook: the script's own threads have
+# ended by then), the open iterations are closed (their threads joined) and this thread ends,
+# each step waiting at most a few seconds.
 _OPEN: weakref.WeakSet[Any] = weakref.WeakSet()
 _HOOKED = [0]
 _STOP = object()

@@ -203,13 +203,26 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
 
 
 def _torch_rows(rows: list[Any]) -> list[dict[str, Any]] | None:
-    """The rows with their CPU tensors as numpy arrays when they hold any (pad_collate as a
-    torch DataLoader's collate_fn: the batch is then tensors too), else None."""
+    """The rows with their tensors (lists of tensors too: rows of frames) as numpy arrays
+    when they hold any (pad_collate as a torch DataLoader's collate_fn: the batch is then
+    tensors too), else None. A tensor off the CPU is refused: collate there, then move."""
     torch = sys.modules.get("torch")
-    if torch is None or not any(isinstance(v, torch.Tensor) for v in rows[0].values()):
+    if torch is None or not any(isinstance(v, torch.Tensor) or (
+            isinstance(v, list | tuple) and v and isinstance(v[0], torch.Tensor))
+            for x in rows for v in x.values()):
         return None
-    return [{k: v.numpy() if isinstance(v, torch.Tensor) and v.device.type == "cpu" else v
-             for k, v in x.items()} for x in rows]
+
+    def arr(v: Any) -> Any:
+        if isinstance(v, list | tuple) and v and isinstance(v[0], torch.Tensor):
+            return [arr(t) for t in v]
+        if not isinstance(v, torch.Tensor):
+            return v
+        if v.device.type != "cpu":
+            raise ConfigError(f"pad_collate: a tensor on {v.device}; collate on the CPU and "
+                              "move the batch after (dload_arrow.torch.to_device)")
+        return v.detach().numpy()
+
+    return [{k: arr(v) for k, v in x.items()} for x in rows]
 
 
 def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) -> bool:

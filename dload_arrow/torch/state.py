@@ -186,7 +186,8 @@ def from_state(
     ``consumer`` is the worker state itself when it is one. A state that names another
     pipeline than ``fingerprint`` is refused (ConfigError; ``pipe``'s sources named).
     """
-    if pipe is not None:  # another dataset version: refused, strict=False or not
+    finished = isinstance(state, dict) and bool(state.get(_FINISHED))  # (an epoch's end)
+    if pipe is not None and not finished:  # another dataset version: refused, strict or not
         for saved in _dataset_states(state):
             check_sources(pipe, saved)
     try:
