@@ -158,5 +158,29 @@ def test_pad_collate_as_a_collate_fn_keeps_frames_float32_and_refuses_other_devi
     mixed = dl.pad_collate()([{"t": np.asarray([1, 2], np.int32)},
                               {"t": torch.tensor([3], dtype=torch.int32)}])
     assert isinstance(mixed["t"], torch.Tensor)
-    with pytest.raises(ConfigError, match="a tensor on meta; collate on the CPU"):
+    with pytest.raises(ConfigError, match=r"holds a torch\.float32 tensor on meta; collate"):
         dl.pad_collate()([{"t": torch.ones(2, device="meta")}])
+    bf16 = [{"t": torch.ones(2, dtype=torch.bfloat16)}, {"t": torch.ones(1, dtype=torch.bfloat16)}]
+    with pytest.raises(ConfigError, match=r"column 't' holds a torch\.bfloat16 tensor"):
+        dl.pad_collate()(bf16)
+    ragged = dl.pad_collate()([{"f": [torch.ones(2), torch.ones(2)]}, {"f": [torch.ones(3)]}])
+    assert all(isinstance(t, torch.Tensor) for row in ragged["f"] for t in row)  # lists kept
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_loader_state_older_than_its_workers_snapshots_is_still_checked(
+        repo: dl.Repository, workers: int) -> None:
+    sdl = pytest.importorskip("torchdata.stateful_dataloader")
+    from dload_arrow.torch import as_iterable_dataset
+
+    loader = sdl.StatefulDataLoader(as_iterable_dataset(repo.dataset("d").shuffle(seed=0)),
+                                    batch_size=None, num_workers=workers,
+                                    snapshot_every_n_steps=1000)  # no worker snapshot yet
+    for i, _ in enumerate(loader):
+        if i == 49:
+            break
+    state = json.loads(json.dumps(loader.state_dict()))
+    repo.append("d", _rows(400, 450), progress=False)
+    with pytest.raises(ConfigError, match="saved while reading"):
+        as_iterable_dataset(repo.dataset("d").shuffle(seed=0)).load_state_dict(state,
+                                                                              strict=False)

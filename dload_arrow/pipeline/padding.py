@@ -8,7 +8,6 @@ float32), else the rows' own arrays' type; the pad never widens it and must fit 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +18,7 @@ from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.batching import default_collate
 from dload_arrow.pipeline.collate_checks import check_same_columns
+from dload_arrow.pipeline.pad_torch import as_tensors, torch_rows
 from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
 __all__ = ["pad_collate"]
@@ -126,7 +126,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         if not rows or not all(isinstance(x, Mapping) for x in rows):
             return default_collate(items, schema)
         check_same_columns(rows, "pad_collate")
-        tensors = _torch_rows(rows)  # a torch DataLoader's collate_fn: tensors in and out
+        tensors = torch_rows(rows)  # a torch DataLoader's collate_fn: tensors in and out
         if tensors is not None:
             items = rows = tensors
         out = default_collate(items, schema)
@@ -161,8 +161,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         if tensors is not None:
             import torch
 
-            return {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
-                    for k, v in out.items()}
+            return {k: as_tensors(v, torch) for k, v in out.items()}
         return out
 
     def _pad(self, name: str, cells: list[Any],
@@ -200,29 +199,6 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                     mask[i, :n[i]] &= ~hole[:n[i]]
             got[f"{name}_mask"] = mask
         return got
-
-
-def _torch_rows(rows: list[Any]) -> list[dict[str, Any]] | None:
-    """The rows with their tensors (lists of tensors too: rows of frames) as numpy arrays
-    when they hold any (pad_collate as a torch DataLoader's collate_fn: the batch is then
-    tensors too), else None. A tensor off the CPU is refused: collate there, then move."""
-    torch = sys.modules.get("torch")
-    if torch is None or not any(isinstance(v, torch.Tensor) or (
-            isinstance(v, list | tuple) and v and isinstance(v[0], torch.Tensor))
-            for x in rows for v in x.values()):
-        return None
-
-    def arr(v: Any) -> Any:
-        if isinstance(v, list | tuple) and v and isinstance(v[0], torch.Tensor):
-            return [arr(t) for t in v]
-        if not isinstance(v, torch.Tensor):
-            return v
-        if v.device.type != "cpu":
-            raise ConfigError(f"pad_collate: a tensor on {v.device}; collate on the CPU and "
-                              "move the batch after (dload_arrow.torch.to_device)")
-        return v.detach().numpy()
-
-    return [{k: arr(v) for k, v in x.items()} for x in rows]
 
 
 def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) -> bool:

@@ -36,12 +36,14 @@ def with_sources(state: dict[str, Any], pipe: Any) -> dict[str, Any]:
     return {**state, SOURCES: versions} if versions else state
 
 
-def check_sources(pipe: Any, state: Any) -> None:
+def check_sources(pipe: Any, state: Any, at_start_ok: bool = True) -> None:
     """ConfigError when ``state`` was saved on other dataset versions than ``pipe`` reads
     (whatever ``strict``): the rest of that epoch would repeat rows and miss others. A state
-    at an epoch's start (saved at the end of the one before) resumes nothing: let through."""
+    at an epoch's start (saved at the end of the one before) resumes nothing: let through,
+    unless ``at_start_ok`` is False (a worker's snapshot inside a loader's state, which may
+    be older than the items the loader counted since: QA review61e)."""
     saved = state.get(SOURCES) if isinstance(state, dict) else None
-    if not isinstance(saved, list) or not saved or _at_epoch_start(state):
+    if not isinstance(saved, list) or not saved or (at_start_ok and _at_epoch_start(state)):
         return  # (a state saved before versions were recorded: the fingerprint decides)
     now = source_versions(pipe)
     if sorted(map(str, saved)) == sorted(now):

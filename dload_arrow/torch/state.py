@@ -188,8 +188,12 @@ def from_state(
     """
     finished = isinstance(state, dict) and bool(state.get(_FINISHED))  # (an epoch's end)
     if pipe is not None and not finished:  # another dataset version: refused, strict or not
+        loader = isinstance(state, dict) and (_SNAPSHOT in state or _NUM_YIELDED in state)
+        snap = state.get(_SNAPSHOT) if isinstance(state, dict) else None
+        fresh = not loader or not (state.get(_NUM_YIELDED) or state.get(_STEPS_SINCE_SNAPSHOT)
+                                   or (snap or {}).get(_SNAPSHOT_STEP))  # (snapshots lag)
         for saved in _dataset_states(state):
-            check_sources(pipe, saved)
+            check_sources(pipe, saved, at_start_ok=fresh)
     try:
         return _from_state(state, fingerprint)
     except ConfigError as e:
