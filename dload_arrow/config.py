@@ -35,7 +35,7 @@ from dload_arrow.config_values import (
     local_form,
     warn_unknown_env,
 )
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, surrogate_at
 
 __all__ = ["KEYS", "Settings", "anchored", "check_edges", "config_file", "find_up",
            "progress_bar", "progress_wanted", "resolve_settings", "said", "user_config_path"]
@@ -149,7 +149,7 @@ def check_edges(key: str, value: Any, source: str) -> None:
     """Refuse a path setting that begins or ends with a blank (``DLOAD_ROOT=" /data/x"``, a
     copy-paste slip): relative, it would make a folder named ``" "`` in the working
     directory and commit there."""
-    if key == "root" and isinstance(value, str) and not _utf8(value):
+    if key == "root" and isinstance(value, str) and surrogate_at(value) is not None:
         raise ConfigError(  # (QA errors61: an internal error in every command)
             f"{key} {value!r} (from {said(key, source)}) is not UTF-8 (a folder named in "
             "another encoding, e.g. Latin-1 'donn\\xe9es'): rename the folder to a UTF-8 name")
@@ -159,14 +159,6 @@ def check_edges(key: str, value: Any, source: str) -> None:
             f"{key} {value!r} (from {said(key, source)}) begins or ends with a blank, which "
             "would become part of a folder name (a relative path: ' /data/x' is a folder "
             "named ' ' in the working directory); remove the blank")
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def said(key: str, source: str) -> str:

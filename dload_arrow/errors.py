@@ -34,6 +34,7 @@ __all__ = [
     "is_user_error",
     "mark_user_error",
     "shown",
+    "surrogate_at",
     "user_stacklevel",
 ]
 
@@ -92,6 +93,16 @@ class SqlError(DloadError, ValueError):
 
 class PredicateError(DloadError, ValueError):
     """A where() filter does not parse or does not fit the dataset's columns."""
+
+
+def surrogate_at(text: str) -> int | None:
+    """Where ``text`` holds its first lone surrogate (a byte in another encoding decoded with
+    errors='surrogateescape', which UTF-8 cannot store), else None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start
+    return None
 
 
 def shown(value: object, limit: int = 60) -> str:

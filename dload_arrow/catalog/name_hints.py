@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from dload_arrow.errors import SqlError, form_hint, shown
+from dload_arrow.errors import SqlError, form_hint, shown, surrogate_at
 
 __all__ = ["KEYWORDS", "check_utf8", "column_hint", "field_hint", "like_hint",
            "literal_compare_hint", "needs_quotes", "quote_hint", "sql_literal"]
@@ -163,9 +163,7 @@ def column_hint(name: str, names: list[str], text: str = "") -> str:
 def check_utf8(query: str) -> None:
     """Refuse a query holding a lone surrogate (a byte in another encoding read from argv):
     DuckDB's parser fails on it with a TypeError that reads as a bug (QA errors61)."""
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise SqlError(f"the query is not UTF-8 text: it holds {query[e.start]!r} at "
-                       f"{shown(query[max(0, e.start - 20):e.start + 20])} (a byte in "
-                       "another encoding); write it in UTF-8") from None
+    if (at := surrogate_at(query)) is not None:
+        raise SqlError(f"the query is not UTF-8 text: it holds {query[at]!r} at "
+                       f"{shown(query[max(0, at - 20):at + 20])} (a byte in another "
+                       "encoding); write it in UTF-8")

@@ -112,16 +112,12 @@ def describe(pipe: Pipeline) -> str:
 def sources_hint(pipe: Any) -> str:
     """For a refused state: the dataset versions this pipeline reads, and how to read the
     ones a run used (a commit or append since the checkpoint moved latest: QA user58)."""
+    from dload_arrow.pipeline.state_sources import source_versions
+
     found: dict[str, str] = {}
-
-    def walk(p: Any) -> None:
-        if getattr(p, "op", None) == "dataset":
-            params = p._params()
-            found.setdefault(str(params["dataset"]), str(params["version"])[:12])
-        for c in getattr(p, "_children", ()):
-            walk(c)
-
-    walk(pipe)
+    for source in source_versions(pipe):
+        name, version = source.rsplit("@", 1)
+        found.setdefault(name, version[:12])
     if not found:
         return ""
     reads = ", ".join(f"{n}@{v}" for n, v in list(found.items())[:_SHOWN])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dload_arrow.errors import ConfigError, DloadError, shown
+from dload_arrow.errors import ConfigError, DloadError, shown, surrogate_at
 from dload_arrow.store.names import check_digest, check_name
 
 __all__ = ["check_meta", "check_parents"]
@@ -79,12 +79,3 @@ def check_parents(parents: Any) -> None:
             raise ConfigError(
                 f"parents= entry {shown(p)}: each needs 'name' (the parent's dataset) and "
                 f"'version' (its full 64-hex version id): {e}; {example}") from None
-
-
-def surrogate_at(text: str) -> int | None:
-    """Where ``text`` holds its first lone surrogate (which UTF-8 cannot store), else None."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as e:
-        return e.start
-    return None

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.errors import SchemaError, shown
+from dload_arrow.errors import SchemaError, shown, surrogate_at
 from dload_arrow.store.cast_check import extra_field_check
 
 __all__ = ["encodes", "holds_set", "int_overflow_error", "key_of", "refuse_extra_fields",
@@ -109,11 +109,7 @@ def not_unicode(what: str, text: str) -> SchemaError:
 
 
 def encodes(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
+    return surrogate_at(text) is None
 
 
 def _ints(value: Any) -> Iterator[int]:
