@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 import os
+import warnings
 
 import torch
 import torch.distributed
@@ -124,6 +125,7 @@ class Ranks:
         self._open = (rank is None and not _group() and env_int("RANK") is None
                       and env_int("WORLD_SIZE") is None)
         self._asked = world_size
+        self._counted: int | None = None  # a len() given while still open
 
     def get(self) -> tuple[int, int]:
         """``(rank, world_size)`` now: the process group's once one exists, if still open
@@ -131,7 +133,26 @@ class Ranks:
         if self._open and _group():
             self.rank, self.world_size = resolve_rank(None, self._asked)
             self._open = False
+            if self._counted is not None and self.world_size > 1:
+                _warn_counted(self._counted, self.rank, self.world_size)
         return self.rank, self.world_size
+
+    def counted(self, length: int) -> int:
+        """Note a ``len()`` answered before any rank was known (QA elastic61: a scheduler
+        sized from it, before ``init_process_group``, ran ``world_size`` times too long):
+        warned once the group gives this process its rank."""
+        if self._open and self._counted is None:
+            self._counted = length
+        return length
+
+
+def _warn_counted(length: int, rank: int, world_size: int) -> None:
+    warnings.warn(
+        f"len() of this dataset was {length:,} before torch.distributed.init_process_group "
+        f"(one process, the whole epoch); it is now rank {rank} of {world_size}, each rank "
+        f"reading about 1/{world_size} of it: ask len() again after init_process_group "
+        f"(a step count or scheduler sized from {length:,} is {world_size}x too long)",
+        stacklevel=4)
 
 
 def _group() -> bool:
