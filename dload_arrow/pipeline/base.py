@@ -152,7 +152,7 @@ class Pipeline(Lengths, SequenceOps):
         if not isinstance(state, dict) or EPOCH not in state or CURSOR not in state:
             raise ConfigError(f"not a pipeline state: {str(state)[:80]!r}; pass what "
                               "state_dict() returned")
-        check_sources(self, state)  # another version: refused, strict=False or not
+        check_sources(self, state, strict=strict)  # another version: refused, strict or not
         fp = state.get(FINGERPRINT)
         if strict and fp is not None and fp != self._short_fp():
             from dload_arrow.pipeline.fingerprint import state_mismatch

@@ -81,6 +81,7 @@ class _PackNode(Node):
         self.head = 0  # tokens of entries[0] already in rows
         self.drop = 0  # tokens of the next item to leave out (a resume mid-document)
         self.done = False  # the input ended and the remainder went out
+        self._last: np.dtype | None = None  # the type of the last document's tokens
 
     def prefer_items(self) -> None:
         self.cursor.child.prefer_items()  # (rows are read as items here)
@@ -118,17 +119,34 @@ class _PackNode(Node):
             before, chunk = got
             items = chunk_items(chunk)
             try:
-                ids = [self._ids(x) for x in items]
+                ids = self._typed([self._ids(x) for x in items])
             except Exception:
                 self.cursor.untake(len(items))  # read again next: the state stays before
                 raise
             self._add(before, ids)
 
-    def _ids(self, item: Any) -> np.ndarray:
+    def _ids(self, item: Any) -> np.ndarray | None:
         ids = _ids(item, self.spec.column, self.spec.dtype)  # (stored type: uint64 exact)
-        if self.spec.separator is not None:
-            ids = np.append(ids, np.asarray(self.spec.separator, ids.dtype))
-        return ids
+        sep = self.spec.separator
+        if sep is None:
+            return ids
+        if not ids.size and self.spec.dtype is None:
+            return None  # an empty document after a map: typed as its neighbours (_typed)
+        dtype = ids.dtype if _holds(ids.dtype, sep) else np.result_type(
+            ids.dtype, np.min_scalar_type(sep))  # (byte tokens, 256 after them: uint16)
+        if dtype.kind not in "iu":
+            raise SchemaError(f"pack(separator={sep}): column {self.spec.column!r} holds "
+                              f"{ids.dtype} token ids, and no integer type holds both them and "
+                              "the separator; give a separator within their range")
+        self._last = dtype
+        return np.append(ids.astype(dtype, copy=False), np.asarray(sep, dtype))
+
+    def _typed(self, docs: list[np.ndarray | None]) -> list[np.ndarray]:
+        """The documents, an empty one's separator in the type of the tokens around it (QA
+        pack62: one empty document, read as int64, made every row of its chunk int64)."""
+        sep = self.spec.separator
+        dtype = self._last or np.min_scalar_type(sep or 0)
+        return [np.asarray([sep], dtype) if d is None else d for d in docs]
 
     def _add(self, before: State, docs: list[np.ndarray]) -> None:
         """Carry the documents' tokens (the first one's, after a resume, from ``drop``)."""
@@ -203,7 +221,12 @@ def _ids(item: Any, column: str, dtype: np.dtype | None = None) -> np.ndarray:
         key = item.get("__key__")
         raise SchemaError(f"pack: column {column!r} of row {key!r} holds {shown(value)}, not a "
                           "list of token ids (ints)")
-    return ids if ids.size else ids.astype(np.int64)
+    return ids if ids.size or dtype is not None else ids.astype(np.int64)
+
+
+def _holds(dtype: np.dtype, value: int) -> bool:
+    info = np.iinfo(dtype)
+    return info.min <= value <= info.max
 
 
 def _joined(parts: list[np.ndarray], column: str) -> np.ndarray:

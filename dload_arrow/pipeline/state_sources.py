@@ -5,6 +5,7 @@ that moved ``latest`` (QA continual61: 52 rows twice and 35 never, silently)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from dload_arrow.errors import ConfigError
@@ -36,14 +37,21 @@ def with_sources(state: dict[str, Any], pipe: Any) -> dict[str, Any]:
     return {**state, SOURCES: versions} if versions else state
 
 
-def check_sources(pipe: Any, state: Any, at_start_ok: bool = True) -> None:
+def check_sources(pipe: Any, state: Any, at_start_ok: bool = True,
+                  strict: bool = True) -> None:
     """ConfigError when ``state`` was saved on other dataset versions than ``pipe`` reads
     (whatever ``strict``): the rest of that epoch would repeat rows and miss others. A state
     at an epoch's start (saved at the end of the one before) resumes nothing: let through,
     unless ``at_start_ok`` is False (a worker's snapshot inside a loader's state, which may
-    be older than the items the loader counted since: QA review61e)."""
+    be older than the items the loader counted since: QA review61e). A state that records no
+    versions (an older dload_arrow's) of another pipeline, loaded with ``strict=False``, is
+    warned about: an append since cannot be told from a fixed function (QA pack62)."""
     saved = state.get(SOURCES) if isinstance(state, dict) else None
-    if not isinstance(saved, list) or not saved or (at_start_ok and _at_epoch_start(state)):
+    if at_start_ok and isinstance(state, dict) and _at_epoch_start(state):
+        return
+    if not isinstance(saved, list) or not saved:
+        if not strict and isinstance(state, dict):
+            _warn_unversioned(pipe, state)
         return  # (a state saved before versions were recorded: the fingerprint decides)
     now = source_versions(pipe)
     if sorted(map(str, saved)) == sorted(now):
@@ -67,6 +75,22 @@ def check_sources(pipe: Any, state: Any, at_start_ok: bool = True) -> None:
         f"that epoch on the version it began with, repo.dataset({name!r}, {vid!r}) (pin it "
         f"before training: `dload pin {name}@{vid}`), or start a new epoch on the new version "
         "without the state")
+
+
+def _warn_unversioned(pipe: Any, state: dict[str, Any]) -> None:
+    from dload_arrow.pipeline.iterator import FINGERPRINT
+
+    now = source_versions(pipe)
+    fp = state.get(FINGERPRINT)
+    if not now or fp is None or fp == pipe.fingerprint()[:16]:
+        return
+    warnings.warn(
+        "load_state_dict(strict=False): this state records no dataset versions (it was saved "
+        f"by an older dload_arrow) and another pipeline's fingerprint; this pipeline reads "
+        f"{', '.join(now)}. If a commit or append moved latest since the checkpoint, the rest "
+        "of the epoch repeats some rows and misses others: resume on the version the "
+        "checkpoint read (repo.dataset(name, version)), or start a new epoch without the "
+        "state", stacklevel=4)
 
 
 def _at_epoch_start(state: dict[str, Any]) -> bool:
