@@ -6,7 +6,7 @@ The routed combinators (mix, choice, select) live in :mod:`dload_arrow.pipeline.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -26,9 +26,20 @@ from dload_arrow.pipeline.node import (
     stop_error,
 )
 
-__all__ = ["ConcatPipe", "ZipPipe", "concat", "zip_with"]
+__all__ = ["ConcatPipe", "Input", "Opens", "ZipPipe", "concat", "zip_with"]
 
 INDEX = "index"
+
+
+class Opens(Protocol):
+    """A Dataset or a ``where()`` view: what opens its own pipeline, taken by the
+    combinators beside pipelines (as ``x.pipeline()``)."""
+
+    def pipeline(self) -> Pipeline: ...
+
+
+Input = Pipeline | Opens
+"""What ``concat``, ``zip_with``, ``mix``, ``choice`` and ``select`` combine."""
 
 
 # Steps whose items are their input's kind (rows stay rows, batches stay batches); a map's
@@ -84,12 +95,12 @@ def _check_pipes(pipes: Sequence[Any], what: str) -> list[Pipeline]:
     return pipes
 
 
-def concat(pipes: Sequence[Pipeline]) -> Pipeline:
+def concat(pipes: Sequence[Input]) -> Pipeline:
     """The items of each pipeline in turn."""
     return ConcatPipe(*_check_pipes(pipes, "concat"))
 
 
-def zip_with(pipes: Sequence[Pipeline], fn: Callable[..., Any] | None = None) -> Pipeline:
+def zip_with(pipes: Sequence[Input], fn: Callable[..., Any] | None = None) -> Pipeline:
     """Items side by side: ``fn(a, b, ...)`` (a tuple when ``fn`` is None); ends with the
     shortest input."""
     pipes = _check_pipes(pipes, "zip_with")

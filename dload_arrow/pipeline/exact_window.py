@@ -28,7 +28,8 @@ MAX_GIVEN_WINDOW = 100_000_000
 _WHOLE_UP_TO = 1000  # the default looks this far for a window that makes every count whole
 
 
-def exact_window(w: np.ndarray, weights: Sequence[float] | None, window: int | None) -> int:
+def exact_window(w: np.ndarray, weights: Sequence[float] | np.ndarray | None,
+                 window: int | None) -> int:
     """The window for normalized weights ``w`` (``weights`` as given, for messages): the
     caller's ``window`` once checked, else the default.
 
@@ -90,7 +91,7 @@ def _rarest(w: np.ndarray, inputs: list[int]) -> int:
     return min(inputs, key=lambda i: float(w[i]))
 
 
-def _input(i: int, w: np.ndarray, weights: Sequence[float] | None) -> str:
+def _input(i: int, w: np.ndarray, weights: Sequence[float] | np.ndarray | None) -> str:
     """``input 0 (weight 1, 0.000333 of the total)``: the weight as given and its share."""
     share = float(w[i])
     given = None if weights is None else float(list(weights)[i])

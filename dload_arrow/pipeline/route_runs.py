@@ -24,7 +24,7 @@ from dload_arrow.pipeline.unit_rows import UnitRows
 __all__ = ["interleave", "normalized", "run_length", "slot_sources"]
 
 
-def normalized(weights: Sequence[float] | None, n: int) -> np.ndarray:
+def normalized(weights: Sequence[float] | np.ndarray | None, n: int) -> np.ndarray:
     """``weights`` (default equal) as probabilities; ValueError unless n valid ones."""
     if isinstance(weights, Mapping):  # list() of a dict is its keys
         raise ConfigError(f"weights {weights!r} must be a sequence of {n} numbers in the order "

@@ -26,7 +26,7 @@ import pyarrow as pa
 from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.base import Pipeline
-from dload_arrow.pipeline.combine import _check_pipes
+from dload_arrow.pipeline.combine import Input, _check_pipes
 from dload_arrow.pipeline.common_schema import cast_to, common_schema
 from dload_arrow.pipeline.exact_window import exact_window
 from dload_arrow.pipeline.integers import integer
@@ -41,8 +41,8 @@ STOPS = ("first", "all")
 
 
 def mix(
-    pipes: Sequence[Pipeline],
-    weights: Sequence[float] | None = None,
+    pipes: Sequence[Input],
+    weights: Sequence[float] | np.ndarray | None = None,
     seed: int = 0,
     *,
     stop: str = "first",
@@ -84,17 +84,25 @@ def mix(
     return RouterPipe(pipes, "mix", seed=seed, weights=w, stop=stop, window=win)
 
 
-def choice(pipes: Sequence[Pipeline], p: Sequence[float] | Pipeline, seed: int = 0, *,
-           stop: str = "first") -> Pipeline:
-    """Each item from input ``i`` with probability ``p[i]``; ``p`` may itself be a pipeline
-    yielding one probability vector per item (a schedule that changes over iteration)."""
+def choice(pipes: Sequence[Input], p: Sequence[float] | np.ndarray | Pipeline, seed: int = 0,
+           *, stop: str = "first") -> Pipeline:
+    """Each item from input ``i`` with probability ``p[i]``.
+
+    Args:
+        pipes: pipelines, Datasets or ``where()`` views.
+        p: one probability per input (normalized), or a pipeline yielding one such vector
+            per item (a schedule that changes over iteration: a curriculum).
+        seed: the draws are a pure function of ``(seed, epoch, item)``.
+        stop: ``"first"`` ends at the first draw of an exhausted input; ``"all"`` drops
+            exhausted inputs (their share goes to the others) and ends when all are.
+    """
     pipes = _check_pipes(pipes, "choice")
     if isinstance(p, Pipeline):
         return RouterPipe(pipes, "choice", seed=seed, stop=stop, control=p)
     return RouterPipe(pipes, "choice", seed=seed, weights=normalized(p, len(pipes)), stop=stop)
 
 
-def select(index: Pipeline, pipes: Sequence[Pipeline], *, stop: str = "first") -> Pipeline:
+def select(index: Pipeline, pipes: Sequence[Input], *, stop: str = "first") -> Pipeline:
     """Item ``k`` is the next item of ``pipes[i_k]``, ``i_k`` the ``k``-th item of ``index``.
 
     Ends when ``index`` ends; when the selected input is exhausted, ``stop="first"`` ends

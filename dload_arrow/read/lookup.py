@@ -162,8 +162,8 @@ class RandomAccess:
 
     # --- reading ----------------------------------------------------------------------------
 
-    def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None,
-             warn: bool = False) -> pa.Table:
+    def take(self, items: Sequence[int | str] | np.ndarray,
+             columns: Sequence[str] | None = None, warn: bool = False) -> pa.Table:
         """Rows by position (ints, negative allowed) or by key (strs), in the order given
         (``warn``: a user's take(), told once that ints are positions where keys are
         numbers)."""

@@ -189,7 +189,8 @@ class Dataset(VersionFields, PipelineShortcuts):
                 raise MissingKeyError(f"{e}{GET_DEFAULT_HINT}") from None
             return default
 
-    def take(self, items: Sequence[int | str], columns: Sequence[str] | None = None) -> pa.Table:
+    def take(self, items: Sequence[int | str] | np.ndarray,
+             columns: Sequence[str] | None = None) -> pa.Table:
         """Rows by position (ints) or key (strs), in the order given, as a pyarrow Table."""
         return self._random_access.take(items, columns, warn=True)
 

@@ -14,21 +14,18 @@ from dload_arrow.args import check_bool, check_path
 from dload_arrow.config import Settings, resolve_settings, said
 from dload_arrow.errors import InvalidNameError, NotFoundError, StorageError
 from dload_arrow.read.context import ReadContext
-from dload_arrow.read.random_access import stored_keys
 from dload_arrow.repository.dataset import Dataset
 from dload_arrow.repository.gc import GcReport, collect_garbage
 from dload_arrow.repository.lock import is_pinned, stale_pin
 from dload_arrow.repository.missing import published_names
 from dload_arrow.repository.versions import VersionInfo, VersionsMixin
+from dload_arrow.repository.writes import WritesMixin
 from dload_arrow.sizes import parse_duration
 from dload_arrow.storage import Storage, open_storage, redact_url, warn_unused_endpoint
-from dload_arrow.store.commit import Version, commit_samples
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
-from dload_arrow.store.names import check_name
 from dload_arrow.store.refs import read_ref
 from dload_arrow.store.removals import removal_path
-from dload_arrow.store.shard import DEFAULT_ROW_GROUP_SIZE, DEFAULT_SHARD_SIZE
 
 if TYPE_CHECKING:
     from dload_arrow.catalog import Catalog, Lineage
@@ -37,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Repository", "VersionInfo"]
 
 
-class Repository(VersionsMixin):
+class Repository(WritesMixin, VersionsMixin):
     """All datasets under one root (a local directory by default, or an S3 bucket)."""
 
     def __init__(self, storage: Storage, settings: Settings) -> None:
@@ -103,90 +100,6 @@ class Repository(VersionsMixin):
         return ReadContext(self.storage, self.settings.cache_dir, self.settings.cache_budget,
                            cache_dir_source=self.settings.sources.get("cache_dir"))
 
-    def commit(
-        self,
-        name: str,
-        samples: Any,
-        *,
-        key: str | None = None,
-        meta: dict[str, Any] | None = None,
-        recipe: str | None = None,
-        shard_size: int | str = DEFAULT_SHARD_SIZE,
-        row_group_size: int | str = DEFAULT_ROW_GROUP_SIZE,
-        schema: pa.Schema | None = None,
-        progress: bool | None = None,
-        parents: list[dict[str, Any]] | None = None,
-        if_latest: str | None = None,
-    ) -> Version:
-        """Commit ``samples`` as the new ``latest`` version of ``name`` (its rows only: an
-        append published meanwhile is left out of ``latest``, warned; ``if_latest`` guards).
-
-        Args:
-            name: dataset name (letters, digits, ``._-``).
-            samples: sample dicts (as ``ds.samples()`` yields them), ``(key, {column:
-                value})`` pairs or a ``{key: {column: value}}`` dict, a pyarrow Table or
-                RecordBatchReader, or a polars/pandas DataFrame.
-            key: the key column of a table or of sample dicts (default ``__key__``; where
-                there is none, keys are generated row numbers).
-            meta: JSON-serialisable user metadata stored in the manifest.
-            recipe: the script that produced the data, stored verbatim, never executed.
-            shard_size: target shard size, bytes or text such as "64MiB" (default 128 MiB).
-            row_group_size: target row-group size, likewise (default 2 MiB).
-            schema: the sample schema; inferred from the first batch when omitted.
-            progress: show a progress bar (default: on a terminal or in a notebook only).
-            parents: lineage records (``{"name", "version", ...}``) of the inputs.
-            if_latest: publish only while ``latest`` is this version (id, prefix or tag),
-                else ConflictError, nothing published: for samples read from it (compaction).
-
-        Returns:
-            The :class:`Version` with its id and upload counts.
-        """
-        check_name(name)
-        latest, listed = self._listed_shards(name)
-        return commit_samples(
-            self.storage, name, samples, key=key, meta=meta, recipe=recipe, schema=schema,
-            shard_size=shard_size, row_group_size=row_group_size, progress=progress,
-            parents=parents, protected=listed, protected_by=latest,
-            if_latest=self._guard_commit(name, if_latest, latest, parents))
-
-    def append(
-        self,
-        name: str,
-        samples: Any,
-        *,
-        key: str | None = None,
-        meta: dict[str, Any] | None = None,
-        recipe: str | None = None,
-        shard_size: int | str | None = None,
-        row_group_size: int | str | None = None,
-        progress: bool | None = None,
-    ) -> Version:
-        """A new version of ``name``: the latest version's shards plus ``samples``.
-
-        Appends may run at once from several processes: each is published on top of whatever
-        ``latest`` is when it finishes (its shards uploaded once), none is lost.
-        """
-        parent = self.manifest(name, "latest")  # not a pin: an append extends latest
-        settings = parent.info.get("settings", {})
-
-        def rebase() -> Manifest:
-            return self.manifest(name, "latest")
-
-        def read_keys(m: Manifest, shards: Sequence[int]) -> pa.Array:
-            return stored_keys(self.storage, m, shards)
-
-        return commit_samples(
-            self.storage, name, samples, key=key,
-            meta=meta, recipe=recipe,  # None: the meta / recipe of the version built on
-            # None (not 0 or ""): the parent's sizes; any given value is checked like commit's
-            shard_size=settings.get("shard_size", DEFAULT_SHARD_SIZE) if shard_size is None
-            else shard_size,
-            row_group_size=settings.get("row_group_size", DEFAULT_ROW_GROUP_SIZE)
-            if row_group_size is None else row_group_size,
-            parent=parent, read_keys=read_keys, progress=progress, rebase=rebase,
-            protected=frozenset(parent.digests()), protected_by=parent.version,
-        )
-
     # --- listing and resolving ---------------------------------------------------------------
 
     def datasets(self) -> list[str]:
@@ -227,14 +140,7 @@ class Repository(VersionsMixin):
         """A version of ``name``: explicit id or prefix or tag, else dload.lock, else latest."""
         return Dataset(self, self.manifest(name, version))
 
-    # --- derive, gc (versions, refs, pins: versions.py; removal: remove.py) ---------------
-
-    def derive(self, name: str, pipe: Any, **kwargs: Any) -> Version:
-        """Run a finite deterministic pipeline once and commit it as ``name`` (memoized by the
-        pipeline's fingerprint under ``derived/``; see :mod:`dload_arrow.repository.derive`)."""
-        from dload_arrow.repository.derive import derive
-
-        return derive(self, name, pipe, **kwargs)
+    # --- gc (commit, append, derive: writes.py; versions, refs, pins: versions.py) --------
 
     def gc(self, grace: str | float | timedelta = "1h", dry_run: bool = False) -> GcReport:
         """Delete shards no manifest references that are older than ``grace`` (default 1h)."""

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from dload_arrow.pipeline.base import Pipeline
+    from dload_arrow.pipeline.dataset import DatasetPipe
 
 __all__ = ["PipelineShortcuts"]
 
@@ -15,7 +16,8 @@ __all__ = ["PipelineShortcuts"]
 class PipelineShortcuts:
     """Pipelines that start from this dataset version (or view)."""
 
-    def pipeline(self, columns: Sequence[str] | None = None, *, views: bool = False) -> Pipeline:
+    def pipeline(self, columns: Sequence[str] | None = None, *, views: bool = False
+                 ) -> DatasetPipe:
         """This version (or view) as a lazy, resumable pipeline, rows in storage order.
 
         ``views=True``: binary and string columns come out as ``binary_view`` and
@@ -29,11 +31,12 @@ class PipelineShortcuts:
     def shuffle(
         self, buffer: int | str | None = None, seed: int = 0, *, full: bool = False,
         views: bool = False,
-    ) -> Pipeline:
+    ) -> DatasetPipe:
         """A shuffled pipeline: windowed (``buffer`` rows or bytes like ``"256MB"``; shard
         and row-group order permuted, rows permuted within windows) or ``full=True`` (uniform;
         the whole view must fit the cache budget). ``views``: as in :meth:`pipeline`."""
-        return self.pipeline(views=views).shuffle(buffer, seed, full=full)
+        # (a fresh dataset pipeline's own shuffle: a DatasetPipe, order_array() and all)
+        return cast("DatasetPipe", self.pipeline(views=views).shuffle(buffer, seed, full=full))
 
     def map(self, fn: Callable[[Any], Any]) -> Pipeline:
         """``self.pipeline().map(fn)``: ``fn`` gets each row as a dict."""

@@ -19,6 +19,7 @@ import torch
 import torch.utils.data
 
 from dload_arrow.errors import ConfigError
+from dload_arrow.pipeline.check import CheckReport
 from dload_arrow.pipeline.guarded import Guarded
 from dload_arrow.pipeline.node import check_count
 from dload_arrow.pipeline.state_sources import with_sources
@@ -161,7 +162,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._device = None
         self._set_plan(plan)
 
-    def check(self, num_workers: int = 0) -> Any:
+    def check(self, num_workers: int = 0) -> CheckReport | None:
         """The pipeline's feasibility report for this machine's readers, with no I/O.
 
         Readers: ``num_workers`` (at least one) per rank, times ``LOCAL_WORLD_SIZE`` ranks on
