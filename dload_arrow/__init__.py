@@ -43,6 +43,9 @@ if TYPE_CHECKING:
     from dload_arrow.repository import Dataset, GcReport, Repository, VersionDiff, VersionInfo
     from dload_arrow.store.commit import Version
 
+    # the subpackages, served on first access (``dl.torch.as_iterable_dataset``), to mypy too
+    from . import catalog, config, ingest, pipeline, read, repository, stats, torch  # noqa: F401
+
 # Loaded on first use (PEP 562): pyarrow, numpy and the rest take 0.5 s to import, which a
 # ``dload --help`` or an ``import dload_arrow`` for the error classes need not pay.
 _LAZY = {
@@ -69,8 +72,12 @@ if not TYPE_CHECKING:  # to a type checker the names are the imports above: a ty
         return value
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+_SUBPACKAGES = ("catalog", "config", "errors", "ingest", "pipeline", "read", "repository",
+                "stats", "torch")
+
+
+def __dir__() -> list[str]:  # tab completion: the API, not typing or import helpers
+    return sorted({*__all__, *_SUBPACKAGES, *(n for n in globals() if n.startswith("__"))})
 
 
 __version__ = "0.1.0"

@@ -145,8 +145,7 @@ def find_up(filename: str, start: Path | None = None) -> Path | None:
     is read only when the search starts there), so a stray ``dload.toml`` or ``dload.lock`` in
     ``/tmp`` or ``$HOME`` cannot leak into a project.
 
-    A file in a ceiling the search stopped below is warned of once (it was read before 5 Dec
-    2026; QA compat56).
+    A file in a ceiling the search stopped below is warned of once (earlier versions read it).
 
     Raises:
         ConfigError: ``filename`` is there but is no file (a directory, a dangling link):

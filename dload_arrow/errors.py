@@ -29,14 +29,7 @@ __all__ = [
     "SqlError",
     "StorageError",
     "UnsafePathError",
-    "column_list",
-    "form_hint",
-    "is_user_error",
-    "mark_user_error",
-    "shown",
-    "surrogate_at",
-    "user_stacklevel",
-]
+]  # (the exception classes; the message helpers below are the package's own)
 
 
 class DloadError(Exception):
@@ -112,9 +105,9 @@ def shown(value: object, limit: int = 60) -> str:
 
 
 def column_list(names: Sequence[str], missing: str | None = None, limit: int = 20) -> str:
-    """``names`` for a message, the first ``limit`` and a count of the rest (QA notebook61: a
-    1,500-column table's 21 KB error), after the names closest to ``missing`` (another case,
-    a typo): ``"did you mean 'feature_0001'? columns: __key__, a, ... (1,480 more)"``."""
+    """``names`` for a message, the first ``limit`` and a count of the rest (a 1,500-column
+    table's error stays short), after the names closest to ``missing`` (another case, a
+    typo): ``"did you mean 'feature_0001'? columns: __key__, a, ... (1,480 more)"``."""
     import difflib
 
     near: list[str] = []

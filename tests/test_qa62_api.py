@@ -79,3 +79,32 @@ def test_numpy_indices_and_weights_are_taken(tmp_path: Path) -> None:
     assert ds.take(np.arange(3))["x"].to_pylist() == [0, 1, 2]
     mixed = dl.mix([ds, repo.dataset("d").shuffle(seed=1)], np.array([0.5, 0.5]), seed=0)
     assert len(list(mixed.take(6))) == 6
+
+
+def test_sizes_share_names_and_return_types_are_exported(tmp_path: Path) -> None:
+    import dload_arrow.errors
+    import dload_arrow.repository as rp
+    from dload_arrow.read.pull import CacheStatus, PullReport
+    from dload_arrow.store.ref_log import LogEntry
+
+    repo = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    v = repo.commit("d", [(f"k{i}", {"x": i}) for i in range(5)], progress=False)
+    ds = repo.dataset("d")
+    assert (v.num_bytes, v.num_shards) == (v.bytes_total, v.shards_total) == (
+        ds.num_bytes, ds.num_shards) == (repo.versions("d")[0].num_bytes, 1)
+    assert (rp.CacheStatus, rp.PullReport, rp.LogEntry) == (CacheStatus, PullReport, LogEntry)
+    assert all(n[0].isupper() for n in dload_arrow.errors.__all__)  # the classes only
+    shown = dir(dl)
+    assert {"torch", "stats", "Repository", "mix"} <= set(shown)
+    assert not {"Any", "TYPE_CHECKING", "importlib", "annotations"} & set(shown)
+
+
+def test_an_iteration_says_what_it_iterates(tmp_path: Path) -> None:
+    repo = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    repo.commit("d", [(f"k{i}", {"x": i}) for i in range(5)], progress=False)
+    pipe = repo.dataset("d").shuffle(seed=1)
+    it = iter(pipe)
+    assert repr(it) == f"<iteration of epoch 0 over {pipe!r}>"
+    next(it)
+    pipe.load_state_dict(it.state_dict())
+    assert repr(iter(pipe)).startswith("<iteration of epoch 0, resumed from a state over ")

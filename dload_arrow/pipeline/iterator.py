@@ -58,6 +58,7 @@ class PipelineIterator(Iterator[Any]):
         self._items: list[Any] = []
         self._k = 0
         self._base: State | None = None
+        self._resumed = cursor is not None
         self._finished = False
         self._closed = False
         closer.track(self)  # closed at exit if still open (closer.py)
@@ -66,6 +67,10 @@ class PipelineIterator(Iterator[Any]):
         self._interrupted: State | None = None  # the cursor to go on from after a Ctrl-C
         self._resume: State | None = None  # the cursor before the chunk being read
         self._busy = False  # a thread is in _pull
+
+    def __repr__(self) -> str:
+        start = ", resumed from a state" if self._resumed else ""
+        return f"<iteration of epoch {self.epoch}{start} over {self.pipe!r}>"
 
     def _make_nodes(self) -> None:
         with sharing_budget(sources_at_once(self.pipe)):  # the sources' windows split it

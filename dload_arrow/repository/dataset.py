@@ -81,6 +81,11 @@ class Dataset(VersionFields, PipelineShortcuts):
         """Bytes of all shards in the root."""
         return self.manifest.num_bytes
 
+    @property
+    def num_shards(self) -> int:
+        """Shards of this version (a view's too: the version's)."""
+        return len(self.manifest.shards)
+
     def __len__(self) -> int:
         return self.num_rows
 

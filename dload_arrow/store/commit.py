@@ -16,14 +16,13 @@ import warnings
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from dload_arrow.config import progress_wanted
 from dload_arrow.errors import ConfigError, SchemaError, user_stacklevel
-from dload_arrow.sizes import format_bytes, parse_size, plural
+from dload_arrow.sizes import parse_size
 from dload_arrow.storage import Storage
 from dload_arrow.store.key_index import KeyReader
 from dload_arrow.store.manifest import Manifest, check_meta
@@ -45,6 +44,7 @@ from dload_arrow.store.shard import (
     ShardData,
     write_shards,
 )
+from dload_arrow.store.version import Version
 from dload_arrow.type_walk import leaf_count
 from dload_arrow.waits import future_result
 
@@ -52,34 +52,6 @@ __all__ = ["Version", "commit_samples", "store_manifest"]
 
 _UPLOAD_THREADS = 8
 _IN_FLIGHT = 4
-
-
-@dataclass(frozen=True)
-class Version:
-    """A committed version: its id, size, and what the commit had to upload.
-
-    ``bytes_uploaded`` counts shards, the key index and the manifest; the manifest's own
-    share is ``manifest_bytes_uploaded`` (0 when a version of that id was stored already).
-    """
-
-    name: str
-    version: str
-    num_rows: int
-    shards_total: int
-    shards_uploaded: int
-    bytes_total: int
-    bytes_uploaded: int
-    seconds: float
-    manifest: Manifest = field(repr=False)
-    manifest_bytes_uploaded: int = 0
-
-    def __repr__(self) -> str:
-        rows = f"{self.num_rows:,} row{'' if self.num_rows == 1 else 's'}"
-        return (f"Version({self.name!r}, {self.version[:12]}, {rows} in "
-                f"{plural(self.shards_total, 'shard')} of {format_bytes(self.bytes_total)}; "
-                f"uploaded {plural(self.shards_uploaded, 'shard')}, "
-                f"{format_bytes(self.bytes_uploaded)} in all, "
-                f"in {self.seconds:.2f} s)")
 
 
 class _Progress:
