@@ -68,6 +68,8 @@ def _user_error(e: BaseException, message: str) -> int:
 
 # Words tried for ingestion, where click would suggest a look-alike ('ingest' -> 'init').
 _INGEST_WORDS = ("ingest", "import", "add", "load", "upload")
+# Words for showing a dataset, where click suggests nothing (QA vision62: `dload show`).
+_SHOW_WORDS = ("show", "describe", "cat", "view", "inspect")
 
 
 class _Group(click.Group):
@@ -78,6 +80,10 @@ class _Group(click.Group):
             raise click.UsageError(
                 f"No such command {args[0]!r}. To ingest a folder, an archive or a table: "
                 "dload commit NAME --from PATH", ctx)
+        if args and args[0] in _SHOW_WORDS and args[0] not in self.commands:
+            raise click.UsageError(
+                f"No such command {args[0]!r}. To see a dataset: dload info NAME (versions, "
+                "columns, sizes), dload head NAME (its first rows)", ctx)
         return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -87,6 +93,19 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except BrokenPipeError as e:
             raise _StdoutClosed() from e
+
+
+def _glob_hint(e: click.UsageError) -> str:
+    """For an extra argument that is a file beside ``--from`` (``--from part-*.tar`` unquoted:
+    the shell gave every match, click took the first), how to pass them all."""
+    extra = getattr(e, "message", "").partition("unexpected extra argument")[2]
+    name = extra.strip(" s()").split(" ")[0] if extra else ""
+    takes = e.ctx is not None and any("--from" in getattr(p, "opts", ())
+                                      for p in e.ctx.command.params)
+    if not name or not takes or not os.path.exists(name):
+        return ""
+    return (f"; {name!r} is a file: a pattern after --from is expanded by the shell unless "
+            "quoted (--from 'part-*.tar'), or repeat --from for each file")
 
 
 def _silence_stdout() -> None:
@@ -174,7 +193,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except click.ClickException as e:
         hint = ""
         if isinstance(e, click.UsageError) and e.ctx is not None:
-            hint = f" (see `{e.ctx.command_path} --help`)"
+            hint = _glob_hint(e) or f" (see `{e.ctx.command_path} --help`)"
         return _user_error(e, f"{_one_line(e.format_message())}{hint}")
     except KeyboardInterrupt:
         click.echo("dload: interrupted", err=True)

@@ -16,6 +16,7 @@ from dload_arrow.cli.output import (
     root_options,
 )
 from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, StorageError
+from dload_arrow.sizes import plural
 from dload_arrow.store.names import shard_path
 
 __all__ = ["COMMANDS", "verify"]
@@ -113,7 +114,7 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
     out = {"name": name, "version": m.version, "checked": len(objects), "bad": bad,
            "ok": not bad}
     def text() -> None:
-        click.echo(f"{name}@{m.version[:12]}: {len(objects)} objects checked, "
+        click.echo(f"{name}@{m.version[:12]}: {plural(len(objects), 'object')} checked, "
                    + ("all ok" if not bad else f"{len(bad)} BAD")
                    + (f", {len(corrupt) - len(refused)} corrupt deleted" if delete_bad and corrupt
                       else ""))

@@ -16,6 +16,7 @@ The rules (also in docs/DESIGN.md, "Ingestion and the CLI"):
 
 from __future__ import annotations
 
+import glob
 import io
 import json
 import re
@@ -142,10 +143,12 @@ def _decode_label(column: str, data: bytes, where: str) -> int:
     """A ``.cls``/``.idx``/``.index``/``.label`` file as an int64: plain digits with an optional
     sign and surrounding whitespace (not ``int()``'s ``1_000``, which no other reader takes)."""
     ext = column.rsplit(".", 1)[-1]
+    name = where.rsplit(": ", 1)[-1].rsplit("/", 1)[-1]  # (QA vision62: '*.cls' dropped all)
     fix = (
-        f"labels are stored as int64; rename the file's extension (e.g. .{ext} -> .txt or "
-        f".bin) to store it as text or bytes, or leave such files out with --exclude "
-        f"'*.{ext}' (exclude= in Python)"
+        f"labels are stored as int64; fix the file, or rename its extension (e.g. .{ext} -> "
+        f".txt or .bin) to store it as text or bytes, or leave it out with --exclude "
+        f"{shlex.quote(glob.escape(name))} (exclude= in Python; --exclude '*.{ext}' would "
+        "drop every label)"
     )
     text = data.strip()
     if _LABEL.fullmatch(text) is None:

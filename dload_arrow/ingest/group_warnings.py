@@ -14,8 +14,8 @@ from dload_arrow.errors import user_stacklevel
 from dload_arrow.read.memory import MEMORY_LIMIT_ENV, available_memory
 from dload_arrow.sizes import format_bytes
 
-__all__ = ["COMMIT_MEMORY_FACTOR", "LargeSampleWarning", "warn_dotted_keys", "warn_large_sample",
-           "warn_lone_samples", "warn_unicode_twins"]
+__all__ = ["COMMIT_MEMORY_FACTOR", "LargeSampleWarning", "warn_case_twins", "warn_dotted_keys",
+           "warn_large_sample", "warn_lone_samples", "warn_unicode_twins"]
 
 #: Peak memory of a commit per byte of its largest sample: the value's Arrow copy, Parquet's
 #: encoded page and its zstd output (a value is never split across pages) and the shard
@@ -47,6 +47,28 @@ def warn_unicode_twins(groups: dict[str, dict[str, Any]], where: str) -> None:
             "key is typed; if they are meant to be one, give their names one form (in a folder: "
             "`convmv -r -f utf8 -t utf8 --nfc --notest DIR`)",
             stacklevel=user_stacklevel())
+
+
+def warn_case_twins(groups: dict[str, dict[str, Any]], where: str) -> None:
+    """Warn of keys that differ only in case whose samples hold different columns
+    (``IMG_0001.JPG`` beside ``img_0001.cls``, QA vision62): extensions are matched in any
+    case, keys are not, so an image and its label became two half-empty samples."""
+    seen: dict[str, str] = {}
+    twins = []
+    for key in groups:
+        other = seen.setdefault(key.casefold(), key)
+        if other != key and not set(groups[other]) & set(groups[key]):
+            twins.append((other, key))
+    if not twins:
+        return
+    a, b = twins[0]
+    more = f" (and {len(twins) - 1} more pairs)" if len(twins) > 1 else ""
+    warnings.warn(
+        f"{where}: keys {a!a} (columns {sorted(groups[a])}) and {b!a} (columns "
+        f"{sorted(groups[b])}) differ only in case{more}: keys are case-sensitive (extensions "
+        "are not), so they are two samples, each lacking the other's columns; if their files "
+        "belong to one sample, give them names that differ only in the extension",
+        stacklevel=user_stacklevel())
 
 
 def warn_large_sample(groups: dict[str, dict[str, Any]], where: str) -> None:
@@ -98,6 +120,7 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
         return
     key, files = lone[0]
     name = next(iter(files.values())).name
+    top = max(counts, key=lambda c: counts[c])  # the files' most common column (jpg)
     more = f" (and {len(lone) - 1} more like it)" if len(lone) > 1 else ""
     warnings.warn(
         f"{where}: {name!a} shares no column with the other {len(groups) - len(lone)} samples: "
@@ -105,7 +128,9 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
         f"{sorted(files)} empty in the other rows. A table of labels is not joined onto "
         f"the files: leave it out (--exclude {name!a}; exclude=[...] in Python), commit it "
         "as a table (`dload commit NAME --from FILE --key-column COLUMN`), and join the two "
-        "in SQL; or give each file its label beside it (x.jpg with x.cls)",
+        f"in SQL (a file's key is its name without the extension: on t.__key__ = "
+        f"f.__key__ || '.{top}' when the table names files); or give each file its label "
+        "beside it (x.jpg with x.cls)",
         stacklevel=user_stacklevel())
 
 

@@ -27,6 +27,7 @@ from dload_arrow.ingest.globs import exact_path
 from dload_arrow.ingest.group_warnings import (
     COMMIT_MEMORY_FACTOR,
     LargeSampleWarning,
+    warn_case_twins,
     warn_dotted_keys,
     warn_large_sample,
     warn_lone_samples,
@@ -232,6 +233,7 @@ def group_entries(
             )
         sample[column] = entry
     warn_unicode_twins(groups, where)
+    warn_case_twins(groups, where)
     warn_large_sample(groups, where)
     warn_lone_samples(groups, where)
     warn_dotted_keys(groups, split, where)

@@ -8,6 +8,7 @@ that cursor, so a checkpoint between batches restores exactly. ``shard``/``skip`
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -18,7 +19,7 @@ from dload_arrow.args import MAX_COUNT, check_bool
 from dload_arrow.errors import ConfigError, shown
 from dload_arrow.pipeline.base import Pipeline
 from dload_arrow.pipeline.chunks import Chunk, chunk_items, chunk_len, column_values, concat_chunks
-from dload_arrow.pipeline.collate_checks import check_one_kind, check_same_columns
+from dload_arrow.pipeline.collate_checks import check_one_kind, check_same_columns, warn_ragged
 from dload_arrow.pipeline.common_schema import refuse_unlike_columns
 from dload_arrow.pipeline.integers import integer
 from dload_arrow.pipeline.node import CURSOR, ItemCursor, Node, State, stop_error
@@ -32,8 +33,8 @@ def default_collate(items: Chunk, schema: pa.Schema | None = None) -> Any:
 
     A RecordBatch collates column by column without leaving Arrow until the numpy step; a
     list of dicts is stacked key by key (numbers in their column's type when ``schema``, the
-    rows' schema, gives one); any other list stays a list. Torch tensors are the torch
-    adapter's job (``dload_arrow.torch``).
+    rows' schema, gives one); torch tensors of one shape (a decode map's) stack into one
+    tensor; any other list stays a list (arrays of several shapes: warned once per column).
     """
     if isinstance(items, pa.RecordBatch):
         return {f.name: column_values(items, i) for i, f in enumerate(items.schema)}
@@ -54,10 +55,17 @@ def _numpy_dtype(typ: pa.DataType | None) -> np.dtype | None:
 
 def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "") -> Any:
     first = values[0]
-    if isinstance(first, np.ndarray) and all(
-        isinstance(v, np.ndarray) and v.shape == first.shape for v in values
-    ):
-        return np.stack(values)
+    if isinstance(first, np.ndarray) and all(isinstance(v, np.ndarray) for v in values):
+        if all(v.shape == first.shape for v in values):
+            return np.stack(values)
+        warn_ragged(name, values)
+        return values
+    if type(first).__module__ == "torch" and (torch := sys.modules.get("torch")) is not None \
+            and all(isinstance(v, torch.Tensor) for v in values):  # a decode map's tensors
+        if all(v.shape == first.shape and v.dtype == first.dtype for v in values):
+            return torch.stack(values)  # (as torch's own collate does)
+        warn_ragged(name, values)
+        return values
     if isinstance(first, (bool, int, float, np.number, np.bool_)) and all(
         isinstance(v, (bool, int, float, np.number, np.bool_)) for v in values
     ):

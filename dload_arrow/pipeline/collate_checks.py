@@ -3,15 +3,18 @@ value (booleans, numbers, text, bytes) in each column."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from dload_arrow.errors import SchemaError, shown
+from dload_arrow.errors import SchemaError, shown, user_stacklevel
 from dload_arrow.pipeline.common_schema import same_columns_fix
 
-__all__ = ["check_one_kind", "check_same_columns"]
+__all__ = ["check_one_kind", "check_same_columns", "warn_ragged"]
+
+_WARNED: set[str] = set()  # columns warned of as ragged, once per process
 
 
 def check_same_columns(items: Sequence[Mapping[str, Any]], by: str | None = None) -> None:
@@ -60,3 +63,25 @@ def check_one_kind(name: str, values: Sequence[Any]) -> None:
                 f"({shown(values[j])}) and {type(v).__name__} in item {i} ({shown(v)}); a "
                 "batch's column needs one kind of value: map() the inputs of a mix/concat/"
                 "choice to one type (int(...) or str(...)), or pass collate=")
+
+
+def warn_ragged(name: str, values: Sequence[Any]) -> None:
+    """Warn, once per column, that a batch keeps arrays (or tensors) of several shapes as a
+    list (QA vision62: one grayscale image among RGB ones made its batch alone a list, and
+    the model failed at a random step; torch's collate raises there)."""
+    if name in _WARNED:
+        return
+    _WARNED.add(name)
+    first = values[0]
+    i, odd = next((i, v) for i, v in enumerate(values) if _form(v) != _form(first))
+    warnings.warn(
+        f"batch(): column {name!r} holds arrays of different shapes in one batch "
+        f"({_form(first)} at item 0, {_form(odd)} at item {i}), so that batch gives it as a "
+        "list of arrays while batches of one shape give one array; make the shapes equal in "
+        "the map (resize, crop), or pad variable lengths: batch(n, collate=dl.pad_collate()) "
+        "(warned once per column)", stacklevel=user_stacklevel())
+
+
+def _form(v: Any) -> str:
+    shape = tuple(getattr(v, "shape", ()))
+    return f"{shape} {v.dtype}" if shape != () or hasattr(v, "dtype") else repr(v)

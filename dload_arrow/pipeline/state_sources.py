@@ -70,7 +70,8 @@ def check_sources(pipe: Any, state: Any, at_start_ok: bool = True,
     vid = gone[0].rsplit("@", 1)[1]
     raise ConfigError(
         f"this state was saved while reading {', '.join(old)} and this pipeline reads "
-        f"{', '.join(new)} (a commit or append moved latest since the checkpoint): resuming "
+        f"{', '.join(new)} (a commit or append moved latest since the checkpoint, or a "
+        "dload.lock pin or a version given picks another one): resuming "
         "would repeat some rows of the epoch and miss others, strict=False or not; finish "
         f"that epoch on the version it began with, repo.dataset({name!r}, {vid!r}) (pin it "
         f"before training: `dload pin {name}@{vid}`), or start a new epoch on the new version "

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, form_hint, shown, user_stacklevel
 from dload_arrow.store import tensor_layout
+from dload_arrow.store.append_hints import extra_hint, in_torch
 from dload_arrow.store.cast_check import changed_row
 from dload_arrow.store.lossless import finer_hint, leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
@@ -33,37 +34,6 @@ def _textual(t: pa.DataType) -> bool:
     return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
             or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
             or pa.types.is_string_view(t) or pa.types.is_binary_view(t))
-
-
-def _split_hint(extra: list[str], names: set[str]) -> str:
-    """How the files were split when the dataset's columns are those of the other ``split``:
-    ``x.seg.png`` is column ``seg.png`` with ``--split first`` and ``png`` without. Excluding
-    the files instead would leave the stored column null in every new row."""
-    dotted = sorted(n for n in names if "." in n)
-    fits = [n for n in dotted if any(n.endswith("." + c) for c in extra)]
-    if fits:
-        return (f"its columns {fits} were read with --split first (split='first' in Python: "
-                "the extension starts at the first dot, x.seg.png -> 'seg.png'): append with "
-                "--split first; otherwise ")
-    if not dotted and all("." in c and c.rsplit(".", 1)[1] in names for c in extra):
-        return ("its columns were read with the extension after the last dot (x.seg.png -> "
-                "'png'): append without --split first (split='last' in Python); otherwise ")
-    return ""
-
-
-def _extra_hint(extra: list[str], files: bool, keyed: bool, names: set[str]) -> str:
-    if files:
-        globs = " ".join(f"--exclude '*.{c}'" for c in extra)
-        return f"{_split_hint(extra, names)}leave those files out ({globs})"
-    drop = "drop those columns from the table"
-    if len(extra) == 1 and not keyed:
-        # The usual cause: the dataset was committed with --key-column, which moves that
-        # column into __key__, and this append forgot it (its rows would get row numbers).
-        c = extra[0]
-        return (f"if {c!r} holds the keys (a commit with --key-column {c} stores them in "
-                f"__key__, not as a column), append with --key-column {c} (key={c!r} in "
-                f"Python); otherwise drop it from the table")
-    return drop
 
 
 def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None, *,
@@ -93,11 +63,12 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
             "numbered after the stored rows)"
         )
     extra = [n for n in new.names if n != keycol and n not in names]
+    missing = sorted(names - set(new.names))
     if extra:
         raise SchemaError(
             f"{where} has column(s) {extra} that {dataset!r} does not have (its columns: "
             f"{sorted(names)}{form_hint(extra[0], names)}); append adds rows, not columns: "
-            f"{_extra_hint(extra, files, keycol is not None, names)}, "
+            f"{extra_hint(extra, files, keycol is not None, names, missing)}, "
             "or commit a new version with every column"
         )
     for f in columns:
@@ -114,11 +85,6 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
                 "needs the same shape"
             )
     missing = [f.name for f in columns if f.name not in new.names]
-    if missing:  # documented (null there), yet a tensor column turns into lists in torch
-        warnings.warn(
-            f"{where} lacks column(s) {missing} of {dataset!r}: the appended rows store null "
-            "there (torch then gives such a column as a list, not a tensor, in a batch holding "
-            "them); add the column(s) to the input to store values", stacklevel=user_stacklevel())
     fields = [new.field(keycol)] if keycol else []
     fields += [f.with_nullable(True) if f.name in missing else f for f in columns]
     schema = pa.schema(fields)
@@ -138,8 +104,14 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
                            "from the CLI, commit the files with values first), then append")
                 raise SchemaError(f"{where}: column {e.name!r} is {e.got}, and {dataset!r} "
                                   f"stores {e.want}; {why}") from e
+        if missing:  # once every row was read (QA vision62: not before a refusal)
+            warnings.warn(
+                f"{where} lacks column(s) {missing} of {dataset!r}: the appended rows store "
+                f"null there{in_torch(stored, missing)}; add the column(s) to the input to "
+                "store values", stacklevel=user_stacklevel())
 
     return pa.RecordBatchReader.from_batches(schema, batches())
+
 
 
 def _int_to_decimal(col: pa.Array, want: pa.DataType) -> pa.Array | None:
@@ -282,6 +254,5 @@ def warn_valueless(batches: Iterator[pa.RecordBatch], dataset: str
     if empty:
         warnings.warn(
             f"the appended samples have no value in column(s) {empty} of {dataset!r}: they "
-            "store null there (torch then gives such a column as a list, not a tensor, in a "
-            "batch holding them); give the samples those columns to store values",
-            stacklevel=user_stacklevel())
+            f"store null there{in_torch(b.schema, empty)}; give the samples those columns "
+            "to store values", stacklevel=user_stacklevel())
