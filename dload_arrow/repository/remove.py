@@ -128,8 +128,9 @@ class RemoveMixin(TagsMixin):
             self.storage.put_if_absent(manifest_path(name, vid), data)
             raise ConflictError(
                 f"rm of {name!r} version {vid[:12]}: a commit published it again while rm ran "
-                f"(or another rm stepped latest back to it: {', '.join(back)} point at it), "
-                "so it stays; rm again to remove it")
+                f"(or another rm stepped latest back to it: {', '.join(back)} "
+                f"point{'s' if len(back) == 1 else ''} at it), so it stays; rm again to remove "
+                "it")
         return [vid]
 
     def _rm_all(self, name: str, ids: list[str], refs: list[str]) -> list[str]:
@@ -142,9 +143,10 @@ class RemoveMixin(TagsMixin):
         # recorded as removed (QA readonly55: `log` showed the live latest as removed)
         for ref in refs:
             delete_ref(self.storage, name, ref, moved_ok=True)  # moved meanwhile: gone too
-        keep_for_readers(self.storage, stored.values(), set())  # readers get gc's grace
         for vid, m in stored.items():  # lineage through them stays (store/removals.py)
-            record_removal(self.storage, name, vid, m)
+            record_removal(self.storage, name, vid, m)  # (at once: an rm cut off from here
+            # on is told as half done, not as a commit that never published: QA concurrency62)
+        keep_for_readers(self.storage, stored.values(), set())  # readers get gc's grace
         kept_dirs = (f"datasets/{name}/log/", f"datasets/{name}/{REMOVED}/")
         manifests = f"datasets/{name}/manifests/"
         for obj in self.storage.list(f"datasets/{name}/"):

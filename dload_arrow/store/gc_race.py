@@ -48,9 +48,12 @@ def unstore(storage: Storage, manifest: Manifest, mine: bool) -> None:
             storage.put_if_absent(path, manifest.to_bytes())
 
 
-def check_stored(storage: Storage, up: Uploaded, manifest: Manifest) -> None:
+def check_stored(storage: Storage, up: Uploaded, manifest: Manifest,
+                 verb: str = "commit") -> None:
     """Every shard of the new version must still exist before the ref moves: a gc may have
-    deleted a reused one, or (grace shorter than this commit took) an uploaded one."""
+    deleted a reused one, or (grace shorter than this commit took) an uploaded one. ``verb``
+    names the action to run again (an append's rows must not be committed alone: QA
+    concurrency62)."""
     new = {s.digest for s in up.shards} | set(up.reused)
     # the last key index part is the one this commit wrote (the others are its parent's)
     new.update(p["digest"] for p in manifest.key_index_parts[-1:])
@@ -61,9 +64,9 @@ def check_stored(storage: Storage, up: Uploaded, manifest: Manifest) -> None:
     if missing:
         reused = sum(d in up.reused for d in missing)
         raise ConflictError(
-            f"commit to {up.name!r}: {len(missing)} shard(s) of the new version (first "
+            f"{verb} to {up.name!r}: {len(missing)} shard(s) of the new version (first "
             f"{missing[0][:12]}; {reused} reused, {len(missing) - reused} uploaded by it) were "
             "deleted while it ran, by a gc running at the same time (one whose grace period "
-            "was shorter than this commit took); nothing was published (the ref did not move). "
-            "Commit again: the missing shards will be uploaded"
+            f"was shorter than this {verb} took); nothing was published (the ref did not move). "
+            f"{verb.capitalize()} again: the missing shards will be uploaded"
         )
