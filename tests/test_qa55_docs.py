@@ -78,7 +78,7 @@ def test_derive_lists_what_it_takes_in_one_form(repo: Repository) -> None:
         repo.derive("b", repo.dataset("a").pipeline(), forse=True)  # type: ignore[call-arg]
     assert str(e.value) == (
         "derive('b') got unexpected keyword argument(s) forse; it takes meta, recipe, "
-        "progress, force, row_group_size, schema, shard_size")
+        "progress, force, shard_size, row_group_size, schema")
 
 
 def test_log_keeps_two_spaces_after_every_action(repo: Repository, local_root: str) -> None:

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import pyarrow as pa
 
@@ -18,6 +20,27 @@ if TYPE_CHECKING:
     from dload_arrow.store.manifest import Manifest
 
 __all__ = ["WritesMixin"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _options_named(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` refusing an unknown keyword argument with the options it takes (Python's own
+    TypeError names one, and this mixin's name, not Repository's)."""
+    params = inspect.signature(fn).parameters
+    takes = ", ".join(n for n, p in params.items() if p.kind is p.KEYWORD_ONLY)
+
+    @functools.wraps(fn)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        unknown = sorted(set(kwargs) - set(params))
+        if unknown:
+            name = args[1] if len(args) > 1 else kwargs.get("name", "")
+            raise TypeError(f"{fn.__name__}({name!r}) got unexpected keyword argument(s) "
+                            f"{', '.join(unknown)}; it takes {takes}")
+        return fn(*args, **kwargs)
+
+    return call
 
 
 class WritesMixin:
@@ -34,6 +57,7 @@ class WritesMixin:
         def _guard_commit(self, name: str, if_latest: str | None, latest: str | None,
                           parents: list[dict[str, Any]] | None) -> str | None: ...
 
+    @_options_named
     def commit(
         self,
         name: str,
@@ -80,6 +104,7 @@ class WritesMixin:
             parents=parents, protected=listed, protected_by=latest,
             if_latest=self._guard_commit(name, if_latest, latest, parents))
 
+    @_options_named
     def append(
         self,
         name: str,
@@ -137,6 +162,7 @@ class WritesMixin:
             protected=frozenset(parent.digests()), protected_by=parent.version,
         )
 
+    @_options_named
     def derive(
         self,
         name: str,
