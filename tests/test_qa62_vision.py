@@ -119,3 +119,34 @@ def test_cli_slips_get_a_pointer(tmp_path: Path, run: RunFn,
     (tmp_path / "a" / "x.jpg").write_bytes(b"\xff\xd8")
     run("commit", "one", "--from", str(tmp_path / "a"))
     assert ": 1 object checked, all ok" in run("verify", "one").out
+
+
+def test_a_metadata_file_lacking_every_shared_column_is_warned(
+        tmp_path: Path, run: RunFn) -> None:
+    d = tmp_path / "imgs"
+    d.mkdir()
+    for i in range(12):
+        (d / f"img_{i:02d}.jpg").write_bytes(b"\xff\xd8")
+        (d / f"img_{i:02d}.cls").write_text(str(i % 3))
+        (d / f"img_{i:02d}.json").write_text('{"caption": "c"}')
+    (d / "dataset_info.json").write_text('{"classes": 3}')
+    err = run("commit", "photos", "--from", str(d)).err
+    assert ("'dataset_info.json' lacks the column(s) ['cls', 'jpg'] the other 12 samples have: "
+            "it is committed as a sample of its own, key 'dataset_info'") in err
+    (d / "dataset_info.json").unlink()
+    (d / "img_00.json").unlink()  # a sample without its caption: no stray file
+    assert "lacks the column" not in run("commit", "photos2", "--from", str(d)).err
+
+
+def test_one_field_under_two_extensions_is_warned(tmp_path: Path, run: RunFn) -> None:
+    d = tmp_path / "imgs"
+    d.mkdir()
+    for i in range(20):
+        (d / f"k{i:02d}.jpg").write_bytes(b"\xff\xd8")
+        (d / f"k{i:02d}.{'cls' if i % 2 else 'label'}").write_text("1")
+    err = run("commit", "photos", "--from", str(d)).err
+    assert ("columns 'cls' (10 samples) and 'label' (10) never occur in one sample and "
+            "together cover all 20") in err
+    for i in range(0, 20, 2):
+        (d / f"k{i:02d}.label").rename(d / f"k{i:02d}.cls")
+    assert "never occur in one sample" not in run("commit", "photos", "--from", str(d)).err

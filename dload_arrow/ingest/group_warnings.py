@@ -15,7 +15,8 @@ from dload_arrow.read.memory import MEMORY_LIMIT_ENV, available_memory
 from dload_arrow.sizes import format_bytes
 
 __all__ = ["COMMIT_MEMORY_FACTOR", "LargeSampleWarning", "warn_case_twins", "warn_dotted_keys",
-           "warn_large_sample", "warn_lone_samples", "warn_unicode_twins"]
+           "warn_large_sample", "warn_lone_samples", "warn_split_columns",
+           "warn_unicode_twins"]
 
 #: Peak memory of a commit per byte of its largest sample: the value's Arrow copy, Parquet's
 #: encoded page and its zstd output (a value is never split across pages) and the shard
@@ -49,7 +50,7 @@ def warn_unicode_twins(groups: dict[str, dict[str, Any]], where: str) -> None:
             stacklevel=user_stacklevel())
 
 
-def warn_case_twins(groups: dict[str, dict[str, Any]], where: str) -> None:
+def warn_case_twins(groups: dict[str, dict[str, Any]], where: str) -> bool:
     """Warn of keys that differ only in case whose samples hold different columns
     (``IMG_0001.JPG`` beside ``img_0001.cls``, QA vision62): extensions are matched in any
     case, keys are not, so an image and its label became two half-empty samples."""
@@ -60,7 +61,7 @@ def warn_case_twins(groups: dict[str, dict[str, Any]], where: str) -> None:
         if other != key and not set(groups[other]) & set(groups[key]):
             twins.append((other, key))
     if not twins:
-        return
+        return False
     a, b = twins[0]
     more = f" (and {len(twins) - 1} more pairs)" if len(twins) > 1 else ""
     warnings.warn(
@@ -69,6 +70,30 @@ def warn_case_twins(groups: dict[str, dict[str, Any]], where: str) -> None:
         "are not), so they are two samples, each lacking the other's columns; if their files "
         "belong to one sample, give them names that differ only in the extension",
         stacklevel=user_stacklevel())
+    return True
+
+
+def warn_split_columns(groups: dict[str, dict[str, Any]], where: str) -> None:
+    """Warn of two columns that never occur in one sample and together cover every sample
+    (QA vision62: labels in ``.cls`` and ``.label``, or images as ``.jpg`` and ``.png``: one
+    field stored as two half-null columns, found only when training read a null). Not asked
+    where keys differing in case split samples (``warn_case_twins`` says that)."""
+    few = max(2, len(groups) // 10)  # (fewer: a stray file, warn_lone_samples' case)
+    members: dict[str, set[str]] = {}
+    for key, files in groups.items():
+        for column in files:
+            members.setdefault(column, set()).add(key)
+    partial = sorted(c for c, m in members.items() if few <= len(m) <= len(groups) - few)
+    for i, a in enumerate(partial[:_SHOWN * 2]):
+        for b in partial[i + 1:_SHOWN * 2]:
+            if len(members[a]) + len(members[b]) == len(groups) and not members[a] & members[b]:
+                warnings.warn(
+                    f"{where}: columns {a!r} ({len(members[a])} samples) and {b!r} "
+                    f"({len(members[b])}) never occur in one sample and together cover all "
+                    f"{len(groups)}: each is null in the other's rows. If they are one field "
+                    f"under two extensions, give the files one (or convert them) to store "
+                    "one column", stacklevel=user_stacklevel())
+                return
 
 
 def warn_large_sample(groups: dict[str, dict[str, Any]], where: str) -> None:
@@ -114,18 +139,26 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
     for files in groups.values():
         for column in files:
             counts[column] = counts.get(column, 0) + 1
-    lone = [(key, files) for key, files in groups.items()
-            if all(counts[c] <= few and c in _TABLES for c in files)]
+
+    def lacks(files: dict[str, Any]) -> list[str]:  # the columns (nearly) every other has
+        return sorted(c for c, n in counts.items() if c not in files and n >= len(groups) - few)
+
+    lone = [(key, files) for key, files in groups.items() if all(c in _TABLES for c in files)
+            and (all(counts[c] <= few for c in files) or lacks(files))]
     if not lone or len(lone) > few:
         return
     key, files = lone[0]
     name = next(iter(files.values())).name
     top = max(counts, key=lambda c: counts[c])  # the files' most common column (jpg)
     more = f" (and {len(lone) - 1} more like it)" if len(lone) > 1 else ""
+    others = len(groups) - len(lone)
+    how = (f"shares no column with the other {others} samples: it is committed as a sample "
+           f"of its own, key {key!a}{more}, its column(s) {sorted(files)} empty in the other "
+           "rows" if all(counts[c] <= few for c in files) else  # (QA vision62: dataset_info)
+           f"lacks the column(s) {lacks(files)} the other {others} samples have: it is "
+           f"committed as a sample of its own, key {key!a}{more}")
     warnings.warn(
-        f"{where}: {name!a} shares no column with the other {len(groups) - len(lone)} samples: "
-        f"it is committed as a sample of its own, key {key!a}{more}, its column(s) "
-        f"{sorted(files)} empty in the other rows. A table of labels is not joined onto "
+        f"{where}: {name!a} {how}. A table of labels is not joined onto "
         f"the files: leave it out (--exclude {name!a}; exclude=[...] in Python), commit it "
         "as a table (`dload commit NAME --from FILE --key-column COLUMN`), and join the two "
         f"in SQL (a file's key is its name without the extension: on t.__key__ = "

@@ -31,6 +31,7 @@ from dload_arrow.ingest.group_warnings import (
     warn_dotted_keys,
     warn_large_sample,
     warn_lone_samples,
+    warn_split_columns,
     warn_unicode_twins,
 )
 from dload_arrow.store.names import KEY_COLUMN
@@ -233,7 +234,8 @@ def group_entries(
             )
         sample[column] = entry
     warn_unicode_twins(groups, where)
-    warn_case_twins(groups, where)
+    if not warn_case_twins(groups, where):
+        warn_split_columns(groups, where)
     warn_large_sample(groups, where)
     warn_lone_samples(groups, where)
     warn_dotted_keys(groups, split, where)
