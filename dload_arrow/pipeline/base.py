@@ -35,14 +35,13 @@ __all__ = ["Pipeline", "PipelineIterator"]
 
 
 class Pipeline(Lengths, SequenceOps):
-    """A lazy stream of items; operators return new pipelines.
-
-    A pipeline object is always true (``bool(p)``), as a generator is, whatever its length:
-    test for items with ``next(iter(p), None)``.
-
-    Subclasses implement ``_build(epoch) -> Node`` and describe themselves through
-    ``_params()`` and ``_children`` (fingerprint, check, lineage).
-    """
+    """A lazy, resumable stream of items; every operator returns a new pipeline. Made by
+    ``ds.pipeline()``, ``ds.shuffle()``, ``dl.from_iterable``, ``dl.random_stream`` and the
+    combinators (``dl.mix``, ``concat``, ``choice``, ``select``, ``zip_with``); each
+    ``iter(p)`` is the next epoch, its order a pure function of (versions, pipeline, seed,
+    epoch); ``state_dict()`` / ``load_state_dict()`` resume it exactly. A pipeline is always
+    true (``bool(p)``), as a generator is: test for items with ``next(iter(p), None)``.
+    """  # (subclasses: _build(epoch) -> Node; _params() and _children describe them)
 
     op = "pipeline"
 
