@@ -13,7 +13,8 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 
 __all__ = [
     "ConfigError",
@@ -170,6 +171,22 @@ def user_stacklevel() -> int:
                                         or frame.f_code.co_filename == functools.__file__):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def user_warner() -> Callable[[str], None]:
+    """A function warning (UserWarning) at the user's call as it is now, from any thread
+    later: a commit reads its input in a worker thread, with no user frame on its stack
+    (QA review62: such warnings pointed at threading.py)."""
+    frame = sys._getframe(user_stacklevel() - 1)
+    where = (frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
+
+    def warn(message: str) -> None:
+        name, line, globs = where
+        warnings.warn_explicit(message, UserWarning, name, line, module=globs.get("__name__"),
+                               registry=globs.setdefault("__warningregistry__", {}),
+                               module_globals=globs)
+
+    return warn
 
 
 _USER = "_dload_user_error"

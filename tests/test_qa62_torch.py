@@ -23,7 +23,8 @@ from dload_arrow import Repository  # noqa: E402
 from dload_arrow.torch import as_iterable_dataset  # noqa: E402
 
 
-def _rank(pipe: Any, rank: int, path: str, early_len: bool, q: Any) -> None:
+def _rank(pipe: Any, rank: int, path: str, early_len: bool, q: Any,
+          len_first: bool = False) -> None:
     import gc
     import os
 
@@ -38,24 +39,28 @@ def _rank(pipe: Any, rank: int, path: str, early_len: bool, q: Any) -> None:
         dist.init_process_group("gloo", init_method=f"file://{path}", rank=rank, world_size=2)
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")
-            after = len(ds)
+            if len_first:  # asked again after the group: that count is right, no warning
+                after = len(ds)
             n = sum(1 for _ in DataLoader(ds, batch_size=None, num_workers=0))
+            if not len_first:
+                after = len(ds)
         q.put((rank, before, after, n, [str(w.message) for w in seen]))
         dist.destroy_process_group()
     except BaseException as e:  # the parent reports it
         q.put((rank, None, None, 0, [repr(e)]))
 
 
-@pytest.mark.parametrize("early_len", [True, False])
+@pytest.mark.parametrize(("early_len", "len_first"), [(True, False), (False, False),
+                                                      (True, True)])
 def test_a_len_before_the_group_is_warned_once_the_group_exists(
-        tmp_path: Path, early_len: bool) -> None:
+        tmp_path: Path, early_len: bool, len_first: bool) -> None:
     repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
     repo.commit("d", ((f"k{i:04d}", {"label": i}) for i in range(101)), progress=False)
     pipe = repo.dataset("d")
     ctx = multiprocessing.get_context("fork")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_rank, args=(pipe, r, str(tmp_path / "pg"), early_len, q))
-             for r in range(2)]
+    procs = [ctx.Process(target=_rank, args=(pipe, r, str(tmp_path / "pg"), early_len, q,
+                                             len_first)) for r in range(2)]
     for p in procs:
         p.start()
     got = {r: rest for r, *rest in (q.get(timeout=120) for _ in procs)}
@@ -64,8 +69,9 @@ def test_a_len_before_the_group_is_warned_once_the_group_exists(
     for r in range(2):
         before, after, n, said = got[r]
         assert after == n == 51, said  # 101 over 2 ranks, padded
-        if not early_len:
+        if not early_len or len_first:
             assert said == []
+            assert before == (101 if early_len else None)
             continue
         assert before == 101
         assert said == [

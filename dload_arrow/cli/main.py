@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -98,14 +99,14 @@ class _Group(click.Group):
 def _glob_hint(e: click.UsageError) -> str:
     """For an extra argument that is a file beside ``--from`` (``--from part-*.tar`` unquoted:
     the shell gave every match, click took the first), how to pass them all."""
-    extra = getattr(e, "message", "").partition("unexpected extra argument")[2]
-    name = extra.strip(" s()").split(" ")[0] if extra else ""
+    found = re.search(r"unexpected extra arguments? \((.*)\)", getattr(e, "message", ""))
+    name = found.group(1).split(" ")[0] if found else ""
     takes = e.ctx is not None and any("--from" in getattr(p, "opts", ())
                                       for p in e.ctx.command.params)
     if not name or not takes or not os.path.exists(name):
         return ""
     return (f"; {name!r} is a file: a pattern after --from is expanded by the shell unless "
-            "quoted (--from 'part-*.tar'), or repeat --from for each file")
+            "quoted (--from 'shard-*.tar'), or repeat --from for each file")
 
 
 def _silence_stdout() -> None:

@@ -60,10 +60,14 @@ def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "") -> 
             return np.stack(values)
         warn_ragged(name, values)
         return values
-    if type(first).__module__ == "torch" and (torch := sys.modules.get("torch")) is not None \
+    if (torch := sys.modules.get("torch")) is not None and isinstance(first, torch.Tensor) \
             and all(isinstance(v, torch.Tensor) for v in values):  # a decode map's tensors
-        if all(v.shape == first.shape and v.dtype == first.dtype for v in values):
-            return torch.stack(values)  # (as torch's own collate does)
+        if all(v.shape == first.shape for v in values):  # (subclasses: torchvision's Image)
+            try:
+                return torch.stack(values)  # dtypes promoted, as np.stack does
+            except (RuntimeError, TypeError):  # (uint16 beside uint8: torch promotes not)
+                warn_ragged(name, values, shapes=False)
+                return values
         warn_ragged(name, values)
         return values
     if isinstance(first, (bool, int, float, np.number, np.bool_)) and all(

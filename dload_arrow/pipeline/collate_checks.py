@@ -65,7 +65,7 @@ def check_one_kind(name: str, values: Sequence[Any]) -> None:
                 "choice to one type (int(...) or str(...)), or pass collate=")
 
 
-def warn_ragged(name: str, values: Sequence[Any]) -> None:
+def warn_ragged(name: str, values: Sequence[Any], shapes: bool = True) -> None:
     """Warn, once per column, that a batch keeps arrays (or tensors) of several shapes as a
     list (QA vision62: one grayscale image among RGB ones made its batch alone a list, and
     the model failed at a random step; torch's collate raises there)."""
@@ -74,12 +74,14 @@ def warn_ragged(name: str, values: Sequence[Any]) -> None:
     _WARNED.add(name)
     first = values[0]
     i, odd = next((i, v) for i, v in enumerate(values) if _form(v) != _form(first))
+    fix = ("make the shapes equal in the map (resize, crop), or pad variable lengths: "
+           "batch(n, collate=dl.pad_collate())" if shapes else
+           "cast them to one dtype in the map (torch stacks no uint16 beside other types)")
     warnings.warn(
-        f"batch(): column {name!r} holds arrays of different shapes in one batch "
-        f"({_form(first)} at item 0, {_form(odd)} at item {i}), so that batch gives it as a "
-        "list of arrays while batches of one shape give one array; make the shapes equal in "
-        "the map (resize, crop), or pad variable lengths: batch(n, collate=dl.pad_collate()) "
-        "(warned once per column)", stacklevel=user_stacklevel())
+        f"batch(): column {name!r} holds arrays of different {'shapes' if shapes else 'dtypes'} "
+        f"in one batch ({_form(first)} at item 0, {_form(odd)} at item {i}), so that batch "
+        f"gives it as a list of arrays while other batches may give one array; {fix} (warned "
+        "once per column)", stacklevel=user_stacklevel())
 
 
 def _form(v: Any) -> str:

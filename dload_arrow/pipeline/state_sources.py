@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, user_stacklevel
 
 __all__ = ["SOURCES", "check_sources", "source_versions", "with_sources"]
 
@@ -91,7 +91,7 @@ def _warn_unversioned(pipe: Any, state: dict[str, Any]) -> None:
         f"{', '.join(now)}. If a commit or append moved latest since the checkpoint, the rest "
         "of the epoch repeats some rows and misses others: resume on the version the "
         "checkpoint read (repo.dataset(name, version)), or start a new epoch without the "
-        "state", stacklevel=4)
+        "state", stacklevel=user_stacklevel())
 
 
 def _at_epoch_start(state: dict[str, Any]) -> bool:

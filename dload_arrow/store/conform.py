@@ -8,13 +8,12 @@ differs is cast to the stored type or refused naming both types.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dload_arrow.errors import SchemaError, form_hint, shown, user_stacklevel
+from dload_arrow.errors import SchemaError, form_hint, shown, user_warner
 from dload_arrow.store import tensor_layout
 from dload_arrow.store.append_hints import extra_hint, in_torch
 from dload_arrow.store.cast_check import changed_row
@@ -64,11 +63,13 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
         )
     extra = [n for n in new.names if n != keycol and n not in names]
     missing = sorted(names - set(new.names))
-    if extra:
+    warn = user_warner()  # (here: the batches are read in the commit's thread)
+    if extra:  # the stored columns the new files may hold in another format (png for jpg)
+        like = [m for m in missing if stored.field(m).type == new.field(extra[0]).type]
         raise SchemaError(
             f"{where} has column(s) {extra} that {dataset!r} does not have (its columns: "
             f"{sorted(names)}{form_hint(extra[0], names)}); append adds rows, not columns: "
-            f"{extra_hint(extra, files, keycol is not None, names, missing)}, "
+            f"{extra_hint(extra, files, keycol is not None, names, like)}, "
             "or commit a new version with every column"
         )
     for f in columns:
@@ -105,10 +106,9 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
                 raise SchemaError(f"{where}: column {e.name!r} is {e.got}, and {dataset!r} "
                                   f"stores {e.want}; {why}") from e
         if missing:  # once every row was read (QA vision62: not before a refusal)
-            warnings.warn(
-                f"{where} lacks column(s) {missing} of {dataset!r}: the appended rows store "
-                f"null there{in_torch(stored, missing)}; add the column(s) to the input to "
-                "store values", stacklevel=user_stacklevel())
+            warn(f"{where} lacks column(s) {missing} of {dataset!r}: the appended rows store "
+                 f"null there{in_torch(stored, missing)}; add the column(s) to the input to "
+                 "store values")
 
     return pa.RecordBatchReader.from_batches(schema, batches())
 
@@ -244,6 +244,11 @@ def warn_valueless(batches: Iterator[pa.RecordBatch], dataset: str
     """``batches`` (appended samples), warning at their end of a column that held no value in
     any of them (absent from every sample, or None): as for a table lacking it (conform_to),
     torch then turns that column into lists in a batch holding these rows (QA review56)."""
+    return _valueless(batches, dataset, user_warner())  # (the caller's line, now)
+
+
+def _valueless(batches: Iterator[pa.RecordBatch], dataset: str,
+               warn: Callable[[str], None]) -> Iterator[pa.RecordBatch]:
     rows, nulls = 0, dict[str, int]()
     for b in batches:
         rows += b.num_rows
@@ -252,7 +257,6 @@ def warn_valueless(batches: Iterator[pa.RecordBatch], dataset: str
         yield b
     empty = [n for n, c in nulls.items() if n != KEY_COLUMN and rows and c == rows]
     if empty:
-        warnings.warn(
-            f"the appended samples have no value in column(s) {empty} of {dataset!r}: they "
-            f"store null there{in_torch(b.schema, empty)}; give the samples those columns "
-            "to store values", stacklevel=user_stacklevel())
+        warn(f"the appended samples have no value in column(s) {empty} of {dataset!r}: they "
+             f"store null there{in_torch(b.schema, empty)}; give the samples those columns "
+             "to store values")

@@ -165,7 +165,7 @@ def publish(storage: Storage, up: Uploaded, *, parent: Manifest | None,
             stale.clear()
             touch_if_unprotected(storage, up)
             try:  # a manifest of shards that are gone: versions() must not list it
-                check_stored(storage, up, manifest, "commit" if parent is None else "append")
+                check_stored(storage, up, manifest, action if parent is None else "append")
             except ConflictError:
                 unstore(storage, manifest, mine)
                 raise

@@ -262,8 +262,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def __len__(self) -> int:
         """Items this rank delivers in its next iteration (TypeError when unknown)."""
-        return self._ranks.counted(rank_length(self.pipe, self._next, self.rank,
-                                               self.world_size, self.uneven, self.length))
+        return self._ranks.counted(lambda: rank_length(
+            self.pipe, self._next, self.rank, self.world_size, self.uneven, self.length))
 
 
 def as_iterable_dataset(

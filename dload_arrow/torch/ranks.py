@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 import os
 import warnings
+from collections.abc import Callable
 
 import torch
 import torch.distributed
@@ -137,13 +138,17 @@ class Ranks:
                 _warn_counted(self._counted, self.rank, self.world_size)
         return self.rank, self.world_size
 
-    def counted(self, length: int) -> int:
-        """Note a ``len()`` answered before any rank was known (QA elastic61: a scheduler
-        sized from it, before ``init_process_group``, ran ``world_size`` times too long):
-        warned once the group gives this process its rank."""
+    def counted(self, length: Callable[[], int]) -> int:
+        """``length()``, noted when answered before any rank was known (QA elastic61: a
+        scheduler sized from it, before ``init_process_group``, ran ``world_size`` times too
+        long): warned once the group gives this process its rank, unless that happens in a
+        ``len()`` asked again (its count is right: QA review62)."""
+        if self._open and _group():
+            self._counted = None
+        n = length()  # (takes the group's rank, if one came)
         if self._open and self._counted is None:
-            self._counted = length
-        return length
+            self._counted = n
+        return n
 
 
 def _warn_counted(length: int, rank: int, world_size: int) -> None:

@@ -193,7 +193,7 @@ def from_state(
         fresh = not loader or not (state.get(_NUM_YIELDED) or state.get(_STEPS_SINCE_SNAPSHOT)
                                    or (snap or {}).get(_SNAPSHOT_STEP))  # (snapshots lag)
         for saved in _dataset_states(state):
-            check_sources(pipe, saved, at_start_ok=fresh)
+            check_sources(pipe, saved, at_start_ok=fresh, strict=fingerprint is not None)
     try:
         return _from_state(state, fingerprint)
     except ConfigError as e:

@@ -1,0 +1,106 @@
+"""QA review62: the review of this session's fixes. The torch adapter warns of an unversioned
+state under strict=False too; batch() stacks torch tensor subclasses and says "dtypes" when
+only those differ; the append hint pairs a new format with the stored column of its type;
+warnings of an append point at the caller's line; Python's own errors name Repository."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from cli_run import RunFn, runner
+
+import dload_arrow as dl
+from dload_arrow.pipeline import collate_checks
+
+torch = pytest.importorskip("torch")
+
+from dload_arrow.torch import as_iterable_dataset  # noqa: E402
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str], local_root: str) -> RunFn:
+    return runner(capsys, ["--root", local_root])
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> dl.Repository:
+    return dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+
+
+def test_the_torch_adapter_warns_of_an_unversioned_state_too(repo: dl.Repository) -> None:
+    repo.commit("docs", [(f"d{i:03d}", {"x": i}) for i in range(100)], progress=False)
+    ds = as_iterable_dataset(repo.dataset("docs").shuffle(seed=0))
+    it = iter(ds)
+    for _ in range(30):
+        next(it)
+    state = {k: v for k, v in ds.state_dict().items() if k != "datasets"}  # an older one's
+    repo.append("docs", [(f"e{i:03d}", {"x": 1000 + i}) for i in range(20)], progress=False)
+    later = as_iterable_dataset(repo.dataset("docs").shuffle(seed=0))
+    with pytest.warns(UserWarning, match=r"strict=False\): this state records no dataset "
+                                         r"versions") as seen:
+        later.load_state_dict(state, strict=False)
+    assert seen[0].filename == __file__
+
+
+def test_batch_stacks_tensor_subclasses_and_names_dtypes(repo: dl.Repository) -> None:
+    class Image(torch.Tensor):  # as torchvision.tv_tensors.Image
+        pass
+
+    repo.commit("imgs", [(f"k{i}", {"i": i}) for i in range(4)], progress=False)
+    b = next(iter(repo.dataset("imgs").pipeline().map(
+        lambda r: {"img": torch.zeros(3, 4, 4).as_subclass(Image)}).batch(4)))
+    assert isinstance(b["img"], torch.Tensor) and tuple(b["img"].shape) == (4, 3, 4, 4)
+    mixed = next(iter(repo.dataset("imgs").pipeline().map(lambda r: {"w": torch.zeros(
+        2, dtype=torch.int16 if r["i"] else torch.uint8)}).batch(4)))
+    assert mixed["w"].dtype == torch.int16  # promoted, as np.stack does
+    collate_checks._WARNED.discard("u16")
+    with pytest.warns(UserWarning, match=r"column 'u16' holds arrays of different dtypes in "
+                                         r"one batch .* cast them to one dtype in the map"):
+        got = next(iter(repo.dataset("imgs").pipeline().map(lambda r: {"u16": torch.zeros(
+            2, dtype=torch.uint16 if r["i"] == 2 else torch.uint8)}).batch(4)))
+    assert isinstance(got["u16"], list)
+
+
+def test_the_append_hint_pairs_the_new_format_with_a_column_of_its_type(
+        tmp_path: Path, run: RunFn) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    for i in range(3):
+        (a / f"img{i}.jpg").write_bytes(b"JPEG")
+        (a / f"img{i}.cls").write_text(str(i))
+    for i in (3, 4):
+        (b / f"img{i}.png").write_bytes(b"PNG")  # unlabelled new images
+    run("commit", "pics", "--from", str(a))
+    err = run("append", "pics", "--from", str(b), rc=1).err
+    assert "convert or rename them to .jpg" in err and ".cls" not in err.split("append adds")[1]
+
+
+def test_append_warnings_point_at_the_callers_line(repo: dl.Repository) -> None:
+    repo.commit("t", pa.table({"__key__": ["a"], "x": [1], "y": [1.0]}), progress=False)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        repo.append("t", pa.table({"__key__": ["b"], "x": [2]}), progress=False)
+        repo.append("t", [("c", {"x": 3})], progress=False)
+    assert [(w.filename, "lacks" in str(w.message) or "no value" in str(w.message))
+            for w in seen] == [(__file__, True)] * 2
+
+
+def test_pythons_own_errors_name_repository(repo: dl.Repository) -> None:
+    with pytest.raises(TypeError, match=r"^Repository\.commit\(\) missing 1 required"):
+        repo.commit("ds")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"^Repository\.append\(\) takes 3 positional"):
+        repo.append("ds", [], None)  # type: ignore[misc]
+    assert dl.Repository.derive.__qualname__ == "Repository.derive"
+
+
+def test_the_glob_hint_reads_names_with_an_s_at_either_end(
+        tmp_path: Path, run: RunFn, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for n in ("shard-000.tars", "shard-001.tars"):
+        (tmp_path / n).write_bytes(b"")
+    err = run("commit", "p", "--from", "shard-000.tars", "shard-001.tars", rc=1).err
+    assert "'shard-001.tars' is a file: a pattern after --from is expanded" in err
