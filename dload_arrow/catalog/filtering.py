@@ -294,7 +294,7 @@ def _expr(node: Node, casts: _Casts, types: _Types) -> Any:
 
 def compile_filter(text: str, schema: pa.Schema) -> CompiledFilter:
     """Parse ``text`` and check it against ``schema``; raise PredicateError if it is wrong."""
-    node = _Compiler(schema, text).node(parse_predicate(text, schema.names))
+    node = _Compiler(schema, text).node(parse_predicate(text, schema))
     types = {f.name: compared_type(f.type) for f in schema}
     casts = {f.name: types[f.name] for f in schema if types[f.name] != f.type}
     return CompiledFilter(text=text, node=node, expression=_expr(node, casts, types))

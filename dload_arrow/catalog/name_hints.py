@@ -128,7 +128,8 @@ def _quote(value: str) -> str:
 _FIELD = re.compile(r'\s*"?([A-Za-z_][A-Za-z0-9_]*)"?')
 
 
-def field_hint(text: str, at: int, columns: Iterable[str]) -> str:
+def field_hint(text: str, at: int, columns: Iterable[str],
+               lists: frozenset[str] = frozenset()) -> str:
     """The advice for a struct field written in a where() filter (``prof.age > 40``, failing
     at its ``.``; or ``"prof.age"``, no such column): where() compares top-level columns; the
     field is reached in SQL or a pipeline filter (QA tabular60). "" when the text before the
@@ -144,7 +145,13 @@ def field_hint(text: str, at: int, columns: Iterable[str]) -> str:
     field = f.group(1) if f else "field"
     if f"{col}.{field}" in set(columns):  # a column named with a dot: quote_hint's case
         return ""
-    sql = f"{quoted(col) if needs_quotes(col) else col}.{field}".replace('"', '\\"')
+    name = quoted(col) if needs_quotes(col) else col
+    if col in lists:  # a list of structs (COCO's annotations: QA detect62)
+        sql = f"len(list_filter({name}, lambda x: x.{field} ...)) > 0".replace('"', '\\"')
+        return (f"; where() compares top-level columns, not a field of the list {col!r}: "
+                f"filter it with repo.sql(\"SELECT * FROM samples('NAME') WHERE {sql}\") or "
+                f"a pipeline's .filter(lambda r: any(a[{field!r}] ... for a in r[{col!r}]))")
+    sql = f"{name}.{field}".replace('"', '\\"')
     return (f"; where() compares top-level columns, not a field of {col!r}: filter it with "
             f"repo.sql(\"SELECT * FROM samples('NAME') WHERE {sql} ...\") or "
             f"a pipeline's .filter(lambda r: r[{col!r}][{field!r}] ...)")
@@ -167,3 +174,15 @@ def check_utf8(query: str) -> None:
         raise SqlError(f"the query is not UTF-8 text: it holds {query[at]!r} at "
                        f"{shown(query[max(0, at - 20):at + 20])} (a byte in another "
                        "encoding); write it in UTF-8")
+
+
+_EXAMPLE = "; write comparisons such as \"label = 3 and score > 0.5\""
+
+
+def advice(text: str, at: int, columns: Iterable[str], lists: frozenset[str] = frozenset()
+           ) -> str:
+    """How to fix a where() filter where reading failed at ``at``: a LIKE, a struct field
+    (of a list of structs: ``lists``), a column written bare that needs quotes, or the usual
+    example (QA audio59, tabular60)."""
+    return (like_hint(text, at) or field_hint(text, at, columns, lists)
+            or quote_hint(text, at, columns) or _EXAMPLE)

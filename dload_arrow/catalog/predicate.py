@@ -28,7 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from dload_arrow.catalog.name_hints import KEYWORDS, field_hint, like_hint, quote_hint
+from dload_arrow.catalog.name_hints import KEYWORDS
+from dload_arrow.catalog.name_hints import advice as _advice
 from dload_arrow.errors import PredicateError
 
 __all__ = ["And", "Between", "Column", "Compare", "In", "IsNull", "Literal", "Node", "Not",
@@ -112,17 +113,8 @@ _TOKEN = re.compile(
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-_EXAMPLE = "; write comparisons such as \"label = 3 and score > 0.5\""
-
-
-def _advice(text: str, at: int, columns: Iterable[str]) -> str:
-    """How to fix the filter where reading failed at ``at``: quote a column written there
-    bare, or the usual example."""
-    return (like_hint(text, at) or field_hint(text, at, columns) or quote_hint(text, at, columns)
-            or _EXAMPLE)  # (QA audio59, tabular60)
-
-
-def _tokenize(text: str, columns: Iterable[str] = ()) -> list[tuple[str, Any, int]]:
+def _tokenize(text: str, columns: Iterable[str] = (), lists: frozenset[str] = frozenset()
+              ) -> list[tuple[str, Any, int]]:
     tokens: list[tuple[str, Any, int]] = []
     pos = 0
     while pos < len(text):
@@ -132,7 +124,7 @@ def _tokenize(text: str, columns: Iterable[str] = ()) -> list[tuple[str, Any, in
         if m is None or m.end() == pos:
             at = len(text[:pos]) + (len(text[pos:]) - len(text[pos:].lstrip()))
             raise PredicateError(f"cannot read the filter {text!r} at position {at} "
-                                 f"({text[at:at + 10]!r})" + _advice(text, at, columns))
+                                 f"({text[at:at + 10]!r})" + _advice(text, at, columns, lists))
         kind = m.lastgroup or ""
         raw, start = m.group(kind), m.start(kind)
         if kind == "number":
@@ -153,17 +145,19 @@ def _tokenize(text: str, columns: Iterable[str] = ()) -> list[tuple[str, Any, in
 
 
 class _Parser:
-    def __init__(self, text: str, columns: Iterable[str] = ()) -> None:
+    def __init__(self, text: str, columns: Iterable[str] = (),
+                 lists: frozenset[str] = frozenset()) -> None:
         self.text = text
         self.columns = tuple(columns)
-        self.tokens = _tokenize(text, self.columns)
+        self.lists = lists
+        self.tokens = _tokenize(text, self.columns, lists)
         self.i = 0
 
     def error(self, what: str) -> PredicateError:
         at = self.tokens[self.i][2] if self.i < len(self.tokens) else len(self.text)
         return PredicateError(
             f"{what} at position {at} of the filter {self.text!r}"
-            + _advice(self.text, at, self.columns)
+            + _advice(self.text, at, self.columns, self.lists)
         )
 
     def peek(self, kind: str, value: Any = None) -> bool:
@@ -281,16 +275,21 @@ def _number(raw: str) -> int | float:
     return float(raw) if "e" in raw.lower() else WrittenFloat(raw)
 
 
-def parse_predicate(text: str, columns: Iterable[str] = ()) -> Node:
+def parse_predicate(text: str, columns: Any = ()) -> Node:
     """Parse a filter expression into a :data:`Node` tree (raises PredicateError).
 
-    ``columns``, the dataset's column names, only improve the errors: a name that needs
-    double quotes, written bare where parsing failed, is shown quoted.
+    ``columns``, the dataset's column names (or its pyarrow schema), only improve the errors:
+    a name that needs double quotes, written bare where parsing failed, is shown quoted; a
+    schema's list columns get list advice for ``col.field``.
     """
+    lists: frozenset[str] = frozenset()
+    if hasattr(columns, "names"):  # a schema
+        lists = frozenset(f.name for f in columns
+                          if str(f.type).startswith(("list<", "large_list<")))
     if not isinstance(text, str):  # a pyarrow Expression belongs to filter(expr)
         raise PredicateError(f"a filter must be a string, got {type(text).__name__}" + (
             "; pass a pyarrow expression to filter(expr)" * (type(text).__name__ == "Expression")))
-    return _Parser(text, columns).parse()
+    return _Parser(text, getattr(columns, "names", columns), lists).parse()
 
 
 def flip(op: str) -> str:

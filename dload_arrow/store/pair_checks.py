@@ -42,9 +42,11 @@ def refuse_extra_fields(rows: list[tuple[str, Any]], field: pa.Field, values: li
         if (path := extra([v])) is not None:
             raise SchemaError(
                 f"sample {key!r}, column {field.name!r}: field {field.name + path!r} is not in "
-                f"the column's type {field.type} (from schema=, or inferred from the first "
-                "samples), and would be lost; add the field to that type in schema= (samples "
-                "without it hold null), or drop it from the sample"
+                f"the column's type {field.type} (from schema=, the stored type of an append, "
+                "or inferred from the first samples), and would be lost; drop it from the "
+                "sample, or add the field to that type in a commit's schema= (samples without "
+                "it hold null; an append keeps the stored type: commit the old rows and the new "
+                "ones with it)"
             )
 
 

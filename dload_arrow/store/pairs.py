@@ -55,10 +55,10 @@ def _tensor_field(key: str, name: str, arr: np.ndarray) -> pa.Field:
         )
     if size == 0:
         raise SchemaError(
-            f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no "
-            "element, and a fixed-size column of zero-size tensors cannot be stored; give "
-            "the column a non-empty shape, or use None for a missing value"
-        )
+            f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no element "
+            "and cannot be a fixed-size column's; where the first dimension varies (boxes per "
+            f"image), store lists: schema= with {name!r} as pa.list_(" + (f"pa.list_(pa.float64("
+            f"), {arr.shape[-1]}))" if arr.ndim > 1 else "pa.float64())") + " (then it is [])")
     typ = pa.list_(pa.from_numpy_dtype(arr.dtype), size)
     return pa.field(name, typ, metadata={SHAPE_META: json.dumps(list(arr.shape)).encode()})
 

@@ -200,7 +200,8 @@ def warn_valueless(schema: pa.Schema, name: str) -> None:
         warnings.warn(
             f"{name!r}: column(s) {', '.join(empty)} had no value in the samples their types "
             "were inferred from (None or empty lists), and are stored so: no later append can "
-            "put a value there; commit with schema= naming the types (from the CLI: commit "
+            "put a value there; commit (or derive) with schema= naming the types (a map's "
+            "output keeps a source's: derive(..., schema=ds.schema); from the CLI: commit "
             "files that hold values first, then append the others)", stacklevel=user_stacklevel())
 
 
