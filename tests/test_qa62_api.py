@@ -108,3 +108,16 @@ def test_an_iteration_says_what_it_iterates(tmp_path: Path) -> None:
     next(it)
     pipe.load_state_dict(it.state_dict())
     assert repr(iter(pipe)).startswith("<iteration of epoch 0, resumed from a state over ")
+
+
+def test_choice_takes_weights_by_mixs_name(tmp_path: Path) -> None:
+    import pytest
+
+    a = dl.from_iterable(lambda: iter([0] * 50), finite=True)
+    b = dl.from_iterable(lambda: iter([1] * 50), finite=True)
+    by_p = list(dl.choice([a, b], [0.3, 0.7], seed=5).take(20))
+    assert list(dl.choice([a, b], weights=[0.3, 0.7], seed=5).take(20)) == by_p
+    with pytest.raises(TypeError, match=r"p=\[\.\.\.\] or weights=\[\.\.\.\] \(both were"):
+        dl.choice([a, b], [0.5, 0.5], weights=[0.5, 0.5])
+    with pytest.raises(TypeError, match="neither was given"):
+        dl.choice([a, b])

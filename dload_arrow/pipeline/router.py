@@ -84,8 +84,9 @@ def mix(
     return RouterPipe(pipes, "mix", seed=seed, weights=w, stop=stop, window=win)
 
 
-def choice(pipes: Sequence[Input], p: Sequence[float] | np.ndarray | Pipeline, seed: int = 0,
-           *, stop: str = "first") -> Pipeline:
+def choice(pipes: Sequence[Input], p: Sequence[float] | np.ndarray | Pipeline | None = None,
+           seed: int = 0, *, stop: str = "first",
+           weights: Sequence[float] | np.ndarray | Pipeline | None = None) -> Pipeline:
     """Each item from input ``i`` with probability ``p[i]``.
 
     Args:
@@ -95,7 +96,13 @@ def choice(pipes: Sequence[Input], p: Sequence[float] | np.ndarray | Pipeline, s
         seed: the draws are a pure function of ``(seed, epoch, item)``.
         stop: ``"first"`` ends at the first draw of an exhausted input; ``"all"`` drops
             exhausted inputs (their share goes to the others) and ends when all are.
+        weights: ``p`` by the name :func:`mix` gives it (give one of the two).
     """
+    if (p is None) == (weights is None):
+        raise TypeError("choice() takes the probabilities once: p=[...] or weights=[...] "
+                        f"({'both were given' if p is not None else 'neither was given'})")
+    p = weights if p is None else p
+    assert p is not None
     pipes = _check_pipes(pipes, "choice")
     if isinstance(p, Pipeline):
         return RouterPipe(pipes, "choice", seed=seed, stop=stop, control=p)
