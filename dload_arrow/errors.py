@@ -182,9 +182,9 @@ def user_warner() -> Callable[[str], None]:
 
     def warn(message: str) -> None:
         name, line, globs = where
+        # (no module_globals: its loader, for the source line, fails under `python -c`)
         warnings.warn_explicit(message, UserWarning, name, line, module=globs.get("__name__"),
-                               registry=globs.setdefault("__warningregistry__", {}),
-                               module_globals=globs)
+                               registry=globs.setdefault("__warningregistry__", {}))
 
     return warn
 

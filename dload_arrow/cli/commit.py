@@ -65,7 +65,7 @@ def read_input(source: str, kind: str, include: Sequence[str], exclude: Sequence
             globs = Globs(include, exclude)
             ignored = table_listing(source, globs=globs, skip=own_dirs(store_dirs))[1]
             return reader, key_column, {"kind": "table", "ignored": ignored,
-                                        "unused_globs": globs.describe_unused(source)}
+                                        **globs.unused_report(source)}
         if key_column or text:
             raise ConfigError(
                 f"--key-column and --text-column are for tables; {source!r} is read as "

@@ -33,7 +33,7 @@ def _as_dict(obj: Any) -> dict[str, Any]:
 
 def cache_text(d: dict[str, Any], residency: bool = True) -> None:
     """Print a cache status dict (from ``repo.cache_status()``) for people."""
-    if "used_bytes" not in d:  # unusable (a file, a folder this user cannot write): no zeros
+    if d.get("used_bytes") is None:  # unusable (a file, a folder this user cannot write)
         click.echo(f"cache: {d.get('cache_dir')}: cannot be used ({d.get('error', '?')})")
         return
     budget = d.get("budget_bytes")
@@ -190,7 +190,9 @@ def cache_status(root: str | None, cache_dir: str | None, cache_budget: str | No
     from dload_arrow.cli.status import cache_summary
 
     result = cache_summary(repo)  # an unreachable root: the local cache is shown all the same
-    if problem is None and result.get("error"):
+    if problem is not None and result["error"] is None:  # (a local root not made: in JSON too)
+        result["error"] = str(problem).split(";")[0]
+    elif problem is None and result.get("error"):
         click.echo(f"warning: {result['error']}: no dataset is shown as cached", err=True)
     emit(result, as_json, lambda: cache_text(result))
 

@@ -185,6 +185,9 @@ def _main(argv: Sequence[str] | None) -> int:
         if _interrupted(e):
             click.echo("dload: interrupted", err=True)
             return 130
+        if _Run.json:  # a prompt answered no: one JSON line of its own (QA json62)
+            click.echo("", err=True)
+            return _user_error(click.UsageError("aborted: answered no"), "aborted: answered no")
         click.echo("dload: aborted", err=True)
         return 1
     except click.exceptions.NoArgsIsHelpError as e:

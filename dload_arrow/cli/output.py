@@ -184,10 +184,16 @@ def _finite(o: Any) -> Any:
 
 
 def _default(o: Any) -> Any:
+    import datetime as dt
+
     if isinstance(o, bytes):
         return f"<{len(o)} bytes>"
     if hasattr(o, "tolist"):
         return _finite(o.tolist())
+    if isinstance(o, dt.date | dt.time):  # (datetime too) ISO 8601 with a T, as `versions`
+        return o.isoformat()  # gives its times and `export` its values (QA json62)
+    if isinstance(o, dt.timedelta):  # seconds, as `export` writes them ("-1 day, 23:59:59")
+        return o.total_seconds()
     return str(o)
 
 

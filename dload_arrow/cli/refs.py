@@ -165,7 +165,8 @@ def rm(name: str, version: str | None, yes: bool, root: str | None, cache_dir: s
     before = repo.refs(name)
     if not yes:
         if not sys.stdin.isatty():
-            raise ConfigError(f"refusing to remove {what} without --yes (stdin is not a terminal)")
+            raise click.UsageError(f"refusing to remove {what} without --yes (stdin is not "
+                                   "a terminal)")
         expected = ""
         if version is not None:
             vid = repo.resolve(name, version)

@@ -20,6 +20,7 @@ from dload_arrow.cli.output import (
 from dload_arrow.cli.setup import shown_path
 from dload_arrow.config import KEYS, resolve_settings
 from dload_arrow.errors import DloadError
+from dload_arrow.sizes import plural
 from dload_arrow.storage import LocalStorage, redact_url
 
 __all__ = ["COMMANDS", "cache_summary", "status"]
@@ -29,18 +30,21 @@ def cache_summary(repo: Any) -> dict[str, Any]:
     """The cache status, or when the root cannot be listed its budget and usage alone and
     the error (the cache is local all the same)."""
     from dload_arrow.read.context import unwritable
+    from dload_arrow.read.pull import CacheStatus, cache_status
 
+    # the same keys whatever happened (QA json62): null where unknown, "error" null if none
+    out = {**{f.name: None for f in dataclasses.fields(CacheStatus)},
+           "cache_dir": repo.settings.cache_dir, "unwritable": None, "error": None}
     try:
-        return {**dataclasses.asdict(repo.cache_status()),
+        return {**out, **dataclasses.asdict(repo.cache_status()),
                 "unwritable": unwritable(repo.settings.cache_dir)}
     except (DloadError, OSError) as e:  # an unreachable root: the cache is local all the same
-        from dload_arrow.read.pull import cache_status
-
-        error = " ".join(str(e).split())
+        out["error"] = " ".join(str(e).split())
         try:  # budget and usage without the root's datasets (their residency is unknown)
-            return {**dataclasses.asdict(cache_status(repo.read_context, [])), "error": error}
+            return {**out, **dataclasses.asdict(cache_status(repo.read_context, [])),
+                    "unwritable": unwritable(repo.settings.cache_dir)}
         except (DloadError, OSError):
-            return {"cache_dir": repo.settings.cache_dir, "error": error}
+            return out
 
 
 def _reach(repo: Any) -> dict[str, Any]:
@@ -104,7 +108,7 @@ def status(root: str | None, cache_dir: str | None, cache_budget: str | None,
             state = ("does not exist yet (`dload commit` creates it; if you expected data, the "
                      "root setting above is wrong)")
         else:
-            state = f"reachable, {reach['datasets']} datasets"
+            state = f"reachable, {plural(reach['datasets'], 'dataset')}"
             if not reach["datasets"]:
                 state += f"; {empty_root_hint(repo)}"
         click.echo(f"root: {state}")

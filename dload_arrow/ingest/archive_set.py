@@ -209,6 +209,7 @@ class ArchiveSet:
                 report.excluded += r.excluded
                 report.excluded_dirs += [f"{name}: {d}" for d in r.excluded_dirs]
         report.unused_globs = self.globs.describe_unused(self.where)
+        report.unused_patterns = self.globs.unused_patterns()
         self.globs.warn_unused(self.where)
         ordered = [fields.pop(KEY_COLUMN)[0], *(fields[n][0] for n in sorted(fields))]
         return pa.schema(ordered), report

@@ -28,6 +28,7 @@ import fnmatch
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from dload_arrow.errors import user_stacklevel
 
@@ -246,6 +247,15 @@ class Globs:
             "path: check the pattern"
             for option, pattern in self.unused()
         ]
+
+    def unused_patterns(self) -> list[dict[str, str]]:
+        """The patterns that matched no file, for a script: ``{"option", "pattern"}``."""
+        return [{"option": option, "pattern": pattern} for option, pattern in self.unused()]
+
+    def unused_report(self, where: str) -> dict[str, list[Any]]:
+        """``unused_globs`` (sentences) and ``unused_patterns`` of a commit's report."""
+        return {"unused_globs": self.describe_unused(where),
+                "unused_patterns": self.unused_patterns()}
 
     def warn_unused(self, where: str) -> None:
         """A :class:`GlobWarning` for each pattern that matched no file."""

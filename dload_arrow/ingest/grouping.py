@@ -58,6 +58,8 @@ class IngestReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     unused_globs: list[str] = field(default_factory=list)
     """One line per ``--include`` / ``--exclude`` pattern that matched no file."""
+    unused_patterns: list[dict[str, str]] = field(default_factory=list)
+    """Those patterns themselves: ``{"option": "exclude", "pattern": "cat"}`` (for scripts)."""
     excluded: int = 0
     """How many files the ``--include`` / ``--exclude`` patterns left out (listed ones)."""
     excluded_dirs: list[str] = field(default_factory=list)
@@ -94,6 +96,7 @@ class IngestReport:
             "unmatched": list(self.unmatched),
             "skipped": [{"name": n, "reason": r} for n, r in self.skipped],
             "unused_globs": list(self.unused_globs),
+            "unused_patterns": list(self.unused_patterns),
             "excluded": self.excluded,
             "excluded_dirs": list(self.excluded_dirs),
         }

@@ -153,6 +153,7 @@ class SampleSource:
         for n, _ in self._skipped:
             self.globs.note_skipped(n)
         report.unused_globs = self.globs.describe_unused(self.location)
+        report.unused_patterns = self.globs.unused_patterns()
         # grouped first: an entry stored twice (`tar -rf`) is named as such, not as a stray
         groups = group_entries(entries, self.split, self.location, report)
         report.unmatched = [_shown(n) for n in report.unmatched]
