@@ -42,8 +42,9 @@ def test_a_struct_field_the_type_lacks_is_refused_naming_sample_column_and_field
         path: str) -> None:
     col = path.split(".")[0].split("[")[0]
     with pytest.raises(SchemaError, match=rf"sample '{key}', column '{col}': field "
-                                          rf"'{re.escape(path)}' is not in.*add the field "
-                                          r"to that type in schema=.*drop"):
+                                          rf"'{re.escape(path)}' is not in.*drop it from "
+                                          r"the sample, or add the field to that type in a "
+                                          r"commit's schema="):
         repo.commit("d", rows, schema=schema, progress=False)
     with pytest.raises(NotFoundError):
         repo.dataset("d")
