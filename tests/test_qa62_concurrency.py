@@ -53,3 +53,27 @@ def test_an_rm_cut_off_after_the_refs_is_told_as_half_done(
     repo.rm("ds")  # as advised: finished
     with pytest.raises(NotFoundError, match="was removed"):
         repo.dataset("ds")
+
+
+def test_gc_removes_a_killed_writers_manifest_temp_files(tmp_path: Path) -> None:
+    """QA killresume62: an append killed before publishing its manifest left
+    ``manifests/<id>.arrow.tmp-<uuid>``; gc cleaned temp files under shards/ only."""
+    import os
+    import uuid
+
+    root = tmp_path / "root"
+    repo = dl.Repository.open(root, cache_dir=tmp_path / "cache")
+    repo.commit("ds", [(f"k{i}", {"x": i}) for i in range(10)], progress=False)
+    manifests = root / "datasets" / "ds" / "manifests"
+    old = manifests / f"{'a' * 64}.arrow.tmp-{uuid.uuid4().hex}"
+    old.write_bytes(b"x" * 1000)
+    young = manifests / f"{'b' * 64}.arrow.tmp-{uuid.uuid4().hex}"
+    young.write_bytes(b"y")
+    mine = manifests / "notes.tmp-mine"  # not dload's: stays
+    mine.write_text("keep")
+    for p in (old, mine):
+        os.utime(p, (time.time() - 7200, time.time() - 7200))
+    report = repo.gc(grace="1h")
+    assert (report.temp_files_removed, report.temp_bytes_reclaimed) == (1, 1000)
+    assert not old.exists() and young.exists() and mine.exists()
+    assert repo.dataset("ds").num_rows == 10

@@ -46,6 +46,8 @@ class GcReport:
 # What dload_arrow stores under shards/ (store.names.shard_path), and its local temp files.
 _SHARD = re.compile(r"\Ashards/([0-9a-f]{2})/(\1[0-9a-f]{62})\.parquet\Z")
 _TEMP = re.compile(r"\A[0-9a-f]{64}\.parquet\.tmp-[0-9a-f]+\Z")
+# A local write's temp file of a manifest, ref, log entry or memo (storage/local.py)
+_ANY_TEMP = re.compile(r"\A.+\.tmp-[0-9a-f]{32}\Z")
 _FOREIGN_SHOWN = 5
 
 
@@ -201,18 +203,26 @@ def _state(storage: Storage, path: str, grace: float) -> str:
 
 
 def _stale_temp_files(storage: Storage, cutoff: float) -> list[tuple[str, int]]:
-    """Temp files under a local root's ``shards/`` last written before ``cutoff``.
+    """Temp files under a local root's ``shards/``, ``datasets/`` and ``derived/`` last
+    written before ``cutoff``.
 
-    A process killed mid-write leaves ``<name>.tmp-<uuid>`` next to the target; listings hide
-    them, so only gc can clean them up. Remote stores have no such leftovers (a PUT is atomic).
+    A process killed mid-write leaves ``<name>.tmp-<uuid>`` next to the target (a manifest's
+    too: QA killresume62); listings hide them, so only gc can clean them up. Remote stores
+    have no such leftovers (a PUT is atomic).
     """
-    base = storage.local_path("shards") if storage.is_local else None
     out: list[tuple[str, int]] = []
-    if base is None:
-        return out
+    for top, pattern in (("shards", _TEMP), ("datasets", _ANY_TEMP), ("derived", _ANY_TEMP)):
+        base = storage.local_path(top) if storage.is_local else None
+        if base is not None:
+            out += _temps_in(base, pattern, cutoff)
+    return out
+
+
+def _temps_in(base: str, pattern: re.Pattern[str], cutoff: float) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
     for dirpath, _dirs, files in os.walk(base):
         for fn in files:
-            if not _TEMP.match(fn):  # (a user's file under shards/ stays)
+            if not pattern.match(fn):  # (a user's file there stays)
                 continue
             full = os.path.join(dirpath, fn)
             try:
