@@ -12,7 +12,6 @@ import contextlib
 import json
 import warnings
 from collections.abc import Container, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,21 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import int64_array, typed_array
+from dload_arrow.catalog.root_listing import list_root, read_all
 from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, user_stacklevel
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
-from dload_arrow.store.names import KEY_COLUMN, check_digest, check_name, check_ref
-from dload_arrow.store.refs import is_log_entry, read_ref
-from dload_arrow.store.removals import (
-    REMOVED,
-    Removal,
-    parse_removal,
-    record_file,
-    removal_path,
-)
-
-_READ_THREADS = 8  # removal records read at once
+from dload_arrow.store.names import KEY_COLUMN, check_digest, check_ref
+from dload_arrow.store.refs import read_ref
+from dload_arrow.store.removals import Removal, parse_removal, removal_path
 
 __all__ = ["RAW_SCHEMAS", "Snapshot", "Snapshotter", "list_root", "parent_rows", "raw_table",
            "shard_table", "version_row"]
@@ -78,40 +70,6 @@ class Snapshot:
 
     tables: dict[str, pa.Table]
     manifests: dict[tuple[str, str], Manifest]
-
-
-def _valid(check: Any, value: str) -> bool:
-    try:
-        check(value)
-    except DloadError:
-        return False
-    return True
-
-
-def list_root(storage: Storage) -> dict[str, list[tuple[str, str]]]:
-    """One listing of ``datasets/``: ``manifests`` (name, vid), ``refs`` (name, ref), ``log``
-    (name, path) and ``removed`` (name, vid: removal records, ``store/removals.py``); paths
-    that do not parse as valid names are left out."""
-    found: dict[str, list[tuple[str, str]]] = {"manifests": [], "refs": [], "log": [],
-                                               "removed": [], "removed_again": []}
-    for obj in storage.list("datasets/"):
-        parts = obj.path.split("/")
-        if len(parts) < 4 or not _valid(check_name, parts[1]):
-            continue
-        name, kind = parts[1], parts[2]
-        if kind == "manifests" and len(parts) == 4 and parts[3].endswith(".arrow"):
-            vid = parts[3][: -len(".arrow")]
-            if _valid(check_digest, vid):
-                found["manifests"].append((name, vid))
-        elif kind == "refs" and len(parts) == 4 and _valid(check_ref, parts[3]):
-            found["refs"].append((name, parts[3]))
-        elif kind == "log" and len(parts) == 5 and is_log_entry(parts[4]):
-            found["log"].append((name, obj.path))
-        elif kind == REMOVED and len(parts) == 4 and (record := record_file(parts[3])):
-            vid, again = record  # a later removal's record: "<vid>.<n>" (its log row only)
-            found["removed_again" if again else "removed"].append(
-                (name, f"{vid}.{again}" if again else vid))
-    return found
 
 
 class Snapshotter:
@@ -174,14 +132,15 @@ class Snapshotter:
 
     def refs(self, refs: list[tuple[str, str]]) -> pa.Table:
         """``dload_raw_refs`` of ``(name, ref)`` pairs, read now (refs move)."""
-        rows = []
-        for name, ref in refs:
-            try:
-                value = read_ref(self.storage, name, ref)
-            except IntegrityError as e:  # one damaged ref must not fail every query
-                warnings.warn(f"the catalog leaves out ref {ref!r} of {name!r}: {e}",
+        rows = []  # (several GETs at once: QA scale62, 1,050 refs read one by one on S3)
+        for (name, ref), value in zip(refs, read_all(lambda r: read_ref(self.storage, *r),
+                                                     refs), strict=True):
+            if isinstance(value, IntegrityError):  # one damaged ref must not fail every query
+                warnings.warn(f"the catalog leaves out ref {ref!r} of {name!r}: {value}",
                               stacklevel=user_stacklevel())
                 continue
+            if isinstance(value, BaseException):
+                raise value
             if value is not None:
                 rows.append({"name": name, "ref": ref, "version": value.version,
                              "seq": value.seq})
@@ -206,12 +165,12 @@ class Snapshotter:
             return removal_path(node[0], vid, int(again or 0))
 
         unread = [node for node in nodes if node not in self._removed]
-        if unread:  # one GET each, several at once (a root may hold hundreds)
-            with ThreadPoolExecutor(min(_READ_THREADS, len(unread))) as pool:
-                for node, data in zip(unread, pool.map(
-                        lambda n: self.storage.read(path(n)), unread), strict=True):
-                    self._removed[node] = parse_removal(node[0], node[1].partition(".")[0],
-                                                        data, path(node))
+        for node, data in zip(unread, read_all(lambda n: self.storage.read(path(n)), unread),
+                              strict=True):  # one GET each, several at once
+            if isinstance(data, BaseException):
+                raise data
+            self._removed[node] = parse_removal(node[0], node[1].partition(".")[0], data,
+                                                path(node))
         return {node: self._removed[node] for node in nodes}
 
     def log(self, paths: list[tuple[str, str]],
@@ -220,13 +179,13 @@ class Snapshotter:
         and a row per removal record of ``removed`` (``(name, vid)``): ``rm`` of a version no
         ref points at moves no ref, but its record says when and by whom (ref null, action
         ``rm``, ``previous`` the removed version)."""
-        rows = []
-        for name, path in paths:
-            entry = self._log_entries.get(path)
-            if entry is None:
-                entry = _parse_log(name, path, self.storage.read(path))
-                self._log_entries[path] = entry  # log entries are written once, never changed
-            rows.append(entry)
+        unread = [(n, p) for n, p in paths if p not in self._log_entries]
+        for (name, path), data in zip(unread, read_all(lambda e: self.storage.read(e[1]),
+                                                       unread), strict=True):
+            if isinstance(data, BaseException):
+                raise data
+            self._log_entries[path] = _parse_log(name, path, data)  # written once, never changed
+        rows = [self._log_entries[path] for _, path in paths]
         rows.extend({"name": r.name, "action": "rm", "previous": r.version,
                      "time": None if r.time is None else int(r.time * 1_000_000),
                      "user": r.user, "host": r.host}

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from dload_arrow.cli.ls_rows import ls_rows, pin_text
 from dload_arrow.cli.output import (
     emit,
     empty_root_hint,
@@ -21,9 +22,8 @@ from dload_arrow.cli.output import (
     root_options,
     root_problem,
 )
-from dload_arrow.errors import ConfigError, IntegrityError, NotFoundError
+from dload_arrow.errors import ConfigError, NotFoundError
 from dload_arrow.sizes import format_bytes, plural
-from dload_arrow.store.names import is_digest, manifest_path
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -65,30 +65,6 @@ def _field(f: pa.Field) -> dict[str, Any]:
     return {"name": f.name, "type": str(tensor[0]), "shape": tensor[1], **extension}
 
 
-def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dict[str, Any]:
-    """One dataset's latest version (never the pinned one), and its pin if dload.lock has one."""
-    pin, vid, m = pins.get(name), "", None
-    try:
-        vid = repo.resolve(name, "latest")
-        m = repo.manifest(name, vid)
-    except NotFoundError:  # latest names a manifest that is gone: listed, sizes unknown
-        pass
-    except IntegrityError as e:  # a damaged ref or manifest: listed too, the others shown
-        click.echo(f"warning: {escaped(str(e))}", err=True)
-    exists = pin == vid or (is_digest(pin) and repo.storage.exists(manifest_path(name, pin)))
-    pinned = None if pin is None else {"version": pin, "lock": lock, "exists": exists,
-                                       "full_id": is_digest(pin)}
-    return {"name": name, "version": vid or None, "rows": m and m.num_rows,
-            "bytes": m and m.num_bytes, "shards": m and len(m.shards), "pinned": pinned}
-
-
-def _pin_text(pinned: dict[str, Any] | None) -> str | None:
-    if not pinned:
-        return None
-    mark = "" if pinned["exists"] else " (gone)" if pinned["full_id"] else " (not a full id)"
-    return pinned["version"][:12] + mark
-
-
 @click.command()
 @root_options
 @json_option
@@ -108,13 +84,13 @@ def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_jso
         raise problem
     pins = listed_pins(path := lock_path())  # {} when there is no dload.lock
     names = repo.datasets()  # and a pinned dataset the root lacks, as gone (QA shell59)
-    rows = [_ls_row(repo, name, pins, str(path) if path else None)
-            for name in [*names, *sorted(set(pins) - set(names))]]
+    rows = ls_rows(repo, [*names, *sorted(set(pins) - set(names))], pins,
+                   str(path) if path else None)
     pinned = [r["pinned"] for r in rows if r["pinned"]]
 
     def text() -> None:
         cols = ["name", "version", "rows", "bytes", "shards"] + (["pinned"] if pinned else [])
-        print_table([{**r, "version": (r["version"] or "")[:12], "pinned": _pin_text(
+        print_table([{**r, "version": (r["version"] or "")[:12], "pinned": pin_text(
                       r["pinned"]), "bytes": None if r["bytes"] is None else format_bytes(
                       r["bytes"])} for r in rows], cols)
         if not rows:  # a mistyped root lists as empty too: say what empty means

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dload_arrow.errors import DloadError, NotFoundError, user_stacklevel
@@ -109,9 +109,11 @@ def removed_dataset(storage: Storage, name: str, where: str,
                                              f". Commit to {name!r} to create it again"))
 
 
-def published_names(storage: Storage, where: str) -> list[str]:
+def published_names(storage: Storage, where: str,
+                    listed: Callable[[list[str]], None] | None = None) -> list[str]:
     """The names under the root whose ``latest`` ref exists, sorted; a name whose ref was
-    lost (:func:`lost_refs`) is warned about."""
+    lost (:func:`lost_refs`) is warned about. ``listed`` is given every manifest id the
+    listing showed (they exist: no HEAD for them later, QA scale62)."""
     names: set[str] = set()
     left: dict[str, list[str]] = {}
     for obj in storage.list("datasets/"):
@@ -121,6 +123,8 @@ def published_names(storage: Storage, where: str) -> list[str]:
         elif len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow"):
             left.setdefault(parts[1], []).append(parts[3][: -len(".arrow")])
     lost_refs(storage, {n: v for n, v in left.items() if n not in names}, where)
+    if listed is not None:
+        listed([v for vids in left.values() for v in vids])
     return sorted(names)
 
 

@@ -106,7 +106,8 @@ class Repository(WritesMixin, VersionsMixin):
         """Names of every dataset under the root with a published version (its ``latest``
         ref exists), sorted: the manifests of a commit that stopped before publishing do not
         make one (``rm(name)`` removes them); a ``latest`` ref lost since is warned about."""
-        return published_names(self.storage, redact_url(self.storage.url))
+        return published_names(self.storage, redact_url(self.storage.url),
+                               self.manifests.mark_stored)
 
     def manifest(self, name: str, version: str | None = None) -> Manifest:
         """The validated manifest of a version (resolved like :meth:`dataset`)."""

@@ -135,6 +135,10 @@ class ManifestCache:
             raise NotFoundError(self._missing(name, version))
         self._stored.add(version)
 
+    def mark_stored(self, versions: list[str]) -> None:
+        """Note versions whose manifests a listing of the root just showed (no HEAD later)."""
+        self._stored.update(versions)
+
     def _missing(self, name: str, version: str) -> str:
         """Why ``version`` has no manifest: its removal record (who, when), if it has one."""
         where = f"version {version[:12]} of {name!r} has no manifest under " \
