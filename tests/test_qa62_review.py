@@ -104,3 +104,58 @@ def test_the_glob_hint_reads_names_with_an_s_at_either_end(
         (tmp_path / n).write_bytes(b"")
     err = run("commit", "p", "--from", "shard-000.tars", "shard-001.tars", rc=1).err
     assert "'shard-001.tars' is a file: a pattern after --from is expanded" in err
+
+
+def test_a_version_removed_after_a_listing_is_not_opened(repo: dl.Repository,
+                                                         tmp_path: Path) -> None:
+    """QA review62b: repo.datasets() marked every listed manifest as stored; one removed by
+    another process afterwards still opened from the machine's cache."""
+    v1 = repo.commit("t", [("a", {"x": 1})], progress=False)
+    repo.append("t", [("b", {"x": 2})], progress=False)
+    assert repo.dataset("t", v1.version).num_rows == 1  # cached on this machine
+    fresh = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "cache")
+    assert fresh.datasets() == ["t"]
+    other = dl.Repository.open(tmp_path / "root", cache_dir=tmp_path / "c2")
+    other.rm("t", v1.version)
+    with pytest.raises(dl.NotFoundError, match="was removed"):
+        fresh.dataset("t", v1.version)
+
+
+def test_torch_errors_other_than_dtypes_come_through(repo: dl.Repository) -> None:
+    pipe = dl.from_iterable(range(4)).map(
+        lambda i: {"x": torch.zeros(3, device="meta" if i == 2 else "cpu")}).batch(4)
+    with pytest.raises(RuntimeError, match="device"):
+        next(iter(pipe))
+
+
+def test_zero_size_advice_keeps_dtype_and_inner_shape(repo: dl.Repository) -> None:
+    import numpy as np
+
+    with pytest.raises(dl.SchemaError, match=r"pa\.list_\(pa\.list_\(pa\.list_\(pa\.int32\(\), "
+                                             r"2\), 4\)\)"):
+        repo.commit("z", [("a", {"b": np.zeros((0, 4, 2), np.int32)})], progress=False)
+
+
+def test_a_caption_missing_its_image_is_not_called_a_table(tmp_path: Path, run: RunFn) -> None:
+    d = tmp_path / "caps"
+    d.mkdir()
+    for i in range(1, 21):
+        (d / f"img{i:02d}.jpg").write_bytes(b"JPEG")
+        (d / f"img{i:02d}.txt").write_text(f"a photo {i}")
+    (d / "img21.txt").write_text("its image failed to download")
+    assert "A table of labels" not in run("commit", "caps", "--from", str(d)).err
+
+
+def test_a_quoted_field_of_a_list_gets_the_list_advice(repo: dl.Repository) -> None:
+    ann = pa.list_(pa.struct([("category_id", pa.int64())]))
+    repo.commit("coco", pa.table({"__key__": ["a", "b"], "annotations": pa.array(
+        [[{"category_id": 3}], []], ann)}), progress=False)
+    with pytest.raises(dl.PredicateError, match="not a field of the list 'annotations'"):
+        repo.dataset("coco").where('"annotations.category_id" = 3')
+
+
+def test_every_mixins_method_names_repository(repo: dl.Repository) -> None:
+    for call, name in ((lambda: repo.tag("x"), "tag"), (lambda: repo.diff("x"), "diff"),
+                       (lambda: repo.versions(), "versions")):
+        with pytest.raises(TypeError, match=rf"^Repository\.{name}\(\) missing"):
+            call()  # type: ignore[call-arg]

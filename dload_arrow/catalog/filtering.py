@@ -87,7 +87,7 @@ class _Compiler:
         idx = self.schema.get_field_index(name)
         if idx < 0:
             raise self.error(f"no column {name!r}; {column_list(self.schema.names, name)}"
-                             f"{column_hint(name, self.schema.names, self.text)}")
+                             f"{column_hint(name, self.schema, self.text)}")
         return self.schema.field(idx)
 
     def typed(self, node: Node, other: Node | None, op: str = "=") -> Node:

@@ -157,11 +157,21 @@ def field_hint(text: str, at: int, columns: Iterable[str],
             f"a pipeline's .filter(lambda r: r[{col!r}][{field!r}] ...)")
 
 
-def column_hint(name: str, names: list[str], text: str = "") -> str:
-    """The advice for a column ``name`` that ``names`` lacks: a spelling of one (another case,
-    Unicode form), a struct field written as a column (``"prof.age"``), or, written in double
-    quotes in the filter ``text``, a value (pandas' query() habit: ``robot_id == "r1"``)."""
-    return form_hint(name, names) or field_hint(name, name.find("."), names) or (
+def list_columns(columns: Any) -> frozenset[str]:
+    """The list columns of a schema (``columns`` names alone: none known)."""
+    if not hasattr(columns, "names"):
+        return frozenset()
+    return frozenset(f.name for f in columns if str(f.type).startswith(("list<", "large_list<")))
+
+
+def column_hint(name: str, schema: Any, text: str = "") -> str:
+    """The advice for a column ``name`` that ``schema`` (or a list of names) lacks: a spelling
+    of one (another case, Unicode form), a struct field written as a column (``"prof.age"``;
+    of a list of structs, its own), or, written in double quotes in the filter ``text``, a
+    value (pandas' query() habit: ``robot_id == "r1"``)."""
+    names = list(getattr(schema, "names", schema))
+    return form_hint(name, names) or field_hint(name, name.find("."), names,
+                                                list_columns(schema)) or (
         f"; if {name!r} is a value, write it in single quotes, {_quote(name)}: double quotes "
         "name a column" if quoted(name) in text
         and name.casefold() not in {n.casefold() for n in names} else "")

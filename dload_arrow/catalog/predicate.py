@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from dload_arrow.catalog.name_hints import KEYWORDS
+from dload_arrow.catalog.name_hints import KEYWORDS, list_columns
 from dload_arrow.catalog.name_hints import advice as _advice
 from dload_arrow.errors import PredicateError
 
@@ -282,10 +282,7 @@ def parse_predicate(text: str, columns: Any = ()) -> Node:
     a name that needs double quotes, written bare where parsing failed, is shown quoted; a
     schema's list columns get list advice for ``col.field``.
     """
-    lists: frozenset[str] = frozenset()
-    if hasattr(columns, "names"):  # a schema
-        lists = frozenset(f.name for f in columns
-                          if str(f.type).startswith(("list<", "large_list<")))
+    lists = list_columns(columns)  # (of a schema; names alone: none)
     if not isinstance(text, str):  # a pyarrow Expression belongs to filter(expr)
         raise PredicateError(f"a filter must be a string, got {type(text).__name__}" + (
             "; pass a pyarrow expression to filter(expr)" * (type(text).__name__ == "Expression")))

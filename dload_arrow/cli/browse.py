@@ -83,7 +83,12 @@ def ls(root: str | None, cache_dir: str | None, cache_budget: str | None, as_jso
             repo.settings.sources.get("root") != "default":  # (not mistyped: empty at first)
         raise problem
     pins = listed_pins(path := lock_path())  # {} when there is no dload.lock
-    names = repo.datasets()  # and a pinned dataset the root lacks, as gone (QA shell59)
+    from dload_arrow.repository.missing import published_names
+    from dload_arrow.storage import redact_url
+
+    # repo.datasets(), and its listing's manifests exist now: no HEAD each (QA scale62)
+    names = published_names(repo.storage, redact_url(repo.storage.url),
+                            repo.manifests.mark_stored)
     rows = ls_rows(repo, [*names, *sorted(set(pins) - set(names))], pins,
                    str(path) if path else None)
     pinned = [r["pinned"] for r in rows if r["pinned"]]

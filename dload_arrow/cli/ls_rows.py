@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from dload_arrow.catalog.root_listing import read_all
 from dload_arrow.errors import IntegrityError, NotFoundError, escaped
 from dload_arrow.store.names import is_digest, manifest_path
 
@@ -17,6 +16,8 @@ __all__ = ["ls_rows", "pin_text"]
 def ls_rows(repo: Any, names: list[str], pins: dict[str, str], lock: str | None
             ) -> list[dict[str, Any]]:
     """:func:`_ls_row` of each name, in order."""
+    from dload_arrow.catalog.root_listing import read_all  # (the catalog loads pyarrow)
+
     rows = read_all(lambda n: _ls_row(repo, n, pins, lock), names)
     for r in rows:
         if isinstance(r, BaseException):

@@ -6,8 +6,10 @@ sample of its own (a ``labels.csv`` beside images), or files of one sample split
 from __future__ import annotations
 
 import os
+import re
 import unicodedata
 import warnings
+from collections import Counter
 from typing import Any
 
 from dload_arrow.errors import user_stacklevel
@@ -78,6 +80,8 @@ def warn_split_columns(groups: dict[str, dict[str, Any]], where: str) -> None:
     (QA vision62: labels in ``.cls`` and ``.label``, or images as ``.jpg`` and ``.png``: one
     field stored as two half-null columns, found only when training read a null). Not asked
     where keys differing in case split samples (``warn_case_twins`` says that)."""
+    if len(groups) < 10:  # (a handful of files of different kinds is no dataset of them)
+        return
     few = max(2, len(groups) // 10)  # (fewer: a stray file, warn_lone_samples' case)
     members: dict[str, set[str]] = {}
     for key, files in groups.items():
@@ -143,8 +147,10 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
     def lacks(files: dict[str, Any]) -> list[str]:  # the columns (nearly) every other has
         return sorted(c for c, n in counts.items() if c not in files and n >= len(groups) - few)
 
+    usual = Counter(_form(k) for k in groups).most_common(1)[0][0]  # img9 for img01..img20
     lone = [(key, files) for key, files in groups.items() if all(c in _TABLES for c in files)
-            and (all(counts[c] <= few for c in files) or lacks(files))]
+            and (all(counts[c] <= few for c in files)  # a key named like the others lacking
+                 or (lacks(files) and _form(key) != usual))]  # an image: a failed download
     if not lone or len(lone) > few:
         return
     key, files = lone[0]
@@ -165,6 +171,11 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
         f"f.__key__ || '.{top}' when the table names files); or give each file its label "
         "beside it (x.jpg with x.cls)",
         stacklevel=user_stacklevel())
+
+
+def _form(key: str) -> str:
+    """A key's form: runs of digits as 9, of letters as a (``img_0012`` -> ``a_9``)."""
+    return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", "9", key.rpartition("/")[2]))
 
 
 _SIBLINGS = 32  # more dotted keys on one key: a sequence (shot010.0001.exr), not its views

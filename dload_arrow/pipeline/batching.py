@@ -66,6 +66,8 @@ def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "") -> 
             try:
                 return torch.stack(values)  # dtypes promoted, as np.stack does
             except (RuntimeError, TypeError):  # (uint16 beside uint8: torch promotes not)
+                if len({v.dtype for v in values}) == 1:
+                    raise  # another device, a sparse tensor: torch's own words
                 warn_ragged(name, values, shapes=False)
                 return values
         warn_ragged(name, values)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from datetime import timedelta
@@ -106,8 +107,7 @@ class Repository(WritesMixin, VersionsMixin):
         """Names of every dataset under the root with a published version (its ``latest``
         ref exists), sorted: the manifests of a commit that stopped before publishing do not
         make one (``rm(name)`` removes them); a ``latest`` ref lost since is warned about."""
-        return published_names(self.storage, redact_url(self.storage.url),
-                               self.manifests.mark_stored)
+        return published_names(self.storage, redact_url(self.storage.url))
 
     def manifest(self, name: str, version: str | None = None) -> Manifest:
         """The validated manifest of a version (resolved like :meth:`dataset`)."""
@@ -204,3 +204,18 @@ class Repository(WritesMixin, VersionsMixin):
 
         vid = known_version(self.storage, name, version, self.resolve, self._version_ids)
         return lineage_of(self.catalog, name, vid)
+
+
+def _named_repository() -> None:
+    """The mixins' public methods named ``Repository.x`` in Python's own TypeErrors (a
+    missing or extra argument said ``TagsMixin.tag()``: QA review62b) and in help()."""
+    for cls in Repository.__mro__[1:]:
+        if not cls.__module__.startswith("dload_arrow.repository."):
+            continue
+        for attr, fn in vars(cls).items():
+            if inspect.isfunction(fn) and not attr.startswith("_"):
+                fn.__qualname__ = f"Repository.{attr}"
+                fn.__code__ = fn.__code__.replace(co_qualname=fn.__qualname__)
+
+
+_named_repository()

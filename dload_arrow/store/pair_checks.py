@@ -14,7 +14,8 @@ import pyarrow as pa
 from dload_arrow.errors import SchemaError, shown, surrogate_at
 from dload_arrow.store.cast_check import extra_field_check
 
-__all__ = ["encodes", "holds_set", "int_overflow_error", "key_of", "refuse_extra_fields",
+__all__ = ["empty_tensor_error", "encodes", "holds_set", "int_overflow_error", "key_of",
+           "refuse_extra_fields",
            "refuse_flattening", "refuse_sets", "refuse_shapes",
            "shape_refusal"]
 
@@ -187,3 +188,16 @@ def refuse_shapes(samples: Any, mod: str) -> None:
             f"cannot commit a {mod.split('.')[0]} Series: a commit takes rows of columns; pass "
             "series.to_frame() (one column, named after the series)"
         )
+
+
+def empty_tensor_error(key: str, name: str, arr: Any) -> SchemaError:
+    """A zero-size numpy tensor (no boxes: shape (0, 4)) refused, with the nested-list
+    schema that stores it as ``[]`` beside others of any first dimension, in its own dtype
+    and inner shape (QA detect62, review62b)."""
+    inner = f"pa.{'bool_' if arr.dtype.kind == 'b' else arr.dtype.name}()"
+    for d in reversed(arr.shape[1:]):
+        inner = f"pa.list_({inner}, {d})"
+    return SchemaError(
+        f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no element and "
+        "cannot be a fixed-size column's; where the first dimension varies (boxes per image), "
+        f"store lists: schema= with {name!r} as pa.list_({inner}) (then it is [])")

@@ -27,6 +27,7 @@ from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.lossless import check_whole_numbers
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.pair_checks import (
+    empty_tensor_error,
     encodes,
     int_overflow_error,
     key_of,
@@ -54,11 +55,7 @@ def _tensor_field(key: str, name: str, arr: np.ndarray) -> pa.Field:
             "list, or one value per sample"
         )
     if size == 0:
-        raise SchemaError(
-            f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no element "
-            "and cannot be a fixed-size column's; where the first dimension varies (boxes per "
-            f"image), store lists: schema= with {name!r} as pa.list_(" + (f"pa.list_(pa.float64("
-            f"), {arr.shape[-1]}))" if arr.ndim > 1 else "pa.float64())") + " (then it is [])")
+        raise empty_tensor_error(key, name, arr)
     typ = pa.list_(pa.from_numpy_dtype(arr.dtype), size)
     return pa.field(name, typ, metadata={SHAPE_META: json.dumps(list(arr.shape)).encode()})
 
