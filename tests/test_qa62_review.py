@@ -159,3 +159,26 @@ def test_every_mixins_method_names_repository(repo: dl.Repository) -> None:
                        (lambda: repo.versions(), "versions")):
         with pytest.raises(TypeError, match=rf"^Repository\.{name}\(\) missing"):
             call()  # type: ignore[call-arg]
+
+
+def test_pad_collate_pads_without_the_ragged_warning(repo: dl.Repository) -> None:
+    """QA docs62: pad_collate ran the default collate first, which warned of the very
+    arrays it then padded (and used up the once-per-column warning)."""
+    import warnings as w
+
+    import numpy as np
+
+    collate_checks._WARNED.discard("tok")
+    pipe = dl.from_iterable([{"tok": np.arange(n)} for n in (1, 3, 2)], finite=True)
+    with w.catch_warnings():
+        w.simplefilter("error")
+        b = next(iter(pipe.batch(3, collate=dl.pad_collate())))
+    assert b["tok"].shape == (3, 3)
+    with pytest.warns(UserWarning, match="column 'tok' holds arrays of different shapes"):
+        next(iter(pipe.batch(3)))  # the plain batch still warns once
+
+
+def test_pipeline_mixin_methods_name_pipeline() -> None:
+    p = dl.from_iterable([{"tokens": [1, 2]}], finite=True)
+    with pytest.raises(TypeError, match=r"^Pipeline\.pack\(\) takes"):
+        p.pack(4, "tokens", 0)  # type: ignore[misc]

@@ -242,7 +242,8 @@ class Pipeline(Lengths, SequenceOps):
     def batch(
         self, size: int, drop_last: bool = False, collate: Callable[[Any], Any] | None = None
     ) -> Pipeline:
-        """Group ``size`` items: a dict of column -> numpy/list, or ``collate(list of items)``."""
+        """Group ``size`` items: a dict of column -> numpy array (a map's torch tensors: one
+        tensor) or list (arrays of several shapes: warned), or ``collate(list of items)``."""
         from dload_arrow.pipeline.batching import BatchPipe
 
         return BatchPipe(self, size, drop_last, collate)

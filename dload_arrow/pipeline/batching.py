@@ -28,20 +28,22 @@ __all__ = ["BatchPipe", "UnbatchPipe", "check_one_kind", "check_same_columns",
            "default_collate"]
 
 
-def default_collate(items: Chunk, schema: pa.Schema | None = None) -> Any:
+def default_collate(items: Chunk, schema: pa.Schema | None = None, *,
+                    warn_ragged: bool = True) -> Any:
     """A batch as a dict of column -> numpy array (numbers, tensors) or list (the rest).
 
     A RecordBatch collates column by column without leaving Arrow until the numpy step; a
     list of dicts is stacked key by key (numbers in their column's type when ``schema``, the
     rows' schema, gives one); torch tensors of one shape (a decode map's) stack into one
-    tensor; any other list stays a list (arrays of several shapes: warned once per column).
+    tensor; any other list stays a list (arrays of several shapes: warned once per column,
+    unless ``warn_ragged=False``: a collate that pads them, as ``pad_collate``).
     """
     if isinstance(items, pa.RecordBatch):
         return {f.name: column_values(items, i) for i, f in enumerate(items.schema)}
     if items and all(isinstance(x, Mapping) for x in items):
         check_same_columns(items)
         types = {} if schema is None else {f.name: f.type for f in schema}
-        return {k: _stack([x[k] for x in items], _numpy_dtype(types.get(k)), k)
+        return {k: _stack([x[k] for x in items], _numpy_dtype(types.get(k)), k, warn_ragged)
                 for k in items[0]}
     return list(items)
 
@@ -53,12 +55,14 @@ def _numpy_dtype(typ: pa.DataType | None) -> np.dtype | None:
     return np.dtype(typ.to_pandas_dtype())
 
 
-def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "") -> Any:
+def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "",
+           ragged: bool = True) -> Any:
     first = values[0]
     if isinstance(first, np.ndarray) and all(isinstance(v, np.ndarray) for v in values):
         if all(v.shape == first.shape for v in values):
             return np.stack(values)
-        warn_ragged(name, values)
+        if ragged:  # (pad_collate pads them: no warning, QA docs62)
+            warn_ragged(name, values)
         return values
     if (torch := sys.modules.get("torch")) is not None and isinstance(first, torch.Tensor) \
             and all(isinstance(v, torch.Tensor) for v in values):  # a decode map's tensors
@@ -68,9 +72,11 @@ def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "") -> 
             except (RuntimeError, TypeError):  # (uint16 beside uint8: torch promotes not)
                 if len({v.dtype for v in values}) == 1:
                     raise  # another device, a sparse tensor: torch's own words
-                warn_ragged(name, values, shapes=False)
+                if ragged:
+                    warn_ragged(name, values, shapes=False)
                 return values
-        warn_ragged(name, values)
+        if ragged:  # (pad_collate pads them: no warning, QA docs62)
+            warn_ragged(name, values)
         return values
     if isinstance(first, (bool, int, float, np.number, np.bool_)) and all(
         isinstance(v, (bool, int, float, np.number, np.bool_)) for v in values

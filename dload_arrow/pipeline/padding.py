@@ -124,12 +124,12 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
     def __call__(self, items: Any, schema: pa.Schema | None = None) -> Any:
         rows = items.to_pylist() if isinstance(items, pa.RecordBatch) else items
         if not rows or not all(isinstance(x, Mapping) for x in rows):
-            return default_collate(items, schema)
+            return default_collate(items, schema, warn_ragged=False)
         check_same_columns(rows, "pad_collate")
         tensors = torch_rows(rows)  # a torch DataLoader's collate_fn: tensors in and out
         if tensors is not None:
             items = rows = tensors
-        out = default_collate(items, schema)
+        out = default_collate(items, schema, warn_ragged=False)  # (it pads them)
         names = self.columns if self.columns is not None else [
             c for c in rows[0] if _padded_by_default([x.get(c) for x in rows], schema, c)]
         if isinstance(self.pad_value, dict) and (odd := set(self.pad_value) - set(rows[0])):

@@ -78,7 +78,7 @@ class Dataset(VersionFields, PipelineShortcuts):
 
     @property
     def num_bytes(self) -> int:
-        """Bytes of all shards in the root."""
+        """Bytes of this version's shards (a view's too: the version's)."""
         return self.manifest.num_bytes
 
     @property

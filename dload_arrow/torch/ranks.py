@@ -18,7 +18,7 @@ import torch
 import torch.distributed
 
 from dload_arrow.args import MAX_COUNT
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, user_stacklevel
 
 __all__ = ["Ranks", "env_count", "env_int", "local_world_size", "resolve_rank"]
 
@@ -157,7 +157,7 @@ def _warn_counted(length: int, rank: int, world_size: int) -> None:
         f"(one process, the whole epoch); it is now rank {rank} of {world_size}, each rank "
         f"reading about 1/{world_size} of it: ask len() again after init_process_group "
         f"(a step count or scheduler sized from {length:,} is {world_size}x too long)",
-        stacklevel=4)
+        stacklevel=user_stacklevel())
 
 
 def _group() -> bool:
