@@ -7,6 +7,7 @@ not later and deep inside numpy or Arrow with an error that names neither.
 
 from __future__ import annotations
 
+import inspect
 import operator
 import os
 import sys
@@ -122,3 +123,15 @@ def column_names(columns: Any, op: str = "", arg: str = "columns") -> list[str] 
     if bad:
         raise TypeError(f"{call}: column names are str, got {kind(bad[0])} {shown(bad[0])}")
     return names
+
+
+def name_as(owner: type, *mixins: type) -> None:
+    """Name the public methods of ``mixins`` as ``owner``'s (``Repository.tag``, not
+    ``TagsMixin.tag``): Python's own TypeErrors, help() and pickle by reference (its module
+    too) then speak of the class users call (QA review62b, review62c)."""
+    for cls in mixins:
+        for attr, fn in vars(cls).items():
+            if inspect.isfunction(fn) and not attr.startswith("_"):
+                fn.__qualname__ = f"{owner.__name__}.{attr}"
+                fn.__module__ = owner.__module__
+                fn.__code__ = fn.__code__.replace(co_qualname=fn.__qualname__)

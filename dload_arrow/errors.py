@@ -162,10 +162,11 @@ def _escaped(m: re.Match[str]) -> str:
         f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
-def user_stacklevel() -> int:
+def user_stacklevel(*also: str) -> int:
     """``warnings.warn``'s stacklevel of the first frame outside dload_arrow: the user's call
-    (``functools`` frames, a ``cached_property`` on the way, count as ours)."""
-    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    (``functools`` frames, a ``cached_property`` on the way, count as ours; so do those under
+    the folders ``also``, e.g. torch's DataLoader calling a dataset)."""
+    package = (os.path.dirname(os.path.abspath(__file__)) + os.sep, *also)
     frame, level = sys._getframe(1), 1
     while frame.f_back is not None and (frame.f_code.co_filename.startswith(package)
                                         or frame.f_code.co_filename == functools.__file__):

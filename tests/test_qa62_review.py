@@ -182,3 +182,45 @@ def test_pipeline_mixin_methods_name_pipeline() -> None:
     p = dl.from_iterable([{"tokens": [1, 2]}], finite=True)
     with pytest.raises(TypeError, match=r"^Pipeline\.pack\(\) takes"):
         p.pack(4, "tokens", 0)  # type: ignore[misc]
+
+
+def test_pad_collate_warns_of_the_columns_it_cannot_pad(repo: dl.Repository) -> None:
+    """QA review62c: pad_collate hid the ragged warning of every column, the ones it does
+    not pad (or cannot: another width after the first axis) too."""
+    import numpy as np
+
+    rows = [{"image": np.zeros((4, 4 if i != 2 else 3, 3), np.uint8), "tokens": np.arange(i + 1)}
+            for i in range(4)]
+    pipe = dl.from_iterable(rows, finite=True)
+    collate_checks._WARNED.discard("image")
+    with pytest.warns(UserWarning, match="column 'image' holds arrays of different shapes"):
+        b = next(iter(pipe.batch(4, collate=dl.pad_collate(columns=["tokens"]))))
+    assert isinstance(b["image"], list) and b["tokens"].shape == (4, 4)
+    collate_checks._WARNED.discard("image")
+    with pytest.warns(UserWarning, match=r"pad_collate: column 'image' holds rows of shapes .* "
+                                         r"so that batch gives it as a list"):
+        next(iter(pipe.batch(4, collate=dl.pad_collate())))
+
+
+def test_renamed_methods_still_pickle(repo: dl.Repository) -> None:
+    import pickle
+
+    for fn in (dl.Repository.tag, dl.Repository.rm, dl.Pipeline.pack, dl.Dataset.batch):
+        assert pickle.loads(pickle.dumps(fn)) is fn
+    with pytest.raises(TypeError, match=r"^Dataset\.batch\(\) missing"):
+        repo.commit("d", [("a", {"x": 1})], progress=False)
+        repo.dataset("d").batch()  # type: ignore[call-arg]
+
+
+def test_a_hex_named_caption_missing_its_image_is_not_a_table(tmp_path: Path,
+                                                             run: RunFn) -> None:
+    import hashlib
+
+    d = tmp_path / "caps"
+    d.mkdir()
+    for i in range(21):
+        k = hashlib.sha256(str(i).encode()).hexdigest()[:16]
+        if i < 20:
+            (d / f"{k}.jpg").write_bytes(b"JPEG")
+        (d / f"{k}.txt").write_text("a caption")
+    assert "A table of labels" not in run("commit", "caps", "--from", str(d)).err

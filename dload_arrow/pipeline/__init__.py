@@ -7,6 +7,7 @@ with :func:`mix`, :func:`concat`, :func:`zip_with`, :func:`select`, :func:`choic
 
 from __future__ import annotations
 
+from dload_arrow.args import name_as
 from dload_arrow.pipeline.base import Pipeline, PipelineIterator
 from dload_arrow.pipeline.batching import default_collate
 from dload_arrow.pipeline.check import CheckReport
@@ -14,7 +15,10 @@ from dload_arrow.pipeline.combine import concat, zip_with
 from dload_arrow.pipeline.dataset import DatasetPipe
 from dload_arrow.pipeline.padding import pad_collate
 from dload_arrow.pipeline.router import choice, mix, select
+from dload_arrow.pipeline.sequences import SequenceOps
 from dload_arrow.pipeline.sources import from_iterable, random_stream
+
+name_as(Pipeline, SequenceOps)  # errors and pickles name Pipeline.pack, not the mixin
 
 __all__ = [
     "CheckReport",

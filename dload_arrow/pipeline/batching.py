@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -29,21 +29,21 @@ __all__ = ["BatchPipe", "UnbatchPipe", "check_one_kind", "check_same_columns",
 
 
 def default_collate(items: Chunk, schema: pa.Schema | None = None, *,
-                    warn_ragged: bool = True) -> Any:
+                    padded: Collection[str] = ()) -> Any:
     """A batch as a dict of column -> numpy array (numbers, tensors) or list (the rest).
 
     A RecordBatch collates column by column without leaving Arrow until the numpy step; a
     list of dicts is stacked key by key (numbers in their column's type when ``schema``, the
     rows' schema, gives one); torch tensors of one shape (a decode map's) stack into one
     tensor; any other list stays a list (arrays of several shapes: warned once per column,
-    unless ``warn_ragged=False``: a collate that pads them, as ``pad_collate``).
+    but for the ``padded`` ones, which a collate such as ``pad_collate`` pads next).
     """
     if isinstance(items, pa.RecordBatch):
         return {f.name: column_values(items, i) for i, f in enumerate(items.schema)}
     if items and all(isinstance(x, Mapping) for x in items):
         check_same_columns(items)
         types = {} if schema is None else {f.name: f.type for f in schema}
-        return {k: _stack([x[k] for x in items], _numpy_dtype(types.get(k)), k, warn_ragged)
+        return {k: _stack([x[k] for x in items], _numpy_dtype(types.get(k)), k, k not in padded)
                 for k in items[0]}
     return list(items)
 
@@ -70,7 +70,8 @@ def _stack(values: list[Any], dtype: np.dtype | None = None, name: str = "",
             try:
                 return torch.stack(values)  # dtypes promoted, as np.stack does
             except (RuntimeError, TypeError):  # (uint16 beside uint8: torch promotes not)
-                if len({v.dtype for v in values}) == 1:
+                if len({v.dtype for v in values}) == 1 or len(
+                        {(v.device, v.layout) for v in values}) > 1:
                     raise  # another device, a sparse tensor: torch's own words
                 if ragged:
                     warn_ragged(name, values, shapes=False)

@@ -12,7 +12,7 @@ import numpy as np
 from dload_arrow.errors import SchemaError, shown, user_stacklevel
 from dload_arrow.pipeline.common_schema import same_columns_fix
 
-__all__ = ["check_one_kind", "check_same_columns", "warn_ragged"]
+__all__ = ["check_one_kind", "check_same_columns", "warn_once", "warn_ragged"]
 
 _WARNED: set[str] = set()  # columns warned of as ragged, once per process
 
@@ -63,6 +63,13 @@ def check_one_kind(name: str, values: Sequence[Any]) -> None:
                 f"({shown(values[j])}) and {type(v).__name__} in item {i} ({shown(v)}); a "
                 "batch's column needs one kind of value: map() the inputs of a mix/concat/"
                 "choice to one type (int(...) or str(...)), or pass collate=")
+
+
+def warn_once(name: str, message: str) -> None:
+    """Warn ``message`` about column ``name`` once per process (as :func:`warn_ragged`)."""
+    if name not in _WARNED:
+        _WARNED.add(name)
+        warnings.warn(message, stacklevel=user_stacklevel())
 
 
 def warn_ragged(name: str, values: Sequence[Any], shapes: bool = True) -> None:

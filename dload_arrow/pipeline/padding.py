@@ -17,7 +17,7 @@ import pyarrow as pa
 from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.batching import default_collate
-from dload_arrow.pipeline.collate_checks import check_same_columns
+from dload_arrow.pipeline.collate_checks import check_same_columns, warn_once
 from dload_arrow.pipeline.pad_torch import as_tensors, torch_rows
 from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
@@ -124,14 +124,14 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
     def __call__(self, items: Any, schema: pa.Schema | None = None) -> Any:
         rows = items.to_pylist() if isinstance(items, pa.RecordBatch) else items
         if not rows or not all(isinstance(x, Mapping) for x in rows):
-            return default_collate(items, schema, warn_ragged=False)
+            return default_collate(items, schema)
         check_same_columns(rows, "pad_collate")
         tensors = torch_rows(rows)  # a torch DataLoader's collate_fn: tensors in and out
         if tensors is not None:
             items = rows = tensors
-        out = default_collate(items, schema, warn_ragged=False)  # (it pads them)
         names = self.columns if self.columns is not None else [
             c for c in rows[0] if _padded_by_default([x.get(c) for x in rows], schema, c)]
+        out = default_collate(items, schema, padded=names)  # (the others warned if ragged)
         if isinstance(self.pad_value, dict) and (odd := set(self.pad_value) - set(rows[0])):
             raise ConfigError(f"pad_collate(pad_value=...) names {sorted(odd)}, not columns "
                               f"of the batch (its columns: {', '.join(map(str, rows[0]))})")
@@ -155,9 +155,10 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                                       "values, not sequences; leave it out of columns=")
             try:
                 out.update(self._pad(c, cells, _stored(schema, c)))
-            except _Ragged:  # a column picked by default, rows of rows of two widths: lists
+            except _Ragged as e:  # a column picked by default, rows of rows of two widths: lists
                 if self.columns is not None:
                     raise
+                warn_once(c, f"{e}, so that batch gives it as a list (warned once per column)")
         if tensors is not None:
             import torch
 

@@ -50,8 +50,3 @@ class SequenceOps:
         me: Any = self
         return BucketPipe(me, size, column, window, seed)
 
-
-for _name, _fn in list(vars(SequenceOps).items()):  # errors name Pipeline.pack, not the mixin
-    if callable(_fn) and not _name.startswith("_"):
-        _fn.__qualname__ = f"Pipeline.{_name}"
-        _fn.__code__ = _fn.__code__.replace(co_qualname=_fn.__qualname__)

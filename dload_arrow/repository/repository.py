@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 from collections.abc import Sequence
 from datetime import timedelta
@@ -11,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from dload_arrow.args import check_bool, check_path
+from dload_arrow.args import check_bool, check_path, name_as
 from dload_arrow.config import Settings, resolve_settings, said
 from dload_arrow.errors import InvalidNameError, NotFoundError, StorageError
 from dload_arrow.read.context import ReadContext
@@ -206,16 +205,6 @@ class Repository(WritesMixin, VersionsMixin):
         return lineage_of(self.catalog, name, vid)
 
 
-def _named_repository() -> None:
-    """The mixins' public methods named ``Repository.x`` in Python's own TypeErrors (a
-    missing or extra argument said ``TagsMixin.tag()``: QA review62b) and in help()."""
-    for cls in Repository.__mro__[1:]:
-        if not cls.__module__.startswith("dload_arrow.repository."):
-            continue
-        for attr, fn in vars(cls).items():
-            if inspect.isfunction(fn) and not attr.startswith("_"):
-                fn.__qualname__ = f"Repository.{attr}"
-                fn.__code__ = fn.__code__.replace(co_qualname=fn.__qualname__)
 
-
-_named_repository()
+name_as(Repository, *(c for c in Repository.__mro__[1:]  # (errors say Repository.tag())
+                      if c.__module__.startswith("dload_arrow.repository.")))

@@ -194,10 +194,12 @@ def empty_tensor_error(key: str, name: str, arr: Any) -> SchemaError:
     """A zero-size numpy tensor (no boxes: shape (0, 4)) refused, with the nested-list
     schema that stores it as ``[]`` beside others of any first dimension, in its own dtype
     and inner shape (QA detect62, review62b)."""
-    inner = f"pa.{'bool_' if arr.dtype.kind == 'b' else arr.dtype.name}()"
+    leaf = "bool_" if arr.dtype.kind == "b" else arr.dtype.name
+    inner = f"pa.{leaf if hasattr(pa, leaf) else 'float64'}()"  # (no pa.float128)
     for d in reversed(arr.shape[1:]):
         inner = f"pa.list_({inner}, {d})"
+    then = " (then it is [])" if arr.shape[0] == 0 else ""
     return SchemaError(
         f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no element and "
         "cannot be a fixed-size column's; where the first dimension varies (boxes per image), "
-        f"store lists: schema= with {name!r} as pa.list_({inner}) (then it is [])")
+        f"store lists: schema= with {name!r} as pa.list_({inner}){then}")

@@ -157,7 +157,7 @@ def _warn_counted(length: int, rank: int, world_size: int) -> None:
         f"(one process, the whole epoch); it is now rank {rank} of {world_size}, each rank "
         f"reading about 1/{world_size} of it: ask len() again after init_process_group "
         f"(a step count or scheduler sized from {length:,} is {world_size}x too long)",
-        stacklevel=user_stacklevel())
+        stacklevel=user_stacklevel(os.path.dirname(torch.__file__) + os.sep))
 
 
 def _group() -> bool:
