@@ -224,3 +224,49 @@ def test_a_hex_named_caption_missing_its_image_is_not_a_table(tmp_path: Path,
             (d / f"{k}.jpg").write_bytes(b"JPEG")
         (d / f"{k}.txt").write_text("a caption")
     assert "A table of labels" not in run("commit", "caps", "--from", str(d)).err
+
+
+def test_a_zero_size_fixed_list_is_refused_not_stored_unreadable(repo: dl.Repository) -> None:
+    """QA review62d: the advice for a (3, 0) tensor was a fixed-size list of size 0, which
+    pyarrow writes but cannot read back: every column of the shard was lost."""
+    import numpy as np
+
+    with pytest.raises(dl.SchemaError, match=r"pa\.list_\(pa\.list_\(pa\.float32\(\)\)\)"):
+        repo.commit("z", [("a", {"f": np.zeros((3, 0), np.float32)})], progress=False)
+    schema = pa.schema([("f", pa.list_(pa.list_(pa.float32(), 0)))])
+    with pytest.raises(dl.SchemaError, match="fixed-size list of size 0"):
+        repo.commit("z", [("a", {"f": [[], []]})], schema=schema, progress=False)
+    with pytest.raises(dl.NotFoundError):
+        repo.dataset("z")
+
+
+def test_pad_collates_own_warning_is_not_used_up_by_batchs(repo: dl.Repository) -> None:
+    import numpy as np
+
+    rows = [{"image": np.zeros((4, 4 if i != 2 else 3, 3), np.uint8)} for i in range(4)]
+    pipe = dl.from_iterable(rows, finite=True)
+    collate_checks._WARNED.clear()
+    with pytest.warns(UserWarning, match="batch\\(\\): column 'image'"):
+        next(iter(pipe.batch(4)))
+    with pytest.warns(UserWarning, match="pad_collate: column 'image'"):
+        next(iter(pipe.batch(4, collate=dl.pad_collate())))
+    from dload_arrow.pipeline.batching import default_collate
+
+    collate_checks._WARNED.clear()
+    with pytest.warns(UserWarning, match="column 'tok'"):  # "tokens" is not "tok"
+        default_collate([{"tok": np.arange(n)} for n in (1, 2)], padded="tokens")
+
+
+@pytest.mark.parametrize("keys", [
+    [str(1000000 + i * 7919) if i % 2 else str(10000000 + i) for i in range(21)],  # ids
+    [f"{i:08x}-1c2d-4e5f-8a9b-0123456789ab" for i in range(21)],  # uuids
+])
+def test_a_caption_of_an_id_named_sample_missing_its_image_is_not_a_table(
+        tmp_path: Path, run: RunFn, keys: list[str]) -> None:
+    d = tmp_path / "caps"
+    d.mkdir()
+    for i, k in enumerate(keys):
+        if i < 20:
+            (d / f"{k}.jpg").write_bytes(b"JPEG")
+        (d / f"{k}.txt").write_text("a caption")
+    assert "A table of labels" not in run("commit", "caps", "--from", str(d)).err

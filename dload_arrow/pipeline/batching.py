@@ -40,6 +40,7 @@ def default_collate(items: Chunk, schema: pa.Schema | None = None, *,
     """
     if isinstance(items, pa.RecordBatch):
         return {f.name: column_values(items, i) for i, f in enumerate(items.schema)}
+    padded = (padded,) if isinstance(padded, str) else padded  # (not its substrings)
     if items and all(isinstance(x, Mapping) for x in items):
         check_same_columns(items)
         types = {} if schema is None else {f.name: f.type for f in schema}

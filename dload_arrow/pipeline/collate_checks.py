@@ -3,6 +3,8 @@ value (booleans, numbers, text, bytes) in each column."""
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -69,7 +71,7 @@ def warn_once(name: str, message: str) -> None:
     """Warn ``message`` about column ``name`` once per process (as :func:`warn_ragged`)."""
     if name not in _WARNED:
         _WARNED.add(name)
-        warnings.warn(message, stacklevel=user_stacklevel())
+        warnings.warn(message, stacklevel=_level())
 
 
 def warn_ragged(name: str, values: Sequence[Any], shapes: bool = True) -> None:
@@ -88,9 +90,16 @@ def warn_ragged(name: str, values: Sequence[Any], shapes: bool = True) -> None:
         f"batch(): column {name!r} holds arrays of different {'shapes' if shapes else 'dtypes'} "
         f"in one batch ({_form(first)} at item 0, {_form(odd)} at item {i}), so that batch "
         f"gives it as a list of arrays while other batches may give one array; {fix} (warned "
-        "once per column)", stacklevel=user_stacklevel())
+        "once per column)", stacklevel=_level())
 
 
 def _form(v: Any) -> str:
     shape = tuple(getattr(v, "shape", ()))
     return f"{shape} {v.dtype}" if shape != () or hasattr(v, "dtype") else repr(v)
+
+
+def _level() -> int:
+    """The user's frame, past torch's DataLoader when a collate runs as its ``collate_fn``."""
+    path = getattr(sys.modules.get("torch"), "__file__", None)
+    also = (os.path.dirname(path) + os.sep,) if isinstance(path, str) else ()
+    return user_stacklevel(*also) - 1  # (counted from here: one frame above the warning's)

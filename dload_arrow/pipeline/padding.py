@@ -158,7 +158,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             except _Ragged as e:  # a column picked by default, rows of rows of two widths: lists
                 if self.columns is not None:
                     raise
-                warn_once(c, f"{e}, so that batch gives it as a list (warned once per column)")
+                warn_once(f"pad_collate:{c}", f"{e}, so that batch gives it as a list (warned "
+                          "once per column)")
         if tensors is not None:
             import torch
 

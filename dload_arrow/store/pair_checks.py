@@ -196,8 +196,8 @@ def empty_tensor_error(key: str, name: str, arr: Any) -> SchemaError:
     and inner shape (QA detect62, review62b)."""
     leaf = "bool_" if arr.dtype.kind == "b" else arr.dtype.name
     inner = f"pa.{leaf if hasattr(pa, leaf) else 'float64'}()"  # (no pa.float128)
-    for d in reversed(arr.shape[1:]):
-        inner = f"pa.list_({inner}, {d})"
+    for d in reversed(arr.shape[1:]):  # (a zero axis: a variable list, [] when empty)
+        inner = f"pa.list_({inner}, {d})" if d else f"pa.list_({inner})"
     then = " (then it is [])" if arr.shape[0] == 0 else ""
     return SchemaError(
         f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no element and "

@@ -22,6 +22,7 @@ import pyarrow as pa
 from dload_arrow.errors import SchemaError, user_stacklevel
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META
+from dload_arrow.type_walk import holds_type
 
 __all__ = ["check_schema", "check_schema_arg"]
 
@@ -49,6 +50,11 @@ def check_schema(schema: pa.Schema) -> None:
                 f"or map is 2, a struct 1, the value 1), past the {_MAX_DEPTH} Parquet's readers "
                 f"take (type {_cut(str(field.type))}): flatten it, e.g. store its inner values "
                 "as JSON text")
+        if holds_type(field.type, lambda t: pa.types.is_fixed_size_list(t) and not t.list_size):
+            raise SchemaError(  # (pyarrow writes such a shard but cannot read it: QA review62d)
+                f"column {field.name!r} holds a fixed-size list of size 0 (type "
+                f"{_cut(str(field.type))}), which Parquet readers cannot read back; make that "
+                "level a variable-size list, pa.list_(type), whose empty value is []")
         path = _empty_struct(field.type, field.name)
         if path is not None:
             raise SchemaError(
