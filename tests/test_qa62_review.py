@@ -5,6 +5,7 @@ warnings of an append point at the caller's line; Python's own errors name Repos
 
 from __future__ import annotations
 
+import uuid
 import warnings
 from pathlib import Path
 
@@ -258,8 +259,8 @@ def test_pad_collates_own_warning_is_not_used_up_by_batchs(repo: dl.Repository) 
 
 
 @pytest.mark.parametrize("keys", [
-    [str(1000000 + i * 7919) if i % 2 else str(10000000 + i) for i in range(21)],  # ids
-    [f"{i:08x}-1c2d-4e5f-8a9b-0123456789ab" for i in range(21)],  # uuids
+    [str(10000000 + i * 7919) for i in range(20)] + ["1234567"],  # ids of 8 and 7 digits
+    [str(uuid.uuid5(uuid.NAMESPACE_DNS, str(i))) for i in range(21)],  # uuids
 ])
 def test_a_caption_of_an_id_named_sample_missing_its_image_is_not_a_table(
         tmp_path: Path, run: RunFn, keys: list[str]) -> None:
