@@ -235,7 +235,7 @@ def test_a_zero_size_fixed_list_is_refused_not_stored_unreadable(repo: dl.Reposi
     with pytest.raises(dl.SchemaError, match=r"pa\.list_\(pa\.list_\(pa\.float32\(\)\)\)"):
         repo.commit("z", [("a", {"f": np.zeros((3, 0), np.float32)})], progress=False)
     schema = pa.schema([("f", pa.list_(pa.list_(pa.float32(), 0)))])
-    with pytest.raises(dl.SchemaError, match="fixed-size list of size 0"):
+    with pytest.raises(dl.SchemaError, match="fixed-size list or binary of size 0"):
         repo.commit("z", [("a", {"f": [[], []]})], schema=schema, progress=False)
     with pytest.raises(dl.NotFoundError):
         repo.dataset("z")
@@ -271,3 +271,29 @@ def test_a_caption_of_an_id_named_sample_missing_its_image_is_not_a_table(
             (d / f"{k}.jpg").write_bytes(b"JPEG")
         (d / f"{k}.txt").write_text("a caption")
     assert "A table of labels" not in run("commit", "caps", "--from", str(d)).err
+
+
+@pytest.mark.parametrize("keys", [
+    [f"{w}-{i:04d}" for w in ("horse", "cat") for i in range(10)] + ["horse-0099"],
+    [f"frame-{i}" for i in range(995, 1015)] + ["frame-990"],
+])
+def test_keys_of_one_scheme_read_as_one_form(tmp_path: Path, run: RunFn,
+                                             keys: list[str]) -> None:
+    """QA review62e: '-' counted in an id gave horse-0001 and cat-0001 two forms."""
+    d = tmp_path / "caps"
+    d.mkdir()
+    for k in keys[:-1]:
+        (d / f"{k}.jpg").write_bytes(b"JPEG")
+        (d / f"{k}.txt").write_text("a caption")
+    (d / f"{keys[-1]}.txt").write_text("its image failed to download")
+    assert "A table of labels" not in run("commit", "caps", "--from", str(d)).err
+
+
+def test_zero_width_extension_and_binary_columns_are_refused(repo: dl.Repository) -> None:
+    tensor = pa.fixed_shape_tensor(pa.float32(), (2, 0))
+    storage = pa.array([[]], pa.list_(pa.float32(), 0))
+    with pytest.raises(dl.SchemaError, match="of size 0"):
+        repo.commit("t", pa.table({"f": pa.ExtensionArray.from_storage(tensor, storage)}),
+                    progress=False)
+    with pytest.raises(dl.SchemaError, match="of size 0"):
+        repo.commit("b", pa.table({"h": pa.array([b""], pa.binary(0))}), progress=False)

@@ -176,8 +176,13 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
 def _form(key: str) -> str:
     """A key's form: hex ids (8+ digits) as #, runs of digits as 9, of letters as a
     (``img_0012`` -> ``a_9``, ``91032ad7bbcb6cf7`` -> ``#``)."""
-    key = re.sub(r"(?=[0-9a-fA-F-]*\d)[0-9a-fA-F-]{6,}", "#", key.rpartition("/")[2])
-    return re.sub(r"[^\W\d_#]+", "a", re.sub(r"\d+", "#", key))  # (uuids, ids of any length)
+    key = _UUID.sub("#", key.rpartition("/")[2])
+    key = _HEX_ID.sub("#", key)  # a whole hex word holding a digit (91032ad7bbcb6cf7)
+    return re.sub(r"[^\W\d_#]+", "a", re.sub(r"\d+", "#", key))  # (ids of any length)
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
+_HEX_ID = re.compile(r"(?<![0-9A-Za-z])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{6,}(?![0-9A-Za-z])")
 
 
 _SIBLINGS = 32  # more dotted keys on one key: a sequence (shot010.0001.exr), not its views

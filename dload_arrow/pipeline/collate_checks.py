@@ -102,4 +102,10 @@ def _level() -> int:
     """The user's frame, past torch's DataLoader when a collate runs as its ``collate_fn``."""
     path = getattr(sys.modules.get("torch"), "__file__", None)
     also = (os.path.dirname(path) + os.sep,) if isinstance(path, str) else ()
-    return user_stacklevel(*also) - 1  # (counted from here: one frame above the warning's)
+    level = user_stacklevel(*also)
+    if also and sys._getframe(level - 1).f_code.co_filename.startswith(_STDLIB):
+        level = user_stacklevel()  # a DataLoader worker has no user frame: torch's call
+    return level - 1  # (counted from here: one frame above the warning's)
+
+
+_STDLIB = os.path.dirname(os.__file__) + os.sep

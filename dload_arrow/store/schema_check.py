@@ -50,11 +50,12 @@ def check_schema(schema: pa.Schema) -> None:
                 f"or map is 2, a struct 1, the value 1), past the {_MAX_DEPTH} Parquet's readers "
                 f"take (type {_cut(str(field.type))}): flatten it, e.g. store its inner values "
                 "as JSON text")
-        if holds_type(field.type, lambda t: pa.types.is_fixed_size_list(t) and not t.list_size):
+        if holds_type(getattr(field.type, "storage_type", field.type), _zero_width):
             raise SchemaError(  # (pyarrow writes such a shard but cannot read it: QA review62d)
-                f"column {field.name!r} holds a fixed-size list of size 0 (type "
-                f"{_cut(str(field.type))}), which Parquet readers cannot read back; make that "
-                "level a variable-size list, pa.list_(type), whose empty value is []")
+                f"column {field.name!r} holds a fixed-size list or binary of size 0 (type "
+                f"{_cut(str(field.type))}), which Parquet cannot store or read back; make that "
+                "level a variable-size list, pa.list_(type), whose empty value is [] (or "
+                "pa.binary())")
         path = _empty_struct(field.type, field.name)
         if path is not None:
             raise SchemaError(
@@ -222,3 +223,9 @@ def _null_part(name: str, t: pa.DataType) -> str:
         return next((p for i in range(t.num_fields)
                      if (p := _null_part(f"{name}.{t.field(i).name}", t.field(i).type))), "")
     return ""
+
+
+def _zero_width(t: pa.DataType) -> bool:
+    """A fixed-size list or binary of size 0 (what a tensor with a zero axis becomes)."""
+    return (pa.types.is_fixed_size_list(t) and not t.list_size) or (
+        pa.types.is_fixed_size_binary(t) and not t.byte_width)
