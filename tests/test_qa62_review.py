@@ -297,3 +297,39 @@ def test_zero_width_extension_and_binary_columns_are_refused(repo: dl.Repository
                     progress=False)
     with pytest.raises(dl.SchemaError, match="of size 0"):
         repo.commit("b", pa.table({"h": pa.array([b""], pa.binary(0))}), progress=False)
+
+
+def test_zero_width_tensors_nested_in_lists_or_structs_are_refused(
+        repo: dl.Repository) -> None:
+    """QA review62f: Arrow's tensor type is no pa.ExtensionType subclass; nested, it slipped
+    past the check and the shard was unreadable."""
+    tensor = pa.fixed_shape_tensor(pa.float32(), (2, 0))
+    inner = pa.ExtensionArray.from_storage(tensor, pa.array([[], []], pa.list_(pa.float32(), 0)))
+    for arr in (pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), inner),
+                pa.StructArray.from_arrays([inner], ["t"])):
+        with pytest.raises(dl.SchemaError, match="of size 0"):
+            repo.commit("n", pa.table({"f": arr}), progress=False)
+
+
+def test_hex_ids_joined_to_a_word_read_as_one_form(tmp_path: Path, run: RunFn) -> None:
+    d = tmp_path / "caps"
+    d.mkdir()
+    keys = [f"img{uuid.uuid5(uuid.NAMESPACE_DNS, str(i)).hex[:8]}" for i in range(21)]
+    for k in keys[:-1]:
+        (d / f"{k}.jpg").write_bytes(b"JPEG")
+        (d / f"{k}.txt").write_text("a caption")
+    (d / f"{keys[-1]}.txt").write_text("its image failed to download")
+    assert "A table of labels" not in run("commit", "caps", "--from", str(d)).err
+
+
+def test_key_forms_of_one_scheme_are_one() -> None:
+    from dload_arrow.ingest.group_warnings import _form
+
+    schemes = [[f"img{uuid.uuid5(uuid.NAMESPACE_DNS, str(i)).hex[:8]}" for i in range(30)],
+               [f"{w}{i:04d}" for w in ("cat", "dog", "bee") for i in range(5)],
+               [f"{w}-{i}" for w in ("horse", "cat") for i in (7, 99, 1000, 10000)],
+               [str(uuid.uuid5(uuid.NAMESPACE_DNS, str(i))) for i in range(10)],
+               [str(10**6 + i * 7919) for i in range(20)]]
+    for keys in schemes:
+        assert len({_form(k) for k in keys}) == 1, sorted({_form(k) for k in keys})
+    assert _form("dataset_info") != _form("img_0001")

@@ -177,12 +177,13 @@ def _form(key: str) -> str:
     """A key's form: hex ids (8+ digits) as #, runs of digits as 9, of letters as a
     (``img_0012`` -> ``a_9``, ``91032ad7bbcb6cf7`` -> ``#``)."""
     key = _UUID.sub("#", key.rpartition("/")[2])
-    key = _HEX_ID.sub("#", key)  # a whole hex word holding a digit (91032ad7bbcb6cf7)
+    key = _HEX_ID.sub(lambda m: "#" if len(re.findall(r"\d+|[a-fA-F]+", m.group())) > 1
+                      else m.group(), key)  # digits and letters: img3fa9c2e1 (and face0001)
     return re.sub(r"[^\W\d_#]+", "a", re.sub(r"\d+", "#", key))  # (ids of any length)
 
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
-_HEX_ID = re.compile(r"(?<![0-9A-Za-z])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{6,}(?![0-9A-Za-z])")
+_HEX_ID = re.compile(r"[0-9a-fA-F]{8,}")  # a hex id, if digits come in several places
 
 
 _SIBLINGS = 32  # more dotted keys on one key: a sequence (shot010.0001.exr), not its views

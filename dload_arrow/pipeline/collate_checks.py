@@ -100,12 +100,14 @@ def _form(v: Any) -> str:
 
 def _level() -> int:
     """The user's frame, past torch's DataLoader when a collate runs as its ``collate_fn``."""
-    path = getattr(sys.modules.get("torch"), "__file__", None)
-    also = (os.path.dirname(path) + os.sep,) if isinstance(path, str) else ()
-    level = user_stacklevel(*also)
-    if also and sys._getframe(level - 1).f_code.co_filename.startswith(_STDLIB):
-        level = user_stacklevel()  # a DataLoader worker has no user frame: torch's call
-    return level - 1  # (counted from here: one frame above the warning's)
+    torch = sys.modules.get("torch")
+    path = getattr(torch, "__file__", None)
+    if not isinstance(path, str) or _in_worker():  # a DataLoader worker has no user frame:
+        return user_stacklevel() - 1  # torch's call, then
+    return user_stacklevel(os.path.dirname(path) + os.sep) - 1  # (counted from here)
 
 
-_STDLIB = os.path.dirname(os.__file__) + os.sep
+def _in_worker() -> bool:
+    from torch.utils.data import get_worker_info
+
+    return get_worker_info() is not None

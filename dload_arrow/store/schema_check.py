@@ -22,7 +22,6 @@ import pyarrow as pa
 from dload_arrow.errors import SchemaError, user_stacklevel
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META
-from dload_arrow.type_walk import holds_type
 
 __all__ = ["check_schema", "check_schema_arg"]
 
@@ -50,7 +49,7 @@ def check_schema(schema: pa.Schema) -> None:
                 f"or map is 2, a struct 1, the value 1), past the {_MAX_DEPTH} Parquet's readers "
                 f"take (type {_cut(str(field.type))}): flatten it, e.g. store its inner values "
                 "as JSON text")
-        if holds_type(getattr(field.type, "storage_type", field.type), _zero_width):
+        if _zero_width(field.type):
             raise SchemaError(  # (pyarrow writes such a shard but cannot read it: QA review62d)
                 f"column {field.name!r} holds a fixed-size list or binary of size 0 (type "
                 f"{_cut(str(field.type))}), which Parquet cannot store or read back; make that "
@@ -226,6 +225,11 @@ def _null_part(name: str, t: pa.DataType) -> str:
 
 
 def _zero_width(t: pa.DataType) -> bool:
-    """A fixed-size list or binary of size 0 (what a tensor with a zero axis becomes)."""
-    return (pa.types.is_fixed_size_list(t) and not t.list_size) or (
-        pa.types.is_fixed_size_binary(t) and not t.byte_width)
+    """Whether ``t`` holds a fixed-size list or binary of size 0 (a tensor with a zero axis),
+    at any depth, inside extension types too (QA review62f)."""
+    if isinstance(t, pa.BaseExtensionType):  # (Arrow's own tensor type too)
+        return _zero_width(t.storage_type)
+    if (pa.types.is_fixed_size_list(t) and not t.list_size) or (
+            pa.types.is_fixed_size_binary(t) and not t.byte_width):
+        return True
+    return any(_zero_width(t.field(i).type) for i in range(t.num_fields))
