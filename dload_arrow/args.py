@@ -130,8 +130,12 @@ def name_as(owner: type, *mixins: type) -> None:
     ``TagsMixin.tag``): Python's own TypeErrors, help() and pickle by reference (its module
     too) then speak of the class users call (QA review62b, review62c)."""
     for cls in mixins:
-        for attr, fn in vars(cls).items():
-            if inspect.isfunction(fn) and not attr.startswith("_"):
+        for attr, method in vars(cls).items():
+            if not inspect.isfunction(method) or attr.startswith("_"):
+                continue
+            fn: Any = method
+            while fn is not None:  # a functools.wraps wrapper, and the function it calls
                 fn.__qualname__ = f"{owner.__name__}.{attr}"
                 fn.__module__ = owner.__module__
                 fn.__code__ = fn.__code__.replace(co_qualname=fn.__qualname__)
+                fn = getattr(fn, "__wrapped__", None)

@@ -27,12 +27,9 @@ R = TypeVar("R")
 
 def _options_named(fn: Callable[P, R]) -> Callable[P, R]:
     """``fn`` refusing an unknown keyword argument with the options it takes (Python's own
-    TypeError names one, and this mixin's name, not Repository's)."""
+    TypeError names one only; args.name_as names both this wrapper and ``fn`` Repository's)."""
     params = inspect.signature(fn).parameters
     takes = ", ".join(n for n, p in params.items() if p.kind is p.KEYWORD_ONLY)
-    name = f"Repository.{fn.__name__}"  # Python's own TypeErrors name the class users call
-    fn.__qualname__ = name
-    fn.__code__ = fn.__code__.replace(co_qualname=name)  # type: ignore[attr-defined]
 
     @functools.wraps(fn)
     def call(*args: P.args, **kwargs: P.kwargs) -> R:
