@@ -77,6 +77,8 @@ def pull(spec: str, root: str | None, cache_dir: str | None, cache_budget: str |
     name, version = parse_spec(spec)
     repo = open_repo(root, cache_dir, cache_budget, dataset=name)
     result = _as_dict(repo.pull(name, version, progress=progress_enabled()))
+    if isinstance(result.get("seconds"), float):  # as commit's report: milliseconds
+        result["seconds"] = round(result["seconds"], 3)
     emit(result, as_json, lambda: click.echo(pull_text(result)))
 
 
