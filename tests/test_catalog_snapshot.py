@@ -39,8 +39,8 @@ def _commit_after_each_listing(repo: Repository, other: Repository, times: int) 
     real = snapshotter.snapshot
     done: list[int] = []
 
-    def snapshot() -> Any:
-        snap = real()
+    def snapshot(**kwargs: Any) -> Any:
+        snap = real(**kwargs)
         if len(done) < times:
             n = len(other.dataset("d"))
             other.append("d", _table(n, n + 1), key="k", progress=False)

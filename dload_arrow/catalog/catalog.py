@@ -9,6 +9,7 @@ one is refused and the connection is rebuilt. This is the only module family tha
 from __future__ import annotations
 
 import os
+import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.args import kind
+from dload_arrow.catalog.builtin_names import changed_builtins, resolution
 from dload_arrow.catalog.call_versions import check_stored, resolve_calls
 from dload_arrow.catalog.case_twins import refuse_case_twins
 from dload_arrow.catalog.files import ShardFiles, corrupt_copies
@@ -41,21 +43,6 @@ Resolver = Callable[[str, "str | None"], Manifest]
 # manifest -> its shards as local Parquet files, held until released (feasibility checked).
 FileProvider = Callable[[Sequence[Manifest]], list[ShardFiles]]  # all of a query's, or none
 
-_BUILTIN = sorted({*VIEW_ORDER, *RAW_SCHEMAS})
-# What the names of the built-in views resolve to: the objects holding them in any database
-# or schema (a temp view shadows main's), and the settings that choose among those. Inline
-# rather than in sql/: it reads DuckDB's own catalog, not the root's.
-_RESOLUTION = """
-SELECT database_name, schema_name, view_name, 'view', sql FROM duckdb_views()
-WHERE NOT internal AND lower(view_name) IN (SELECT unnest($names))
-UNION ALL
-SELECT database_name, schema_name, table_name, 'table', sql FROM duckdb_tables()
-WHERE lower(table_name) IN (SELECT unnest($names))
-UNION ALL
-SELECT current_database(), current_schema(), current_setting('search_path'), 'setting', ''
-ORDER BY ALL
-"""
-
 # DuckDB refuses bound parameters in a statement it stores as text (CREATE VIEW, CREATE
 # MACRO): the rewrite of samples() binds its file list, so such a statement cannot read it.
 _UNPREPARABLE = (
@@ -69,6 +56,10 @@ _UNPREPARABLE = (
 _NO_PARAMETERS = ("can't be prepared", "Unexpected prepared parameter",
                   "Values were not provided for the following parameters: __dload_samples",
                   "cannot have parameters in their source")
+
+
+# a query that may read the shards view's table (not num_shards, a column of other views)
+_READS_SHARDS = re.compile(r"\b(?:dload_raw_)?shards\b", re.IGNORECASE)
 
 
 def _duckdb() -> Any:
@@ -102,6 +93,7 @@ class Catalog:
         self._con: Any = None
         self._pid = os.getpid()
         self._snapshot: Snapshot | None = None
+        self._mine = False  # whether a caller's statements (views, macros) may read any table
 
     def __repr__(self) -> str:
         return f"Catalog({redact_url(self.storage.url)!r})"
@@ -109,7 +101,7 @@ class Catalog:
     def __getstate__(self) -> dict[str, Any]:
         # A DuckDB connection and a lock do not cross processes; the copy reconnects lazily.
         state = self.__dict__.copy()
-        state.update(_con=None, _lock=None, _snapshot=None)
+        state.update(_con=None, _lock=None, _snapshot=None, _mine=False)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -119,6 +111,11 @@ class Catalog:
     @property
     def connection(self) -> Any:
         """The DuckDB connection (views created; call :meth:`refresh` for current data)."""
+        with self._lock:
+            self._mine = True  # (the caller may make views of any table: all kept current)
+            return self._shards_current()
+
+    def _connect(self) -> Any:
         with self._lock:
             if self._con is not None and self._pid != os.getpid():
                 self._con = None  # inherited through fork: DuckDB is not fork-safe, reconnect
@@ -137,15 +134,24 @@ class Catalog:
                 _OPEN.add(self)
             return self._con
 
-    def refresh(self) -> Snapshot:
-        """Re-list the root and re-register the raw tables (new manifests are fetched once)."""
+    def refresh(self, *, shards: bool = True) -> Snapshot:
+        """Re-list the root and re-register the raw tables (new manifests are fetched once;
+        the ``shards`` view's table, a row per shard of every version, only if ``shards``)."""
         with self._lock:
-            snap = self.snapshotter.snapshot()
-            con = self.connection
+            snap = self.snapshotter.snapshot(shards=shards)
+            con = self._connect()
             for name, table in snap.tables.items():
                 _register(con, name, table)
             self._snapshot = snap
             return snap
+
+    def _shards_current(self) -> Any:
+        """The connection, its ``dload_raw_shards`` of the current snapshot."""
+        con, snap = self._connect(), self._snapshot
+        if snap is not None and "dload_raw_shards" not in snap.tables:
+            snap.tables["dload_raw_shards"] = self.snapshotter.shards(snap)
+            _register(con, "dload_raw_shards", snap.tables["dload_raw_shards"])
+        return con
 
     def sql(self, query: str, /, params: dict[str, Any] | None = None,
             *, refresh: bool = True) -> pa.Table:
@@ -159,8 +165,10 @@ class Catalog:
         check_utf8(query)
         params = bindable_params(params)
         with self._lock:
-            if refresh or self._snapshot is None:
-                self.refresh()
+            if refresh or self._snapshot is None:  # (the shards table if the query may read it)
+                self.refresh(shards=False)
+            if self._mine or _READS_SHARDS.search(query):
+                self._shards_current()
             calls = find_samples_calls(query)
             replacements: list[str] = []
             held: list[ShardFiles] = []
@@ -176,10 +184,10 @@ class Catalog:
                 for i, (files, manifest) in enumerate(zip(held, resolved, strict=True)):
                     key = f"__dload_samples_{i}"
                     if files.paths:  # (no folder named like `x=1` above them is a column)
-                        replacements.append(sql_source(self.connection, key, files.paths,
+                        replacements.append(sql_source(self._connect(), key, files.paths,
                                                        manifest.schema, params))
                     else:  # a version without shards: an empty table of its schema
-                        _register(self.connection, key, _empty(manifest.schema))
+                        _register(self._connect(), key, _empty(manifest.schema))
                         replacements.append(key)
                 rewritten = replace_calls(query, calls, replacements)
                 return self._run(rewritten, params, shown=query if calls else None)
@@ -222,9 +230,10 @@ class Catalog:
                     "'SELECT name, num_rows FROM datasets'"
                 )
             # Only a statement other than SELECT can change what the built-in names mean.
-            before = None if kinds == {duckdb.StatementType.SELECT} else self._resolution()
+            before = None if kinds == {duckdb.StatementType.SELECT} else resolution(self._connect())
+            self._mine |= before is not None
             try:
-                result = run_query(self.connection, statements, query, params)
+                result = run_query(self._connect(), statements, query, params)
             finally:
                 if before is not None:
                     self._keep_builtins(before)
@@ -245,28 +254,14 @@ class Catalog:
                 "samples('<name>' [, '<version>']) reads a dataset's rows"
             ) from e
 
-    def _resolution(self) -> list[tuple[Any, ...]]:
-        rows: list[tuple[Any, ...]] = self.connection.execute(
-            _RESOLUTION, {"names": _BUILTIN}).fetchall()
-        return rows
-
     def _keep_builtins(self, before: list[tuple[Any, ...]]) -> None:
-        """Refuse a query that changed what a built-in view's name resolves to; reconnect.
-
-        A fresh connection rebuilds every view from the snapshot: simpler and surer than
-        undoing a DROP, a CREATE OR REPLACE, a shadowing temp view or a changed search_path.
-        """
-        after = self._resolution()
-        if after == before:
-            return
-        changed = sorted({str(r[2]) for r in set(before) ^ set(after) if r[3] != "setting"})
-        self.close()
-        what = f"view(s) {', '.join(changed)}" if changed else "views' search path"
-        raise SqlError(
-            f"the query changed the catalog's built-in {what}; they are read-only, so the "
-            "catalog was reset to them (tables and views this session created are gone): "
-            "give your own views and tables other names"
-        )
+        """Refuse a query that changed what a built-in view's name resolves to; reconnect
+        (a fresh connection rebuilds every view from the snapshot: simpler and surer than
+        undoing a DROP, a CREATE OR REPLACE, a shadowing temp view or a changed search_path)."""
+        changed = changed_builtins(before, resolution(self._connect()))
+        if changed is not None:
+            self.close()
+            raise SqlError(changed)
 
     def statements(self) -> list[str]:
         """Names of the named statements in ``sql/``."""
@@ -276,7 +271,7 @@ class Catalog:
         with self._lock:
             if self._con is not None:
                 self._con.close()
-                self._con = None
+                self._con, self._mine = None, False
 
 
 _OPEN: weakref.WeakSet[Catalog] = weakref.WeakSet()  # catalogs holding a connection

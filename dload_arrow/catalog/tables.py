@@ -8,10 +8,9 @@ Paths that do not parse as valid names are ignored: nothing under the root is tr
 
 from __future__ import annotations
 
-import contextlib
 import json
 import warnings
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,10 +65,34 @@ RAW_SCHEMAS: dict[str, pa.Schema] = {
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The raw tables (by registered name) and the manifests they were built from."""
+    """The raw tables (by registered name) and the versions listed, their manifests read on
+    demand. ``dload_raw_shards`` is there only when asked for (:meth:`Snapshotter.shards`): a
+    row per shard of every version, the square of the appends (1,100 appends: 605,000)."""
 
     tables: dict[str, pa.Table]
-    manifests: dict[tuple[str, str], Manifest]
+    manifests: Mapping[tuple[str, str], Manifest]
+
+
+class Listed(Mapping[tuple[str, str], Manifest]):
+    """The manifests of a snapshot's versions, read through the manifest cache when looked up
+    (holding every one made memory grow with the square of the appends: QA scale62)."""
+
+    def __init__(self, keys: frozenset[tuple[str, str]], cache: ManifestCache) -> None:
+        self.keys_, self.cache = keys, cache
+
+    def __getitem__(self, key: tuple[str, str]) -> Manifest:
+        if key not in self.keys_:
+            raise KeyError(key)
+        return self.cache.get(*key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys_
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(sorted(self.keys_))
+
+    def __len__(self) -> int:
+        return len(self.keys_)
 
 
 class Snapshotter:
@@ -80,31 +103,33 @@ class Snapshotter:
         self.manifests = manifests
         self._log_entries: dict[str, dict[str, Any]] = {}
         self._removed: dict[tuple[str, str], Removal] = {}
-        # The manifest tables of the last snapshot, by its set of manifests: manifests never
-        # change, so a query over an unchanged set reuses them (rebuilding them per query was
-        # 1 s for `select 1` over 1,000 appended versions).
+        # each version's dload_raw_versions and dload_raw_parents rows (read once: immutable)
+        self._rows: dict[tuple[str, str], tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        # The tables of the last snapshot, by its set of manifests: a query over an unchanged
+        # set reuses them (rebuilding them per query was 1 s for `select 1` over 1,000
+        # appended versions); the shards table apart, built only when a query reads it.
         self._built: tuple[frozenset[tuple[str, str]], dict[str, pa.Table]] | None = None
+        self._shards: tuple[frozenset[tuple[str, str]], pa.Table] | None = None
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, *, shards: bool = True) -> Snapshot:
         """List the root once and build every raw table (the manifests' only when they
-        changed since the last snapshot)."""
+        changed since the last snapshot; ``dload_raw_shards`` only if ``shards``)."""
         found = list_root(self.storage)
-        manifests = {}
-        for n, v in found["manifests"]:
-            try:
-                manifests[(n, v)] = self.manifests.get(n, v)
-            except IntegrityError as e:  # one bad object must not hide the root (nor its fix)
-                warnings.warn(f"the catalog leaves out a version of {n!r}: {e}",
-                              stacklevel=user_stacklevel())
+        listed = [node for node in found["manifests"] if self._read(node, warn=True)]
         refs = self.refs(found["refs"])  # read after the listing: a ref may name a version
-        for n, v in zip(refs.column("name").to_pylist(), refs.column("version").to_pylist(),
-                        strict=True):  # committed since, whose manifest the views need too
-            if (n, v) not in manifests:
-                with contextlib.suppress(NotFoundError, IntegrityError):  # (removed since)
-                    manifests[(n, v)] = self.manifests.get(n, v)
-        key = frozenset(manifests)
+        seen = set(listed)  # and a version committed since, whose manifest the views need
+        listed += [node for node in zip(refs.column("name").to_pylist(),
+                                        refs.column("version").to_pylist(), strict=True)
+                   if node not in seen and self._read(node, warn=False)]
+        key = frozenset(listed)
         if self._built is None or self._built[0] != key:
-            self._built = (key, self._manifest_tables(manifests))
+            self._rows = {node: self._rows[node] for node in key}  # (removed ones dropped)
+            self._built = (key, {
+                "dload_raw_versions": raw_table([self._rows[n][0] for n in sorted(key)],
+                                                "dload_raw_versions"),
+                "dload_raw_parents": raw_table([p for n in sorted(key) for p in self._rows[n][1]],
+                                               "dload_raw_parents")})
+        manifests = Listed(key, self.manifests)
         tables = {
             **self._built[1],
             "dload_raw_parents": pa.concat_tables([
@@ -114,21 +139,38 @@ class Snapshotter:
             "dload_raw_refs": refs,
             "dload_raw_log": self.log(found["log"], found["removed"] + found["removed_again"]),
         }
-        return Snapshot(tables=tables, manifests=manifests)
+        snap = Snapshot(tables=tables, manifests=manifests)
+        if shards:
+            tables["dload_raw_shards"] = self.shards(snap)
+        return snap
 
-    def _manifest_tables(self, manifests: dict[tuple[str, str], Manifest]) -> dict[str, pa.Table]:
-        versions: list[dict[str, Any]] = []
-        shards: list[pa.Table] = [raw_table([], "dload_raw_shards")]
-        parents: list[dict[str, Any]] = []
-        for (name, vid), m in sorted(manifests.items()):
-            versions.append(version_row(name, vid, m))
-            shards.append(shard_table(name, vid, m))
-            parents.extend(parent_rows(name, vid, m))
-        return {
-            "dload_raw_versions": raw_table(versions, "dload_raw_versions"),
-            "dload_raw_shards": pa.concat_tables(shards).combine_chunks(),
-            "dload_raw_parents": raw_table(parents, "dload_raw_parents"),
-        }
+    def _read(self, node: tuple[str, str], *, warn: bool) -> bool:
+        """Whether the manifest of ``node`` reads (its rows kept); a damaged one is warned of
+        (one bad object must not hide the root, nor its fix) when ``warn``."""
+        if node not in self._rows:
+            try:
+                m = self.manifests.get(*node, keep=False)  # (its rows are what is kept)
+            except IntegrityError as e:
+                if warn:
+                    warnings.warn(f"the catalog leaves out a version of {node[0]!r}: {e}",
+                                  stacklevel=user_stacklevel())
+                return False
+            except NotFoundError:  # (a ref's version removed since)
+                if warn:
+                    raise
+                return False
+            self._rows[node] = (version_row(*node, m), parent_rows(*node, m))
+        return True
+
+    def shards(self, snapshot: Snapshot) -> pa.Table:
+        """``dload_raw_shards`` of ``snapshot``'s versions (reused while they are the same)."""
+        key = frozenset(snapshot.manifests)
+        if self._shards is None or self._shards[0] != key:
+            tables = [raw_table([], "dload_raw_shards")]
+            tables += [shard_table(*node, self.manifests.get(*node, keep=False))
+                       for node in sorted(key)]
+            self._shards = (key, pa.concat_tables(tables).combine_chunks())
+        return self._shards[1]
 
     def refs(self, refs: list[tuple[str, str]]) -> pa.Table:
         """``dload_raw_refs`` of ``(name, ref)`` pairs, read now (refs move)."""

@@ -93,8 +93,9 @@ class ManifestCache:
         self._lock = threading.Lock()
         _CACHES.add(self)
 
-    def get(self, name: str, version: str) -> Manifest:
-        """The validated manifest ``version`` of dataset ``name``."""
+    def get(self, name: str, version: str, *, keep: bool = True) -> Manifest:
+        """The validated manifest ``version`` of dataset ``name`` (kept in memory for the next
+        call unless ``keep`` is False: a caller reading every version once)."""
         check_digest(version, "version id")
         with self._lock:
             got = self._memory.get(version)
@@ -102,7 +103,8 @@ class ManifestCache:
                 self._memory.move_to_end(version)
         if got is None:
             got = self._from_disk(version) or self._from_root(name, version)
-            self._keep(version, got)
+            if keep:
+                self._keep(version, got)
         if got.name != name:  # checked on every hit: a version id of another dataset
             raise InvalidNameError(
                 f"manifest {version[:12]} asked for as {name!r} names dataset {got.name!r}: "
