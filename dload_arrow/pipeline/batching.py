@@ -138,7 +138,7 @@ class BatchPipe(Pipeline):
             refuse_unlike_columns(self._children[0], self.size, type(collate).__name__)
             collate = functools.partial(collate, schema=self._children[0].schema)
         return _BatchNode(self._children[0]._build(epoch), self.size, self.drop_last, collate,
-                          self.collate is None)
+                          self.collate is None or getattr(self.collate, "takes_schema", False))
 
     def _push_shard(self, index: int, count: int, block: int) -> Pipeline | None:
         if count * block * self.size > MAX_COUNT:  # positions below are int64 rows
@@ -157,7 +157,7 @@ class _BatchNode(Node):
                  collate: Callable[[Chunk], Any], default: bool) -> None:
         self.cursor = ItemCursor(child)
         self.size, self.drop_last, self.collate = size, drop_last, collate
-        self.default = default  # the default collate, which takes a RecordBatch as it is
+        self.default = default  # the default collate (pad_collate too): a RecordBatch as is
         self.cheap_skip = child.cheap_skip
         self._redo: State | None = None  # the cursor before a batch that failed
 

@@ -17,12 +17,12 @@ import pyarrow as pa
 from dload_arrow.args import check_bool
 from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.batching import default_collate
+from dload_arrow.pipeline.chunks import chunk_items, column_values
 from dload_arrow.pipeline.collate_checks import check_same_columns, warn_once
 from dload_arrow.pipeline.pad_torch import as_tensors, torch_rows
 from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
 __all__ = ["pad_collate"]
-
 
 
 class _Ragged(ConfigError):
@@ -122,7 +122,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                 f"dtype={self.dtype!r})")
 
     def __call__(self, items: Any, schema: pa.Schema | None = None) -> Any:
-        rows = items.to_pylist() if isinstance(items, pa.RecordBatch) else items
+        rows = chunk_items(items)  # (a RecordBatch's rows: tensors as arrays, as batch() has)
         if not rows or not all(isinstance(x, Mapping) for x in rows):
             return default_collate(items, schema)
         check_same_columns(rows, "pad_collate")
@@ -131,7 +131,12 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             items = rows = tensors
         names = self.columns if self.columns is not None else [
             c for c in rows[0] if _padded_by_default([x.get(c) for x in rows], schema, c)]
-        out = default_collate(items, schema, padded=names)  # (the others warned if ragged)
+        if isinstance(items, pa.RecordBatch):  # the others as batch() gives them: an
+            out = {f.name: [x[f.name] for x in rows] if f.name in names  # embedding (n, 64),
+                   else column_values(items, i)  # not lists (QA recsys63)
+                   for i, f in enumerate(items.schema)}
+        else:
+            out = default_collate(items, schema, padded=names)  # (the others warned if ragged)
         if isinstance(self.pad_value, dict) and (odd := set(self.pad_value) - set(rows[0])):
             raise ConfigError(f"pad_collate(pad_value=...) names {sorted(odd)}, not columns "
                               f"of the batch (its columns: {', '.join(map(str, rows[0]))})")
@@ -208,9 +213,9 @@ def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) ->
     column of number sequences."""
     if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
         return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
-    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad
-        return _numeric_sequences(_holes(cells, ())[0])
-    return _numeric_sequences(cells)
+    # stored rows of rows (list<list<T>>): a null frame takes the pad; unstored rows (after
+    # a map) holding None: a null item takes it, as in stored rows (QA recsys63)
+    return _numeric_sequences(_holes(cells, ())[0])
 
 
 def _holes(cells: list[Any], inner: tuple[int, ...]

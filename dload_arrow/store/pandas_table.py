@@ -159,11 +159,14 @@ def _from_pandas(df: Any) -> pa.Table:
             try:
                 pa.Table.from_pandas(df[[c]], preserve_index=False)
             except OverflowError as why:  # a Python int beyond 64 bits in an object column
-                raise SchemaError(
-                    f"column {str(c)!r}: a Python int beyond the range of int64 ({why}); "
-                    f"convert the column: df[{str(c)!r}].astype('uint64') when every value is "
-                    f"in 0..2**64-1, else store them as text (df[{str(c)!r}].astype(str))"
-                ) from e
+                fix = (f"convert the column: df[{str(c)!r}].astype('uint64') when every "
+                       f"value is in 0..2**64-1, else store them as text (df[{str(c)!r}]"
+                       ".astype(str))") if not any(isinstance(v, list | tuple | np.ndarray)
+                                                    for v in df[c]) else (  # lists: QA recsys63
+                    f"declare its integers unsigned when every value is in 0..2**64-1: schema="
+                    f"pa.schema([({str(c)!r}, pa.list_(pa.uint64()))])")
+                raise SchemaError(f"column {str(c)!r}: a Python int beyond the range of int64 "
+                                  f"({why}); {fix}") from e
             except refused as why:
                 raise SchemaError(_refusal(df[c], str(c), why)) from e
         raise

@@ -166,6 +166,15 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
             "pd.CategoricalDtype(categories, ordered=True); polars: pl.Enum(categories)), or "
             "store the codes", stacklevel=user_stacklevel())
     text = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
+    if (pa.types.is_dictionary(t) and not t.ordered and any(f(t.value_type) for f in text)
+            and _codes_change(col)):
+        warnings.warn(
+            f"column {field.name!r} is a categorical whose categories are not in the order "
+            "its values first appear, or not all used; Parquet keeps the values, so it reads "
+            "back with its categories in that order, unused ones gone: its codes (.cat.codes) "
+            "change. Apply your vocabulary after reading (pandas: .cat.set_categories(vocab); "
+            "polars: .cast(pl.Enum(vocab))), or store the codes as a column",
+            stacklevel=user_stacklevel())
     if pa.types.is_dictionary(t) and not any(f(t.value_type) for f in text):
         warnings.warn(
             f"column {field.name!r} is a categorical of {t.value_type} values; Parquet gives "
@@ -215,6 +224,15 @@ def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
         # unordered: the order is not kept, and a flag without it would sort wrong
         return pa.dictionary(pa.int32(), _plain(t.value_type, wide))
     return t
+
+
+def _codes_change(col: pa.Array) -> bool:
+    """Whether a dictionary array's categories differ from its values' first appearances
+    (the order they read back in, QA recsys63)."""
+    if not isinstance(col, pa.DictionaryArray):
+        return False
+    seen = pc.unique(col.indices.drop_null()).to_pylist()
+    return seen != list(range(len(col.dictionary)))
 
 
 def _ordered(t: pa.DataType) -> bool:
