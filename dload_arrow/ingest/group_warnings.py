@@ -174,16 +174,16 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
 
 
 def _form(key: str) -> str:
-    """A key's form: hex ids (8+ digits) as #, runs of digits as 9, of letters as a
-    (``img_0012`` -> ``a_9``, ``91032ad7bbcb6cf7`` -> ``#``)."""
+    """A key's form: uuids, and runs of letters and digits holding a digit, as # (ids of any
+    length and words numbered alike: ``img0012``, ``face0001``, ``91032ad7``, ``b04965e``),
+    runs of letters only as a (``img_0012`` -> ``a_#``, ``dataset_info`` -> ``a_a``)."""
     key = _UUID.sub("#", key.rpartition("/")[2])
-    key = _HEX_ID.sub(lambda m: "#" if len(re.findall(r"\d+|[a-fA-F]+", m.group())) > 1
-                      else m.group(), key)  # digits and letters: img3fa9c2e1 (and face0001)
-    return re.sub(r"[^\W\d_#]+", "a", re.sub(r"\d+", "#", key))  # (ids of any length)
+    return _RUN.sub(lambda m: "#" if any(ch.isdigit() for ch in m.group()) else "a", key)
 
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
-_HEX_ID = re.compile(r"[0-9a-fA-F]{8,}")  # a hex id, if digits come in several places
+_RUN = re.compile(r"[^\W_]+")  # letters and digits (a hex word's letters and digits apart
+# gave short shas ten forms and face0001 another than cat0001: QA review63)
 
 
 _SIBLINGS = 32  # more dotted keys on one key: a sequence (shot010.0001.exr), not its views

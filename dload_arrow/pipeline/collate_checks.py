@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -104,7 +105,10 @@ def _level() -> int:
     path = getattr(torch, "__file__", None)
     if not isinstance(path, str) or _in_worker():  # a DataLoader worker has no user frame:
         return user_stacklevel() - 1  # torch's call, then
-    return user_stacklevel(os.path.dirname(path) + os.sep) - 1  # (counted from here)
+    level = user_stacklevel(os.path.dirname(path) + os.sep)  # (counted from here)
+    if sys._getframe(level - 1).f_code.co_filename == threading.__file__:  # nor a thread
+        level = user_stacklevel()  # running the loader (to_device's, QA review63)
+    return level - 1
 
 
 def _in_worker() -> bool:

@@ -229,6 +229,8 @@ def _zero_width(t: pa.DataType) -> bool:
     at any depth, inside extension types too (QA review62f)."""
     if isinstance(t, pa.BaseExtensionType):  # (Arrow's own tensor type too)
         return _zero_width(t.storage_type)
+    if pa.types.is_dictionary(t):  # (nested: commit decodes only a column's own, QA review63)
+        return _zero_width(t.value_type)
     if (pa.types.is_fixed_size_list(t) and not t.list_size) or (
             pa.types.is_fixed_size_binary(t) and not t.byte_width):
         return True
