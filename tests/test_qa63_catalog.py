@@ -1,6 +1,6 @@
-"""Many small appends (QA scale62): a query that does not read the `shards` view neither
-builds its table (a row per shard of every version: the square of the appends) nor holds
-every version's manifest; what reads it sees it current, through views a caller made too."""
+"""Many small appends (QA scale62): the catalog keeps each version's rows, not its manifest
+(holding every manifest made memory grow with the square of the appends); the shards view
+stays current however a query reaches it; a forked child queries (QA review63b)."""
 
 from __future__ import annotations
 
@@ -20,13 +20,12 @@ def _held(repo: Repository) -> int:
     return len(repo.manifests._memory)
 
 
-def test_queries_without_shards_build_no_shard_table(repo: Repository,
+def test_the_catalog_holds_no_manifest(repo: Repository,
                                                      local_root: str, cache_dir: str) -> None:
     _appended(repo, 12)
     fresh = Repository.open(local_root, cache_dir=cache_dir)
     assert fresh.sql("select count(*) from versions").column(0).to_pylist() == [12]
     assert fresh.sql("select sum(num_shards) from datasets").column(0).to_pylist() == [12]
-    assert fresh.catalog.snapshotter._shards is None  # (num_shards is another view's column)
     assert _held(fresh) == 0  # read for their rows, not kept: the memory stays flat
     got = fresh.sql("SELECT count(*) FROM Shards where name = 'd'").column(0).to_pylist()
     assert got == [sum(range(1, 13))] and _held(fresh) == 0
@@ -61,3 +60,41 @@ def test_the_manifest_cache_keeps_what_it_is_asked_to(repo: Repository) -> None:
     vid = repo.dataset("d").version
     assert cache.get("d", vid, keep=False).version == vid and not cache._memory
     assert cache.get("d", vid).version == vid and list(cache._memory) == [vid]
+
+
+def test_shards_reached_without_naming_them_are_current(repo: Repository) -> None:
+    repo.commit("d", [("k0", {"x": 0})], progress=False)
+    q = "SELECT count(*) FROM query_table($t)"
+    assert repo.sql(q, t="shards").column(0).to_pylist() == [1]
+    repo.append("d", [("k1", {"x": 1})], progress=False)
+    assert repo.sql(q, t="shards").column(0).to_pylist() == [3]
+
+
+def test_the_connection_after_an_rm(repo: Repository) -> None:
+    _appended(repo, 2)
+    v1 = repo.versions("d")[-1].version if repo.versions("d")[-1].version != repo.dataset(
+        "d").version else repo.versions("d")[0].version
+    repo.sql("select 1")
+    repo.rm("d", v1)
+    con: Any = repo.catalog.connection
+    assert con.execute("select count(*) from shards").fetchall() == [(3,)]  # as listed then
+    got = repo.catalog.sql("select count(*) from versions", refresh=False)
+    assert got.column(0).to_pylist() == [2]
+    assert repo.sql("select count(*) from shards").column(0).to_pylist() == [2]
+
+
+def _child(repo: Repository, q: Any) -> None:
+    q.put(repo.sql("select count(*) from shards").column(0).to_pylist())
+
+
+def test_a_forked_child_queries_the_catalog_it_inherited(repo: Repository) -> None:
+    import multiprocessing as mp
+
+    _appended(repo, 2)
+    assert repo.sql("select count(*) from shards").column(0).to_pylist() == [3]
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    child = ctx.Process(target=_child, args=(repo, q))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0 and q.get(timeout=5) == [3]

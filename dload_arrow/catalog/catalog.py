@@ -9,7 +9,6 @@ one is refused and the connection is rebuilt. This is the only module family tha
 from __future__ import annotations
 
 import os
-import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -58,10 +57,6 @@ _NO_PARAMETERS = ("can't be prepared", "Unexpected prepared parameter",
                   "cannot have parameters in their source")
 
 
-# a query that may read the shards view's table (not num_shards, a column of other views)
-_READS_SHARDS = re.compile(r"\b(?:dload_raw_)?shards\b", re.IGNORECASE)
-
-
 def _duckdb() -> Any:
     try:
         import duckdb
@@ -93,7 +88,6 @@ class Catalog:
         self._con: Any = None
         self._pid = os.getpid()
         self._snapshot: Snapshot | None = None
-        self._mine = False  # whether a caller's statements (views, macros) may read any table
 
     def __repr__(self) -> str:
         return f"Catalog({redact_url(self.storage.url)!r})"
@@ -101,7 +95,7 @@ class Catalog:
     def __getstate__(self) -> dict[str, Any]:
         # A DuckDB connection and a lock do not cross processes; the copy reconnects lazily.
         state = self.__dict__.copy()
-        state.update(_con=None, _lock=None, _snapshot=None, _mine=False)
+        state.update(_con=None, _lock=None, _snapshot=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -112,13 +106,11 @@ class Catalog:
     def connection(self) -> Any:
         """The DuckDB connection (views created; call :meth:`refresh` for current data)."""
         with self._lock:
-            self._mine = True  # (the caller may make views of any table: all kept current)
-            return self._shards_current()
-
-    def _connect(self) -> Any:
-        with self._lock:
             if self._con is not None and self._pid != os.getpid():
-                self._con = None  # inherited through fork: DuckDB is not fork-safe, reconnect
+                # inherited through fork: DuckDB is not fork-safe, so reconnect, and keep the
+                # old one alive (freeing it in the child crashed it: QA review63b)
+                _INHERITED.append(self._con)
+                self._con = None
             if self._con is None:
                 duckdb = _duckdb()
                 con = duckdb.connect(":memory:")
@@ -134,24 +126,15 @@ class Catalog:
                 _OPEN.add(self)
             return self._con
 
-    def refresh(self, *, shards: bool = True) -> Snapshot:
-        """Re-list the root and re-register the raw tables (new manifests are fetched once;
-        the ``shards`` view's table, a row per shard of every version, only if ``shards``)."""
+    def refresh(self) -> Snapshot:
+        """Re-list the root and re-register the raw tables (new manifests are fetched once)."""
         with self._lock:
-            snap = self.snapshotter.snapshot(shards=shards)
-            con = self._connect()
+            snap = self.snapshotter.snapshot()
+            con = self.connection
             for name, table in snap.tables.items():
                 _register(con, name, table)
             self._snapshot = snap
             return snap
-
-    def _shards_current(self) -> Any:
-        """The connection, its ``dload_raw_shards`` of the current snapshot."""
-        con, snap = self._connect(), self._snapshot
-        if snap is not None and "dload_raw_shards" not in snap.tables:
-            snap.tables["dload_raw_shards"] = self.snapshotter.shards(snap)
-            _register(con, "dload_raw_shards", snap.tables["dload_raw_shards"])
-        return con
 
     def sql(self, query: str, /, params: dict[str, Any] | None = None,
             *, refresh: bool = True) -> pa.Table:
@@ -165,10 +148,8 @@ class Catalog:
         check_utf8(query)
         params = bindable_params(params)
         with self._lock:
-            if refresh or self._snapshot is None:  # (the shards table if the query may read it)
-                self.refresh(shards=False)
-            if self._mine or _READS_SHARDS.search(query):
-                self._shards_current()
+            if refresh or self._snapshot is None:
+                self.refresh()
             calls = find_samples_calls(query)
             replacements: list[str] = []
             held: list[ShardFiles] = []
@@ -184,10 +165,10 @@ class Catalog:
                 for i, (files, manifest) in enumerate(zip(held, resolved, strict=True)):
                     key = f"__dload_samples_{i}"
                     if files.paths:  # (no folder named like `x=1` above them is a column)
-                        replacements.append(sql_source(self._connect(), key, files.paths,
+                        replacements.append(sql_source(self.connection, key, files.paths,
                                                        manifest.schema, params))
                     else:  # a version without shards: an empty table of its schema
-                        _register(self._connect(), key, _empty(manifest.schema))
+                        _register(self.connection, key, _empty(manifest.schema))
                         replacements.append(key)
                 rewritten = replace_calls(query, calls, replacements)
                 return self._run(rewritten, params, shown=query if calls else None)
@@ -230,10 +211,10 @@ class Catalog:
                     "'SELECT name, num_rows FROM datasets'"
                 )
             # Only a statement other than SELECT can change what the built-in names mean.
-            before = None if kinds == {duckdb.StatementType.SELECT} else resolution(self._connect())
-            self._mine |= before is not None
+            before = None if kinds == {duckdb.StatementType.SELECT} else resolution(
+                self.connection)
             try:
-                result = run_query(self._connect(), statements, query, params)
+                result = run_query(self.connection, statements, query, params)
             finally:
                 if before is not None:
                     self._keep_builtins(before)
@@ -258,7 +239,7 @@ class Catalog:
         """Refuse a query that changed what a built-in view's name resolves to; reconnect
         (a fresh connection rebuilds every view from the snapshot: simpler and surer than
         undoing a DROP, a CREATE OR REPLACE, a shadowing temp view or a changed search_path)."""
-        changed = changed_builtins(before, resolution(self._connect()))
+        changed = changed_builtins(before, resolution(self.connection))
         if changed is not None:
             self.close()
             raise SqlError(changed)
@@ -269,12 +250,25 @@ class Catalog:
 
     def close(self) -> None:
         with self._lock:
-            if self._con is not None:
+            if self._con is not None and self._pid != os.getpid():
+                _INHERITED.append(self._con)  # (a forked child's: never freed, see above)
+            elif self._con is not None:
                 self._con.close()
-                self._con, self._mine = None, False
+            self._con = None
 
 
 _OPEN: weakref.WeakSet[Catalog] = weakref.WeakSet()  # catalogs holding a connection
+_INHERITED: list[Any] = []  # connections a forked child must never free
+
+
+def _keep_inherited() -> None:
+    """In a forked child: hold every DuckDB connection the parent had open, so that none is
+    ever freed there (freeing one, a collected Repository's too, crashed the child: QA
+    review63b); each catalog reconnects on its next query."""
+    _INHERITED.extend(c._con for c in list(_OPEN) if c._con is not None)
+
+
+os.register_at_fork(after_in_child=_keep_inherited)
 
 
 def close_all() -> None:

@@ -66,8 +66,7 @@ RAW_SCHEMAS: dict[str, pa.Schema] = {
 @dataclass(frozen=True)
 class Snapshot:
     """The raw tables (by registered name) and the versions listed, their manifests read on
-    demand. ``dload_raw_shards`` is there only when asked for (:meth:`Snapshotter.shards`): a
-    row per shard of every version, the square of the appends (1,100 appends: 605,000)."""
+    demand (holding them all made memory grow with the square of the appends)."""
 
     tables: dict[str, pa.Table]
     manifests: Mapping[tuple[str, str], Manifest]
@@ -103,17 +102,18 @@ class Snapshotter:
         self.manifests = manifests
         self._log_entries: dict[str, dict[str, Any]] = {}
         self._removed: dict[tuple[str, str], Removal] = {}
-        # each version's dload_raw_versions and dload_raw_parents rows (read once: immutable)
-        self._rows: dict[tuple[str, str], tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        # each version's rows of dload_raw_versions, _parents and _shards (read once: a
+        # manifest never changes; its Arrow shard rows hold less than the manifest itself)
+        self._rows: dict[tuple[str, str], tuple[dict[str, Any], list[dict[str, Any]],
+                                                pa.Table]] = {}
         # The tables of the last snapshot, by its set of manifests: a query over an unchanged
         # set reuses them (rebuilding them per query was 1 s for `select 1` over 1,000
-        # appended versions); the shards table apart, built only when a query reads it.
+        # appended versions).
         self._built: tuple[frozenset[tuple[str, str]], dict[str, pa.Table]] | None = None
-        self._shards: tuple[frozenset[tuple[str, str]], pa.Table] | None = None
 
-    def snapshot(self, *, shards: bool = True) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         """List the root once and build every raw table (the manifests' only when they
-        changed since the last snapshot; ``dload_raw_shards`` only if ``shards``)."""
+        changed since the last snapshot)."""
         found = list_root(self.storage)
         listed = [node for node in found["manifests"] if self._read(node, warn=True)]
         refs = self.refs(found["refs"])  # read after the listing: a ref may name a version
@@ -124,11 +124,14 @@ class Snapshotter:
         key = frozenset(listed)
         if self._built is None or self._built[0] != key:
             self._rows = {node: self._rows[node] for node in key}  # (removed ones dropped)
+            nodes = sorted(key)
             self._built = (key, {
-                "dload_raw_versions": raw_table([self._rows[n][0] for n in sorted(key)],
+                "dload_raw_versions": raw_table([self._rows[n][0] for n in nodes],
                                                 "dload_raw_versions"),
-                "dload_raw_parents": raw_table([p for n in sorted(key) for p in self._rows[n][1]],
-                                               "dload_raw_parents")})
+                "dload_raw_parents": raw_table([p for n in nodes for p in self._rows[n][1]],
+                                               "dload_raw_parents"),
+                "dload_raw_shards": pa.concat_tables(  # (no copy: a chunk per version)
+                    [raw_table([], "dload_raw_shards")] + [self._rows[n][2] for n in nodes])})
         manifests = Listed(key, self.manifests)
         tables = {
             **self._built[1],
@@ -139,17 +142,14 @@ class Snapshotter:
             "dload_raw_refs": refs,
             "dload_raw_log": self.log(found["log"], found["removed"] + found["removed_again"]),
         }
-        snap = Snapshot(tables=tables, manifests=manifests)
-        if shards:
-            tables["dload_raw_shards"] = self.shards(snap)
-        return snap
+        return Snapshot(tables=tables, manifests=manifests)
 
     def _read(self, node: tuple[str, str], *, warn: bool) -> bool:
         """Whether the manifest of ``node`` reads (its rows kept); a damaged one is warned of
         (one bad object must not hide the root, nor its fix) when ``warn``."""
         if node not in self._rows:
-            try:
-                m = self.manifests.get(*node, keep=False)  # (its rows are what is kept)
+            try:  # (not kept in memory: its rows are, QA scale62's 1,100 appends)
+                m = self.manifests.get(*node, keep=False)
             except IntegrityError as e:
                 if warn:
                     warnings.warn(f"the catalog leaves out a version of {node[0]!r}: {e}",
@@ -159,18 +159,9 @@ class Snapshotter:
                 if warn:
                     raise
                 return False
-            self._rows[node] = (version_row(*node, m), parent_rows(*node, m))
+            self._rows[node] = (version_row(*node, m), parent_rows(*node, m),
+                                shard_table(*node, m))
         return True
-
-    def shards(self, snapshot: Snapshot) -> pa.Table:
-        """``dload_raw_shards`` of ``snapshot``'s versions (reused while they are the same)."""
-        key = frozenset(snapshot.manifests)
-        if self._shards is None or self._shards[0] != key:
-            tables = [raw_table([], "dload_raw_shards")]
-            tables += [shard_table(*node, self.manifests.get(*node, keep=False))
-                       for node in sorted(key)]
-            self._shards = (key, pa.concat_tables(tables).combine_chunks())
-        return self._shards[1]
 
     def refs(self, refs: list[tuple[str, str]]) -> pa.Table:
         """``dload_raw_refs`` of ``(name, ref)`` pairs, read now (refs move)."""
