@@ -147,10 +147,16 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
     def lacks(files: dict[str, Any]) -> list[str]:  # the columns (nearly) every other has
         return sorted(c for c, n in counts.items() if c not in files and n >= len(groups) - few)
 
-    usual = Counter(_form(k) for k in groups).most_common(1)[0][0]  # img9 for img01..img20
+    usual = Counter(_form(k) for k in groups).most_common(1)[0][0]  # a# for img01..img20
+    words = Counter(_word_form(k) for k in groups).most_common(1)[0][0]
+
+    def unlike(key: str) -> bool:  # (train2017 beside 000000000001: a word, not an id)
+        return _form(key) != usual or (_word_form(key) != words and _word_form(key) != _form(
+            key))
+
     lone = [(key, files) for key, files in groups.items() if all(c in _TABLES for c in files)
             and (all(counts[c] <= few for c in files)  # a key named like the others lacking
-                 or (lacks(files) and _form(key) != usual))]  # an image: a failed download
+                 or (lacks(files) and unlike(key)))]  # an image: a failed download
     if not lone or len(lone) > few:
         return
     key, files = lone[0]
@@ -181,6 +187,21 @@ def _form(key: str) -> str:
     return _RUN.sub(lambda m: "#" if any(ch.isdigit() for ch in m.group()) else "a", key)
 
 
+def _word_form(key: str) -> str:
+    """A key's form with a word numbered (a run of letters, one not a hex digit among them,
+    then a digit) as a# (``train2017``, ``labels_v2`` -> ``a_a#``; ``cat0001``), unlike an id
+    (``000000000001``, ``img_0001``); a run of hex digits, a short sha or ``face0001``, as in
+    :func:`_form` (QA review63b: the label files :func:`_form` reads like the ids)."""
+    def run(m: re.Match[str]) -> str:
+        text = m.group()
+        if not any(ch.isdigit() for ch in text):
+            return "a"
+        return "a#" if text[0].isalpha() and not _HEX.fullmatch(text) else "#"
+
+    return _RUN.sub(run, _UUID.sub("#", key.rpartition("/")[2]))
+
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}")
 _RUN = re.compile(r"[^\W_]+")  # letters and digits (a hex word's letters and digits apart
 # gave short shas ten forms and face0001 another than cat0001: QA review63)

@@ -75,8 +75,10 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             may take NaN); it must fit the padded type. A dict gives it per column, 0 for
             the others: ``{"labels": -100}``.
         columns: the columns to pad (default: the stored list columns of numbers, in every
-            batch, and any other column whose values are sequences of numbers: lists, tuples,
-            arrays along their first axis). A null cell is a row of length 0.
+            batch, and where no stored type says (after a map) any column whose values are
+            sequences of numbers: lists, tuples, arrays along their first axis; a fixed-size
+            stored column, an embedding, is left as ``batch()`` gives it). A null cell is a
+            row of length 0.
         max_length: cut longer rows to this length (default: the batch's longest row).
         lengths: add ``{column}_length`` (int64: each row's length, after any cut).
         mask: add ``{column}_mask`` (bool: True where a row has a value), e.g. an attention
@@ -129,8 +131,10 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         tensors = torch_rows(rows)  # a torch DataLoader's collate_fn: tensors in and out
         if tensors is not None:
             items = rows = tensors
-        names = self.columns if self.columns is not None else [
-            c for c in rows[0] if _padded_by_default([x.get(c) for x in rows], schema, c)]
+        typed = self.dtype if isinstance(self.dtype, dict) else {}  # (dtype={col: ...}
+        names = self.columns if self.columns is not None else [  # pads a batch of [None]s)
+            c for c in rows[0] if _padded_by_default([x.get(c) for x in rows], schema, c)
+            or (c in typed and all(x.get(c) is None or _is_sequence(x.get(c)) for x in rows))]
         if isinstance(items, pa.RecordBatch):  # the others as batch() gives them: an
             out = {f.name: [x[f.name] for x in rows] if f.name in names  # embedding (n, 64),
                    else column_values(items, i)  # not lists (QA recsys63)
@@ -209,13 +213,19 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
 
 
 def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) -> bool:
-    """A stored list column of numbers (in every batch: the same keys each time), or any
-    column of number sequences."""
+    """A stored list column of numbers (in every batch: the same keys each time), or, where
+    no stored type says (after a map), a column of number sequences."""
     if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
         return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
-    # stored rows of rows (list<list<T>>): a null frame takes the pad; unstored rows (after
-    # a map) holding None: a null item takes it, as in stored rows (QA recsys63)
-    return _numeric_sequences(_holes(cells, ())[0])
+    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad
+        return _numeric_sequences(_holes(cells, ())[0])
+    if schema is not None and name in schema.names:  # stored, not a list of numbers: text
+        return False  # lists, a fixed-size embedding (n, 64) as batch() gives it (QA review63b)
+    # rows holding None: a null item takes the pad, as in stored rows (QA recsys63), if a
+    # number says what they hold (a batch of [None] rows of a text column: QA review63b)
+    return _numeric_sequences(_holes(cells, ())[0]) and any(
+        not isinstance(c, list | tuple) or any(x is not None for x in c)
+        for c in cells if c is not None and len(c))
 
 
 def _holes(cells: list[Any], inner: tuple[int, ...]

@@ -159,17 +159,32 @@ def _from_pandas(df: Any) -> pa.Table:
             try:
                 pa.Table.from_pandas(df[[c]], preserve_index=False)
             except OverflowError as why:  # a Python int beyond 64 bits in an object column
+                depth = _depth(df[c])
                 fix = (f"convert the column: df[{str(c)!r}].astype('uint64') when every "
                        f"value is in 0..2**64-1, else store them as text (df[{str(c)!r}]"
-                       ".astype(str))") if not any(isinstance(v, list | tuple | np.ndarray)
-                                                    for v in df[c]) else (  # lists: QA recsys63
+                       ".astype(str))") if not depth else (  # lists: QA recsys63, review63b
                     f"declare its integers unsigned when every value is in 0..2**64-1: schema="
-                    f"pa.schema([({str(c)!r}, pa.list_(pa.uint64()))])")
+                    f"pa.schema([({str(c)!r}, {'pa.list_(' * depth}pa.uint64(){')' * depth})])")
                 raise SchemaError(f"column {str(c)!r}: a Python int beyond the range of int64 "
                                   f"({why}); {fix}") from e
             except refused as why:
                 raise SchemaError(_refusal(df[c], str(c), why)) from e
         raise
+
+
+def _depth(col: Any) -> int:
+    """How deep the first value holding a number lies in a column's lists (0: no lists)."""
+    seqs = (list, tuple, np.ndarray)
+    best = 0
+    for v in col:
+        depth = 0
+        while isinstance(v, seqs):
+            v = next((x for x in v if x is not None), None)
+            depth += 1
+        if v is not None:
+            return depth
+        best = max(best, depth)
+    return best
 
 
 def _refusal(col: Any, name: str, why: Exception) -> str:

@@ -201,6 +201,10 @@ def to_batches(
         samples = pa.Table.from_batches([samples])
     if isinstance(samples, pa.Table):
         _refuse_duplicate_keys(samples, key)
+        if append_to is None:  # (an append's categories read back in the stored order)
+            from dload_arrow.store.table_columns import warn_codes_change
+
+            warn_codes_change(samples)
         samples = pa.RecordBatchReader.from_batches(samples.schema, samples.to_batches())
     if isinstance(samples, pa.RecordBatchReader):
         _refuse_duplicates(samples.schema)
