@@ -6,6 +6,7 @@
 --          key_max VARCHAR, versions_sharing BIGINT, datasets_sharing BIGINT
 -- One row per (version, shard). A shard is content-addressed, so the same digest in
 -- several versions is stored once: `versions_sharing` counts the versions that list it.
+-- A version's key index parts (under shards/ too) are not listed here.
 CREATE OR REPLACE VIEW shards AS
 SELECT
     name, version, shard, digest, bytes, rows, row_offset, row_groups, key_min, key_max,
