@@ -203,7 +203,8 @@ class Catalog:
         """Run ``query``; ``shown`` is the user's text when ``query`` is its rewrite."""
         duckdb, statements = _duckdb(), []
         try:
-            statements = duckdb.extract_statements(query)
+            statements = self.connection.extract_statements(query)  # (not duckdb's module
+            # connection, which close() cannot close: a forked child freeing it crashed)
             kinds = {s.type for s in statements}
             if not kinds:
                 raise SqlError(
@@ -263,9 +264,14 @@ _INHERITED: list[Any] = []  # connections a forked child must never free
 
 def _keep_inherited() -> None:
     """In a forked child: hold every DuckDB connection the parent had open, so that none is
-    ever freed there (freeing one, a collected Repository's too, crashed the child: QA
-    review63b); each catalog reconnects on its next query."""
-    _INHERITED.extend(c._con for c in list(_OPEN) if c._con is not None)
+    ever freed there, not even at the child's exit (freeing one, a collected Repository's
+    too, crashed the child: QA review63b, review63c); each catalog reconnects on its next
+    query."""
+    import ctypes
+
+    for con in [c._con for c in list(_OPEN) if c._con is not None]:
+        _INHERITED.append(con)
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(con))  # (one reference never dropped)
 
 
 os.register_at_fork(after_in_child=_keep_inherited)

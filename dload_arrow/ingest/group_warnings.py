@@ -148,11 +148,12 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
         return sorted(c for c, n in counts.items() if c not in files and n >= len(groups) - few)
 
     usual = Counter(_form(k) for k in groups).most_common(1)[0][0]  # a# for img01..img20
-    words = Counter(_word_form(k) for k in groups).most_common(1)[0][0]
+    words, alike = Counter(_word_form(k) for k in groups).most_common(1)[0]
+    uniform = alike >= len(groups) - few  # (wells A01..H12: G05's 'a#' beside A01's '#')
 
     def unlike(key: str) -> bool:  # (train2017 beside 000000000001: a word, not an id)
-        return _form(key) != usual or (_word_form(key) != words and _word_form(key) != _form(
-            key))
+        return _form(key) != usual or (uniform and _word_form(key) != words
+                                       and _word_form(key) != _form(key))
 
     lone = [(key, files) for key, files in groups.items() if all(c in _TABLES for c in files)
             and (all(counts[c] <= few for c in files)  # a key named like the others lacking

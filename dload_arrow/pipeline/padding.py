@@ -8,6 +8,7 @@ float32), else the rows' own arrays' type; the pad never widens it and must fit 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.batching import default_collate
 from dload_arrow.pipeline.chunks import chunk_items, column_values
 from dload_arrow.pipeline.collate_checks import check_same_columns, warn_once
+from dload_arrow.pipeline.pad_holes import fill_nulls
 from dload_arrow.pipeline.pad_torch import as_tensors, torch_rows
 from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
@@ -115,6 +117,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         self.max_length = max_length
         self.columns = None if columns is None else tuple(columns)
         self.lengths, self.mask = lengths, mask
+        self._seen: dict[str, bool] = {}  # per column: padded in the last batch that told
+        self._tensors = False  # whether a batch has come as torch tensors
         self.dtype = {c: as_dtype(d) for c, d in dtype.items()} if isinstance(
             dtype, Mapping) else (None if dtype is None else as_dtype(dtype))
 
@@ -131,10 +135,12 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         tensors = torch_rows(rows)  # a torch DataLoader's collate_fn: tensors in and out
         if tensors is not None:
             items = rows = tensors
-        typed = self.dtype if isinstance(self.dtype, dict) else {}  # (dtype={col: ...}
-        names = self.columns if self.columns is not None else [  # pads a batch of [None]s)
-            c for c in rows[0] if _padded_by_default([x.get(c) for x in rows], schema, c)
-            or (c in typed and all(x.get(c) is None or _is_sequence(x.get(c)) for x in rows))]
+        # (and out of a batch whose rows hold none, only nulls: as the batches before it)
+        self._tensors = self._tensors or tensors is not None
+        told: dict[str, bool] = {}
+        names = self.columns if self.columns is not None else [
+            c for c in rows[0] if self._picked(c, [x.get(c) for x in rows], schema, told)]
+        self._seen = {**self._seen, **told}  # (assigned here: state, not the fingerprint's)
         if isinstance(items, pa.RecordBatch):  # the others as batch() gives them: an
             out = {f.name: [x[f.name] for x in rows] if f.name in names  # embedding (n, 64),
                    else column_values(items, i)  # not lists (QA recsys63)
@@ -169,11 +175,22 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                     raise
                 warn_once(f"pad_collate:{c}", f"{e}, so that batch gives it as a list (warned "
                           "once per column)")
-        if tensors is not None:
-            import torch
-
+        if self._tensors and (torch := sys.modules.get("torch")) is not None:
             return {k: as_tensors(v, torch) for k, v in out.items()}
         return out
+
+    def _picked(self, name: str, cells: list[Any], schema: pa.Schema | None,
+                told: dict[str, bool]) -> bool:
+        """Whether ``columns=None`` pads ``name`` in this batch: where its rows hold no value
+        (null items, empty rows) and no stored type says, as in its last batch that held one
+        (a torch DataLoader's collate_fn knows no stored types: QA review63c), else if
+        ``dtype={name: ...}`` names it or a row is a sequence."""
+        picked = _padded_by_default(cells, schema, name)
+        if picked is None:
+            typed = isinstance(self.dtype, dict) and name in self.dtype
+            return self._seen.get(name, typed or any(c is not None for c in cells))
+        told[name] = picked
+        return picked
 
     def _pad(self, name: str, cells: list[Any],
              stored: tuple[np.dtype, tuple[int, ...] | None] | None) -> dict[str, np.ndarray]:
@@ -181,7 +198,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         pad = self.pad_value.get(name, 0) if isinstance(self.pad_value, dict) else self.pad_value
         want = given if given is not None else (stored[0] if stored else None)
         shape = stored[1] if stored and stored[1] is not None else ()
-        cells, holes = _holes(cells, shape)
+        cells, holes = fill_nulls(cells, shape)
         arrays = _arrays(name, cells, want, check=given is not None)
         filled = [a for a in arrays if a.size]
         dtype = want if want is not None else found(name, filled, pad)
@@ -212,58 +229,25 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         return got
 
 
-def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str) -> bool:
+def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str
+                       ) -> bool | None:
     """A stored list column of numbers (in every batch: the same keys each time), or, where
-    no stored type says (after a map), a column of number sequences."""
+    no stored type says (after a map), a column of number sequences; None where nothing
+    tells (rows holding no value: null items, empty rows, null rows)."""
     if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
         return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
     if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad
-        return _numeric_sequences(_holes(cells, ())[0])
+        return _numeric_sequences(fill_nulls(cells, ())[0])
     if schema is not None and name in schema.names:  # stored, not a list of numbers: text
         return False  # lists, a fixed-size embedding (n, 64) as batch() gives it (QA review63b)
     # rows holding None: a null item takes the pad, as in stored rows (QA recsys63), if a
     # number says what they hold (a batch of [None] rows of a text column: QA review63b)
-    return _numeric_sequences(_holes(cells, ())[0]) and any(
-        not isinstance(c, list | tuple) or any(x is not None for x in c)
-        for c in cells if c is not None and len(c))
-
-
-def _holes(cells: list[Any], inner: tuple[int, ...]
-           ) -> tuple[list[Any], list[np.ndarray | None]]:
-    """Rows holding None (a stored list's null items; of rows of frames, a null frame or one
-    holding a null) with 0 in their place (the pad goes there once the type is known), and
-    where each row had one (None: nowhere); the mask leaves them out."""
-    rows: list[Any] = []
-    holes: list[np.ndarray | None] = []
-    found = [_gaps(c) for c in cells]
-    width = next((len(x) for c, gaps in zip(cells, found, strict=True)  # the batch's frames'
-                  if isinstance(c, list | tuple)  # (a row whose frames are all null: QA
-                  for i, x in enumerate(c) if isinstance(x, list | tuple)  # review60d)
-                  and not (gaps[i] if gaps else x is None)), None)
-    shape = inner or ((width,) if width is not None else ())
-    for c, gaps in zip(cells, found, strict=True):
-        if gaps is None:
-            holes.append(None)
-            rows.append(c)
-            continue
-        holes.append(np.asarray(gaps))
-        rows.append([np.zeros(shape, np.int8).tolist() if gap else x for x, gap in zip(
-            c, gaps, strict=True)])
-    return rows, holes
-
-
-def _gaps(c: Any) -> list[bool] | None:
-    """Which items of a row are null (or frames holding one); None when none is (C speed)."""
-    if not isinstance(c, list | tuple) or not c:
+    if not all(c is None or _is_sequence(c) for c in cells):
+        return False
+    if not any(not isinstance(c, list | tuple) or any(x is not None for x in c)
+               for c in cells if c is not None and len(c)):
         return None
-    first = next((x for x in c if x is not None), None)
-    if isinstance(first, list | tuple):  # rows of frames
-        gaps = [x is None or (isinstance(x, list | tuple) and None in x) for x in c]
-        return gaps if any(gaps) else None
-    if hasattr(first, "__array__"):  # frames as arrays (`in` would compare their items)
-        gaps = [x is None for x in c]
-        return gaps if any(gaps) else None
-    return [x is None for x in c] if None in c else None
+    return _numeric_sequences(fill_nulls(cells, ())[0])
 
 
 def _arrays(name: str, cells: list[Any], want: np.dtype | None, check: bool = False

@@ -179,9 +179,9 @@ def _depth(col: Any) -> int:
     for v in col:
         depth = 0
         while isinstance(v, seqs):
-            v = next((x for x in v if x is not None), None)
+            v = next((x for x in v if not _missing(x)), None)
             depth += 1
-        if v is not None:
+        if not _missing(v):
             return depth
         best = max(best, depth)
     return best

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import string_array
-from dload_arrow.errors import SchemaError, shown
+from dload_arrow.errors import SchemaError, shown, user_warner
 from dload_arrow.store.key_index import check_unique
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.pair_checks import refuse_shapes
@@ -67,7 +67,18 @@ def key_number(offset: KeyOffset) -> int:
 
 def _table_batches(
     batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
-    first_key: KeyOffset = 0,
+    first_key: KeyOffset = 0, *, codes: bool = False,
+) -> Iterator[pa.RecordBatch]:
+    """The batches as stored; ``codes`` (a commit's): warn at the end, at the caller's line,
+    of categoricals whose codes change on reading (an append's read in the stored order)."""
+    from dload_arrow.store.table_columns import CodesSeen  # (it imports this module)
+    return _stored(batches, key, schema, first_key, (CodesSeen(), user_warner()) if codes
+                   else None)
+
+
+def _stored(
+    batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
+    first_key: KeyOffset, codes: Any,
 ) -> Iterator[pa.RecordBatch]:
     from dload_arrow.store.table_columns import storable  # it imports this module
 
@@ -76,6 +87,8 @@ def _table_batches(
     for batch in batches:
         if batch.num_rows == 0:
             continue
+        if codes is not None:
+            codes[0].add(batch)
         if key is None:
             # Generated keys: zero-padded row numbers, so they sort in commit order, from the
             # rows already stored.
@@ -101,6 +114,8 @@ def _table_batches(
         elif not out.schema.equals(target, check_metadata=True):  # (a tensor's shape too)
             out = _cast_batch(out, target, offset - batch.num_rows)
         yield out
+    if codes is not None:
+        codes[0].warn(codes[1])
 
 
 def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:
@@ -201,10 +216,6 @@ def to_batches(
         samples = pa.Table.from_batches([samples])
     if isinstance(samples, pa.Table):
         _refuse_duplicate_keys(samples, key)
-        if append_to is None:  # (an append's categories read back in the stored order)
-            from dload_arrow.store.table_columns import warn_codes_change
-
-            warn_codes_change(samples)
         samples = pa.RecordBatchReader.from_batches(samples.schema, samples.to_batches())
     if isinstance(samples, pa.RecordBatchReader):
         _refuse_duplicates(samples.schema)
@@ -215,7 +226,7 @@ def to_batches(
             samples = conform_to(samples, schema, key, where="the appended table",
                                  dataset=append_to, files=False)
         k = _with_key(schema, key, samples.schema)
-        return _table_batches(samples, k, schema, key_offset)
+        return _table_batches(samples, k, schema, key_offset, codes=append_to is None)
     if isinstance(samples, (str, bytes)) or not isinstance(samples, Iterable):
         raise SchemaError(
             f"cannot commit a {type(samples).__name__}: pass sample dicts or (key, dict) "

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -41,7 +42,7 @@ import pyarrow.compute as pc
 from dload_arrow.arrays import list_slots, numpy_values
 from dload_arrow.errors import SchemaError, user_stacklevel
 
-__all__ = ["flat_tensor", "nested_tensor", "storable", "warn_codes_change"]
+__all__ = ["CodesSeen", "flat_tensor", "nested_tensor", "storable"]
 
 _PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
           pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
@@ -217,31 +218,41 @@ def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
     return t
 
 
-def warn_codes_change(table: pa.Table) -> None:
-    """Warn of each unordered categorical (text) column of a committed ``table`` whose
-    categories are not those its values first show, in that order: Parquet keeps the
-    values, so it reads back so ordered, unused categories gone (QA recsys63; judged over
-    the whole table, not batch by batch: QA review63b)."""
-    for field, col in zip(table.schema, table.columns, strict=True):
-        t = field.type
-        if not (pa.types.is_dictionary(t) and not t.ordered and (pa.types.is_string(
-                t.value_type) or pa.types.is_large_string(t.value_type))):
-            continue
-        order: dict[str, None] = {}  # the categories, chunk after chunk
-        seen: dict[str, None] = {}  # the values, as they first appear
-        for chunk in col.chunks:
-            values = chunk.dictionary.to_pylist()
-            order.update(dict.fromkeys(values))
-            seen.update(dict.fromkeys(values[i] for i in pc.unique(
-                chunk.indices.drop_null()).to_pylist()))
-        if list(seen) != list(order):
-            warnings.warn(
-                f"column {field.name!r} is a categorical whose categories are not in the "
-                "order its values first appear, or not all used; Parquet keeps the values, "
-                "so it reads back with its categories in that order, unused ones gone: its "
-                "codes (.cat.codes) change. Apply your vocabulary after reading (pandas: "
-                ".cat.set_categories(vocab); polars: .cast(pl.Enum(vocab))), or store the "
-                "codes as a column", stacklevel=user_stacklevel())
+class CodesSeen:
+    """A commit's unordered text categoricals, batch by batch: their categories (chunk after
+    chunk) and their values as they first appear. Parquet keeps the values, so a column reads
+    back with its categories in that order, unused ones gone, and its codes change where the
+    two differ (QA recsys63; judged over the whole input, not batch by batch: QA review63b;
+    a reader's too: review63c)."""
+
+    def __init__(self) -> None:
+        self.order: dict[str, dict[str, None]] = {}
+        self.seen: dict[str, dict[str, None]] = {}
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        for field, col in zip(batch.schema, batch.columns, strict=True):
+            t = field.type
+            if not (pa.types.is_dictionary(t) and not t.ordered
+                    and any(f(t.value_type) for f in _TEXT)):
+                continue
+            values = col.dictionary.to_pylist()
+            self.order.setdefault(field.name, {}).update(dict.fromkeys(values))
+            self.seen.setdefault(field.name, {}).update(dict.fromkeys(
+                values[i] for i in pc.unique(col.indices.drop_null()).to_pylist()))
+
+    def warn(self, warn: Callable[[str], None]) -> None:
+        """Warn (through ``warn``: the caller's line) of each column whose codes change."""
+        for name, order in self.order.items():
+            if list(self.seen[name]) != list(order):
+                warn(f"column {name!r} is a categorical whose categories are not in the "
+                     "order its values first appear, or not all used; Parquet keeps the "
+                     "values, so it reads back with its categories in that order, unused ones "
+                     "gone: its codes (.cat.codes) change. Apply your vocabulary after "
+                     "reading (pandas: .cat.set_categories(vocab); polars: "
+                     ".cast(pl.Enum(vocab))), or store the codes as a column")
+
+
+_TEXT = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
 
 
 def _ordered(t: pa.DataType) -> bool:

@@ -1,0 +1,47 @@
+"""A padded column's null items: the rows with a placeholder where each was, and where."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["fill_nulls", "null_items"]
+
+
+def fill_nulls(cells: list[Any], inner: tuple[int, ...]
+               ) -> tuple[list[Any], list[np.ndarray | None]]:
+    """Rows holding None (a stored list's null items; of rows of frames, a null frame or one
+    holding a null) with 0 in their place (the pad goes there once the type is known), and
+    where each row had one (None: nowhere); the mask leaves them out."""
+    rows: list[Any] = []
+    holes: list[np.ndarray | None] = []
+    found = [null_items(c) for c in cells]
+    width = next((len(x) for c, gaps in zip(cells, found, strict=True)  # the batch's frames'
+                  if isinstance(c, list | tuple)  # (a row whose frames are all null: QA
+                  for i, x in enumerate(c) if isinstance(x, list | tuple)  # review60d)
+                  and not (gaps[i] if gaps else x is None)), None)
+    shape = inner or ((width,) if width is not None else ())
+    for c, gaps in zip(cells, found, strict=True):
+        if gaps is None:
+            holes.append(None)
+            rows.append(c)
+            continue
+        holes.append(np.asarray(gaps))
+        rows.append([np.zeros(shape, np.int8).tolist() if gap else x for x, gap in zip(
+            c, gaps, strict=True)])
+    return rows, holes
+
+
+def null_items(c: Any) -> list[bool] | None:
+    """Which items of a row are null (or frames holding one); None when none is (C speed)."""
+    if not isinstance(c, list | tuple) or not c:
+        return None
+    first = next((x for x in c if x is not None), None)
+    if isinstance(first, list | tuple):  # rows of frames
+        gaps = [x is None or (isinstance(x, list | tuple) and None in x) for x in c]
+        return gaps if any(gaps) else None
+    if hasattr(first, "__array__"):  # frames as arrays (`in` would compare their items)
+        gaps = [x is None for x in c]
+        return gaps if any(gaps) else None
+    return [x is None for x in c] if None in c else None
