@@ -34,7 +34,7 @@ from dload_arrow.read.cache_space import (
     list_dir,
     resolve_budget,
 )
-from dload_arrow.read.locks import FileLock, make_dirs
+from dload_arrow.read.locks import FileLock, held_here, make_dirs
 from dload_arrow.read.parked import here_text, parked_bytes, parked_refusal
 from dload_arrow.sizes import BUDGET_WAYS, format_bytes, format_bytes_up
 
@@ -109,10 +109,14 @@ class CacheBudget(CacheSpace):
         used, pending, _entries = self._scan_pending(cleanup=False)
         return min(self.budget_bytes, self._disk_cap(used, pending))
 
-    def evictable_bytes(self, exclude: Collection[str] = ()) -> int:
-        """Bytes of the cached shards no live reader holds, but those in ``exclude``: what
-        eviction could free for them (a stat and a lock try per shard)."""
-        return sum(e.bytes for e in self.entries() if not e.held and e.digest not in exclude)
+    def evictable_bytes(self, exclude: Collection[str] = ()) -> tuple[int, int]:
+        """Bytes of the cached shards but those in ``exclude``: those no live reader holds
+        (what eviction could free for them now), and those other processes' readers hold
+        (room once they let go); a stat and a lock try per shard."""
+        entries = [e for e in self.entries() if e.digest not in exclude]
+        return (sum(e.bytes for e in entries if not e.held),  # (this process's holds: a
+                sum(e.bytes for e in entries if e.held  # paused iterator, a to_polars()
+                    and not held_here(self._hold_file(e.digest))))  # frame: no room later)
 
     def _disk_cap(self, used: int, pending: int) -> int:
         # Free disk measured after the scan: a download writing meanwhile can only make the

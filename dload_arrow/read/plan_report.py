@@ -101,7 +101,7 @@ def check_plans(ctx: ReadContext, plans: Sequence[ReadPlan],
     free = free_disk(ctx.cache_dir)
     short = not ctx.in_place and resident - cached > free  # (evictable: a scan of the cache)
     mine = frozenset().union(*(p.digests for p in largest))  # (held or not: not room)
-    evictable = ctx.cache().evictable_bytes(mine) if short else 0
+    evictable = sum(ctx.cache().evictable_bytes(mine)) if short else 0  # (held: room later)
     reasons = [f"{p.dataset}: {r}" for p in plans for r in p.reasons]
     together = not reasons and len(largest) > 1
     if not reasons and resident > budget:

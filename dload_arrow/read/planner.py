@@ -180,7 +180,7 @@ def plan_read(
     window = choose_window(sizes, max(0, budget - parked) // max(1, share),
                            consumers=consumers, prefetch=prefetch,
                            max_prefetch=DEFAULT_PREFETCH)
-    resident = cached = evictable = 0
+    resident = cached = evictable = held_now = 0
     # (QA user58: two workers were refused a budget above the whole dataset. Every shard of
     # the version, not this consumer's: ranks reading other blocks hold others; QA review58b)
     every = sum(s.bytes for s in entries)
@@ -196,13 +196,15 @@ def plan_read(
         cached = cache.cached_bytes((entries[i].digest, entries[i].bytes) for i in order)
         free = cache.free_disk()
         if resident - cached > free:  # (a scan of the cache: only when the disk is short)
-            evictable = cache.evictable_bytes(digests)
+            evictable, held_now = cache.evictable_bytes(digests)
         while (prefetch is None and not full_shuffle and window > 1  # an automatic window:
                and resident - cached > (free + evictable) // max(1, share)):  # the disk's
             window -= 1  # room, shared by the sources read at once (held shards: not room)
             resident = min(consumers * window_resident_bytes(sizes, window), every)
+        # Shards other readers hold are room once they let go: the read waits for it, as
+        # under the budget, rather than being refused (QA sharedcache63)
         reasons = reasons_for(resident, cached, (budget, setting), free, full_shuffle, consumers,
-                              window, purpose, evictable)
+                              window, purpose, evictable + held_now)
         if parked and not reasons and resident + parked > budget:
             reasons.append(f"this process's to_polars() frames hold {format_bytes(parked)} of "
                            f"the cache's {fmt_budget(budget)}, leaving "

@@ -1,0 +1,56 @@
+"""QA sharedcache63: on a small disk, shards another process's reader holds are room once it
+lets go: a reader waits for them, as under the budget, instead of being refused at once
+(this process's own holds stay no room: it would wait for itself, review 42)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from small_disk import SmallDisk
+
+from dload_arrow import Repository
+
+HOLDER = """
+import sys, time
+from dload_arrow import Repository
+repo = Repository.open(sys.argv[1], cache_dir=sys.argv[2], cache_budget="250KB")
+it = iter(repo.dataset("b").batches())  # a window of one shard: held, alone in the cache
+next(it)
+print("holding", flush=True)
+time.sleep(float(sys.argv[3]))
+print(sum(b.num_rows for b in it), flush=True)
+"""
+
+
+def test_a_reader_waits_for_shards_another_process_holds(
+        s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "60")
+    repo = Repository.open(s3_root, cache_dir=tmp_path / "w", cache_budget="unlimited")
+    for name in ("a", "b"):
+        repo.commit(name, pa.table({"k": list(range(400)),
+                                    "b": [os.urandom(1000) for _ in range(400)]}),
+                    shard_size="100KB", row_group_size="20KB", progress=False)
+    cache = str(tmp_path / "c")
+    os.makedirs(cache)
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    holder = subprocess.Popen([sys.executable, str(script), s3_root, cache, "3"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "holding"
+        monkeypatch.setattr(os, "statvfs", SmallDisk(cache, 450_000))
+        reader = Repository.open(s3_root, cache_dir=cache, cache_budget="unlimited")
+        plan = reader.dataset("a").plan(full_shuffle=True)
+        assert plan.resident_bytes - plan.cached_bytes > plan.free_disk_bytes  # short now
+        assert plan.feasible, plan.reasons  # (the held shard: room later)
+        t0 = time.monotonic()
+        got = reader.dataset("a").to_arrow()
+        assert got.num_rows == 400 and time.monotonic() - t0 < 50
+    finally:
+        holder.wait(timeout=60)
