@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import dload_arrow.read.cache_space as cache_mod
+import dload_arrow.read.stale_temps as stale_temps
 from dload_arrow.read.cache import Cache
 from dload_arrow.read.locks import FileLock
 
@@ -60,7 +61,7 @@ def test_a_download_finishing_between_stat_and_stale_check_is_still_counted(
     digest = "cd" * 32
     cache, final, tmp = _temp_file(cache_dir, digest)
     download_lock = FileLock.acquire(cache._lock_file(digest), exclusive=True)
-    real = cache_mod.try_exclusive
+    real = stale_temps.try_exclusive
 
     def finish_then_probe(path: str) -> FileLock | None:
         if os.path.exists(tmp):
@@ -68,7 +69,7 @@ def test_a_download_finishing_between_stat_and_stale_check_is_still_counted(
             download_lock.release()
         return real(path)
 
-    monkeypatch.setattr(cache_mod, "try_exclusive", finish_then_probe)
+    monkeypatch.setattr(stale_temps, "try_exclusive", finish_then_probe)
     used, entries = cache._scan(cleanup=True)
     assert used == 3000
     assert [(d, n) for _, d, n in entries] == [(digest, 3000)]
@@ -79,3 +80,21 @@ def test_a_dead_downloads_temp_file_is_still_removed_by_the_scan(cache_dir: str)
     cache, final, tmp = _temp_file(cache_dir, "ef" * 32, size=1000)  # nobody holds its lock
     assert cache._scan(cleanup=True) == (0, [])
     assert not os.path.exists(tmp) and not os.path.exists(final)
+
+
+def test_status_tells_a_dead_download_from_a_live_one(memory_root: str, cache_dir: str) -> None:
+    """QA sharedcache63: a reader killed mid-download left a temp file that `cache status`
+    showed as being downloaded (and its whole reservation as used) until a reader ran."""
+    from dload_arrow import Repository
+
+    repo = Repository.open(memory_root, cache_dir=cache_dir, cache_budget="10KB")
+    cache, _final, _tmp = _temp_file(cache_dir, "ef" * 32, size=1000)  # nobody holds its lock
+    status = repo.cache_status()
+    assert status.downloading_bytes == 0 and status.used_bytes == 1000
+    live = FileLock.acquire(cache._lock_file("ab" * 32), exclusive=True)
+    try:
+        cache, _final, _tmp = _temp_file(cache_dir, "ab" * 32, size=1000)
+        status = repo.cache_status()
+        assert status.downloading_bytes == 3000 and status.used_bytes == 1000 + 3000
+    finally:
+        live.release()

@@ -19,6 +19,7 @@ from dload_arrow.errors import ConfigError, InvalidNameError
 from dload_arrow.plan.window import UNLIMITED
 from dload_arrow.read.cache_scan import FolderListings
 from dload_arrow.read.locks import FileLock, try_exclusive
+from dload_arrow.read.stale_temps import dead_download, remove_stale
 from dload_arrow.sizes import parse_size
 from dload_arrow.store.names import check_digest
 
@@ -158,10 +159,12 @@ class CacheSpace:
         used, _pending, entries = self._scan_pending(cleanup)
         return used, entries()
 
-    def _scan_pending(self, cleanup: bool) -> tuple[int, int, Callable[[], list[Entry]]]:
+    def _scan_pending(self, cleanup: bool, dead: list[int] | None = None
+                      ) -> tuple[int, int, Callable[[], list[Entry]]]:
         """Bytes used (files plus reservations), the bytes reserved by downloads in progress
         but not written yet (counted in used, yet still free on the disk), and a function of
-        the shards least recently used first (a stat per shard: only eviction needs it)."""
+        the shards least recently used first (a stat per shard: only eviction needs it).
+        With ``dead``: a dead downloader's temp file is left out, its size appended there."""
         used = pending = 0
         shards: dict[str, int] = {}
         clock: list[int | None] = []  # the filesystem's time, read once before a listing
@@ -184,8 +187,11 @@ class CacheSpace:
                     digest, rest = name.split(".parquet.tmp-", 1)
                     try:
                         size = e.stat().st_size
-                        if cleanup and self._remove_stale_tmp(e.path, digest):
+                        if cleanup and remove_stale(e.path, self._lock_file(digest)):
                             continue
+                        if dead is not None and dead_download(self._lock_file(digest)):
+                            dead.append(size)  # status: its bytes, not a download (after
+                            continue  # a SIGKILL, QA sharedcache63; a reader removes it)
                     except FileNotFoundError:
                         # Renamed to its final name after the listing was taken (downloads
                         # finish outside cache.lock, and release their download lock right
@@ -206,21 +212,6 @@ class CacheSpace:
         used += sum(shards.values())
         return used, pending, lambda: sorted(
             (_mtime(self._hold_file(d)), d, n) for d, n in shards.items())
-
-    def _remove_stale_tmp(self, path: str, digest: str) -> bool:
-        """Remove ``path`` if it belongs to a dead downloader (nobody holds its download lock).
-
-        Raises FileNotFoundError when the file is gone: its download finished (renamed to the
-        final name, then released the lock) since it was listed, so it is not stale.
-        """
-        lock = try_exclusive(self._lock_file(digest))
-        if lock is None:
-            return False
-        try:
-            os.unlink(path)
-        finally:
-            lock.release()
-        return True
 
     def _evict(self, digest: str) -> bool:
         lock = try_exclusive(self._hold_file(digest))
@@ -266,9 +257,10 @@ class CacheSpace:
                 lock.release(unlink=ok)
         return ok
 
-    def used_bytes(self) -> int:
-        """Bytes of cached shards plus downloads in progress."""
-        return self._scan_pending(cleanup=False)[0]  # no stat per shard: only sizes
+    def used_bytes(self, dead: list[int] | None = None) -> int:
+        """Bytes of cached shards plus downloads in progress (with ``dead``: those of dead
+        downloaders left out, their temp files' sizes appended there)."""
+        return self._scan_pending(cleanup=False, dead=dead)[0]  # (sizes, no stat per shard)
 
     def entries(self) -> list[CacheEntry]:
         """Every cached shard, least recently used first."""

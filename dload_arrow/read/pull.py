@@ -191,9 +191,10 @@ def cache_status(ctx: ReadContext, manifests: Iterable[Manifest]) -> CacheStatus
         hit = {d: n for d, n in unique.items() if present.get(d) == n}
         rows.append(Residency(m.name, m.version, sum(hit.values()), sum(unique.values()),
                               len(hit), len(unique)))
-    files = sum(present.values())
-    reserved = max(0, cache.used_bytes() - files)  # downloads under way
-    return CacheStatus(cache.dir, cache.budget_bytes, files + reserved, cache.free_disk(),
+    files, dead = sum(present.values()), list[int]()
+    reserved = max(0, cache.used_bytes(dead) - files)  # downloads under way (a killed one's
+    return CacheStatus(cache.dir, cache.budget_bytes, files + reserved + sum(dead),  # file:
+                       cache.free_disk(),  # its bytes, until a reader removes it)
                        len(entries), sum(e.held for e in entries), ctx.in_place, tuple(rows),
                        reserved, cache.budget_bytes if ctx.in_place else cache.limit())
 
