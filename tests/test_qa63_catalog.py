@@ -4,6 +4,8 @@ stays current however a query reaches it; a forked child queries (QA review63b).
 
 from __future__ import annotations
 
+import os
+import signal
 from typing import Any
 
 from dload_arrow import Repository
@@ -98,3 +100,32 @@ def test_a_forked_child_queries_the_catalog_it_inherited(repo: Repository) -> No
     child.start()
     child.join(60)
     assert child.exitcode == 0 and q.get(timeout=5) == [3]
+
+
+def test_a_child_forked_while_another_thread_queries_can_query(repo: Repository) -> None:
+    """QA review63d: the child inherited the catalog's lock held by a thread it lacks."""
+    import threading
+
+    _appended(repo, 2)
+    repo.sql("select 1")
+    held, done = threading.Event(), threading.Event()
+
+    def query_in_progress() -> None:
+        with repo.catalog._lock:  # as a thread inside repo.sql() holds it
+            held.set()
+            done.wait(30)
+
+    thread = threading.Thread(target=query_in_progress)
+    thread.start()
+    held.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover (the child)
+            signal.alarm(20)
+            ok = repo.sql("select count(*) from versions").column(0).to_pylist() == [2]
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        done.set()
+        thread.join()
+    assert os.waitstatus_to_exitcode(status) == 0

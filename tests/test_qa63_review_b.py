@@ -37,9 +37,9 @@ def test_text_lists_and_embeddings_are_not_padded(repo: Repository) -> None:
             assert sorted(b) == ["__key__", "emb", "ids", "ids_length", "tags"]
             assert isinstance(b["tags"], list)
             assert b["emb"].dtype == np.float32 and b["emb"].shape == (2, 4)
-    mapped = list(pipe.map(lambda r: {"tags": r["tags"]}).batch(2, collate=dl.pad_collate()))
-    assert mapped == [{"tags": [["cat", None], ["dog"]]}, {"tags": [[None], []]}]  # as the
-    # batch before it, which told text (after a map no stored type says)
+    mapped = list(pipe.map(lambda r: {"tags": r["tags"]}).batch(2, collate=dl.pad_collate(
+        columns=[])))  # (after a map no stored type says: columns= does)
+    assert mapped == [{"tags": [["cat", None], ["dog"]]}, {"tags": [[None], []]}]
     typed = next(iter(pipe.skip(2).map(lambda r: {"tags": r["tags"]}).batch(
         2, collate=dl.pad_collate(dtype={"tags": "int64"}))))
     assert typed["tags"].tolist() == [[0], [0]]  # dtype= names the column: numbers
@@ -122,7 +122,7 @@ def test_a_collate_fn_pads_batches_of_nulls_as_the_others(repo: Repository) -> N
     assert [b["ids_length"].tolist() for b in got] == [[2, 1], [1, 2], [0, 0]]
 
 
-def test_pad_collates_memory_leaves_the_fingerprint_alone(repo: Repository) -> None:
+def test_pad_collate_leaves_the_fingerprint_alone(repo: Repository) -> None:
     _tokens(repo)
     pc = dl.pad_collate()
     pipe = repo.dataset("t").pipeline().map(lambda r: r).batch(2, collate=pc)

@@ -54,3 +54,31 @@ def test_a_reader_waits_for_shards_another_process_holds(
         assert got.num_rows == 400 and time.monotonic() - t0 < 50
     finally:
         holder.wait(timeout=60)
+
+
+def test_a_forked_child_does_not_wait_for_its_parents_holds(
+        s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA review63d: a DataLoader worker took the shards its parent holds (a to_polars()
+    frame) for room coming back, and waited out DLOAD_CACHE_WAIT for a parent waiting on it."""
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "60")
+    writer = Repository.open(s3_root, cache_dir=tmp_path / "w", cache_budget="unlimited")
+    for name in ("a", "b"):
+        writer.commit(name, pa.table({"k": list(range(400)),
+                                      "b": [os.urandom(1000) for _ in range(400)]}),
+                      shard_size="100KB", row_group_size="20KB", progress=False)
+    cache = str(tmp_path / "c")
+    repo = Repository.open(s3_root, cache_dir=cache, cache_budget="unlimited")
+    b = repo.dataset("b")
+    frame = b.to_polars()  # the parent holds b's shards while b lives
+    monkeypatch.setattr(os, "statvfs", SmallDisk(cache, 520_000))
+    assert not repo.dataset("a").plan(full_shuffle=True).feasible
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        import signal
+
+        signal.alarm(30)
+        child = Repository.open(s3_root, cache_dir=cache, cache_budget="unlimited")
+        os._exit(0 if not child.dataset("a").plan(full_shuffle=True).feasible else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert frame.collect().height == 400

@@ -269,9 +269,11 @@ def _keep_inherited() -> None:
     query."""
     import ctypes
 
-    for con in [c._con for c in list(_OPEN) if c._con is not None]:
-        _INHERITED.append(con)
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(con))  # (one reference never dropped)
+    for catalog in list(_OPEN):
+        catalog._lock = threading.RLock()  # (held by another thread of the parent: QA
+        if catalog._con is not None:  # review63d)
+            _INHERITED.append(catalog._con)
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(catalog._con))  # (never dropped)
 
 
 os.register_at_fork(after_in_child=_keep_inherited)

@@ -8,7 +8,6 @@ float32), else the rows' own arrays' type; the pad never widens it and must fit 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,7 +20,7 @@ from dload_arrow.pipeline.batching import default_collate
 from dload_arrow.pipeline.chunks import chunk_items, column_values
 from dload_arrow.pipeline.collate_checks import check_same_columns, warn_once
 from dload_arrow.pipeline.pad_holes import fill_nulls
-from dload_arrow.pipeline.pad_torch import as_tensors, torch_rows
+from dload_arrow.pipeline.pad_torch import as_tensors, in_torch_loader, torch_rows
 from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
 __all__ = ["pad_collate"]
@@ -117,8 +116,6 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         self.max_length = max_length
         self.columns = None if columns is None else tuple(columns)
         self.lengths, self.mask = lengths, mask
-        self._seen: dict[str, bool] = {}  # per column: padded in the last batch that told
-        self._tensors = False  # whether a batch has come as torch tensors
         self.dtype = {c: as_dtype(d) for c, d in dtype.items()} if isinstance(
             dtype, Mapping) else (None if dtype is None else as_dtype(dtype))
 
@@ -135,12 +132,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         tensors = torch_rows(rows)  # a torch DataLoader's collate_fn: tensors in and out
         if tensors is not None:
             items = rows = tensors
-        # (and out of a batch whose rows hold none, only nulls: as the batches before it)
-        self._tensors = self._tensors or tensors is not None
-        told: dict[str, bool] = {}
         names = self.columns if self.columns is not None else [
-            c for c in rows[0] if self._picked(c, [x.get(c) for x in rows], schema, told)]
-        self._seen = {**self._seen, **told}  # (assigned here: state, not the fingerprint's)
+            c for c in rows[0] if self._picked(c, [x.get(c) for x in rows], schema)]
         if isinstance(items, pa.RecordBatch):  # the others as batch() gives them: an
             out = {f.name: [x[f.name] for x in rows] if f.name in names  # embedding (n, 64),
                    else column_values(items, i)  # not lists (QA recsys63)
@@ -175,21 +168,21 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                     raise
                 warn_once(f"pad_collate:{c}", f"{e}, so that batch gives it as a list (warned "
                           "once per column)")
-        if self._tensors and (torch := sys.modules.get("torch")) is not None:
+        if tensors is not None or in_torch_loader():  # (a batch of nulls holds no tensor)
+            import torch
+
             return {k: as_tensors(v, torch) for k, v in out.items()}
         return out
 
-    def _picked(self, name: str, cells: list[Any], schema: pa.Schema | None,
-                told: dict[str, bool]) -> bool:
-        """Whether ``columns=None`` pads ``name`` in this batch: where its rows hold no value
-        (null items, empty rows) and no stored type says, as in its last batch that held one
-        (a torch DataLoader's collate_fn knows no stored types: QA review63c), else if
-        ``dtype={name: ...}`` names it or a row is a sequence."""
+    def _picked(self, name: str, cells: list[Any], schema: pa.Schema | None) -> bool:
+        """Whether ``columns=None`` pads ``name`` in this batch. Where its rows hold no value
+        (null items, empty rows) and no stored type says (after a map; a torch DataLoader's
+        collate_fn), they are taken for numbers, as a stored list of them pads in every batch
+        (QA review63c); a text column's batch of such rows pads too (columns= says which)."""
         picked = _padded_by_default(cells, schema, name)
         if picked is None:
-            typed = isinstance(self.dtype, dict) and name in self.dtype
-            return self._seen.get(name, typed or any(c is not None for c in cells))
-        told[name] = picked
+            return (isinstance(self.dtype, dict) and name in self.dtype) or any(
+                c is not None for c in cells)
         return picked
 
     def _pad(self, name: str, cells: list[Any],

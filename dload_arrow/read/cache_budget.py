@@ -116,7 +116,7 @@ class CacheBudget(CacheSpace):
         entries = [e for e in self.entries() if e.digest not in exclude]
         return (sum(e.bytes for e in entries if not e.held),  # (this process's holds: a
                 sum(e.bytes for e in entries if e.held  # paused iterator, a to_polars()
-                    and not held_here(self._hold_file(e.digest))))  # frame: no room later)
+                    and not held_here(self._hold_file(e.digest), parents=True)))  # frame)
 
     def _disk_cap(self, used: int, pending: int) -> int:
         # Free disk measured after the scan: a download writing meanwhile can only make the

@@ -79,7 +79,15 @@ _HERE_LOCK = threading.Lock()
 _PARKED: dict[str, int] = {}
 
 
-def _forked() -> None:  # a forked child holds none of them
+# The holds of the process this one was forked from, when it was: its flock()s are still in
+# force (a DataLoader worker's parent paused on them), and it may wait for this child.
+_PARENTS: set[str] = set()
+
+
+def _forked() -> None:  # a forked child holds none of them (its parent's: see above)
+    global _HERE_LOCK
+    _HERE_LOCK = threading.Lock()  # (held by another thread of the parent at the fork)
+    _PARENTS.update(_SHARED_HERE)
     _SHARED_HERE.clear()
     _PARKED.clear()
 
@@ -87,10 +95,11 @@ def _forked() -> None:  # a forked child holds none of them
 os.register_at_fork(after_in_child=_forked)
 
 
-def held_here(path: str) -> bool:
-    """Whether this process holds a shared lock on ``path``."""
+def held_here(path: str, *, parents: bool = False) -> bool:
+    """Whether this process holds a shared lock on ``path`` (or, with ``parents``, the
+    process it was forked from did at the fork: room it must not wait for, QA review63d)."""
     with _HERE_LOCK:
-        return path in _SHARED_HERE
+        return path in _SHARED_HERE or (parents and path in _PARENTS)
 
 
 def parked_paths() -> list[str]:

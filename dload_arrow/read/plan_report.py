@@ -101,7 +101,7 @@ def check_plans(ctx: ReadContext, plans: Sequence[ReadPlan],
     free = free_disk(ctx.cache_dir)
     short = not ctx.in_place and resident - cached > free  # (evictable: a scan of the cache)
     mine = frozenset().union(*(p.digests for p in largest))  # (held or not: not room)
-    evictable = sum(ctx.cache().evictable_bytes(mine)) if short else 0  # (held: room later)
+    evictable, held = ctx.cache().evictable_bytes(mine) if short else (0, 0)
     reasons = [f"{p.dataset}: {r}" for p in plans for r in p.reasons]
     together = not reasons and len(largest) > 1
     if not reasons and resident > budget:
@@ -109,7 +109,7 @@ def check_plans(ctx: ReadContext, plans: Sequence[ReadPlan],
                  f"can hold at most {format_bytes(budget)} on its disk")
         reasons.append(f"{_they(largest)} {format_bytes(resident)} resident but the cache "
                        + limit)
-    if not reasons and resident - cached > free + evictable:
+    if not reasons and resident - cached > free + evictable + held:  # (held: room later)
         reasons.append(f"{_they(largest)} {format_bytes(resident - cached)} more on disk but "
                        f"only {format_bytes(free)} are free")
     return PlanReport(tuple(plans), budget, free, resident, cached, tuple(reasons), setting,

@@ -66,8 +66,8 @@ def reasons_for(resident: int, cached: int, budgets: tuple[int, int], free: int,
         out.append(f"it needs {need} resident ({what}) but the cache budget is "
                    f"{fmt_budget(setting)}")
     if resident - cached > free + evictable:
-        also = (f" (and the cache's other shards hold {format_bytes(evictable)}, evicted as "
-                "no reader holds them)" if evictable else "")
+        also = (f" (and the cache's other shards hold {format_bytes(evictable)}, evicted "
+                "once no reader holds them)" if evictable else "")
         out.append(f"it needs {format_bytes_up(resident - cached)} more on disk but only "
                    f"{format_bytes(free)} are free{also}")
     elif setting >= resident > budget:
