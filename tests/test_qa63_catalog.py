@@ -8,6 +8,8 @@ import os
 import signal
 from typing import Any
 
+import pytest
+
 from dload_arrow import Repository
 from dload_arrow.store import manifest_cache
 
@@ -102,12 +104,16 @@ def test_a_forked_child_queries_the_catalog_it_inherited(repo: Repository) -> No
     assert child.exitcode == 0 and q.get(timeout=5) == [3]
 
 
-def test_a_child_forked_while_another_thread_queries_can_query(repo: Repository) -> None:
-    """QA review63d: the child inherited the catalog's lock held by a thread it lacks."""
+@pytest.mark.parametrize("connected", [True, False])
+def test_a_child_forked_while_another_thread_queries_can_query(repo: Repository,
+                                                               connected: bool) -> None:
+    """QA review63d: the child inherited the catalog's lock held by a thread it lacks (and
+    review63e: in the repository's first query, before it connected)."""
     import threading
 
     _appended(repo, 2)
-    repo.sql("select 1")
+    if connected:
+        repo.sql("select 1")
     held, done = threading.Event(), threading.Event()
 
     def query_in_progress() -> None:

@@ -108,18 +108,23 @@ def _tokens(repo: Repository) -> None:
         [[1, 2], [3], [None], [None, None], [], []], pa.list_(pa.int32()))}), progress=False)
 
 
-def test_a_collate_fn_pads_batches_of_nulls_as_the_others(repo: Repository) -> None:
+def test_a_collate_fn_pads_batches_of_nulls_when_dtype_says(repo: Repository) -> None:
     torch = pytest.importorskip("torch")
     from torch.utils.data import DataLoader
 
     from dload_arrow.torch import as_iterable_dataset
 
-    _tokens(repo)
+    _tokens(repo)  # (a collate_fn sees no stored type: a batch of nulls says nothing)
+    plain = list(DataLoader(as_iterable_dataset(repo.dataset("t").pipeline()), batch_size=2,
+                            collate_fn=dl.pad_collate()))
+    assert isinstance(plain[0]["ids"], torch.Tensor) and plain[1]["ids"] == [[None],
+                                                                             [None, None]]
     got = list(DataLoader(as_iterable_dataset(repo.dataset("t").pipeline()), batch_size=2,
-                          collate_fn=dl.pad_collate()))
+                          collate_fn=dl.pad_collate(dtype={"ids": "int32"})))  # it does
     assert [sorted(b) for b in got] == [["__key__", "ids", "ids_length"]] * 3
-    assert all(isinstance(b["ids"], torch.Tensor) for b in got)
     assert [b["ids_length"].tolist() for b in got] == [[2, 1], [1, 2], [0, 0]]
+    assert got[1]["ids"].tolist() == [[0, 0], [0, 0]] and str(got[1]["ids"].dtype).endswith(
+        "int32")
 
 
 def test_pad_collate_leaves_the_fingerprint_alone(repo: Repository) -> None:

@@ -82,3 +82,30 @@ def test_a_forked_child_does_not_wait_for_its_parents_holds(
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert frame.collect().height == 400
+
+
+def test_a_forked_child_under_a_budget_counts_its_parents_frames(
+        s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA review63e: under a budget, a forked worker waited out DLOAD_CACHE_WAIT for room its
+    parent's to_polars() frame keeps (the parent itself is refused at once)."""
+    monkeypatch.setenv("DLOAD_CACHE_WAIT", "60")
+    writer = Repository.open(s3_root, cache_dir=tmp_path / "w", cache_budget="unlimited")
+    for name in ("a", "b"):
+        writer.commit(name, pa.table({"k": list(range(400)),
+                                      "b": [os.urandom(1000) for _ in range(400)]}),
+                      shard_size="100KB", row_group_size="20KB", progress=False)
+    cache = str(tmp_path / "c")
+    repo = Repository.open(s3_root, cache_dir=cache, cache_budget="700KB")
+    b = repo.dataset("b")
+    frame = b.to_polars()  # the parent's frame keeps b's shards
+    assert not repo.dataset("a").plan(full_shuffle=True).feasible
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        import signal
+
+        signal.alarm(30)
+        child = Repository.open(s3_root, cache_dir=cache, cache_budget="700KB")
+        os._exit(0 if not child.dataset("a").plan(full_shuffle=True).feasible else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert frame.collect().height == 400

@@ -85,6 +85,7 @@ class Catalog:
         self._resolve = resolve
         self._shard_files = shard_files
         self._lock = threading.RLock()
+        _ALL.add(self)  # (a forked child renews its lock)
         self._con: Any = None
         self._pid = os.getpid()
         self._snapshot: Snapshot | None = None
@@ -101,6 +102,7 @@ class Catalog:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
+        _ALL.add(self)
 
     @property
     def connection(self) -> Any:
@@ -259,6 +261,7 @@ class Catalog:
 
 
 _OPEN: weakref.WeakSet[Catalog] = weakref.WeakSet()  # catalogs holding a connection
+_ALL: weakref.WeakSet[Catalog] = weakref.WeakSet()  # every catalog of this process
 _INHERITED: list[Any] = []  # connections a forked child must never free
 
 
@@ -269,11 +272,11 @@ def _keep_inherited() -> None:
     query."""
     import ctypes
 
-    for catalog in list(_OPEN):
-        catalog._lock = threading.RLock()  # (held by another thread of the parent: QA
-        if catalog._con is not None:  # review63d)
-            _INHERITED.append(catalog._con)
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(catalog._con))  # (never dropped)
+    for catalog in list(_ALL):  # (a lock held by another thread of the parent: QA
+        catalog._lock = threading.RLock()  # review63d, its first query too: review63e)
+    for con in [c._con for c in list(_OPEN) if c._con is not None]:
+        _INHERITED.append(con)
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(con))  # (one reference never dropped)
 
 
 os.register_at_fork(after_in_child=_keep_inherited)

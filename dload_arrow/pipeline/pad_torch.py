@@ -3,7 +3,6 @@ arrays (refusing what numpy cannot hold, or a tensor off the CPU), the batch out
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -11,7 +10,7 @@ import numpy as np
 
 from dload_arrow.errors import ConfigError
 
-__all__ = ["as_tensors", "in_torch_loader", "torch_rows"]
+__all__ = ["as_tensors", "torch_rows"]
 
 
 def torch_rows(rows: list[Any]) -> list[dict[str, Any]] | None:
@@ -43,22 +42,3 @@ def as_tensors(v: Any, torch: Any) -> Any:
     if isinstance(v, np.ndarray):
         return torch.from_numpy(v)
     return [as_tensors(x, torch) for x in v] if isinstance(v, list) else v
-
-
-_LOADER = f"{os.sep}torch{os.sep}utils{os.sep}data{os.sep}"
-
-
-def in_torch_loader() -> bool:
-    """Whether torch's DataLoader called this collate (its fetcher is on the stack): a batch
-    whose rows hold no tensor (only nulls) still gives tensors, as its others do (QA
-    review63c)."""
-    if "torch" not in sys.modules:
-        return False
-    frame: Any = sys._getframe(1)
-    for _ in range(12):
-        if frame is None:
-            return False
-        if _LOADER in frame.f_code.co_filename:
-            return True
-        frame = frame.f_back
-    return False

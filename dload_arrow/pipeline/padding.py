@@ -20,7 +20,7 @@ from dload_arrow.pipeline.batching import default_collate
 from dload_arrow.pipeline.chunks import chunk_items, column_values
 from dload_arrow.pipeline.collate_checks import check_same_columns, warn_once
 from dload_arrow.pipeline.pad_holes import fill_nulls
-from dload_arrow.pipeline.pad_torch import as_tensors, in_torch_loader, torch_rows
+from dload_arrow.pipeline.pad_torch import as_tensors, torch_rows
 from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
 __all__ = ["pad_collate"]
@@ -168,7 +168,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                     raise
                 warn_once(f"pad_collate:{c}", f"{e}, so that batch gives it as a list (warned "
                           "once per column)")
-        if tensors is not None or in_torch_loader():  # (a batch of nulls holds no tensor)
+        if tensors is not None:
             import torch
 
             return {k: as_tensors(v, torch) for k, v in out.items()}
@@ -177,12 +177,11 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
     def _picked(self, name: str, cells: list[Any], schema: pa.Schema | None) -> bool:
         """Whether ``columns=None`` pads ``name`` in this batch. Where its rows hold no value
         (null items, empty rows) and no stored type says (after a map; a torch DataLoader's
-        collate_fn), they are taken for numbers, as a stored list of them pads in every batch
-        (QA review63c); a text column's batch of such rows pads too (columns= says which)."""
+        collate_fn), nothing tells numbers from text: padded only if ``dtype={name: ...}``
+        names it (each batch decided alone: resumes, epochs and workers agree)."""
         picked = _padded_by_default(cells, schema, name)
         if picked is None:
-            return (isinstance(self.dtype, dict) and name in self.dtype) or any(
-                c is not None for c in cells)
+            return isinstance(self.dtype, dict) and name in self.dtype
         return picked
 
     def _pad(self, name: str, cells: list[Any],

@@ -82,12 +82,14 @@ _PARKED: dict[str, int] = {}
 # The holds of the process this one was forked from, when it was: its flock()s are still in
 # force (a DataLoader worker's parent paused on them), and it may wait for this child.
 _PARENTS: set[str] = set()
+_PARENTS_PARKED: set[str] = set()  # (of them, its to_polars() frames': under a budget too)
 
 
 def _forked() -> None:  # a forked child holds none of them (its parent's: see above)
     global _HERE_LOCK
     _HERE_LOCK = threading.Lock()  # (held by another thread of the parent at the fork)
     _PARENTS.update(_SHARED_HERE)
+    _PARENTS_PARKED.update(_PARKED)
     _SHARED_HERE.clear()
     _PARKED.clear()
 
@@ -103,9 +105,11 @@ def held_here(path: str, *, parents: bool = False) -> bool:
 
 
 def parked_paths() -> list[str]:
-    """The paths of this process's parked shared locks (see :meth:`FileLock.park`)."""
+    """The paths of this process's parked shared locks (see :meth:`FileLock.park`), and, in a
+    forked child, its parent's at the fork (a DataLoader worker waited out DLOAD_CACHE_WAIT
+    for its parent's to_polars() frames under a budget: QA review63e)."""
     with _HERE_LOCK:
-        return list(_PARKED)
+        return list(_PARKED) + sorted(_PARENTS_PARKED - _PARKED.keys())
 
 
 class FileLock:
