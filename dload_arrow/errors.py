@@ -23,6 +23,7 @@ __all__ = [
     "InfeasiblePlanError",
     "IntegrityError",
     "InvalidNameError",
+    "KeysStoredError",
     "MissingKeyError",
     "NotFoundError",
     "PredicateError",
@@ -63,6 +64,11 @@ class ConflictError(DloadError, RuntimeError):
 
 class SchemaError(DloadError, TypeError):
     """A sample does not fit the dataset's schema, or a schema is unusable."""
+
+
+class KeysStoredError(SchemaError):
+    """An append's keys are already stored in the dataset's latest version: a rerun of an
+    append that published (its rows are in), or new samples under keys already taken."""
 
 
 class InvalidNameError(DloadError, ValueError):

@@ -22,16 +22,31 @@ import os
 import signal
 import sys
 
-__all__ = ["console", "main"]
+__all__ = ["Terminated", "console", "main", "on_term"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (`timeout`, a scheduler, `kill`): the command stops as on Ctrl-C, its cleanup
+    run, ``dload: terminated`` and exit code 143 (QA etl63: it died silently, leaving temp
+    files under the root's shards/)."""
+
+
+def on_term(signum: int, frame: object) -> None:
+    raise Terminated()
 
 
 def main() -> int:
     """Run the CLI and return its exit code (see :mod:`dload_arrow.cli.main`)."""
+    signal.signal(signal.SIGTERM, on_term)
     try:
         from dload_arrow.cli.main import main as run
 
         code = run()
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # done: its exit code stands
+        for sig in (signal.SIGINT, signal.SIGTERM):  # done: its exit code stands
+            signal.signal(sig, signal.SIG_IGN)
+    except Terminated:
+        print("dload: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("dload: interrupted", file=sys.stderr)
         return 130

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import signal
 import sys
 import traceback
 import warnings
@@ -20,6 +21,7 @@ import click
 
 from dload_arrow import __version__, errors
 from dload_arrow.cli import browse, commit, data, demo, diff, refs, setup, sql, status, verify
+from dload_arrow.cli.entry import Terminated, on_term
 from dload_arrow.errors import DloadError
 
 __all__ = ["cli", "main"]
@@ -39,7 +41,8 @@ class _StdoutClosed(Exception):
 # What a script tests an error for (`jq .error.kind`), by its class: the first that matches.
 _KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (errors.NotFoundError, "not_found"), (errors.ConflictError, "conflict"),
-    (errors.IntegrityError, "integrity"), (errors.SchemaError, "schema"),
+    (errors.IntegrityError, "integrity"), (errors.KeysStoredError, "keys_stored"),
+    (errors.SchemaError, "schema"),
     (errors.InvalidNameError, "invalid_name"), (errors.ConfigError, "config"),
     (errors.SqlError, "sql"), (errors.PredicateError, "query"),
     (errors.InfeasiblePlanError, "infeasible"), (errors.StorageError, "storage"),
@@ -183,8 +186,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(e.exit_code)
     except click.exceptions.Abort as e:
         if _interrupted(e):
-            click.echo("dload: interrupted", err=True)
-            return 130
+            return _stopped(e.__cause__ or e.__context__)
         if _Run.json:  # a prompt answered no: one JSON line of its own (QA json62)
             click.echo("", err=True)
             return _user_error(click.UsageError("aborted: answered no"), "aborted: answered no")
@@ -199,9 +201,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if isinstance(e, click.UsageError) and e.ctx is not None:
             hint = _glob_hint(e) or f" (see `{e.ctx.command_path} --help`)"
         return _user_error(e, f"{_one_line(e.format_message())}{hint}")
-    except KeyboardInterrupt:
-        click.echo("dload: interrupted", err=True)
-        return 130
+    except KeyboardInterrupt as e:
+        return _stopped(e)
     except (DloadError, *_USER_OS_ERRORS) as e:
         return _user_error(e, _one_line(_os_text(e)))
     except (_StdoutClosed, BrokenPipeError):
@@ -235,8 +236,7 @@ def _os_text(e: BaseException) -> str:
 
 def _internal(e: Exception) -> int:
     if _wraps_interrupt(e):  # Ctrl-C inside an import or a class body Python wrapped
-        click.echo("dload: interrupted", err=True)
-        return 130
+        return _stopped(None)
     traceback.print_exc()
     click.echo(
         f"dload: internal error ({type(e).__name__}: {_one_line(str(e))}); this is a bug, "
@@ -246,8 +246,18 @@ def _internal(e: Exception) -> int:
     return 2
 
 
+def _stopped(e: BaseException | None) -> int:
+    """Say how the command was stopped; its exit code (130 Ctrl-C, 143 SIGTERM)."""
+    if isinstance(e, Terminated):
+        click.echo("dload: terminated", err=True)
+        return 143
+    click.echo("dload: interrupted", err=True)
+    return 130
+
+
 def run() -> None:
     """Console-script entry point."""
+    signal.signal(signal.SIGTERM, on_term)
     sys.exit(main())
 
 

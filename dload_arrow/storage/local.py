@@ -92,7 +92,14 @@ class LocalStorage:
 
     def _write_error(self, what: str, e: OSError) -> StorageError:
         """The error for a failed write under the root: what, where, why and the fix."""
-        if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        if e.errno == errno.EFBIG:  # (not a full disk: QA etl63)
+            return StorageError(
+                f"cannot write {what} in root {self.root}: the file is larger than this "
+                f"process may write there ({e.strerror}: the file size limit, `ulimit -f`, or "
+                "the filesystem's largest file); raise that limit, commit with a smaller "
+                "shard_size (--shard-size), or point the root at another filesystem, then "
+                "run the command again")
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
             return StorageError(
                 f"cannot write {what} in root {self.root}: no room on its disk "
                 f"({e.strerror}); free space there (`dload gc` removes unreferenced shards) "

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import int64_array, numpy_values, scalar, string_array
-from dload_arrow.errors import SchemaError
+from dload_arrow.errors import KeysStoredError, SchemaError
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.shard import ShardData, write_shards
@@ -154,10 +154,11 @@ def check_unique(keys: list[pa.Array], known: pa.Array | None, name: str) -> Non
         stored = dup.field("values").filter(pc.is_in(dup.field("values"), known))
         if len(stored):
             shown = ", ".join(repr(k) for k in stored[:5].to_pylist())
-            raise SchemaError(
+            raise KeysStoredError(
                 f"append to {name!r}: {len(stored)} key(s) are already stored in its latest "
                 f"version (e.g. {shown}); an append adds samples and cannot replace them: give "
-                "the new samples other keys, or commit a new version holding the rows you want"
+                "the new samples other keys, or commit a new version holding the rows you "
+                "want (a rerun of an append that published: its rows are in, nothing to do)"
             )
     if len(dup):
         shown = ", ".join(repr(k) for k in dup.field("values")[:5].to_pylist())
