@@ -28,14 +28,18 @@ print(sum(b.num_rows for b in it), flush=True)
 """
 
 
+def _commit_two(s3_root: str, tmp_path: Path) -> None:
+    writer = Repository.open(s3_root, cache_dir=tmp_path / "w", cache_budget="unlimited")
+    for name in ("a", "b"):
+        writer.commit(name, pa.table({"k": list(range(400)),
+                                      "b": [os.urandom(1000) for _ in range(400)]}),
+                      shard_size="100KB", row_group_size="20KB", progress=False)
+
+
 def test_a_reader_waits_for_shards_another_process_holds(
         s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DLOAD_CACHE_WAIT", "60")
-    repo = Repository.open(s3_root, cache_dir=tmp_path / "w", cache_budget="unlimited")
-    for name in ("a", "b"):
-        repo.commit(name, pa.table({"k": list(range(400)),
-                                    "b": [os.urandom(1000) for _ in range(400)]}),
-                    shard_size="100KB", row_group_size="20KB", progress=False)
+    _commit_two(s3_root, tmp_path)
     cache = str(tmp_path / "c")
     os.makedirs(cache)
     script = tmp_path / "holder.py"
@@ -56,56 +60,33 @@ def test_a_reader_waits_for_shards_another_process_holds(
         holder.wait(timeout=60)
 
 
-def test_a_forked_child_does_not_wait_for_its_parents_holds(
-        s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """QA review63d: a DataLoader worker took the shards its parent holds (a to_polars()
-    frame) for room coming back, and waited out DLOAD_CACHE_WAIT for a parent waiting on it."""
+def _child_refused(s3_root: str, cache: str, budget: str) -> bool:
+    """Whether a forked child is refused a full shuffle of ``a`` at once (no wait)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        import signal
+
+        signal.alarm(30)
+        child = Repository.open(s3_root, cache_dir=cache, cache_budget=budget)
+        os._exit(0 if not child.dataset("a").plan(full_shuffle=True).feasible else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.parametrize("budget", ["unlimited", "700KB"])
+def test_a_forked_child_does_not_wait_for_its_parents_frames(
+        s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: str) -> None:
+    """QA review63d: a DataLoader worker took the shards its parent's to_polars() frame holds
+    for room coming back on a small disk, and waited out DLOAD_CACHE_WAIT for a parent waiting
+    on it; review63e: under a budget too (the parent itself is refused at once)."""
     monkeypatch.setenv("DLOAD_CACHE_WAIT", "60")
-    writer = Repository.open(s3_root, cache_dir=tmp_path / "w", cache_budget="unlimited")
-    for name in ("a", "b"):
-        writer.commit(name, pa.table({"k": list(range(400)),
-                                      "b": [os.urandom(1000) for _ in range(400)]}),
-                      shard_size="100KB", row_group_size="20KB", progress=False)
+    _commit_two(s3_root, tmp_path)
     cache = str(tmp_path / "c")
-    repo = Repository.open(s3_root, cache_dir=cache, cache_budget="unlimited")
+    repo = Repository.open(s3_root, cache_dir=cache, cache_budget=budget)
     b = repo.dataset("b")
     frame = b.to_polars()  # the parent holds b's shards while b lives
-    monkeypatch.setattr(os, "statvfs", SmallDisk(cache, 520_000))
+    if budget == "unlimited":
+        monkeypatch.setattr(os, "statvfs", SmallDisk(cache, 520_000))
     assert not repo.dataset("a").plan(full_shuffle=True).feasible
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover (the child)
-        import signal
-
-        signal.alarm(30)
-        child = Repository.open(s3_root, cache_dir=cache, cache_budget="unlimited")
-        os._exit(0 if not child.dataset("a").plan(full_shuffle=True).feasible else 1)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert frame.collect().height == 400
-
-
-def test_a_forked_child_under_a_budget_counts_its_parents_frames(
-        s3_root: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """QA review63e: under a budget, a forked worker waited out DLOAD_CACHE_WAIT for room its
-    parent's to_polars() frame keeps (the parent itself is refused at once)."""
-    monkeypatch.setenv("DLOAD_CACHE_WAIT", "60")
-    writer = Repository.open(s3_root, cache_dir=tmp_path / "w", cache_budget="unlimited")
-    for name in ("a", "b"):
-        writer.commit(name, pa.table({"k": list(range(400)),
-                                      "b": [os.urandom(1000) for _ in range(400)]}),
-                      shard_size="100KB", row_group_size="20KB", progress=False)
-    cache = str(tmp_path / "c")
-    repo = Repository.open(s3_root, cache_dir=cache, cache_budget="700KB")
-    b = repo.dataset("b")
-    frame = b.to_polars()  # the parent's frame keeps b's shards
-    assert not repo.dataset("a").plan(full_shuffle=True).feasible
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover (the child)
-        import signal
-
-        signal.alarm(30)
-        child = Repository.open(s3_root, cache_dir=cache, cache_budget="700KB")
-        os._exit(0 if not child.dataset("a").plan(full_shuffle=True).feasible else 1)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert _child_refused(s3_root, cache, budget)
     assert frame.collect().height == 400
