@@ -213,9 +213,11 @@ def _main(argv: Sequence[str] | None) -> int:
             return _internal(e)
         # a full disk under the output (a CI log), where no root or cache write wraps it
         # (QA shell59: "this is a bug" after a commit that had published)
+        fix = ("raise the file size limit (`ulimit -f`)" if e.errno == errno.EFBIG else
+               "free space on that disk")  # (a size limit is no full disk: QA review63f)
         return _user_error(e, f"a write failed: {e.strerror or e} (the output, or a file "
-                           "dload writes there): free space on that disk (a version a commit "
-                           "published before its output failed is kept: `dload ls` shows it)")
+                           f"dload writes there): {fix} (a version a commit published before "
+                           "its output failed is kept: `dload ls` shows it)")
     except Exception as e:
         return _internal(e)
 

@@ -8,6 +8,8 @@ float32), else the rows' own arrays' type; the pad never widens it and must fit 
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -168,8 +170,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                     raise
                 warn_once(f"pad_collate:{c}", f"{e}, so that batch gives it as a list (warned "
                           "once per column)")
-        if tensors is not None:
-            import torch
+        if tensors is not None or _loader_called():  # (torch's DataLoader itself called it:
+            import torch  # a batch of null rows holds no tensor, QA review63f)
 
             return {k: as_tensors(v, torch) for k, v in out.items()}
         return out
@@ -228,8 +230,8 @@ def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str
     tells (rows holding no value: null items, empty rows, null rows)."""
     if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
         return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
-    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad
-        return _numeric_sequences(fill_nulls(cells, ())[0])
+    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad;
+        return all(c is None or _is_sequence(c) for c in cells)  # every batch (review63f)
     if schema is not None and name in schema.names:  # stored, not a list of numbers: text
         return False  # lists, a fixed-size embedding (n, 64) as batch() gives it (QA review63b)
     # rows holding None: a null item takes the pad, as in stored rows (QA recsys63), if a
@@ -266,3 +268,16 @@ def _arrays(name: str, cells: list[Any], want: np.dtype | None, check: bool = Fa
         if want is None and a.dtype.kind == "f" and isinstance(cells[i], list | tuple):
             arrays[i] = exact(name, cells[i], a)  # numpy made Python ints past 2**63 floats
     return arrays
+
+
+_LOADER = f"{os.sep}torch{os.sep}utils{os.sep}data{os.sep}"
+
+
+def _loader_called() -> bool:
+    """Whether torch's DataLoader called the collate itself (``collate_fn=pad_collate()``):
+    its result is tensors then, a batch of null rows too. A user's collate wrapping it gets
+    numpy, as anywhere else (QA review63e)."""
+    if "torch" not in sys.modules:
+        return False
+    frame = sys._getframe(2)  # (this function's caller's caller: whoever called __call__)
+    return _LOADER in frame.f_code.co_filename

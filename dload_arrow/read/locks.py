@@ -1,10 +1,9 @@
 """flock()-based locks on files of the cache directory, safe across processes and crashes,
 and the reader's :class:`Hold` on a shard that one of them keeps from eviction.
 
-The kernel drops a process's flock()s when it exits, however it exits (SIGKILL included), so
-nothing here ever needs cleaning up after a crash. Lock files may be unlinked by whoever holds
-them exclusively; a locker that raced with the unlink notices (the inode it locked is no longer
-the one at the path) and tries again on the new file.
+The kernel drops a process's flock()s when it exits (SIGKILL too): nothing to clean up after a
+crash. Lock files may be unlinked by whoever holds them exclusively; a locker that raced with
+the unlink notices (its inode is not the path's) and tries again on the new file.
 """
 
 from __future__ import annotations
@@ -72,13 +71,9 @@ def _same_file(fd: int, path: str) -> bool:
 # process itself holds (a to_polars() frame, a paused iterator).
 _SHARED_HERE: dict[str, int] = {}
 _HERE_LOCK = threading.Lock()
-
-
 # Of them, those parked: held by an object that lets them go only when the user drops it (a
 # dataset's to_polars() frames), never by a reader that moves on (read/parked.py).
 _PARKED: dict[str, int] = {}
-
-
 # The holds of the process this one was forked from, when it was: its flock()s are still in
 # force (a DataLoader worker's parent paused on them), and it may wait for this child.
 _PARENTS: set[str] = set()
@@ -98,18 +93,34 @@ os.register_at_fork(after_in_child=_forked)
 
 
 def held_here(path: str, *, parents: bool = False) -> bool:
-    """Whether this process holds a shared lock on ``path`` (or, with ``parents``, the
-    process it was forked from did at the fork: room it must not wait for, QA review63d)."""
+    """Whether this process holds a shared lock on ``path`` (or, with ``parents``, its parent
+    did at the fork: room it must not wait for, QA review63d)."""
     with _HERE_LOCK:
         return path in _SHARED_HERE or (parents and path in _PARENTS)
 
 
 def parked_paths() -> list[str]:
-    """The paths of this process's parked shared locks (see :meth:`FileLock.park`), and, in a
-    forked child, its parent's at the fork (a DataLoader worker waited out DLOAD_CACHE_WAIT
-    for its parent's to_polars() frames under a budget: QA review63e)."""
+    """The paths of this process's parked shared locks (see :meth:`FileLock.park`), and a
+    forked child's parent's still held (a worker waited for them: QA review63e)."""
     with _HERE_LOCK:
-        return list(_PARKED) + sorted(_PARENTS_PARKED - _PARKED.keys())
+        mine, theirs = list(_PARKED), sorted(_PARENTS_PARKED - _PARKED.keys())
+    return mine + [p for p in theirs if _still_held(p)]
+
+
+def _still_held(path: str) -> bool:
+    """Whether anyone holds ``path`` (a parent's hold, else forgotten: QA review63f)."""
+    try:
+        lock = try_exclusive(path) if os.path.exists(path) else None
+    except OSError:
+        return True
+    if lock is not None:
+        lock.release()  # (nobody's)
+    elif os.path.exists(path):
+        return True
+    with _HERE_LOCK:
+        _PARENTS_PARKED.discard(path)
+        _PARENTS.discard(path)
+    return False
 
 
 class FileLock:

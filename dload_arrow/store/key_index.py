@@ -154,12 +154,20 @@ def check_unique(keys: list[pa.Array], known: pa.Array | None, name: str) -> Non
         stored = dup.field("values").filter(pc.is_in(dup.field("values"), known))
         if len(stored):
             shown = ", ".join(repr(k) for k in stored[:5].to_pylist())
-            raise KeysStoredError(
-                f"append to {name!r}: {len(stored)} key(s) are already stored in its latest "
-                f"version (e.g. {shown}); an append adds samples and cannot replace them: give "
-                "the new samples other keys, or commit a new version holding the rows you "
-                "want (a rerun of an append that published: its rows are in, nothing to do)"
-            )
+            new = pc.count_distinct(pa.chunked_array(keys, pa.string())).as_py()
+            every = len(stored) == new  # (a rerun of an append that published: its keys
+            text = (f"append to {name!r}: {len(stored)} {'' if every else f'of its {new} '}"
+                    f"key(s) are already stored in its latest version (e.g. {shown}"
+                    f"{'; all of them' if every else ''}); an append adds samples and cannot "
+                    "replace them: ")  # all stored; QA review63f: some new too, no rerun)
+            if every:
+                raise KeysStoredError(
+                    text + "a rerun of an append that published finds its rows in (nothing "
+                    "to do, unless their values changed: then commit a new version holding "
+                    "the rows you want)")
+            raise SchemaError(text + "leave out the rows already stored (the others are new), "
+                              "give the new samples other keys, or commit a new version "
+                              "holding the rows you want")
     if len(dup):
         shown = ", ".join(repr(k) for k in dup.field("values")[:5].to_pylist())
         raise SchemaError(
