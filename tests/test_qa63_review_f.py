@@ -1,7 +1,7 @@
 """QA review63f, of the last fixes: keys_stored only when every key of an append is stored
 (some new keys among them: schema, the new rows named); pad_collate as a DataLoader's own
-collate_fn gives tensors for a batch of null rows, and pads a stored list of lists in every
-batch; a forked child forgets its parent's frames once dropped."""
+collate_fn gives tensors for a batch of null rows; a forked child forgets its parent's frames
+once dropped; an append holding a stored key twice is no rerun (review63g)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,10 @@ def test_an_append_with_some_new_keys_is_no_rerun(tmp_path: Path, run: RunFn) ->
     error = json.loads(err.strip().splitlines()[-1])["error"]
     assert error["kind"] == "schema" and "1 of its 4 key(s)" in error["message"]
     assert "nothing to do" not in error["message"]
+    (tmp_path / "twice.csv").write_text("id,v\na1,1\na1,1\n")  # (could never have published)
+    err = run("append", "ev", "--from", str(tmp_path / "twice.csv"), "--key-column", "id",
+              "--json", rc=1).err
+    assert json.loads(err.strip().splitlines()[-1])["error"]["kind"] == "schema"
 
 
 def test_a_collate_fn_gives_tensors_for_a_batch_of_nulls(repo: Repository) -> None:
@@ -54,25 +58,19 @@ def test_a_collate_fn_gives_tensors_for_a_batch_of_nulls(repo: Repository) -> No
     assert not isinstance(wrapped[1]["ids"], torch.Tensor)
 
 
-def test_a_stored_list_of_lists_pads_in_every_batch(repo: Repository) -> None:
-    repo.commit("f", pa.table({"__key__": list("abcd"), "frames": pa.array(
-        [[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0]], None, []],
-        pa.list_(pa.list_(pa.float32())))}), progress=False)
-    got = list(repo.dataset("f").pipeline().batch(2, collate=dl.pad_collate(mask=True)))
-    assert [sorted(b) for b in got] == [["__key__", "frames", "frames_length",
-                                         "frames_mask"]] * 2
-    assert got[1]["frames_length"].tolist() == [0, 0]
-
-
 def test_a_forked_child_forgets_its_parents_frames_once_dropped(tmp_path: Path) -> None:
+    import fcntl
+
     from dload_arrow.read import locks
 
     path = str(tmp_path / "hold")
-    lock = locks.FileLock.acquire(path, exclusive=False)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # the parent's hold (its lock, not in this registry)
     locks._PARENTS_PARKED.add(path)  # as a child's registry is after a fork: its parent's
     try:
         assert path in locks.parked_paths()  # held: the parent's frame keeps it
-        lock.release()
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
         assert path not in locks.parked_paths() and path not in locks._PARENTS_PARKED
     finally:
         locks._PARENTS_PARKED.discard(path)

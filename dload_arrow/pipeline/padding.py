@@ -230,8 +230,8 @@ def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str
     tells (rows holding no value: null items, empty rows, null rows)."""
     if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
         return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
-    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad;
-        return all(c is None or _is_sequence(c) for c in cells)  # every batch (review63f)
+    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad
+        return _numeric_sequences(fill_nulls(cells, ())[0])
     if schema is not None and name in schema.names:  # stored, not a list of numbers: text
         return False  # lists, a fixed-size embedding (n, 64) as batch() gives it (QA review63b)
     # rows holding None: a null item takes the pad, as in stored rows (QA recsys63), if a
@@ -279,5 +279,8 @@ def _loader_called() -> bool:
     numpy, as anywhere else (QA review63e)."""
     if "torch" not in sys.modules:
         return False
-    frame = sys._getframe(2)  # (this function's caller's caller: whoever called __call__)
+    try:
+        frame = sys._getframe(2)  # (this function's caller's caller: whoever called __call__)
+    except ValueError:  # no Python frame above (a thread started on it directly)
+        return False
     return _LOADER in frame.f_code.co_filename

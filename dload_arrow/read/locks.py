@@ -104,7 +104,7 @@ def parked_paths() -> list[str]:
     forked child's parent's still held (a worker waited for them: QA review63e)."""
     with _HERE_LOCK:
         mine, theirs = list(_PARKED), sorted(_PARENTS_PARKED - _PARKED.keys())
-    return mine + [p for p in theirs if _still_held(p)]
+    return mine + [p for p in theirs if p not in _SHARED_HERE and _still_held(p)]
 
 
 def _still_held(path: str) -> bool:

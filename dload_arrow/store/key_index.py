@@ -154,8 +154,9 @@ def check_unique(keys: list[pa.Array], known: pa.Array | None, name: str) -> Non
         stored = dup.field("values").filter(pc.is_in(dup.field("values"), known))
         if len(stored):
             shown = ", ".join(repr(k) for k in stored[:5].to_pylist())
-            new = pc.count_distinct(pa.chunked_array(keys, pa.string())).as_py()
-            every = len(stored) == new  # (a rerun of an append that published: its keys
+            mine = pa.chunked_array(keys, pa.string())  # (a rerun of an append that
+            new = pc.count_distinct(mine).as_py()  # published: its keys, each once, all
+            every = len(stored) == new == len(mine)  # stored)
             text = (f"append to {name!r}: {len(stored)} {'' if every else f'of its {new} '}"
                     f"key(s) are already stored in its latest version (e.g. {shown}"
                     f"{'; all of them' if every else ''}); an append adds samples and cannot "
