@@ -109,10 +109,7 @@ class Catalog:
         """The DuckDB connection (views created; call :meth:`refresh` for current data)."""
         with self._lock:
             if self._con is not None and self._pid != os.getpid():
-                # inherited through fork: DuckDB is not fork-safe, so reconnect, and keep the
-                # old one alive (freeing it in the child crashed it: QA review63b)
-                _INHERITED.append(self._con)
-                self._con = None
+                self._con = None  # inherited through fork (kept alive: _keep_inherited)
             if self._con is None:
                 duckdb = _duckdb()
                 con = duckdb.connect(":memory:")
@@ -253,10 +250,8 @@ class Catalog:
 
     def close(self) -> None:
         with self._lock:
-            if self._con is not None and self._pid != os.getpid():
-                _INHERITED.append(self._con)  # (a forked child's: never freed, see above)
-            elif self._con is not None:
-                self._con.close()
+            if self._con is not None and self._pid == os.getpid():  # (a forked child's: not
+                self._con.close()  # closed, as _keep_inherited keeps it)
             self._con = None
 
 

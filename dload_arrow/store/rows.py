@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -21,6 +21,9 @@ from dload_arrow.store.key_index import check_unique
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.pair_checks import refuse_shapes
 from dload_arrow.store.tensor_layout import restored_reader
+
+if TYPE_CHECKING:
+    from dload_arrow.store.table_columns import CodesSeen
 
 __all__ = ["SHAPE_META", "field_shape", "to_batches"]
 
@@ -69,17 +72,14 @@ def _table_batches(
     batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
     first_key: KeyOffset = 0, *, codes: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """The batches as stored; ``codes`` (a commit's): warn at the end, at the caller's line,
-    of categoricals whose codes change on reading (an append's read in the stored order)."""
+    """The batches as stored; ``codes`` (a commit's, not an append's): CodesSeen's warning."""
     from dload_arrow.store.table_columns import CodesSeen  # (it imports this module)
-    return _stored(batches, key, schema, first_key, (CodesSeen(), user_warner()) if codes
-                   else None)
+
+    return _stored(batches, key, schema, first_key, CodesSeen(user_warner()) if codes else None)
 
 
-def _stored(
-    batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
-    first_key: KeyOffset, codes: Any,
-) -> Iterator[pa.RecordBatch]:
+def _stored(batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
+            first_key: KeyOffset, codes: CodesSeen | None) -> Iterator[pa.RecordBatch]:
     from dload_arrow.store.table_columns import storable  # it imports this module
 
     offset = 0  # rows so far
@@ -88,7 +88,7 @@ def _stored(
         if batch.num_rows == 0:
             continue
         if codes is not None:
-            codes[0].add(batch)
+            codes.add(batch)
         if key is None:
             # Generated keys: zero-padded row numbers, so they sort in commit order, from the
             # rows already stored.
@@ -115,7 +115,7 @@ def _stored(
             out = _cast_batch(out, target, offset - batch.num_rows)
         yield out
     if codes is not None:
-        codes[0].warn(codes[1])
+        codes.finish()
 
 
 def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:

@@ -225,7 +225,8 @@ class CodesSeen:
     two differ (QA recsys63; judged over the whole input, not batch by batch: QA review63b;
     a reader's too: review63c)."""
 
-    def __init__(self) -> None:
+    def __init__(self, warn: Callable[[str], None]) -> None:
+        self.warn = warn  # (at the caller's line: errors.user_warner)
         self.order: dict[str, dict[str, None]] = {}
         self.seen: dict[str, dict[str, None]] = {}
 
@@ -240,11 +241,11 @@ class CodesSeen:
             self.seen.setdefault(field.name, {}).update(dict.fromkeys(
                 values[i] for i in pc.unique(col.indices.drop_null()).to_pylist()))
 
-    def warn(self, warn: Callable[[str], None]) -> None:
-        """Warn (through ``warn``: the caller's line) of each column whose codes change."""
+    def finish(self) -> None:
+        """Warn of each column whose codes change."""
         for name, order in self.order.items():
             if list(self.seen[name]) != list(order):
-                warn(f"column {name!r} is a categorical whose categories are not in the "
+                self.warn(f"column {name!r} is a categorical whose categories are not in the "
                      "order its values first appear, or not all used; Parquet keeps the "
                      "values, so it reads back with its categories in that order, unused ones "
                      "gone: its codes (.cat.codes) change. Apply your vocabulary after "
