@@ -20,6 +20,7 @@ __all__ = [
     "ConfigError",
     "ConflictError",
     "DloadError",
+    "EmptyInputError",
     "InfeasiblePlanError",
     "IntegrityError",
     "InvalidNameError",
@@ -69,6 +70,13 @@ class SchemaError(DloadError, TypeError):
 class KeysStoredError(SchemaError):
     """An append's keys are already stored in the dataset's latest version: a rerun of an
     append that published (its rows are in), or new samples under keys already taken."""
+
+
+class EmptyInputError(NotFoundError, SchemaError):
+    """The input holds no samples: an empty folder or archive, tables with no rows, no
+    samples given. A NotFoundError (as before, for the CLI's inputs) and a SchemaError (as
+    before, for the API's empty samples); ``dload append --allow-empty`` takes it as nothing
+    to append."""
 
 
 class InvalidNameError(DloadError, ValueError):

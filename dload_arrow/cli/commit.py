@@ -12,6 +12,7 @@ import click
 from dload_arrow.cli.append_fit import fit_to, latest_schema, text_columns
 from dload_arrow.cli.archive_input import read_archives, remote_pattern_hint, source_paths
 from dload_arrow.cli.commit_options import input_options
+from dload_arrow.cli.commit_warnings import warn_lines
 from dload_arrow.cli.output import (
     emit,
     json_option,
@@ -20,7 +21,7 @@ from dload_arrow.cli.output import (
     progress_enabled,
     root_options,
 )
-from dload_arrow.errors import ConfigError, SchemaError, escaped
+from dload_arrow.errors import ConfigError, EmptyInputError, SchemaError
 from dload_arrow.sizes import format_bytes, plural
 
 __all__ = ["COMMANDS", "append", "commit", "read_input"]
@@ -166,53 +167,8 @@ def _run(append_mode: bool, name: str, source: tuple[str, ...], kind: str,
 
     # On stderr with --json too (QA shell59: a CI job's log lost them, the repeated append's
     # undo command with them); --json has each as a field as well.
-    _warn_lines(report, repeated, v)
+    warn_lines(report, repeated, v)
     emit(out, as_json, text)
-
-
-def _warn_lines(report: dict[str, Any], repeated: int | None, v: Any) -> None:
-    """What the commit left out or may have done twice, on stderr."""
-    # (names escaped: a newline or ESC in a file name must not split or drive the output)
-    if report.get("unmatched"):
-        shown = escaped(", ".join(report["unmatched"][:5]))
-        n = len(report["unmatched"])
-        click.echo(f"not ingested: {n} file{'s' * (n != 1)} without an extension, hidden or "
-                   f"a file manager's own ({shown}{', ...' if n > 5 else ''})", err=True)
-    if report.get("ignored"):
-        shown = escaped(", ".join(report["ignored"][:5]))
-        n = len(report["ignored"])
-        click.echo(f"not read: {n} file{'s that are' if n != 1 else ' that is'} not "
-                   f"{'tables' if n != 1 else 'a table'} ({shown}{', ...' if n > 5 else ''})",
-                   err=True)
-    for line in _skipped_lines(report):
-        click.echo(escaped(line), err=True)
-    for line in report.get("unused_globs", []):
-        click.echo(f"warning: {line}", err=True)
-    if repeated:
-        click.echo(f"warning: the {repeated} rows appended equal, value for value, the "
-                   f"{repeated} rows before them (keys are row numbers, so nothing clashed); "
-                   f"if this append ran twice by mistake, `dload rm {v.name} --version "
-                   f"{v.version[:12]} --yes` undoes it", err=True)
-
-
-def _skipped_lines(report: dict[str, Any]) -> list[str]:
-    """What the globs left out, then per skip reason how many, a few names and the fix once
-    (``skipped 2 encrypted entries (a.txt, b.txt): recreate the zip without a password``)."""
-    from dload_arrow.ingest import IngestReport
-
-    left_out = IngestReport(excluded=report.get("excluded", 0), excluded_dirs=report.get(
-        "excluded_dirs", [])).excluded_text()
-    skipped = report.get("skipped", [])
-    by_reason: dict[str, list[tuple[str, str]]] = {}
-    for s in skipped:
-        by_reason.setdefault(s["reason"], []).append((s["name"], s["reason"]))
-    lines = [
-        "skipped " + IngestReport(skipped=group).skipped_text().removeprefix(
-            f"{len(group)} skipped: ")
-        for group in by_reason.values()]
-    if any(len(group) > 3 for group in by_reason.values()):  # skipped_text names 3 a reason
-        lines.append(f"(the names of all {len(skipped)} skipped: --json)")
-    return [f"not read: {left_out}, left out by --include/--exclude"] * bool(left_out) + lines
 
 
 def _read_recipe(path: str) -> str:
@@ -279,22 +235,37 @@ def commit(name: str, **kwargs: Any) -> None:
       dload commit laion --from 'shards/wds-{000000..000099}.tar' --split first
       dload commit events --from events/ --key-column id
     """
-    _run(False, name, **kwargs)
+    try:
+        _run(False, name, **kwargs)
+    except EmptyInputError as e:
+        if "nothing to commit" in str(e):
+            raise
+        raise EmptyInputError(f"{e}: nothing to commit to {name!r}") from e
 
 
 @click.command()
 @click.argument("name")
 @input_options
+@click.option("--allow-empty", is_flag=True,
+              help="An input holding no samples (an empty folder or archive, a CSV with a "
+                   "header alone) appends nothing and exits 0, printing the latest version id; "
+                   "without it that is an error of kind empty_input.")
 @root_options
 @json_option
-def append(name: str, **kwargs: Any) -> None:
+def append(name: str, allow_empty: bool, **kwargs: Any) -> None:
     """Add samples to NAME: a new version reusing every shard of the latest one.
 
     \b
     Example:
       dload append photos --from ./more-photos
+      dload append events --from "exports/$(date +%F).csv" --key-column id --allow-empty
     """
-    _run(True, name, **kwargs)
+    from dload_arrow.cli.empty_append import nothing_to_append
+
+    try:
+        _run(True, name, **kwargs)
+    except EmptyInputError as e:
+        nothing_to_append(name, e, allow_empty, kwargs, kwargs["as_json"])
 
 
 COMMANDS = [commit, append]

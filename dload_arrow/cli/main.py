@@ -40,7 +40,8 @@ class _StdoutClosed(Exception):
 
 # What a script tests an error for (`jq .error.kind`), by its class: the first that matches.
 _KINDS: tuple[tuple[type[BaseException], str], ...] = (
-    (errors.NotFoundError, "not_found"), (errors.ConflictError, "conflict"),
+    (errors.EmptyInputError, "empty_input"), (errors.NotFoundError, "not_found"),
+    (errors.ConflictError, "conflict"),
     (errors.IntegrityError, "integrity"), (errors.KeysStoredError, "keys_stored"),
     (errors.SchemaError, "schema"),
     (errors.InvalidNameError, "invalid_name"), (errors.ConfigError, "config"),

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import typed_array
-from dload_arrow.errors import ConfigError, NotFoundError
+from dload_arrow.errors import ConfigError, EmptyInputError, NotFoundError
 from dload_arrow.ingest.columns import column_kind, decode_value, field_for
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.grouping import (
@@ -103,13 +103,11 @@ class SampleSource:
         """``count(n)``, to call with the number of entries listed so far: drawn as
         ``listing NAME: 1,234 entries`` (tqdm throttles the redraws) when progress is wanted,
         a no-op otherwise."""
-        from dload_arrow.config import progress_wanted
+        from dload_arrow.config import progress_bar, progress_wanted
 
         if not progress_wanted(self.progress):
             yield lambda n: None
             return
-        from dload_arrow.config import progress_bar
-
         name = self.location.rstrip("/").rsplit("/", 1)[-1] or self.location
         bar = progress_bar()(desc=f"listing {name}",
                              bar_format="{desc}: {n:,} entries [{elapsed}]")
@@ -180,13 +178,15 @@ class SampleSource:
                 "loosen the globs (a pattern matches a file's path, its name or a directory "
                 "on its path; '*' matches every file)"
             )
+        if not visible and not report.skipped:  # an empty folder or archive (a quiet day)
+            hidden = f" (only {len(listed)} hidden)" if listed else ""
+            return EmptyInputError(f"{self.location}: no files in it{hidden}")
         left_out = (f"{report.excluded_text()} left out by --include/--exclude, "
                     if report.excluded_text() else "")
         return NotFoundError(
             f"{self.location}: no files to ingest ({left_out}{len(report.unmatched)} without "
             f"an extension or hidden, {report.skipped_text()});{unused} check the path and "
-            "the --include/--exclude globs"
-        )
+            "the --include/--exclude globs")
 
     @property
     def report(self) -> IngestReport:

@@ -26,7 +26,7 @@ from collections.abc import Collection, Iterator, Sequence
 import pyarrow as pa
 
 from dload_arrow.args import check_path
-from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.errors import EmptyInputError, SchemaError
 from dload_arrow.ingest.empty_columns import blank_text, fill_empty_text, text_nulls
 from dload_arrow.ingest.globs import Globs
 from dload_arrow.ingest.kinds import (
@@ -42,6 +42,7 @@ from dload_arrow.ingest.partitions import Partitions
 from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, read_error
 from dload_arrow.ingest.table_files import file_batches, file_schema
 from dload_arrow.ingest.table_text import decoded_dictionaries, null_key, text_column_list
+from dload_arrow.sizes import plural
 from dload_arrow.store.conform import ColumnMismatch, fit_batch
 
 __all__ = ["CSV_INFER_BYTES", "TABLE_FORMATS", "is_marker", "open_table", "table_files",
@@ -181,8 +182,8 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
         except (pa.ArrowInvalid, OSError) as e:
             raise read_error(files[at], fmt, e, endpoint_url) from e
     if first is None:
-        raise NotFoundError(f"{path!r}: no rows in its {len(files)} table file(s); nothing to "
-                            "commit")
+        raise EmptyInputError(f"{path!r}: no rows in its {plural(len(files), 'table file')} "
+                              "(a header alone, or empty files)")
     files = [files[at], *files[at + 1:], *files[:at]]  # the empty ones last: no rows to read
     schema = first.schema.remove_metadata()
     if fmt == "csv":

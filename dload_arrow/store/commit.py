@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from dload_arrow.config import progress_wanted
-from dload_arrow.errors import ConfigError, SchemaError, user_stacklevel
+from dload_arrow.errors import ConfigError, EmptyInputError, SchemaError, user_stacklevel
 from dload_arrow.sizes import parse_size
 from dload_arrow.storage import Storage
 from dload_arrow.store.key_index import KeyReader
@@ -210,7 +210,7 @@ def commit_samples(
     first = next(batches, None)
     if first is None:  # an empty append would only make a new id for the same rows
         what = "append" if parent is not None else "commit"
-        raise SchemaError(f"nothing to {what} to {name!r}: the samples are empty")
+        raise EmptyInputError(f"nothing to {what} to {name!r}: the samples are empty")
     schema = first.schema
     check_schema(schema)  # a shape that cannot reshape, a struct Parquet cannot store
     if inferred:
