@@ -181,7 +181,13 @@ def inferred_type(values: Sequence[Any]) -> pa.DataType:
     if len(kinds) == 1 and (kind := next(iter(kinds))) in _INFERRED:
         return _INFERRED[kind]
     try:
-        return pa.array(values).type
+        t = pa.array(values).type
+        # pandas' Timestamps of unit ns (as a timestamp[ns] column reads back) keep it: Arrow
+        # infers us, refusing a later value's nanoseconds (QA timeseries64)
+        if (pa.types.is_timestamp(t) and t.unit == "us"
+                and any(getattr(v, "unit", None) == "ns" for v in values)):
+            t = pa.timestamp("ns", t.tz)
+        return t
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         try:
             first = pa.array([next(v for v in values if v is not None)]).type

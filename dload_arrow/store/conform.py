@@ -21,6 +21,7 @@ from dload_arrow.store.lossless import finer_hint, leaf_type, overflow_row, zone
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
 from dload_arrow.store.table_columns import flat_tensor, nested_tensor
+from dload_arrow.store.time_numbers import time_cast_refusal
 from dload_arrow.type_walk import holds_type
 
 __all__ = ["ColumnMismatch", "conform_to", "fit_batch"]
@@ -218,6 +219,8 @@ def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
             f"text is not parsed into {want} (a value such as '02134' would silently become "
             "2134, 'false' False)")
     got, leaf = leaf_type(col.type), leaf_type(want)
+    if (why := time_cast_refusal(got, leaf)) is not None and col.null_count < len(col):
+        raise ColumnMismatch(name, col.type, want) from SchemaError("its values " + why)
     if (pa.types.is_timestamp(got) and pa.types.is_timestamp(leaf)
             and (got.tz is None) != (leaf.tz is None) and col.null_count < len(col)):
         raise ColumnMismatch(name, col.type, want) from SchemaError(

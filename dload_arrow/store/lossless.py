@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store.time_numbers import number_refusal
 
 __all__ = ["check_lossless", "check_whole_numbers", "finer_hint", "leaf_type", "overflow_row",
            "zone_refusal"]
@@ -197,7 +198,8 @@ def _null_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
     return uninferable
 
 
-_REFUSALS = (_fraction_refusal, _overflow_refusal, _time_refusal, _kind_refusal, _null_refusal)
+_REFUSALS = (number_refusal, _fraction_refusal, _overflow_refusal, _time_refusal, _kind_refusal,
+             _null_refusal)
 
 
 def check_lossless(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Field,
