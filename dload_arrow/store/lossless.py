@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store.nested_kinds import COLUMN, nested_kind_refusal
 from dload_arrow.store.time_numbers import number_refusal
 
 __all__ = ["check_lossless", "check_whole_numbers", "finer_hint", "leaf_type", "overflow_row",
@@ -199,7 +200,7 @@ def _null_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
 
 
 _REFUSALS = (number_refusal, _fraction_refusal, _overflow_refusal, _time_refusal, _kind_refusal,
-             _null_refusal)
+             nested_kind_refusal, _null_refusal)
 
 
 def check_lossless(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Field,
@@ -215,6 +216,7 @@ def check_lossless(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Fiel
             missing = v is None or type(v).__name__ == "NaTType"  # pandas' NaT: a null
             reason = None if missing else why(v)
             if reason is not None:
+                reason = reason.replace(COLUMN, field.name)  # (a nested field's path)
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} {reason}")
 

@@ -1,0 +1,57 @@
+"""QA multimodal64 (F1): str and bytes inside a struct, list or map column are one kind per
+field, as at the top level. The mix was stored silently as binary: every text value of a
+document's segments came back as bytes, a path given for an image's bytes as the path's."""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+import pytest
+
+import dload_arrow as dl
+
+
+@pytest.fixture
+def repo(local_root: str) -> dl.Repository:
+    return dl.Repository.open(local_root)
+
+
+@pytest.mark.parametrize("first,later,path", [
+    ({"segments": [{"kind": "text", "text": "hello"}]},
+     {"segments": [{"kind": "image", "text": b"\x89PNG"}]}, "segments[].text"),
+    ({"seg": {"image": b"\xff\xd8"}}, {"seg": {"image": "/data/img.jpg"}}, "seg.image"),
+    ({"blobs": [b"x"]}, {"blobs": ["x"]}, "blobs[]"),
+    ({"m": {"a": {"s": "t"}}}, {"m": {"a": {"s": b"t"}}}, "m.a.s"),
+])
+def test_a_nested_mix_of_str_and_bytes_is_refused(repo: dl.Repository, first: dict[str, object],
+                                                  later: dict[str, object], path: str) -> None:
+    with pytest.raises(dl.SchemaError, match=re.escape(f"at {path}, but that field holds")):
+        repo.commit("d", [("a", first), ("b", later)])
+    assert repo.datasets() == []
+
+
+def test_an_append_of_the_other_kind_is_refused_and_one_kind_stays_as_given(
+        repo: dl.Repository) -> None:
+    docs = [("a", {"segments": [{"kind": "text", "text": "hello", "image": None},
+                                {"kind": "image", "text": None, "image": b"\x89PNG"}],
+                   "tags": {"lang": "en"}})]
+    repo.commit("docs", docs)
+    assert repo.dataset("docs").get("a")["segments"] == docs[0][1]["segments"]
+    with pytest.raises(dl.SchemaError, match=r"holds bytes at segments\[\]\.text, but that "
+                                             r"field holds text \(str\)"):
+        repo.append("docs", [("b", {"segments": [{"kind": "text", "text": b"hi", "image": None}],
+                                    "tags": {"lang": "de"}})])
+    with pytest.raises(dl.SchemaError, match=r"holds str at segments\[\]\.image"):
+        repo.append("docs", [("c", {"segments": [{"kind": "image", "text": None,
+                                                  "image": "/data/x.jpg"}],
+                                    "tags": {"lang": "de"}})])
+    repo.append("docs", [("d", {"segments": [], "tags": {"lang": None}})])
+    assert [r["__key__"] for r in repo.dataset("docs").samples()] == ["a", "d"]
+
+
+def test_a_map_column_is_walked(repo: dl.Repository) -> None:
+    schema = pa.schema([("__key__", pa.string()), ("m", pa.map_(pa.string(), pa.binary()))])
+    repo.commit("maps", [("a", {"m": [("k", b"v")]})], schema=schema)
+    with pytest.raises(dl.SchemaError, match=r"holds str at m\{value\}"):
+        repo.append("maps", [("b", {"m": [("k", "v")]})])
