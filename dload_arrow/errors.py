@@ -134,7 +134,21 @@ def column_list(names: Sequence[str], missing: str | None = None, limit: int = 2
                 difflib.get_close_matches(missing, list(names), 3, 0.75))
     rest = f", ... ({len(names) - limit:,} more)" if len(names) > limit else ""
     mean = f"did you mean {' or '.join(map(repr, near))}? " if near else ""
-    return f"{mean}columns: {', '.join(map(str, names[:limit]))}{rest}"
+    nested = "" if missing is None else nested_hint(missing, names)
+    return f"{mean}columns: {', '.join(map(str, names[:limit]))}{rest}{nested}"
+
+
+def nested_hint(missing: str, names: Sequence[str]) -> str:
+    """``"; 'meta.score' is a field of 'meta': ..."`` when ``missing`` is a dotted path into a
+    column of ``names`` (columns= selects top-level columns), else ''."""
+    head = next((n for n in names if missing.startswith(f"{n}.") and n != missing), None)
+    if head is None:
+        return ""
+    rest = missing[len(head) + 1:]
+    return (f"; {missing!r} is a field of the column {head!r}, and a name selects a whole "
+            f"column: read columns=[{head!r}] and take the field (r[{head!r}][{rest!r}], "
+            f"pyarrow.compute.struct_field), or select it in SQL: repo.sql(\"SELECT "
+            f"{head}.{rest} FROM samples('NAME')\")")
 
 
 def _unpadded(name: str) -> str:

@@ -55,3 +55,11 @@ def test_a_map_column_is_walked(repo: dl.Repository) -> None:
     repo.commit("maps", [("a", {"m": [("k", b"v")]})], schema=schema)
     with pytest.raises(dl.SchemaError, match=r"holds str at m\{value\}"):
         repo.append("maps", [("b", {"m": [("k", "v")]})])
+
+
+def test_a_dotted_column_name_says_it_is_a_field(repo: dl.Repository) -> None:
+    """QA multimodal64 (F2): columns=['meta.score'] said only 'no column'."""
+    repo.commit("mm", pa.table({"key": ["a"], "meta": [{"score": 1.0, "lang": "en"}]}), key="key")
+    with pytest.raises(dl.SchemaError, match=r"'meta.score' is a field of the column 'meta'.*"
+                                             r"columns=\['meta'\].*SELECT meta.score FROM"):
+        repo.dataset("mm").to_arrow(columns=["meta.score"])
