@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-__all__ = ["holds_type", "leaf_count"]
+__all__ = ["holds_type", "leaf_count", "missing_fields"]
 
 
 def holds_type(t: pa.DataType, match: Callable[[pa.DataType], bool]) -> bool:
@@ -35,3 +35,24 @@ def leaf_count(t: pa.DataType) -> int:
     if isinstance(t, pa.ExtensionType):
         return leaf_count(t.storage_type)
     return 1
+
+
+def missing_fields(want: pa.DataType, got: pa.DataType, path: str) -> list[str]:
+    """The paths (``segments[].image``) of the struct fields ``want`` has and ``got``, the
+    type of the same column, lacks (an append fills them with nulls)."""
+    lists = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
+    if any(f(want) for f in lists) and any(f(got) for f in lists):
+        return missing_fields(want.value_type, got.value_type, f"{path}[]")
+    if pa.types.is_map(want) and pa.types.is_map(got):
+        return missing_fields(want.item_type, got.item_type, f"{path}{{value}}")
+    if not (pa.types.is_struct(want) and pa.types.is_struct(got)):
+        return []
+    have = {got.field(i).name: got.field(i).type for i in range(got.num_fields)}
+    out: list[str] = []
+    for i in range(want.num_fields):
+        f = want.field(i)
+        if f.name not in have:
+            out.append(f"{path}.{f.name}")
+        else:
+            out += missing_fields(f.type, have[f.name], f"{path}.{f.name}")
+    return out

@@ -63,3 +63,18 @@ def test_a_dotted_column_name_says_it_is_a_field(repo: dl.Repository) -> None:
     with pytest.raises(dl.SchemaError, match=r"'meta.score' is a field of the column 'meta'.*"
                                              r"columns=\['meta'\].*SELECT meta.score FROM"):
         repo.dataset("mm").to_arrow(columns=["meta.score"])
+
+
+def test_an_append_lacking_a_struct_field_warns_naming_its_path(repo: dl.Repository) -> None:
+    """QA multimodal64 (F4): a missing top-level column was warned of, a missing field of a
+    struct (the image payload of each segment) was filled with nulls without a word."""
+    seg = pa.struct([("kind", pa.string()), ("text", pa.string()), ("image", pa.binary())])
+    repo.commit("mm", pa.table({"key": ["a"], "segments": pa.array(
+        [[{"kind": "image", "text": None, "image": b"\x89PNG"}]], pa.list_(seg))}), key="key")
+    less = pa.struct([("kind", pa.string()), ("text", pa.string())])
+    with pytest.warns(UserWarning, match=r"lacks column\(s\) or field\(s\) "
+                                         r"\['segments\[\]\.image'\]"):
+        repo.append("mm", pa.table({"key": ["c"], "segments": pa.array(
+            [[{"kind": "image", "text": None}]], pa.list_(less))}), key="key")
+    assert repo.dataset("mm").get("c")["segments"] == [
+        {"kind": "image", "text": None, "image": None}]

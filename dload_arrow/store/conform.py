@@ -22,7 +22,7 @@ from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META, field_shape
 from dload_arrow.store.table_columns import flat_tensor, nested_tensor
 from dload_arrow.store.time_numbers import time_cast_refusal
-from dload_arrow.type_walk import holds_type
+from dload_arrow.type_walk import holds_type, missing_fields
 
 __all__ = ["ColumnMismatch", "conform_to", "fit_batch"]
 
@@ -87,6 +87,8 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
                 "needs the same shape"
             )
     missing = [f.name for f in columns if f.name not in new.names]
+    missing += [p for f in columns if f.name in new.names  # a struct's fields (segments[].image)
+                for p in missing_fields(f.type, new.field(f.name).type, f.name)]
     fields = [new.field(keycol)] if keycol else []
     fields += [f.with_nullable(True) if f.name in missing else f for f in columns]
     schema = pa.schema(fields)
@@ -107,7 +109,8 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
                 raise SchemaError(f"{where}: column {e.name!r} is {e.got}, and {dataset!r} "
                                   f"stores {e.want}; {why}") from e
         if missing:  # once every row was read (QA vision62: not before a refusal)
-            warn(f"{where} lacks column(s) {missing} of {dataset!r}: the appended rows store "
+            what = "column(s)" if set(missing) <= names else "column(s) or field(s)"
+            warn(f"{where} lacks {what} {missing} of {dataset!r}: the appended rows store "
                  f"null there{in_torch(stored, missing)}; add the column(s) to the input to "
                  "store values")
 
