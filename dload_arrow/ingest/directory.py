@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import shlex
+import stat
 from collections.abc import Sequence
 
 from dload_arrow.errors import (
@@ -27,6 +29,9 @@ from dload_arrow.ingest.location import (
 from dload_arrow.ingest.source import SampleSource
 
 __all__ = ["DirectorySource"]
+
+# A link is refused, a FIFO opens at once (then refused as no regular file) instead of waiting
+_NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 class DirectorySource(SampleSource):
@@ -134,6 +139,12 @@ class DirectorySource(SampleSource):
                       f"(e.g. `chmod -R u+rX {where}`), move it out of the folder, or leave it "
                       "out with --exclude (exclude= in Python)") from e
 
+    def _replaced(self, entry: Entry, now: str) -> ConflictError:
+        return ConflictError(
+            f"{entry.ref!r} was a file when listed and is now {now}: the folder "
+            f"{self.location!r} changed during the commit (its links are never followed); "
+            "commit again once it stops changing")
+
     def _changed(self, path: str, e: OSError) -> OSError:
         return type(e)(e.errno, f"{path!r} was listed, then removed before it was read "
                        f"({e.strerror}): the folder {self.location!r} changed during the "
@@ -141,7 +152,17 @@ class DirectorySource(SampleSource):
 
     def _read(self, entry: Entry) -> bytes:
         try:
-            with open(entry.ref, "rb") as f:
+            # Not following a link, not waiting on a FIFO: a listed file replaced by either
+            # before it is read (a writer racing the commit) is refused (QA security64).
+            try:
+                fd = os.open(entry.ref, os.O_RDONLY | _NO_FOLLOW)
+            except OSError as e:
+                if e.errno != errno.ELOOP:
+                    raise
+                raise self._replaced(entry, "a symbolic link") from e
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise self._replaced(entry, "not a regular file")
                 data = f.read()
             if len(data) != entry.size:  # rewritten since the listing (a copy still running)
                 raise ConflictError(
