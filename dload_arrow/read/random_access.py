@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from dload_arrow.errors import NotFoundError
 from dload_arrow.read.chunk_ranges import needed_ranges
 from dload_arrow.read.context import ReadContext
-from dload_arrow.read.shard_errors import corrupt_shard, missing_shard
+from dload_arrow.read.shard_errors import corrupt_shard, missing_shard, open_shard
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest, ShardEntry
 from dload_arrow.store.names import KEY_COLUMN, check_digest, shard_path
@@ -117,35 +117,6 @@ class RangeFile(io.RawIOBase):
         return n
 
 
-def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
-               metadata: pq.FileMetaData | None = None, verify: bool = False,
-               version: str | None = None,
-               rg_rows: Sequence[int] | None = None) -> pq.ParquetFile:
-    """The shard file at local ``path``, memory-mapped (``verify``: pages checked against
-    their CRCs); a missing file is NotFoundError and an unreadable footer IntegrityError,
-    both naming the shard and the dataset (``version``: the version read, for the message of
-    a shard gone with it; ``rg_rows``: the row counts the manifest lists, which a footer
-    parsed here must give: a garbled count silently dropped rows, QA review57b)."""
-    try:
-        # pre_buffer (Arrow's default) reads each column chunk on its IO thread pool: for a
-        # memory-mapped file that is only a hand-off, 20% of a row group's decode
-        pf = pq.ParquetFile(path, memory_map=True, metadata=metadata, pre_buffer=False,
-                            page_checksum_verification=verify)
-        meta = pf.metadata
-        if metadata is None and rg_rows is not None and list(rg_rows) != [
-                meta.row_group(i).num_rows for i in range(meta.num_row_groups)]:
-            pf.close()
-            raise corrupt_shard(ctx, digest, dataset, "its footer's row counts are not the "
-                                "manifest's", path)
-        return pf
-    except FileNotFoundError as e:
-        raise missing_shard(ctx.storage, digest, dataset, version) from e
-    # (NotImplemented: a footer whose type is garbled into one no reader has)
-    except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-        raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}",
-                            path) from e
-
-
 class RowGroupReader:
     """Reads single row groups of shards through ``ctx``: from the cache, in place, or by range.
 
@@ -188,7 +159,7 @@ class RowGroupReader:
         local = self.ctx.storage.local_path(path)
         if local is not None:
             with open_shard(self.ctx, local, ref.digest, dataset, metadata=known, verify=True,
-                            version=version) as pf:
+                            version=version, size=ref.nbytes) as pf:
                 self._keep(ref.digest, known or pf.metadata)
                 return self._decode(pf, ref, rg, columns, dataset)
         start = ref.rg_offsets[rg]

@@ -222,7 +222,7 @@ def _generate(ctx: ReadContext, manifest: Manifest, units: list[tuple[int, int]]
                 verify = checks is not None and checks.check(path, entry.digest, len(entry.rg_rows))
                 try:
                     pf = open_shard(ctx, path, entry.digest, manifest.name, footers.get(shard),
-                                    verify, manifest.version, entry.rg_rows)
+                                    verify, manifest.version, entry.rg_rows, entry.bytes)
                 # A bad cached copy is removed, and a cached copy gone (the cache directory
                 # deleted since it was held) is missing: fetch it anew, once.
                 except (IntegrityError, NotFoundError):

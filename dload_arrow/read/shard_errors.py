@@ -12,14 +12,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from dload_arrow.errors import DloadError, IntegrityError, NotFoundError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.storage import Storage, redact_url
 
-__all__ = ["corrupt_shard", "missing_shard"]
+__all__ = ["corrupt_shard", "missing_shard", "open_shard"]
 
 
 def missing_shard(storage: Storage, digest: str, dataset: str,
@@ -89,3 +91,38 @@ def _intact(path: str, digest: str) -> bool:
     except OSError:
         return False
     return h.hexdigest() == digest
+
+
+def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
+               metadata: pq.FileMetaData | None = None, verify: bool = False,
+               version: str | None = None,
+               rg_rows: Sequence[int] | None = None, size: int | None = None
+               ) -> pq.ParquetFile:
+    """The shard file at local ``path``, memory-mapped (``verify``: pages checked against
+    their CRCs); a missing file is NotFoundError and an unreadable footer IntegrityError,
+    both naming the shard and the dataset (``version``: the version read, for the message of
+    a shard gone with it; ``rg_rows``: the row counts the manifest lists, which a footer
+    parsed here must give: a garbled count silently dropped rows, QA review57b; ``size``:
+    its bytes the manifest lists: another shard of the same row counts copied over it was
+    read as its rows, QA security64)."""
+    try:
+        if size is not None and (got := os.stat(path).st_size) != size:
+            raise corrupt_shard(ctx, digest, dataset, f"it holds {got:,} bytes, where the "
+                                f"manifest lists {size:,}", path)
+        # pre_buffer (Arrow's default) reads each column chunk on its IO thread pool: for a
+        # memory-mapped file that is only a hand-off, 20% of a row group's decode
+        pf = pq.ParquetFile(path, memory_map=True, metadata=metadata, pre_buffer=False,
+                            page_checksum_verification=verify)
+        meta = pf.metadata
+        if metadata is None and rg_rows is not None and list(rg_rows) != [
+                meta.row_group(i).num_rows for i in range(meta.num_row_groups)]:
+            pf.close()
+            raise corrupt_shard(ctx, digest, dataset, "its footer's row counts are not the "
+                                "manifest's", path)
+        return pf
+    except FileNotFoundError as e:
+        raise missing_shard(ctx.storage, digest, dataset, version) from e
+    # (NotImplemented: a footer whose type is garbled into one no reader has)
+    except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}",
+                            path) from e
