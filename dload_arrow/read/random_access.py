@@ -19,10 +19,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dload_arrow.errors import NotFoundError
+from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.read.chunk_ranges import needed_ranges
 from dload_arrow.read.context import ReadContext
-from dload_arrow.read.shard_errors import corrupt_shard, missing_shard, open_shard
+from dload_arrow.read.shard_errors import corrupt_shard, missing_shard, open_shard, remote_damage
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest, ShardEntry
 from dload_arrow.store.names import KEY_COLUMN, check_digest, shard_path
@@ -169,6 +169,8 @@ class RowGroupReader:
             segments = {a: self.ctx.storage.read_range(path, a, b) for a, b in spans}
         except NotFoundError as e:  # removed and collected, or deleted outside dload
             raise missing_shard(self.ctx.storage, ref.digest, dataset, version) from e
+        except (StorageError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise remote_damage(self.ctx, ref.digest, ref.nbytes, dataset, e) from e
         f = RangeFile(self.ctx.storage, path, ref.nbytes, segments)
         pf = pq.ParquetFile(f, metadata=meta, pre_buffer=False, page_checksum_verification=True)
         return self._decode(pf, ref, rg, columns, dataset)
@@ -203,7 +205,13 @@ class RowGroupReader:
         footer = self._footer_bytes(ref)
         f = RangeFile(self.ctx.storage, shard_path(ref.digest), ref.nbytes,
                       {ref.footer_offset: footer})
-        meta = pq.ParquetFile(f).metadata
+        try:
+            meta = pq.ParquetFile(f).metadata
+        except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            with contextlib.suppress(OSError):  # not kept for the next lookup
+                os.unlink(os.path.join(self.ctx.cache_dir, "footers", ref.digest[:2],
+                                       ref.digest))
+            raise
         self._keep(ref.digest, meta)
         return meta
 

@@ -20,8 +20,9 @@ import pyarrow.parquet as pq
 from dload_arrow.errors import DloadError, IntegrityError, NotFoundError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.storage import Storage, redact_url
+from dload_arrow.store.names import shard_path
 
-__all__ = ["corrupt_shard", "missing_shard", "open_shard"]
+__all__ = ["corrupt_shard", "missing_shard", "open_shard", "remote_damage"]
 
 
 def missing_shard(storage: Storage, digest: str, dataset: str,
@@ -126,3 +127,20 @@ def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
     except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}",
                             path) from e
+
+
+def remote_damage(ctx: ReadContext, digest: str, size: int, dataset: str,
+                  e: Exception) -> DloadError:
+    """The error of a ranged read of a remote shard that failed (QA security64: a raw
+    ArrowInvalid, or the store's "range not satisfiable"): an object of another size than the
+    manifest's, or a footer that does not parse, is corrupt; else the store's own error."""
+    try:
+        got = ctx.storage.info(shard_path(digest)).size
+    except DloadError:
+        got = None
+    if got is not None and got != size:
+        return corrupt_shard(ctx, digest, dataset, f"it holds {got:,} bytes, where the manifest "
+                             f"lists {size:,}")
+    if isinstance(e, DloadError):
+        return e
+    return corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}")
