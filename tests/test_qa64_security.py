@@ -84,3 +84,34 @@ def test_random_access_to_a_damaged_remote_shard_is_an_integrity_error(
     for read in (lambda: ds.get("k0007"), lambda: ds[3]):
         with pytest.raises(dl.IntegrityError, match=rf"is corrupt \({why}"):
             read()
+
+
+def test_a_stray_folder_in_datasets_is_warned_of_and_gc_names_it(local_root: str) -> None:
+    """A file manager's copy of a dataset folder (datasets/p1 copy) made `dload ls` and gc
+    fail for the whole root, as if the user had typed a bad name."""
+    import shutil
+
+    repo = dl.Repository.open(local_root)
+    repo.commit("p1", [("a", {"x": 1})])
+    repo.commit("p2", [("a", {"x": 2})])
+    shutil.copytree(os.path.join(local_root, "datasets", "p1"),
+                    os.path.join(local_root, "datasets", "p1 copy"))
+    with pytest.warns(UserWarning, match=r"the folder datasets/p1 copy under .* is not a "
+                                         r"dataset: .*it is not listed; move it out"):
+        assert repo.datasets() == ["p1", "p2"]
+    with pytest.raises(dl.InvalidNameError, match=r"datasets/p1 copy .* so gc does not run"):
+        repo.gc(dry_run=True)
+
+
+def test_a_nul_in_an_entry_name_is_named_as_such(tmp_path: Path, local_root: str) -> None:
+    import tarfile
+
+    info = tarfile.TarInfo("p.txt")
+    info.size = 1
+    info.pax_headers = {"path": "photo\x00.jpg"}
+    with tarfile.open(tmp_path / "nul.tar", "w", format=tarfile.PAX_FORMAT) as t:
+        import io
+
+        t.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(dl.UnsafePathError, match="holds a NUL byte"):
+        dl.Repository.open(local_root).commit("n", open_source(str(tmp_path / "nul.tar")))

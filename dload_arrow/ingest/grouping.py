@@ -139,8 +139,9 @@ def check_entry_name(name: str, where: str) -> str:
     # '1:a.jpg' are plain Linux names, read from a folder as they are (export still checks
     # that each file it writes stays inside its target, so Windows' 'C:x' cannot escape).
     if "\x00" in name or name.startswith("/") or (parts and _DRIVE.fullmatch(parts[0])):
+        what = "holds a NUL byte" if "\x00" in name else "has an absolute path"
         raise UnsafePathError(
-            f"{where}: entry {raw!r} has an absolute path; refusing the archive (it could write "
+            f"{where}: entry {raw!r} {what}; refusing the archive (it could write "
             "outside its target). Recreate it with relative names"
         )
     if ".." in parts:

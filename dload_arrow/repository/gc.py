@@ -11,7 +11,14 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, user_stacklevel
+from dload_arrow.errors import (
+    DloadError,
+    IntegrityError,
+    InvalidNameError,
+    NotFoundError,
+    user_stacklevel,
+)
+from dload_arrow.repository.missing import stray_folder
 from dload_arrow.storage import Storage
 from dload_arrow.storage.s3_uploads import abort_upload, open_uploads
 from dload_arrow.store.manifest import Manifest
@@ -111,6 +118,9 @@ def referenced_digests(storage: Storage, seen: set[str] | None = None) -> set[st
             vid = parts[3][: -len(".arrow")]
             try:
                 data = storage.read(obj.path)
+            except InvalidNameError as e:  # its manifests may hold shards: gc cannot run
+                raise stray_folder(storage, parts[1], "gc does not run (its manifests may be "
+                                   "the only ones that reference some shards)") from e
             except NotFoundError:
                 continue  # removed (rm) since the listing: its shards are unreferenced now
             try:

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from dload_arrow.errors import DloadError, NotFoundError, user_stacklevel
+from dload_arrow.errors import DloadError, InvalidNameError, NotFoundError, user_stacklevel
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -122,6 +122,11 @@ def published_names(storage: Storage, where: str,
             names.add(parts[1])
         elif len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow"):
             left.setdefault(parts[1], []).append(parts[3][: -len(".arrow")])
+    for bad in [n for n in names | left.keys() if not _valid(n)]:  # a file manager's copy
+        warnings.warn(str(stray_folder(storage, bad, "it is not listed")),
+                      stacklevel=user_stacklevel())
+        names.discard(bad)
+        left.pop(bad, None)
     lost_refs(storage, {n: v for n, v in left.items() if n not in names}, where)
     if listed is not None:
         listed([v for vids in left.values() for v in vids])
@@ -191,3 +196,29 @@ def dangling_refs(storage: Storage, name: str, where: str) -> str | None:
     return (f"dataset {name!r} under {where} has refs but no stored version ({points}: an "
             f"interrupted rm, or an rm that raced an append){_RUNNING}; run `dload rm {name} "
             f"--yes` (repo.rm({name!r})) to remove what is left")
+
+
+def _valid(name: str) -> bool:
+    from dload_arrow.store.names import check_name
+
+    try:
+        check_name(name)
+    except InvalidNameError:
+        return False
+    return True
+
+
+def stray_folder(storage: Storage, name: str, so: str) -> InvalidNameError:
+    """The error (or warning) for a folder under the root's ``datasets/`` whose name is no
+    dataset name (``p1 copy``: what a file manager names a copied folder; QA security64)."""
+    return InvalidNameError(
+        f"the folder datasets/{name} under {_where(storage)} is not a dataset: "
+        f"{name!r} is no dataset name (ASCII letters, digits, '.', '_' and '-'), so {so}; "
+        "move it out of the root (a dataset is copied by a commit of its rows under another "
+        "name, repo.commit('new', repo.dataset('old')), not by copying its folder)")
+
+
+def _where(storage: Storage) -> str:
+    from dload_arrow.storage import redact_url
+
+    return redact_url(storage.url)
