@@ -115,3 +115,34 @@ def test_a_nul_in_an_entry_name_is_named_as_such(tmp_path: Path, local_root: str
         t.addfile(info, io.BytesIO(b"x"))
     with pytest.raises(dl.UnsafePathError, match="holds a NUL byte"):
         dl.Repository.open(local_root).commit("n", open_source(str(tmp_path / "nul.tar")))
+
+
+_UNDER_A_LIMIT = """
+import resource, sys
+from dload_arrow.read.memory import available_memory
+vm = next(int(l.split()[1]) * 1024 for l in open('/proc/self/status') if l.startswith('VmSize'))
+resource.setrlimit(resource.RLIMIT_AS, (vm + 120 * 2**20, resource.RLIM_INFINITY))
+assert available_memory() <= 120 * 2**20, available_memory()
+from dload_arrow.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_out_of_memory_under_ulimit_v_is_a_user_error(tmp_path: Path) -> None:
+    """A sample larger than `ulimit -v` leaves was an internal error (exit 2, "this is a bug")
+    with no warning first: the memory check did not see the address-space limit."""
+    import json
+    import subprocess
+    import sys
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    with open(folder / "big.bin", "wb") as f:
+        f.truncate(300 * 2**20)  # sparse: no disk used
+    p = subprocess.run([sys.executable, "-c", _UNDER_A_LIMIT, "commit", "big",
+                        "--from", str(folder), "--root", str(tmp_path / "root"), "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert "committing it needs about" in p.stderr  # warned before reading a byte
+    error = json.loads(p.stderr.strip().splitlines()[-1])["error"]
+    assert error["kind"] == "memory" and "out of memory" in error["message"]

@@ -47,7 +47,7 @@ _KINDS: tuple[tuple[type[BaseException], str], ...] = (
     (errors.InvalidNameError, "invalid_name"), (errors.ConfigError, "config"),
     (errors.SqlError, "sql"), (errors.PredicateError, "query"),
     (errors.InfeasiblePlanError, "infeasible"), (errors.StorageError, "storage"),
-    (click.ClickException, "usage"), (OSError, "os"),
+    (click.ClickException, "usage"), (OSError, "os"), (MemoryError, "memory"),
 )
 
 
@@ -219,6 +219,13 @@ def _main(argv: Sequence[str] | None) -> int:
         return _user_error(e, f"a write failed: {e.strerror or e} (the output, or a file "
                            f"dload writes there): {fix} (a version a commit published before "
                            "its output failed is kept: `dload ls` shows it)")
+    except MemoryError as e:  # (pyarrow's ArrowMemoryError too) a machine's limit, no bug
+        return _user_error(e, f"out of memory ({_one_line(str(e)) or 'MemoryError'}): the "
+                           "process could not get the memory its work needs (a sample or "
+                           "a result too large for this machine, or a limit such as `ulimit "
+                           "-v`; a commit stopped so publishes nothing). Give it more memory, "
+                           "or leave the largest inputs out (--exclude), or ask for less "
+                           "(--limit, columns)")
     except Exception as e:
         return _internal(e)
 

@@ -63,6 +63,23 @@ def _meminfo_available(proc: Path) -> int | None:
     return None
 
 
+def _address_space_left(proc: Path) -> int | None:
+    """What ``ulimit -v`` (RLIMIT_AS, as sandboxes set) leaves of this process's address
+    space: the limit less its size now (QA security64: a commit failed in malloc, unwarned)."""
+    import resource
+
+    soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        for line in (proc / "self" / "status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                return max(soft - int(line.split()[1]) * 1024, 0)
+    except (OSError, ValueError, IndexError):
+        pass
+    return soft
+
+
 def _read_int(path: Path) -> int | None:
     try:
         text = path.read_text().strip()
@@ -140,7 +157,8 @@ def available_memory(proc: str = "/proc", cgroup: str = "/sys/fs/cgroup") -> int
                 f"{e}; or 'unlimited', or unset {MEMORY_LIMIT_ENV} to use the machine's memory"
             ) from e
     found = [v for v in (_meminfo_available(Path(proc)),
-                         _cgroup_available(Path(proc), Path(cgroup)))
+                         _cgroup_available(Path(proc), Path(cgroup)),
+                         _address_space_left(Path(proc)))
              if v is not None]
     return min(found) if found else None
 
