@@ -91,3 +91,16 @@ def test_nanosecond_timestamps_keep_their_unit_through_samples(repo: dl.Reposito
         got = repo.dataset(name)
         assert got.schema.field("ts").type == pa.timestamp("ns")
         assert got.to_arrow().column("ts").combine_chunks().equals(ts)
+
+
+def test_where_on_a_duration_says_how_to_filter_it(repo: dl.Repository) -> None:
+    """QA timeseries64 (F5): where() refused every comparison on a duration column, naming
+    no way to filter on it; SQL over samples() compares it as a count of its unit."""
+    gaps = pa.array([dt.timedelta(seconds=1), dt.timedelta(seconds=9)], pa.duration("ms"))
+    repo.commit("gaps", pa.table({"k": ["a", "b"], "gap": gaps}), key="k")
+    with pytest.raises(dl.PredicateError, match=r"a duration is compared in SQL, as a count "
+                                                r"of its unit \(ms\)"):
+        repo.dataset("gaps").where("gap > 5000")
+    got = repo.sql("SELECT __key__ FROM samples('gaps') WHERE gap > 5000")
+    assert got.column("__key__").to_pylist() == ["b"]
+    assert repo.dataset("gaps").where("gap IS NOT NULL").num_rows == 2

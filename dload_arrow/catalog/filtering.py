@@ -9,10 +9,9 @@ column (pandas or polars Categorical) by its value type, which also types its li
 manifest has no statistics for it, so it prunes nothing), and float16 as float32; a number
 compared with a float32 column is read as the float32 nearest it, as DuckDB reads it. A string
 compared with a time column is read as a time: exactly, against a timestamp or time-of-day
-column (:mod:`~dload_arrow.catalog.time_literals`, which also rewrites its IN and BETWEEN).
-A comparison of two values is answered here when they are of one kind (``1 = 1``) and
-refused otherwise (``true = 3``: likely a column named ``true``, unquoted).
-"""
+column (:mod:`~dload_arrow.catalog.time_literals`, which also rewrites its IN and BETWEEN). A
+comparison of two values is answered here when of one kind (``1 = 1``), else refused
+(``true = 3``: likely a column named ``true``, unquoted). Durations are not compared."""
 
 from __future__ import annotations
 
@@ -25,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import scalar
+from dload_arrow.catalog import literal_kinds
 from dload_arrow.catalog.column_pairs import compare_columns, uncomparable
 from dload_arrow.catalog.in_lists import value_set
 from dload_arrow.catalog.literal_kinds import as_column_number, column_kind, in_list, literal_kind
@@ -101,8 +101,7 @@ class _Compiler:
             raise self.error(f"{value} does not fit in 64 bits (no column holds it); use a "
                              f"float literal ({float(value):g}) to compare by magnitude")
         kind, lit = column_kind(field.type), literal_kind(value)
-        if lit == "number":
-            node = as_column_number(node, typ, op)
+        node = as_column_number(node, typ, op) if lit == "number" else node
         if lit == "null" or kind == lit:
             return node
         if kind == "temporal" and lit == "string":
@@ -211,7 +210,8 @@ class _Compiler:
         field = self.column(col.name)
         if column_kind(field.type) == "other":
             raise self.error(f"column {col.name!r} is {field.type}; where() compares scalar "
-                             "columns (numbers, strings, bools, times); test it with IS NULL")
+                             "columns (numbers, strings, bools, times); test it with IS NULL"
+                             + literal_kinds.duration_hint(field))
 
 
 def _compares(node: In | Between) -> Node:

@@ -13,7 +13,8 @@ import pyarrow as pa
 from dload_arrow.catalog.masks import compared_type
 from dload_arrow.catalog.predicate import Literal, Node, WrittenFloat
 
-__all__ = ["as_column_number", "column_kind", "in_list", "literal_kind", "nearest_float32"]
+__all__ = ["as_column_number", "column_kind", "duration_hint", "in_list", "literal_kind",
+           "nearest_float32"]
 
 
 def column_kind(typ: pa.DataType) -> str:
@@ -29,6 +30,17 @@ def column_kind(typ: pa.DataType) -> str:
             pa.types.is_duration(typ) or pa.types.is_interval(typ)):  # no text form to compare
         return "temporal"
     return "other"
+
+
+def duration_hint(field: pa.Field) -> str:
+    """How to filter on the duration column ``field``, which where() does not compare (QA
+    timeseries64); '' for another column."""
+    t = compared_type(field.type)
+    if not pa.types.is_duration(t):
+        return ""
+    return (f"; a duration is compared in SQL, as a count of its unit ({t.unit}): "
+            f"repo.sql(\"SELECT * FROM samples('NAME') WHERE {field.name} > 5000\"), or a "
+            f"pipeline's .filter(lambda r: r[{field.name!r}] > datetime.timedelta(seconds=5))")
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
