@@ -9,11 +9,12 @@ import numpy as np
 __all__ = ["fill_nulls", "null_items"]
 
 
-def fill_nulls(cells: list[Any], inner: tuple[int, ...]
+def fill_nulls(cells: list[Any], inner: tuple[int, ...], empty: tuple[int, ...] = ()
                ) -> tuple[list[Any], list[np.ndarray | None]]:
     """Rows holding None (a stored list's null items; of rows of frames, a null frame or one
     holding a null) with 0 in their place (the pad goes there once the type is known), and
-    where each row had one (None: nowhere); the mask leaves them out."""
+    where each row had one (None: nowhere); the mask leaves them out. ``empty``: a null
+    item's shape where neither ``inner`` nor a frame of the batch gives it."""
     rows: list[Any] = []
     holes: list[np.ndarray | None] = []
     found = [null_items(c) for c in cells]
@@ -21,7 +22,7 @@ def fill_nulls(cells: list[Any], inner: tuple[int, ...]
                   if isinstance(c, list | tuple)  # (a row whose frames are all null: QA
                   for i, x in enumerate(c) if isinstance(x, list | tuple)  # review60d)
                   and not (gaps[i] if gaps else x is None)), None)
-    shape = inner or ((width,) if width is not None else ())
+    shape = inner or ((width,) if width is not None else empty)
     for c, gaps in zip(cells, found, strict=True):
         if gaps is None:
             holes.append(None)

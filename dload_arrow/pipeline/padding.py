@@ -51,10 +51,11 @@ def _numeric_sequences(cells: list[Any]) -> bool:
 
 
 def _stored(schema: pa.Schema | None, name: str
-            ) -> tuple[np.dtype, tuple[int, ...] | None] | None:
-    """A stored list column's number type and its rows' inner shape (``list<int32>``: int32,
+            ) -> tuple[np.dtype, tuple[int, ...] | None, int] | None:
+    """A stored list column's number type, its rows' inner shape (``list<int32>``: int32,
     (); ``list<fixed_size_list<float, 80>>``: float32, (80,); ``list<list<float>>``:
-    float32, None: rows of rows whose lengths the data tells, QA robotics60), if it is one."""
+    float32, None: rows of rows whose lengths the data tells, QA robotics60) and the levels
+    of lists inside its rows (1 for rows of frames: a batch without one pads to (n, 0, 0))."""
     if schema is None or name not in schema.names:
         return None
     t = schema.field(name).type
@@ -66,7 +67,7 @@ def _stored(schema: pa.Schema | None, name: str
         inner.append(getattr(t, "list_size", -1))
         t = t.value_type
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
-        return np.dtype(t.to_pandas_dtype()), None if ragged else tuple(inner)
+        return np.dtype(t.to_pandas_dtype()), None if ragged else tuple(inner), len(inner)
     return None
 
 
@@ -187,12 +188,14 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         return picked
 
     def _pad(self, name: str, cells: list[Any],
-             stored: tuple[np.dtype, tuple[int, ...] | None] | None) -> dict[str, np.ndarray]:
+             stored: tuple[np.dtype, tuple[int, ...] | None, int] | None
+             ) -> dict[str, np.ndarray]:
         given = self.dtype.get(name) if isinstance(self.dtype, dict) else self.dtype
         pad = self.pad_value.get(name, 0) if isinstance(self.pad_value, dict) else self.pad_value
         want = given if given is not None else (stored[0] if stored else None)
         shape = stored[1] if stored and stored[1] is not None else ()
-        cells, holes = fill_nulls(cells, shape)
+        depth = stored[2] if stored else 0  # (rows of null frames: frames of width 0)
+        cells, holes = fill_nulls(cells, shape, (0,) * depth)
         arrays = _arrays(name, cells, want, check=given is not None)
         filled = [a for a in arrays if a.size]
         dtype = want if want is not None else found(name, filled, pad)
@@ -202,7 +205,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             raise _Ragged(f"pad_collate: column {name!r} holds rows of shapes "
                               f"{sorted(inner)} after their first axis; only the first axis "
                               "(the length) is padded")
-        rest = inner.pop() if inner else shape
+        # no frame in the batch: the stored rank, each inner axis empty (QA review64)
+        rest = inner.pop() if inner else shape or (0,) * depth
         n = [min(len(a), self.max_length or len(a)) for a in arrays]
         width = self.max_length or max(n, default=0)
         padded = np.full((len(arrays), width, *rest), pad, dtype=dtype)
@@ -230,8 +234,11 @@ def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str
     tells (rows holding no value: null items, empty rows, null rows)."""
     if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
         return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
-    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad
-        return _numeric_sequences(fill_nulls(cells, ())[0])
+    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad; a
+        frameless = all(c is None or (_is_sequence(c) and all(x is None or not len(x)
+                                                             for x in c)) for c in cells)
+        return frameless or _numeric_sequences(fill_nulls(cells, ())[0])  # (a batch without
+        # a frame pads at the stored rank: it had no _length key, QA review64)
     if schema is not None and name in schema.names:  # stored, not a list of numbers: text
         return False  # lists, a fixed-size embedding (n, 64) as batch() gives it (QA review63b)
     # rows holding None: a null item takes the pad, as in stored rows (QA recsys63), if a
