@@ -166,9 +166,14 @@ def check_unique(keys: list[pa.Array], known: pa.Array | None, name: str) -> Non
                     text + "a rerun of an append that published finds its rows in (nothing "
                     "to do, unless their values changed: then commit a new version holding "
                     "the rows you want)")
-            raise SchemaError(text + "leave out the rows already stored (the others are new), "
-                              "give the new samples other keys, or commit a new version "
-                              "holding the rows you want")
+            twice = len(mine) - new  # keys the append itself holds more than once
+            dups = (f"; {twice} more of its rows repeat a key it holds already" if twice
+                    else "")
+            left = ", ".join(["the others are new"] * (new > len(stored))
+                             + ["drop the repeated rows"] * bool(twice))
+            raise SchemaError(text[:-2] + f"{dups}: leave out the rows already stored"
+                              f"{f' ({left})' if left else ''}, give the new samples other "
+                              "keys, or commit a new version holding the rows you want")
     if len(dup):
         shown = ", ".join(repr(k) for k in dup.field("values")[:5].to_pylist())
         raise SchemaError(
