@@ -269,7 +269,7 @@ def _keep_inherited() -> None:
 
     for catalog in list(_ALL):  # (a lock held by another thread of the parent: QA
         catalog._lock = threading.RLock()  # review63d, its first query too: review63e)
-    for con in [c._con for c in list(_OPEN) if c._con is not None]:
+    for con in [c._con for c in list(_ALL) if c._con is not None]:
         _INHERITED.append(con)
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(con))  # (one reference never dropped)
 
