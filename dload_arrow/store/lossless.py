@@ -150,7 +150,8 @@ def zone_refusal(t: pa.DataType, aware: bool) -> str:
                 "or commit the column with a time zone (a new dataset)")
     return (f" no time zone, but the column's timestamps ({t}) are in {t.tz}; Arrow would "
             f"read it as UTC. Give it its zone (datetime: v.replace(tzinfo=ZoneInfo("
-            f"{t.tz!r})), pandas: .dt.tz_localize({t.tz!r}))")
+            f"{t.tz!r})), pandas: .dt.tz_localize({t.tz!r}); a CSV or JSON file: write each "
+            "time with its offset, 2024-01-02T10:00:00+00:00 or ...Z for UTC)")
 
 
 _TEXT = (pa.types.is_string, pa.types.is_large_string)
