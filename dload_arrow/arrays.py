@@ -182,10 +182,11 @@ def inferred_type(values: Sequence[Any]) -> pa.DataType:
         return _INFERRED[kind]
     try:
         t = pa.array(values).type
-        # pandas' Timestamps of unit ns (as a timestamp[ns] column reads back) keep it: Arrow
-        # infers us, refusing a later value's nanoseconds (QA timeseries64)
+        # pandas' Timestamps all of unit ns (as a timestamp[ns] column reads back) keep it:
+        # Arrow infers us, refusing a later value's nanoseconds (QA timeseries64); other
+        # values among them (a datetime, a Timestamp before 1677) keep us (QA review64b)
         if (pa.types.is_timestamp(t) and t.unit == "us"
-                and any(getattr(v, "unit", None) == "ns" for v in values)):
+                and {getattr(v, "unit", None) for v in values if v is not None} == {"ns"}):
             t = pa.timestamp("ns", t.tz)
         return t
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

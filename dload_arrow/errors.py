@@ -119,7 +119,8 @@ def shown(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def column_list(names: Sequence[str], missing: str | None = None, limit: int = 20) -> str:
+def column_list(names: Sequence[str], missing: str | None = None, limit: int = 20,
+                schema: object = None) -> str:
     """``names`` for a message, the first ``limit`` and a count of the rest (a 1,500-column
     table's error stays short), after the names closest to ``missing`` (another case, a
     typo): ``"did you mean 'feature_0001'? columns: __key__, a, ... (1,480 more)"``."""
@@ -134,17 +135,24 @@ def column_list(names: Sequence[str], missing: str | None = None, limit: int = 2
                 difflib.get_close_matches(missing, list(names), 3, 0.75))
     rest = f", ... ({len(names) - limit:,} more)" if len(names) > limit else ""
     mean = f"did you mean {' or '.join(map(repr, near))}? " if near else ""
-    nested = "" if missing is None else nested_hint(missing, names)
+    nested = "" if missing is None or schema is None else nested_hint(missing, schema)
     return f"{mean}columns: {', '.join(map(str, names[:limit]))}{rest}{nested}"
 
 
-def nested_hint(missing: str, names: Sequence[str]) -> str:
-    """``"; 'meta.score' is a field of 'meta': ..."`` when ``missing`` is a dotted path into a
-    column of ``names`` (columns= selects top-level columns), else ''."""
+def nested_hint(missing: str, schema: object) -> str:
+    """``"; 'meta.score' is a field of 'meta': ..."`` when ``missing`` is a dotted path to a
+    field of a struct column of ``schema`` (a pyarrow Schema; a name selects a top-level
+    column), else ''."""
+    names = getattr(schema, "names", [])
     head = next((n for n in names if missing.startswith(f"{n}.") and n != missing), None)
     if head is None:
         return ""
     rest = missing[len(head) + 1:]
+    t = schema.field(head).type  # type: ignore[attr-defined]
+    if getattr(t, "value_type", None) is not None:  # a list of structs: r[head][i][field]
+        t = t.value_type
+    if not hasattr(t, "get_field_index") or t.get_field_index(rest.split(".")[0]) < 0:
+        return ""
     return (f"; {missing!r} is a field of the column {head!r}, and a name selects a whole "
             f"column: read columns=[{head!r}] and take the field (r[{head!r}][{rest!r}], "
             f"pyarrow.compute.struct_field), or select it in SQL: repo.sql(\"SELECT "

@@ -24,14 +24,16 @@ def nothing_to_append(name: str, error: EmptyInputError, allow: bool, options: d
                       as_json: bool) -> None:
     """Report an empty append's input as nothing appended (``allow``), or raise ``error``
     with the flag's advice. ``options``: the command's root options."""
+    repo = open_repo(options.get("root"), options.get("cache_dir"), options.get("cache_budget"),
+                     must_exist=allow, dataset=name)
+    # No such dataset: not_found, as any append says, whether or not the flag is given (its
+    # advice would only lead to that error: QA review64b)
+    m = repo.manifest(name, "latest")
     if not allow:
         raise EmptyInputError(
             f"{error}: nothing to append to {name!r}; for an input that may be empty some "
             "days (a daily job's export), `dload append --allow-empty` takes it as nothing to "
             "append: exit 0, the latest version id printed") from error
-    repo = open_repo(options.get("root"), options.get("cache_dir"), options.get("cache_budget"),
-                     dataset=name)
-    m = repo.manifest(name, "latest")  # (no such dataset: not_found, as any append says)
     out = {
         "name": m.name, "version": m.version, "rows": m.num_rows, "shards": len(m.shards),
         "shards_uploaded": 0, "bytes": m.num_bytes, "bytes_uploaded": 0,

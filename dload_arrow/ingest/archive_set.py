@@ -22,7 +22,7 @@ from functools import cached_property
 
 import pyarrow as pa
 
-from dload_arrow.errors import NotFoundError, SchemaError
+from dload_arrow.errors import EmptyInputError, NotFoundError, SchemaError
 from dload_arrow.ingest.columns import ragged_npy_fix
 from dload_arrow.ingest.globs import Globs, GlobWarning
 from dload_arrow.ingest.grouping import IngestReport
@@ -30,6 +30,7 @@ from dload_arrow.ingest.inner_kinds import is_archive_name
 from dload_arrow.ingest.kinds import is_marker
 from dload_arrow.ingest.location import is_remote, local_path
 from dload_arrow.ingest.source import SampleSource
+from dload_arrow.sizes import plural
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.rows import SHAPE_META
 
@@ -175,6 +176,7 @@ class ArchiveSet:
         report = IngestReport()
         owner: dict[str, str] = {}
         fields: dict[str, tuple[pa.Field, str]] = {}
+        empty: list[SampleSource] = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", GlobWarning)  # said once, for the whole set
             for s in self.sources:
@@ -182,7 +184,12 @@ class ArchiveSet:
                 name = _base(s.location)
                 if sum(_base(o.location) == name for o in self.sources) > 1:
                     name = s.location  # (train/a.tar, val/a.tar: the whole path)
-                keys = s.keys()  # (listed: a tar is read through once)
+                try:
+                    keys = s.keys()  # (listed: a tar is read through once)
+                except EmptyInputError:  # its samples are none: the others' are read
+                    report.skipped.append((name, "empty archive"))
+                    empty.append(s)
+                    continue
                 for key in keys:
                     if (other := owner.setdefault(key, s.location)) != s.location:
                         raise SchemaError(
@@ -208,6 +215,10 @@ class ArchiveSet:
                 report.skipped += [(f"{name}: {n}", why) for n, why in r.skipped]
                 report.excluded += r.excluded
                 report.excluded_dirs += [f"{name}: {d}" for d in r.excluded_dirs]
+        if len(empty) == len(self.sources):  # (QA review64b: --allow-empty dropped the rest)
+            raise EmptyInputError(f"{self.where}: no files in any of its "
+                                  f"{plural(len(empty), 'archive')}")
+        self.sources = [x for x in self.sources if x not in empty]
         report.unused_globs = self.globs.describe_unused(self.where)
         report.unused_patterns = self.globs.unused_patterns()
         self.globs.warn_unused(self.where)

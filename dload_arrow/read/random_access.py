@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dload_arrow.errors import NotFoundError, StorageError
+from dload_arrow.errors import NotFoundError
 from dload_arrow.read.chunk_ranges import needed_ranges
 from dload_arrow.read.context import ReadContext
 from dload_arrow.read.shard_errors import corrupt_shard, missing_shard, open_shard, remote_damage
@@ -169,7 +169,7 @@ class RowGroupReader:
             segments = {a: self.ctx.storage.read_range(path, a, b) for a, b in spans}
         except NotFoundError as e:  # removed and collected, or deleted outside dload
             raise missing_shard(self.ctx.storage, ref.digest, dataset, version) from e
-        except (StorageError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:  # (thrift: OSError)
             raise remote_damage(self.ctx, ref.digest, ref.nbytes, dataset, e) from e
         f = RangeFile(self.ctx.storage, path, ref.nbytes, segments)
         pf = pq.ParquetFile(f, metadata=meta, pre_buffer=False, page_checksum_verification=True)

@@ -58,7 +58,7 @@ def projection(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Schema:
     missing = [c for c in columns if c not in schema.names]
     if missing:
         raise SchemaError(f"no column(s) {missing} in this dataset; "
-                          f"{column_list(schema.names, missing[0])}")
+                          f"{column_list(schema.names, missing[0], schema=schema)}")
     names = [KEY_COLUMN] + [c for c in dict.fromkeys(columns) if c != KEY_COLUMN]
     return pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
 

@@ -157,7 +157,7 @@ class ColumnMismatch(Exception):
 
 
 def fit_batch(batch: pa.RecordBatch, schema: pa.Schema,
-              no_text_from: bool = False) -> pa.RecordBatch:
+              no_text_from: bool = False, times_from: bool = False) -> pa.RecordBatch:
     """``batch`` with ``schema``'s columns in its order: a missing column null, the others
     cast to their type (ColumnMismatch if one cannot, or would change its values: text parsed
     into numbers, a float beyond the type's range turned into inf; ``no_text_from``: numbers
@@ -182,7 +182,7 @@ def fit_batch(batch: pa.RecordBatch, schema: pa.Schema,
                 "would become '7', "
                 "True 'true'), as it refuses such values given as samples")
         if col.type != f.type:
-            col = _cast(f.name, col, f.type)
+            col = _cast(f.name, col, f.type, times_from)
         arrays.append(col)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -211,7 +211,7 @@ _POLARS_NAMES = {"halffloat": "Float16", "float": "Float32", "double": "Float64"
                     for b in (8, 16, 32, 64)}}
 
 
-def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
+def _cast(name: str, col: pa.Array, want: pa.DataType, times_from: bool = False) -> pa.Array:
     if len(col) and col.null_count == len(col):  # no value to lose (a file's empty column)
         return pa.nulls(len(col), want)
     raw = _raw_tensor_bytes(name, col, want)
@@ -222,7 +222,8 @@ def _cast(name: str, col: pa.Array, want: pa.DataType) -> pa.Array:
             f"text is not parsed into {want} (a value such as '02134' would silently become "
             "2134, 'false' False)")
     got, leaf = leaf_type(col.type), leaf_type(want)
-    if (why := time_cast_refusal(got, leaf)) is not None and col.null_count < len(col):
+    why = time_cast_refusal(got, leaf, numbers=not times_from)  # (times_from: schema= says)
+    if why is not None and col.null_count < len(col):
         raise ColumnMismatch(name, col.type, want) from SchemaError("its values " + why)
     if (pa.types.is_timestamp(got) and pa.types.is_timestamp(leaf)
             and (got.tz is None) != (leaf.tz is None) and col.null_count < len(col)):

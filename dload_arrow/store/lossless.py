@@ -205,11 +205,12 @@ _REFUSALS = (number_refusal, _fraction_refusal, _overflow_refusal, _time_refusal
 
 
 def check_lossless(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Field,
-                   values: Sequence[Any]) -> None:
+                   values: Sequence[Any], stated: bool = False) -> None:
     """Raise SchemaError naming the first sample whose value ``field`` would store changed
-    (module doc). Costs one C-level pass over the value types when no value could be."""
+    (module doc). Costs one C-level pass over the value types when no value could be.
+    ``stated``: the type is a commit's schema=, whose time units make numbers counts."""
     kinds = set(map(type, values))
-    for refusal in _REFUSALS:
+    for refusal in _REFUSALS[stated:]:  # (number_refusal first)
         why = refusal(field.type, kinds, values)
         if why is None:
             continue

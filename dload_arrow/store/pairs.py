@@ -167,7 +167,8 @@ def _code(t: str) -> str:
     return f"pa.{t}()" if t.replace("_", "").isalnum() else f"<its type: {t}>"
 
 
-def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Array:
+def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: bool = False
+            ) -> pa.Array:
     values = _without_nat([r.get(field.name) for _, r in rows])
     shape = field_shape(field)
     if shape is not None:
@@ -181,7 +182,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
         refuse_sets(rows, field, values)
     elif pa.types.is_struct(field.type):  # a set in a dict too (QA notebook61)
         refuse_sets(rows, field, values)
-    check_whole_numbers(rows, field, values)
+    check_whole_numbers(rows, field, values, stated)
     refuse_extra_fields(rows, field, values)
     try:
         return typed_array(values, field.type)
@@ -215,10 +216,11 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field) -> pa.Ar
 
 def samples_to_batches(
     items: Iterable[Any], schema: pa.Schema | None, key: str | None = None,
-    offset: KeyOffset = 0,
+    offset: KeyOffset = 0, stated: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """Batches of ``items``: ``(key, dict)`` pairs or sample dicts (module doc); ``offset``
-    is the first generated row number."""
+    is the first generated row number; ``stated``: ``schema`` is a commit's schema= (its
+    time units are the user's: numbers go into time columns as counts of them)."""
     key_col = key or KEY_COLUMN
     keyed: bool | None = None  # dict stream: keys given (True) or generated (False)
     pairs = False  # a stream of pairs
@@ -269,15 +271,15 @@ def samples_to_batches(
         chunk.append((k, sample))
         if len(chunk) >= _CHUNK:
             schema = schema or _infer_schema(chunk)
-            yield _pairs_batch(chunk, schema, inferred)
+            yield _pairs_batch(chunk, schema, inferred, stated)
             chunk = []
     if chunk:
         schema = schema or _infer_schema(chunk)
-        yield _pairs_batch(chunk, schema, inferred)
+        yield _pairs_batch(chunk, schema, inferred, stated)
 
 
 def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema,
-                 inferred: bool = False) -> pa.RecordBatch:
+                 inferred: bool = False, stated: bool = False) -> pa.RecordBatch:
     names = set(schema.names)
     for key, sample in rows:
         extra = set(sample) - names
@@ -293,5 +295,5 @@ def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema,
         keys = typed_array([k for k, _ in rows], pa.string())
     except UnicodeEncodeError as e:  # a lone surrogate ('\udcff' from surrogateescape)
         raise not_unicode("sample key", next(k for k, _ in rows if not encodes(k))) from e
-    arrays = [keys, *[_column(rows, f) for f in schema][1:]]
+    arrays = [keys, *[_column(rows, f, stated) for f in schema][1:]]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -112,7 +112,7 @@ def _stored(batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schem
         if target is None:
             target = out.schema
         elif not out.schema.equals(target, check_metadata=True):  # (a tensor's shape too)
-            out = _cast_batch(out, target, offset - batch.num_rows)
+            out = _cast_batch(out, target, offset - batch.num_rows, schema is not None)
         yield out
     if codes is not None:
         codes.finish()
@@ -149,14 +149,14 @@ def _refuse_extra(out: pa.RecordBatch, target: pa.Schema, at: int) -> None:
                           f"(columns: {target.names[1:]}); add it there, or drop it")
 
 
-def _cast_batch(out: pa.RecordBatch, target: pa.Schema, at: int) -> pa.RecordBatch:
+def _cast_batch(out: pa.RecordBatch, target: pa.Schema, at: int, stated: bool) -> Any:
     """``out`` (the batch of rows from ``at``) cast to ``target``, column by column, with the
     checks of an append (text is not parsed, floats do not overflow to inf)."""
     from dload_arrow.store.conform import ColumnMismatch, fit_batch  # it imports this module
 
     try:
         _refuse_extra(out, target, at)
-        return fit_batch(out, target)
+        return fit_batch(out, target, times_from=stated)  # (schema=: the units stated)
     except ColumnMismatch as e:
         raise SchemaError(
             f"batch at row {at}: column {e.name!r} is {e.got}, and the schema says {e.want}; "
@@ -188,13 +188,11 @@ def to_batches(
         from dload_arrow.store.schema_check import check_schema_arg  # it imports this module
 
         check_schema_arg(schema, key if append_to is None else None)  # (an append's own check)
-    if schema is not None:  # the key field as every commit stores it (not null)
-        schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False),
-                            *(f for f in schema if f.name != KEY_COLUMN)],
-                           metadata=schema.metadata)
-    if schema is not None:  # binary_view and string_view are stored plain, as in a table
-        schema = pa.schema([f.with_type(_VIEWS_PLAIN.get(f.type, f.type)) for f in schema],
-                           metadata=schema.metadata)
+    if schema is not None:  # the key field as every commit stores it (not null), and
+        schema = pa.schema([pa.field(KEY_COLUMN, pa.string(), nullable=False),  # binary_view
+                            *(f.with_type(_VIEWS_PLAIN.get(f.type, f.type))  # and string_view
+                              for f in schema if f.name != KEY_COLUMN)],  # stored plain, as
+                           metadata=schema.metadata)  # in a table
     mod = type(samples).__module__
     if isinstance(samples, Mapping) and samples and all(
             isinstance(v, Mapping) for v in samples.values()):
@@ -234,7 +232,8 @@ def to_batches(
     from dload_arrow.store.conform import warn_valueless
     from dload_arrow.store.pairs import samples_to_batches  # (they import this module)
 
-    batches = samples_to_batches(samples, schema, key, key_offset)
+    batches = samples_to_batches(samples, schema, key, key_offset,
+                                 stated=schema is not None and append_to is None)
     return batches if append_to is None else warn_valueless(batches, append_to)
 
 

@@ -14,15 +14,23 @@ conversion that states the unit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.store.nested_kinds import COLUMN
+from dload_arrow.type_walk import holds_type
+
 __all__ = ["number_refusal", "time_cast_refusal"]
 
 _UNITS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+
+
+def _lists(t: pa.DataType) -> bool:
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)
+            or pa.types.is_fixed_size_list(t))
 
 
 def _temporal(t: pa.DataType) -> bool:
@@ -71,12 +79,17 @@ def _holds_number(v: Any) -> bool:
 
 
 def number_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]) -> Any:
-    """A refusal of numbers in a temporal column (or a list of them), for ``check_lossless``;
-    None when the values' kinds hold no number and no list (one set lookup)."""
+    """A refusal of numbers in a temporal column (or a list of them, or a field of a struct
+    inside it), for ``check_lossless``; None when the column holds no time, or the values'
+    kinds hold no number and no list (one set lookup)."""
     from dload_arrow.store.lossless import leaf_type
 
     leaf = leaf_type(t)
     if not _temporal(leaf):
+        if t.num_fields and holds_type(t, _temporal):  # a struct's field (QA review64b)
+            return lambda v: (None if (at := _number_at(v, t, "")) is None else
+                              f"holds a number at {COLUMN}{at[0]}, but "
+                              + _why(at[1]).replace("the column holds", "that field holds", 1))
         return None
     if t == leaf and not any(map(_number_kind, kinds)):
         return None
@@ -84,12 +97,45 @@ def number_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]) -> A
     return lambda v: why if _holds_number(v) else None
 
 
-def time_cast_refusal(got: pa.DataType, want: pa.DataType) -> str | None:
+def _number_at(v: Any, t: pa.DataType, path: str) -> tuple[str, pa.DataType] | None:
+    """The path and type of the first temporal field of ``t`` holding a number in ``v``."""
+    if v is None:
+        return None
+    if _temporal(t):
+        return (path, t) if _holds_number(v) else None
+    if pa.types.is_struct(t) and isinstance(v, Mapping):
+        for i in range(t.num_fields):
+            f = t.field(i)
+            if (got := _number_at(v.get(f.name), f.type, f"{path}.{f.name}")) is not None:
+                return got
+    elif hasattr(t, "value_type") and t.num_fields and isinstance(v, list | tuple):
+        for x in v:  # (a list's items; a map's are pairs, not walked)
+            if (got := _number_at(x, t.value_type, f"{path}[]")) is not None:
+                return got
+    return None
+
+
+def time_cast_refusal(got: pa.DataType, want: pa.DataType, numbers: bool = True
+                      ) -> str | None:
     """Why a column of leaf type ``got`` must not be cast to one of leaf type ``want`` (numbers
-    into times, dates into zoned timestamps), after "its values"; None when it may."""
-    if _temporal(want) and _numeric(got):
+    into times, unless ``numbers`` is False: a commit's schema= states the unit; dates into
+    timestamps of a zone other than UTC), after "its values"; None when it may. Structs are
+    compared field by field (QA review64b: a struct's time field took numbers)."""
+    if pa.types.is_struct(got) and pa.types.is_struct(want):
+        for i in range(want.num_fields):
+            f = want.field(i)
+            j = got.get_field_index(f.name)
+            inner = None if j < 0 else time_cast_refusal(got.field(j).type, f.type, numbers)
+            if inner is not None:
+                return f"at .{f.name} {inner}"
+        return None
+    if _lists(got) and _lists(want):
+        inner = time_cast_refusal(got.value_type, want.value_type, numbers)
+        return None if inner is None else f"at [] {inner}"
+    if numbers and _temporal(want) and _numeric(got):
         return f"are numbers ({got}), but " + _why(want)
-    if pa.types.is_date(got) and pa.types.is_timestamp(want) and want.tz is not None:
+    if (pa.types.is_date(got) and pa.types.is_timestamp(want) and want.tz is not None
+            and want.tz.upper() not in ("UTC", "Z", "+00:00", "ETC/UTC")):  # (midnight UTC)
         return (f"are dates ({got}), but the column's timestamps ({want}) are in {want.tz}; "
                 f"Arrow would read each as midnight UTC. Give them a time and the zone "
                 f"(pandas: pd.to_datetime(col).dt.tz_localize({want.tz!r}))")
