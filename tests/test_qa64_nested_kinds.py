@@ -78,3 +78,21 @@ def test_an_append_lacking_a_struct_field_warns_naming_its_path(repo: dl.Reposit
             [[{"kind": "image", "text": None}]], pa.list_(less))}), key="key")
     assert repo.dataset("mm").get("c")["segments"] == [
         {"kind": "image", "text": None, "image": None}]
+
+
+def test_a_null_field_names_its_path_and_a_type_for_every_sample(repo: dl.Repository) -> None:
+    """QA multimodal64 (F3): the advice's type was the failing sample's alone (text: null),
+    which refused every earlier sample, and blamed the whole column."""
+    def docs() -> object:
+        for i in range(1100):  # text-only documents, more than the 1,024 typed from
+            yield f"d{i:05d}", {"segments": [{"kind": "text", "text": f"t{i}", "image": None}]}
+        yield "zimg", {"segments": [{"kind": "image", "text": None, "image": b"\x89PNG"}]}
+
+    with pytest.warns(UserWarning, match="segments"), pytest.raises(
+            dl.SchemaError, match=r"segments\[\]\.image was None .* struct<kind: string, text: "
+                                  r"string, image: binary>") as e:
+        repo.commit("mm", docs())
+    assert "text: null" not in str(e.value)
+    seg = pa.struct([("kind", pa.string()), ("text", pa.string()), ("image", pa.binary())])
+    repo.commit("mm", docs(), schema=pa.schema([("segments", pa.list_(seg))]))
+    assert repo.dataset("mm").get("zimg")["segments"][0]["image"] == b"\x89PNG"

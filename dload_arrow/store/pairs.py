@@ -26,6 +26,7 @@ from dload_arrow.arrays import inferred_type, typed_array
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.lossless import check_whole_numbers
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.null_types import null_type_error
 from dload_arrow.store.pair_checks import (
     empty_tensor_error,
     encodes,
@@ -152,21 +153,6 @@ def _without_nat(values: list[Any]) -> list[Any]:
     return [None if type(v).__name__ == "NaTType" else v for v in values]
 
 
-def _type_code(value: Any) -> str:
-    """How to write the type ``value`` infers to in Python: ``pa.int64()``."""
-    try:
-        return _code(str(inferred_type([value])))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-        return "<its type>"
-
-
-def _code(t: str) -> str:
-    if t.startswith("list<item: ") and t.endswith(">"):  # [1, 2]: pa.list_(pa.int64())
-        return f"pa.list_({_code(t[len('list<item: '):-1])})"
-    t = {"double": "float64", "float": "float32", "halffloat": "float16", "bool": "bool_"}.get(t, t)
-    return f"pa.{t}()" if t.replace("_", "").isalnum() else f"<its type: {t}>"
-
-
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: bool = False
             ) -> pa.Array:
     values = _without_nat([r.get(field.name) for _, r in rows])
@@ -195,16 +181,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
                     raise not_unicode(f"sample {key!r}, column {field.name!r}: value",
                                       v) from e
                 if holds_type(field.type, pa.types.is_null):  # null, list<null> (QA migrate59)
-                    raise SchemaError(
-                        f"sample {key!r}, column {field.name!r}: value {shown(v)}, but the "
-                        f"column's type is {field.type}: it was None"
-                        f"{'' if pa.types.is_null(field.type) else ' (or an empty list)'} in "
-                        f"every sample its type was inferred from (the first {_CHUNK} of the "
-                        "commit, or of the commit that stored the dataset an append goes to); "
-                        f"commit with its type, e.g. schema=pa.schema([({field.name!r}, "
-                        f"{_type_code(v)})]) (an append keeps the stored types: commit the old "
-                        "rows and the new ones with it)"
-                    ) from e
+                    raise null_type_error(key, field, v, stated, _CHUNK) from e
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
                     f"type {field.type}; fix the sample, or store a wider type: pass schema= "
