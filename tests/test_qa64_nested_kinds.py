@@ -46,7 +46,7 @@ def test_an_append_of_the_other_kind_is_refused_and_one_kind_stays_as_given(
         repo.append("docs", [("c", {"segments": [{"kind": "image", "text": None,
                                                   "image": "/data/x.jpg"}],
                                     "tags": {"lang": "de"}})])
-    repo.append("docs", [("d", {"segments": [], "tags": {"lang": None}})])
+    repo.append("docs", [("d", {"segments": [], "tags": {"lang": "fr"}})])
     assert [r["__key__"] for r in repo.dataset("docs").samples()] == ["a", "d"]
 
 
@@ -96,3 +96,17 @@ def test_a_null_field_names_its_path_and_a_type_for_every_sample(repo: dl.Reposi
     seg = pa.struct([("kind", pa.string()), ("text", pa.string()), ("image", pa.binary())])
     repo.commit("mm", docs(), schema=pa.schema([("segments", pa.list_(seg))]))
     assert repo.dataset("mm").get("zimg")["segments"][0]["image"] == b"\x89PNG"
+
+
+def test_appended_samples_lacking_a_struct_field_warn_naming_it(repo: dl.Repository) -> None:
+    """QA review64b (F8): an appended table lacking a struct's field was warned of, samples
+    lacking it were not."""
+    repo.commit("d", [("a", {"seg": [{"kind": "image", "image": b"\x89PNG"}], "x": 1})])
+    with pytest.warns(UserWarning, match=r"no value in column\(s\) \['seg\[\]\.image'\]"):
+        repo.append("d", [("b", {"seg": [{"kind": "text"}], "x": 2})])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a field holding a value somewhere: no warning
+        repo.append("d", [("c", {"seg": [{"kind": "text"}, {"kind": "image", "image": b"x"}],
+                                 "x": 3})])

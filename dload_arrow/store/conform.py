@@ -19,6 +19,7 @@ from dload_arrow.store.append_hints import extra_hint, in_torch
 from dload_arrow.store.cast_check import changed_row
 from dload_arrow.store.lossless import finer_hint, leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.nested_values import FieldValues
 from dload_arrow.store.rows import SHAPE_META, field_shape
 from dload_arrow.store.table_columns import flat_tensor, nested_tensor
 from dload_arrow.store.time_numbers import time_cast_refusal
@@ -256,13 +257,15 @@ def warn_valueless(batches: Iterator[pa.RecordBatch], dataset: str
 
 def _valueless(batches: Iterator[pa.RecordBatch], dataset: str,
                warn: Callable[[str], None]) -> Iterator[pa.RecordBatch]:
-    rows, nulls = 0, dict[str, int]()
+    rows, nulls, fields = 0, dict[str, int](), FieldValues()
     for b in batches:
         rows += b.num_rows
         for i, f in enumerate(b.schema):
             nulls[f.name] = nulls.get(f.name, 0) + b.column(i).null_count
+        fields.add(b)  # (a struct's fields: segments[].image, QA review64b)
         yield b
     empty = [n for n, c in nulls.items() if n != KEY_COLUMN and rows and c == rows]
+    empty += fields.empty()
     if empty:
         warn(f"the appended samples have no value in column(s) {empty} of {dataset!r}: they "
              f"store null there{in_torch(b.schema, empty)}; give the samples those columns "
