@@ -182,11 +182,11 @@ def inferred_type(values: Sequence[Any]) -> pa.DataType:
         return _INFERRED[kind]
     try:
         t = pa.array(values).type
-        # pandas' Timestamps all of unit ns (as a timestamp[ns] column reads back) keep it:
-        # Arrow infers us, refusing a later value's nanoseconds (QA timeseries64); other
-        # values among them (a datetime, a Timestamp before 1677) keep us (QA review64b)
+        # pandas' Timestamps of unit ns (as a timestamp[ns] column reads back) make it ns if
+        # every time fits (years 1678-2261): Arrow infers us (QA timeseries64, review64c)
         if (pa.types.is_timestamp(t) and t.unit == "us"
-                and {getattr(v, "unit", None) for v in values if v is not None} == {"ns"}):
+                and any(getattr(v, "unit", None) == "ns" for v in values)
+                and all(1678 <= getattr(v, "year", 2000) <= 2261 for v in values)):
             t = pa.timestamp("ns", t.tz)
         return t
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

@@ -149,12 +149,15 @@ def nested_hint(missing: str, schema: object) -> str:
         return ""
     rest = missing[len(head) + 1:]
     t = schema.field(head).type  # type: ignore[attr-defined]
-    if getattr(t, "value_type", None) is not None:  # a list of structs: r[head][i][field]
-        t = t.value_type
-    if not hasattr(t, "get_field_index") or t.get_field_index(rest.split(".")[0]) < 0:
-        return ""
+    for part in rest.split("."):  # each a field of a struct (a list's items: its structs)
+        if getattr(t, "value_type", None) is not None:
+            t = t.value_type
+        if not hasattr(t, "get_field_index") or (i := t.get_field_index(part)) < 0:
+            return ""
+        t = t.field(i).type
+    keys = "".join(f"[{p!r}]" for p in [head, *rest.split(".")])
     return (f"; {missing!r} is a field of the column {head!r}, and a name selects a whole "
-            f"column: read columns=[{head!r}] and take the field (r[{head!r}][{rest!r}], "
+            f"column: read columns=[{head!r}] and take the field (r{keys}, "
             f"pyarrow.compute.struct_field), or select it in SQL: repo.sql(\"SELECT "
             f"{head}.{rest} FROM samples('NAME')\")")
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from dload_arrow.errors import EmptyInputError, NotFoundError, SchemaError
 from dload_arrow.ingest.columns import ragged_npy_fix
-from dload_arrow.ingest.globs import Globs, GlobWarning
+from dload_arrow.ingest.globs import Globs, GlobWarning, LeftOutError
 from dload_arrow.ingest.grouping import IngestReport
 from dload_arrow.ingest.inner_kinds import is_archive_name
 from dload_arrow.ingest.kinds import is_marker
@@ -177,6 +177,7 @@ class ArchiveSet:
         owner: dict[str, str] = {}
         fields: dict[str, tuple[pa.Field, str]] = {}
         empty: list[SampleSource] = []
+        left: list[Exception] = []
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", GlobWarning)  # said once, for the whole set
             for s in self.sources:
@@ -186,9 +187,11 @@ class ArchiveSet:
                     name = s.location  # (train/a.tar, val/a.tar: the whole path)
                 try:
                     keys = s.keys()  # (listed: a tar is read through once)
-                except EmptyInputError:  # its samples are none: the others' are read
-                    report.skipped.append((name, "empty archive"))
+                except (EmptyInputError, LeftOutError) as e:  # no samples: the others' are
+                    report.skipped.append((name, "empty archive" if isinstance(  # read
+                        e, EmptyInputError) else "left out whole by --include/--exclude"))
                     empty.append(s)
+                    left.append(e)
                     continue
                 for key in keys:
                     if (other := owner.setdefault(key, s.location)) != s.location:
@@ -216,6 +219,8 @@ class ArchiveSet:
                 report.excluded += r.excluded
                 report.excluded_dirs += [f"{name}: {d}" for d in r.excluded_dirs]
         if len(empty) == len(self.sources):  # (QA review64b: --allow-empty dropped the rest)
+            if any(isinstance(e, LeftOutError) for e in left):
+                raise next(e for e in left if isinstance(e, LeftOutError))
             raise EmptyInputError(f"{self.where}: no files in any of its "
                                   f"{plural(len(empty), 'archive')}")
         self.sources = [x for x in self.sources if x not in empty]

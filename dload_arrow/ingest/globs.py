@@ -30,9 +30,14 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from dload_arrow.errors import user_stacklevel
+from dload_arrow.errors import NotFoundError, user_stacklevel
 
-__all__ = ["GlobWarning", "Globs", "exact_path", "glob_list"]
+__all__ = ["GlobWarning", "Globs", "LeftOutError", "exact_path", "glob_list"]
+
+
+class LeftOutError(NotFoundError):
+    """--include/--exclude left out every file of a source (one archive of a set is then
+    skipped, as an empty one is: ``archive_set.py``)."""
 
 
 class GlobWarning(UserWarning):

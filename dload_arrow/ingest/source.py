@@ -27,7 +27,7 @@ import pyarrow as pa
 from dload_arrow.arrays import typed_array
 from dload_arrow.errors import ConfigError, EmptyInputError, NotFoundError
 from dload_arrow.ingest.columns import column_kind, decode_value, field_for
-from dload_arrow.ingest.globs import Globs
+from dload_arrow.ingest.globs import Globs, LeftOutError
 from dload_arrow.ingest.grouping import (
     Entry,
     IngestReport,
@@ -172,7 +172,7 @@ class SampleSource:
             globs = " ".join(f"--{o} {p!r}" for o, ps in (("include", self.include),
                                                           ("exclude", self.exclude)) for p in ps)
             skipped = f" ({report.skipped_text()})" if report.skipped else ""
-            return NotFoundError(
+            return LeftOutError(
                 f"{self.location}: no files to ingest: {globs} (include=/exclude= in Python) "
                 f"left out every file there ({report.excluded_text()}){skipped};{unused} "
                 "loosen the globs (a pattern matches a file's path, its name or a directory "

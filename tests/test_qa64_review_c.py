@@ -1,0 +1,88 @@
+"""QA review64c, the review of the review's fixes: a float's fraction dropped in a time column
+of a commit's schema=; numbers in a map's time values or a dictionary column; pandas
+Timestamps of mixed units; UTC spellings; an archive --exclude leaves empty among several;
+pad_collate over frames of frames; the dotted hint two levels deep."""
+
+from __future__ import annotations
+
+import datetime as dt
+import tarfile
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from cli_run import RunFn, runner
+
+import dload_arrow as dl
+
+
+def test_a_float_into_a_time_column_of_schema_is_refused(repo: dl.Repository) -> None:
+    for typ, value in [(pa.timestamp("s"), 1700000000.75), (pa.duration("s"), 1.5),
+                       (pa.date32(), 19000.9), (pa.timestamp("s"), 1700000000.0)]:
+        with pytest.raises(dl.SchemaError, match=r"holds a float, but .* takes whole numbers"):
+            repo.commit("f", [("a", {"v": value})], schema=pa.schema([("v", typ)]))
+    repo.commit("f", [("a", {"v": 1700000000})], schema=pa.schema([("v", pa.timestamp("s"))]))
+    assert repo.dataset("f").get("a")["v"] == dt.datetime(2023, 11, 14, 22, 13, 20)
+
+
+def test_numbers_in_a_map_or_a_dictionary_column_are_refused(repo: dl.Repository) -> None:
+    mt = pa.map_(pa.string(), pa.timestamp("us"))
+    repo.commit("m", [("a", {"m": {"start": dt.datetime(2024, 1, 1)}})],
+                schema=pa.schema([("m", mt)]))
+    with pytest.raises(dl.SchemaError, match=r"holds a number at m\{value\}"):
+        repo.append("m", [("b", {"m": {"start": 1700000000}})])
+    with pytest.raises(dl.SchemaError, match=r"its values at \{value\} are numbers"):
+        repo.append("m", pa.table({"__key__": ["c"], "m": pa.array(
+            [[("start", 1700000000)]], pa.map_(pa.string(), pa.int64()))}))
+    repo.commit("d", pa.table({"__key__": ["a"], "ts": pa.array([dt.datetime(2024, 1, 1)])}))
+    codes = pa.array([1700000000]).dictionary_encode()
+    with pytest.raises(dl.SchemaError, match="its values are numbers"):
+        repo.append("d", pa.table({"__key__": ["b"], "ts": codes}))
+
+
+def test_timestamps_of_mixed_units_keep_nanoseconds(repo: dl.Repository) -> None:
+    a, b = pd.Timestamp("2024-01-01 10:00:00.123456789"), pd.Timestamp("2024-01-02")
+    assert (a.unit, b.unit) == ("ns", "us") or b.unit != "ns"
+    repo.commit("u", [("a", {"t": a}), ("b", {"t": b}), ("c", {"t": dt.datetime(2024, 1, 3)})])
+    assert repo.dataset("u").schema.field("t").type == pa.timestamp("ns")
+    assert repo.dataset("u").get("a")["t"] == a
+
+
+@pytest.mark.parametrize("tz", ["utc", "GMT", "Europe/Berlin"])
+def test_dates_into_other_zones_are_refused_by_dload(repo: dl.Repository, tz: str) -> None:
+    repo.commit("z", pa.table({"__key__": ["a"], "ts": pa.array([dt.datetime(2024, 1, 1)],
+                                                                pa.timestamp("us", tz))}))
+    with pytest.raises(dl.SchemaError, match="are dates"):
+        repo.append("z", pa.table({"__key__": ["b"], "ts": pa.array([dt.date(2024, 1, 2)])}))
+
+
+def test_an_archive_left_out_whole_among_others_is_skipped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], local_root: str) -> None:
+    run: RunFn = runner(capsys, ["--root", local_root])
+    for name, files in (("day-1.tar", ["n1.txt", "n2.txt"]), ("day-2.tar", ["x.tmp"])):
+        with tarfile.open(tmp_path / name, "w") as t:
+            for f in files:
+                (tmp_path / f).write_text(f)
+                t.add(tmp_path / f, arcname=f)
+    r = run("commit", "shots", "--from", str(tmp_path / "day-1.tar"), "--from",
+            str(tmp_path / "day-2.tar"), "--exclude", "*.tmp")
+    assert "left out whole by --include/--exclude (day-2.tar)" in r.err
+    assert dl.Repository.open(local_root).dataset("shots").num_rows == 2
+
+
+def test_frames_of_frames_with_a_batch_of_null_frames(repo: dl.Repository) -> None:
+    t = pa.list_(pa.list_(pa.list_(pa.float32())))
+    repo.commit("ep", pa.table({"__key__": list("abc"), "f": pa.array(
+        [[[[1.0, 2.0]]], [None, None], [[[1.0, 2.0], [3.0, 4.0]]]], t)}))
+    got = [b["f"] for b in repo.dataset("ep").pipeline().batch(1, collate=dl.pad_collate())]
+    assert [g.shape for g in got] == [(1, 1, 1, 2), (1, 2), (1, 1, 2, 2)]
+
+
+def test_the_dotted_hint_two_levels_deep(repo: dl.Repository) -> None:
+    repo.commit("m", pa.table({"__key__": ["a"], "meta": [{"sub": {"x": 1}}]}))
+    with pytest.raises(dl.SchemaError, match=r"r\['meta'\]\['sub'\]\['x'\]"):
+        repo.dataset("m").to_arrow(columns=["meta.sub.x"])
+    with pytest.raises(dl.SchemaError) as e:
+        repo.dataset("m").to_arrow(columns=["meta.sub.nope"])
+    assert "is a field of" not in str(e.value)
