@@ -120,15 +120,14 @@ def _stored(batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schem
 
 def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:
     """Key column ``key`` (rows from ``at``) as strings; bytes that are not UTF-8 refused."""
-    if col.type == pa.string():
-        return col
-    try:
-        return col.cast(pa.string())
+    try:  # (string keys a writer never checked: refused as bytes that are not UTF-8 are)
+        return (col.cast(pa.binary()) if col.type == pa.string() else col).cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        if not (pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)):
+        if not (pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)
+                or col.type == pa.string()):
             raise SchemaError(f"key column {key!r} ({col.type}) does not convert to "
                               f"strings: {e}; keys are strings or integers") from e
-        for i, v in enumerate(col.to_pylist()):
+        for i, v in enumerate(col.cast(pa.binary()).to_pylist()):
             try:
                 (v or b"").decode()
             except UnicodeDecodeError:

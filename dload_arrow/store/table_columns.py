@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.arrays import list_slots, numpy_values
 from dload_arrow.errors import SchemaError, user_stacklevel
+from dload_arrow.type_walk import holds_type
 
 __all__ = ["CodesSeen", "flat_tensor", "nested_tensor", "storable"]
 
@@ -158,6 +159,8 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     if tensor is not None:
         return tensor
     t = col.type
+    if holds_type(t, _TEXT_TYPE):  # bytes a writer never checked (QA text64): refused here,
+        _valid_text(field.name, col)  # not at every read of the version
     if _ordered(t):
         warnings.warn(
             f"column {field.name!r} {'is' if pa.types.is_dictionary(t) else 'holds'} an "
@@ -265,3 +268,19 @@ def _ordered(t: pa.DataType) -> bool:
 
 def _plain_field(f: pa.Field, wide: bool) -> pa.Field:
     return f.with_type(_plain(f.type, wide))
+
+
+def _TEXT_TYPE(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _valid_text(name: str, col: pa.Array) -> None:
+    """Refuse a text column holding bytes that are not UTF-8 (a Parquet or Arrow file written
+    without the check: Spark, C++, ``Array.from_buffers``), naming the row."""
+    try:
+        col.validate(full=True)
+    except pa.ArrowInvalid as e:
+        raise SchemaError(
+            f"column {name!r} holds text that is not UTF-8 ({e}); text columns hold "
+            "UTF-8: decode it from its encoding where it was written (a file: `iconv -f "
+            "latin1 -t utf-8`), or store the column as bytes (binary)") from e

@@ -1,0 +1,46 @@
+"""QA text64: a Parquet or Arrow file's text column holding bytes that are not UTF-8 (a writer
+that never checked) was committed, and every read of that version failed afterwards (at the
+column's min or max: an internal error in the commit); its keys too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from cli_run import RunFn, runner
+
+import dload_arrow as dl
+
+
+def _unchecked(values: list[bytes]) -> pa.Array:
+    """A string array holding ``values`` as they are, not validated (as other writers do)."""
+    offsets = [0]
+    for v in values:
+        offsets.append(offsets[-1] + len(v))
+    return pa.Array.from_buffers(pa.string(), len(values), [
+        None, pa.array(offsets, pa.int32()).buffers()[1], pa.py_buffer(b"".join(values))])
+
+
+@pytest.mark.parametrize("values", [[b"ok", b"caf\xe9"], [b"aaa", b"b\xe9c", b"zzz"]])
+def test_text_that_is_not_utf8_is_refused_at_the_commit(tmp_path: Path, local_root: str,
+                                                        capsys: pytest.CaptureFixture[str],
+                                                        values: list[bytes]) -> None:
+    run: RunFn = runner(capsys, ["--root", local_root])
+    ids = [str(i) for i in range(len(values))]
+    pq.write_table(pa.table({"id": ids, "text": _unchecked(values)}), tmp_path / "t.parquet")
+    r = run("commit", "t", "--from", str(tmp_path / "t.parquet"), "--key-column", "id",
+            "--json", rc=1)
+    error = json.loads(r.err.strip().splitlines()[-1])["error"]
+    assert error["kind"] == "schema" and "column 'text' holds text that is not UTF-8" in (
+        error["message"])
+    repo = dl.Repository.open(local_root)
+    assert repo.datasets() == []
+    nested = pa.StructArray.from_arrays([_unchecked([b"\xff"])], ["x"])
+    with pytest.raises(dl.SchemaError, match="column 's' holds text that is not UTF-8"):
+        repo.commit("s", pa.table({"__key__": ["a"], "s": nested}))
+    with pytest.raises(dl.SchemaError, match=r"key column '__key__', row 1: key b'caf\\xe9' "
+                                             "is not UTF-8"):
+        repo.commit("k", pa.table({"__key__": _unchecked([b"ok", b"caf\xe9"]), "v": [1, 2]}))
