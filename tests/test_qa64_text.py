@@ -13,6 +13,7 @@ import pytest
 from cli_run import RunFn, runner
 
 import dload_arrow as dl
+from dload_arrow.ingest import open_table
 
 
 def _unchecked(values: list[bytes]) -> pa.Array:
@@ -44,3 +45,20 @@ def test_text_that_is_not_utf8_is_refused_at_the_commit(tmp_path: Path, local_ro
     with pytest.raises(dl.SchemaError, match=r"key column '__key__', row 1: key b'caf\\xe9' "
                                              "is not UTF-8"):
         repo.commit("k", pa.table({"__key__": _unchecked([b"ok", b"caf\xe9"]), "v": [1, 2]}))
+
+
+def test_a_json_lines_document_of_several_mb_is_read(tmp_path: Path, local_root: str) -> None:
+    """pyarrow's 1 MiB blocks refused a line of 2 MB or more ("straddling object")."""
+    import gzip
+
+    big = "x" * 3_000_000
+    lines = [json.dumps({"id": "a", "text": "short"}), json.dumps({"id": "b", "text": big}),
+             json.dumps({"id": "c", "text": "after"})]
+    (tmp_path / "docs.jsonl").write_text("\n".join(lines) + "\n")
+    with gzip.open(tmp_path / "docs.jsonl.gz", "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    repo = dl.Repository.open(local_root)
+    for name, file in (("plain", "docs.jsonl"), ("gz", "docs.jsonl.gz")):
+        repo.commit(name, open_table(str(tmp_path / file), key="id"), key="id")
+        ds = repo.dataset(name)
+        assert ds.num_rows == 3 and ds.get("b")["text"] == big and ds.get("c")["text"] == "after"

@@ -39,7 +39,7 @@ def read_json(f: Any, path: str, endpoint_url: str | None, text_columns: Sequenc
     dated = [] if probe is None else [x.name for x in probe if pa.types.is_timestamp(x.type)]
     options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]),
                                  unexpected_field_behavior="infer")
-    table = pjson.read_json(f, parse_options=options)
+    table = _read(f, options)
     # pyarrow's JSON reader copies string bytes unchecked: text that is not UTF-8 would be
     # stored, then fail in every reader. ArrowInvalid: the caller names the line (read_errors).
     try:
@@ -54,6 +54,30 @@ def read_json(f: Any, path: str, endpoint_url: str | None, text_columns: Sequenc
         table = _typed(table, c, probe.field(c).type.unit if probe else "s", c in text)
     late = [x.name for x in table.schema if pa.types.is_timestamp(x.type) and x.name not in dated]
     return _read_late(table, late, path, endpoint_url, text) if late else table
+
+
+def _read(f: Any, options: Any) -> pa.Table:
+    """``pyarrow.json.read_json`` of ``f``, in blocks that hold its longest line: pyarrow's
+    1 MiB blocks refused a document of 2 MB or more ("straddling object", QA text64)."""
+    import pyarrow.json as pjson
+
+    try:
+        return pjson.read_json(f, parse_options=options)
+    except pa.ArrowInvalid as e:
+        if "straddl" not in str(e) or not f.seekable():
+            raise
+    f.seek(0)
+    longest = cur = 0
+    while chunk := f.read(1 << 24):
+        *whole, cur_tail = chunk.split(b"\n")
+        if whole:
+            longest = max(longest, cur + len(whole[0]), *(len(x) for x in whole[1:]))
+            cur = 0
+        cur += len(cur_tail)
+    f.seek(0)
+    size = min(max(longest, cur) + (1 << 20), 2**31 - 1)
+    return pjson.read_json(f, parse_options=options,
+                           read_options=pjson.ReadOptions(block_size=size))
 
 
 def _probe(f: Any) -> pa.Schema | None:
@@ -100,7 +124,7 @@ def _read_late(table: pa.Table, dated: list[str], path: str, endpoint_url: str |
     with again:
         options = pjson.ParseOptions(explicit_schema=pa.schema([(c, pa.string()) for c in dated]),
                                      unexpected_field_behavior="ignore")
-        written = pjson.read_json(again, parse_options=options)
+        written = _read(again, options)
     for c in dated:
         col = written.column(c)
         if c not in text and not pc.any(pc.match_substring_regex(col, _ZONED)).as_py():
