@@ -186,7 +186,7 @@ def inferred_type(values: Sequence[Any]) -> pa.DataType:
         # every time fits (years 1678-2261): Arrow infers us (QA timeseries64, review64c)
         if (pa.types.is_timestamp(t) and t.unit == "us"
                 and any(getattr(v, "unit", None) == "ns" for v in values)
-                and all(1678 <= getattr(v, "year", 2000) <= 2261 for v in values)):
+                and all(1678 <= getattr(v, "year", 0) <= 2261 for v in values)):
             t = pa.timestamp("ns", t.tz)
         return t
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

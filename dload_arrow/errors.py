@@ -149,17 +149,19 @@ def nested_hint(missing: str, schema: object) -> str:
         return ""
     rest = missing[len(head) + 1:]
     t = schema.field(head).type  # type: ignore[attr-defined]
+    keys = f"[{head!r}]"
     for part in rest.split("."):  # each a field of a struct (a list's items: its structs)
         if getattr(t, "value_type", None) is not None:
-            t = t.value_type
+            t, keys = t.value_type, keys + "[i]"
         if not hasattr(t, "get_field_index") or (i := t.get_field_index(part)) < 0:
             return ""
-        t = t.field(i).type
-    keys = "".join(f"[{p!r}]" for p in [head, *rest.split(".")])
+        t, keys = t.field(i).type, keys + f"[{part!r}]"
+    path = "".join(f"['{p}']" for p in rest.split("."))  # (meta.sub.x: DuckDB reads a table)
+    sql = "" if "[i]" in keys else (f", or select it in SQL: repo.sql(\"SELECT {head}{path} "
+                                    "FROM samples('NAME')\")")  # (through a list: no such SQL)
     return (f"; {missing!r} is a field of the column {head!r}, and a name selects a whole "
             f"column: read columns=[{head!r}] and take the field (r{keys}, "
-            f"pyarrow.compute.struct_field), or select it in SQL: repo.sql(\"SELECT "
-            f"{head}.{rest} FROM samples('NAME')\")")
+            f"pyarrow.compute.struct_field){sql}")
 
 
 def _unpadded(name: str) -> str:

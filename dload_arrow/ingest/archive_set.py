@@ -219,8 +219,11 @@ class ArchiveSet:
                 report.excluded += r.excluded
                 report.excluded_dirs += [f"{name}: {d}" for d in r.excluded_dirs]
         if len(empty) == len(self.sources):  # (QA review64b: --allow-empty dropped the rest)
-            if any(isinstance(e, LeftOutError) for e in left):
-                raise next(e for e in left if isinstance(e, LeftOutError))
+            first = next((e for e in left if isinstance(e, LeftOutError)), None)
+            if first is not None:  # (every archive named, not the first: QA review64d)
+                raise LeftOutError(f"{self.where}: --include/--exclude left out every file of "
+                                   f"its {plural(len(empty), 'archive')}; loosen the globs ("
+                                   f"the first: {first})")
             raise EmptyInputError(f"{self.where}: no files in any of its "
                                   f"{plural(len(empty), 'archive')}")
         self.sources = [x for x in self.sources if x not in empty]

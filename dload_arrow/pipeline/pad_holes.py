@@ -18,18 +18,22 @@ def fill_nulls(cells: list[Any], inner: tuple[int, ...], empty: tuple[int, ...] 
     rows: list[Any] = []
     holes: list[np.ndarray | None] = []
     found = [null_items(c) for c in cells]
-    width = next((len(x) for c, gaps in zip(cells, found, strict=True)  # the batch's frames'
+    frame = next((x for c, gaps in zip(cells, found, strict=True)  # the batch's frames'
                   if isinstance(c, list | tuple)  # (a row whose frames are all null: QA
                   for i, x in enumerate(c) if isinstance(x, list | tuple)  # review60d)
                   and not (gaps[i] if gaps else x is None)), None)
-    shape = inner or ((width,) if width is not None else empty)
+    try:  # (frames of frames: their 2-D shape, QA review64d)
+        shape = inner or (np.shape(frame) if frame is not None else empty)
+    except ValueError:  # a ragged frame: the padding refuses it
+        shape = (len(frame),)  # type: ignore[arg-type]
     for c, gaps in zip(cells, found, strict=True):
         if gaps is None:
             holes.append(None)
             rows.append(c)
             continue
         holes.append(np.asarray(gaps))
-        rows.append([np.zeros(shape, np.int8).tolist() if gap else x for x, gap in zip(
+        pad = np.zeros(shape, np.int8)  # (as an array past one axis: [] has no (0, 0) form)
+        rows.append([(pad if pad.ndim > 1 else pad.tolist()) if gap else x for x, gap in zip(
             c, gaps, strict=True)])
     return rows, holes
 

@@ -194,9 +194,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         pad = self.pad_value.get(name, 0) if isinstance(self.pad_value, dict) else self.pad_value
         want = given if given is not None else (stored[0] if stored else None)
         shape = stored[1] if stored and stored[1] is not None else ()
-        # rows of frames (one level inside): null frames of width 0, no frame: (n, T, 0);
-        # frames of frames keep numpy's shapes (a (0, 0) frame has no list form)
-        depth = 1 if stored and stored[1] is None and stored[2] == 1 else 0
+        # rows of frames: null frames of width 0 where no frame says it, no frame: (n, T, 0)
+        depth = stored[2] if stored and stored[1] is None else 0  # ((n, T, 0, 0) a level in)
         cells, holes = fill_nulls(cells, shape, (0,) * depth)
         arrays = _arrays(name, cells, want, check=given is not None)
         filled = [a for a in arrays if a.size]
@@ -237,7 +236,7 @@ def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str
     if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
         return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
     if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad; a
-        frameless = s[2] == 1 and all(c is None or (_is_sequence(c) and all(
+        frameless = all(c is None or (_is_sequence(c) and all(
             x is None or not len(x) for x in c)) for c in cells)
         return frameless or _numeric_sequences(fill_nulls(cells, ())[0])  # (a batch without
         # a frame pads at the stored rank: it had no _length key, QA review64)

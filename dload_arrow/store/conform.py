@@ -264,7 +264,8 @@ def _valueless(batches: Iterator[pa.RecordBatch], dataset: str,
             nulls[f.name] = nulls.get(f.name, 0) + b.column(i).null_count
         fields.add(b)  # (a struct's fields: segments[].image, QA review64b)
         yield b
-    empty = [n for n, c in nulls.items() if n != KEY_COLUMN and rows and c == rows]
+    empty = [n for n, c in nulls.items() if n != KEY_COLUMN and rows and c == rows
+             and not pa.types.is_null(b.schema.field(n).type)]  # (null: the commit warned)
     empty += fields.empty()
     if empty:
         warn(f"the appended samples have no value in column(s) {empty} of {dataset!r}: they "

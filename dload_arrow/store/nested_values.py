@@ -33,6 +33,8 @@ class FieldValues:
             self._walk(arr.flatten(), f"{path}[]")
         elif pa.types.is_struct(t):
             for j, child in enumerate(arr.flatten()):  # (the struct's nulls merged in)
+                if pa.types.is_null(child.type):
+                    continue  # stored as null: it can hold no value (the commit warned)
                 sub = f"{path}.{t.field(j).name}"
                 self.parents[sub] = path
                 self.values[sub] = self.values.get(sub, 0) + len(child) - child.null_count

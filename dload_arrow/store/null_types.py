@@ -20,18 +20,16 @@ from dload_arrow.errors import SchemaError, shown
 __all__ = ["null_type_error", "type_code"]
 
 
-def _null_path(t: pa.DataType, path: str) -> str | None:
-    """The path of the first null field in ``t`` (``''`` for ``t`` itself)."""
+def _null_paths(t: pa.DataType, path: str) -> list[str]:
+    """The paths of the null fields in ``t`` (``path`` for ``t`` itself)."""
     if pa.types.is_null(t):
-        return path
+        return [path]
     if pa.types.is_struct(t):
-        for i in range(t.num_fields):
-            got = _null_path(t.field(i).type, f"{path}.{t.field(i).name}")
-            if got is not None:
-                return got
-    elif getattr(t, "value_type", None) is not None and t.num_fields:
-        return _null_path(t.value_type, f"{path}[]")
-    return None
+        return [p for i in range(t.num_fields)
+                for p in _null_paths(t.field(i).type, f"{path}.{t.field(i).name}")]
+    if getattr(t, "value_type", None) is not None and t.num_fields:
+        return _null_paths(t.value_type, f"{path}[]")
+    return []
 
 
 def _merged(t: pa.DataType, value: Any) -> pa.DataType | None:
@@ -57,13 +55,15 @@ def type_code(t: pa.DataType | str) -> str:
 def null_type_error(key: str, field: pa.Field, value: Any, stated: bool,
                     chunk: int) -> SchemaError:
     """The error for ``value`` (sample ``key``) in ``field``, whose type holds null."""
-    path = _null_path(field.type, field.name) or field.name
+    paths = _null_paths(field.type, field.name) or [field.name]  # (all: QA review64d)
+    path = " and ".join(paths)
     merged = _merged(field.type, value)
     code = type_code(merged) if merged is not None else "<its type>"
     where = (f"schema= gives {field.name!r} the type {field.type}, with null at {path}"
              if stated else
              f"the column's type is {field.type}: "
-             f"{'it' if path in (field.name, field.name + '[]') else path} was None"
+             f"{'it' if path in (field.name, field.name + '[]') else path} "
+             f"{'was' if len(paths) == 1 else 'were'} None"
              f"{'' if pa.types.is_null(field.type) else ' (or an empty list)'} in every sample "
              f"its type was inferred from (the first {chunk} of the commit, or of the commit "
              "that stored the dataset an append goes to)")

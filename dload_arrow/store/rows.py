@@ -80,13 +80,14 @@ def _table_batches(
 
 def _stored(batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schema | None,
             first_key: KeyOffset, codes: CodesSeen | None) -> Iterator[pa.RecordBatch]:
-    from dload_arrow.store.table_columns import storable  # it imports this module
+    from dload_arrow.store.table_columns import check_text, storable  # (it imports this)
 
     offset = 0  # rows so far
     target: pa.Schema | None = schema
     for batch in batches:
         if batch.num_rows == 0:
             continue
+        check_text(batch, key)  # (before any value of it is read)
         if codes is not None:
             codes.add(batch)
         if key is None:
@@ -120,14 +121,15 @@ def _stored(batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schem
 
 def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:
     """Key column ``key`` (rows from ``at``) as strings; bytes that are not UTF-8 refused."""
+    text = col.type in (pa.string(), pa.large_string(), pa.string_view())
     try:  # (string keys a writer never checked: refused as bytes that are not UTF-8 are)
-        return (col.cast(pa.binary()) if col.type == pa.string() else col).cast(pa.string())
+        return (col.cast(pa.large_binary()) if text else col).cast(pa.string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         if not (pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)
-                or col.type == pa.string()):
+                or text):
             raise SchemaError(f"key column {key!r} ({col.type}) does not convert to "
                               f"strings: {e}; keys are strings or integers") from e
-        for i, v in enumerate(col.cast(pa.binary()).to_pylist()):
+        for i, v in enumerate(col.cast(pa.large_binary()).to_pylist()):
             try:
                 (v or b"").decode()
             except UnicodeDecodeError:

@@ -43,7 +43,7 @@ from dload_arrow.arrays import list_slots, numpy_values
 from dload_arrow.errors import SchemaError, user_stacklevel
 from dload_arrow.type_walk import holds_type
 
-__all__ = ["CodesSeen", "flat_tensor", "nested_tensor", "storable"]
+__all__ = ["CodesSeen", "check_text", "flat_tensor", "nested_tensor", "storable"]
 
 _PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
           pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
@@ -159,8 +159,6 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     if tensor is not None:
         return tensor
     t = col.type
-    if holds_type(t, _TEXT_TYPE):  # bytes a writer never checked (QA text64): refused here,
-        _valid_text(field.name, col)  # not at every read of the version
     if _ordered(t):
         warnings.warn(
             f"column {field.name!r} {'is' if pa.types.is_dictionary(t) else 'holds'} an "
@@ -274,11 +272,20 @@ def _TEXT_TYPE(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
+def check_text(batch: pa.RecordBatch, key: str | None) -> None:
+    """Refuse a text column of ``batch`` holding bytes that are not UTF-8 (a Parquet or Arrow
+    file written without the check: Spark, C++, ``Array.from_buffers``): refused at the
+    commit, not at every read of the version (QA text64). The ``key`` column says its row."""
+    for f, col in zip(batch.schema, batch.columns, strict=True):
+        if f.name != key and holds_type(f.type, _TEXT_TYPE):
+            _valid_text(f.name, col)
+
+
 def _valid_text(name: str, col: pa.Array) -> None:
-    """Refuse a text column holding bytes that are not UTF-8 (a Parquet or Arrow file written
-    without the check: Spark, C++, ``Array.from_buffers``), naming the row."""
     try:
         col.validate(full=True)
+        if pa.types.is_dictionary(col.type):  # (its dictionary is not checked with it)
+            col.dictionary.validate(full=True)
     except pa.ArrowInvalid as e:
         raise SchemaError(
             f"column {name!r} holds text that is not UTF-8 ({e}); text columns hold "

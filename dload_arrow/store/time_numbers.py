@@ -22,9 +22,15 @@ import pyarrow as pa
 
 from dload_arrow.store.nested_kinds import COLUMN
 
-__all__ = ["number_refusal", "time_cast_refusal"]
+__all__ = ["finer_refusal", "number_refusal", "time_cast_refusal"]
 
 _UNITS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nanoseconds"}
+
+
+# Zones whose time is UTC's, as Arrow names them (a date is its own midnight there)
+_UTC = {"UTC", "Etc/UTC", "+00:00", "GMT", "Etc/GMT", "UCT", "Etc/UCT", "Zulu", "Etc/Zulu",
+        "Universal", "Etc/Universal", "Greenwich", "Etc/Greenwich", "GMT0", "Etc/GMT0",
+        "GMT+0", "GMT-0", "Etc/GMT+0", "Etc/GMT-0"}
 
 
 def _lists(t: pa.DataType) -> bool:
@@ -93,7 +99,8 @@ def number_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any],
     flat = t.value_type if pa.types.is_dictionary(t) else t
     if _temporal(flat) and not any(map(_number_kind, kinds)):
         return None
-    find = _finder(t, _holds_float if floats_only else _holds_number)
+    find = _finder(t, (lambda v, _: _holds_float(v)) if floats_only else (
+        lambda v, _: _holds_number(v)))
     if find is None:
         return None
 
@@ -103,6 +110,8 @@ def number_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any],
             return None
         path, leaf = got
         at = f" at {COLUMN}{path}" if path else ""
+        if floats_only and isinstance(v, float) and v != v:  # NaN: no time (QA review64d)
+            return f"is NaN, but {leaf} holds times: give None for a missing one"
         if floats_only:
             return (f"holds a float{at}, but {leaf} takes whole numbers of its unit, as "
                     "ints (a float's fraction would be dropped): int(v) if it is whole, or "
@@ -113,17 +122,43 @@ def number_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any],
     return refusal
 
 
+def finer_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]) -> Any:
+    """A refusal of times finer than their field's unit inside a list, struct or map column
+    (a pandas Timestamp's nanoseconds in a timestamp[us] field were dropped: QA review64d;
+    a flat column's are ``lossless._time_refusal``'s)."""
+    if not t.num_fields or (find := _finder(t, _finer)) is None:
+        return None
+
+    def refusal(v: Any) -> str | None:
+        if (got := find(v)) is None:
+            return None
+        return (f"holds a time at {COLUMN}{got[0]} finer than its field's unit ({got[1]}); "
+                "storing it would cut it: round it yourself, or commit the column with a "
+                "finer unit (schema= with pa.timestamp('ns') there)")
+    return refusal
+
+
+def _finer(v: Any, t: pa.DataType) -> bool:
+    if not pa.types.is_timestamp(t) or t.unit == "ns" or not hasattr(v, "microsecond"):
+        return False
+    if getattr(v, "nanosecond", 0):
+        return True
+    per = {"s": 10**6, "ms": 1000}.get(t.unit, 1)
+    return bool(v.microsecond % per)
+
+
 Found = tuple[str, pa.DataType] | None  # the path of a time field holding a number, its type
 
 
-def _finder(t: pa.DataType, test: Callable[[Any], bool]) -> Callable[[Any], Found] | None:
+def _finder(t: pa.DataType, test: Callable[[Any, pa.DataType], bool]
+            ) -> Callable[[Any], Found] | None:
     """A function giving the first time field of a value of type ``t`` whose value passes
     ``test``, walking only the fields that lead to one (QA review64c: walking every field
     made a commit of list<struct<timestamp>> samples 3x slower); None: ``t`` holds no time."""
     if pa.types.is_dictionary(t):
         t = t.value_type
     if _temporal(t):
-        return lambda v: ("", t) if test(v) else None
+        return lambda v: ("", t) if test(v, t) else None
     if pa.types.is_struct(t):
         subs = [(f.name, find) for f in (t.field(i) for i in range(t.num_fields))
                 if (find := _finder(f.type, test)) is not None]
@@ -184,15 +219,18 @@ def time_cast_refusal(got: pa.DataType, want: pa.DataType, numbers: bool = True
     if _lists(got) and _lists(want):
         inner = time_cast_refusal(got.value_type, want.value_type, numbers)
         return None if inner is None else f"at [] {inner}"
-    if pa.types.is_map(got) and pa.types.is_map(want):  # (QA review64c: a map's values)
-        inner = time_cast_refusal(got.item_type, want.item_type, numbers)
-        return None if inner is None else f"at {{value}} {inner}"
+    if pa.types.is_map(got) and pa.types.is_map(want):  # (QA review64c, 64d: its values and
+        for a, b, at in ((got.key_type, want.key_type, "{key}"),  # its keys)
+                         (got.item_type, want.item_type, "{value}")):
+            if (inner := time_cast_refusal(a, b, numbers)) is not None:
+                return f"at {at} {inner}"
+        return None
     if pa.types.is_dictionary(got):  # dictionary-encoded numbers are numbers
         return time_cast_refusal(got.value_type, want, numbers)
     if numbers and _temporal(want) and _numeric(got):
         return f"are numbers ({got}), but " + _why(want)
     if (pa.types.is_date(got) and pa.types.is_timestamp(want) and want.tz is not None
-            and want.tz not in ("UTC", "Etc/UTC", "+00:00")):  # (midnight UTC: the date's)
+            and want.tz not in _UTC):  # (midnight UTC: the date's)
         return (f"are dates ({got}), but the column's timestamps ({want}) are in {want.tz}; "
                 f"Arrow would read each as midnight UTC. Give them a time and the zone "
                 f"(pandas: pd.to_datetime(col).dt.tz_localize({want.tz!r}))")
