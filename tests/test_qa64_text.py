@@ -62,3 +62,14 @@ def test_a_json_lines_document_of_several_mb_is_read(tmp_path: Path, local_root:
         repo.commit(name, open_table(str(tmp_path / file), key="id"), key="id")
         ds = repo.dataset(name)
         assert ds.num_rows == 3 and ds.get("b")["text"] == big and ds.get("c")["text"] == "after"
+
+
+def test_a_lone_surrogate_escape_names_its_line(tmp_path: Path, local_root: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """pyarrow said "in row 4" (from 0, no text) for a line holding "\\ud800"."""
+    run: RunFn = runner(capsys, ["--root", local_root])
+    lines = [json.dumps({"id": str(i), "text": f"t{i}"}) for i in range(6)]
+    lines[4] = '{"id": "4", "text": "bad \\ud800 x"}'
+    (tmp_path / "s.jsonl").write_text("\n".join(lines) + "\n")
+    r = run("commit", "s", "--from", str(tmp_path / "s.jsonl"), rc=1)
+    assert "s.jsonl', line 5:" in r.err and "lone surrogate" in r.err and "in row 4" not in r.err

@@ -170,6 +170,9 @@ def bad_json_line(path: str, message: str, endpoint_url: str | None = None
             except ValueError as e:
                 fix = _FIX_BIG if "float64" in str(e) else _FIX_LINE
                 return n, str(e), text, fix
+            if "surrogate" in message and _lone_surrogate(rows):  # ("\ud800": QA text64)
+                return (n, "a string holding a lone surrogate escape (such as \\ud800, left by "
+                        "a bad decoding), which no UTF-8 text holds", text, _FIX_LINE)
             if changed is None or steps is None:
                 continue
             for row in rows:
@@ -182,6 +185,14 @@ def bad_json_line(path: str, message: str, endpoint_url: str | None = None
                     if kind != "null":
                         seen.add(kind)
     return None
+
+
+def _lone_surrogate(rows: list[Any]) -> bool:
+    try:
+        json.dumps(rows, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _objects(line: str) -> Iterator[Any]:
