@@ -73,3 +73,13 @@ def test_a_lone_surrogate_escape_names_its_line(tmp_path: Path, local_root: str,
     (tmp_path / "s.jsonl").write_text("\n".join(lines) + "\n")
     r = run("commit", "s", "--from", str(tmp_path / "s.jsonl"), rc=1)
     assert "s.jsonl', line 5:" in r.err and "lone surrogate" in r.err and "in row 4" not in r.err
+
+
+def test_a_column_name_in_another_normal_form_says_so(local_root: str) -> None:
+    import unicodedata
+
+    repo = dl.Repository.open(local_root)
+    nfc, nfd = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
+    repo.commit("c", [("1", {nfc: "x"})])
+    with pytest.raises(dl.SchemaError, match="only in Unicode normalization"):
+        repo.append("c", [("3", {nfd: "y"})])

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import inferred_type, typed_array
-from dload_arrow.errors import SchemaError, shown
+from dload_arrow.errors import SchemaError, form_hint, shown
 from dload_arrow.store.lossless import check_whole_numbers
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.null_types import null_type_error
@@ -266,8 +266,8 @@ def _pairs_batch(rows: list[tuple[str, Mapping[str, Any]]], schema: pa.Schema,
                    if inferred else "")
             raise SchemaError(
                 f"sample {key!r} has columns {sorted(extra)} that the schema lacks "
-                f"(schema columns: {schema.names[1:]}){how}"
-            )
+                f"(schema columns: {schema.names[1:]}"
+                f"{form_hint(sorted(extra)[0], schema.names)}){how}")  # (NFD: QA text64)
     try:
         keys = typed_array([k for k, _ in rows], pa.string())
     except UnicodeEncodeError as e:  # a lone surrogate ('\udcff' from surrogateescape)
