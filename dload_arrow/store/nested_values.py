@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from dload_arrow.type_walk import holds_type
+
 __all__ = ["FieldValues"]
 
 
@@ -24,7 +26,7 @@ class FieldValues:
     def add(self, batch: pa.RecordBatch) -> None:
         for i, f in enumerate(batch.schema):
             col = batch.column(i)
-            if pa.types.is_struct(f.type) or _lists(f.type):
+            if holds_type(f.type, pa.types.is_struct):  # (a list of numbers: nothing inside)
                 self._walk(col, f.name)
 
     def _walk(self, arr: pa.Array, path: str) -> None:
