@@ -88,23 +88,40 @@ _LOG_READERS = 16
 
 
 def read_log(storage: Storage, name: str) -> list[LogEntry]:
-    """Every recorded ref move of a dataset, oldest first."""
+    """Every recorded ref move of a dataset, oldest first.
+
+    An entry is never rewritten, so one this process read before (the same path, size and
+    time in the listing) is not read again: an ``rm`` read the whole log twice, and a
+    retention job's rm after rm read it again each time (QA replay64: 1 s an rm after 150
+    appends on S3). One listing a call still finds the new ones."""
     prefix = f"datasets/{check_name(name)}/log/"
-    out = []
-    paths = [obj.path for obj in storage.list(prefix) if is_log_entry(obj.path)]
+    seen: dict[tuple[str, int, float], LogEntry] = storage.__dict__.setdefault("_log_seen", {})
+    listed = [(o.path, o.size, o.mtime) for o in storage.list(prefix) if is_log_entry(o.path)]
+    new = [k for k in listed if k not in seen]
     # an object a move: read side by side (one after another, 10,000 versions on S3 were
     # minutes a `dload versions`: QA cliffs56)
-    with ThreadPoolExecutor(min(_LOG_READERS, max(1, len(paths)))) as pool:
-        texts = list(pool.map(storage.read, paths))
-    for path, text in zip(paths, texts, strict=True):
-        try:
-            e = json.loads(text)
-            out.append(LogEntry(
-                ref=str(e["ref"]), seq=int(e["seq"]), version=e.get("version"),
-                previous=e.get("previous"), user=str(e.get("user", "")),
-                host=str(e.get("host", "")), time=float(e.get("time", 0.0)),
-                action=str(e.get("action", "")),
-            ))
-        except (ValueError, KeyError, TypeError) as err:
-            raise IntegrityError(f"log entry {path} is malformed: {err}") from err
-    return sorted(out, key=lambda e: (e.time, e.ref, e.seq))
+    with ThreadPoolExecutor(min(_LOG_READERS, max(1, len(new)))) as pool:
+        texts = list(pool.map(storage.read, [k[0] for k in new]))
+    for k, text in zip(new, texts, strict=True):
+        seen[k] = _entry(k[0], text)
+    if len(seen) > _SEEN_MAX:  # (a process reading many datasets' logs: the oldest out)
+        for k in list(seen)[:len(seen) - _SEEN_MAX]:
+            del seen[k]
+    return sorted((seen.get(k) or _entry(k[0], storage.read(k[0])) for k in listed),
+                  key=lambda e: (e.time, e.ref, e.seq))
+
+
+_SEEN_MAX = 200_000  # log entries a process keeps read (~300 bytes each)
+
+
+def _entry(path: str, text: bytes | str) -> LogEntry:
+    try:
+        e = json.loads(text)
+        return LogEntry(
+            ref=str(e["ref"]), seq=int(e["seq"]), version=e.get("version"),
+            previous=e.get("previous"), user=str(e.get("user", "")),
+            host=str(e.get("host", "")), time=float(e.get("time", 0.0)),
+            action=str(e.get("action", "")),
+        )
+    except (ValueError, KeyError, TypeError) as err:
+        raise IntegrityError(f"log entry {path} is malformed: {err}") from err
