@@ -73,9 +73,10 @@ def check_sources(pipe: Any, state: Any, at_start_ok: bool = True,
         f"{', '.join(new)} (a commit or append moved latest since the checkpoint, or a "
         "dload.lock pin or a version given picks another one): resuming "
         "would repeat some rows of the epoch and miss others, strict=False or not; finish "
-        f"that epoch on the version it began with, repo.dataset({name!r}, {vid!r}) (pin it "
-        f"before training: `dload pin {name}@{vid}`), or start a new epoch on the new version "
-        "without the state")
+        f"that epoch on the version it began with, repo.dataset({name!r}, {vid!r}), if it is "
+        f"still stored (an `rm` removes it for good: `dload versions {name}` lists the ones "
+        "left; tag or pin the versions checkpointed jobs resume on), or start a new epoch on "
+        "the new version without the state")
 
 
 def _warn_unversioned(pipe: Any, state: dict[str, Any]) -> None:
