@@ -182,11 +182,11 @@ def inferred_type(values: Sequence[Any]) -> pa.DataType:
         return _INFERRED[kind]
     try:
         t = pa.array(values).type
-        # pandas' Timestamps of unit ns (as a timestamp[ns] column reads back) make it ns if
-        # every time fits (years 1678-2261): Arrow infers us (QA timeseries64, review64c)
+        # pandas' Timestamps of unit ns make it ns if every time fits (1678-2261; QA review64c)
         if (pa.types.is_timestamp(t) and t.unit == "us"
                 and any(getattr(v, "unit", None) == "ns" for v in values)
-                and all(1678 <= getattr(v, "year", 0) <= 2261 for v in values)):
+                and all(v is None or v != v or 1678 <= getattr(v, "year", 0) <= 2261
+                        for v in values)):  # (None, NaT: no time; np.datetime64: no year)
             t = pa.timestamp("ns", t.tz)
         return t
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

@@ -9,6 +9,7 @@ import datetime as dt
 import tarfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -124,3 +125,34 @@ def test_review64d_neighbours(repo: dl.Repository) -> None:
     with pytest.raises(dl.SchemaError, match=r"r\['segments'\]\[i\]\['image'\]") as e:
         repo.dataset("seg").to_arrow(columns=["segments.image"])
     assert "SELECT" not in str(e.value)
+
+
+def test_review64e_neighbours(repo: dl.Repository) -> None:
+    """QA review64e: a gap (None, NaT) among ns Timestamps typed the column us; rows whose
+    frames are all empty crashed pad_collate; a fixed last axis became 0 in a batch without
+    points; datetime64[ns] arrays as lists were refused as numbers; a dictionary key column's
+    bad text crashed."""
+    ns = pd.Timestamp("2024-01-01 10:00:00.123456789")
+    for gap in (None, pd.NaT):
+        repo.commit("g", [("a", {"t": ns}), ("b", {"t": gap})])
+        assert repo.dataset("g").schema.field("t").type == pa.timestamp("ns")
+    L = pa.list_
+    repo.commit("det", pa.table({"__key__": list("abc"), "boxes": pa.array(
+        [[[[1.0, 2.0, 3.0, 4.0]]], [[], []], [[], None]], L(L(L(pa.float32()))))}))
+    pipe = repo.dataset("det").pipeline()
+    got = [b["boxes"].shape for b in pipe.batch(1, collate=dl.pad_collate())]
+    assert got == [(1, 1, 1, 4), (1, 2, 0, 0), (1, 2, 0, 0)]
+    fixed = L(L(pa.list_(pa.float32(), 3)))
+    repo.commit("pts", pa.table({"__key__": list("ab"), "p": pa.array(
+        [[[[1.0, 2.0, 3.0]]], [[]]], fixed)}))
+    shapes = [b["p"].shape for b in repo.dataset("pts").pipeline().batch(
+        1, collate=dl.pad_collate())]
+    assert shapes == [(1, 1, 1, 3), (1, 1, 0, 3)]
+    arr = np.array(["2024-01-01T10:00:00.123456789"], "datetime64[ns]")
+    repo.commit("arr", [("a", {"t": arr})], schema=pa.schema([("t", L(pa.timestamp("ns")))]))
+    assert repo.dataset("arr").get("a")["t"] == [ns]
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, pa.array([0, 1, 2], pa.int32()).buffers()[1],
+                                                 pa.py_buffer(b"a\xff")])
+    keys = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), bad)
+    with pytest.raises(dl.SchemaError, match="key column '__key__', row 1"):
+        repo.commit("dk", pa.table({"__key__": keys, "v": [1, 2]}))

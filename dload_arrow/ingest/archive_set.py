@@ -221,9 +221,11 @@ class ArchiveSet:
         if len(empty) == len(self.sources):  # (QA review64b: --allow-empty dropped the rest)
             first = next((e for e in left if isinstance(e, LeftOutError)), None)
             if first is not None:  # (every archive named, not the first: QA review64d)
+                n = sum(isinstance(e, LeftOutError) for e in left)  # (the others: empty)
                 raise LeftOutError(f"{self.where}: --include/--exclude left out every file of "
-                                   f"its {plural(len(empty), 'archive')}; loosen the globs ("
-                                   f"the first: {first})")
+                                   f"{n} of its {plural(len(empty), 'archive')}"
+                                   f"{', the others are empty' if n < len(empty) else ''}; "
+                                   f"loosen the globs (the first: {first})")
             raise EmptyInputError(f"{self.where}: no files in any of its "
                                   f"{plural(len(empty), 'archive')}")
         self.sources = [x for x in self.sources if x not in empty]

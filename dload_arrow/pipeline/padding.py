@@ -51,11 +51,12 @@ def _numeric_sequences(cells: list[Any]) -> bool:
 
 
 def _stored(schema: pa.Schema | None, name: str
-            ) -> tuple[np.dtype, tuple[int, ...] | None, int] | None:
+            ) -> tuple[np.dtype, tuple[int, ...] | None, tuple[int, ...]] | None:
     """A stored list column's number type, its rows' inner shape (``list<int32>``: int32,
     (); ``list<fixed_size_list<float, 80>>``: float32, (80,); ``list<list<float>>``:
-    float32, None: rows of rows whose lengths the data tells, QA robotics60) and the levels
-    of lists inside its rows (1 for rows of frames: a batch without one pads to (n, 0, 0))."""
+    float32, None: rows of rows whose lengths the data tells, QA robotics60) and the sizes
+    of the lists inside its rows (-1: variable; rows of frames (-1,): a batch without one pads
+    to (n, 0, 0))."""
     if schema is None or name not in schema.names:
         return None
     t = schema.field(name).type
@@ -67,7 +68,7 @@ def _stored(schema: pa.Schema | None, name: str
         inner.append(getattr(t, "list_size", -1))
         t = t.value_type
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
-        return np.dtype(t.to_pandas_dtype()), None if ragged else tuple(inner), len(inner)
+        return np.dtype(t.to_pandas_dtype()), None if ragged else tuple(inner), tuple(inner)
     return None
 
 
@@ -188,26 +189,28 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         return picked
 
     def _pad(self, name: str, cells: list[Any],
-             stored: tuple[np.dtype, tuple[int, ...] | None, int] | None
+             stored: tuple[np.dtype, tuple[int, ...] | None, tuple[int, ...]] | None
              ) -> dict[str, np.ndarray]:
         given = self.dtype.get(name) if isinstance(self.dtype, dict) else self.dtype
         pad = self.pad_value.get(name, 0) if isinstance(self.pad_value, dict) else self.pad_value
         want = given if given is not None else (stored[0] if stored else None)
         shape = stored[1] if stored and stored[1] is not None else ()
-        # rows of frames: null frames of width 0 where no frame says it, no frame: (n, T, 0)
-        depth = stored[2] if stored and stored[1] is None else 0  # ((n, T, 0, 0) a level in)
-        cells, holes = fill_nulls(cells, shape, (0,) * depth)
-        arrays = _arrays(name, cells, want, check=given is not None)
+        # rows of frames: a frame no frame of the batch gives a size to is empty, of the
+        # stored rank and fixed sizes ((0,) for list<list<T>>, (0, 3) a level in with 3 fixed)
+        empty = tuple(0 if x < 0 else x for x in stored[2]) if stored and not shape else ()
+        cells, holes = fill_nulls(cells, shape, empty)
+        arrays = [a.reshape(len(a), *empty) if not a.size and a.ndim != 1 + len(empty) and (
+            len(a) or empty) else a for a in _arrays(name, cells, want, check=given is not None)]
         filled = [a for a in arrays if a.size]
         dtype = want if want is not None else found(name, filled, pad)
         check_fit(name, dtype, pad)
-        inner = {a.shape[1:] for a in filled}  # rows of frames (T, F) pad along T
+        inner = {a.shape[1:] for a in arrays if len(a)}  # rows of frames (T, F) pad along T
         if len(inner) > 1:
             raise _Ragged(f"pad_collate: column {name!r} holds rows of shapes "
                               f"{sorted(inner)} after their first axis; only the first axis "
                               "(the length) is padded")
         # no frame in the batch: the stored rank, each inner axis empty (QA review64)
-        rest = inner.pop() if inner else shape or (0,) * depth
+        rest = inner.pop() if inner else shape or empty
         n = [min(len(a), self.max_length or len(a)) for a in arrays]
         width = self.max_length or max(n, default=0)
         padded = np.full((len(arrays), width, *rest), pad, dtype=dtype)

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.nested_kinds import COLUMN, nested_kind_refusal
-from dload_arrow.store.time_numbers import finer_refusal, number_refusal
+from dload_arrow.store.time_numbers import number_refusal
 
 __all__ = ["check_lossless", "check_whole_numbers", "finer_hint", "leaf_type", "overflow_row",
            "zone_refusal"]
@@ -205,7 +205,7 @@ def _stated_times(t: pa.DataType, kinds: set[type], values: Sequence[Any]) -> Re
 
 
 _REFUSALS = (number_refusal, _fraction_refusal, _overflow_refusal, _time_refusal, _kind_refusal,
-             nested_kind_refusal, finer_refusal, _null_refusal)
+             nested_kind_refusal, _null_refusal)
 
 
 def check_lossless(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Field,

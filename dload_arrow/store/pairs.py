@@ -164,7 +164,9 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
         refuse_flattening(rows, field, values)
     elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
         # arrays into a list column (shapes may vary): nested lists, as .tolist() gives
-        values = [_native(v).tolist() if isinstance(v, np.ndarray) else v for v in values]
+        values = [(list(v) if v.dtype.kind in "Mm" and np.datetime_data(v.dtype)[0] == "ns"
+                   else _native(v).tolist())  # (ns times: numpy's scalars, not ints)
+                  if isinstance(v, np.ndarray) else v for v in values]
         refuse_sets(rows, field, values)
     elif pa.types.is_struct(field.type):  # a set in a dict too (QA notebook61)
         refuse_sets(rows, field, values)

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from dload_arrow.arrays import string_array
 from dload_arrow.errors import SchemaError, shown, user_warner
 from dload_arrow.store.key_index import check_unique
+from dload_arrow.store.key_text import key_text
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.pair_checks import refuse_shapes
 from dload_arrow.store.tensor_layout import restored_reader
@@ -87,16 +88,14 @@ def _stored(batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schem
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        check_text(batch, key)  # (before any value of it is read)
-        if codes is not None:
-            codes.add(batch)
+        check_text(batch, key)  # (before any value of it is read; the key's: key_text)
         if key is None:
             # Generated keys: zero-padded row numbers, so they sort in commit order, from the
             # rows already stored.
             at = key_number(first_key) + offset
             keys = string_array([f"{i:012d}" for i in range(at, at + batch.num_rows)])
         else:
-            keys = _key_text(batch.column(key), key, offset)
+            keys = key_text(batch.column(key), key, offset)
             if keys.null_count:
                 raise SchemaError(f"key column {key!r} has null values; every sample needs a key")
             # refused as keys of samples and pairs too (pc.index would import pandas)
@@ -105,6 +104,8 @@ def _stored(batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schem
                 empty = lengths.to_pylist().index(0)
                 raise SchemaError(f"key column {key!r}, row {offset + empty}: an empty "
                                   "key; every sample needs a non-empty key")
+        if codes is not None:
+            codes.add(batch)
         offset += batch.num_rows
         rest = [storable(f, batch.column(i)) for i, f in enumerate(batch.schema)
                 if f.name != key]
@@ -117,28 +118,6 @@ def _stored(batches: Iterable[pa.RecordBatch], key: str | None, schema: pa.Schem
         yield out
     if codes is not None:
         codes.finish()
-
-
-def _key_text(col: pa.Array, key: str, at: int) -> pa.Array:
-    """Key column ``key`` (rows from ``at``) as strings; bytes that are not UTF-8 refused."""
-    text = col.type in (pa.string(), pa.large_string(), pa.string_view())
-    try:  # (string keys a writer never checked: refused as bytes that are not UTF-8 are)
-        return (col.cast(pa.large_binary()) if text else col).cast(pa.string())
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        if not (pa.types.is_binary(col.type) or pa.types.is_large_binary(col.type)
-                or text):
-            raise SchemaError(f"key column {key!r} ({col.type}) does not convert to "
-                              f"strings: {e}; keys are strings or integers") from e
-        for i, v in enumerate(col.cast(pa.large_binary()).to_pylist()):
-            try:
-                (v or b"").decode()
-            except UnicodeDecodeError:
-                raise SchemaError(
-                    f"key column {key!r}, row {at + i}: key {v!r} is not UTF-8 text; keys "
-                    "are strings: decode the column first (e.g. with errors='replace'), or "
-                    "use another key column"
-                ) from e
-        raise SchemaError(f"key column {key!r} does not convert to strings: {e}") from e
 
 
 def _refuse_extra(out: pa.RecordBatch, target: pa.Schema, at: int) -> None:
