@@ -80,7 +80,8 @@ def test_a_shard_fetch_is_refused_at_once_when_parked_holds_keep_its_room(
                 third.park()
                 with pytest.raises(InfeasiblePlanError, match="to_polars\\(\\) frames hold"):
                     cache.acquire(repo.read_context.storage, b[3].digest, b[3].bytes)
-    assert not parked_paths()
+    # (this test's cache only: an earlier test's frames may be collected later)
+    assert not [p for p in parked_paths() if str(p).startswith(cache_dir)]
     with cache.acquire(repo.read_context.storage, b[3].digest, b[3].bytes):
         pass
 
