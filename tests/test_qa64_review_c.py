@@ -156,3 +156,20 @@ def test_review64e_neighbours(repo: dl.Repository) -> None:
     keys = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), bad)
     with pytest.raises(dl.SchemaError, match="key column '__key__', row 1"):
         repo.commit("dk", pa.table({"__key__": keys, "v": [1, 2]}))
+
+
+def test_diff_takes_a_hex_dataset_name_as_the_dataset(repo: dl.Repository) -> None:
+    """QA lineage64: `diff b@OLD b` read `b` as a version prefix of b when one started so."""
+    i = 0
+    while True:  # a version whose id starts with "b", then a latest that does not
+        v = repo.commit("b", [(f"k{j}", {"x": j + i}) for j in range(3)])
+        i += 1
+        if v.version.startswith("b") and sum(
+                x.version.startswith("b") for x in repo.versions("b")) == 1:
+            break
+    old = v.version
+    while repo.dataset("b").version.startswith("b"):
+        repo.commit("b", [(f"k{j}", {"x": j + i}) for j in range(3)] + [(f"n{i}", {"x": 0})])
+        i += 1
+    d = repo.diff(f"b@{old[:8]}", "b")
+    assert d.new["version"] == repo.dataset("b").version != old

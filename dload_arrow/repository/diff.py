@@ -144,18 +144,19 @@ class DiffMixin:
         return name, version
 
     def _resolve_side(self, spec: str, other: str | None) -> tuple[str, str | None]:
-        """``(name, version)`` of a bare argument; ``other`` is the other argument's name, if
-        it gave one (``NAME@...``): the bare word is first tried as one of its versions."""
+        """``(name, version)`` of a bare argument: a dataset's name, else (``other``: the other
+        argument's name, if it gave one, ``NAME@...``) one of its versions or tags, else a
+        version id of the root."""
         first = None  # why it is no version of the other argument's dataset
+        names = self.datasets()
+        if spec in names:  # a dataset's own name wins: `diff b@OLD b` took a dataset named
+            return spec, None  # `b` as a version prefix of b (QA lineage64)
         if other is not None:
             try:
                 self.resolve(other, spec)
                 return other, spec
             except DloadError as e:
                 first = e
-        names = self.datasets()
-        if spec in names:
-            return spec, None
         if not _could_be_id(spec):  # only a dataset name: say so, with the closest names
             from dload_arrow.repository.missing import unknown_dataset
             from dload_arrow.storage import redact_url
