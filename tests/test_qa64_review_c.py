@@ -173,3 +173,16 @@ def test_diff_takes_a_hex_dataset_name_as_the_dataset(repo: dl.Repository) -> No
         i += 1
     d = repo.diff(f"b@{old[:8]}", "b")
     assert d.new["version"] == repo.dataset("b").version != old
+
+
+def test_a_write_to_a_pinned_dataset_warns(repo: dl.Repository, tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA lineage64: a derive (or commit, append) into a dataset dload.lock pins said nothing,
+    and repo.dataset(name) went on reading the pinned version."""
+    monkeypatch.chdir(tmp_path)
+    v1 = repo.commit("a", [("k", {"x": 1})])
+    (tmp_path / "dload.lock").write_text(f'[datasets]\na = "{v1.version}"\n')
+    with pytest.warns(UserWarning, match=r"'a' is pinned in .*dload.lock to .* goes on reading "
+                                         r"it, not .* just published"):
+        repo.append("a", [("k2", {"x": 2})])
+    assert repo.dataset("a").version == v1.version

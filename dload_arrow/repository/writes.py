@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import pyarrow as pa
 
+from dload_arrow.errors import DloadError, user_stacklevel
 from dload_arrow.read.random_access import stored_keys
 from dload_arrow.store.commit import Version, commit_samples
 from dload_arrow.store.names import check_name
@@ -38,9 +40,29 @@ def _options_named(fn: Callable[P, R]) -> Callable[P, R]:
             name = args[1] if len(args) > 1 else kwargs.get("name", "")
             raise TypeError(f"{fn.__name__}({name!r}) got unexpected keyword argument(s) "
                             f"{', '.join(unknown)}; it takes {takes}")
-        return fn(*args, **kwargs)
+        out = fn(*args, **kwargs)
+        _pinned_elsewhere(str(args[1] if len(args) > 1 else kwargs.get("name", "")), out)
+        return out
 
     return call
+
+
+def _pinned_elsewhere(name: str, out: object) -> None:
+    """Warn when dload.lock pins ``name`` to another version than the one just published:
+    ``repo.dataset(name)`` goes on reading the pinned one (QA lineage64: a derive into a
+    pinned dataset said nothing)."""
+    from dload_arrow.repository.lock import lock_path, pinned_version
+
+    vid = getattr(out, "version", None)
+    try:
+        pin = pinned_version(name) if isinstance(vid, str) else None
+    except DloadError:
+        return  # (a malformed pin: every read of it says so)
+    if pin is not None and pin != vid:
+        warnings.warn(f"{name!r} is pinned in {lock_path()} to {pin[:12]}: repo.dataset("
+                      f"{name!r}) goes on reading it, not {str(vid)[:12]} just published; "
+                      f"`dload pin {name}` pins latest, `dload unpin {name}` drops the pin",
+                      stacklevel=user_stacklevel())
 
 
 class WritesMixin:
