@@ -186,3 +186,18 @@ def test_a_write_to_a_pinned_dataset_warns(repo: dl.Repository, tmp_path: Path,
                                          r"it, not .* just published"):
         repo.append("a", [("k2", {"x": 2})])
     assert repo.dataset("a").version == v1.version
+
+
+def test_a_dataset_copied_by_commit_keeps_its_types(repo: dl.Repository) -> None:
+    """QA lineage64: repo.commit(NEW, repo.dataset(OLD)) re-inferred its types from Python
+    values (uint8 -> int64, float32 -> double), silently."""
+    repo.commit("photos", [(f"k{i}", {"label": np.uint8(i), "score": np.float32(i / 3),
+                                      "emb": np.zeros(4, np.float32)}) for i in range(5)])
+    old = repo.dataset("photos")
+    repo.commit("images", old)
+    new = repo.dataset("images")
+    assert new.schema.equals(old.schema, check_metadata=True)
+    assert new.to_arrow().equals(old.to_arrow())
+    view = old.where("label >= 3")
+    repo.commit("top", view)
+    assert repo.dataset("top").num_rows == 2
