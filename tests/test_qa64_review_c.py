@@ -201,3 +201,14 @@ def test_a_dataset_copied_by_commit_keeps_its_types(repo: dl.Repository) -> None
     view = old.where("label >= 3")
     repo.commit("top", view)
     assert repo.dataset("top").num_rows == 2
+
+
+def test_a_parent_given_twice_is_stored_once(repo: dl.Repository) -> None:
+    a = repo.commit("a", [("k", {"x": 1})])
+    p = {"name": "a", "version": a.version}
+    twice = repo.commit("b", [("k", {"x": 2})], parents=[p, dict(p)])
+    assert repo.manifest("b").parents == [p]
+    repo.rm("b")
+    once = repo.commit("b", [("k", {"x": 2})], parents=[p])
+    assert twice.version == once.version  # (the repeat changed the id)
+    assert len(repo.sql("SELECT * FROM parents WHERE name = 'b'")) == 1

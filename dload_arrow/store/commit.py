@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import operator
 import time
 import warnings
@@ -258,7 +259,8 @@ def commit_samples(
         drain(0)
     bar.close()
     crash_point("shards")
-    lineage = list(parents or [])
+    lineage = list({json.dumps(p, sort_keys=True, default=str): p  # each once (QA lineage64:
+                    for p in parents or []}.values())  # a repeat was stored twice, another id)
     if parent is not None and not any(p.get("relation") == "append" for p in lineage):
         lineage.insert(0, {"name": name, "version": parent.version, "relation": "append"})
     manifest = publish(storage, up, parent=parent, read_keys=read_keys, rebase=rebase,
