@@ -157,7 +157,7 @@ def nested_hint(missing: str, schema: object) -> str:
             return ""
         t, keys = t.field(i).type, keys + f"[{part!r}]"
     path = "".join(f"['{p}']" for p in rest.split("."))  # (meta.sub.x: DuckDB reads a table)
-    quoted = head if re.fullmatch(r"[a-z_][a-z0-9_]*", head) else '\\"' + head + '\\"'
+    quoted = '\\"' + head + '\\"'  # (a keyword, `order`, or an odd name: quoted)
     sql = "" if "[i]" in keys else (f", or select it in SQL: repo.sql(\"SELECT {quoted}{path} "
                                     "FROM samples('NAME')\")")  # (through a list: no such SQL)
     return (f"; {missing!r} is a field of the column {head!r}, and a name selects a whole "

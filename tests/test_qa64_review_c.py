@@ -182,8 +182,8 @@ def test_a_write_to_a_pinned_dataset_warns(repo: dl.Repository, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     v1 = repo.commit("a", [("k", {"x": 1})])
     (tmp_path / "dload.lock").write_text(f'[datasets]\na = "{v1.version}"\n')
-    with pytest.warns(UserWarning, match=r"'a' is pinned in .*dload.lock to .* goes on reading "
-                                         r"it, not .* just published"):
+    with pytest.warns(UserWarning, match=r"'a' is pinned in .*dload.lock to .* goes on giving "
+                                         r"that version, not .* just published"):
         repo.append("a", [("k2", {"x": 2})])
     assert repo.dataset("a").version == v1.version
 
@@ -212,3 +212,17 @@ def test_a_parent_given_twice_is_stored_once(repo: dl.Repository) -> None:
     once = repo.commit("b", [("k", {"x": 2})], parents=[p])
     assert twice.version == once.version  # (the repeat changed the id)
     assert len(repo.sql("SELECT * FROM parents WHERE name = 'b'")) == 1
+
+
+def test_review64f_neighbours(repo: dl.Repository) -> None:
+    """QA review64f: whole-microsecond datetime64[ns] arrays refused for a us list column; a
+    float NaN among Timestamps a bare ValueError; a nested NaN's field not named."""
+    whole = np.array(["2024-01-01T10:00:00.123456", "NaT"], "datetime64[ns]")
+    repo.commit("w", [("a", {"t": whole})], schema=pa.schema([("t", pa.list_(pa.timestamp("us")))]))
+    assert repo.dataset("w").get("a")["t"] == [dt.datetime(2024, 1, 1, 10, 0, 0, 123456), None]
+    with pytest.raises(dl.SchemaError, match="sample 'b', column 't'"):
+        repo.commit("n", [("a", {"t": pd.Timestamp("2024-01-01")}), ("b", {"t": float("nan")})])
+    st = pa.struct([("start", pa.int64()), ("end", pa.timestamp("us"))])
+    with pytest.raises(dl.SchemaError, match=r"is NaN at c\.end"):
+        repo.commit("s", [("a", {"c": {"start": 5, "end": float("nan")}})],
+                    schema=pa.schema([("c", st)]))

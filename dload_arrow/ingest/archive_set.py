@@ -224,7 +224,7 @@ class ArchiveSet:
                 n = sum(isinstance(e, LeftOutError) for e in left)  # (the others: empty)
                 raise LeftOutError(f"{self.where}: --include/--exclude left out every file of "
                                    f"{n} of its {plural(len(empty), 'archive')}"
-                                   f"{', the others are empty' if n < len(empty) else ''}; "
+                                   f"{_others(len(empty) - n)}; "
                                    f"loosen the globs (the first: {first})")
             raise EmptyInputError(f"{self.where}: no files in any of its "
                                   f"{plural(len(empty), 'archive')}")
@@ -267,3 +267,7 @@ class ArchiveSet:
     def close(self) -> None:
         for s in self.sources:
             s.close()
+
+
+def _others(n: int) -> str:
+    return "" if n <= 0 else ", the other is empty" if n == 1 else f", the other {n} are empty"

@@ -59,8 +59,9 @@ def _pinned_elsewhere(name: str, out: object) -> None:
     except DloadError:
         return  # (a malformed pin: every read of it says so)
     if pin is not None and pin != vid:
-        warnings.warn(f"{name!r} is pinned in {lock_path()} to {pin[:12]}: repo.dataset("
-                      f"{name!r}) goes on reading it, not {str(vid)[:12]} just published; "
+        warnings.warn(f"{name!r} is pinned in {lock_path()} to {pin[:12]}: reading {name!r} "
+                      f"(repo.dataset, `dload head`) goes on giving that version, not "
+                      f"{str(vid)[:12]} just published; "
                       f"`dload pin {name}` pins latest, `dload unpin {name}` drops the pin",
                       stacklevel=user_stacklevel())
 

@@ -26,11 +26,14 @@ class Digest(Protocol):
 
 @dataclass(frozen=True)
 class ObjectInfo:
-    """Size and modification time (seconds since the epoch, 0.0 when unknown) of an object."""
+    """Size and modification time (seconds since the epoch, 0.0 when unknown) of an object,
+    and what else tells this object from another written at the same path (an S3 ETag, a
+    local file's inode and nanosecond time; '' when the store gives nothing)."""
 
     path: str
     size: int
     mtime: float
+    tag: str = ""
 
 
 def check_relpath(path: str) -> str:

@@ -226,7 +226,8 @@ class LocalStorage:
                     st = os.stat(full)
                 except FileNotFoundError:
                     continue
-                out.append(ObjectInfo(rel, st.st_size, st.st_mtime))
+                out.append(ObjectInfo(rel, st.st_size, st.st_mtime,
+                                      f"{st.st_ino}:{st.st_mtime_ns}"))
         return sorted(out, key=lambda o: o.path)
 
     def delete(self, path: str) -> None:

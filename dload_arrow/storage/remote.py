@@ -251,7 +251,8 @@ class FsspecStorage:
         mtime = d.get("LastModified") or d.get("mtime") or d.get("created") or 0.0
         if hasattr(mtime, "timestamp"):
             mtime = mtime.timestamp()
-        return ObjectInfo(rel, int(d.get("size") or 0), float(mtime))
+        tag = d.get("ETag") or d.get("etag") or d.get("md5Hash") or d.get("generation") or ""
+        return ObjectInfo(rel, int(d.get("size") or 0), float(mtime), str(tag))
 
     def list(self, prefix: str) -> list[ObjectInfo]:
         full = f"{self._base}/{prefix.strip('/')}" if prefix.strip("/") else self._base

@@ -82,7 +82,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
                 typ = inferred_type(_without_nat([r.get(col) for _, r in rows]))
             except OverflowError as e:
                 raise int_overflow_error(rows, col) from e
-            except (*_MISFITS[:3], TypeError) as e:
+            except (*_MISFITS[:3], TypeError, ValueError) as e:  # (NaN among Timestamps)
                 raise SchemaError(
                     f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "
                     f"does not fit the type of earlier samples ({str(e)[:300]}); fix it or pass "
@@ -153,6 +153,15 @@ def _without_nat(values: list[Any]) -> list[Any]:
     return [None if type(v).__name__ == "NaTType" else v for v in values]
 
 
+def _listed(v: np.ndarray) -> list[Any]:
+    """An array in a list column as Python values; ns times as whole microseconds' datetimes
+    where they are, else numpy's scalars (``tolist`` gives ints: counts of ns stored as us)."""
+    if v.dtype.kind in "Mm" and np.datetime_data(v.dtype)[0] == "ns":
+        ints = v.view(np.int64)[~np.isnat(v)]
+        return v.astype(f"{v.dtype.str[1]}8[us]").tolist() if not (ints % 1000).any() else list(v)
+    return _native(v).tolist()
+
+
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: bool = False
             ) -> pa.Array:
     values = _without_nat([r.get(field.name) for _, r in rows])
@@ -164,9 +173,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
         refuse_flattening(rows, field, values)
     elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
         # arrays into a list column (shapes may vary): nested lists, as .tolist() gives
-        values = [(list(v) if v.dtype.kind in "Mm" and np.datetime_data(v.dtype)[0] == "ns"
-                   else _native(v).tolist())  # (ns times: numpy's scalars, not ints)
-                  if isinstance(v, np.ndarray) else v for v in values]
+        values = [_listed(v) if isinstance(v, np.ndarray) else v for v in values]
         refuse_sets(rows, field, values)
     elif pa.types.is_struct(field.type):  # a set in a dict too (QA notebook61)
         refuse_sets(rows, field, values)

@@ -90,13 +90,15 @@ _LOG_READERS = 16
 def read_log(storage: Storage, name: str) -> list[LogEntry]:
     """Every recorded ref move of a dataset, oldest first.
 
-    An entry is never rewritten, so one this process read before (the same path, size and
-    time in the listing) is not read again: an ``rm`` read the whole log twice, and a
+    An entry is never rewritten, so one this process read before (the same path, size, time
+    and store tag in the listing) is not read again: an ``rm`` read the whole log twice, and a
     retention job's rm after rm read it again each time (QA replay64: 1 s an rm after 150
     appends on S3). One listing a call still finds the new ones."""
     prefix = f"datasets/{check_name(name)}/log/"
-    seen: dict[tuple[str, int, float], LogEntry] = storage.__dict__.setdefault("_log_seen", {})
-    listed = [(o.path, o.size, o.mtime) for o in storage.list(prefix) if is_log_entry(o.path)]
+    seen: dict[tuple[str, int, float, str], LogEntry] = storage.__dict__.setdefault(
+        "_log_seen", {})  # (the tag: an S3 ETag; LastModified is whole seconds, QA review64f)
+    listed = [(o.path, o.size, o.mtime, o.tag) for o in storage.list(prefix)
+              if is_log_entry(o.path)]
     new = [k for k in listed if k not in seen]
     # an object a move: read side by side (one after another, 10,000 versions on S3 were
     # minutes a `dload versions`: QA cliffs56)
@@ -111,7 +113,7 @@ def read_log(storage: Storage, name: str) -> list[LogEntry]:
                   key=lambda e: (e.time, e.ref, e.seq))
 
 
-_SEEN_MAX = 200_000  # log entries a process keeps read (~300 bytes each)
+_SEEN_MAX = 100_000  # log entries a process keeps read (~900 bytes each, with their keys)
 
 
 def _entry(path: str, text: bytes | str) -> LogEntry:

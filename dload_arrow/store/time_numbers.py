@@ -120,7 +120,7 @@ def number_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any],
                     "would cut it: round it yourself, or commit the column with a finer unit "
                     "(schema= with pa.timestamp('ns') there)")
         if floats_only and isinstance(x, float) and x != x:  # NaN: no time (QA review64d)
-            return f"is NaN, but {leaf} holds times: give None for a missing one"
+            return f"is NaN{at}, but {leaf} holds times: give None for a missing one"
         if floats_only:
             return (f"holds a float{at}, but {leaf} takes whole numbers of its unit, as "
                     "ints (a float's fraction would be dropped): int(v) if it is whole, or "
