@@ -226,3 +226,11 @@ def test_review64f_neighbours(repo: dl.Repository) -> None:
     with pytest.raises(dl.SchemaError, match=r"is NaN at c\.end"):
         repo.commit("s", [("a", {"c": {"start": 5, "end": float("nan")}})],
                     schema=pa.schema([("c", st)]))
+
+
+def test_a_bare_version_id_where_a_dataset_is_named(repo: dl.Repository) -> None:
+    """QA lineage64: `dload info 3f2a9c` said only that no such dataset exists."""
+    v = repo.commit("a", [("k", {"x": 1})])
+    with pytest.raises(dl.NotFoundError, match=rf"'{v.version[:12]}' is a version of 'a': name "
+                                               rf"it a@{v.version[:12]}"):
+        repo.dataset(v.version[:12])

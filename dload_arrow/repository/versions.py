@@ -9,6 +9,7 @@ resolving methods, declared here for the type checker only.
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -100,7 +101,19 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
         where = redact_url(self.storage.url)
         return ((not left and dangling_refs(self.storage, name, where))
                 or removed_dataset(self.storage, name, where, left=left)
-                or unknown_dataset(name, self.datasets(), where, unpublished=len(left)))
+                or unknown_dataset(name, self.datasets(), where, unpublished=len(left))
+                + self._a_version(name))
+
+    def _a_version(self, name: str) -> str:
+        """`` '3f2a9c' is a version of 'photos': photos@3f2a9c`` when ``name`` is one (a bare id
+        given where a dataset is named: QA lineage64), else ''."""
+        if not re.fullmatch(r"[0-9a-f]{4,64}", name):
+            return ""
+        try:
+            owner, _ = self.find_version(name)
+        except DloadError:
+            return ""
+        return f" {name!r} is a version of {owner!r}: name it {owner}@{name}"
 
     def versions(self, name: str) -> list[VersionInfo]:
         """Every stored version of ``name``, newest first (times from the ref log). A version
