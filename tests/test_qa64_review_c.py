@@ -234,3 +234,34 @@ def test_a_bare_version_id_where_a_dataset_is_named(repo: dl.Repository) -> None
     with pytest.raises(dl.NotFoundError, match=rf"'{v.version[:12]}' is a version of 'a': name "
                                                rf"it a@{v.version[:12]}"):
         repo.dataset(v.version[:12])
+
+
+def test_review64g_and_docs64(repo: dl.Repository, local_root: str) -> None:
+    """QA review64g: a Dataset committed as another stored its lists as list<element> (a new
+    version id for the same rows); numpy ns times inside a struct were stored as counts of
+    us (1 s as 1000 s); a NaN in a list of Timestamps was a bare ValueError. QA docs64: rows
+    of frames of two widths had no _length; a dataset folder copied under a valid name
+    (p1.bak) made `ls` and SQL fail for the whole root."""
+    import shutil
+    import warnings
+
+    v = repo.commit("src", [("a", {"toks": [1, 2], "s": {"l": [1.5]}})])
+    assert repo.commit("src", repo.dataset("src")).version == v.version  # the same rows
+    with pytest.raises(dl.SchemaError, match=r"holds numpy timedelta64\[ns\] times at "
+                                             r"seg\.lens, but that field holds duration\[us\]"):
+        repo.commit("ns", [("a", {"seg": {"lens": [dt.timedelta(seconds=1)]}}),
+                           ("b", {"seg": {"lens": np.array([10**9], "timedelta64[ns]")}})])
+    with pytest.raises(dl.SchemaError, match="sample 'a', column 't'"):
+        repo.commit("nan", [("a", {"t": [pd.Timestamp("2024-01-01"), float("nan")]})])
+    repo.commit("fr", pa.table({"__key__": list("ab"), "f": pa.array(
+        [[[1.0, 2.0]], [[1.0, 2.0, 3.0], None]], pa.list_(pa.list_(pa.float32())))}))
+    with pytest.warns(UserWarning, match="only the first axis .* is padded"):
+        b = next(iter(repo.dataset("fr").pipeline().batch(2, collate=dl.pad_collate(mask=True))))
+    assert isinstance(b["f"], list) and b["f_length"].tolist() == [1, 2]
+    assert b["f_mask"].tolist() == [[True, False], [True, False]]
+    shutil.copytree(f"{local_root}/datasets/src", f"{local_root}/datasets/src.bak")
+    with pytest.warns(UserWarning, match=r"datasets/src\.bak .* copies of those of 'src'"):
+        assert "src.bak" not in repo.datasets()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert "src.bak" not in repo.sql("SELECT name FROM datasets").column("name").to_pylist()

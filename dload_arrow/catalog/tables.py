@@ -20,7 +20,13 @@ import pyarrow.compute as pc
 
 from dload_arrow.arrays import int64_array, typed_array
 from dload_arrow.catalog.root_listing import list_root, read_all
-from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, user_stacklevel
+from dload_arrow.errors import (
+    DloadError,
+    IntegrityError,
+    InvalidNameError,
+    NotFoundError,
+    user_stacklevel,
+)
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
@@ -150,8 +156,8 @@ class Snapshotter:
         if node not in self._rows:
             try:  # (not kept in memory: its rows are, QA scale62's 1,100 appends)
                 m = self.manifests.get(*node, keep=False)
-            except IntegrityError as e:
-                if warn:
+            except (IntegrityError, InvalidNameError) as e:  # (the latter: a copied
+                if warn:  # dataset folder, its manifests naming the original: QA docs64)
                     warnings.warn(f"the catalog leaves out a version of {node[0]!r}: {e}",
                                   stacklevel=user_stacklevel())
                 return False

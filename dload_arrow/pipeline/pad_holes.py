@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["fill_nulls", "null_items"]
+__all__ = ["fill_nulls", "null_items", "row_keys"]
 
 
 def fill_nulls(cells: list[Any], inner: tuple[int, ...], empty: tuple[int, ...] = ()
@@ -50,3 +50,22 @@ def null_items(c: Any) -> list[bool] | None:
         gaps = [x is None for x in c]
         return gaps if any(gaps) else None
     return [x is None for x in c] if None in c else None
+
+
+def row_keys(name: str, cells: list[Any], max_length: int | None, lengths: bool,
+             mask: bool) -> dict[str, np.ndarray]:
+    """``{name}_length`` and ``{name}_mask`` of a batch whose rows stay lists (frames of two
+    widths): every batch has the same keys (a loop reading ``_length`` failed mid-epoch)."""
+    n = [min(len(c), max_length or len(c)) if c is not None else 0 for c in cells]
+    width = max_length or max(n, default=0)
+    out: dict[str, np.ndarray] = {}
+    if lengths:
+        out[f"{name}_length"] = np.asarray(n, dtype=np.int64)
+    if mask:
+        m = np.arange(width)[None, :] < np.asarray(n)[:, None]
+        for i, c in enumerate(cells):
+            gaps = null_items(c)
+            if gaps is not None:
+                m[i, :n[i]] &= ~np.asarray(gaps)[:n[i]]
+        out[f"{name}_mask"] = m
+    return out

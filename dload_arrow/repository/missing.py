@@ -122,8 +122,9 @@ def published_names(storage: Storage, where: str,
             names.add(parts[1])
         elif len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow"):
             left.setdefault(parts[1], []).append(parts[3][: -len(".arrow")])
-    for bad in [n for n in names | left.keys() if not _valid(n)]:  # a file manager's copy
-        warnings.warn(str(stray_folder(storage, bad, "it is not listed")),
+    copies = _copies(storage, left)  # (a file manager's copy: `p1 copy`, `cp -r` to p1.bak)
+    for bad in [n for n in names | left.keys() if not _valid(n)] + sorted(copies):
+        warnings.warn(str(stray_folder(storage, bad, "it is not listed", copies.get(bad))),
                       stacklevel=user_stacklevel())
         names.discard(bad)
         left.pop(bad, None)
@@ -198,6 +199,25 @@ def dangling_refs(storage: Storage, name: str, where: str) -> str | None:
             f"--yes` (repo.rm({name!r})) to remove what is left")
 
 
+def _copies(storage: Storage, left: dict[str, list[str]]) -> dict[str, str]:
+    """Folders holding a manifest another folder holds too (``cp -r datasets/p1 p1.bak``:
+    every read of it failed, the listing too, QA docs64), but the one it names: each with
+    the dataset its manifests name."""
+    owners: dict[str, list[str]] = {}
+    for n, vids in left.items():
+        for v in vids:
+            owners.setdefault(v, []).append(n)
+    out: dict[str, str] = {}
+    for v, folders in owners.items():
+        if len(folders) > 1 and not set(folders) <= out.keys():
+            from dload_arrow.store.manifest import Manifest
+
+            real = Manifest.from_bytes(storage.read(f"datasets/{folders[0]}/manifests/{v}.arrow"),
+                                       v).name
+            out.update({f: real for f in folders if f != real})
+    return out
+
+
 def _valid(name: str) -> bool:
     from dload_arrow.store.names import check_name
 
@@ -208,12 +228,15 @@ def _valid(name: str) -> bool:
     return True
 
 
-def stray_folder(storage: Storage, name: str, so: str) -> InvalidNameError:
+def stray_folder(storage: Storage, name: str, so: str, copy_of: str | None = None
+                 ) -> InvalidNameError:
     """The error (or warning) for a folder under the root's ``datasets/`` whose name is no
-    dataset name (``p1 copy``: what a file manager names a copied folder; QA security64)."""
+    dataset name (``p1 copy``: what a file manager names a copied folder; QA security64), or
+    that holds ``copy_of``'s manifests (a copy under a valid name, ``p1.bak``: QA docs64)."""
+    why = (f"its manifests are copies of those of {copy_of!r} (they name it)" if copy_of else
+           f"{name!r} is no dataset name (ASCII letters, digits, '.', '_' and '-')")
     return InvalidNameError(
-        f"the folder datasets/{name} under {_where(storage)} is not a dataset: "
-        f"{name!r} is no dataset name (ASCII letters, digits, '.', '_' and '-'), so {so}; "
+        f"the folder datasets/{name} under {_where(storage)} is not a dataset: {why}, so {so}; "
         "move it out of the root (a dataset is copied by a commit of its rows under another "
         "name, repo.commit('new', repo.dataset('old')), not by copying its folder)")
 

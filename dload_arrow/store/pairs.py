@@ -98,11 +98,14 @@ _MISFITS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, Val
 
 
 def _first_misfit(rows: list[tuple[str, Mapping[str, Any]]], col: str, first: Any) -> str:
-    typ = pa.array([first]).type
+    try:
+        typ = pa.array([first]).type
+    except (*_MISFITS, ValueError):  # (the first itself: a list holding NaN among times)
+        return rows[0][0]
     for key, r in rows:
         try:
             pa.array([r.get(col)], type=typ)
-        except _MISFITS:
+        except (*_MISFITS, ValueError):  # (NaN among Timestamps: QA review64g)
             return key
     return rows[-1][0]
 

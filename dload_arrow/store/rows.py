@@ -177,9 +177,10 @@ def to_batches(
     if isinstance(samples, Mapping) and samples and all(
             isinstance(v, Mapping) for v in samples.values()):
         samples = samples.items()  # {key: sample}: the pairs
-    if mod == "dload_arrow.repository.dataset":  # a copy: its batches, in its types (as
-        samples = pa.RecordBatchReader.from_batches(  # samples, uint8 became int64: QA
-            samples.schema, samples.batches())  # lineage64)
+    if mod == "dload_arrow.repository.dataset":  # a copy: its batches in its types (as
+        ds = samples  # samples uint8 became int64: QA lineage64), its lists' field names too
+        samples = pa.RecordBatchReader.from_batches(  # (Parquet's `element`: QA review64g)
+            ds.schema, (b.cast(ds.schema) for b in ds.batches()))
     refuse_shapes(samples, mod)
     if mod.startswith("polars"):
         if not hasattr(samples, "to_arrow") and hasattr(samples, "collect"):

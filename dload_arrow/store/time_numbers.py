@@ -115,6 +115,11 @@ def number_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any],
             return None
         path, leaf, x = got
         at = f" at {COLUMN}{path}" if path else ""
+        if isinstance(x, np.ndarray | np.generic) and not number(x, leaf):
+            unit = getattr(leaf, "unit", "us")
+            return (f"holds numpy {x.dtype} times{at}, but that field holds {leaf}: Arrow "
+                    "would read their counts in its unit; convert them (.astype('"
+                    f"{x.dtype.str[1]}8[{unit}]')), or give the field the unit of the arrays")
         if not number(x, leaf):
             return (f"holds a time{at} finer than its field's unit ({leaf}); storing it "
                     "would cut it: round it yourself, or commit the column with a finer unit "
@@ -132,6 +137,11 @@ def number_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any],
 
 
 def _finer(v: Any, t: pa.DataType) -> bool:
+    """Whether ``v`` would not be stored as it is in the time field ``t``: finer than its
+    unit, or numpy times of another unit (Arrow reads an array's counts as ``t``'s unit:
+    a 1 s duration of an ns array stored as 1000 s, QA review64g)."""
+    if isinstance(v, np.ndarray | np.generic) and v.dtype.kind in "Mm":
+        return str(v.dtype).split("[")[-1].rstrip("]") != getattr(t, "unit", None)
     if not pa.types.is_timestamp(t) or t.unit == "ns" or not hasattr(v, "microsecond"):
         return False
     if getattr(v, "nanosecond", 0):
