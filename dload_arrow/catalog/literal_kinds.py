@@ -38,8 +38,9 @@ def duration_hint(field: pa.Field) -> str:
     t = compared_type(field.type)
     if not pa.types.is_duration(t):
         return ""
+    five = 5 * {"s": 1, "ms": 1000, "us": 10**6, "ns": 10**9}.get(t.unit, 1)  # 5 s in its unit
     return (f"; a duration is compared in SQL, as a count of its unit ({t.unit}): "
-            f"repo.sql(\"SELECT * FROM samples('NAME') WHERE {field.name} > 5000\"), or a "
+            f"repo.sql(\"SELECT * FROM samples('NAME') WHERE {field.name} > {five}\"), or a "
             f"pipeline's .filter(lambda r: r[{field.name!r}] > datetime.timedelta(seconds=5))")
 
 

@@ -122,7 +122,8 @@ def published_names(storage: Storage, where: str,
             names.add(parts[1])
         elif len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow"):
             left.setdefault(parts[1], []).append(parts[3][: -len(".arrow")])
-    copies = _copies(storage, left)  # (a file manager's copy: `p1 copy`, `cp -r` to p1.bak)
+    copies = _copies(storage, {n: v for n, v in left.items() if _valid(n)})  # (a file
+    # manager's copy: `p1 copy`; `cp -r` to p1.bak)
     for bad in [n for n in names | left.keys() if not _valid(n)] + sorted(copies):
         warnings.warn(str(stray_folder(storage, bad, "it is not listed", copies.get(bad))),
                       stacklevel=user_stacklevel())

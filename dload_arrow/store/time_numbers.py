@@ -63,8 +63,9 @@ def _why(t: pa.DataType) -> str:
     if pa.types.is_time(t):
         return (f"the column holds times of day ({t}); a number would be stored as {words} "
                 "since midnight. Convert it to times first (datetime.time)")
+    land = "" if unit == "s" else " (epoch seconds in this column land in January 1970)"
     return (f"the column holds timestamps ({t}); a number would be stored as {words} since "
-            "1970-01-01 (epoch seconds in a microsecond column land in January 1970). Convert "
+            f"1970-01-01{land}. Convert "
             "it to times first, stating its unit (datetime.datetime.fromtimestamp(v, "
             "datetime.timezone.utc), pandas: pd.to_datetime(col, unit='s'))")
 
