@@ -5,9 +5,7 @@ flat_map (scan: :mod:`dload_arrow.pipeline.scan`; select, which keeps columns:
 Their node state is the child's state (plus the accumulator for ``scan``): a chunk out is a
 pure function of a chunk in, so a cursor on the child is a cursor on the output. ``map``
 and ``map_batches(rows_preserved=True)`` keep positions, so ``shard``/``skip`` pass
-through them; ``filter``, ``flat_map`` and ``scan`` do not (positions change, or depend on the
-past).
-"""
+through them; ``filter``, ``flat_map`` and ``scan`` do not (positions change, or the past)."""
 
 from __future__ import annotations
 
