@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["fill_nulls", "null_items", "row_keys"]
+__all__ = ["as_lists", "fill_nulls", "null_items", "row_keys"]
 
 
 def fill_nulls(cells: list[Any], inner: tuple[int, ...], empty: tuple[int, ...] = ()
@@ -69,3 +69,11 @@ def row_keys(name: str, cells: list[Any], max_length: int | None, lengths: bool,
                 m[i, :n[i]] &= ~np.asarray(gaps)[:n[i]]
         out[f"{name}_mask"] = m
     return out
+
+
+def as_lists(name: str, cells: list[Any], max_length: int | None, lengths: bool,
+             mask: bool) -> dict[str, Any]:
+    """A batch's column given as lists (cut at ``max_length``) with its ``_length`` and
+    ``_mask``: every batch of a stored list column has the same keys (QA docs64)."""
+    cut = [c if c is None or not max_length else list(c[:max_length]) for c in cells]
+    return {name: cut, **row_keys(name, cut, max_length, lengths, mask)}

@@ -3,8 +3,7 @@ array per column, with each row's length, for ``batch(n, collate=pad_collate())`
 default collate leaves such a column a list of lists (QA migrate59). Torch makes the arrays
 tensors. Types: an explicit ``dtype=``, else the column's stored type (``batch()`` passes the
 rows' schema: ``list<int32>`` tokens stay int32, ``list<uint64>`` ids exact, float32 frames
-float32), else the rows' own arrays' type; the pad never widens it and must fit it.
-"""
+float32), else the rows' own arrays' type; the pad never widens it and must fit it."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from dload_arrow.errors import ConfigError
 from dload_arrow.pipeline.batching import default_collate
 from dload_arrow.pipeline.chunks import chunk_items, column_values
 from dload_arrow.pipeline.collate_checks import check_same_columns, warn_once
-from dload_arrow.pipeline.pad_holes import fill_nulls, row_keys
+from dload_arrow.pipeline.pad_holes import as_lists, fill_nulls
 from dload_arrow.pipeline.pad_torch import as_tensors, torch_rows
 from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
@@ -170,9 +169,13 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
             except _Ragged as e:  # a column picked by default, rows of rows of two widths: lists
                 if self.columns is not None:
                     raise
-                warn_once(f"pad_collate:{c}", f"{e}, so that batch gives it as a list (warned "
-                          "once per column)")  # (its _length and _mask still: QA docs64)
-                out.update(row_keys(c, cells, self.max_length, self.lengths, self.mask))
+                warn_once(f"pad_collate:{c}", f"{e}, so that batch gives it as a list "
+                          "(warned once per column)")
+                out.update(as_lists(c, cells, self.max_length, self.lengths, self.mask))
+        for c in rows[0]:  # stored rows of rows of two widths (not padded): lists, with keys
+            if c not in names and (_stored(schema, c) or (0, 0))[1] is None:  # (QA docs64)
+                out.update(as_lists(c, [x.get(c) for x in rows], self.max_length,
+                                    self.lengths, self.mask))
         if tensors is not None or _loader_called():  # (torch's DataLoader itself called it:
             import torch  # a batch of null rows holds no tensor, QA review63f)
 
@@ -237,9 +240,12 @@ def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str
     """A stored list column of numbers (in every batch: the same keys each time), or, where
     no stored type says (after a map), a column of number sequences; None where nothing
     tells (rows holding no value: null items, empty rows, null rows)."""
-    if _stored(schema, name) is not None:  # empty rows, rows holding None, rows of frames
-        return all(c is None or _is_sequence(c) for c in cells)  # (no frame: the stored
-        # rank; frames of two widths: lists, with _length and _mask: QA review64, docs64)
+    if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
+        return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
+    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad; a
+        frameless = all(c is None or (_is_sequence(c) and all(  # batch without a frame pads
+            x is None or not len(x) for x in c)) for c in cells)  # at the stored rank (QA
+        return frameless or _numeric_sequences(fill_nulls(cells, ())[0])  # review64)
     if schema is not None and name in schema.names:  # stored, not a list of numbers: text
         return False  # lists, a fixed-size embedding (n, 64) as batch() gives it (QA review63b)
     # rows holding None: a null item takes the pad, as in stored rows (QA recsys63), if a

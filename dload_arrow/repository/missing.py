@@ -211,12 +211,21 @@ def _copies(storage: Storage, left: dict[str, list[str]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for v, folders in owners.items():
         if len(folders) > 1 and not set(folders) <= out.keys():
-            from dload_arrow.store.manifest import Manifest
-
-            real = Manifest.from_bytes(storage.read(f"datasets/{folders[0]}/manifests/{v}.arrow"),
-                                       v).name
-            out.update({f: real for f in folders if f != real})
+            real = next((m for f in folders if (m := _named(storage, f, v))), "")
+            out.update({f: real for f in folders if real and f != real})
     return out
+
+
+def _named(storage: Storage, folder: str, vid: str) -> str | None:
+    """The dataset the manifest ``vid`` in ``folder`` names; None if it does not read (a
+    half-copied one: the other folders tell, QA review64h)."""
+    from dload_arrow.store.manifest import Manifest
+
+    try:
+        return Manifest.from_bytes(storage.read(f"datasets/{folder}/manifests/{vid}.arrow"),
+                                   vid).name
+    except DloadError:
+        return None
 
 
 def _valid(name: str) -> bool:
