@@ -292,3 +292,15 @@ def test_review64h(repo: dl.Repository, local_root: str) -> None:
         warnings.simplefilter("always")
         repo.sql("SELECT count(*) FROM versions")
     assert len([x for x in w if "Copy_of_s" in str(x.message)]) <= 2, tmp  # a folder, a kind
+
+
+def test_review64i_columns_leave_other_lists_alone(repo: dl.Repository) -> None:
+    """QA review64i: with columns=, a stored ragged list<list<T>> column it leaves out was cut
+    at max_length and given keys."""
+    repo.commit("s", pa.table({"__key__": list("ab"), "tok": pa.array([[1, 2], [3]]),
+                               "sents": pa.array([[[1, 2], [3]], [[4, 5, 6]]],
+                                                 pa.list_(pa.list_(pa.int32())))}))
+    b = next(iter(repo.dataset("s").pipeline().batch(
+        2, collate=dl.pad_collate(columns=["tok"], max_length=1))))
+    assert b["sents"] == [[[1, 2], [3]], [[4, 5, 6]]] and "sents_length" not in b
+    assert b["tok"].tolist() == [[1], [3]]

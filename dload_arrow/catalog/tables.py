@@ -108,7 +108,7 @@ class Snapshotter:
         self.manifests = manifests
         self._log_entries: dict[str, dict[str, Any]] = {}
         self._removed: dict[tuple[str, str], Removal] = {}
-        self._warned: set[tuple[str, type]] = set()  # (dataset, error kind) warned of
+        self._warned: set[str] = set()  # copied dataset folders warned of
         # each version's rows of dload_raw_versions, _parents and _shards (read once: a
         # manifest never changes; its Arrow shard rows hold less than the manifest itself)
         self._rows: dict[tuple[str, str], tuple[dict[str, Any], list[dict[str, Any]],
@@ -158,8 +158,9 @@ class Snapshotter:
             try:  # (not kept in memory: its rows are, QA scale62's 1,100 appends)
                 m = self.manifests.get(*node, keep=False)
             except (IntegrityError, InvalidNameError) as e:  # (the latter: a copied
-                if warn and (node[0], type(e)) not in self._warned:  # dataset folder: QA
-                    self._warned.add((node[0], type(e)))  # docs64; once a folder, review64h)
+                if warn and node[0] not in self._warned:  # dataset folder: QA docs64; a
+                    if isinstance(e, InvalidNameError):  # copy once, review64h; a damaged
+                        self._warned.add(node[0])  # version each time, review64i)
                     warnings.warn(f"the catalog leaves out a version of {node[0]!r}: {e}",
                                   stacklevel=user_stacklevel())
                 return False

@@ -172,8 +172,8 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                 warn_once(f"pad_collate:{c}", f"{e}, so that batch gives it as a list "
                           "(warned once per column)")
                 out.update(as_lists(c, cells, self.max_length, self.lengths, self.mask))
-        for c in rows[0]:  # stored rows of rows of two widths (not padded): lists, with keys
-            if c not in names and (_stored(schema, c) or (0, 0))[1] is None:  # (QA docs64)
+        for c in rows[0] if self.columns is None else ():  # stored rows of rows of two
+            if c not in names and (_stored(schema, c) or (0, 0))[1] is None:  # widths: lists
                 out.update(as_lists(c, [x.get(c) for x in rows], self.max_length,
                                     self.lengths, self.mask))
         if tensors is not None or _loader_called():  # (torch's DataLoader itself called it:
