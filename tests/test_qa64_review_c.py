@@ -304,3 +304,21 @@ def test_review64i_columns_leave_other_lists_alone(repo: dl.Repository) -> None:
         2, collate=dl.pad_collate(columns=["tok"], max_length=1))))
     assert b["sents"] == [[[1, 2], [3]], [[4, 5, 6]]] and "sents_length" not in b
     assert b["tok"].tolist() == [[1], [3]]
+
+
+def test_a_dataset_folder_renamed_outside_dload(tmp_path: Path, local_root: str,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """QA review64i: `mv datasets/p1 datasets/p2` made `dload ls` fail for the whole root, the
+    hint naming a dataset (p1) no longer there."""
+    import shutil
+
+    run: RunFn = runner(capsys, ["--root", local_root])
+    repo = dl.Repository.open(local_root)
+    repo.commit("p1", [("a", {"x": 1})])
+    repo.commit("q", [("a", {"x": 2})])
+    shutil.move(f"{local_root}/datasets/p1", f"{local_root}/datasets/p2")
+    r = run("ls")
+    assert "q " in r.out and "p2" in r.out and "which names dataset 'p1'" in r.err
+    with pytest.raises(dl.InvalidNameError, match=r"the folder datasets/p2 holds manifest .*, "
+                                                  r"which names dataset 'p1'.* back to datase"):
+        dl.Repository.open(local_root).dataset("p2")

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from dload_arrow.errors import IntegrityError, NotFoundError, escaped
+from dload_arrow.errors import IntegrityError, InvalidNameError, NotFoundError, escaped
 from dload_arrow.store.names import is_digest, manifest_path
 
 __all__ = ["ls_rows", "pin_text"]
@@ -33,7 +33,9 @@ def _ls_row(repo: Any, name: str, pins: dict[str, str], lock: str | None) -> dic
         m = repo.manifest(name, vid)
     except NotFoundError:  # latest names a manifest that is gone: listed, sizes unknown
         pass
-    except IntegrityError as e:  # a damaged ref or manifest: listed too, the others shown
+    except (IntegrityError, InvalidNameError) as e:  # a damaged ref or manifest, a folder
+        # renamed outside dload (its manifests name another dataset: QA review64i): listed
+        # too, the others shown
         click.echo(f"warning: {escaped(str(e))}", err=True)
     exists = pin == vid or (is_digest(pin) and repo.storage.exists(manifest_path(name, pin)))
     pinned = None if pin is None else {"version": pin, "lock": lock, "exists": exists,

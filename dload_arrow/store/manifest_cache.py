@@ -111,11 +111,16 @@ class ManifestCache:
             if keep:
                 self._keep(version, got)
         if got.name != name:  # checked on every hit: a version id of another dataset
+            if self._holds(name, version):  # (a folder renamed: QA review64i)
+                raise InvalidNameError(
+                    f"the folder datasets/{name} holds manifest {version[:12]}, which names "
+                    f"dataset {got.name!r}: it was renamed or copied outside dload; move it "
+                    f"back to datasets/{got.name} (then `repo.commit({name!r}, repo.dataset("
+                    f"{got.name!r}))` copies the dataset under the new name)")
             raise InvalidNameError(
                 f"manifest {version[:12]} asked for as {name!r} names dataset {got.name!r}: "
                 f"a version id belongs to one dataset (open it as "
-                f"repo.dataset({got.name!r}, {version[:12]!r}))"
-            )
+                f"repo.dataset({got.name!r}, {version[:12]!r}))")
         return got
 
     def _keep(self, version: str, manifest: Manifest) -> None:
@@ -178,6 +183,14 @@ class ManifestCache:
         except IntegrityError:
             path.unlink(missing_ok=True)  # damaged copy: drop it and fetch again
             return None
+
+    def _holds(self, name: str, version: str) -> bool:
+        """Whether the root's folder of ``name`` holds the manifest ``version`` (an error's
+        hint: a folder renamed outside dload holds another dataset's)."""
+        try:
+            return self.storage.exists(manifest_path(name, version))
+        except DloadError:
+            return False
 
     def _from_root(self, name: str, version: str) -> Manifest:
         try:
