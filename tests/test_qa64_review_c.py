@@ -322,3 +322,16 @@ def test_a_dataset_folder_renamed_outside_dload(tmp_path: Path, local_root: str,
     with pytest.raises(dl.InvalidNameError, match=r"the folder datasets/p2 holds manifest .*, "
                                                   r"which names dataset 'p1'.* back to datase"):
         dl.Repository.open(local_root).dataset("p2")
+
+
+def test_a_renamed_folder_beside_its_original_is_not_moved_back(local_root: str) -> None:
+    """QA review64j: "move it back to datasets/p1" while datasets/p1 was there (a cp -r
+    backup, or p1 recommitted after the rename): a merging move mixed the two."""
+    import shutil
+
+    repo = dl.Repository.open(local_root)
+    repo.commit("p1", [("a", {"x": 1})])
+    shutil.copytree(f"{local_root}/datasets/p1", f"{local_root}/datasets/p2")
+    with pytest.raises(dl.InvalidNameError, match=r"move it out of the root: datasets/p1 is "
+                                                  r"there"):
+        repo.dataset("p2")

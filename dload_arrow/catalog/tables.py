@@ -3,8 +3,7 @@
 One listing of ``datasets/`` finds every manifest, ref and log entry. Manifests and log
 entries never change once written, so they are read once per :class:`Snapshotter` (manifests
 also once per machine, through :class:`ManifestCache`); refs move, so they are read each time.
-Paths that do not parse as valid names are ignored: nothing under the root is trusted.
-"""
+Paths that do not parse as valid names are ignored: nothing under the root is trusted."""
 
 from __future__ import annotations
 
@@ -158,10 +157,11 @@ class Snapshotter:
             try:  # (not kept in memory: its rows are, QA scale62's 1,100 appends)
                 m = self.manifests.get(*node, keep=False)
             except (IntegrityError, InvalidNameError) as e:  # (the latter: a copied
-                if warn and node[0] not in self._warned:  # dataset folder: QA docs64; a
-                    if isinstance(e, InvalidNameError):  # copy once, review64h; a damaged
-                        self._warned.add(node[0])  # version each time, review64i)
-                    warnings.warn(f"the catalog leaves out a version of {node[0]!r}: {e}",
+                copy = isinstance(e, InvalidNameError)  # dataset folder: QA docs64; a copy
+                if warn and not (copy and node[0] in self._warned):  # once, review64h; a
+                    self._warned.update([node[0]] if copy else [])  # damaged version each
+                    what = "the folder of" if copy else "a version of"  # time, review64i/j)
+                    warnings.warn(f"the catalog leaves out {what} {node[0]!r}: {e}",
                                   stacklevel=user_stacklevel())
                 return False
             except NotFoundError:  # (a ref's version removed since)

@@ -111,12 +111,14 @@ class ManifestCache:
             if keep:
                 self._keep(version, got)
         if got.name != name:  # checked on every hit: a version id of another dataset
-            if self._holds(name, version):  # (a folder renamed: QA review64i)
+            if self._holds(name, version):  # (a folder renamed: QA review64i; moving it back
+                fix = (f"move it out of the root: datasets/{got.name} is there (moving it back "
+                       "would mix the two)" if self._has(got.name) else  # mixes them: 64j)
+                       f"move it back to datasets/{got.name} (then `repo.commit({name!r}, "
+                       f"repo.dataset({got.name!r}))` copies the dataset under the new name)")
                 raise InvalidNameError(
                     f"the folder datasets/{name} holds manifest {version[:12]}, which names "
-                    f"dataset {got.name!r}: it was renamed or copied outside dload; move it "
-                    f"back to datasets/{got.name} (then `repo.commit({name!r}, repo.dataset("
-                    f"{got.name!r}))` copies the dataset under the new name)")
+                    f"dataset {got.name!r}: it was renamed or copied outside dload; {fix}")
             raise InvalidNameError(
                 f"manifest {version[:12]} asked for as {name!r} names dataset {got.name!r}: "
                 f"a version id belongs to one dataset (open it as "
@@ -191,6 +193,13 @@ class ManifestCache:
             return self.storage.exists(manifest_path(name, version))
         except DloadError:
             return False
+
+    def _has(self, name: str) -> bool:
+        """Whether dataset ``name`` has a ``latest`` ref in the root (an error's hint)."""
+        try:
+            return self.storage.exists(f"datasets/{name}/refs/latest")
+        except DloadError:
+            return True  # (unknown: the advice that mixes nothing)
 
     def _from_root(self, name: str, version: str) -> Manifest:
         try:
