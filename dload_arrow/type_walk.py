@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
-__all__ = ["holds_type", "leaf_count", "missing_fields"]
+__all__ = ["holds_type", "is_list_type", "is_text_type", "leaf_count", "missing_fields"]
 
 
 def holds_type(t: pa.DataType, match: Callable[[pa.DataType], bool]) -> bool:
@@ -23,14 +23,24 @@ def holds_type(t: pa.DataType, match: Callable[[pa.DataType], bool]) -> bool:
     return any(holds_type(t.field(i).type, match) for i in range(t.num_fields))
 
 
+def is_list_type(t: pa.DataType) -> bool:
+    """A list of any kind: list, large list, fixed-size list, list view (its ``value_type``)."""
+    return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
+
+
+def is_text_type(t: pa.DataType) -> bool:
+    """String, large string or string view."""
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
 def leaf_count(t: pa.DataType) -> int:
     """The Parquet leaf columns (column chunks) a value of type ``t`` is stored in."""
     if pa.types.is_struct(t):
         return sum(leaf_count(t.field(i).type) for i in range(t.num_fields))
     if pa.types.is_map(t):
         return leaf_count(t.key_type) + leaf_count(t.item_type)
-    if (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
+    if is_list_type(t):
         return leaf_count(t.value_type)
     if isinstance(t, pa.ExtensionType):
         return leaf_count(t.storage_type)
@@ -40,8 +50,7 @@ def leaf_count(t: pa.DataType) -> int:
 def missing_fields(want: pa.DataType, got: pa.DataType, path: str) -> list[str]:
     """The paths (``segments[].image``) of the struct fields ``want`` has and ``got``, the
     type of the same column, lacks (an append fills them with nulls)."""
-    lists = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
-    if any(f(want) for f in lists) and any(f(got) for f in lists):
+    if is_list_type(want) and is_list_type(got):
         return missing_fields(want.value_type, got.value_type, f"{path}[]")
     if pa.types.is_map(want) and pa.types.is_map(got):
         return missing_fields(want.item_type, got.item_type, f"{path}{{value}}")

@@ -38,3 +38,11 @@ def test_the_manifest_cache_counts_its_shard_entries(local_root: str) -> None:
     m = repo.manifest("rb")
     assert len(m.shards) == 60
     assert _cost(m) >= m.table.nbytes + 60 * 700  # a parsed shard entry: ~750 bytes
+
+
+def test_a_local_object_has_one_tag_listed_or_stat_ed(local_root: str) -> None:
+    """QA review64g: a local root's info() left the tag empty while list() filled it."""
+    repo = dl.Repository.open(local_root)
+    repo.commit("t", pa.table({"__key__": ["a"], "v": [1]}))
+    (listed,) = [o for o in repo.storage.list("datasets/t/manifests/")]
+    assert listed.tag and repo.storage.info(listed.path) == listed

@@ -211,7 +211,7 @@ class LocalStorage:
             st = os.stat(self._full(path))
         except (FileNotFoundError, NotADirectoryError) as e:
             raise NotFoundError(f"no object {path!r} under {self.url}") from e
-        return ObjectInfo(path, st.st_size, st.st_mtime)
+        return ObjectInfo(path, st.st_size, st.st_mtime, f"{st.st_ino}:{st.st_mtime_ns}")
 
     def list(self, prefix: str) -> list[ObjectInfo]:
         base = self._full(prefix.rstrip("/"))

@@ -214,7 +214,8 @@ def check_lossless(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Fiel
     (module doc). Costs one C-level pass over the value types when no value could be.
     ``stated``: the type is a commit's schema=, whose time units make numbers counts."""
     kinds = set(map(type, values))
-    for refusal in (_stated_times, *_REFUSALS[1:]) if stated else _REFUSALS:
+    for refusal in _REFUSALS:
+        refusal = _stated_times if stated and refusal is number_refusal else refusal
         why = refusal(field.type, kinds, values)
         if why is None:
             continue

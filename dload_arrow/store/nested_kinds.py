@@ -15,28 +15,22 @@ from typing import Any
 
 import pyarrow as pa
 
-from dload_arrow.type_walk import holds_type
+from dload_arrow.type_walk import holds_type, is_list_type, is_text_type
 
 __all__ = ["COLUMN", "nested_kind_refusal"]
 
 COLUMN = "\x00column"  # in a reason: the column's name (check_lossless puts it in)
 
-_TEXT = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
 _BYTES = (pa.types.is_binary, pa.types.is_large_binary, pa.types.is_binary_view)
 
 
 def _kind(t: pa.DataType) -> type | None:
     """The Python kind the field ``t`` stores: str, bytes, or None for other types."""
-    if any(f(t) for f in _TEXT):
+    if is_text_type(t):
         return str
     if any(f(t) for f in _BYTES):
         return bytes
     return None
-
-
-def _lists(t: pa.DataType) -> bool:
-    return (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
-            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
 
 
 def _misfit(v: Any, t: pa.DataType, path: str) -> tuple[str, type, type] | None:
@@ -64,7 +58,7 @@ def _misfit(v: Any, t: pa.DataType, path: str) -> tuple[str, type, type] | None:
                        or _misfit(pair[1], t.item_type, f"{path}{{value}}"))
                 if got is not None:
                     return got
-    elif _lists(t) and isinstance(v, list | tuple):
+    elif is_list_type(t) and isinstance(v, list | tuple):
         for x in v:
             got = _misfit(x, t.value_type, f"{path}[]")
             if got is not None:

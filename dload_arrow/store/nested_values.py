@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from dload_arrow.type_walk import holds_type
+from dload_arrow.type_walk import holds_type, is_list_type
 
 __all__ = ["FieldValues"]
 
@@ -31,7 +31,7 @@ class FieldValues:
 
     def _walk(self, arr: pa.Array, path: str) -> None:
         t = arr.type
-        if _lists(t):
+        if is_list_type(t):
             self._walk(arr.flatten(), f"{path}[]")
         elif pa.types.is_struct(t):
             for j, child in enumerate(arr.flatten()):  # (the struct's nulls merged in)
@@ -47,7 +47,3 @@ class FieldValues:
         """Paths of fields that held no value where the struct holding them had one."""
         return [p for p, n in self.values.items() if p in self.parents and n == 0
                 and self.values.get(self.parents[p], 0) > 0]
-
-
-def _lists(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t)

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.arrays import list_slots, numpy_values
 from dload_arrow.errors import SchemaError, user_stacklevel
-from dload_arrow.type_walk import holds_type
+from dload_arrow.type_walk import holds_type, is_text_type
 
 __all__ = ["CodesSeen", "check_text", "flat_tensor", "nested_tensor", "storable"]
 
@@ -167,8 +167,7 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
             "values appear): apply your order after reading (pandas: "
             "pd.CategoricalDtype(categories, ordered=True); polars: pl.Enum(categories)), or "
             "store the codes", stacklevel=user_stacklevel())
-    text = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
-    if pa.types.is_dictionary(t) and not any(f(t.value_type) for f in text):
+    if pa.types.is_dictionary(t) and not is_text_type(t.value_type):
         warnings.warn(
             f"column {field.name!r} is a categorical of {t.value_type} values; Parquet gives "
             f"a dictionary of non-strings back only as its values, so it is stored (and read) "
@@ -235,7 +234,7 @@ class CodesSeen:
         for field, col in zip(batch.schema, batch.columns, strict=True):
             t = field.type
             if not (pa.types.is_dictionary(t) and not t.ordered
-                    and any(f(t.value_type) for f in _TEXT)):
+                    and is_text_type(t.value_type)):
                 continue
             values = col.dictionary.to_pylist()
             self.order.setdefault(field.name, {}).update(dict.fromkeys(values))
@@ -254,9 +253,6 @@ class CodesSeen:
                      ".cast(pl.Enum(vocab))), or store the codes as a column")
 
 
-_TEXT = (pa.types.is_string, pa.types.is_large_string, pa.types.is_string_view)
-
-
 def _ordered(t: pa.DataType) -> bool:
     """Whether ``t`` is, or holds (in lists, structs, maps), an ordered dictionary."""
     if pa.types.is_dictionary(t):
@@ -268,16 +264,12 @@ def _plain_field(f: pa.Field, wide: bool) -> pa.Field:
     return f.with_type(_plain(f.type, wide))
 
 
-def _TEXT_TYPE(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
-
-
 def check_text(batch: pa.RecordBatch, key: str | None) -> None:
     """Refuse a text column of ``batch`` holding bytes that are not UTF-8 (a Parquet or Arrow
     file written without the check: Spark, C++, ``Array.from_buffers``): refused at the
     commit, not at every read of the version (QA text64). The ``key`` column says its row."""
     for f, col in zip(batch.schema, batch.columns, strict=True):
-        if f.name != key and holds_type(f.type, _TEXT_TYPE):
+        if f.name != key and holds_type(f.type, is_text_type):
             _valid_text(f.name, col)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.store.nested_kinds import COLUMN
+from dload_arrow.type_walk import is_list_type
 
 __all__ = ["number_refusal", "time_cast_refusal"]
 
@@ -31,11 +32,6 @@ _UNITS = {"s": "seconds", "ms": "milliseconds", "us": "microseconds", "ns": "nan
 _UTC = {"UTC", "Etc/UTC", "+00:00", "GMT", "Etc/GMT", "UCT", "Etc/UCT", "Zulu", "Etc/Zulu",
         "Universal", "Etc/Universal", "Greenwich", "Etc/Greenwich", "GMT0", "Etc/GMT0",
         "GMT+0", "GMT-0", "Etc/GMT+0", "Etc/GMT-0"}
-
-
-def _lists(t: pa.DataType) -> bool:
-    return (pa.types.is_list(t) or pa.types.is_large_list(t)
-            or pa.types.is_fixed_size_list(t))
 
 
 def _temporal(t: pa.DataType) -> bool:
@@ -177,7 +173,7 @@ def _finder(t: pa.DataType, test: Callable[[Any, pa.DataType], bool]
                         return f".{name}{got[0]}", got[1], got[2]
             return None
         return struct
-    if _lists(t) or pa.types.is_map(t):
+    if is_list_type(t) or pa.types.is_map(t):
         items = _finder(t.item_type if pa.types.is_map(t) else t.value_type, test)
         keys = _finder(t.key_type, test) if pa.types.is_map(t) else None
         if items is None and keys is None:
@@ -220,7 +216,7 @@ def time_cast_refusal(got: pa.DataType, want: pa.DataType, numbers: bool = True
             if inner is not None:
                 return f"at .{f.name} {inner}"
         return None
-    if _lists(got) and _lists(want):
+    if is_list_type(got) and is_list_type(want):
         inner = time_cast_refusal(got.value_type, want.value_type, numbers)
         return None if inner is None else f"at [] {inner}"
     if pa.types.is_map(got) and pa.types.is_map(want):  # (QA review64c, 64d: its values and
