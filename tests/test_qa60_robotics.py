@@ -97,9 +97,10 @@ def test_default_padding_of_rows_of_frames_with_null_frames_and_ragged_rows(
     assert first["f"].dtype == np.float32 and first["f"].shape == (2, 2, 2)
     assert first["f_mask"].tolist() == [[True, False], [True, False]]
     assert batches[1]["docs"] == [[[1, 2], [3]], [[4], [5, 6, 7]]]  # left as lists
-    with pytest.raises(dl.ConfigError, match=r"cannot make an array|after their first axis"):
-        list(repo.dataset("eps").pipeline().batch(2, collate=dl.pad_collate(
-            columns=["docs"])))  # named: refused
+    named = list(repo.dataset("eps").pipeline().batch(2, collate=dl.pad_collate(
+        columns=["docs"])))  # named: lists with their keys too (QA review64i)
+    assert named[1]["docs"] == batches[1]["docs"] and named[1]["docs_length"].tolist() == [2, 2]
+    assert named[0]["docs"] == [[[1, 2]], [[3]]] and sorted(named[0]) == sorted(named[1])
 
 
 def test_review60d_numpy_frames_and_a_row_of_null_frames(repo: dl.Repository) -> None:

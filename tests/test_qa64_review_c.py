@@ -276,7 +276,8 @@ def test_review64h(repo: dl.Repository, local_root: str) -> None:
     repo.commit("s", pa.table({"__key__": list("ab"), "sents": pa.array(
         [[[1, 2], [3]], [[4, 5, 6]]], pa.list_(pa.list_(pa.int32())))}))
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
+        warnings.filterwarnings("error")
+        warnings.filterwarnings("ignore", "pad_collate: column 'sents' holds rows of rows")
         b = next(iter(repo.dataset("s").pipeline().batch(
             2, collate=dl.pad_collate(dtype="int64", max_length=1, mask=True))))
     assert b["sents"] == [[[1, 2]], [[4, 5, 6]]] and b["sents_length"].tolist() == [1, 1]

@@ -21,6 +21,12 @@ from dload_arrow.pipeline.batching import default_collate
 from dload_arrow.pipeline.chunks import chunk_items, column_values
 from dload_arrow.pipeline.collate_checks import check_same_columns, warn_once
 from dload_arrow.pipeline.pad_holes import as_lists, fill_nulls
+from dload_arrow.pipeline.pad_picks import (
+    is_sequence,
+    padded_by_default,
+    rows_of_rows,
+    stored_type,
+)
 from dload_arrow.pipeline.pad_torch import as_tensors, torch_rows
 from dload_arrow.pipeline.pad_types import NUMBERS, as_dtype, changed, check_fit, exact, found
 
@@ -29,46 +35,6 @@ __all__ = ["pad_collate"]
 
 class _Ragged(ConfigError):
     """Rows that make no one array (a column named in ``columns=`` is refused for it)."""
-
-
-def _is_sequence(v: Any) -> bool:
-    """A row a column pads: a list, a tuple or an array (numpy, or a CPU tensor)."""
-    return isinstance(v, list | tuple) or (
-        hasattr(v, "__array__") and getattr(v, "ndim", 0) >= 1)
-
-
-def _numeric_sequences(cells: list[Any]) -> bool:
-    """Whether a column's cells are sequences of numbers (None too), one at least non-empty:
-    what ``columns=None`` pads where no stored type says (lists of strings stay lists)."""
-    if not all(c is None or _is_sequence(c) for c in cells):
-        return False
-    try:
-        arrays = [np.asarray(c) for c in cells if c is not None and len(c)]
-    except (ValueError, TypeError, RuntimeError):  # ragged rows, bfloat16 tensors: left as
-        return False  # they are (columns= names them, and the error says what to do)
-    return bool(arrays) and all(a.dtype.kind in NUMBERS for a in arrays)
-
-
-def _stored(schema: pa.Schema | None, name: str
-            ) -> tuple[np.dtype, tuple[int, ...] | None, tuple[int, ...]] | None:
-    """A stored list column's number type, its rows' inner shape (``list<int32>``: int32,
-    (); ``list<fixed_size_list<float, 80>>``: float32, (80,); ``list<list<float>>``:
-    float32, None: rows of rows whose lengths the data tells, QA robotics60) and the sizes
-    of the lists inside its rows (-1: variable; rows of frames (-1,): a batch without one pads
-    to (n, 0, 0))."""
-    if schema is None or name not in schema.names:
-        return None
-    t = schema.field(name).type
-    if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
-        return None
-    t, inner, ragged = t.value_type, [], False
-    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        ragged |= not pa.types.is_fixed_size_list(t)
-        inner.append(getattr(t, "list_size", -1))
-        t = t.value_type
-    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
-        return np.dtype(t.to_pandas_dtype()), None if ragged else tuple(inner), tuple(inner)
-    return None
 
 
 class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_collate()))
@@ -148,7 +114,7 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                               f"of the batch (its columns: {', '.join(map(str, rows[0]))})")
         if isinstance(self.pad_value, dict) and (scalar := sorted(
                 c for c in self.pad_value if c in rows[0] and c not in names
-                and rows[0][c] is not None and not _is_sequence(rows[0][c]))):
+                and rows[0][c] is not None and not is_sequence(rows[0][c]))):
             raise ConfigError(f"pad_collate(pad_value=...) names {scalar}, which holds single "
                               "values, not sequences: nothing of it is padded")
         if isinstance(self.pad_value, dict) and self.columns is not None and (
@@ -161,33 +127,37 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                                   f"{', '.join(map(str, rows[0]))})")
             cells = [x.get(c) for x in rows]
             for cell in cells:
-                if cell is not None and not _is_sequence(cell):
+                if cell is not None and not is_sequence(cell):
                     raise ConfigError(f"pad_collate: column {c!r} holds {type(cell).__name__} "
                                       "values, not sequences; leave it out of columns=")
             try:
-                out.update(self._pad(c, cells, _stored(schema, c)))
-            except _Ragged as e:  # a column picked by default, rows of rows of two widths: lists
-                if self.columns is not None:
+                out.update(self._pad(c, cells, stored_type(schema, c)))
+            except _Ragged as e:  # rows of rows of two widths: lists, named in columns= too
+                if self.columns is not None and not rows_of_rows(cells):  # (QA review64i)
                     raise
-                warn_once(f"pad_collate:{c}", f"{e}, so that batch gives it as a list "
-                          "(warned once per column)")
-                out.update(as_lists(c, cells, self.max_length, self.lengths, self.mask))
+                self._lists(out, c, cells, str(e))
         for c in rows[0] if self.columns is None else ():  # stored rows of rows of two
-            if c not in names and (_stored(schema, c) or (0, 0))[1] is None:  # widths: lists
-                out.update(as_lists(c, [x.get(c) for x in rows], self.max_length,
-                                    self.lengths, self.mask))
+            if c not in names and (stored_type(schema, c) or (0, 0))[1] is None:  # widths
+                self._lists(out, c, [x.get(c) for x in rows],  # within a row: warned too
+                            f"pad_collate: column {c!r} holds rows of rows of two lengths")
         if tensors is not None or _loader_called():  # (torch's DataLoader itself called it:
             import torch  # a batch of null rows holds no tensor, QA review63f)
 
             return {k: as_tensors(v, torch) for k, v in out.items()}
         return out
 
+    def _lists(self, out: dict[str, Any], name: str, cells: list[Any], why: str) -> None:
+        """``name``'s rows of rows that make no one array, given as lists with their keys."""
+        warn_once(f"pad_collate:{name}", f"{why}, so that batch gives it as a list (warned "
+                  "once per column)")
+        out.update(as_lists(name, cells, self.max_length, self.lengths, self.mask))
+
     def _picked(self, name: str, cells: list[Any], schema: pa.Schema | None) -> bool:
         """Whether ``columns=None`` pads ``name`` in this batch. Where its rows hold no value
         (null items, empty rows) and no stored type says (after a map; a torch DataLoader's
         collate_fn), nothing tells numbers from text: padded only if ``dtype={name: ...}``
         names it (each batch decided alone: resumes, epochs and workers agree)."""
-        picked = _padded_by_default(cells, schema, name)
+        picked = padded_by_default(cells, schema, name)
         if picked is None:
             return isinstance(self.dtype, dict) and name in self.dtype
         return picked
@@ -235,29 +205,6 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         return got
 
 
-def _padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str
-                       ) -> bool | None:
-    """A stored list column of numbers (in every batch: the same keys each time), or, where
-    no stored type says (after a map), a column of number sequences; None where nothing
-    tells (rows holding no value: null items, empty rows, null rows)."""
-    if (s := _stored(schema, name)) is not None and s[1] is not None:  # empty rows, rows
-        return all(c is None or _is_sequence(c) for c in cells)  # holding None: padded too
-    if s is not None:  # stored rows of rows (list<list<T>>): a null frame takes the pad; a
-        frameless = all(c is None or (_is_sequence(c) and all(  # batch without a frame pads
-            x is None or not len(x) for x in c)) for c in cells)  # at the stored rank (QA
-        return frameless or _numeric_sequences(fill_nulls(cells, ())[0])  # review64)
-    if schema is not None and name in schema.names:  # stored, not a list of numbers: text
-        return False  # lists, a fixed-size embedding (n, 64) as batch() gives it (QA review63b)
-    # rows holding None: a null item takes the pad, as in stored rows (QA recsys63), if a
-    # number says what they hold (a batch of [None] rows of a text column: QA review63b)
-    if not all(c is None or _is_sequence(c) for c in cells):
-        return False
-    if not any(not isinstance(c, list | tuple) or any(x is not None for x in c)
-               for c in cells if c is not None and len(c)):
-        return None
-    return _numeric_sequences(fill_nulls(cells, ())[0])
-
-
 def _arrays(name: str, cells: list[Any], want: np.dtype | None, check: bool = False
             ) -> list[np.ndarray]:
     """The rows as arrays, made in ``want`` where it is known (Python ints past int64 stay
@@ -270,7 +217,7 @@ def _arrays(name: str, cells: list[Any], want: np.dtype | None, check: bool = Fa
                     raise ValueError(f"{np.asarray(c).dtype} values {want} does not hold")
     except (ValueError, TypeError, OverflowError, RuntimeError) as e:  # [[1, 2], [3]]
         of = "" if want is None else f" of {want}"  # (dtype= given: an error, default or not)
-        raise (ConfigError if check else _Ragged)(
+        raise (ConfigError if check and not rows_of_rows(cells) else _Ragged)(
             f"pad_collate: column {name!r} holds a row it cannot make an array{of} from ({e}): "
             "rows of rows of two lengths, None inside a row of rows, values the type does not "
             "hold, or a tensor numpy cannot take (bfloat16, one that requires grad: "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from dload_arrow.errors import DloadError, InvalidNameError, NotFoundError, user_stacklevel
@@ -214,6 +214,18 @@ def _copies(storage: Storage, left: dict[str, list[str]]) -> dict[str, str]:
             real = next((m for f in folders if (m := _named(storage, f, v))), "")
             out.update({f: real for f in folders if real and f != real})
     return out
+
+
+def copied_folder(storage: Storage, listed: Iterable[str], folder: str) -> str | None:
+    """The dataset whose manifests ``folder`` copies (:func:`_copies`), judged from the
+    manifest paths ``listed`` under ``datasets/``; None when it is no copy."""
+    left: dict[str, list[str]] = {}
+    for path in listed:
+        parts = path.split("/")
+        if (len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow")
+                and _valid(parts[1])):
+            left.setdefault(parts[1], []).append(parts[3][: -len(".arrow")])
+    return _copies(storage, left).get(folder)
 
 
 def _named(storage: Storage, folder: str, vid: str) -> str | None:
