@@ -1,6 +1,7 @@
-"""Carried findings of stop 54 fixed in stop 55: a half-copied folder under ``datasets/``
-stops gc with the stray-folder advice (QA review64i: gc's corrupt-manifest advice, an rm,
-failed in its turn)."""
+"""Carried findings fixed in stop 55: a half-copied folder under ``datasets/`` stops gc with
+the stray-folder advice (QA review64i: gc's corrupt-manifest advice, an rm, failed in its
+turn); rows of rows of two lengths keep their keys (review64i); a guarded commit's rerun
+after it published (QA etl63)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,18 @@ def test_a_stored_ragged_column_named_in_columns(repo: dl.Repository) -> None:
     with pytest.warns(UserWarning, match="'sents3' holds rows of rows of two lengths"):
         (b,) = repo.dataset("s3").pipeline().batch(2, collate=dl.pad_collate())  # within a row
     assert b["sents3"] == [[[1, 2], [3]], [[4]]] and b["sents3_length"].tolist() == [2, 1]
+
+
+def test_a_guarded_commits_rerun_after_it_published(repo: dl.Repository) -> None:
+    """QA etl63: `commit --if-latest V` retried after it published was refused (latest had
+    moved, to its own result); the same samples are a no-op now, other samples refused."""
+    v = repo.commit("t", pa.table({"__key__": ["a"], "x": [1]})).version
+    new = pa.table({"__key__": ["a"], "x": [2]})
+    w = repo.commit("t", new, if_latest=v).version
+    assert repo.commit("t", new, if_latest=v).version == w  # the rerun: already published
+    with pytest.raises(dl.ConflictError, match=rf"if_latest .* {v[:12]}: latest is now {w[:12]}"):
+        repo.commit("t", pa.table({"__key__": ["a"], "x": [3]}), if_latest=v)
+    assert repo.dataset("t").version == w and len(repo.versions("t")) == 2
+    repo.append("t", pa.table({"__key__": ["b"], "x": [4]}))  # an append moved it: refused
+    with pytest.raises(dl.ConflictError, match="latest is now"):
+        repo.commit("t", new, if_latest=v)

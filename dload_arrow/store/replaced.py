@@ -56,8 +56,7 @@ def moved_error(name: str, wanted: str, current: str | None, stored: bool) -> Co
         f"so nothing was published.{kept} Read latest again (repo.dataset({name!r}, "
         f"'latest'); `dload diff {name}@{wanted[:12]} {name}@latest` shows what changed), "
         "rebuild the samples from it and commit with the new version as if_latest (a "
-        "retry of this commit after it published finds latest at its own result: the same "
-        "command without --if-latest then says the version was already stored)")
+        "retry of a commit that published, with its same samples, is taken as done)")
 
 
 def warn_rolled_back(name: str, replaced: str, back_to: Manifest,
