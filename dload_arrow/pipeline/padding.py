@@ -173,8 +173,9 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
         # stored rank and fixed sizes ((0,) for list<list<T>>, (0, 3) a level in with 3 fixed)
         empty = tuple(0 if x < 0 else x for x in stored[2]) if stored and not shape else ()
         cells, holes = fill_nulls(cells, shape, empty)
-        arrays = [a.reshape(len(a), *empty) if not a.size and a.ndim != 1 + len(empty) and (
-            len(a) or empty) else a for a in _arrays(name, cells, want, check=given is not None)]
+        arrays = [a.reshape(len(a), *empty) if not a.size and a.ndim != 1 + len(empty) and empty
+                  else a for a in _arrays(name, cells, want, check=given is not None)]  # ((2, 0):
+        # a graph of no edge keeps its shape, QA graphs65)
         filled = [a for a in arrays if a.size]
         dtype = want if want is not None else found(name, filled, pad)
         check_fit(name, dtype, pad)

@@ -194,12 +194,18 @@ def empty_tensor_error(key: str, name: str, arr: Any) -> SchemaError:
     """A zero-size numpy tensor (no boxes: shape (0, 4)) refused, with the nested-list
     schema that stores it as ``[]`` beside others of any first dimension, in its own dtype
     and inner shape (QA detect62, review62b)."""
-    leaf = "bool_" if arr.dtype.kind == "b" else arr.dtype.name
-    inner = f"pa.{leaf if hasattr(pa, leaf) else 'float64'}()"  # (no pa.float128)
-    for d in reversed(arr.shape[1:]):  # (a zero axis: a variable list, [] when empty)
-        inner = f"pa.list_({inner}, {d})" if d else f"pa.list_({inner})"
     then = " (then it is [])" if arr.shape[0] == 0 else ""
     return SchemaError(
         f"sample {key!r}, column {name!r}: a tensor of shape {arr.shape} holds no element and "
         "cannot be a fixed-size column's; where the first dimension varies (boxes per image), "
-        f"store lists: schema= with {name!r} as pa.list_({inner}){then}")
+        f"store lists: schema= with {name!r} as {rows_type_text(arr)}{then}")
+
+
+def rows_type_text(arr: Any) -> str:
+    """The nested-list type that stores arrays like ``arr`` of any first dimension, as code:
+    ``pa.list_(pa.list_(pa.float32(), 4))`` for (N, 4) float32 rows."""
+    leaf = "bool_" if arr.dtype.kind == "b" else arr.dtype.name
+    inner = f"pa.{leaf if hasattr(pa, leaf) else 'float64'}()"  # (no pa.float128)
+    for d in reversed(arr.shape[1:]):  # (a zero axis: a variable list, [] when empty)
+        inner = f"pa.list_({inner}, {d})" if d else f"pa.list_({inner})"
+    return f"pa.list_({inner})"

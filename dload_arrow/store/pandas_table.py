@@ -89,7 +89,13 @@ def _typed(df: Any, typed: dict[Any, pa.DataType]) -> pa.Table:
     for c in df.columns:
         if c in typed:
             try:
-                arr = pa.array(df[c], type=typed[c], from_pandas=True)
+                try:
+                    arr = pa.array(df[c], type=typed[c], from_pandas=True)
+                except pa.ArrowInvalid:  # (N, 4) arrays of several N: rows of rows (Arrow
+                    # takes 1-D arrays only; QA graphs65)
+                    if not any(getattr(v, "ndim", 0) > 1 for v in df[c]):
+                        raise
+                    arr = pa.array([_rows(v) for v in df[c]], type=typed[c], from_pandas=True)
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError,
                     OverflowError) as e:
                 raise SchemaError(f"column {str(c)!r}: its values do not convert to the type "
@@ -105,6 +111,11 @@ def _typed(df: Any, typed: dict[Any, pa.DataType]) -> pa.Table:
             fields.append(plain.schema.field(i))
             arrays.append(plain.column(i).combine_chunks())
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def _rows(v: Any) -> Any:
+    """An array of 2 or more dimensions as a list of its rows (1-D arrays), others as given."""
+    return [_rows(x) for x in v] if isinstance(v, np.ndarray) and v.ndim > 1 else v
 
 
 def _refuse_object_values(df: Any, table: pa.Table) -> pa.Table:
@@ -197,6 +208,12 @@ def _refusal(col: Any, name: str, why: Exception) -> str:
             f"pa.Table.from_pandas(df, schema=pa.schema([..., ({name!r}, pa.map_(pa.string(), "
             f"pa.int64()))]), preserve_index=False), and commit that table, or make the "
             f"cells dicts ({{'x': 1}})" if pairs else "")
+    if isinstance(bad, np.ndarray) and bad.ndim > 1:  # (QA graphs65: JSON text was the advice)
+        from dload_arrow.store.pair_checks import rows_type_text
+
+        return (f"column {name!r}: arrays of {bad.ndim} dimensions and several shapes (value "
+                f"{shown(bad)}) make no tensor column; store them as rows of rows: schema= "
+                f"with {name!r} as {rows_type_text(bad)}")
     return (f"column {name!r}: {cell}is not a value Arrow can store "
             f"({why.args[0] if why.args else why}); make it one (dict keys must be str, the "
             f"items of a list of one type), or store it as JSON text "
