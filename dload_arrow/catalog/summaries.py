@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dload_arrow.catalog.tables import RAW_SCHEMAS, parent_rows, version_row
-from dload_arrow.errors import IntegrityError, user_stacklevel
+from dload_arrow.errors import IntegrityError, InvalidNameError, user_stacklevel
 from dload_arrow.storage.local import mode_like_open
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache, root_id
@@ -79,14 +79,20 @@ class Summaries:
         memory = self._load()
         out: dict[tuple[str, str], Summary] = {}
         added = False
+        strays: set[str] = set()  # folders copied or renamed outside dload (QA review65)
         for name, vid in listed:
             got = memory.get(vid)
+            if name in strays:
+                continue
             if got is None or got.name != name:
                 # the manifest cache checks the name the manifest holds, as the catalog does
                 try:
                     m = self.manifests.get(name, vid)
-                except IntegrityError as e:  # one bad object must not hide the root
-                    warnings.warn(f"the catalog leaves out a version of {name!r}: {e}",
+                except (IntegrityError, InvalidNameError) as e:  # one bad object must not
+                    copy = isinstance(e, InvalidNameError)  # hide the root (a copied folder:
+                    strays.update([name] if copy else [])  # warned once, all left out)
+                    what = f"the folder of {name!r}" if copy else f"a version of {name!r}"
+                    warnings.warn(f"the catalog leaves out {what}: {e}",
                                   stacklevel=user_stacklevel())
                     continue
                 got = memory[vid] = Summary.of(name, vid, m)

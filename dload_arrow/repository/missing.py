@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import difflib
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from dload_arrow.errors import DloadError, InvalidNameError, NotFoundError, user_stacklevel
+from dload_arrow.repository.strays import (
+    find_copies,
+    mixed_folder,
+    nested_folder,
+    nested_folders,
+    stray_folder,
+    valid_name,
+)
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -116,19 +124,25 @@ def published_names(storage: Storage, where: str,
     listing showed (they exist: no HEAD for them later, QA scale62)."""
     names: set[str] = set()
     left: dict[str, list[str]] = {}
-    for obj in storage.list("datasets/"):
+    listing = storage.list("datasets/")
+    for obj in listing:
         parts = obj.path.split("/")
         if len(parts) == 4 and parts[2] == "refs" and parts[3] == "latest":
             names.add(parts[1])
         elif len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow"):
             left.setdefault(parts[1], []).append(parts[3][: -len(".arrow")])
-    copies = _copies(storage, {n: v for n, v in left.items() if _valid(n)})  # (a file
-    # manager's copy: `p1 copy`; `cp -r` to p1.bak)
-    for bad in [n for n in names | left.keys() if not _valid(n)] + sorted(copies):
+    copies, mixed = find_copies(storage, {n: v for n, v in left.items() if valid_name(n)})
+    # (a file manager's copy: `p1 copy`; `cp -r` to p1.bak; copies merged into a dataset's
+    # folder; a folder moved inside one: QA review65)
+    for bad in [n for n in names | left.keys() if not valid_name(n)] + sorted(copies):
         warnings.warn(str(stray_folder(storage, bad, "it is not listed", copies.get(bad))),
                       stacklevel=user_stacklevel())
         names.discard(bad)
         left.pop(bad, None)
+    for text in [mixed_folder(storage, n, *got) for n, got in sorted(mixed.items())] + [
+            str(nested_folder(storage, f, "its versions are not listed"))
+            for f in nested_folders(o.path for o in listing)]:
+        warnings.warn(text, stacklevel=user_stacklevel())
     lost_refs(storage, {n: v for n, v in left.items() if n not in names}, where)
     if listed is not None:
         listed([v for vids in left.values() for v in vids])
@@ -139,7 +153,6 @@ def refuse_new_name(storage: Storage, name: str, where: str) -> None:
     """Refuse to create dataset ``name`` (its first commit) where it differs from a dataset of
     the root only in case (``Label`` beside ``label``: one folder on macOS and Windows, where
     the two would overwrite each other), or could not be a file name on Windows."""
-    from dload_arrow.errors import InvalidNameError
     from dload_arrow.store.names import not_portable
 
     why = not_portable(name)
@@ -198,72 +211,3 @@ def dangling_refs(storage: Storage, name: str, where: str) -> str | None:
     return (f"dataset {name!r} under {where} has refs but no stored version ({points}: an "
             f"interrupted rm, or an rm that raced an append){_RUNNING}; run `dload rm {name} "
             f"--yes` (repo.rm({name!r})) to remove what is left")
-
-
-def _copies(storage: Storage, left: dict[str, list[str]]) -> dict[str, str]:
-    """Folders holding a manifest another folder holds too (``cp -r datasets/p1 p1.bak``:
-    every read of it failed, the listing too, QA docs64), but the one it names: each with
-    the dataset its manifests name."""
-    owners: dict[str, list[str]] = {}
-    for n, vids in left.items():
-        for v in vids:
-            owners.setdefault(v, []).append(n)
-    out: dict[str, str] = {}
-    for v, folders in owners.items():
-        if len(folders) > 1 and not set(folders) <= out.keys():
-            real = next((m for f in folders if (m := _named(storage, f, v))), "")
-            out.update({f: real for f in folders if real and f != real})
-    return out
-
-
-def copied_folder(storage: Storage, listed: Iterable[str], folder: str) -> str | None:
-    """The dataset whose manifests ``folder`` copies (:func:`_copies`), judged from the
-    manifest paths ``listed`` under ``datasets/``; None when it is no copy."""
-    left: dict[str, list[str]] = {}
-    for path in listed:
-        parts = path.split("/")
-        if (len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow")
-                and _valid(parts[1])):
-            left.setdefault(parts[1], []).append(parts[3][: -len(".arrow")])
-    return _copies(storage, left).get(folder)
-
-
-def _named(storage: Storage, folder: str, vid: str) -> str | None:
-    """The dataset the manifest ``vid`` in ``folder`` names; None if it does not read (a
-    half-copied one: the other folders tell, QA review64h)."""
-    from dload_arrow.store.manifest import Manifest
-
-    try:
-        return Manifest.from_bytes(storage.read(f"datasets/{folder}/manifests/{vid}.arrow"),
-                                   vid).name
-    except DloadError:
-        return None
-
-
-def _valid(name: str) -> bool:
-    from dload_arrow.store.names import check_name
-
-    try:
-        check_name(name)
-    except InvalidNameError:
-        return False
-    return True
-
-
-def stray_folder(storage: Storage, name: str, so: str, copy_of: str | None = None
-                 ) -> InvalidNameError:
-    """The error (or warning) for a folder under the root's ``datasets/`` whose name is no
-    dataset name (``p1 copy``: what a file manager names a copied folder; QA security64), or
-    that holds ``copy_of``'s manifests (a copy under a valid name, ``p1.bak``: QA docs64)."""
-    why = (f"its manifests are copies of those of {copy_of!r} (they name it)" if copy_of else
-           f"{name!r} is no dataset name (ASCII letters, digits, '.', '_' and '-')")
-    return InvalidNameError(
-        f"the folder datasets/{name} under {_where(storage)} is not a dataset: {why}, so {so}; "
-        "move it out of the root (a dataset is copied by a commit of its rows under another "
-        "name, repo.commit('new', repo.dataset('old')), not by copying its folder)")
-
-
-def _where(storage: Storage) -> str:
-    from dload_arrow.storage import redact_url
-
-    return redact_url(storage.url)

@@ -287,8 +287,8 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
             ref = read_ref(self.storage, name, "latest")
             if ref is not None:
                 return ref.version, frozenset(self.manifests.get(name, ref.version).digests())
-        except StorageError:  # the storage failing (a stalled endpoint): not a fallback
-            raise
+        except (StorageError, InvalidNameError):  # the storage failing (a stalled endpoint):
+            raise  # not a fallback; a folder copied or renamed outside dload (QA review65)
         except DloadError:  # unreadable: every reused shard is touched, as before
             return None, frozenset()
         self._new_name(name)

@@ -112,8 +112,15 @@ class ManifestCache:
                 self._keep(version, got)
         if got.name != name:  # checked on every hit: a version id of another dataset
             if self._holds(name, version):  # (a folder renamed: QA review64i; moving it back
+                there = self._has(got.name)  # mixes them: 64j; a `mv` into the folder an rm
                 fix = (f"move it out of the root: datasets/{got.name} is there (moving it back "
-                       "would mix the two)" if self._has(got.name) else  # mixes them: 64j)
+                       f"would mix the two; if {name!r} is a dataset of its own that copies "
+                       "were merged into, `dload ls` names the copies to remove instead)"
+                       if there == "latest" else  # (a `mv` into the folder an rm left nests it)
+                       f"datasets/{got.name} is there, left by an rm (its log): move the "
+                       f"folder's contents into it (`cp -r datasets/{name}/. datasets/"
+                       f"{got.name}/`, then remove datasets/{name}; a `mv` would put the "
+                       "folder inside it)" if there else
                        f"move it back to datasets/{got.name} (then `repo.commit({name!r}, "
                        f"repo.dataset({got.name!r}))` copies the dataset under the new name)")
                 raise InvalidNameError(
@@ -194,12 +201,15 @@ class ManifestCache:
         except DloadError:
             return False
 
-    def _has(self, name: str) -> bool:
-        """Whether dataset ``name`` has a ``latest`` ref in the root (an error's hint)."""
+    def _has(self, name: str) -> str:
+        """What the root holds of dataset ``name`` (an error's hint): "latest" (its ref),
+        "folder" (objects of it, an rm's log), or "" (nothing)."""
         try:
-            return self.storage.exists(f"datasets/{name}/refs/latest")
+            if self.storage.exists(f"datasets/{name}/refs/latest"):
+                return "latest"
+            return "folder" if self.storage.list(f"datasets/{name}/") else ""
         except DloadError:
-            return True  # (unknown: the advice that mixes nothing)
+            return "latest"  # (unknown: the advice that mixes nothing)
 
     def _from_root(self, name: str, version: str) -> Manifest:
         try:

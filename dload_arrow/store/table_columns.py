@@ -181,13 +181,27 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     except SchemaError as e:
         raise SchemaError(f"column {field.name!r}: {e}") from None
     if plain == col.type:
-        return field, col
+        return _list_view(field, col)
     try:
         return field.with_type(plain), col.cast(plain)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         # over 2 GiB of values in one batch: only 64-bit offsets address them
         wide = _plain(t, wide=True)
         return (field, col) if wide == col.type else (field.with_type(wide), col.cast(wide))
+
+
+def _list_view(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
+    """A list view column with its values' types plain (Parquet cannot write a string view in
+    a struct in one, QA review65; pyarrow casts no list view), from its offsets and sizes."""
+    t, large = col.type, pa.types.is_large_list_view(col.type)
+    value = _plain_field(t.value_field, False) if large or pa.types.is_list_view(t) else None
+    if value is None or value == t.value_field or t.value_type in _WIDE:  # (other types, a
+        return field, col  # view of views: stored as they are)
+    kind, cls = (pa.large_list_view, pa.LargeListViewArray) if large else (
+        pa.list_view, pa.ListViewArray)
+    new = cls.from_arrays(pa.array(numpy_values(col.offsets)), pa.array(numpy_values(
+        col.sizes)), col.values.cast(value.type), mask=col.is_null() if col.null_count else None)
+    return field.with_type(kind(value)), new
 
 
 def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
