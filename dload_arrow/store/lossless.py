@@ -193,6 +193,10 @@ def _null_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
             if isinstance(v, dt.timedelta):  # past int64 microseconds (QA roundtrip55)
                 return (f"is not a value Arrow can store in microseconds ({e}); give the "
                         "column a coarser unit: schema= with pa.duration('s') for it")
+            if type(v).__module__ == "torch" and hasattr(v, "numpy"):  # (QA embed65: the
+                return ("is a torch tensor, which is not stored as one: give its numpy "  # JSON
+                        "array, t.detach().cpu().numpy() (a tensor column of its shape and "
+                        "dtype; bfloat16 as .float() first)")  # text advice, 3.7 KB of values)
             return (f"is not a value Arrow can store ({e}); make it one (dict keys must be "
                     "str, the items of a list of one type), or store it as JSON text "
                     "(json.dumps)")

@@ -23,15 +23,22 @@ __all__ = ["empty_tensor_error", "encodes", "holds_set", "int_overflow_error", "
 def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
     """A fixed-size list column without a tensor shape takes flat values: a 2-d or deeper
     array would be flattened, its shape lost (and arrays of other shapes accepted later)."""
+    size = field.type.list_size
     for (key, _), v in zip(rows, values, strict=True):
         if isinstance(v, np.ndarray) and v.ndim > 1:
+            flat = f" (v.reshape(-1): {v.shape} as {v.size})" if v.size == size else ""
             raise SchemaError(
                 f"sample {key!r}, column {field.name!r}: an array of shape {v.shape}, but the "
-                f"column's type {field.type} (from schema=) records no tensor shape, so it "
-                "would be stored flat and read back as a list; give that field its shape, "
+                f"column's type {field.type} (from schema=, or the stored type of an append) "
+                "records no tensor shape, so it would be stored flat and read back as a list; "
+                f"pass arrays of one dimension{flat}, or give a new commit's field its shape, "
                 f"pa.field({field.name!r}, <its type>, metadata={{'dload.shape': "
-                f"'{list(v.shape)}'}}), or pass arrays of one dimension"
-            )
+                f"'{list(v.shape)}'}})")
+        vector = isinstance(v, list | tuple) or (isinstance(v, np.ndarray) and v.ndim == 1)
+        if vector and len(v) != size:  # (QA embed65: "store a wider type" was the advice)
+            raise SchemaError(
+                f"sample {key!r}, column {field.name!r}: a vector of length {len(v)}, but the "
+                f"column holds vectors of length {size} ({field.type})")
 
 
 def refuse_extra_fields(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:

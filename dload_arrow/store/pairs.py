@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import inferred_type, typed_array
 from dload_arrow.errors import SchemaError, form_hint, shown
-from dload_arrow.store.lossless import check_whole_numbers
+from dload_arrow.store.lossless import check_whole_numbers, leaf_type
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.null_types import null_type_error
 from dload_arrow.store.pair_checks import (
@@ -165,6 +165,13 @@ def _listed(v: np.ndarray) -> list[Any]:
     return _native(v).tolist()
 
 
+def _wider(v: Any) -> Any:
+    """A float32 numpy array or scalar as float64 (exact), for a float16 column (QA embed65)."""
+    if isinstance(v, np.ndarray | np.float32) and v.dtype == np.float32:
+        return v.astype(np.float64)
+    return v
+
+
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: bool = False
             ) -> pa.Array:
     values = _without_nat([r.get(field.name) for _, r in rows])
@@ -182,6 +189,8 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
         refuse_sets(rows, field, values)
     check_whole_numbers(rows, field, values, stated)
     refuse_extra_fields(rows, field, values)
+    if pa.types.is_float16(leaf_type(field.type)):  # pyarrow takes floats and np.float16
+        values = [_wider(v) for v in values]  # only: float32 (an encoder's) exact as float64
     try:
         return typed_array(values, field.type)
     except _MISFITS as e:
