@@ -6,9 +6,10 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.allocator import choose_fork_safe_pool
+from dload_arrow.allocator import cap_malloc_arenas, choose_fork_safe_pool
 
 choose_fork_safe_pool()  # before anything loads pyarrow: DataLoader workers are forked
+cap_malloc_arenas()  # under `ulimit -v` only
 
 from dload_arrow.errors import (  # noqa: E402
     ConfigError,

@@ -261,21 +261,25 @@ def head(spec: str, n: int, root: str | None, cache_dir: str | None, cache_budge
     ds = repo.dataset(name, version)
     from dload_arrow.row_values import table_rows
 
-    rows = table_rows(_head_table(ds, n))
-    emit(rows, as_json, lambda: print_table(_tensors_as_shapes(rows, ds.schema)))
+    table = _head_table(ds, n)
+    if as_json:
+        emit(table_rows(table), True)
+    else:  # (tensors' values never made Python objects: seconds and GBs for volumes, QA
+        print_table(table_rows(_tensors_as_shapes(table, ds.schema)))  # volumes65)
 
 
-def _tensors_as_shapes(rows: list[dict[str, Any]], schema: pa.Schema) -> list[dict[str, Any]]:
-    """Rows with each non-null tensor value replaced by its dtype and shape, e.g. uint8[8, 8]."""
-    shown = {}  # Arrow's type names, as `dload info` prints them
+def _tensors_as_shapes(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` with each non-null tensor value as its dtype and shape, e.g. uint8[8, 8]."""
+    import pyarrow as pa
+
     for f in schema:
         tensor = _tensor(f)
-        if tensor is not None:
-            shown[f.name] = f"{tensor[0]}{tensor[1]}"
-    if not shown:
-        return rows
-    return [{k: (shown[k] if k in shown and v is not None else v) for k, v in r.items()}
-            for r in rows]
+        i = table.schema.get_field_index(f.name)
+        if tensor is not None and i >= 0:
+            valid = table.column(i).is_valid().to_pylist()
+            table = table.set_column(i, f.name, pa.array(
+                [f"{tensor[0]}{tensor[1]}" if v else None for v in valid], pa.string()))
+    return table
 
 
 COMMANDS = [ls, info, versions, recipe, log, head]

@@ -38,6 +38,7 @@ DEFAULT_BUFFER = 16_384
 MIN_WINDOW_UNITS = 8
 DEFAULT_WINDOW_BYTES = 256 * 2**20
 WINDOWS_HELD = 3  # the window consumed, the next one decoded meanwhile, a chunk between
+ROWS_HELD = 3  # beside them: the row handed out, the decoder's (63 MB rows: QA volumes65)
 
 
 def row_bytes(ds: Any, columns: Sequence[str] | None) -> float:
@@ -112,15 +113,17 @@ def _check_memory(name: str, buffer: int | str | None, rows: int, per_row: float
     ``total`` rows there are (QA dist60: 80 rows were priced as 16,384)."""
     free = available_memory()
     window = min(rows, total) * per_row
-    if free is None or WINDOWS_HELD * window <= free:
+    need = WINDOWS_HELD * window + ROWS_HELD * per_row
+    if free is None or need <= free:
         return
     call = "shuffle()" if buffer is None else f"shuffle({buffer!r})"
-    fits = format_bytes(int(free / WINDOWS_HELD * 0.8))
+    fits = format_bytes(max(int((free * 0.8 - ROWS_HELD * per_row) / WINDOWS_HELD), 1))
     text = (f"{call} of {name!r}: a window of {min(rows, total):,} rows is about "
             f"{format_bytes(int(window))} decoded ({format_bytes(int(per_row))} a row, from "
             f"its shards' footers), and a windowed shuffle holds about {WINDOWS_HELD} windows "
-            f"({format_bytes(int(WINDOWS_HELD * window))}), against the {format_bytes(free)} of "
-            f"memory this process has left; pass a smaller buffer, e.g. shuffle('{fits}'), or "
+            f"and {ROWS_HELD} rows ({format_bytes(int(need))}), against the "
+            f"{format_bytes(free)} of memory this process has left; pass a smaller buffer, "
+            f"e.g. shuffle('{fits}'), or "
             f"read fewer columns (ds.pipeline(columns=[...])); {MEMORY_LIMIT_ENV} sets the "
             "memory this check assumes")
     if window > free:
