@@ -212,7 +212,7 @@ def test_a_single_file_that_is_no_table_nor_archive_gets_advice_for_what_it_is(
     assert "`gzip -dk x.parquet.gz`" in r.err and "commit 'x.parquet'" in r.err
     (tmp_path / "y.json").write_text('{"a": 1}\n')
     r = run("commit", "t", "--from", str(tmp_path / "y.json"), rc=1)
-    assert "neither a table dload reads (.parquet, .csv, .jsonl, .arrow) nor a" in r.err
+    assert "neither a table dload reads (.parquet, .pq, .csv, .tsv, .jsonl, .ndjson" in r.err
     assert "rename it to .jsonl" in r.err and "re-download" not in r.err
     (tmp_path / "z.tar").write_bytes(b"not a tar at all" * 40)
     r = run("commit", "t", "--from", str(tmp_path / "z.tar"), rc=1)

@@ -70,7 +70,8 @@ class DirectorySource(SampleSource):
             raise ConfigError(
                 f"{os.fspath(path)!r} is a file, not a directory, and neither a table (by "
                 "extension) nor an archive (by extension or content): --from takes a "
-                "directory, an archive or a table; check the path"
+                "directory, an archive or a table; check the path (to store the file as a "
+                "sample, commit the folder that holds it)"
             )
         if not os.path.isdir(self.root):
             raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")

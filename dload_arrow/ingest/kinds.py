@@ -14,7 +14,7 @@ import os
 import posixpath
 import shlex
 
-from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFoundError, SchemaError
+from dload_arrow.errors import ConfigError, DloadError, NotFoundError, SchemaError
 from dload_arrow.ingest.location import is_remote, open_binary
 from dload_arrow.ingest.table_stream import compression, without_compression
 
@@ -127,10 +127,14 @@ def not_read_compressed(location: str, where: str = "") -> ConfigError | None:
             else ""))
 
 
+class NotAnArchiveError(ConfigError):
+    """A file that is neither a table dload reads nor an archive (:func:`archive_format`)."""
+
+
 def archive_format(location: str | os.PathLike[str], *, endpoint_url: str | None = None,
                    sniff: bool = True) -> str:
     """``"zip"``, ``"tar"``, ``"tar.gz"`` or ``"tar.zst"``, by content (when ``sniff``) and
-    then by extension; IntegrityError if neither says."""
+    then by extension; ConfigError if neither says."""
     location = os.fspath(location)
     if sniff and (fmt := sniff_archive(location, endpoint_url=endpoint_url)) is not None:
         return fmt
@@ -139,19 +143,18 @@ def archive_format(location: str | os.PathLike[str], *, endpoint_url: str | None
         if lower.endswith(ext):
             return fmt
     name = lower.rsplit("/", 1)[-1]
-    if "." in name:  # an extension, and not an archive's: another kind of file
-        ext = name.rsplit(".", 1)[-1]
-        hint = (" If it holds one JSON object per line, rename it to .jsonl and it is read as "
-                "a table." if ext == "json" else "")
-        raise ConfigError(
-            f"{location!r} is neither a table dload reads (.parquet, .csv, .jsonl, .arrow) nor a "
-            f"zip, tar, tar.gz or tar.zst archive (by its .{ext} extension and its first bytes); "
-            f"convert it to one of those, or commit a folder of such files (--as files stores "
-            f"each file as a sample).{hint}")
-    raise IntegrityError(
-        f"{location!r} is not a zip, tar, tar.gz or tar.zst archive (by extension or by its "
-        "first bytes); check the path, or re-download the archive"
-    )
+    ext = name.rsplit(".", 1)[-1] if "." in name else ""
+    # another kind of file (an extension, and not an archive's; or none: `chr1`, no corrupt
+    # archive, QA genomics65)
+    hint = (" If it holds one JSON object per line, rename it to .jsonl and it is read as "
+            "a table." if ext == "json" else "")
+    by = f"by its .{ext} extension and its first bytes" if ext else \
+        "it has no extension, and its first bytes are no archive's"
+    raise NotAnArchiveError(
+        f"{location!r} is neither a table dload reads (.parquet, .pq, .csv, .tsv, .jsonl, "
+        f".ndjson, .arrow, .feather; .csv.gz and .csv.zst too) nor a zip, tar, tar.gz or "
+        f"tar.zst archive ({by}); convert it to one of those, or commit the folder that holds "
+        f"it (each file a sample; --as files takes a folder, not a file).{hint}")
 
 
 def file_kind(location: str, *, endpoint_url: str | None = None) -> tuple[str, str] | None:
@@ -162,7 +165,7 @@ def file_kind(location: str, *, endpoint_url: str | None = None) -> tuple[str, s
         return table, "table"
     try:
         archive = archive_format(location, endpoint_url=endpoint_url)
-    except IntegrityError:
+    except NotAnArchiveError:  # (neither: each --as says what it takes, QA genomics65)
         return None
     return f"a {archive} archive", "archive"
 
