@@ -8,7 +8,7 @@ Grammar (keywords case-insensitive)::
     not       := "NOT" not | predicate
     predicate := operand [cmp operand
                          | "IS" ["NOT"] "NULL"
-                         | ["NOT"] "IN" "(" literal ("," literal)* ")"
+                         | ["NOT"] "IN" "(" [literal ("," literal)*] ")"
                          | ["NOT"] "BETWEEN" operand "AND" operand]
     operand   := literal | column | "(" expr ")"
     cmp       := "=" | "==" | "!=" | "<>" | "<" | "<=" | ">" | ">="
@@ -215,6 +215,10 @@ class _Parser:
         negated = self.accept("keyword", "NOT")
         if self.accept("keyword", "IN"):
             self.take("punct", "(")
+            if self.accept("punct", ")"):  # IN (): false, null for a null value, as DuckDB
+                none = Or(And(IsNull(left, True), Literal(False)),  # (QA active65: a list of
+                          And(IsNull(left, False), Literal(None)))  # keys, none yet)
+                return Not(none) if negated else none
             values = [self.literal()]
             while self.accept("punct", ","):
                 values.append(self.literal())

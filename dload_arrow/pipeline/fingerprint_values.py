@@ -1,12 +1,11 @@
 """The value and function hasher behind :mod:`dload_arrow.pipeline.fingerprint`.
 
 ``_Hasher`` turns values and functions into JSON trees whose text is the same in any process
-running the same code: dicts are sorted by key (an OrderedDict keeps its order), sets are
-sorted, Arrow expressions are hashed by their serialized form (their text is abbreviated),
-``__mp_main__`` (a spawned worker's name for the main script) reads as ``__main__``. Past the
-item budget or the depth limit, values are hashed in bulk (json with a canonical fallback per
-object), never by type and length; an object the hasher cannot read counts by its type name.
-"""
+running the same code: dicts sorted by key (an OrderedDict keeps its order), sets sorted, Arrow
+expressions by their serialized form, ``__mp_main__`` (a spawned worker's) as ``__main__``,
+an object with a ``__dload_fingerprint__`` (a Dataset) by what it gives. Past the item budget
+or the depth limit, values are hashed in bulk (json with a canonical fallback per object),
+never by type and length; an object the hasher cannot read counts by its type name."""
 
 from __future__ import annotations
 
@@ -116,12 +115,13 @@ class _Hasher:
             return {"class": type_name(v)}
         if isinstance(v, pc.Expression):  # str() abbreviates long value sets: the bytes
             return {type_name(v): _sha(pickle.dumps(v))}
-        if isinstance(v, pa.Schema):
-            return {type_name(v): v.to_string(truncate_metadata=False)}
-        if isinstance(v, pa.DataType):
-            return {type_name(v): str(v)}
+        if isinstance(v, pa.Schema | pa.DataType):
+            return {type_name(v): v.to_string(truncate_metadata=False)
+                    if isinstance(v, pa.Schema) else str(v)}
         if isinstance(v, enum.Enum):
             return {"enum": type_name(v), "name": v.name}
+        if (own := getattr(type(v), "__dload_fingerprint__", None)) is not None:  # QA active65
+            return {type_name(v): self.value(own(v), depth + 1)}
         if callable(v):
             return self.function(v, depth + 1)
         if id(v) in self.active:

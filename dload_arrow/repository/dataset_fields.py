@@ -56,3 +56,13 @@ class VersionFields:
     def parents(self) -> list[dict[str, Any]]:
         """The versions this one was made from (append, derive): name, version, relation."""
         return self.manifest.parents
+
+    def __dload_fingerprint__(self) -> dict[str, Any]:
+        """What a pipeline's fingerprint hashes of this dataset when a function reads it (a
+        ``map`` looking labels up in another dataset): its version and, for a view, its
+        filters and row groups, so a derive over a new version of it runs again (QA active65:
+        a corrected label came back old from the memo)."""
+        filters = [f.text for f in getattr(self, "_filters", ())]
+        units = getattr(self, "units", None)
+        return {"name": self.name, "version": self.version, "where": filters,
+                "units": None if units is None else [list(u) for u in units]}
