@@ -54,7 +54,7 @@ def test_log_of_any_dataset_beside_a_copied_folder(local_root: str,
     shutil.copytree(f"{local_root}/datasets/p1", f"{local_root}/datasets/p1.bak")
     run: RunFn = runner(capsys, ["--root", local_root])
     r = run("log", "q")
-    assert "q @ " in r.out and "leaves out the folder of 'p1.bak'" in r.err
+    assert "q @ " in r.out and "leaves out manifests in the folder of 'p1.bak'" in r.err
     r = run("log", "p1")
     assert "<- 1 append" in r.out
 

@@ -82,18 +82,18 @@ class Summaries:
         strays: set[str] = set()  # folders copied or renamed outside dload (QA review65)
         for name, vid in listed:
             got = memory.get(vid)
-            if name in strays:
-                continue
             if got is None or got.name != name:
                 # the manifest cache checks the name the manifest holds, as the catalog does
                 try:
                     m = self.manifests.get(name, vid)
                 except (IntegrityError, InvalidNameError) as e:  # one bad object must not
                     copy = isinstance(e, InvalidNameError)  # hide the root (a copied folder:
-                    strays.update([name] if copy else [])  # warned once, all left out)
-                    what = f"the folder of {name!r}" if copy else f"a version of {name!r}"
-                    warnings.warn(f"the catalog leaves out {what}: {e}",
-                                  stacklevel=user_stacklevel())
+                    if not (copy and name in strays):  # warned once; its own versions, if
+                        what = f"manifests in the folder of {name!r}" if copy else \
+                            f"a version of {name!r}"  # copies were merged into it, stay: 65b)
+                        warnings.warn(f"the catalog leaves out {what}: {e}",
+                                      stacklevel=user_stacklevel())
+                    strays.update([name] if copy else [])
                     continue
                 got = memory[vid] = Summary.of(name, vid, m)
                 self.built += 1

@@ -160,7 +160,7 @@ class Snapshotter:
                 copy = isinstance(e, InvalidNameError)  # dataset folder: QA docs64; a copy
                 if warn and not (copy and node[0] in self._warned):  # once, review64h; a
                     self._warned.update([node[0]] if copy else [])  # damaged version each
-                    what = "the folder of" if copy else "a version of"  # time, review64i/j)
+                    what = "manifests in the folder of" if copy else "a version of"  # (64i/j)
                     warnings.warn(f"the catalog leaves out {what} {node[0]!r}: {e}",
                                   stacklevel=user_stacklevel())
                 return False

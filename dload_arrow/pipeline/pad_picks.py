@@ -56,9 +56,9 @@ def stored_type(schema: pa.Schema | None, name: str
 
 
 def rows_of_rows(cells: list[Any]) -> bool:
-    """Whether a column's cells are rows of rows of numbers (None too) that make no one array
-    (``[[1, 2], [3]]``): given as lists with their ``_length`` and ``_mask``, named in
-    ``columns=`` or not, so every batch has the same keys (QA review64i)."""
+    """Whether a column's cells are rows of rows of numbers (None too) of two lengths, which
+    make no one array (``[[1, 2], [3]]``): given as lists with their ``_length`` and
+    ``_mask``, named in ``columns=`` or not, so every batch has the same keys (QA review64i)."""
     inner = [x for c in cells if c is not None for x in (c if is_sequence(c) else [c])]
     if not inner or not all(c is None or is_sequence(c) for c in cells):
         return False
@@ -67,7 +67,8 @@ def rows_of_rows(cells: list[Any]) -> bool:
     except (ValueError, TypeError, RuntimeError):
         return False
     return all(is_sequence(x) for x in inner if x is not None) and any(
-        a.size for a in arrays) and all(a.dtype.kind in NUMBERS for a in arrays if a.size)
+        a.size for a in arrays) and all(a.dtype.kind in NUMBERS for a in arrays if a.size) and (
+        len({a.shape for a in arrays}) > 1)  # (one width: values a dtype= refuses, QA 65b)
 
 
 def padded_by_default(cells: list[Any], schema: pa.Schema | None, name: str

@@ -117,13 +117,14 @@ def _check_memory(name: str, buffer: int | str | None, rows: int, per_row: float
     if free is None or need <= free:
         return
     call = "shuffle()" if buffer is None else f"shuffle({buffer!r})"
-    fits = format_bytes(max(int((free * 0.8 - ROWS_HELD * per_row) / WINDOWS_HELD), 1))
+    fits = int((free * 0.8 - ROWS_HELD * per_row) / WINDOWS_HELD)  # (less than a row: no
+    smaller = (f"pass a smaller buffer, e.g. shuffle('{format_bytes(fits)}'), or " if fits >=
+               per_row else "no buffer fits beside the rows held: ")  # buffer helps, QA 65b)
     text = (f"{call} of {name!r}: a window of {min(rows, total):,} rows is about "
             f"{format_bytes(int(window))} decoded ({format_bytes(int(per_row))} a row, from "
             f"its shards' footers), and a windowed shuffle holds about {WINDOWS_HELD} windows "
             f"and {ROWS_HELD} rows ({format_bytes(int(need))}), against the "
-            f"{format_bytes(free)} of memory this process has left; pass a smaller buffer, "
-            f"e.g. shuffle('{fits}'), or "
+            f"{format_bytes(free)} of memory this process has left; {smaller}"
             f"read fewer columns (ds.pipeline(columns=[...])); {MEMORY_LIMIT_ENV} sets the "
             "memory this check assumes")
     if window > free:

@@ -30,6 +30,7 @@ from dload_arrow.errors import (
     StorageError,
 )
 from dload_arrow.repository.gc import keep_for_readers
+from dload_arrow.repository.strays import nested_folder, nested_folders
 from dload_arrow.repository.tags import TagsMixin
 from dload_arrow.store.names import manifest_path
 from dload_arrow.store.refs import delete_ref, list_refs, move_ref, read_log, read_ref
@@ -135,6 +136,10 @@ class RemoveMixin(TagsMixin):
 
     def _rm_all(self, name: str, ids: list[str], refs: list[str]) -> list[str]:
         """Remove every ref and manifest of ``name`` (its log and removal records stay)."""
+        listed = (o.path for o in self.storage.list(f"datasets/{name}/"))
+        for folder in nested_folders(listed)[:1]:  # (a backup moved into it: rm deleted its
+            raise nested_folder(self.storage, folder, f"rm of {name!r} does not run (it "  # 65b)
+                                "would delete them)")
         stored: dict[str, Manifest] = {}
         for vid in ids:
             with contextlib.suppress(DloadError):  # corrupt, gone or misnamed: no parents

@@ -81,12 +81,22 @@ def nested_folders(paths: Iterable[str]) -> list[str]:
 def nested_folder(storage: Storage, folder: str, so: str) -> InvalidNameError:
     """The error (or warning) for ``folder`` (:func:`nested_folders`)."""
     outer = folder.split("/")[0]
+    try:
+        live = storage.exists(f"datasets/{outer}/refs/latest")
+    except DloadError:
+        live = True
+    fix = (f"{outer!r} has versions of its own since, so a merge would mix the two: to keep "
+           f"its rows, make it datasets/{outer} of another root beside this root's shards (a "
+           f"local root: `ln -s ROOT/shards OTHER/shards`) and commit them here from there "
+           f"(repo.commit('{outer}-restored', dl.Repository.open(OTHER).dataset({outer!r}))); "
+           "move it out of the root only once they are not wanted (gc then deletes their "
+           "shards)" if live else  # (QA review65b)
+           f"if they are {outer!r}'s (a backup put back) merge them, `cp -r datasets/{folder}/. "
+           f"datasets/{outer}/`, then remove datasets/{folder}; else move it out of the root")
     return InvalidNameError(
         f"the folder datasets/{folder} under {_where(storage)} holds manifests inside the "
         f"folder of {outer!r} (a folder moved into it, e.g. `mv datasets/{outer}.bak datasets/"
-        f"{outer}` while datasets/{outer} was there), so {so}; if they are {outer!r}'s (a "
-        f"backup put back) merge them, `cp -r datasets/{folder}/. datasets/{outer}/`, then "
-        f"remove datasets/{folder}; else move it out of the root")
+        f"{outer}` while datasets/{outer} was there), so {so}; {fix}")
 
 
 def mixed_folder(storage: Storage, name: str, real: str, vids: list[str]) -> str:

@@ -17,6 +17,7 @@ from dload_arrow.errors import SchemaError, form_hint, shown, user_warner
 from dload_arrow.store import tensor_layout
 from dload_arrow.store.append_hints import extra_hint, in_torch
 from dload_arrow.store.cast_check import changed_row
+from dload_arrow.store.list_views import is_list_view, list_view_with
 from dload_arrow.store.lossless import finer_hint, leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.nested_values import FieldValues
@@ -231,7 +232,10 @@ def _cast(name: str, col: pa.Array, want: pa.DataType, times_from: bool = False)
         raise ColumnMismatch(name, col.type, want) from SchemaError(
             "its values have" + zone_refusal(leaf, got.tz is not None))
     try:
-        out = _int_to_decimal(col, want) or col.cast(want)
+        if is_list_view(col.type) and is_list_view(want) and col.type != want:
+            out = list_view_with(col, want.value_field)  # (pyarrow casts none: QA review65b)
+        else:
+            out = _int_to_decimal(col, want) or col.cast(want)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
         raise ColumnMismatch(name, col.type, want) from e
     row = overflow_row(col, out)

@@ -18,9 +18,10 @@ import weakref
 from collections import OrderedDict
 from pathlib import Path
 
-from dload_arrow.errors import DloadError, IntegrityError, InvalidNameError, NotFoundError
+from dload_arrow.errors import DloadError, IntegrityError, NotFoundError
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.storage.local import mode_like_open
+from dload_arrow.store.folder_hints import misnamed_error
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, manifest_path
 from dload_arrow.store.removals import gone_hint
@@ -111,25 +112,8 @@ class ManifestCache:
             if keep:
                 self._keep(version, got)
         if got.name != name:  # checked on every hit: a version id of another dataset
-            if self._holds(name, version):  # (a folder renamed: QA review64i; moving it back
-                there = self._has(got.name)  # mixes them: 64j; a `mv` into the folder an rm
-                fix = (f"move it out of the root: datasets/{got.name} is there (moving it back "
-                       f"would mix the two; if {name!r} is a dataset of its own that copies "
-                       "were merged into, `dload ls` names the copies to remove instead)"
-                       if there == "latest" else  # (a `mv` into the folder an rm left nests it)
-                       f"datasets/{got.name} is there, left by an rm (its log): move the "
-                       f"folder's contents into it (`cp -r datasets/{name}/. datasets/"
-                       f"{got.name}/`, then remove datasets/{name}; a `mv` would put the "
-                       "folder inside it)" if there else
-                       f"move it back to datasets/{got.name} (then `repo.commit({name!r}, "
-                       f"repo.dataset({got.name!r}))` copies the dataset under the new name)")
-                raise InvalidNameError(
-                    f"the folder datasets/{name} holds manifest {version[:12]}, which names "
-                    f"dataset {got.name!r}: it was renamed or copied outside dload; {fix}")
-            raise InvalidNameError(
-                f"manifest {version[:12]} asked for as {name!r} names dataset {got.name!r}: "
-                f"a version id belongs to one dataset (open it as "
-                f"repo.dataset({got.name!r}, {version[:12]!r}))")
+            raise misnamed_error(self.storage, name, version, got.name,
+                                 lambda v: self._from_disk(v) or self._from_root(name, v))
         return got
 
     def _keep(self, version: str, manifest: Manifest) -> None:
@@ -192,24 +176,6 @@ class ManifestCache:
         except IntegrityError:
             path.unlink(missing_ok=True)  # damaged copy: drop it and fetch again
             return None
-
-    def _holds(self, name: str, version: str) -> bool:
-        """Whether the root's folder of ``name`` holds the manifest ``version`` (an error's
-        hint: a folder renamed outside dload holds another dataset's)."""
-        try:
-            return self.storage.exists(manifest_path(name, version))
-        except DloadError:
-            return False
-
-    def _has(self, name: str) -> str:
-        """What the root holds of dataset ``name`` (an error's hint): "latest" (its ref),
-        "folder" (objects of it, an rm's log), or "" (nothing)."""
-        try:
-            if self.storage.exists(f"datasets/{name}/refs/latest"):
-                return "latest"
-            return "folder" if self.storage.list(f"datasets/{name}/") else ""
-        except DloadError:
-            return "latest"  # (unknown: the advice that mixes nothing)
 
     def _from_root(self, name: str, version: str) -> Manifest:
         try:

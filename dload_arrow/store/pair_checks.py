@@ -14,10 +14,9 @@ import pyarrow as pa
 from dload_arrow.errors import SchemaError, shown, surrogate_at
 from dload_arrow.store.cast_check import extra_field_check
 
-__all__ = ["empty_tensor_error", "encodes", "holds_set", "int_overflow_error", "key_of",
-           "refuse_extra_fields",
-           "refuse_flattening", "refuse_sets", "refuse_shapes",
-           "shape_refusal"]
+__all__ = ["empty_tensor_error", "encodes", "half_ready", "holds_set", "int_overflow_error",
+           "key_of", "refuse_extra_fields", "refuse_flattening", "refuse_sets", "refuse_shapes",
+           "rows_type_text", "shape_refusal"]
 
 
 def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
@@ -216,3 +215,13 @@ def rows_type_text(arr: Any) -> str:
     for d in reversed(arr.shape[1:]):  # (a zero axis: a variable list, [] when empty)
         inner = f"pa.list_({inner}, {d})" if d else f"pa.list_({inner})"
     return f"pa.list_({inner})"
+
+
+def half_ready(v: Any) -> Any:
+    """A float32 numpy array or scalar as float64 (exact), for a float16 column (QA embed65),
+    in a list too (``list(emb)``: QA review65b)."""
+    if isinstance(v, np.ndarray | np.float32) and v.dtype == np.float32:
+        return v.astype(np.float64)
+    if isinstance(v, list) and any(isinstance(x, np.float32 | np.ndarray | list) for x in v):
+        return [half_ready(x) for x in v]
+    return v

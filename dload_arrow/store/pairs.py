@@ -30,6 +30,7 @@ from dload_arrow.store.null_types import null_type_error
 from dload_arrow.store.pair_checks import (
     empty_tensor_error,
     encodes,
+    half_ready,
     int_overflow_error,
     key_of,
     not_unicode,
@@ -165,13 +166,6 @@ def _listed(v: np.ndarray) -> list[Any]:
     return _native(v).tolist()
 
 
-def _wider(v: Any) -> Any:
-    """A float32 numpy array or scalar as float64 (exact), for a float16 column (QA embed65)."""
-    if isinstance(v, np.ndarray | np.float32) and v.dtype == np.float32:
-        return v.astype(np.float64)
-    return v
-
-
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: bool = False
             ) -> pa.Array:
     values = _without_nat([r.get(field.name) for _, r in rows])
@@ -190,7 +184,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
     check_whole_numbers(rows, field, values, stated)
     refuse_extra_fields(rows, field, values)
     if pa.types.is_float16(leaf_type(field.type)):  # pyarrow takes floats and np.float16
-        values = [_wider(v) for v in values]  # only: float32 (an encoder's) exact as float64
+        values = [half_ready(v) for v in values]  # only: float32 (an encoder's) exact as float64
     try:
         return typed_array(values, field.type)
     except _MISFITS as e:
@@ -203,6 +197,9 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
                                       v) from e
                 if holds_type(field.type, pa.types.is_null):  # null, list<null> (QA migrate59)
                     raise null_type_error(key, field, v, stated, _CHUNK) from e
+                if type(v).__module__ == "torch" and hasattr(v, "numpy"):  # (QA review65b)
+                    raise SchemaError(f"sample {key!r}, column {field.name!r}: a torch tensor; "
+                                      "give its numpy array, t.detach().cpu().numpy()") from e
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
                     f"type {field.type}; fix the sample, or store a wider type: pass schema= "

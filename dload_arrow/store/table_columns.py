@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.arrays import list_slots, numpy_values
 from dload_arrow.errors import SchemaError, user_stacklevel
+from dload_arrow.store.list_views import is_list_view, list_view_with
 from dload_arrow.type_walk import holds_type, is_text_type
 
 __all__ = ["CodesSeen", "check_text", "flat_tensor", "nested_tensor", "storable"]
@@ -191,17 +192,14 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
 
 
 def _list_view(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
-    """A list view column with its values' types plain (Parquet cannot write a string view in
-    a struct in one, QA review65; pyarrow casts no list view), from its offsets and sizes."""
-    t, large = col.type, pa.types.is_large_list_view(col.type)
-    value = _plain_field(t.value_field, False) if large or pa.types.is_list_view(t) else None
-    if value is None or value == t.value_field or t.value_type in _WIDE:  # (other types, a
-        return field, col  # view of views: stored as they are)
-    kind, cls = (pa.large_list_view, pa.LargeListViewArray) if large else (
-        pa.list_view, pa.ListViewArray)
-    new = cls.from_arrays(pa.array(numpy_values(col.offsets)), pa.array(numpy_values(
-        col.sizes)), col.values.cast(value.type), mask=col.is_null() if col.null_count else None)
-    return field.with_type(kind(value)), new
+    """A list view column with its values' types plain (``list_views.py``)."""
+    if not is_list_view(col.type):
+        return field, col
+    value = _plain_field(col.type.value_field, False)
+    if value == col.type.value_field or col.type.value_type in _WIDE:  # (a view of views:
+        return field, col  # stored as it is)
+    new = list_view_with(col, value)
+    return field.with_type(new.type), new
 
 
 def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
