@@ -187,7 +187,9 @@ def deal_of(pipe: Any, plan: Plan, workers: int, world_size: int, uneven: Uneven
             raise ConfigError(
                 f"uneven={uneven!r} over {world_size} ranks needs the epoch's length, and this "
                 "pipeline's length is only known by reading it (a filter? a source that may end "
-                "or not?); pass length= (the epoch's item count), uneven='none' (ranks may then "
+                "or not?); pass length= (the epoch's item count: for a where() view, len(view) "
+                "counts its rows, and after .batch(n) the items are ceil(len(view) / n) "
+                "batches, QA kfold65), uneven='none' (ranks may then "
                 "differ in length by one), or end the pipeline with .take(n) over an endless "
                 "source (from_iterable(fn, finite=False) declares one)"
             )
