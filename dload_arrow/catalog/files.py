@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -20,7 +21,7 @@ from dload_arrow.read.context import ReadContext
 from dload_arrow.read.locks import acquire_while
 from dload_arrow.read.planner import ReadPlan, plan_read
 from dload_arrow.read.planner_fit import fmt_budget, fmt_need
-from dload_arrow.read.shard_errors import missing_shard
+from dload_arrow.read.shard_errors import corrupt_shard, missing_shard
 from dload_arrow.sizes import BUDGET_WAYS, format_bytes
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import shard_path
@@ -135,6 +136,9 @@ def _local(context: ReadContext, manifest: Manifest, chosen: Sequence[Any],
     for e, path in zip(chosen, local, strict=True):
         if path is not None and not os.path.exists(path):  # else polars' or DuckDB's error
             raise missing_shard(context.storage, e.digest, manifest.name, manifest.version)
+        if path is not None and not stat.S_ISREG(os.stat(path).st_mode):  # (a FIFO hung
+            raise corrupt_shard(context, e.digest, manifest.name, "it is no regular file (a "
+                                "FIFO, a device, or a link to one)")  # DuckDB: QA hostile65)
     return ShardFiles([p for p in local if p is not None], [], plan)
 
 

@@ -7,13 +7,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from dload_arrow.errors import DloadError
+from dload_arrow.errors import DloadError, IntegrityError
 from dload_arrow.storage import Storage
 from dload_arrow.store.names import check_digest, check_name, check_ref
+from dload_arrow.store.ref_log import log_entry
 from dload_arrow.store.refs import is_log_entry
 from dload_arrow.store.removals import REMOVED, record_file
 
-__all__ = ["list_root", "read_all"]
+__all__ = ["list_root", "log_row", "read_all"]
 
 _READ_THREADS = 8  # small objects (refs, log entries, removal records) read at once
 T = TypeVar("T")
@@ -68,3 +69,16 @@ def list_root(storage: Storage) -> dict[str, list[tuple[str, str]]]:
             found["removed_again" if again else "removed"].append(
                 (name, f"{vid}.{again}" if again else vid))
     return found
+
+
+def log_row(name: str, path: str, data: bytes) -> dict[str, Any]:
+    """The ``dload_raw_log`` row of the log entry at ``path`` (IntegrityError: malformed)."""
+    e = log_entry(path, data)  # (its checks: ranges, types, depth)
+    try:
+        versions = [None if v is None else check_digest(v, "logged version")
+                    for v in (e.version, e.previous)]
+        return {"name": name, "ref": check_ref(e.ref), "seq": e.seq, "action": e.action,
+                "time": int(e.time * 1_000_000), "version": versions[0],
+                "previous": versions[1], "user": e.user, "host": e.host}
+    except DloadError as err:
+        raise IntegrityError(f"log entry {path} is malformed: {err}") from err

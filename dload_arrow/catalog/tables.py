@@ -18,9 +18,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import int64_array, typed_array
-from dload_arrow.catalog.root_listing import list_root, read_all
+from dload_arrow.catalog.root_listing import list_root, log_row, read_all
 from dload_arrow.errors import (
-    DloadError,
     IntegrityError,
     InvalidNameError,
     NotFoundError,
@@ -29,7 +28,7 @@ from dload_arrow.errors import (
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
-from dload_arrow.store.names import KEY_COLUMN, check_digest, check_ref
+from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.refs import read_ref
 from dload_arrow.store.removals import Removal, parse_removal, removal_path
 
@@ -105,7 +104,7 @@ class Snapshotter:
     def __init__(self, storage: Storage, manifests: ManifestCache) -> None:
         self.storage = storage
         self.manifests = manifests
-        self._log_entries: dict[str, dict[str, Any]] = {}
+        self._log_entries: dict[str, dict[str, Any] | None] = {}
         self._removed: dict[tuple[str, str], Removal] = {}
         self._warned: set[str] = set()  # copied dataset folders warned of
         # each version's rows of dload_raw_versions, _parents and _shards (read once: a
@@ -226,8 +225,12 @@ class Snapshotter:
                                                        unread), strict=True):
             if isinstance(data, BaseException):
                 raise data
-            self._log_entries[path] = _parse_log(name, path, data)  # written once, never changed
-        rows = [self._log_entries[path] for _, path in paths]
+            try:
+                self._log_entries[path] = log_row(name, path, data)  # written once
+            except IntegrityError as e:  # one bad entry must not fail every query (QA
+                warnings.warn(f"the catalog leaves out {e}", stacklevel=user_stacklevel())
+                self._log_entries[path] = None  # hostile65): warned once
+        rows = [r for _, path in paths if (r := self._log_entries[path]) is not None]
         rows.extend({"name": r.name, "action": "rm", "previous": r.version,
                      "time": None if r.time is None else int(r.time * 1_000_000),
                      "user": r.user, "host": r.host}
@@ -275,22 +278,6 @@ def parent_rows(name: str, vid: str, m: Manifest) -> list[dict[str, Any]]:
             "fingerprint": None if fingerprint is None else str(fingerprint),
         })
     return rows
-
-
-def _parse_log(name: str, path: str, data: bytes) -> dict[str, Any]:
-    try:
-        e = json.loads(data)
-        version, previous = e.get("version"), e.get("previous")
-        return {
-            "name": name, "ref": check_ref(str(e["ref"])), "seq": int(e["seq"]),
-            "time": int(float(e.get("time", 0.0)) * 1_000_000),
-            "action": str(e.get("action", "")),
-            "version": None if version is None else check_digest(version, "logged version"),
-            "previous": None if previous is None else check_digest(previous, "logged version"),
-            "user": str(e.get("user", "")), "host": str(e.get("host", "")),
-        }
-    except (ValueError, KeyError, TypeError, DloadError) as err:
-        raise IntegrityError(f"log entry {path} is malformed: {err}") from err
 
 
 def raw_table(rows: list[dict[str, Any]], name: str) -> pa.Table:

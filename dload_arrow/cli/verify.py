@@ -33,7 +33,7 @@ def _sha256(storage: Any, digest: str, size: int, bar: Any, cache_dir: str) -> s
 
         stamp = file_stamp(local)  # before the read: a file changed meanwhile is not marked
         try:
-            with open(local, "rb") as f:
+            with storage.open_regular(path) as f:  # (a FIFO, a device: refused, QA hostile65)
                 while chunk := f.read(_CHUNK):
                     h.update(chunk)
                     if bar is not None:
@@ -46,12 +46,17 @@ def _sha256(storage: Any, digest: str, size: int, bar: Any, cache_dir: str) -> s
         elif stamp is not None:  # reads skip its page checks from now on
             mark_verified(cache_dir, local, got, stamp)
         return got
-    for start in range(0, size, _CHUNK):
+    size = storage.info(path).size  # the whole object: a manifest may list another size
+    for start in range(0, size, _CHUNK):  # (QA hostile65: an intact shard was deleted)
         chunk = storage.read_range(path, start, min(size, start + _CHUNK))
         h.update(chunk)
         if bar is not None:
             bar.update(len(chunk))
     return h.hexdigest()
+
+
+def _size(storage: Any, digest: str) -> int:
+    return int(storage.info(shard_path(digest)).size)
 
 
 @click.command()
@@ -96,11 +101,18 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
         except NotFoundError:
             bad.append({"digest": digest, "problem": "missing"})
             continue
+        except StorageError as e:  # no regular file (a FIFO): as corrupt as a copy can be
+            bad.append({"digest": digest, "problem": f"bytes hash to nothing: {e}"})
+            continue
         if got != digest:
             bad.append({"digest": digest, "problem": f"bytes hash to {got}"})
+        elif (held := _size(repo.storage, digest)) != size:  # intact: never deleted
+            bad.append({"digest": digest, "problem": f"the manifest lists {size:,} bytes for "
+                        f"an intact object of {held:,} (its bytes hash to its name): the "
+                        "manifest is wrong, not the shard"})
     if bar is not None:
         bar.close()
-    corrupt = [b for b in bad if b["problem"] != "missing"]
+    corrupt = [b for b in bad if b["problem"].startswith("bytes hash to")]
     refused: list[str] = []  # deletes the root refused: the report still comes first
     if delete_bad:
         for b in corrupt:  # content-addressed: a copy that fails its hash is of no use
@@ -129,6 +141,11 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
         raise StorageError(f"{len(refused)} corrupt object(s) could not be deleted (first: "
                            f"{refused[0]}); delete them with credentials that may, or run "
                            f"`dload verify {spec} --delete-bad` again there")
+    if bad and all(b["problem"].startswith("the manifest lists") for b in bad):
+        raise IntegrityError(  # (QA hostile65)
+            f"the manifest of {name}@{m.version[:12]} is wrong: it lists {len(bad)} intact "
+            f"shard(s) with another size (first: {bad[0]['digest'][:12]}), kept; this version "
+            "cannot be read: commit its data again")
     if bad:
         fix = ("commit the same data again to restore them" if delete_bad or not corrupt
                else f"run `dload verify {spec} --delete-bad` to remove the corrupt copies, "

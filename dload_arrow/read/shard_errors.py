@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -107,7 +108,10 @@ def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
     its bytes the manifest lists: another shard of the same row counts copied over it was
     read as its rows, QA security64)."""
     try:
-        if size is not None and (got := os.stat(path).st_size) != size:
+        if not stat.S_ISREG((st := os.stat(path)).st_mode):  # a FIFO hung, /dev/zero spun
+            raise corrupt_shard(ctx, digest, dataset, "it is no regular file (a FIFO, a "
+                                "device, or a link to one)")  # (QA hostile65)
+        if size is not None and (got := st.st_size) != size:
             raise corrupt_shard(ctx, digest, dataset, f"it holds {got:,} bytes, where the "
                                 f"manifest lists {size:,}", path)
         # pre_buffer (Arrow's default) reads each column chunk on its IO thread pool: for a
@@ -140,7 +144,7 @@ def remote_damage(ctx: ReadContext, digest: str, size: int, dataset: str,
         got = None
     if got is not None and got != size:
         return corrupt_shard(ctx, digest, dataset, f"it holds {got:,} bytes, where the manifest "
-                             f"lists {size:,}")
+                             f"lists {size:,}; or the manifest is wrong: verify tells which")
     if isinstance(e, DloadError):
         return e
     return corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}")

@@ -54,6 +54,7 @@ __all__ = ["VersionInfo", "VersionsMixin"]
 
 _WARNED: set[str | None] = {None}  # script lock warnings given by this process
 
+_HEX = re.compile(r"[0-9a-f]{64}")  # a manifest's name
 
 @dataclass(frozen=True)
 class VersionInfo:
@@ -86,11 +87,8 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
     def _version_ids(self, name: str) -> list[str]:
         """Ids of every manifest stored under ``name`` (published or not), unordered."""
         prefix = f"datasets/{check_name(name)}/manifests/"
-        return [
-            o.path[len(prefix) : -len(".arrow")]
-            for o in self.storage.list(prefix)
-            if o.path.endswith(".arrow")
-        ]
+        ids = [o.path[len(prefix) : -len(".arrow")] for o in self.storage.list(prefix)]
+        return [v for v in ids if _HEX.fullmatch(v)]  # (a stray zz.arrow: QA hostile65)
 
     def _missing(self, name: str) -> str:
         """The error text for a ``name`` this root holds no version of (missing.py)."""

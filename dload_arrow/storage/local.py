@@ -7,9 +7,11 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from typing import BinaryIO
 
 from dload_arrow.errors import NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath
@@ -124,16 +126,26 @@ class LocalStorage:
             raise
         return tmp
 
+    def open_regular(self, path: str) -> BinaryIO:
+        """``path``'s file for reading; a FIFO or a device in its place (a root unpacked from
+        someone's tarball) is refused, not read: it hung or filled memory (QA hostile65)."""
+        fd = os.open(self._full(path), os.O_RDONLY | os.O_NONBLOCK)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StorageError(f"{path!r} under {self.url} is not a regular file (a FIFO, a "
+                               "device, or a link to one): no dload object is; remove it")
+        return os.fdopen(fd, "rb")
+
     def read(self, path: str) -> bytes:
         try:
-            with open(self._full(path), "rb") as f:
+            with self.open_regular(path) as f:
                 return f.read()
         except (FileNotFoundError, NotADirectoryError) as e:
             raise NotFoundError(f"no object {path!r} under {self.url}") from e
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
         try:
-            with open(self._full(path), "rb") as f:
+            with self.open_regular(path) as f:
                 f.seek(start)
                 return f.read(end - start)
         except (FileNotFoundError, NotADirectoryError) as e:
@@ -243,13 +255,14 @@ class LocalStorage:
 
     def download(self, path: str, dest: str, digest: Digest | None = None) -> int:
         try:
-            if digest is None:
-                shutil.copyfile(self._full(path), dest)
-            else:
-                with open(self._full(path), "rb") as src, open(dest, "wb") as out:
-                    while chunk := src.read(_COPY_CHUNK):
-                        out.write(chunk)
-                        digest.update(chunk)
+            with self.open_regular(path) as src:
+                if digest is None:  # (copyfile: the kernel's sendfile)
+                    shutil.copyfile(self._full(path), dest)
+                else:
+                    with open(dest, "wb") as out:
+                        while chunk := src.read(_COPY_CHUNK):
+                            out.write(chunk)
+                            digest.update(chunk)
         except (FileNotFoundError, NotADirectoryError) as e:
             raise NotFoundError(f"no object {path!r} under {self.url}") from e
         except OSError as e:

@@ -166,7 +166,7 @@ class Manifest:
             raise IntegrityError("manifest has no 'dload' metadata: not a dload_arrow manifest")
         try:
             self.info: dict[str, Any] = json.loads(raw)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # (nested 100,000 deep: QA hostile65)
             raise IntegrityError(f"manifest metadata is not JSON: {e}") from e
         self._validate()
 

@@ -8,18 +8,19 @@ import json
 import re
 import socket
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.errors import IntegrityError, NotFoundError
+from dload_arrow.errors import IntegrityError, NotFoundError, user_stacklevel
 from dload_arrow.storage import Storage
 from dload_arrow.store.names import check_name
 
 if TYPE_CHECKING:
     from dload_arrow.store.refs import RefValue
 
-__all__ = ["LogEntry", "append_log", "is_log_entry", "last_seq", "read_log"]
+__all__ = ["LogEntry", "append_log", "is_log_entry", "last_seq", "log_entry", "read_log"]
 
 _ENTRY = re.compile(r"\d+\.json")
 
@@ -104,26 +105,46 @@ def read_log(storage: Storage, name: str) -> list[LogEntry]:
     # minutes a `dload versions`: QA cliffs56)
     with ThreadPoolExecutor(min(_LOG_READERS, max(1, len(new)))) as pool:
         texts = list(pool.map(storage.read, [k[0] for k in new]))
+    bad = set()
     for k, text in zip(new, texts, strict=True):
-        seen[k] = _entry(k[0], text)
+        try:
+            seen[k] = log_entry(k[0], text)
+        except IntegrityError as e:  # one bad entry must not hide the log, nor every SQL
+            bad.add(k)  # query of the root (QA hostile65)
+            if k not in _WARNED:
+                _WARNED.add(k)
+                warnings.warn(f"{e}; it is left out (written outside dload: delete it)",
+                              stacklevel=user_stacklevel())
     if len(seen) > _SEEN_MAX:  # (a process reading many datasets' logs: the oldest out)
         for k in list(seen)[:len(seen) - _SEEN_MAX]:
             del seen[k]
-    return sorted((seen.get(k) or _entry(k[0], storage.read(k[0])) for k in listed),
-                  key=lambda e: (e.time, e.ref, e.seq))
+    return sorted((seen.get(k) or log_entry(k[0], storage.read(k[0])) for k in listed
+                   if k not in bad), key=lambda e: (e.time, e.ref, e.seq))
+
+
+_WARNED: set[tuple[str, int, float, str]] = set()  # malformed entries warned of
 
 
 _SEEN_MAX = 100_000  # log entries a process keeps read (~900 bytes each, with their keys)
 
 
-def _entry(path: str, text: bytes | str) -> LogEntry:
+def log_entry(path: str, text: bytes | str) -> LogEntry:
+    """The entry at ``path`` whose bytes are ``text``; IntegrityError when malformed."""
     try:
         e = json.loads(text)
-        return LogEntry(
+        entry = LogEntry(
             ref=str(e["ref"]), seq=int(e["seq"]), version=e.get("version"),
             previous=e.get("previous"), user=str(e.get("user", "")),
             host=str(e.get("host", "")), time=float(e.get("time", 0.0)),
             action=str(e.get("action", "")),
         )
-    except (ValueError, KeyError, TypeError) as err:
+        if not (0 <= entry.seq < 2**63 and _EPOCHS[0] < entry.time < _EPOCHS[1]) or not all(
+                v is None or isinstance(v, str) for v in (entry.version, entry.previous)):
+            raise ValueError("a field out of range or of another type")
+        return entry
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError,
+            OverflowError) as err:  # (a list, nested 100,000 deep, 1e999: QA hostile65)
         raise IntegrityError(f"log entry {path} is malformed: {err}") from err
+
+
+_EPOCHS = (-62135596800.0, 253402300799.0)  # years 1 to 9999: what a datetime holds

@@ -50,9 +50,12 @@ def _ref_path(name: str, ref: str) -> str:
 def _parse(data: bytes, where: str, storage: Storage | None = None) -> RefValue:
     try:
         obj = json.loads(data)
-        return RefValue(check_digest(obj["version"], f"version in {where}"), int(obj["seq"]))
-    except (ValueError, KeyError, TypeError, DloadError) as e:
-        raise IntegrityError(_damaged(where, e, storage)) from e
+        seq = int(obj["seq"])
+        if not 0 <= seq < 2**63:
+            raise ValueError(f"seq {seq} is out of range")
+        return RefValue(check_digest(obj["version"], f"version in {where}"), seq)
+    except (ValueError, KeyError, TypeError, DloadError, RecursionError, OverflowError) as e:
+        raise IntegrityError(_damaged(where, e, storage)) from e  # (the last two: QA hostile65)
 
 
 def _damaged(path: str, error: BaseException, storage: Storage | None) -> str:
@@ -80,6 +83,10 @@ def list_refs(storage: Storage, name: str) -> dict[str, RefValue]:
     out = {}
     for obj in storage.list(prefix):
         ref = obj.path[len(prefix) :]
+        try:
+            check_ref(ref)
+        except DloadError:  # not dload's (a Finder's .DS_Store): passed over (QA hostile65)
+            continue
         value = read_ref(storage, name, ref)
         if value is not None:
             out[ref] = value
