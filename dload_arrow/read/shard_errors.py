@@ -65,8 +65,10 @@ def corrupt_shard(ctx: ReadContext, digest: str, dataset: str, why: str,
     if path is not None and _intact(path, digest):  # the bytes are right: the reader is not
         return IntegrityError(
             f"shard {digest[:12]}{of} is intact (its bytes hash to its name), but pyarrow "
-            f"{pa.__version__} cannot decode it ({why}): it was written by a newer pyarrow; "
-            "upgrade pyarrow (pip install -U pyarrow)"
+            f"{pa.__version__} cannot decode it as the manifest lists it ({why}): it was "
+            "written by a newer pyarrow (upgrade pyarrow: pip install -U pyarrow), or the "
+            "manifest was changed outside dload (its row groups or schema: a root from "
+            "someone else?)"
         )
     if path is not None and not ctx.in_place:
         with contextlib.suppress(OSError):
