@@ -26,6 +26,7 @@ from dload_arrow.errors import ConfigError, EmptyInputError, SchemaError, user_s
 from dload_arrow.sizes import parse_size
 from dload_arrow.storage import Storage
 from dload_arrow.store.key_index import KeyReader
+from dload_arrow.store.list_types import item_named
 from dload_arrow.store.manifest import Manifest, check_meta
 from dload_arrow.store.manifest_meta import check_parents
 from dload_arrow.store.publish import (
@@ -203,6 +204,8 @@ def commit_samples(
     row_group_size = min(_size(row_group_size, "row_group_size"), shard_size)
     if parent is not None:
         schema = schema or parent.schema
+    elif schema is not None:  # a list's value field named as dload names it (QA chat65)
+        schema = pa.schema([f.with_type(item_named(f.type)) for f in schema], schema.metadata)
     inferred = schema is None
     batches = to_batches(samples, key=key, schema=schema,
                          append_to=None if parent is None else name,

@@ -17,7 +17,7 @@ from dload_arrow.errors import SchemaError, form_hint, shown, user_warner
 from dload_arrow.store import tensor_layout
 from dload_arrow.store.append_hints import extra_hint, in_torch
 from dload_arrow.store.cast_check import changed_row
-from dload_arrow.store.list_views import is_list_view, list_view_with
+from dload_arrow.store.list_types import is_list_view, list_view_with
 from dload_arrow.store.lossless import finer_hint, leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.nested_values import FieldValues

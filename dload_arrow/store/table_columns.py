@@ -3,8 +3,9 @@
 - String and binary *views* become plain strings and binary: Parquet stores them so anyway,
   and compute kernels such as ``take`` and ``filter`` refuse views.
 - Large strings, binary and lists (what polars and pandas hand over) become plain ones, inside
-  lists, structs, maps and dictionaries too, so the same rows give the same version id (and
-  share shards) whichever library held them. A column with more than 2 GiB of values in one
+  lists, structs, maps and dictionaries too, and every list's value field is named ``item``
+  (``list_types.py``), so the same rows give the same version id (and share shards)
+  whichever library held them. A column with more than 2 GiB of values in one
   batch, which 32-bit offsets cannot address, keeps its large type. A dataset stored with large
   types (by ``schema=``, or before this rule) keeps them: an append is cast to its types.
 - Dictionary columns are stored with int32 indices and unordered (Parquet keeps no category
@@ -41,7 +42,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.arrays import list_slots, numpy_values
 from dload_arrow.errors import SchemaError, user_stacklevel
-from dload_arrow.store.list_views import is_list_view, list_view_with
+from dload_arrow.store.list_types import is_list_view, list_view_with
 from dload_arrow.type_walk import holds_type, is_text_type
 
 __all__ = ["CodesSeen", "check_text", "flat_tensor", "nested_tensor", "storable"]
@@ -50,10 +51,7 @@ _PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
           pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
 _WIDE = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
 _POLARS_META = b"_PL_"  # polars' own field metadata: enum values, categorical ordering
-
-
-def _numeric(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+_numeric = lambda t: pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)  # noqa: E731
 
 
 def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
@@ -181,7 +179,7 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
         plain = _plain(t)
     except SchemaError as e:
         raise SchemaError(f"column {field.name!r}: {e}") from None
-    if plain == col.type:
+    if plain == col.type and str(plain) == str(col.type):  # (== ignores a list's field name)
         return _list_view(field, col)
     try:
         return field.with_type(plain), col.cast(plain)
@@ -192,7 +190,7 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
 
 
 def _list_view(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
-    """A list view column with its values' types plain (``list_views.py``)."""
+    """A list view column with its values' types plain (``list_types.py``)."""
     if not is_list_view(col.type):
         return field, col
     value = _plain_field(col.type.value_field, False)
@@ -212,13 +210,13 @@ def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
         return t  # as given: pyarrow 26 casts [[1, 2], [3]] into a list as [[1, 2], []]
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         large = wide and pa.types.is_large_list(t)
-        return (pa.large_list if large else pa.list_)(_plain_field(t.value_field, wide))
+        return (pa.large_list if large else pa.list_)(_item(t.value_field, wide))
     if pa.types.is_fixed_size_list(t):
         if t.list_size == 0:
             raise SchemaError(f"a fixed-size list of 0 values ({t}) holds nothing and is not "
                               "stored (Parquet reads it back as an error): drop the column, "
                               "or give it a size of 1 or more")
-        return pa.list_(_plain_field(t.value_field, wide), t.list_size)
+        return pa.list_(_item(t.value_field, wide), t.list_size)
     if pa.types.is_struct(t):
         return pa.struct([_plain_field(f, wide) for f in t])
     if pa.types.is_map(t):
@@ -274,6 +272,10 @@ def _ordered(t: pa.DataType) -> bool:
 
 def _plain_field(f: pa.Field, wide: bool) -> pa.Field:
     return f.with_type(_plain(f.type, wide))
+
+
+def _item(f: pa.Field, wide: bool) -> pa.Field:
+    return _plain_field(f, wide).with_name("item")
 
 
 def check_text(batch: pa.RecordBatch, key: str | None) -> None:

@@ -1,4 +1,6 @@
-"""List view columns with other value types: pyarrow casts no list view to another
+"""How list columns are stored: each list's value field named ``item`` (Parquet writers name
+it ``element``, a DuckDB result ``l``: the same rows from any source are one version, QA
+chat65), and list views with other value types: pyarrow casts no list view to another
 (``list_view<struct<string_view>>`` to ``list_view<struct<string>>``: "Unsupported cast"), and
 Parquet's writer cannot slice a string view inside a struct inside one (QA review65, 65b), so
 the values are cast and the list view rebuilt from its offsets and sizes."""
@@ -9,7 +11,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import numpy_values
 
-__all__ = ["is_list_view", "list_view_with"]
+__all__ = ["is_list_view", "item_named", "list_view_with"]
 
 
 def is_list_view(t: pa.DataType) -> bool:
@@ -26,3 +28,18 @@ def list_view_with(col: pa.Array, value: pa.Field) -> pa.Array:
     out = cls.from_arrays(pa.array(numpy_values(col.offsets)), pa.array(numpy_values(
         col.sizes)), values, mask=col.is_null() if col.null_count else None)
     return out if out.type == kind(value) else out.cast(kind(value))
+
+
+def item_named(t: pa.DataType) -> pa.DataType:
+    """``t`` with every list's value field named ``item`` , nothing else
+    changed: a commit's ``schema=``."""
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        f = t.value_field.with_name("item").with_type(item_named(t.value_type))
+        return (pa.list_(f, t.list_size) if pa.types.is_fixed_size_list(t) else
+                pa.large_list(f) if pa.types.is_large_list(t) else pa.list_(f))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(item_named(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field.with_type(item_named(t.key_type)),
+                       t.item_field.with_type(item_named(t.item_type)), t.keys_sorted)
+    return t
