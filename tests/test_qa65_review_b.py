@@ -7,7 +7,6 @@ than a row; the catalog said it left out a folder whose own versions it kept."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import warnings
 from pathlib import Path
@@ -32,16 +31,17 @@ def test_rm_and_gc_keep_a_backup_nested_in_the_folder(local_root: str, tmp_path:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         repo.commit("p1", pa.table({"__key__": ["z"], "x": [9]}))
-    with pytest.raises(dl.InvalidNameError, match=r"rm of 'p1' does not run .*ln -s"):
+    with pytest.raises(dl.InvalidNameError, match=r"rm of 'p1' does not run .*copy only its "
+                       r"manifests into datasets/p1/manifests/.*dload tag p1@VERSION backup"):
         repo.rm("p1")
-    assert list(Path(local_root, "datasets/p1/p1.bak/manifests").glob("*.arrow"))
-    other = tmp_path / "other"
-    (other / "datasets").mkdir(parents=True)
-    shutil.move(f"{local_root}/datasets/p1/p1.bak", other / "datasets" / "p1")  # the advice
-    os.symlink(f"{local_root}/shards", other / "shards")
-    repo.commit("p1-restored", dl.Repository.open(str(other)).dataset("p1"))
+    backups = list(Path(local_root, "datasets/p1/p1.bak/manifests").glob("*.arrow"))
+    for f in backups:  # the advice
+        shutil.copy(f, Path(local_root, "datasets/p1/manifests"))
+    shutil.rmtree(f"{local_root}/datasets/p1/p1.bak")
+    repo.tag("p1", backups[0].stem, "backup")
     repo.gc(grace=0)
-    assert repo.dataset("p1-restored").to_arrow().column("x").to_pylist() == [1, 2]
+    assert repo.dataset("p1", "backup").to_arrow().column("x").to_pylist() == [1, 2]
+    assert repo.dataset("p1").to_arrow().column("x").to_pylist() == [9]
 
 
 def test_copies_merged_into_a_dataset_whose_source_was_removed(local_root: str) -> None:

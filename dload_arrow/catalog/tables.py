@@ -105,7 +105,7 @@ class Snapshotter:
         self.storage = storage
         self.manifests = manifests
         self._log_entries: dict[str, dict[str, Any] | None] = {}
-        self._removed: dict[tuple[str, str], Removal] = {}
+        self._removed: dict[tuple[str, str], Removal | None] = {}
         self._warned: set[str] = set()  # copied dataset folders warned of
         # each version's rows of dload_raw_versions, _parents and _shards (read once: a
         # manifest never changes; its Arrow shard rows hold less than the manifest itself)
@@ -210,9 +210,13 @@ class Snapshotter:
                               strict=True):  # one GET each, several at once
             if isinstance(data, BaseException):
                 raise data
-            self._removed[node] = parse_removal(node[0], node[1].partition(".")[0], data,
-                                                path(node))
-        return {node: self._removed[node] for node in nodes}
+            try:
+                self._removed[node] = parse_removal(node[0], node[1].partition(".")[0], data,
+                                                    path(node))
+            except IntegrityError as e:  # one bad record must not fail every query (65c)
+                warnings.warn(f"the catalog leaves out {e}", stacklevel=user_stacklevel())
+                self._removed[node] = None
+        return {n: r for n in nodes if (r := self._removed[n]) is not None}
 
     def log(self, paths: list[tuple[str, str]],
             removed: Sequence[tuple[str, str]] = ()) -> pa.Table:

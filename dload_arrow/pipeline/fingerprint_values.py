@@ -1,11 +1,10 @@
-"""The value and function hasher behind :mod:`dload_arrow.pipeline.fingerprint`.
-
-``_Hasher`` turns values and functions into JSON trees whose text is the same in any process
-running the same code: dicts sorted by key (an OrderedDict keeps its order), sets sorted, Arrow
-expressions by their serialized form, ``__mp_main__`` (a spawned worker's) as ``__main__``,
-an object with a ``__dload_fingerprint__`` (a Dataset) by what it gives. Past the item budget
-or the depth limit, values are hashed in bulk (json with a canonical fallback per object),
-never by type and length; an object the hasher cannot read counts by its type name."""
+"""The hasher behind :mod:`dload_arrow.pipeline.fingerprint`: values and functions as JSON
+trees whose text is the same in any process running the same code: dicts sorted by key (an
+OrderedDict keeps its order), sets sorted, Arrow expressions by their serialized form,
+``__mp_main__`` (a spawned worker's) as ``__main__``, an object with a ``__dload_fingerprint__``
+(a Dataset, its bound methods) by what it gives. Past the item budget or the depth limit,
+values are hashed in bulk (json with a canonical fallback per object), never by type and
+length; an object the hasher cannot read counts by its type name."""
 
 from __future__ import annotations
 
@@ -189,7 +188,8 @@ class _Hasher:
 
     def _function_cached(self, fn: Any, depth: int) -> Any:
         if isinstance(fn, types.MethodType):  # its object by attributes and methods too
-            obj = self._object(fn.__self__, getattr(fn.__func__, "__code__", None), depth)
+            obj = None if hasattr(type(fn.__self__), "__dload_fingerprint__") else self._object(
+                fn.__self__, getattr(fn.__func__, "__code__", None), depth)  # (65c: Dataset)
             return {"method": self.function(fn.__func__, depth),
                     "self": self.value(fn.__self__, depth) if obj is None else obj}
         if isinstance(fn, functools.partial):

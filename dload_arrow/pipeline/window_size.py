@@ -117,9 +117,9 @@ def _check_memory(name: str, buffer: int | str | None, rows: int, per_row: float
     if free is None or need <= free:
         return
     call = "shuffle()" if buffer is None else f"shuffle({buffer!r})"
-    fits = int((free * 0.8 - ROWS_HELD * per_row) / WINDOWS_HELD)  # (less than a row: no
-    smaller = (f"pass a smaller buffer, e.g. shuffle('{format_bytes(fits)}'), or " if fits >=
-               per_row else "no buffer fits beside the rows held: ")  # buffer helps, QA 65b)
+    fits = int((free * 0.8 - ROWS_HELD * per_row) / WINDOWS_HELD / per_row)  # whole rows (a
+    smaller = (f"pass a smaller buffer, e.g. shuffle({fits}), or " if fits >= 1 else  # size
+               "no buffer fits beside the rows held: ")  # rounds up: QA 65c; none: 65b)
     text = (f"{call} of {name!r}: a window of {min(rows, total):,} rows is about "
             f"{format_bytes(int(window))} decoded ({format_bytes(int(per_row))} a row, from "
             f"its shards' footers), and a windowed shuffle holds about {WINDOWS_HELD} windows "

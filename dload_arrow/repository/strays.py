@@ -85,12 +85,11 @@ def nested_folder(storage: Storage, folder: str, so: str) -> InvalidNameError:
         live = storage.exists(f"datasets/{outer}/refs/latest")
     except DloadError:
         live = True
-    fix = (f"{outer!r} has versions of its own since, so a merge would mix the two: to keep "
-           f"its rows, make it datasets/{outer} of another root beside this root's shards (a "
-           f"local root: `ln -s ROOT/shards OTHER/shards`) and commit them here from there "
-           f"(repo.commit('{outer}-restored', dl.Repository.open(OTHER).dataset({outer!r}))); "
-           "move it out of the root only once they are not wanted (gc then deletes their "
-           "shards)" if live else  # (QA review65b)
+    fix = (f"{outer!r} has versions of its own since, so a merge of the whole folder would mix "
+           f"the two: copy only its manifests into datasets/{outer}/manifests/ (`cp datasets/"
+           f"{folder}/manifests/*.arrow datasets/{outer}/manifests/`, `aws s3 cp --recursive` on "
+           f"S3: each a version of its own id), tag the ones to keep (`dload tag {outer}@VERSION "
+           f"backup`), then remove datasets/{folder}" if live else  # (QA review65b, 65c)
            f"if they are {outer!r}'s (a backup put back) merge them, `cp -r datasets/{folder}/. "
            f"datasets/{outer}/`, then remove datasets/{folder}; else move it out of the root")
     return InvalidNameError(

@@ -41,6 +41,7 @@ from dload_arrow.repository.missing import (
 )
 from dload_arrow.repository.remove import RemoveMixin
 from dload_arrow.storage import redact_url
+from dload_arrow.store.folder_hints import FolderCopyError
 from dload_arrow.store.names import check_name, check_ref, manifest_path
 from dload_arrow.store.refs import LogEntry, list_refs, read_log, read_ref
 from dload_arrow.store.removals import gone_hint
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["VersionInfo", "VersionsMixin"]
 
 _WARNED: set[str | None] = {None}  # script lock warnings given by this process
-
 _HEX = re.compile(r"[0-9a-f]{64}")  # a manifest's name
 
 @dataclass(frozen=True)
@@ -285,9 +285,11 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
             ref = read_ref(self.storage, name, "latest")
             if ref is not None:
                 return ref.version, frozenset(self.manifests.get(name, ref.version).digests())
-        except (StorageError, InvalidNameError):  # the storage failing (a stalled endpoint):
-            raise  # not a fallback; a folder copied or renamed outside dload (QA review65)
-        except DloadError:  # unreadable: every reused shard is touched, as before
+        except StorageError:  # the storage failing (a stalled endpoint): not a fallback
+            raise
+        except DloadError as e:  # unreadable: every reused shard is touched, as before; a
+            if isinstance(e, FolderCopyError):  # folder copied or renamed outside dload is
+                raise  # refused (QA review65, 65c)
             return None, frozenset()
         self._new_name(name)
         return None, frozenset()

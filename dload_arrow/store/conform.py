@@ -233,7 +233,8 @@ def _cast(name: str, col: pa.Array, want: pa.DataType, times_from: bool = False)
             "its values have" + zone_refusal(leaf, got.tz is not None))
     try:
         if is_list_view(col.type) and is_list_view(want) and col.type != want:
-            out = list_view_with(col, want.value_field)  # (pyarrow casts none: QA review65b)
+            out = list_view_with(col, want.value_field,  # (pyarrow casts none: QA 65b, 65c)
+                                 pa.types.is_large_list_view(want))
         else:
             out = _int_to_decimal(col, want) or col.cast(want)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

@@ -15,7 +15,11 @@ if TYPE_CHECKING:
     from dload_arrow.storage import Storage
     from dload_arrow.store.manifest import Manifest
 
-__all__ = ["misnamed_error"]
+__all__ = ["FolderCopyError", "misnamed_error"]
+
+
+class FolderCopyError(InvalidNameError):
+    """A dataset folder renamed, copied or merged outside dload (a commit into it is refused)."""
 
 
 def misnamed_error(storage: Storage, name: str, version: str, named: str,
@@ -26,9 +30,15 @@ def misnamed_error(storage: Storage, name: str, version: str, named: str,
         return InvalidNameError(
             f"manifest {version[:12]} asked for as {name!r} names dataset {named!r}: a version "
             f"id belongs to one dataset (open it as repo.dataset({named!r}, {version[:12]!r}))")
-    if _own(storage, name, version, load):  # copies merged into a dataset's folder
+    own = _own(storage, name, version, load)
+    if own:  # copies merged into a dataset's folder
         fix = (f"it is a copy of {named!r}'s version merged into the folder of dataset "
                f"{name!r}: remove datasets/{name}/manifests/{version}.arrow")
+        if own == "latest copied":  # (cp -r of a whole folder: its latest too, QA 65c)
+            fix += (f" and the other copies `dload ls` names; the copy replaced {name!r}'s "
+                    f"refs/latest too (and its log): then commit its own version again, "
+                    f"repo.commit({name!r}, repo.dataset({name!r}, VERSION)), VERSION the name "
+                    f"of a manifest left in datasets/{name}/manifests/ (the same id comes back)")
     else:
         there = _has(storage, named)
         fix = (f"move it out of the root: datasets/{named} is there (moving it back would "
@@ -38,7 +48,7 @@ def misnamed_error(storage: Storage, name: str, version: str, named: str,
                f"datasets/{name}; a `mv` would put the folder inside it)" if there else
                f"move it back to datasets/{named} (then `repo.commit({name!r}, "
                f"repo.dataset({named!r}))` copies the dataset under the new name)")
-    return InvalidNameError(
+    return FolderCopyError(
         f"the folder datasets/{name} holds manifest {version[:12]}, which names dataset "
         f"{named!r}: it was renamed or copied outside dload; {fix}")
 
@@ -62,13 +72,21 @@ def _has(storage: Storage, name: str) -> str:
         return "latest"  # (unknown: the advice that mixes nothing)
 
 
-def _own(storage: Storage, name: str, version: str, load: Callable[[str], Manifest]) -> bool:
-    """Whether ``name``'s folder is a dataset of its own: its ``latest`` is another version,
-    whose manifest names ``name``."""
+def _own(storage: Storage, name: str, version: str, load: Callable[[str], Manifest]) -> str:
+    """Whether ``name``'s folder is a dataset of its own: "latest" (its ``latest`` is another
+    version, whose manifest names ``name``), "latest copied" (a manifest of it names
+    ``name``, while ``latest`` was copied over), or ""."""
     from dload_arrow.store.refs import read_ref
 
     try:
         ref = read_ref(storage, name, "latest")
-        return ref is not None and ref.version != version and load(ref.version).name == name
+        if ref is not None and ref.version != version and load(ref.version).name == name:
+            return "latest"
+        prefix = f"datasets/{name}/manifests/"
+        for o in storage.list(prefix):
+            vid = o.path[len(prefix):].removesuffix(".arrow")
+            if len(vid) == 64 and vid != version and load(vid).name == name:
+                return "latest copied"
     except DloadError:
-        return False
+        pass
+    return ""

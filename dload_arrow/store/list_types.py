@@ -19,14 +19,15 @@ def is_list_view(t: pa.DataType) -> bool:
     return bool(pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
 
 
-def list_view_with(col: pa.Array, value: pa.Field) -> pa.Array:
-    """``col`` (a list view) with its values cast to ``value``'s type, of the same kind."""
-    large = pa.types.is_large_list_view(col.type)
-    kind, cls = (pa.large_list_view, pa.LargeListViewArray) if large else (
-        pa.list_view, pa.ListViewArray)
+def list_view_with(col: pa.Array, value: pa.Field, large: bool | None = None) -> pa.Array:
+    """``col`` (a list view) with its values cast to ``value``'s type; ``large``: of that kind
+    (default: ``col``'s own; a large list view into a list view, QA review65c)."""
+    large = pa.types.is_large_list_view(col.type) if large is None else large
+    kind, cls, width = (pa.large_list_view, pa.LargeListViewArray, "int64") if large else (
+        pa.list_view, pa.ListViewArray, "int32")
     values = col.values.cast(value.type)
-    out = cls.from_arrays(pa.array(numpy_values(col.offsets)), pa.array(numpy_values(
-        col.sizes)), values, mask=col.is_null() if col.null_count else None)
+    offsets, sizes = (pa.array(numpy_values(a).astype(width)) for a in (col.offsets, col.sizes))
+    out = cls.from_arrays(offsets, sizes, values, mask=col.is_null() if col.null_count else None)
     return out if out.type == kind(value) else out.cast(kind(value))
 
 

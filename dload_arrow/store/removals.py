@@ -127,10 +127,13 @@ def parse_removal(name: str, version: str, data: bytes, where: str) -> Removal:
                             "relation": relation, "fingerprint": fingerprint})
         rows, when = obj.get("num_rows"), obj.get("time")
         user, host = obj.get("user"), obj.get("host")
+        if when is not None and not -62135596800.0 < float(when) < 253402300799.0:
+            raise ValueError(f"its time {when!r} is out of range")  # (QA review65c: 1e999)
         return Removal(name, version, parents, None if rows is None else int(rows),
                        None if when is None else float(when),
                        None if user is None else str(user), None if host is None else str(host))
-    except (ValueError, KeyError, TypeError, AttributeError, DloadError) as e:
+    except (ValueError, KeyError, TypeError, AttributeError, DloadError, RecursionError,
+            OverflowError) as e:
         raise IntegrityError(f"removal record {where} is malformed: {e}; delete it (the "
                              "lineage then stops at that removed version)") from e
 

@@ -1,0 +1,83 @@
+"""QA review65c, a review of the latest fixes: a derive reading labels through a Dataset's
+bound method (`get = ds.get`) kept its memo over a new version; a `cp -r` of a dataset's folder
+into another's replaced its latest too, and the advice moved the whole folder out; a removal
+record with an infinite time failed every SQL query; a large list view appended to a list
+view; the shuffle hint offered a buffer that rounded up past what fits."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import dload_arrow as dl
+
+
+def test_a_derive_reading_through_a_bound_method(repo: dl.Repository) -> None:
+    repo.commit("pool", [(f"k{i}", {"x": i}) for i in range(4)])
+    repo.commit("labels", [(f"k{i}", {"label": 0}) for i in range(4)])
+
+    def build() -> dl.Pipeline:
+        get = repo.dataset("labels").get
+        return repo.dataset("pool").map(lambda r: {**r, "label": get(r["__key__"])["label"]})
+
+    first = repo.derive("train", build()).version
+    repo.commit("labels", [(f"k{i}", {"label": 1}) for i in range(4)])
+    assert repo.derive("train", build()).version != first
+    assert repo.dataset("train").get("k0")["label"] == 1
+
+
+def test_a_whole_folder_copied_into_another_datasets(local_root: str) -> None:
+    repo = dl.Repository.open(local_root)
+    repo.commit("p1", [("a", {"x": 1})])
+    q = repo.commit("q", [("z", {"y": 1.5})]).version
+    shutil.copytree(f"{local_root}/datasets/p1", f"{local_root}/datasets/q", dirs_exist_ok=True)
+    with pytest.raises(dl.InvalidNameError, match=r"merged into the folder of dataset 'q'.*"
+                       r"replaced 'q''s refs/latest too"):
+        dl.Repository.open(local_root).versions("q")
+    for f in Path(local_root, "datasets/p1/manifests").iterdir():  # the advice
+        Path(local_root, "datasets/q/manifests", f.name).unlink()
+    fresh = dl.Repository.open(local_root)
+    with pytest.warns(UserWarning):
+        assert fresh.commit("q", fresh.dataset("q", q)).version == q
+    assert fresh.dataset("q").get("z")["y"] == 1.5
+
+
+def test_a_removal_record_out_of_range_is_left_out(repo: dl.Repository, local_root: str) -> None:
+    repo.commit("a", [("k", {"x": 1})])
+    repo.commit("b", [("k", {"x": 2})])
+    repo.rm("a")
+    (record,) = Path(local_root, "datasets/a/removed").glob("*.json")
+    record.write_text(json.dumps({**json.loads(record.read_text()), "time": 0}).replace(
+        '"time": 0', '"time": 1e999'))
+    fresh = dl.Repository.open(local_root)
+    with pytest.warns(UserWarning, match="removal record .* is malformed: its time inf"):
+        assert fresh.sql("SELECT count(*) AS n FROM samples('b')").column("n")[0].as_py() == 1
+
+
+def test_a_large_list_view_appended_to_a_list_view(repo: dl.Repository) -> None:
+    st = pa.struct([("s", pa.string())])
+    repo.commit("lv", pa.table({"__key__": ["a"], "c": pa.array([[{"s": "a"}]], pa.list_view(st))}))
+    repo.append("lv", pa.table({"__key__": ["d"], "c": pa.array([[{"s": "d"}]],
+                                                               pa.large_list_view(st))}))
+    assert [r["c"] for r in repo.dataset("lv").samples()] == [[{"s": "a"}], [{"s": "d"}]]
+
+
+def test_the_shuffle_hint_is_whole_rows_that_fit(repo: dl.Repository,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import re
+    import warnings
+
+    repo.commit("big", [(f"v{i}", {"image": np.full(262_144, i, np.float32)}) for i in range(8)],
+                row_group_size="1MB")
+    monkeypatch.setenv("DLOAD_MEMORY_LIMIT", "8MB")
+    with pytest.raises(dl.InfeasiblePlanError, match=r"e\.g\. shuffle\((\d+)\)") as e:
+        repo.dataset("big").shuffle("9MB", seed=0)
+    rows = int(re.search(r"e\.g\. shuffle\((\d+)\)", str(e.value)).group(1))  # type: ignore[union-attr]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # following it warns no more
+        repo.dataset("big").shuffle(rows, seed=0)
