@@ -88,8 +88,8 @@ class DirectorySource(SampleSource):
                 if os.path.islink(os.path.join(dirpath, d)):
                     self._skipped.append((rel_dir + d, "symbolic link (not followed)"))
                     dirnames.remove(d)
-                elif self._store_dirs and os.path.realpath(
-                        os.path.join(dirpath, d)) in self._store_dirs:
+                elif (self._store_dirs and os.path.realpath(os.path.join(dirpath, d))
+                      in self._store_dirs) or _is_store(os.path.join(dirpath, d)):
                     self._skipped.append((rel_dir + d + "/", "dload's own data (not read)"))
                     dirnames.remove(d)
                 elif d.startswith("."):
@@ -179,3 +179,12 @@ class DirectorySource(SampleSource):
                           f"{shlex.quote(entry.ref)}`), move it out of the folder, or leave it "
                           f"out with --exclude {shlex.quote(exact_path(entry.name))} (exclude= "
                           "in Python)") from e
+
+
+def _is_store(path: str) -> bool:
+    """Whether ``path`` is a dload root (``datasets/`` beside ``shards/``) or a cache
+    (``CACHEDIR.TAG``), whichever root the commit writes to (QA roots65: committed to S3, a
+    project folder's local root and old cache were stored as samples, host names and all)."""
+    return os.path.isfile(os.path.join(path, "CACHEDIR.TAG")) or (
+        os.path.isdir(os.path.join(path, "datasets")) and os.path.isdir(
+            os.path.join(path, "shards")))

@@ -78,6 +78,11 @@ class LocalStorage:
         if os.path.exists(self.root) and not os.path.isdir(self.root):
             raise StorageError(f"root {self.root} is a file, not a directory; point the root at "
                                "a directory (a new one is created on the first commit)")
+        if os.path.isfile(os.path.join(self.root, "CACHEDIR.TAG")):  # (QA roots65: a commit
+            raise StorageError(  # there counted a cache's copies as its shards; evicted later)
+                f"root {self.root} is a cache directory (it holds CACHEDIR.TAG: a dload shard "
+                "cache, whose shards may be deleted at any time), not a root; point the root "
+                "at a directory of its own")
 
     def __repr__(self) -> str:
         return f"LocalStorage({self.root!r})"

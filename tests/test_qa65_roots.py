@@ -1,0 +1,42 @@
+"""QA roots65, a local root and an S3 root side by side: a folder that was another process's
+cache was taken as a local root (a commit counted the cache's copies as its shards, and the
+cache's next eviction deleted them); a commit of a project folder to an S3 root read the
+folder's local root and an old cache inside it as samples."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from cli_run import RunFn, runner
+
+import dload_arrow as dl
+
+
+def test_a_cache_directory_is_no_root(local_root: str, tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    repo = dl.Repository.open(local_root, cache_dir=cache)
+    repo.commit("d", pa.table({"__key__": ["a"], "x": [1]}))
+    repo.cache_status()  # (claims the folder as a cache: its marker)
+    assert (Path(cache) / "CACHEDIR.TAG").is_file()
+    with pytest.raises(dl.StorageError, match=r"is a cache directory .* not a root"):
+        dl.Repository.open(cache, cache_dir=str(tmp_path / "other")).commit(
+            "d", pa.table({"__key__": ["a"], "x": [1]}))
+
+
+def test_a_root_or_cache_inside_a_committed_folder_is_not_read(
+        s3_root: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "project"
+    (project / "images").mkdir(parents=True)
+    (project / "images" / "a.txt").write_text("hello")
+    inner = dl.Repository.open(str(project / "store"), cache_dir=str(project / "cache"))
+    inner.commit("x", [("k", {"v": 1})])
+    inner.cache_status()
+    run: RunFn = runner(capsys, ["--root", s3_root, "--cache-dir", str(tmp_path / "c")])
+    run("commit", "p", "--from", str(project))
+    keys = [r["__key__"] for r in dl.Repository.open(
+        s3_root, cache_dir=str(tmp_path / "c")).dataset("p").samples()]
+    assert keys == ["images/a"], keys
+    assert os.path.isdir(project / "store" / "datasets")
