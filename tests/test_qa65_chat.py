@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from cli_run import RunFn, runner
 
 import dload_arrow as dl
@@ -35,3 +36,15 @@ def test_the_same_rows_are_one_version_whatever_names_the_list_field(
     assert repo.commit("x", [("a", {"v": [1, 2]})], schema=named).version == x
     assert repo.commit("x", pa.table({"__key__": ["a"], "v": pa.array([[1, 2]], named[0].type)})
                        ).version == x
+
+
+def test_a_new_nested_field_in_an_appended_table_is_named(repo: dl.Repository) -> None:
+    def table(args: dict[str, object]) -> pa.Table:
+        return pa.Table.from_pylist([{"__key__": f"k{len(args)}{k}", "messages": [
+            {"role": "assistant", "tool_calls": [{"function": {"arguments": args}}]}]}
+            for k in "ab"])
+
+    repo.commit("chat", table({"city": "Paris", "limit": 3}))
+    with pytest.raises(dl.SchemaError, match=r"its field messages\[\]\.tool_calls\[\]\."
+                                             r"function\.arguments\.units is not in the stored"):
+        repo.append("chat", table({"city": "Paris", "units": "C", "x": 1}))

@@ -103,6 +103,11 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
                 why = finer_hint(e.name, e.got, e.want, e.reason, dataset) or (
                     f"{e.reason}. Cast the column to {e.want} in the input, or commit a new "
                     "version with the new type")
+                if extra := missing_fields(e.got, e.want, e.name):  # (QA chat65: the types,
+                    why = (f"its field {extra[0]} is not in the stored type: an append adds "
+                           "rows, not fields; drop the field from the input, or commit a new "
+                           "version with the field (a folder of both days' files unifies "
+                           "them)")  # cut short, did not show it)
                 if holds_type(e.want, pa.types.is_null):  # no value when it was committed
                     why = (f"a {e.want} column holds no value (it had none when committed: "
                            "empty lists or nulls only): commit a new version with the column "
