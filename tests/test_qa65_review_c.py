@@ -81,3 +81,20 @@ def test_the_shuffle_hint_is_whole_rows_that_fit(repo: dl.Repository,
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # following it warns no more
         repo.dataset("big").shuffle(rows, seed=0)
+
+
+@pytest.mark.parametrize("kind", [pa.list_view, pa.large_list_view])
+def test_a_list_view_appended_to_a_list_column(repo: dl.Repository, kind: type) -> None:
+    """QA review65d: pyarrow's cast stored [[5, 6]] as [[]] (or crashed); a struct of string
+    views inside failed as text that is not UTF-8."""
+    repo.commit("d", pa.table({"__key__": ["a"], "v": pa.array([[0]], pa.list_(pa.int64()))}))
+    repo.append("d", pa.table({"__key__": ["b"], "v": pa.array([[5, 6]], kind(pa.int64()))}))
+    repo.append("d", pa.table({"__key__": ["c", "d", "e"], "v": pa.array(
+        [[1, 2], None, [3]], kind(pa.int64()))}))
+    assert [r["v"] for r in repo.dataset("d").samples()] == [[0], [5, 6], [1, 2], None, [3]]
+    st = pa.struct([("s", pa.string_view())])
+    repo.commit("s", pa.table({"__key__": ["a"], "c": pa.array([[{"s": "a"}]], pa.list_(st))}))
+    repo.append("s", pa.table({"__key__": ["b"], "c": pa.array([[{"s": "b"}, {"s": "c"}]],
+                                                              kind(st))}))
+    assert [r["c"] for r in repo.dataset("s").samples()] == [[{"s": "a"}],
+                                                               [{"s": "b"}, {"s": "c"}]]

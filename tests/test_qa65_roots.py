@@ -40,3 +40,22 @@ def test_a_root_or_cache_inside_a_committed_folder_is_not_read(
         s3_root, cache_dir=str(tmp_path / "c")).dataset("p").samples()]
     assert keys == ["images/a"], keys
     assert os.path.isdir(project / "store" / "datasets")
+
+
+def test_folders_like_a_root_or_a_cache_are_read(local_root: str, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """QA review65d: any subfolder holding datasets/ and shards/, or another tool's
+    CACHEDIR.TAG (Cargo's target/), was left out as dload's own."""
+    corpus = tmp_path / "corpus"
+    for d in ("web/datasets", "web/shards", "tool/target"):
+        (corpus / d).mkdir(parents=True)
+    (corpus / "web/datasets/list.csv").write_text("a,b\n")
+    (corpus / "web/shards/part-0.bin").write_bytes(b"xxxx")
+    (corpus / "tool/target/CACHEDIR.TAG").write_text(
+        "Signature: 8a477f597d28d172789f06886806bc55\n# cargo\n")
+    (corpus / "tool/target/x.o").write_bytes(b"o")
+    run: RunFn = runner(capsys, ["--root", local_root])
+    run("commit", "files", "--from", str(corpus))
+    keys = sorted(r["__key__"] for r in dl.Repository.open(local_root).dataset("files").samples())
+    assert keys == ["tool/target/CACHEDIR", "tool/target/x", "web/datasets/list",
+                    "web/shards/part-0"]

@@ -185,6 +185,16 @@ def _is_store(path: str) -> bool:
     """Whether ``path`` is a dload root (``datasets/`` beside ``shards/``) or a cache
     (``CACHEDIR.TAG``), whichever root the commit writes to (QA roots65: committed to S3, a
     project folder's local root and old cache were stored as samples, host names and all)."""
-    return os.path.isfile(os.path.join(path, "CACHEDIR.TAG")) or (
-        os.path.isdir(os.path.join(path, "datasets")) and os.path.isdir(
-            os.path.join(path, "shards")))
+    try:  # dload's own tag, not any tool's (Cargo's target/ has one: QA review65d)
+        with open(os.path.join(path, "CACHEDIR.TAG"), "rb") as f:
+            if b"dload_arrow" in f.read(4096):
+                return True
+    except OSError:
+        pass
+    if not os.path.isdir(os.path.join(path, "shards")):
+        return False
+    try:  # a dataset's latest ref: datasets/NAME/refs/latest
+        with os.scandir(os.path.join(path, "datasets")) as names:
+            return any(os.path.isfile(os.path.join(n.path, "refs", "latest")) for n in names)
+    except OSError:
+        return False

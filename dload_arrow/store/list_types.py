@@ -7,11 +7,12 @@ the values are cast and the list view rebuilt from its offsets and sizes."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from dload_arrow.arrays import numpy_values
 
-__all__ = ["is_list_view", "item_named", "list_view_with"]
+__all__ = ["is_list_view", "item_named", "list_from_view", "list_view_with"]
 
 
 def is_list_view(t: pa.DataType) -> bool:
@@ -44,3 +45,23 @@ def item_named(t: pa.DataType) -> pa.DataType:
         return pa.map_(t.key_field.with_type(item_named(t.key_type)),
                        t.item_field.with_type(item_named(t.item_type)), t.keys_sorted)
     return t
+
+
+def list_from_view(col: pa.Array, want: pa.DataType) -> pa.Array:
+    """``col`` (a list view) as the list type ``want``, its rows gathered in order from its
+    offsets and sizes: pyarrow 26's cast gave ``[[5, 6]]`` as ``[[]]``, or crashed (QA
+    review65d)."""
+    offsets = numpy_values(col.offsets).astype(np.int64)
+    sizes = numpy_values(col.sizes).astype(np.int64)
+    if col.null_count:
+        sizes = np.where(numpy_values(col.is_null()), 0, sizes)
+    ends = np.cumsum(sizes)
+    index = np.repeat(offsets - (ends - sizes), sizes) + np.arange(int(ends[-1]) if len(ends)
+                                                                   else 0)
+    values = col.values.cast(want.value_type).take(pa.array(index))  # (take: no views)
+    large = pa.types.is_large_list(want)
+    cls = pa.LargeListArray if large else pa.ListArray
+    starts = np.concatenate([[0], ends]).astype(np.int64 if large else np.int32)
+    out = cls.from_arrays(pa.array(starts), values,
+                          mask=col.is_null() if col.null_count else None)
+    return out.cast(want)
