@@ -10,7 +10,7 @@ import pytest
 from catalog_data import make_table
 from cli_run import runner
 
-from dload_arrow import IntegrityError, NotFoundError, Repository
+from dload_arrow import NotFoundError, Repository
 from dload_arrow.store.removals import removal_path
 
 
@@ -101,8 +101,11 @@ def test_a_malformed_record_is_refused_with_its_path(repo: Repository,
     c = _chain(repo)
     repo.rm("a", c.v2)
     Path(local_root, removal_path("a", c.v2)).write_text('{"name": "a"}')
-    with pytest.raises(IntegrityError, match=f"removal record .*{c.v2}.json is malformed"):
-        _open(repo, str(Path(local_root).parent / "fresh-cache")).lineage("a", c.v3)
+    with pytest.warns(UserWarning, match=f"removal record .*{c.v2}.json is malformed"):
+        lineage = _open(repo, str(Path(local_root).parent / "fresh-cache")).lineage("a", c.v3)
+    # left out, warned (QA review65c: one bad record failed every SQL query): the lineage
+    # stops at that removed version
+    assert c.v1 not in [r["version"] for r in lineage.to_dict()["ancestors"]]
 
 
 def test_cli_log_after_rm_of_a_middle_version(repo: Repository, local_root: str,

@@ -89,7 +89,9 @@ class DirectorySource(SampleSource):
                     self._skipped.append((rel_dir + d, "symbolic link (not followed)"))
                     dirnames.remove(d)
                 elif (self._store_dirs and os.path.realpath(os.path.join(dirpath, d))
-                      in self._store_dirs) or _is_store(os.path.join(dirpath, d)):
+                      in self._store_dirs) or (_is_store(os.path.join(dirpath, d)) and not any(
+                          s.startswith(os.path.realpath(os.path.join(dirpath, d)) + os.sep)
+                          for s in self._store_dirs)):  # (this commit's root: its folders)
                     self._skipped.append((rel_dir + d + "/", "dload's own data (not read)"))
                     dirnames.remove(d)
                 elif d.startswith("."):

@@ -204,7 +204,8 @@ def commit_samples(
     row_group_size = min(_size(row_group_size, "row_group_size"), shard_size)
     if parent is not None:
         schema = schema or parent.schema
-    elif schema is not None:  # a list's value field named as dload names it (QA chat65)
+    elif isinstance(schema, pa.Schema):  # a list's value field named as dload names it (QA
+        # chat65; another type is refused below, naming it)
         schema = pa.schema([f.with_type(item_named(f.type)) for f in schema], schema.metadata)
     inferred = schema is None
     batches = to_batches(samples, key=key, schema=schema,
