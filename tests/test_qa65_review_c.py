@@ -98,3 +98,43 @@ def test_a_list_view_appended_to_a_list_column(repo: dl.Repository, kind: type) 
                                                               kind(st))}))
     assert [r["c"] for r in repo.dataset("s").samples()] == [[{"s": "a"}],
                                                                [{"s": "b"}, {"s": "c"}]]
+
+
+def test_list_views_nested_in_an_appended_column(repo: dl.Repository) -> None:
+    """QA review65e: a list view inside a struct appended to struct<list> was stored as empty
+    lists (a large list view crashed); a list of list views failed with pyarrow's words."""
+    for kind in (pa.list_view, pa.large_list_view):
+        name = f"s{kind.__name__}"
+        repo.commit(name, pa.table({"__key__": ["a"], "c": pa.array(
+            [[{"x": [0]}]], pa.list_(pa.struct([("x", pa.list_(pa.int64()))])))}))
+        repo.append(name, pa.table({"__key__": ["b"], "c": pa.array(
+            [[{"x": [5, 6]}]], pa.list_(pa.struct([("x", kind(pa.int64()))])))}))
+        assert [r["c"] for r in repo.dataset(name).samples()] == [[{"x": [0]}], [{"x": [5, 6]}]]
+        repo.commit("n", pa.table({"__key__": ["a"], "c": pa.array(
+            [[[0]]], pa.list_(pa.list_(pa.int64())))}))
+        repo.append("n", pa.table({"__key__": ["b"], "c": pa.array(
+            [[[5, 6], None]], pa.list_(kind(pa.int64())))}))
+        assert [r["c"] for r in repo.dataset("n").samples()] == [[[0]], [[5, 6], None]]
+
+
+def test_a_folder_that_is_a_root_is_not_committed_as_samples(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_run import RunFn, runner
+
+    inner = dl.Repository.open(str(tmp_path / "store"), cache_dir=str(tmp_path / "cache"))
+    inner.commit("x", [("k", {"v": 1})])
+    inner.cache_status()
+    run: RunFn = runner(capsys, ["--root", str(tmp_path / "other")])
+    for folder in ("store", "cache"):
+        err = run("commit", "p", "--from", str(tmp_path / folder), rc=1).err
+        assert "is a dload root or cache: its files are manifests and shards" in err
+
+
+def test_another_datasets_backup_nested_in_a_folder(local_root: str) -> None:
+    repo = dl.Repository.open(local_root)
+    repo.commit("p1", [("a", {"x": 1})])
+    repo.commit("p2", [("b", {"x": 2})])
+    shutil.copytree(f"{local_root}/datasets/p2", f"{local_root}/datasets/p1/p2.bak")
+    with pytest.raises(dl.InvalidNameError, match=r"holds manifests of dataset 'p2' inside the "
+                                                  r"folder of 'p1'.*datasets/p2/manifests/"):
+        repo.gc(grace=0)

@@ -76,6 +76,12 @@ class DirectorySource(SampleSource):
         if not os.path.isdir(self.root):
             raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")
         refuse_own_data(os.fspath(path), self.root, self._store_dirs)
+        if _is_store(self.root):  # (QA review65e: committed to another root, as samples)
+            raise ConfigError(
+                f"{os.fspath(path)!r} is a dload root or cache: its files are manifests and "
+                f"shards, not samples; a root's datasets are listed by `dload ls --root "
+                f"{self.root}`, and one is copied to another root with repo.commit(name, "
+                "other.dataset(name))")
         super().__init__(os.fspath(path), include=include, exclude=exclude, split=split)
 
     def _list(self) -> list[Entry]:

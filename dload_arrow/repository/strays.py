@@ -83,8 +83,17 @@ def nested_folder(storage: Storage, folder: str, so: str) -> InvalidNameError:
     outer = folder.split("/")[0]
     try:
         live = storage.exists(f"datasets/{outer}/refs/latest")
+        first = next((o.path for o in storage.list(f"datasets/{folder}/manifests/")), None)
+        owner = _named(storage, folder, first.rsplit("/", 1)[-1][:-6]) if first else None
     except DloadError:
-        live = True
+        live, owner = True, None
+    if owner and owner != outer:  # another dataset's backup (QA review65e)
+        return InvalidNameError(
+            f"the folder datasets/{folder} under {_where(storage)} holds manifests of dataset "
+            f"{owner!r} inside the folder of {outer!r}, so {so}; move it out to datasets/"
+            f"{owner} if that is free (then it reads as {owner!r}), else copy only its "
+            f"manifests into datasets/{owner}/manifests/ and tag the ones to keep (`dload tag "
+            f"{owner}@VERSION backup`); then remove datasets/{folder}")
     fix = (f"{outer!r} has versions of its own since, so a merge of the whole folder would mix "
            f"the two: copy only its manifests into datasets/{outer}/manifests/ (`cp datasets/"
            f"{folder}/manifests/*.arrow datasets/{outer}/manifests/`, `aws s3 cp --recursive` on "

@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import numpy_values
 
-__all__ = ["is_list_view", "item_named", "list_from_view", "list_view_with"]
+__all__ = ["is_list_view", "item_named", "list_view_with", "views_to_lists"]
 
 
 def is_list_view(t: pa.DataType) -> bool:
@@ -47,21 +47,47 @@ def item_named(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def list_from_view(col: pa.Array, want: pa.DataType) -> pa.Array:
-    """``col`` (a list view) as the list type ``want``, its rows gathered in order from its
-    offsets and sizes: pyarrow 26's cast gave ``[[5, 6]]`` as ``[[]]``, or crashed (QA
-    review65d)."""
-    offsets = numpy_values(col.offsets).astype(np.int64)
-    sizes = numpy_values(col.sizes).astype(np.int64)
-    if col.null_count:
-        sizes = np.where(numpy_values(col.is_null()), 0, sizes)
-    ends = np.cumsum(sizes)
-    index = np.repeat(offsets - (ends - sizes), sizes) + np.arange(int(ends[-1]) if len(ends)
-                                                                   else 0)
-    values = col.values.cast(want.value_type).take(pa.array(index))  # (take: no views)
-    large = pa.types.is_large_list(want)
-    cls = pa.LargeListArray if large else pa.ListArray
-    starts = np.concatenate([[0], ends]).astype(np.int64 if large else np.int32)
-    out = cls.from_arrays(pa.array(starts), values,
-                          mask=col.is_null() if col.null_count else None)
-    return out.cast(want)
+def views_to_lists(col: pa.Array) -> pa.Array:
+    """``col`` with every list view in it, at any depth (inside structs and lists), made a
+    list of the same kind of offsets, its rows gathered in order from its offsets and sizes:
+    pyarrow 26's cast gave ``[[5, 6]]`` as ``[[]]``, nested in a struct too, or crashed (QA
+    review65d, 65e). String views among the values become strings (``take`` has none)."""
+    t = col.type
+    if is_list_view(t):
+        values = views_to_lists(col.values)
+        values = values.cast(_unviewed(values.type))
+        offsets = numpy_values(col.offsets).astype(np.int64)
+        sizes = numpy_values(col.sizes).astype(np.int64)
+        if col.null_count:
+            sizes = np.where(numpy_values(col.is_null()), 0, sizes)
+        ends = np.cumsum(sizes)
+        index = np.repeat(offsets - (ends - sizes), sizes) + np.arange(
+            int(ends[-1]) if len(ends) else 0)
+        large = pa.types.is_large_list_view(t)
+        cls = pa.LargeListArray if large else pa.ListArray
+        starts = np.concatenate([[0], ends]).astype(np.int64 if large else np.int32)
+        return cls.from_arrays(pa.array(starts), values.take(pa.array(index)),
+                               mask=col.is_null() if col.null_count else None)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        values = views_to_lists(col.values)
+        cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+        return cls.from_arrays(pa.array(numpy_values(col.offsets)), values,
+                               mask=col.is_null() if col.null_count else None)
+    if pa.types.is_struct(t):
+        kids = [views_to_lists(c) for c in col.flatten()]
+        return pa.StructArray.from_arrays(kids, fields=[t.field(i).with_type(k.type) for i, k in
+                                                        enumerate(kids)],
+                                          mask=col.is_null() if col.null_count else None)
+    return col
+
+
+def _unviewed(t: pa.DataType) -> pa.DataType:
+    """``t`` with string and binary views plain, at any depth of lists and structs."""
+    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        return pa.string() if pa.types.is_string_view(t) else pa.binary()
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        f = t.value_field.with_type(_unviewed(t.value_type))
+        return pa.large_list(f) if pa.types.is_large_list(t) else pa.list_(f)
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_unviewed(f.type)) for f in t])
+    return t
