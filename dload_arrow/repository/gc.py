@@ -28,7 +28,7 @@ from dload_arrow.storage import Storage
 from dload_arrow.storage.s3_uploads import abort_upload, open_uploads
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import corrupt_manifest
-from dload_arrow.store.names import shard_path
+from dload_arrow.store.names import is_digest, shard_path
 
 __all__ = ["BATCH", "GcReport", "collect_garbage", "keep_for_readers", "referenced_digests"]
 
@@ -100,7 +100,6 @@ def keep_for_readers(storage: Storage, removed: Iterable[Manifest], kept: set[st
     return len(digests)
 
 
-_VERSION = re.compile(r"[0-9a-f]{64}")
 BATCH = 100
 """Candidates stat-ed, then checked against the manifests stored meanwhile, then deleted: at
 least this many a batch, and an eighth of them (at most 9 listings of ``datasets/``, whose
@@ -126,7 +125,7 @@ def referenced_digests(storage: Storage, seen: set[str] | None = None) -> set[st
                     continue
                 seen.add(obj.path)
             vid = parts[3][: -len(".arrow")]
-            if not _VERSION.fullmatch(vid):  # no dload manifest's name: not ours (QA hostile65:
+            if not is_digest(vid):  # no dload manifest's name: not ours (QA hostile65:
                 continue  # a stray zz.arrow stopped gc, and the rm it advised was refused)
             try:
                 data = storage.read(obj.path)

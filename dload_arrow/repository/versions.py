@@ -42,7 +42,7 @@ from dload_arrow.repository.missing import (
 from dload_arrow.repository.remove import RemoveMixin
 from dload_arrow.storage import redact_url
 from dload_arrow.store.folder_hints import FolderCopyError
-from dload_arrow.store.names import check_name, check_ref, manifest_path
+from dload_arrow.store.names import check_name, check_ref, is_digest, manifest_path
 from dload_arrow.store.refs import LogEntry, list_refs, read_log, read_ref
 from dload_arrow.store.removals import gone_hint
 
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 __all__ = ["VersionInfo", "VersionsMixin"]
 
 _WARNED: set[str | None] = {None}  # script lock warnings given by this process
-_HEX = re.compile(r"[0-9a-f]{64}")  # a manifest's name
 
 @dataclass(frozen=True)
 class VersionInfo:
@@ -88,7 +87,7 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
         """Ids of every manifest stored under ``name`` (published or not), unordered."""
         prefix = f"datasets/{check_name(name)}/manifests/"
         ids = [o.path[len(prefix) : -len(".arrow")] for o in self.storage.list(prefix)]
-        return [v for v in ids if _HEX.fullmatch(v)]  # (a stray zz.arrow: QA hostile65)
+        return [v for v in ids if is_digest(v)]  # (a stray zz.arrow: QA hostile65)
 
     def _missing(self, name: str) -> str:
         """The error text for a ``name`` this root holds no version of (missing.py)."""

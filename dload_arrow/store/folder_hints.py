@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dload_arrow.errors import DloadError, InvalidNameError
-from dload_arrow.store.names import manifest_path
+from dload_arrow.store.names import is_digest, manifest_path
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -85,7 +85,7 @@ def _own(storage: Storage, name: str, version: str, load: Callable[[str], Manife
         prefix = f"datasets/{name}/manifests/"
         for o in storage.list(prefix):
             vid = o.path[len(prefix):].removesuffix(".arrow")
-            if len(vid) == 64 and vid != version and load(vid).name == name:
+            if is_digest(vid) and vid != version and load(vid).name == name:
                 return "latest copied"
     except DloadError:
         pass

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.nested_kinds import COLUMN, nested_kind_refusal
+from dload_arrow.store.pair_checks import torch_advice
 from dload_arrow.store.time_numbers import number_refusal
 
 __all__ = ["check_lossless", "check_whole_numbers", "finer_hint", "leaf_type", "overflow_row",
@@ -193,10 +194,8 @@ def _null_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
             if isinstance(v, dt.timedelta):  # past int64 microseconds (QA roundtrip55)
                 return (f"is not a value Arrow can store in microseconds ({e}); give the "
                         "column a coarser unit: schema= with pa.duration('s') for it")
-            if type(v).__module__ == "torch" and hasattr(v, "numpy"):  # (QA embed65: the
-                return ("is a torch tensor, which is not stored as one: give its numpy "  # JSON
-                        "array, t.detach().cpu().numpy() (a tensor column of its shape and "
-                        "dtype; bfloat16 as .float() first)")  # text advice, 3.7 KB of values)
+            if (advice := torch_advice(v)) is not None:
+                return advice
             return (f"is not a value Arrow can store ({e}); make it one (dict keys must be "
                     "str, the items of a list of one type), or store it as JSON text "
                     "(json.dumps)")

@@ -16,7 +16,7 @@ from dload_arrow.store.cast_check import extra_field_check
 
 __all__ = ["empty_tensor_error", "encodes", "half_ready", "holds_set", "int_overflow_error",
            "key_of", "refuse_extra_fields", "refuse_flattening", "refuse_sets", "refuse_shapes",
-           "rows_type_text", "shape_refusal"]
+           "rows_type_text", "shape_refusal", "torch_advice"]
 
 
 def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
@@ -225,3 +225,13 @@ def half_ready(v: Any) -> Any:
     if isinstance(v, list) and any(isinstance(x, np.float32 | np.ndarray | list) for x in v):
         return [half_ready(x) for x in v]
     return v
+
+
+def torch_advice(v: Any) -> str | None:
+    """What to give instead of ``v`` when it is a torch tensor (QA embed65, review65b): a
+    tensor is not a value Arrow takes, and its repr is every value."""
+    if type(v).__module__ == "torch" and hasattr(v, "numpy"):
+        return ("is a torch tensor, which is not stored as one: give its numpy array, "
+                "t.detach().cpu().numpy() (a tensor column of its shape and dtype; bfloat16 as "
+                ".float() first)")
+    return None

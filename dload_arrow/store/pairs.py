@@ -39,6 +39,7 @@ from dload_arrow.store.pair_checks import (
     refuse_nonfinite_decimals,
     refuse_sets,
     shape_refusal,
+    torch_advice,
 )
 from dload_arrow.store.rows import SHAPE_META, KeyOffset, field_shape
 from dload_arrow.type_walk import holds_type
@@ -197,9 +198,9 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
                                       v) from e
                 if holds_type(field.type, pa.types.is_null):  # null, list<null> (QA migrate59)
                     raise null_type_error(key, field, v, stated, _CHUNK) from e
-                if type(v).__module__ == "torch" and hasattr(v, "numpy"):  # (QA review65b)
-                    raise SchemaError(f"sample {key!r}, column {field.name!r}: a torch tensor; "
-                                      "give its numpy array, t.detach().cpu().numpy()") from e
+                if (advice := torch_advice(v)) is not None:  # (QA review65b)
+                    raise SchemaError(f"sample {key!r}, column {field.name!r}: the value "
+                                      f"{advice}") from e
                 raise SchemaError(
                     f"sample {key!r}, column {field.name!r}: value {shown(v)} does not fit "
                     f"type {field.type}; fix the sample, or store a wider type: pass schema= "

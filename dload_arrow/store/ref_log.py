@@ -20,7 +20,7 @@ from dload_arrow.store.names import check_name
 if TYPE_CHECKING:
     from dload_arrow.store.refs import RefValue
 
-__all__ = ["LogEntry", "append_log", "is_log_entry", "last_seq", "log_entry", "read_log"]
+__all__ = ["EPOCHS", "LogEntry", "append_log", "is_log_entry", "last_seq", "log_entry", "read_log"]
 
 _ENTRY = re.compile(r"\d+\.json")
 
@@ -138,7 +138,7 @@ def log_entry(path: str, text: bytes | str) -> LogEntry:
             host=str(e.get("host", "")), time=float(e.get("time", 0.0)),
             action=str(e.get("action", "")),
         )
-        if not (0 <= entry.seq < 2**63 and _EPOCHS[0] < entry.time < _EPOCHS[1]) or not all(
+        if not (0 <= entry.seq < 2**63 and EPOCHS[0] < entry.time < EPOCHS[1]) or not all(
                 v is None or isinstance(v, str) for v in (entry.version, entry.previous)):
             raise ValueError("a field out of range or of another type")
         return entry
@@ -147,4 +147,4 @@ def log_entry(path: str, text: bytes | str) -> LogEntry:
         raise IntegrityError(f"log entry {path} is malformed: {err}") from err
 
 
-_EPOCHS = (-62135596800.0, 253402300799.0)  # years 1 to 9999: what a datetime holds
+EPOCHS = (-62135596800.0, 253402300799.0)  # years 1 to 9999: a time a record may hold

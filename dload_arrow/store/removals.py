@@ -29,6 +29,7 @@ from dload_arrow.errors import ConfigError, DloadError, IntegrityError, NotFound
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.names import check_digest, check_name
+from dload_arrow.store.ref_log import EPOCHS
 from dload_arrow.store.refs import read_log
 
 __all__ = ["REMOVED", "Removal", "gone_hint", "known_version", "parse_removal",
@@ -127,7 +128,7 @@ def parse_removal(name: str, version: str, data: bytes, where: str) -> Removal:
                             "relation": relation, "fingerprint": fingerprint})
         rows, when = obj.get("num_rows"), obj.get("time")
         user, host = obj.get("user"), obj.get("host")
-        if when is not None and not -62135596800.0 < float(when) < 253402300799.0:
+        if when is not None and not EPOCHS[0] < float(when) < EPOCHS[1]:
             raise ValueError(f"its time {when!r} is out of range")  # (QA review65c: 1e999)
         return Removal(name, version, parents, None if rows is None else int(rows),
                        None if when is None else float(when),
