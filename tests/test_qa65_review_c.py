@@ -138,3 +138,58 @@ def test_another_datasets_backup_nested_in_a_folder(local_root: str) -> None:
     with pytest.raises(dl.InvalidNameError, match=r"holds manifests of dataset 'p2' inside the "
                                                   r"folder of 'p1'.*datasets/p2/manifests/"):
         repo.gc(grace=0)
+
+
+def test_list_views_in_fixed_size_lists_maps_and_beside_lists(repo: dl.Repository) -> None:
+    """QA review65f: list views inside fixed-size lists and maps crashed or failed raw; a
+    struct of a list view and a list stored the list's values as [] (the stored column held
+    a view); a null struct row beside a list view was refused for its non-null field."""
+    fsl = pa.list_(pa.list_(pa.int64()), 2)
+    repo.commit("f", pa.table({"__key__": ["a"], "c": pa.array([[[0], [0]]], fsl)}))
+    repo.append("f", pa.table({"__key__": ["b"], "c": pa.array(
+        [[[1, 2], [3]]], pa.list_(pa.large_list_view(pa.int64()), 2))}))
+    assert [r["c"] for r in repo.dataset("f").samples()] == [[[0], [0]], [[1, 2], [3]]]
+    mt = pa.map_(pa.string(), pa.list_(pa.int64()))
+    repo.commit("m", pa.table({"__key__": ["a"], "c": pa.array([[("z", [0])]], mt)}))
+    repo.append("m", pa.table({"__key__": ["b"], "c": pa.array(
+        [[("a", [1, 2])]], pa.map_(pa.string(), pa.list_view(pa.int64())))}))
+    assert [r["c"] for r in repo.dataset("m").samples()][1] == [("a", [1, 2])]
+    mixed = pa.struct([("a", pa.large_list_view(pa.int64())), ("b", pa.list_(pa.int64()))])
+    repo.commit("x", pa.table({"__key__": ["a"], "c": pa.array([{"a": [1], "b": [2]}], mixed)}))
+    views = pa.struct([("a", pa.large_list_view(pa.int64())),
+                       ("b", pa.large_list_view(pa.int64()))])
+    with pytest.raises(dl.SchemaError):  # refused, never stored as []
+        repo.append("x", pa.table({"__key__": ["b"], "c": pa.array([{"a": [1], "b": [3, 4]}],
+                                                                   views)}))
+    assert [r["c"]["b"] for r in repo.dataset("x").samples()] == [[2]]
+    st = pa.struct([pa.field("x", pa.list_(pa.int64())), pa.field("y", pa.int64(),
+                                                                  nullable=False)])
+    repo.commit("n", pa.table({"__key__": ["a"], "c": pa.array([{"x": [0], "y": 0}], st)}))
+    vt = pa.struct([pa.field("x", pa.list_view(pa.int64())), pa.field("y", pa.int64(),
+                                                                       nullable=False)])
+    repo.append("n", pa.table({"__key__": ["b", "c"], "c": pa.array(
+        [{"x": [1], "y": 1}, None], vt)}))
+    assert [r["c"] for r in repo.dataset("n").samples()] == [
+        {"x": [0], "y": 0}, {"x": [1], "y": 1}, None]
+
+
+def test_a_removed_root_and_a_stray_file_in_a_backup(local_root: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from cli_run import RunFn, runner
+
+    proj = tmp_path / "proj"
+    (proj / "photos").mkdir(parents=True)
+    (proj / "photos" / "a.txt").write_text("x")
+    old = dl.Repository.open(str(proj / "oldstore"), cache_dir=str(tmp_path / "c0"))
+    old.commit("x", [("k", {"v": 1})])
+    old.rm("x")  # every dataset removed: its log and removal record stay
+    run: RunFn = runner(capsys, ["--root", local_root])
+    run("commit", "p", "--from", str(proj))
+    assert [r["__key__"] for r in dl.Repository.open(local_root).dataset("p").samples()] == [
+        "photos/a"]
+    repo = dl.Repository.open(local_root)
+    repo.commit("p2", [("b", {"x": 2})])
+    shutil.copytree(f"{local_root}/datasets/p2", f"{local_root}/datasets/p/p2.bak")
+    Path(local_root, "datasets/p/p2.bak/manifests/.DS_Store").write_bytes(b"\0\0\0\1Bud1")
+    with pytest.raises(dl.InvalidNameError, match="holds manifests of dataset 'p2'"):
+        dl.Repository.open(local_root).gc(grace=0)

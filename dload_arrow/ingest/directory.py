@@ -201,8 +201,9 @@ def _is_store(path: str) -> bool:
         pass
     if not os.path.isdir(os.path.join(path, "shards")):
         return False
-    try:  # a dataset's latest ref: datasets/NAME/refs/latest
+    try:  # a dataset's folders: datasets/NAME/refs, log (left by an rm), manifests
         with os.scandir(os.path.join(path, "datasets")) as names:
-            return any(os.path.isfile(os.path.join(n.path, "refs", "latest")) for n in names)
+            return any(os.path.isdir(os.path.join(n.path, kind)) for n in names
+                       for kind in ("refs", "log", "manifests"))
     except OSError:
         return False

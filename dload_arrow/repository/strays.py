@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from dload_arrow.errors import DloadError, InvalidNameError
+from dload_arrow.store.names import is_digest
 
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
@@ -83,8 +84,9 @@ def nested_folder(storage: Storage, folder: str, so: str) -> InvalidNameError:
     outer = folder.split("/")[0]
     try:
         live = storage.exists(f"datasets/{outer}/refs/latest")
-        first = next((o.path for o in storage.list(f"datasets/{folder}/manifests/")), None)
-        owner = _named(storage, folder, first.rsplit("/", 1)[-1][:-6]) if first else None
+        first = next((v for o in storage.list(f"datasets/{folder}/manifests/") if is_digest(
+            v := o.path.rsplit("/", 1)[-1].removesuffix(".arrow"))), None)  # (a .DS_Store:
+        owner = _named(storage, folder, first) if first else None  # not one, QA review65f)
     except DloadError:
         live, owner = True, None
     if owner and owner != outer:  # another dataset's backup (QA review65e)

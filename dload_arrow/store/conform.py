@@ -240,8 +240,8 @@ def _cast(name: str, col: pa.Array, want: pa.DataType, times_from: bool = False)
         if is_list_view(col.type) and is_list_view(want) and col.type != want:
             out = list_view_with(col, want.value_field,  # (pyarrow casts none: QA 65b, 65c)
                                  pa.types.is_large_list_view(want))
-        elif holds_type(col.type, is_list_view) and not holds_type(want, is_list_view):
-            out = views_to_lists(col).cast(want)  # (pyarrow's cast loses rows: QA 65d, 65e)
+        elif holds_type(col.type, is_list_view):  # lists first: pyarrow's cast of a view
+            out = views_to_lists(col).cast(want)  # loses rows (QA 65d-f); to a view: refused
         else:
             out = _int_to_decimal(col, want) or col.cast(want)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

@@ -73,11 +73,19 @@ def views_to_lists(col: pa.Array) -> pa.Array:
         cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
         return cls.from_arrays(pa.array(numpy_values(col.offsets)), values,
                                mask=col.is_null() if col.null_count else None)
-    if pa.types.is_struct(t):
-        kids = [views_to_lists(c) for c in col.flatten()]
+    mask = col.is_null() if col.null_count else None
+    if pa.types.is_fixed_size_list(t):  # (QA review65f: inside these too)
+        size = t.list_size
+        values = views_to_lists(col.values.slice(col.offset * size, len(col) * size))
+        return pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
+    if pa.types.is_map(t):
+        keys, items = (views_to_lists(a) for a in (col.keys, col.items))
+        return pa.MapArray.from_arrays(pa.array(numpy_values(col.offsets)), keys, items,
+                                       mask=mask)
+    if pa.types.is_struct(t):  # (field(), not flatten(): that puts the row's nulls in them)
+        kids = [views_to_lists(col.field(i)) for i in range(t.num_fields)]
         return pa.StructArray.from_arrays(kids, fields=[t.field(i).with_type(k.type) for i, k in
-                                                        enumerate(kids)],
-                                          mask=col.is_null() if col.null_count else None)
+                                                        enumerate(kids)], mask=mask)
     return col
 
 
