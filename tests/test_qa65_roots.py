@@ -59,3 +59,19 @@ def test_folders_like_a_root_or_a_cache_are_read(local_root: str, tmp_path: Path
     keys = sorted(r["__key__"] for r in dl.Repository.open(local_root).dataset("files").samples())
     assert keys == ["tool/target/CACHEDIR", "tool/target/x", "web/datasets/list",
                     "web/shards/part-0"]
+
+
+def test_a_folder_with_log_and_refs_folders_of_its_own_is_read(
+        local_root: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA review65g: shards/ beside datasets/train/log/ (a training run's own files) was
+    taken as a dload root: left out inside a folder, refused as --from."""
+    run1 = tmp_path / "proj" / "run1"
+    for d in ("shards", "datasets/train/log", "datasets/train/refs"):
+        (run1 / d).mkdir(parents=True)
+    (run1 / "shards/part.bin").write_bytes(b"x")
+    (run1 / "datasets/train/log/epoch1.txt").write_text("loss 1")
+    run: RunFn = runner(capsys, ["--root", local_root])
+    run("commit", "p", "--from", str(tmp_path / "proj"))
+    run("commit", "q", "--from", str(run1))
+    keys = sorted(r["__key__"] for r in dl.Repository.open(local_root).dataset("p").samples())
+    assert keys == ["run1/datasets/train/log/epoch1", "run1/shards/part"]

@@ -8,6 +8,7 @@ import os
 import shlex
 import stat
 from collections.abc import Sequence
+from contextlib import suppress
 
 from dload_arrow.errors import (
     ConfigError,
@@ -27,6 +28,7 @@ from dload_arrow.ingest.location import (
     refuse_own_data,
 )
 from dload_arrow.ingest.source import SampleSource
+from dload_arrow.store.names import is_digest
 
 __all__ = ["DirectorySource"]
 
@@ -76,7 +78,9 @@ class DirectorySource(SampleSource):
         if not os.path.isdir(self.root):
             raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")
         refuse_own_data(os.fspath(path), self.root, self._store_dirs)
-        if _is_store(self.root):  # (QA review65e: committed to another root, as samples)
+        real = os.path.realpath(self.root)  # (a project folder that is its commit's own
+        if _is_store(self.root) and not any(  # root: its own folders are left out below)
+                d == real or d.startswith(real + os.sep) for d in self._store_dirs):  # (65e)
             raise ConfigError(
                 f"{os.fspath(path)!r} is a dload root or cache: its files are manifests and "
                 f"shards, not samples; a root's datasets are listed by `dload ls --root "
@@ -201,9 +205,20 @@ def _is_store(path: str) -> bool:
         pass
     if not os.path.isdir(os.path.join(path, "shards")):
         return False
-    try:  # a dataset's folders: datasets/NAME/refs, log (left by an rm), manifests
-        with os.scandir(os.path.join(path, "datasets")) as names:
-            return any(os.path.isdir(os.path.join(n.path, kind)) for n in names
-                       for kind in ("refs", "log", "manifests"))
+    try:  # dload's own files in a dataset's folder: its latest ref, a manifest, a removal
+        with os.scandir(os.path.join(path, "datasets")) as names:  # record (an rm's)
+            return any(_dload_files(n.path) for n in names if n.is_dir())
     except OSError:
         return False
+
+
+def _dload_files(folder: str) -> bool:
+    """Whether dataset ``folder`` holds a file only dload writes (QA review65g: any folder
+    with log/ or refs/ beside a shards/ was taken as a root)."""
+    if os.path.isfile(os.path.join(folder, "refs", "latest")):
+        return True
+    for sub, ext in (("manifests", ".arrow"), ("removed", ".json")):
+        with suppress(OSError), os.scandir(os.path.join(folder, sub)) as files:
+            if any(is_digest(f.name.removesuffix(ext)) for f in files):
+                return True
+    return False

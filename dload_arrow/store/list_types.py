@@ -12,7 +12,8 @@ import pyarrow as pa
 
 from dload_arrow.arrays import numpy_values
 
-__all__ = ["is_list_view", "item_named", "list_view_with", "views_to_lists"]
+__all__ = ["holds_view", "is_list_view", "item_named", "list_view_with", "views_for",
+           "views_to_lists"]
 
 
 def is_list_view(t: pa.DataType) -> bool:
@@ -99,3 +100,43 @@ def _unviewed(t: pa.DataType) -> pa.DataType:
     if pa.types.is_struct(t):
         return pa.struct([f.with_type(_unviewed(f.type)) for f in t])
     return t
+
+
+def views_for(col: pa.Array, want: pa.DataType) -> pa.Array:
+    """``col`` with each list view that ``want`` holds a list at (any depth, fields matched by
+    name) made a list (:func:`views_to_lists`), the views it keeps left as they are: pyarrow
+    casts a view to a list wrong and keeps views right (QA review65f, 65g)."""
+    t, mask = col.type, (col.is_null() if col.null_count else None)
+    if is_list_view(t):
+        if not is_list_view(want):
+            return views_to_lists(col)
+        values = views_for(col.values, want.value_type)
+        if values is col.values:
+            return col
+        cls = pa.LargeListViewArray if pa.types.is_large_list_view(t) else pa.ListViewArray
+        return cls.from_arrays(pa.array(numpy_values(col.offsets)),
+                               pa.array(numpy_values(col.sizes)), values, mask=mask)
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and hasattr(want, "value_type"):
+        values = views_for(col.values, want.value_type)
+        if values is col.values:
+            return col
+        cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+        return cls.from_arrays(pa.array(numpy_values(col.offsets)), values, mask=mask)
+    if pa.types.is_struct(t) and pa.types.is_struct(want):
+        kids = [col.field(i) for i in range(t.num_fields)]
+        new = [views_for(k, want.field(t.field(i).name).type)
+               if want.get_field_index(t.field(i).name) >= 0 else k for i, k in enumerate(kids)]
+        if all(a is b for a, b in zip(new, kids, strict=True)):
+            return col
+        return pa.StructArray.from_arrays(new, fields=[t.field(i).with_type(k.type) for i, k in
+                                                       enumerate(new)], mask=mask)
+    if holds_view(t):  # (fixed-size lists, maps: every view in them made a list)
+        return views_to_lists(col)
+    return col
+
+
+def holds_view(t: pa.DataType) -> bool:
+    """Whether ``t`` holds a list view at any depth."""
+    from dload_arrow.type_walk import holds_type
+
+    return holds_type(t, is_list_view)
