@@ -75,3 +75,16 @@ def test_a_folder_with_log_and_refs_folders_of_its_own_is_read(
     run("commit", "q", "--from", str(run1))
     keys = sorted(r["__key__"] for r in dl.Repository.open(local_root).dataset("p").samples())
     assert keys == ["run1/datasets/train/log/epoch1", "run1/shards/part"]
+
+
+def test_an_old_root_holding_this_commits_cache_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA review65h: a --from folder that is a root was let through when the commit's cache (or
+    its root) lay inside it: its manifests, log and shards were stored as samples."""
+    old = tmp_path / "p"
+    dl.Repository.open(str(old), cache_dir=str(tmp_path / "c0")).commit("x", [("k", {"v": 1})])
+    run: RunFn = runner(capsys, ["--root", str(tmp_path / "other"),
+                                 "--cache-dir", str(old / "cache")])
+    assert "is a dload root or cache" in run("commit", "b", "--from", str(old), rc=1).err
+    run = runner(capsys, ["--root", str(old / "newroot"), "--cache-dir", str(tmp_path / "c1")])
+    assert "is a dload root or cache" in run("commit", "b", "--from", str(old), rc=1).err

@@ -78,10 +78,9 @@ class DirectorySource(SampleSource):
         if not os.path.isdir(self.root):
             raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")
         refuse_own_data(os.fspath(path), self.root, self._store_dirs)
-        real = os.path.realpath(self.root)  # (a project folder that is its commit's own
-        if _is_store(self.root) and not any(  # root: its own folders are left out below)
-                d == real or d.startswith(real + os.sep) for d in self._store_dirs):  # (65e)
-            raise ConfigError(
+        own = os.path.realpath(os.path.join(self.root, "datasets")) in self._store_dirs
+        if _is_store(self.root) and not own:  # (its commit's own root: its own folders are
+            raise ConfigError(  # left out below; another root: QA review65e, 65h)
                 f"{os.fspath(path)!r} is a dload root or cache: its files are manifests and "
                 f"shards, not samples; a root's datasets are listed by `dload ls --root "
                 f"{self.root}`, and one is copied to another root with repo.commit(name, "
@@ -99,9 +98,9 @@ class DirectorySource(SampleSource):
                     self._skipped.append((rel_dir + d, "symbolic link (not followed)"))
                     dirnames.remove(d)
                 elif (self._store_dirs and os.path.realpath(os.path.join(dirpath, d))
-                      in self._store_dirs) or (_is_store(os.path.join(dirpath, d)) and not any(
-                          s.startswith(os.path.realpath(os.path.join(dirpath, d)) + os.sep)
-                          for s in self._store_dirs)):  # (this commit's root: its folders)
+                      in self._store_dirs) or (_is_store(os.path.join(dirpath, d)) and (
+                          os.path.realpath(os.path.join(dirpath, d, "datasets"))
+                          not in self._store_dirs)):  # (this commit's root: its folders, 65h)
                     self._skipped.append((rel_dir + d + "/", "dload's own data (not read)"))
                     dirnames.remove(d)
                 elif d.startswith("."):
