@@ -28,6 +28,7 @@ from dload_arrow.ingest.location import (
     refuse_own_data,
 )
 from dload_arrow.ingest.source import SampleSource
+from dload_arrow.read.cache_space import MARKER, is_cache_marker
 from dload_arrow.store.names import is_digest
 
 __all__ = ["DirectorySource"]
@@ -196,12 +197,8 @@ def _is_store(path: str) -> bool:
     """Whether ``path`` is a dload root (``datasets/`` beside ``shards/``) or a cache
     (``CACHEDIR.TAG``), whichever root the commit writes to (QA roots65: committed to S3, a
     project folder's local root and old cache were stored as samples, host names and all)."""
-    try:  # dload's own tag, not any tool's (Cargo's target/ has one: QA review65d)
-        with open(os.path.join(path, "CACHEDIR.TAG"), "rb") as f:
-            if b"dload_arrow" in f.read(4096):
-                return True
-    except OSError:
-        pass
+    if is_cache_marker(os.path.join(path, MARKER)):  # (not another tool's: Cargo's target/
+        return True  # has one, QA review65d)
     if not os.path.isdir(os.path.join(path, "shards")):
         return False
     try:  # dload's own files in a dataset's folder: its latest ref, a manifest, a removal

@@ -24,7 +24,7 @@ from dload_arrow.sizes import parse_size
 from dload_arrow.store.names import check_digest
 
 __all__ = ["MARKER", "VERIFIED_NS", "CacheEntry", "CacheSpace", "claim_cache_dir", "disk_reserve",
-           "free_disk", "list_dir", "resolve_budget"]
+           "free_disk", "is_cache_marker", "list_dir", "resolve_budget"]
 
 # A verified shard's mtime. Any write to the file moves its mtime, so a cached file whose
 # size and stamp match was not modified since its sha256 was checked; anything else is
@@ -63,7 +63,7 @@ def claim_cache_dir(cache_dir: str) -> None:
             f"evicting cached shards there would delete the root's own shards; {_FIX}"
         )
     marker = os.path.join(d, MARKER)
-    if _is_marker(marker):
+    if is_cache_marker(marker):
         return
     if list_dir(os.path.join(d, "shards")) and not os.path.exists(os.path.join(d, "cache.lock")):
         raise ConfigError(
@@ -78,11 +78,12 @@ def claim_cache_dir(cache_dir: str) -> None:
     os.replace(tmp, marker)
 
 
-def _is_marker(path: str) -> bool:
+def is_cache_marker(path: str) -> bool:
+    """Whether the file at ``path`` is a dload cache's CACHEDIR.TAG (not another tool's)."""
     try:
         with open(path) as f:
             return "dload_arrow" in f.read(4096)
-    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError):  # (missing, a folder, unreadable)
         return False
 
 

@@ -112,11 +112,12 @@ def removed_dataset(storage: Storage, name: str, where: str,
                 f"`dload rm {name} --yes` (repo.rm({name!r})) again to finish{again}")
     see = f"`dload log {name}@{vid}` (repo.lineage({name!r}, {vid!r}))" if vid else \
         f"`dload sql \"select * from log where name = '{name}'\"`"
+    tail = f". Commit to {name!r} to create it again" if again else ""
     for folder in nested_folders(o.path for o in storage.list(f"datasets/{name}/"))[:1]:
-        again = f"; {nested_folder(storage, folder, 'its versions are not read')}"  # (65b)
+        tail = f"; {nested_folder(storage, folder, 'its versions are not read')}"  # (65b: a
+        # backup moved back into the folder the rm left, not a new commit, is the fix)
     return (f"dataset {name!r} under {where} was removed ({when}{by}); its log and lineage "
-            f"are kept: {see} shows them" + ("" if not again else again if again[0] == ";"
-                                             else f". Commit to {name!r} to create it again"))
+            f"are kept: {see} shows them{tail}")
 
 
 def published_names(storage: Storage, where: str,

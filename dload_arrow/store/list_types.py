@@ -12,8 +12,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import numpy_values
 
-__all__ = ["holds_view", "is_list_view", "item_named", "list_view_with", "views_for",
-           "views_to_lists"]
+__all__ = ["holds_view", "is_list_view", "item_named", "list_view_with", "views_for"]
 
 
 def is_list_view(t: pa.DataType) -> bool:
@@ -48,14 +47,25 @@ def item_named(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def views_to_lists(col: pa.Array) -> pa.Array:
-    """``col`` with every list view in it, at any depth (inside structs and lists), made a
-    list of the same kind of offsets, its rows gathered in order from its offsets and sizes:
-    pyarrow 26's cast gave ``[[5, 6]]`` as ``[[]]``, nested in a struct too, or crashed (QA
-    review65d, 65e). String views among the values become strings (``take`` has none)."""
-    t = col.type
+def views_for(col: pa.Array, want: pa.DataType | None = None) -> pa.Array:
+    """``col`` with each list view made a list where ``want`` holds a list (any depth, struct
+    fields matched by name; every view where ``want`` is None or says nothing, as inside
+    fixed-size lists and maps), its rows gathered in order from its offsets and sizes, and
+    the views ``want`` keeps left as they are: pyarrow 26 casts a view to a list wrong
+    (``[[5, 6]]`` as ``[[]]``, nested in a struct too) or crashes, and keeps views right (QA
+    review65d-g). String views among a converted view's values become strings (``take`` has
+    none)."""
+    t, mask = col.type, (col.is_null() if col.null_count else None)
+    inner = getattr(want, "value_type", None)
+    if is_list_view(t) and want is not None and is_list_view(want):
+        values = views_for(child := col.values, inner)  # (each .values is a new object)
+        if values is child:
+            return col
+        cls = pa.LargeListViewArray if pa.types.is_large_list_view(t) else pa.ListViewArray
+        return cls.from_arrays(pa.array(numpy_values(col.offsets)),
+                               pa.array(numpy_values(col.sizes)), values, mask=mask)
     if is_list_view(t):
-        values = views_to_lists(col.values)
+        values = views_for(col.values, inner)
         values = values.cast(_unviewed(values.type))
         offsets = numpy_values(col.offsets).astype(np.int64)
         sizes = numpy_values(col.sizes).astype(np.int64)
@@ -67,26 +77,33 @@ def views_to_lists(col: pa.Array) -> pa.Array:
         large = pa.types.is_large_list_view(t)
         cls = pa.LargeListArray if large else pa.ListArray
         starts = np.concatenate([[0], ends]).astype(np.int64 if large else np.int32)
-        return cls.from_arrays(pa.array(starts), values.take(pa.array(index)),
-                               mask=col.is_null() if col.null_count else None)
+        return cls.from_arrays(pa.array(starts), values.take(pa.array(index)), mask=mask)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        values = views_to_lists(col.values)
+        values = views_for(child := col.values, inner)
+        if values is child:
+            return col
         cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
-        return cls.from_arrays(pa.array(numpy_values(col.offsets)), values,
-                               mask=col.is_null() if col.null_count else None)
-    mask = col.is_null() if col.null_count else None
-    if pa.types.is_fixed_size_list(t):  # (QA review65f: inside these too)
+        return cls.from_arrays(pa.array(numpy_values(col.offsets)), values, mask=mask)
+    if pa.types.is_struct(t):  # (field(), not flatten(): that puts the row's nulls in them)
+        kids = [col.field(i) for i in range(t.num_fields)]
+        named = want if want is not None and pa.types.is_struct(want) else None
+        new = [views_for(k, named.field(f.name).type if named is not None
+                         and named.get_field_index(f.name) >= 0 else None)
+               for k, f in zip(kids, t, strict=True)]
+        if all(a is b for a, b in zip(new, kids, strict=True)):
+            return col
+        return pa.StructArray.from_arrays(new, fields=[t.field(i).with_type(k.type) for i, k in
+                                                       enumerate(new)], mask=mask)
+    if not holds_view(t):
+        return col
+    if pa.types.is_fixed_size_list(t):  # (every view in these made a list, QA review65f)
         size = t.list_size
-        values = views_to_lists(col.values.slice(col.offset * size, len(col) * size))
+        values = views_for(col.values.slice(col.offset * size, len(col) * size))
         return pa.FixedSizeListArray.from_arrays(values, size, mask=mask)
     if pa.types.is_map(t):
-        keys, items = (views_to_lists(a) for a in (col.keys, col.items))
+        keys, items = (views_for(a) for a in (col.keys, col.items))
         return pa.MapArray.from_arrays(pa.array(numpy_values(col.offsets)), keys, items,
                                        mask=mask)
-    if pa.types.is_struct(t):  # (field(), not flatten(): that puts the row's nulls in them)
-        kids = [views_to_lists(col.field(i)) for i in range(t.num_fields)]
-        return pa.StructArray.from_arrays(kids, fields=[t.field(i).with_type(k.type) for i, k in
-                                                        enumerate(kids)], mask=mask)
     return col
 
 
@@ -100,39 +117,6 @@ def _unviewed(t: pa.DataType) -> pa.DataType:
     if pa.types.is_struct(t):
         return pa.struct([f.with_type(_unviewed(f.type)) for f in t])
     return t
-
-
-def views_for(col: pa.Array, want: pa.DataType) -> pa.Array:
-    """``col`` with each list view that ``want`` holds a list at (any depth, fields matched by
-    name) made a list (:func:`views_to_lists`), the views it keeps left as they are: pyarrow
-    casts a view to a list wrong and keeps views right (QA review65f, 65g)."""
-    t, mask = col.type, (col.is_null() if col.null_count else None)
-    if is_list_view(t):
-        if not is_list_view(want):
-            return views_to_lists(col)
-        values = views_for(col.values, want.value_type)
-        if values is col.values:
-            return col
-        cls = pa.LargeListViewArray if pa.types.is_large_list_view(t) else pa.ListViewArray
-        return cls.from_arrays(pa.array(numpy_values(col.offsets)),
-                               pa.array(numpy_values(col.sizes)), values, mask=mask)
-    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and hasattr(want, "value_type"):
-        values = views_for(col.values, want.value_type)
-        if values is col.values:
-            return col
-        cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
-        return cls.from_arrays(pa.array(numpy_values(col.offsets)), values, mask=mask)
-    if pa.types.is_struct(t) and pa.types.is_struct(want):
-        kids = [col.field(i) for i in range(t.num_fields)]
-        new = [views_for(k, want.field(t.field(i).name).type)
-               if want.get_field_index(t.field(i).name) >= 0 else k for i, k in enumerate(kids)]
-        if all(a is b for a, b in zip(new, kids, strict=True)):
-            return col
-        return pa.StructArray.from_arrays(new, fields=[t.field(i).with_type(k.type) for i, k in
-                                                       enumerate(new)], mask=mask)
-    if holds_view(t):  # (fixed-size lists, maps: every view in them made a list)
-        return views_to_lists(col)
-    return col
 
 
 def holds_view(t: pa.DataType) -> bool:

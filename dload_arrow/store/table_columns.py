@@ -51,7 +51,10 @@ _PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary(),
           pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}
 _WIDE = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
 _POLARS_META = b"_PL_"  # polars' own field metadata: enum values, categorical ordering
-_numeric = lambda t: pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)  # noqa: E731
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
 
 
 def flat_tensor(col: pa.Array, want: tuple[int, ...]) -> pa.Array | None:
@@ -210,13 +213,14 @@ def _plain(t: pa.DataType, wide: bool = False) -> pa.DataType:
         return t  # as given: pyarrow 26 casts [[1, 2], [3]] into a list as [[1, 2], []]
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         large = wide and pa.types.is_large_list(t)
-        return (pa.large_list if large else pa.list_)(_item(t.value_field, wide))
+        return (pa.large_list if large else pa.list_)(
+            _plain_field(t.value_field, wide).with_name("item"))
     if pa.types.is_fixed_size_list(t):
         if t.list_size == 0:
             raise SchemaError(f"a fixed-size list of 0 values ({t}) holds nothing and is not "
                               "stored (Parquet reads it back as an error): drop the column, "
                               "or give it a size of 1 or more")
-        return pa.list_(_item(t.value_field, wide), t.list_size)
+        return pa.list_(_plain_field(t.value_field, wide).with_name("item"), t.list_size)
     if pa.types.is_struct(t):
         return pa.struct([_plain_field(f, wide) for f in t])
     if pa.types.is_map(t):
@@ -272,10 +276,6 @@ def _ordered(t: pa.DataType) -> bool:
 
 def _plain_field(f: pa.Field, wide: bool) -> pa.Field:
     return f.with_type(_plain(f.type, wide))
-
-
-def _item(f: pa.Field, wide: bool) -> pa.Field:
-    return _plain_field(f, wide).with_name("item")
 
 
 def check_text(batch: pa.RecordBatch, key: str | None) -> None:
