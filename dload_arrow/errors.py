@@ -95,6 +95,14 @@ class StorageError(DloadError, OSError):
     """The storage backend failed (network, permissions, missing bucket)."""
 
 
+class NotAFileError(StorageError):
+    """An object's path in a local root holds no regular file; ``what`` it holds instead."""
+
+    def __init__(self, message: str, what: str = "no regular file") -> None:
+        super().__init__(message)
+        self.what = what
+
+
 class SqlError(DloadError, ValueError):
     """A catalog SQL query failed (syntax, unknown view or column, bad parameter)."""
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.arrays import int64_array, typed_array
-from dload_arrow.catalog.root_listing import list_root, log_row, read_all
+from dload_arrow.catalog.root_listing import list_root, log_row, read_all, read_bytes
 from dload_arrow.errors import (
     IntegrityError,
     InvalidNameError,
@@ -208,11 +208,9 @@ class Snapshotter:
         unread = [node for node in nodes if node not in self._removed]
         for node, data in zip(unread, read_all(lambda n: self.storage.read(path(n)), unread),
                               strict=True):  # one GET each, several at once
-            if isinstance(data, BaseException):
-                raise data
             try:
-                self._removed[node] = parse_removal(node[0], node[1].partition(".")[0], data,
-                                                    path(node))
+                self._removed[node] = parse_removal(node[0], node[1].partition(".")[0],
+                                                    read_bytes(data), path(node))
             except IntegrityError as e:  # one bad record must not fail every query (65c)
                 warnings.warn(f"the catalog leaves out {e}", stacklevel=user_stacklevel())
                 self._removed[node] = None
@@ -227,10 +225,8 @@ class Snapshotter:
         unread = [(n, p) for n, p in paths if p not in self._log_entries]
         for (name, path), data in zip(unread, read_all(lambda e: self.storage.read(e[1]),
                                                        unread), strict=True):
-            if isinstance(data, BaseException):
-                raise data
             try:
-                self._log_entries[path] = log_row(name, path, data)  # written once
+                self._log_entries[path] = log_row(name, path, read_bytes(data))  # written once
             except IntegrityError as e:  # one bad entry must not fail every query (QA
                 warnings.warn(f"the catalog leaves out {e}", stacklevel=user_stacklevel())
                 self._log_entries[path] = None  # hostile65): warned once

@@ -16,7 +16,13 @@ from dload_arrow.cli.output import (
     progress_enabled,
     root_options,
 )
-from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, StorageError
+from dload_arrow.errors import (
+    DloadError,
+    IntegrityError,
+    NotAFileError,
+    NotFoundError,
+    StorageError,
+)
 from dload_arrow.sizes import plural
 from dload_arrow.store.names import shard_path
 
@@ -101,8 +107,9 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
         except NotFoundError:
             bad.append({"digest": digest, "problem": "missing"})
             continue
-        except StorageError as e:  # no regular file (a FIFO): as corrupt as a copy can be
-            bad.append({"digest": digest, "problem": f"bytes hash to nothing: {e}"})
+        except NotAFileError as e:  # (a FIFO, a directory): as corrupt as a copy can be
+            bad.append({"digest": digest, "problem": "bytes hash to nothing: it is "
+                        f"{e.what}, not a regular file"})
             continue
         if got != digest:
             bad.append({"digest": digest, "problem": f"bytes hash to {got}"})
@@ -138,9 +145,11 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
 
     emit(out, as_json, text)
     if refused:  # (QA readonly55: the first refusal was all that was printed)
+        fix = ("remove them by hand" if all("is a directory" in r for r in refused) else
+               f"delete them with credentials that may, or run `dload verify {spec} "
+               "--delete-bad` again there")
         raise StorageError(f"{len(refused)} corrupt object(s) could not be deleted (first: "
-                           f"{refused[0]}); delete them with credentials that may, or run "
-                           f"`dload verify {spec} --delete-bad` again there")
+                           f"{refused[0]}); {fix}")
     if bad and all(b["problem"].startswith("the manifest lists") for b in bad):
         raise IntegrityError(  # (QA hostile65)
             f"the manifest of {name}@{m.version[:12]} is wrong: it lists {len(bad)} intact "

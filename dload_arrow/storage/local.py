@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import BinaryIO
 
-from dload_arrow.errors import NotFoundError, StorageError
+from dload_arrow.errors import NotAFileError, NotFoundError, StorageError
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath
 
 __all__ = ["LocalStorage", "dangling_link", "mode_like_open", "umask"]
@@ -135,10 +135,12 @@ class LocalStorage:
         """``path``'s file for reading; a FIFO or a device in its place (a root unpacked from
         someone's tarball) is refused, not read: it hung or filled memory (QA hostile65)."""
         fd = os.open(self._full(path), os.O_RDONLY | os.O_NONBLOCK)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
             os.close(fd)
-            raise StorageError(f"{path!r} under {self.url} is not a regular file (a FIFO, a "
-                               "device, or a link to one): no dload object is; remove it")
+            what = "a directory" if stat.S_ISDIR(mode) else "a FIFO, a device, or a link to one"
+            raise NotAFileError(f"{path!r} under {self.url} is not a regular file ({what}): "
+                                "no dload object is; remove it", what)
         return os.fdopen(fd, "rb")
 
     def read(self, path: str) -> bytes:
@@ -252,6 +254,10 @@ class LocalStorage:
             os.unlink(self._full(path))
         except FileNotFoundError:
             pass
+        except IsADirectoryError as e:  # (made by hand: what it holds may be someone's)
+            raise StorageError(
+                f"cannot delete {path!r} in root {self.root}: it is a directory, which no "
+                "dload object is; look inside and remove it yourself (`rm -r`)") from e
         except OSError as e:
             raise StorageError(
                 f"cannot delete {path!r} in root {self.root} ({e.strerror}); deleting needs "

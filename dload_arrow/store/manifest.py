@@ -33,7 +33,7 @@ from dload_arrow.store.manifest_check import (
     check_manifest,
 )
 from dload_arrow.store.manifest_meta import check_meta
-from dload_arrow.store.names import check_name
+from dload_arrow.store.names import KEY_COLUMN, check_name
 from dload_arrow.store.shard import ShardData, is_scalar
 from dload_arrow.store.tensor_layout import packable
 
@@ -177,6 +177,12 @@ class Manifest:
         except Exception as e:
             raise IntegrityError(f"manifest's sample schema does not decode ({e!r}): the "
                                  "manifest is corrupt") from e
+        first = self.schema[0] if len(self.schema) else None
+        if first is None or first.name != KEY_COLUMN or not pa.types.is_string(first.type):
+            got = "nothing" if first is None else f"{first.name!r} ({first.type})"
+            raise IntegrityError(f"manifest's sample schema begins with {got}, not the string "
+                                 "column '__key__' every dload manifest begins with: the "
+                                 "manifest was not written by dload or is corrupt")
 
     def __repr__(self) -> str:
         rows = f"{self.num_rows:,} row{'' if self.num_rows == 1 else 's'}"

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dload_arrow.errors import IntegrityError, NotFoundError, user_stacklevel
+from dload_arrow.errors import IntegrityError, NotAFileError, NotFoundError, user_stacklevel
 from dload_arrow.storage import Storage
 from dload_arrow.store.names import check_name
 
@@ -104,10 +104,12 @@ def read_log(storage: Storage, name: str) -> list[LogEntry]:
     # an object a move: read side by side (one after another, 10,000 versions on S3 were
     # minutes a `dload versions`: QA cliffs56)
     with ThreadPoolExecutor(min(_LOG_READERS, max(1, len(new)))) as pool:
-        texts = list(pool.map(storage.read, [k[0] for k in new]))
+        texts = list(pool.map(lambda p: _read_entry(storage, p), [k[0] for k in new]))
     bad = set()
     for k, text in zip(new, texts, strict=True):
         try:
+            if isinstance(text, NotAFileError):
+                raise IntegrityError(str(text))
             seen[k] = log_entry(k[0], text)
         except IntegrityError as e:  # one bad entry must not hide the log, nor every SQL
             bad.add(k)  # query of the root (QA hostile65)
@@ -123,6 +125,15 @@ def read_log(storage: Storage, name: str) -> list[LogEntry]:
 
 
 _WARNED: set[tuple[str, int, float, str]] = set()  # malformed entries warned of
+
+
+def _read_entry(storage: Storage, path: str) -> bytes | NotAFileError:
+    """The entry's bytes; a FIFO in its place (QA review65c: it failed every SQL query) is
+    returned, to be left out and warned of like a malformed entry."""
+    try:
+        return storage.read(path)
+    except NotAFileError as e:
+        return e
 
 
 _SEEN_MAX = 100_000  # log entries a process keeps read (~900 bytes each, with their keys)

@@ -1,0 +1,83 @@
+"""Carried from stop 55's notes: a manifest whose sample schema lacks ``__key__`` was accepted
+and ``get`` failed with a KeyError (QA hostile65)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from cli_run import RunFn, runner
+
+import dload_arrow as dl
+
+
+def _with_schema(repo: dl.Repository, name: str, schema: pa.Schema) -> str:
+    """Publish a copy of ``name``'s manifest as dataset 'odd' with another sample schema."""
+    t = repo.dataset(name).manifest.table
+    info = json.loads(t.schema.metadata[b"dload"])
+    info.update(name="odd", schema=base64.b64encode(schema.serialize().to_pybytes()).decode())
+    t = t.replace_schema_metadata({b"dload": json.dumps(info, sort_keys=True).encode()})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, t.schema) as w:
+        w.write_table(t)
+    data = sink.getvalue().to_pybytes()
+    vid = hashlib.sha256(data).hexdigest()
+    repo.storage.write(f"datasets/odd/manifests/{vid}.arrow", data)
+    repo.storage.write("datasets/odd/refs/latest", json.dumps({"version": vid, "seq": 1})
+                       .encode())
+    return vid
+
+
+@pytest.mark.parametrize("schema", [
+    pa.schema([("x", pa.int64())]),
+    pa.schema([("x", pa.int64()), ("__key__", pa.string())]),
+    pa.schema([("__key__", pa.int64()), ("x", pa.int64())]),
+    pa.schema([]),
+])
+def test_a_manifest_whose_schema_lacks_the_key_first_is_refused(
+        tmp_path: Path, schema: pa.Schema) -> None:
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    repo.commit("good", [(f"k{i}", {"x": i}) for i in range(5)])
+    _with_schema(repo, "good", schema)
+    with pytest.raises(dl.IntegrityError, match=r"__key__.*not written by dload or is corrupt"):
+        repo.dataset("odd").get("k1")
+
+
+def test_a_fifo_in_place_of_a_log_entry_is_left_out_and_warned(tmp_path: Path) -> None:
+    """QA review65c: a FIFO among a dataset's log entries failed `log` and every SQL query
+    (a malformed entry was already left out, warned)."""
+    root = tmp_path / "r"
+    repo = dl.Repository.open(str(root), cache_dir=str(tmp_path / "c"))
+    repo.commit("a", [("k", {"x": 1})])
+    repo.commit("b", [("k", {"x": 2})])
+    os.mkfifo(root / "datasets" / "a" / "log" / "latest" / "000000000009.json")
+    with pytest.warns(UserWarning, match="not a regular file"):
+        names = repo.sql("SELECT DISTINCT name FROM log ORDER BY name").column(0)
+    assert names.to_pylist() == ["a", "b"]
+    with pytest.warns(UserWarning, match="not a regular file"):
+        assert [e.version for e in dl.Repository.open(str(root), cache_dir=str(
+            tmp_path / "c")).log("a")] == [repo.dataset("a").version]
+
+
+def test_verify_names_a_directory_in_place_of_a_shard(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA review65c: a shard path that is a directory made `verify --delete-bad` speak of
+    write permission (run it as a user who has it); it is a directory, removed by hand."""
+    root = str(tmp_path / "r")
+    repo = dl.Repository.open(root, cache_dir=str(tmp_path / "c"))
+    repo.commit("a", [("k", {"x": 1})])
+    shard = next(p for p in (tmp_path / "r" / "shards").rglob("*.parquet"))
+    shard.unlink()
+    shard.mkdir()
+    (shard / "notes.txt").write_text("mine")
+    run: RunFn = runner(capsys, ["--root", root, "--cache-dir", str(tmp_path / "c2")])
+    r = run("verify", "a", "--delete-bad", rc=1)
+    assert "it is a directory, not a regular file" in r.out
+    assert "it is a directory, which no dload object is" in r.err
+    assert r.err.rstrip().endswith("remove them by hand") and "permission" not in r.err
+    assert (shard / "notes.txt").read_text() == "mine"
