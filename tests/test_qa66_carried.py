@@ -81,3 +81,22 @@ def test_verify_names_a_directory_in_place_of_a_shard(
     assert "it is a directory, which no dload object is" in r.err
     assert r.err.rstrip().endswith("remove them by hand") and "permission" not in r.err
     assert (shard / "notes.txt").read_text() == "mine"
+
+
+def test_init_warns_when_a_variable_or_a_project_file_overrides_what_it_wrote(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """QA roots65: `dload init --root X` said only "wrote ...: set root=X" while DLOAD_ROOT (or
+    the project's dload.toml) kept every command on another root."""
+    run: RunFn = runner(capsys)
+    assert "warning" not in run("init", "--root", str(tmp_path / "a")).err
+    monkeypatch.setenv("DLOAD_ROOT", str(tmp_path / "env"))
+    r = run("init", "--root", str(tmp_path / "b"), "--cache-budget", "1GB")
+    assert "does not apply here: env DLOAD_ROOT overrides it" in r.err
+    assert "cache_budget" not in r.err
+    monkeypatch.delenv("DLOAD_ROOT")
+    run("init", "--project", "--root", str(tmp_path / "p"))
+    r = run("init", "--root", str(tmp_path / "c"))
+    assert f"root as written in {tmp_path}" in r.err
+    assert f"{Path('dload.toml').resolve()} overrides it" in r.err
+    assert "warning" not in run("init", "--project", "--root", str(tmp_path / "q")).err

@@ -14,7 +14,15 @@ from dload_arrow.cli.output import (
     emit,
     json_option,
 )
-from dload_arrow.config import KEYS, anchored, check_edges, find_up, user_config_path
+from dload_arrow.config import (
+    KEYS,
+    anchored,
+    check_edges,
+    find_up,
+    resolve_settings,
+    user_config_path,
+)
+from dload_arrow.config import said as config_said
 from dload_arrow.config_values import check_cache_dir, check_endpoint, local_form
 from dload_arrow.errors import ConfigError
 from dload_arrow.sizes import parse_size
@@ -139,6 +147,20 @@ def init(user: bool, project: bool, root: str | None, cache_dir: str | None,
                    "--cache-dir, --cache-budget or --endpoint-url)"))
 
     emit({"path": str(path), "settings": held, "set": list(updates)}, as_json, said)
+    _warn_overridden(path, list(updates))
+
+
+def _warn_overridden(path: Path, keys: list[str]) -> None:
+    """Settings just written that do not apply here: a variable (DLOAD_ROOT) or, for the user
+    config, a project's dload.toml wins over them (QA roots65: init said nothing of it)."""
+    try:
+        sources = resolve_settings(check=False).sources
+    except ConfigError:  # (another setting is unusable: every command will say so)
+        return
+    for key in keys:
+        if (source := sources.get(key, str(path))) != str(path):
+            click.echo(f"warning: {key} as written in {path} does not apply here: "
+                       f"{config_said(key, source)} overrides it", err=True)
 
 
 def _check_root(root: str | None, endpoint_url: str | None) -> None:
