@@ -100,3 +100,17 @@ def test_init_warns_when_a_variable_or_a_project_file_overrides_what_it_wrote(
     assert f"root as written in {tmp_path}" in r.err
     assert f"{Path('dload.toml').resolve()} overrides it" in r.err
     assert "warning" not in run("init", "--project", "--root", str(tmp_path / "q")).err
+
+
+def test_ls_and_sql_with_a_root_as_the_cache_dir_write_nothing_into_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA roots65: reads refuse a root given as --cache-dir, but `ls` and `sql` wrote a
+    manifests/ folder of copies into it."""
+    a, b = str(tmp_path / "a"), tmp_path / "b"
+    dl.Repository.open(a, cache_dir=str(tmp_path / "c")).commit("x", [("k", {"v": 1})])
+    dl.Repository.open(str(b), cache_dir=str(tmp_path / "c")).commit("y", [("k", {"v": 2})])
+    before = sorted(p.name for p in b.iterdir())
+    run: RunFn = runner(capsys, ["--root", a, "--cache-dir", str(b)])
+    assert "x" in run("ls").out
+    assert "x" in run("sql", "SELECT name FROM versions").out
+    assert sorted(p.name for p in b.iterdir()) == before and "manifests" not in before

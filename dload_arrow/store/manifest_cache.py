@@ -192,6 +192,8 @@ class ManifestCache:
         return manifest
 
     def _store(self, version: str, data: bytes) -> None:
+        if (self.folder.parent.parent / "datasets").is_dir():  # a root given as the cache:
+            return  # reads refuse it; ls and sql wrote manifests/ into it (QA roots65)
         tmp = None
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
