@@ -114,3 +114,21 @@ def test_ls_and_sql_with_a_root_as_the_cache_dir_write_nothing_into_it(
     assert "x" in run("ls").out
     assert "x" in run("sql", "SELECT name FROM versions").out
     assert sorted(p.name for p in b.iterdir()) == before and "manifests" not in before
+
+
+@pytest.mark.parametrize(("rows", "said"), [
+    ([{"ann": [{"box": [1.0, 2.0], "seg": [[1.0, 2.0, 3.0]]}]},
+      {"ann": [{"box": [1.0, 2.0], "seg": {"counts": [1, 2], "size": [4, 4]}}]}],
+     "ann[0].seg is a dict (a struct) where earlier values have a list"),
+    ([{"x": {"y": [1]}}, {"x": {"y": [[1]]}}], "x.y[0] is a list where earlier values have a "
+     "number"),
+    ([{"x": 1}, {"x": "s"}], "x is text where earlier values have a number"),
+])
+def test_a_value_of_another_shape_is_named_by_its_path(
+        tmp_path: Path, rows: list[dict[str, object]], said: str) -> None:
+    """QA detect62: COCO's RLE segmentation (a dict) beside polygons (lists) was refused
+    with pyarrow's words (cannot mix list and non-list), naming no field."""
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    with pytest.raises(dl.SchemaError, match=r"^sample 'k1', column '\w+': .*") as e:
+        repo.commit("coco", [(f"k{i}", r) for i, r in enumerate(rows)])
+    assert f"({said})" in str(e.value)

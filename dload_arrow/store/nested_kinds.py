@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from dload_arrow.type_walk import holds_type, is_list_type, is_text_type
 
-__all__ = ["COLUMN", "nested_kind_refusal"]
+__all__ = ["COLUMN", "nested_kind_refusal", "shape_clash"]
 
 COLUMN = "\x00column"  # in a reason: the column's name (check_lossless puts it in)
 
@@ -86,3 +86,36 @@ def nested_kind_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any])
                 f"{'bytes' if stored is bytes else 'text (str)'}{mixed}; a field holds one "
                 f"or the other: {fix}")
     return refusal
+
+
+def _shape(v: Any) -> str:
+    """What a Python value is, in the words a shape clash is told in."""
+    if isinstance(v, Mapping):
+        return "a dict (a struct)"
+    if isinstance(v, list | tuple):
+        return "a list"
+    if isinstance(v, bool):
+        return "a bool"
+    if isinstance(v, int | float):
+        return "a number"
+    return "text" if isinstance(v, str) else "bytes" if isinstance(v, bytes) else type(
+        v).__name__
+
+
+def shape_clash(first: Any, other: Any, path: str) -> str | None:
+    """Where ``other`` (a sample's value) first takes another shape than ``first`` (an
+    earlier sample's): ``"ann[0].segmentation is a dict (a struct) where earlier values
+    have a list"`` (QA detect62: COCO's RLE beside polygons was refused without the path)."""
+    if first is None or other is None:
+        return None
+    a, b = _shape(first), _shape(other)
+    if a != b:
+        return f"{path} is {b} where earlier values have {a}"
+    if isinstance(first, Mapping):
+        return next((got for k, v in other.items() if k in first
+                     if (got := shape_clash(first[k], v, f"{path}.{k}"))), None)
+    if isinstance(first, list | tuple):
+        rep = next((x for x in [*first, *other] if x is not None), None)
+        return next((got for i, x in enumerate(other)
+                     if (got := shape_clash(rep, x, f"{path}[{i}]"))), None)
+    return None

@@ -26,6 +26,7 @@ from dload_arrow.arrays import inferred_type, typed_array
 from dload_arrow.errors import SchemaError, form_hint, shown
 from dload_arrow.store.lossless import check_whole_numbers, leaf_type
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.nested_kinds import shape_clash
 from dload_arrow.store.null_types import null_type_error
 from dload_arrow.store.pair_checks import (
     empty_tensor_error,
@@ -85,10 +86,11 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
             except OverflowError as e:
                 raise int_overflow_error(rows, col) from e
             except (*_MISFITS[:3], TypeError, ValueError) as e:  # (NaN among Timestamps)
+                bad = _first_misfit(rows, col, value)
+                at = shape_clash(value, dict(rows)[bad].get(col), col) or str(e)[:300]
                 raise SchemaError(
-                    f"sample {_first_misfit(rows, col, value)!r}, column {col!r}: its value "
-                    f"does not fit the type of earlier samples ({str(e)[:300]}); fix it or pass "
-                    "schema= to say which type you want"
+                    f"sample {bad!r}, column {col!r}: its value does not fit the type of "
+                    f"earlier samples ({at}); fix it or pass schema= to say which type you want"
                 ) from e
             fields.append(pa.field(col, typ))
     return pa.schema(fields)
