@@ -98,8 +98,8 @@ def _shape(v: Any) -> str:
         return "a bool"
     if isinstance(v, int | float):
         return "a number"
-    return "text" if isinstance(v, str) else "bytes" if isinstance(v, bytes) else type(
-        v).__name__
+    return "text" if isinstance(v, str) else "bytes" if isinstance(v, bytes) else (
+        f"a {type(v).__name__}")
 
 
 def shape_clash(first: Any, other: Any, path: str) -> str | None:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dload_arrow.arrays import inferred_type, typed_array
+from dload_arrow.arrays import typed_array
 from dload_arrow.errors import SchemaError, form_hint, shown
 from dload_arrow.store.lossless import check_whole_numbers, leaf_type
 from dload_arrow.store.names import KEY_COLUMN
@@ -43,6 +43,7 @@ from dload_arrow.store.pair_checks import (
     torch_advice,
 )
 from dload_arrow.store.rows import SHAPE_META, KeyOffset, field_shape
+from dload_arrow.store.time_units import inferred_ns, refuse_truncation
 from dload_arrow.type_walk import holds_type
 
 __all__ = ["samples_to_batches", "tensor_column"]
@@ -82,7 +83,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
         else:
             refuse_nonfinite_decimals(rows, col)
             try:
-                typ = inferred_type(_without_nat([r.get(col) for _, r in rows]))
+                typ = inferred_ns(_without_nat([r.get(col) for _, r in rows]))
             except OverflowError as e:
                 raise int_overflow_error(rows, col) from e
             except (*_MISFITS[:3], TypeError, ValueError) as e:  # (NaN among Timestamps)
@@ -189,7 +190,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
     if pa.types.is_float16(leaf_type(field.type)):  # pyarrow takes floats and np.float16
         values = [half_ready(v) for v in values]  # only: float32 (an encoder's) exact as float64
     try:
-        return typed_array(values, field.type)
+        out = typed_array(values, field.type)
     except _MISFITS as e:
         for (key, _), v in zip(rows, values, strict=False):
             try:
@@ -210,6 +211,8 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
                     "the wider one)"
                 ) from e
         raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
+    refuse_truncation(rows, field, values)  # (a time finer than its unit: QA dtypes66)
+    return out
 
 
 def samples_to_batches(

@@ -1,0 +1,134 @@
+"""Times finer than their column's unit, given as Python values: refused, never truncated.
+
+``pa.array`` truncates a ``timedelta`` of 1.5 s into ``duration[s]``, a ``time`` with a half
+second into ``time32[s]``, a pandas ``Timedelta`` of 999 ns into ``duration[us]``, at any
+depth (``list<duration[s]>``), without a word (QA dtypes66). A table is refused for the same
+values (Arrow's safe cast). So a sample column whose type holds a coarse time unit is built
+once more with nanosecond units and cast safely to its type; the first value the cast refuses
+is named. Flat timestamp columns have their own, more specific refusal (``lossless``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dload_arrow.arrays import inferred_type, typed_array
+from dload_arrow.errors import SchemaError, shown
+
+__all__ = ["inferred_ns", "refuse_truncation"]
+
+_STDLIB = ("datetime",)  # the modules whose times hold microseconds at most
+_BUILD_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError,
+                 TypeError, ValueError)
+
+
+_NS_SPAN = dt.timedelta(days=106_751)  # what duration[ns] holds either way (292 years)
+
+
+def inferred_ns(values: Sequence[Any]) -> pa.DataType:
+    """``inferred_type``, with pandas' Timedeltas of unit ns as ``duration[ns]`` where every
+    value fits (pa.array makes them us, truncating 999 ns to 0), as Timestamps are."""
+    t = inferred_type(values)
+    if (pa.types.is_duration(t) and t.unit == "us"
+            and any(getattr(v, "unit", None) == "ns" for v in values)
+            and all(v is None or v != v or abs(v) < _NS_SPAN for v in values)):
+        return pa.duration("ns")
+    return t
+
+
+def _finest(t: pa.DataType, unit: str) -> pa.DataType | None:
+    """``t`` with every time unit coarser than ``unit`` made ``unit``; None when none is."""
+    coarse = ("s", "ms", "us")[:("s", "ms", "us", "ns").index(unit)]
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time(t):
+        if t.unit not in coarse:
+            return None
+        return (pa.timestamp(unit, t.tz) if pa.types.is_timestamp(t) else pa.duration(unit)
+                if pa.types.is_duration(t) else pa.time64(unit))
+    if pa.types.is_struct(t):
+        inner = [_finest(f.type, unit) for f in t]
+        return None if all(x is None for x in inner) else pa.struct(
+            [f if x is None else f.with_type(x) for f, x in zip(t, inner, strict=True)])
+    if pa.types.is_map(t):
+        k, v = _finest(t.key_type, unit), _finest(t.item_type, unit)
+        return None if k is None and v is None else pa.map_(
+            t.key_field.with_type(k or t.key_type), t.item_field.with_type(v or t.item_type),
+            t.keys_sorted)
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+            or pa.types.is_list_view(t) or pa.types.is_large_list_view(t)):
+        return None
+    x = _finest(t.value_type, unit)
+    if x is None:
+        return None
+    f = t.value_field.with_type(x)
+    return (pa.list_(f, t.list_size) if pa.types.is_fixed_size_list(t) else pa.large_list(f)
+            if pa.types.is_large_list(t) else pa.list_view(f) if pa.types.is_list_view(t)
+            else pa.large_list_view(f) if pa.types.is_large_list_view(t) else pa.list_(f))
+
+
+def _holds_number(v: Any) -> bool:
+    if isinstance(v, Mapping):
+        return any(map(_holds_number, v.values()))
+    if isinstance(v, list | tuple):
+        return any(map(_holds_number, v))
+    return isinstance(v, int | float | np.number) and not isinstance(v, bool)
+
+
+_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def _counted(v: Any, unit: str, t: pa.DataType) -> Any:
+    """A numpy datetime64/timedelta64 as its count of ``unit`` (pa.array converts none of
+    another unit than its type's), where that is exact; an int in a flat column (a count of
+    its unit: time_numbers) as a count of ``unit``; any other value as it is."""
+    if not isinstance(v, np.datetime64 | np.timedelta64):  # (timedelta64: an np.integer)
+        if isinstance(v, int | np.integer) and not isinstance(v, bool) and not t.num_fields:
+            return int(v) * (_PER_SECOND[unit] // _PER_SECOND.get(getattr(t, "unit", ""), 1))
+        return v
+    if np.isnat(v):
+        return v
+    got, n = np.datetime_data(v.dtype)
+    if got not in _PER_SECOND or _PER_SECOND[got] > _PER_SECOND[unit]:
+        return v
+    return int(v.astype(np.int64)) * n * (_PER_SECOND[unit] // _PER_SECOND[got])
+
+
+def refuse_truncation(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Field,
+                      values: Sequence[Any]) -> None:
+    """SchemaError naming the first sample whose time ``field``'s type would truncate."""
+    t = field.type
+    flat_us = _finest(t, "us") is None  # (us units at most: stdlib times fit them exactly)
+    if flat_us and (t.num_fields == 0 and all(
+            v is None or type(v).__module__ in _STDLIB for v in values)):
+        return
+    for unit in ("ns", "us"):  # (ns holds 1677-2262 only: datetimes beyond it in us)
+        fine = _finest(t, unit)
+        if fine is None:
+            return
+        try:
+            wide = typed_array([_counted(v, unit, t) for v in values], fine)
+        except _BUILD_ERRORS:
+            continue
+        try:
+            wide.cast(t, safe=True)
+            return
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            break
+    else:
+        return
+    for (key, _), v in zip(rows, values, strict=True):
+        if t.num_fields and _holds_number(v):  # (counts of a nested field's unit: unsure)
+            continue
+        try:
+            pa.array([_counted(v, unit, t)], fine).cast(t, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise SchemaError(
+                f"sample {key!r}, column {field.name!r}: value {shown(v)} is finer than the "
+                f"column's type ({t}); storing it would truncate it: round it yourself, or "
+                "give the column a finer unit (schema=, or a new dataset)") from None
+        except _BUILD_ERRORS:
+            continue

@@ -1,0 +1,73 @@
+"""QA dtypes66, every Arrow and pandas type: times finer than their column's unit given as
+samples (a 1.5 s timedelta into duration[s], a half second into time32[s], 999 ns into the
+duration[us] pyarrow infers for a pandas Timedelta, at any depth) were truncated silently
+where a table is refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import dload_arrow as dl
+
+_S = dt.timedelta(seconds=1.5)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> dl.Repository:
+    return dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+
+
+@pytest.mark.parametrize(("typ", "value"), [
+    (pa.duration("s"), _S),
+    (pa.duration("ms"), dt.timedelta(microseconds=1500)),
+    (pa.duration("us"), pd.Timedelta(1001, "ns")),
+    (pa.time32("s"), dt.time(1, 2, 3, 500000)),
+    (pa.time32("ms"), dt.time(1, 2, 3, 1)),
+    (pa.list_(pa.duration("s")), [dt.timedelta(seconds=1), _S]),
+    (pa.list_(pa.time32("s")), [dt.time(1, 2, 3, 500000)]),
+    (pa.struct([("d", pa.duration("s"))]), {"d": _S}),
+    (pa.list_(pa.timestamp("s")), [dt.datetime(2024, 1, 1, 0, 0, 1, 500000)]),
+    (pa.map_(pa.string(), pa.duration("s")), [("a", _S)]),
+])
+def test_a_time_finer_than_its_unit_is_refused_at_any_depth(
+        repo: dl.Repository, typ: pa.DataType, value: Any) -> None:
+    schema = pa.schema([("v", typ)])
+    with pytest.raises(dl.SchemaError, match=r"sample 'b', column 'v': value .* finer than "
+                       r"(the column's type|its field's unit) .* would (truncate|cut) it"):
+        repo.commit("t", [("a", {"v": None}), ("b", {"v": value})], schema=schema)
+    assert repo.datasets() == []
+
+
+def test_whole_values_of_the_unit_are_taken_and_kept(repo: dl.Repository) -> None:
+    rows = {"d": dt.timedelta(seconds=2), "t": dt.time(1, 2, 3),
+            "l": [dt.timedelta(seconds=-3)], "old": dt.datetime(1500, 1, 1, 0, 0, 1),
+            "lo": [dt.datetime(1500, 1, 1, 0, 0, 1)]}
+    schema = pa.schema([("d", pa.duration("s")), ("t", pa.time32("s")),
+                        ("l", pa.list_(pa.duration("s"))), ("old", pa.timestamp("s")),
+                        ("lo", pa.list_(pa.timestamp("s")))])
+    repo.commit("w", [("a", rows)], schema=schema)
+    got = next(iter(repo.dataset("w").samples()))
+    assert {k: got[k] for k in rows} == rows
+
+
+def test_inferred_and_appended_durations_are_never_truncated(repo: dl.Repository) -> None:
+    with pytest.raises(dl.SchemaError, match=r"sample 'k1', column 'gap'.*finer"):
+        repo.commit("b", [("k0", {"gap": np.timedelta64(5, "s")}), ("k1", {"gap": _S})])
+    repo.commit("c", [("k", {"gap": pd.Timedelta(999, "ns")})])
+    ds = repo.dataset("c")
+    assert ds.schema.field("gap").type == pa.duration("ns")
+    assert ds.to_arrow().column("gap").cast(pa.int64()).to_pylist() == [999]
+    repo.commit("a", [("k", {"gap": dt.timedelta(seconds=1)})],
+                schema=pa.schema([("gap", pa.duration("s"))]))
+    with pytest.raises(dl.SchemaError, match=r"sample 'k2', column 'gap'.*finer"):
+        repo.append("a", [("k2", {"gap": dt.timedelta(milliseconds=2500)})])
+    assert repo.dataset("a").num_rows == 1
+    repo.append("a", [("k3", {"gap": dt.timedelta(seconds=4)})])
+    assert [s["gap"].total_seconds() for s in repo.dataset("a").samples()] == [1.0, 4.0]
