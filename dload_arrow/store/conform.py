@@ -17,7 +17,7 @@ from dload_arrow.errors import SchemaError, form_hint, shown, user_warner
 from dload_arrow.store import tensor_layout
 from dload_arrow.store.append_hints import extra_hint, in_torch
 from dload_arrow.store.cast_check import changed_row
-from dload_arrow.store.list_types import holds_view, is_list_view, list_view_with, views_for
+from dload_arrow.store.list_types import cast_views, holds_view
 from dload_arrow.store.lossless import finer_hint, leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.nested_values import FieldValues
@@ -237,11 +237,8 @@ def _cast(name: str, col: pa.Array, want: pa.DataType, times_from: bool = False)
         raise ColumnMismatch(name, col.type, want) from SchemaError(
             "its values have" + zone_refusal(leaf, got.tz is not None))
     try:
-        if is_list_view(col.type) and is_list_view(want) and col.type != want:
-            out = list_view_with(col, want.value_field,  # (pyarrow casts none: QA 65b, 65c)
-                                 pa.types.is_large_list_view(want))
-        elif holds_view(col.type):  # lists first where want has lists: pyarrow's cast of a
-            out = views_for(col, want).cast(want)  # view to a list loses rows (QA 65d-g)
+        if holds_view(col.type) and col.type != want:  # pyarrow's cast of views loses
+            out = cast_views(col, want)  # rows or casts none (QA review65b-g, review66)
         else:
             out = _int_to_decimal(col, want) or col.cast(want)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:

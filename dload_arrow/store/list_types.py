@@ -26,7 +26,7 @@ def list_view_with(col: pa.Array, value: pa.Field, large: bool | None = None) ->
     large = pa.types.is_large_list_view(col.type) if large is None else large
     kind, cls, width = (pa.large_list_view, pa.LargeListViewArray, "int64") if large else (
         pa.list_view, pa.ListViewArray, "int32")
-    values = col.values.cast(value.type)
+    values = cast_views(col.values, value.type)  # (views in it: QA review66)
     offsets, sizes = (pa.array(numpy_values(a).astype(width)) for a in (col.offsets, col.sizes))
     out = cls.from_arrays(offsets, sizes, values, mask=col.is_null() if col.null_count else None)
     return out if out.type == kind(value) else out.cast(kind(value))
@@ -124,3 +124,32 @@ def holds_view(t: pa.DataType) -> bool:
     from dload_arrow.type_walk import holds_type
 
     return holds_type(t, is_list_view)
+
+
+def cast_views(col: pa.Array, want: pa.DataType) -> pa.Array:
+    """``col`` cast to ``want``, where pyarrow casts no list view into a list view of other
+    values and casts a view into a list wrong (``views_for``): a view into a view, at any
+    depth of lists and structs, rebuilt from its offsets and sizes around its values cast the
+    same way (QA review66: ``list_view<list_view>`` into ``list_view<list>`` lost its values
+    or crashed; ``struct<list_view<int32>>`` into one of int64 was refused)."""
+    t = col.type
+    if not holds_view(t):
+        return col.cast(want)
+    if is_list_view(t) and is_list_view(want):
+        return list_view_with(col, want.value_field, pa.types.is_large_list_view(want))
+    col = views_for(col, want)  # views made lists where want holds lists
+    t, mask = col.type, (col.is_null() if col.null_count else None)
+    if not holds_view(t):
+        return col.cast(want)
+    lists = (pa.types.is_list, pa.types.is_large_list)
+    if any(f(t) for f in lists) and any(f(want) for f in lists):
+        large = pa.types.is_large_list(want)
+        offsets = pa.array(numpy_values(col.offsets).astype(np.int64 if large else np.int32))
+        cls = pa.LargeListArray if large else pa.ListArray
+        return cls.from_arrays(offsets, cast_views(col.values, want.value_type),
+                               type=want, mask=mask)
+    if (pa.types.is_struct(t) and pa.types.is_struct(want)
+            and [f.name for f in t] == [f.name for f in want]):
+        kids = [cast_views(col.field(i), want.field(i).type) for i in range(t.num_fields)]
+        return pa.StructArray.from_arrays(kids, fields=list(want), mask=mask)
+    return col.cast(want)
