@@ -41,3 +41,60 @@ def test_nested_list_views_append_with_their_values(
         return
     repo.append("x", pa.table({"__key__": [f"s{i}" for i in range(len(sliced))], "c": sliced}))
     assert [s["c"] for s in repo.dataset("x").samples()][len(got):] == rows[1:]
+
+
+def test_a_table_folder_never_reads_an_old_root_inside_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA review66 F1: a folder of tables read an old dload root inside it as tables (its
+    shards' rows committed beside the user's)."""
+    import pyarrow.parquet as pq
+    from cli_run import RunFn, runner
+
+    from dload_arrow.ingest import open_table
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    pq.write_table(pa.table({"__key__": ["a", "b"], "v": [1, 2]}), proj / "events.parquet")
+    dl.Repository.open(str(proj / "old"), cache_dir=str(tmp_path / "oc")).commit(
+        "x", pa.table({"__key__": ["z"], "v": [99]}))
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    repo.commit("e", open_table(str(proj)))
+    assert [s["__key__"] for s in repo.dataset("e").samples()] == ["a", "b"]
+    run: RunFn = runner(capsys, ["--root", str(tmp_path / "r"), "--cache-dir",
+                                 str(tmp_path / "c")])
+    run("commit", "e2", "--from", str(proj), "--include", "*.parquet")
+    run("commit", "e3", "--from", str(proj), "--as", "table")
+    for name in ("e2", "e3"):
+        assert [s["__key__"] for s in repo.dataset(name).samples()] == ["a", "b"]
+    for inner in (proj / "old", proj / "old" / "datasets", proj / "old" / "datasets" / "x"):
+        with pytest.raises(dl.ConfigError, match="a dload root or cache: its files are"):
+            open_table(str(inner))
+
+
+def test_another_roots_datasets_folder_and_an_untagged_cache_are_never_samples(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA review66 F5, F6: another local root's datasets/ given as --from was committed (its
+    manifests and log entries, host names and all); a cache used only with a local root has
+    no CACHEDIR.TAG and inside a committed folder was stored as samples."""
+    from cli_run import RunFn, runner
+
+    photos = tmp_path / "proj" / "photos"
+    photos.mkdir(parents=True)
+    (photos / "a.txt").write_text("hi")
+    old = tmp_path / "proj" / "store"
+    r1: RunFn = runner(capsys, ["--root", str(old), "--cache-dir",
+                                str(tmp_path / "proj" / "mycache")])
+    r1("commit", "x", "--from", str(photos))
+    r1("head", "x")
+    r1("verify", "x")
+    assert not (tmp_path / "proj" / "mycache" / "CACHEDIR.TAG").exists()
+    run: RunFn = runner(capsys, ["--root", str(tmp_path / "new"), "--cache-dir",
+                                 str(tmp_path / "c")])
+    r = run("commit", "p", "--from", str(tmp_path / "proj"))
+    assert "2 folders of dload's own data (a dload root or cache), not read" in r.err
+    repo = dl.Repository.open(str(tmp_path / "new"), cache_dir=str(tmp_path / "c"))
+    assert [s["__key__"] for s in repo.dataset("p").samples()] == ["photos/a"]
+    for inner in (old / "datasets", old / "datasets" / "x", tmp_path / "proj" / "mycache"):
+        err = run("commit", "q", "--from", str(inner), rc=1).err
+        assert "a dload root or cache: its files are manifests" in err
+    assert repo.datasets() == ["p"]

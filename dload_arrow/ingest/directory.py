@@ -8,7 +8,6 @@ import os
 import shlex
 import stat
 from collections.abc import Sequence
-from contextlib import suppress
 
 from dload_arrow.errors import (
     ConfigError,
@@ -28,8 +27,7 @@ from dload_arrow.ingest.location import (
     refuse_own_data,
 )
 from dload_arrow.ingest.source import SampleSource
-from dload_arrow.read.cache_space import MARKER, is_cache_marker
-from dload_arrow.store.names import is_digest
+from dload_arrow.ingest.stores import is_store, refuse_inside_store
 
 __all__ = ["DirectorySource"]
 
@@ -80,12 +78,13 @@ class DirectorySource(SampleSource):
             raise NotFoundError(f"no directory {os.fspath(path)!r}; check the path")
         refuse_own_data(os.fspath(path), self.root, self._store_dirs)
         own = os.path.realpath(os.path.join(self.root, "datasets")) in self._store_dirs
-        if _is_store(self.root) and not own:  # (its commit's own root: its own folders are
+        if is_store(self.root) and not own:  # (its commit's own root: its own folders are
             raise ConfigError(  # left out below; another root: QA review65e, 65h)
                 f"{os.fspath(path)!r} is a dload root or cache: its files are manifests and "
                 f"shards, not samples; a root's datasets are listed by `dload ls --root "
                 f"{self.root}`, and one is copied to another root with repo.commit(name, "
                 "other.dataset(name))")
+        refuse_inside_store(os.fspath(path), self.root, self._store_dirs)
         super().__init__(os.fspath(path), include=include, exclude=exclude, split=split)
 
     def _list(self) -> list[Entry]:
@@ -99,7 +98,7 @@ class DirectorySource(SampleSource):
                     self._skipped.append((rel_dir + d, "symbolic link (not followed)"))
                     dirnames.remove(d)
                 elif (self._store_dirs and os.path.realpath(os.path.join(dirpath, d))
-                      in self._store_dirs) or (_is_store(os.path.join(dirpath, d)) and (
+                      in self._store_dirs) or (is_store(os.path.join(dirpath, d)) and (
                           os.path.realpath(os.path.join(dirpath, d, "datasets"))
                           not in self._store_dirs)):  # (this commit's root: its folders, 65h)
                     self._skipped.append((rel_dir + d + "/", "dload's own data (not read)"))
@@ -191,30 +190,3 @@ class DirectorySource(SampleSource):
                           f"{shlex.quote(entry.ref)}`), move it out of the folder, or leave it "
                           f"out with --exclude {shlex.quote(exact_path(entry.name))} (exclude= "
                           "in Python)") from e
-
-
-def _is_store(path: str) -> bool:
-    """Whether ``path`` is a dload root (``datasets/`` beside ``shards/``) or a cache
-    (``CACHEDIR.TAG``), whichever root the commit writes to (QA roots65: committed to S3, a
-    project folder's local root and old cache were stored as samples, host names and all)."""
-    if is_cache_marker(os.path.join(path, MARKER)):  # (not another tool's: Cargo's target/
-        return True  # has one, QA review65d)
-    if not os.path.isdir(os.path.join(path, "shards")):
-        return False
-    try:  # dload's own files in a dataset's folder: its latest ref, a manifest, a removal
-        with os.scandir(os.path.join(path, "datasets")) as names:  # record (an rm's)
-            return any(_dload_files(n.path) for n in names if n.is_dir())
-    except OSError:
-        return False
-
-
-def _dload_files(folder: str) -> bool:
-    """Whether dataset ``folder`` holds a file only dload writes (QA review65g: any folder
-    with log/ or refs/ beside a shards/ was taken as a root)."""
-    if os.path.isfile(os.path.join(folder, "refs", "latest")):
-        return True
-    for sub, ext in (("manifests", ".arrow"), ("removed", ".json")):
-        with suppress(OSError), os.scandir(os.path.join(folder, sub)) as files:
-            if any(is_digest(f.name.removesuffix(ext)) for f in files):
-                return True
-    return False

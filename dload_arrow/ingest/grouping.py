@@ -115,8 +115,8 @@ _SKIP_TEXT = {
     "hidden directory (not read)": ("hidden directories, not read",
                                     "hidden directory, not read", ""),
     "dload's own data (not read)": (
-        "folders of dload's own data (this repository's storage root or cache), not read",
-        "folder of dload's own data (this repository's storage root or cache), not read", ""),
+        "folders of dload's own data (a dload root or cache), not read",
+        "folder of dload's own data (a dload root or cache), not read", ""),
     "not a regular file": ("entries that are not regular files",
                            "entry that is not a regular file", ""),
 }

@@ -40,6 +40,7 @@ from dload_arrow.ingest.kinds import (
 from dload_arrow.ingest.location import is_remote, local_path, own_dirs, refuse_own_data
 from dload_arrow.ingest.partitions import Partitions
 from dload_arrow.ingest.read_errors import CSV_INFER_BYTES, read_error
+from dload_arrow.ingest.stores import is_store, refuse_inside_store
 from dload_arrow.ingest.table_files import file_batches, file_schema
 from dload_arrow.ingest.table_text import decoded_dictionaries, null_key, text_column_list
 from dload_arrow.sizes import plural
@@ -75,7 +76,7 @@ def table_listing(path: str | os.PathLike[str], include: Sequence[str] = (),
         rel = "" if rel == "." else rel + "/"
         for d in sorted(dirnames):
             if d.startswith((".", "_")) or (skip and os.path.realpath(
-                    os.path.join(dirpath, d)) in skip):
+                    os.path.join(dirpath, d)) in skip) or is_store(os.path.join(dirpath, d)):
                 others.append(rel + d + "/")
                 select.note_skipped(rel + d + "/")  # --exclude .cache is no mistake
                 dirnames.remove(d)
@@ -154,6 +155,8 @@ def open_table(path: str | os.PathLike[str], *, include: Sequence[str] = (),
     skip = own_dirs(store_dirs)
     if skip and not is_remote(path):
         refuse_own_data(path, path, skip)
+    if not is_remote(path) and os.path.isdir(path):  # another root, or a folder in it (66)
+        refuse_inside_store(path, path, skip, itself=True)
     if not is_remote(path) and os.path.isfile(os.path.join(path, "dataset_dict.json")) and \
             not (include or exclude):
         raise split_folders(path)
