@@ -98,3 +98,28 @@ def test_another_roots_datasets_folder_and_an_untagged_cache_are_never_samples(
         err = run("commit", "q", "--from", str(inner), rc=1).err
         assert "a dload root or cache: its files are manifests" in err
     assert repo.datasets() == ["p"]
+
+
+@pytest.mark.parametrize("backup", ["manifests.bak", "manifests/keep"])
+def test_a_backup_of_a_datasets_manifests_stops_rm_and_gc(tmp_path: Path, backup: str) -> None:
+    """QA review66 F7: `cp -r datasets/p1/manifests datasets/p1/manifests.bak` was deleted by
+    `rm p1` without a word, and gc deleted the shards only its manifests referenced."""
+    import shutil
+
+    root = tmp_path / "r"
+    repo = dl.Repository.open(str(root), cache_dir=str(tmp_path / "c"))
+    repo.commit("p1", [("a", {"v": 1})])
+    repo.commit("p1", [("b", {"v": 2})])
+    first = repo.versions("p1")[-1]
+    shutil.copytree(root / "datasets" / "p1" / "manifests", tmp_path / "copy")
+    shutil.copytree(tmp_path / "copy", root / "datasets" / "p1" / backup)
+    assert [v.version for v in repo.versions("p1")][1:] == [first.version]
+    with pytest.raises(dl.InvalidNameError, match=f"datasets/p1/{backup} .* holds manifests "
+                       "outside datasets/p1/manifests/"):
+        repo.gc(grace=0)
+    with pytest.raises(dl.InvalidNameError, match="rm of 'p1' does not run"):
+        repo.rm("p1")
+    assert len(list((root / "datasets" / "p1" / backup).glob("*.arrow"))) == 2
+    shutil.rmtree(root / "datasets" / "p1" / backup)
+    repo.rm("p1")
+    assert repo.datasets() == []

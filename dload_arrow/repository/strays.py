@@ -70,12 +70,19 @@ def copied_folder(storage: Storage, listed: Iterable[str], folder: str) -> str |
 
 def nested_folders(paths: Iterable[str]) -> list[str]:
     """Folders below a dataset's folder that hold manifests (``p1/p1.bak`` for
-    ``datasets/p1/p1.bak/manifests/V.arrow``): a folder moved inside it."""
+    ``datasets/p1/p1.bak/manifests/V.arrow``: a folder moved inside it), or manifests
+    outside its ``manifests/`` (``p1/manifests.bak``, ``p1/manifests/keep``: a backup of
+    them, which rm deleted and gc did not read, QA review66)."""
     out = set()
     for path in paths:
         parts = path.split("/")
-        if len(parts) > 4 and parts[-2] == "manifests" and parts[-1].endswith(".arrow"):
+        if len(parts) < 4 or not parts[-1].endswith(".arrow") or (
+                len(parts) == 4 and parts[2] == "manifests"):
+            continue
+        if len(parts) > 4 and parts[-2] == "manifests":
             out.add("/".join(parts[1:-2]))
+        elif is_digest(parts[-1].removesuffix(".arrow")):
+            out.add("/".join(parts[1:-1]))
     return sorted(out)
 
 
@@ -88,7 +95,14 @@ def nested_folder(storage: Storage, folder: str, so: str) -> InvalidNameError:
             v := o.path.rsplit("/", 1)[-1].removesuffix(".arrow"))), None)  # (a .DS_Store:
         owner = _named(storage, folder, first) if first else None  # not one, QA review65f)
     except DloadError:
-        live, owner = True, None
+        live, owner, first = True, None, "?"
+    if first is None:  # manifests loose in it: a backup of datasets/<outer>/manifests/ (66)
+        return InvalidNameError(
+            f"the folder datasets/{folder} under {_where(storage)} holds manifests outside "
+            f"datasets/{outer}/manifests/ (a backup of them?), so {so}; to keep them as "
+            f"versions, copy them into datasets/{outer}/manifests/ (each a version of its own "
+            f"id) and tag the ones to keep (`dload tag {outer}@VERSION backup`), or move the "
+            f"folder out of the root; then remove datasets/{folder}")
     if owner and owner != outer:  # another dataset's backup (QA review65e)
         return InvalidNameError(
             f"the folder datasets/{folder} under {_where(storage)} holds manifests of dataset "

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from dload_arrow.errors import SchemaError
 from dload_arrow.store.bounds import column_bounds, shard_bounds
 from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.row_sizes import row_sizes
 from dload_arrow.store.tensor_layout import (
     has_null_items,
     packable,
@@ -77,52 +78,13 @@ def is_scalar(typ: pa.DataType) -> bool:
     )
 
 
-def _width(typ: pa.DataType) -> int:
-    try:
-        return max(1, typ.bit_width // 8)
-    except ValueError:
-        return 8
-
-
-def _array_sizes(arr: pa.Array) -> np.ndarray:
-    n = len(arr)
-    typ = arr.type
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    if pa.types.is_binary(typ) or pa.types.is_string(typ):
-        off32 = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
-        return np.diff(off32).astype(np.int64) + 4
-    if pa.types.is_large_binary(typ) or pa.types.is_large_string(typ):
-        off64 = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
-        return np.diff(off64) + 8
-    if pa.types.is_fixed_size_list(typ):
-        return np.full(n, max(1, typ.list_size * _width(typ.value_type)), dtype=np.int64)
-    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
-        dt = np.int32 if pa.types.is_list(typ) else np.int64
-        offs = np.frombuffer(arr.buffers()[1], dtype=dt)[arr.offset : arr.offset + n + 1]
-        return np.diff(offs).astype(np.int64) * _width(typ.value_type) + 4
-    try:
-        return np.full(n, max(1, typ.bit_width // 8), dtype=np.int64)
-    except ValueError:
-        pass
-    total = arr.nbytes
-    return np.full(n, max(1, total // max(n, 1)), dtype=np.int64)
-
-
-def _row_sizes(batch: pa.RecordBatch) -> np.ndarray:
-    sizes = np.zeros(batch.num_rows, dtype=np.int64)
-    for col in batch.columns:
-        sizes += _array_sizes(col)
-    return sizes
-
-
 def _row_groups(batches: Iterable[pa.RecordBatch], target: int) -> Iterator[pa.Table]:
     pending: list[pa.RecordBatch] = []
     sizes: list[np.ndarray] = []
     total = 0
     for batch in batches:
         pending.append(batch)
-        s = _row_sizes(batch)
+        s = row_sizes(batch)
         sizes.append(s)
         total += int(s.sum())
         while total >= target:

@@ -1,0 +1,64 @@
+"""QA rl66, an RL researcher's episodes: a list of frames counted 8 bytes a frame when row
+groups and shards were cut, so every episode of a commit went into one row group of one shard
+whatever shard_size and row_group_size said, and a read of one episode decoded them all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import dload_arrow as dl
+from dload_arrow.store.row_sizes import row_sizes
+
+F = 16 * 16 * 3
+
+
+def _episode(rng: np.random.Generator, layout: str) -> object:
+    x = rng.integers(0, 256, (40, 16, 16, 3), dtype=np.uint8)
+    if layout == "frames":
+        return x.reshape(40, F)
+    if layout == "pngs":
+        return [f.tobytes() for f in x]
+    if layout == "struct":
+        return {"obs": [f.tobytes() for f in x], "reward": 1.0}
+    return x.tolist()
+
+
+@pytest.mark.parametrize(("layout", "typ"), [
+    ("frames", pa.list_(pa.list_(pa.uint8(), F))),
+    ("pngs", pa.list_(pa.binary())),
+    ("nested", pa.list_(pa.list_(pa.list_(pa.list_(pa.uint8()))))),
+    ("struct", pa.struct([("obs", pa.large_list(pa.binary())), ("reward", pa.float32())])),
+])
+def test_episodes_are_cut_into_row_groups_and_shards_by_their_bytes(
+        tmp_path: Path, layout: str, typ: pa.DataType) -> None:
+    rng = np.random.default_rng(0)
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    episodes = [(f"ep{e:02d}", {"obs": _episode(rng, layout)}) for e in range(12)]
+    v = repo.commit("eps", episodes, schema=pa.schema([("obs", typ)]),
+                    shard_size="100KB", row_group_size="40KB")
+    assert v.num_shards >= 3  # 12 episodes of 30 KB of frames, in shards of 100 KB
+    for f in (tmp_path / "r" / "shards").rglob("*.parquet"):
+        meta = pq.ParquetFile(f).metadata
+        assert max(meta.row_group(i).num_rows for i in range(meta.num_row_groups)) <= 2
+    ds = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c2")).dataset("eps")
+    assert [s["obs"] for s in ds.samples()] == [pa.array(
+        [o.tolist() if isinstance(o := r["obs"], np.ndarray) else o], typ).to_pylist()[0]
+        for _, r in episodes]
+
+
+def test_row_sizes_count_what_nested_items_hold() -> None:
+    frames = pa.array([[[1] * 100] * 3, [[1] * 100]], pa.list_(pa.list_(pa.uint8(), 100)))
+    blobs = pa.array([[b"x" * 1000, b"y" * 10], [b"z" * 5000]], pa.list_(pa.binary()))
+    rows = pa.record_batch([frames, blobs], names=["f", "b"])
+    sizes = row_sizes(rows)
+    assert sizes[0] >= 300 + 1010 and sizes[1] >= 100 + 5000
+    assert sizes[0] < 2 * (300 + 1010) and sizes[1] < 2 * (100 + 5000)
+    sliced = row_sizes(rows.slice(1))
+    assert sliced.tolist() == sizes[1:].tolist()
+    s = pa.array([{"a": [b"q" * 70]}, {"a": [b"q" * 7000]}]).slice(1)
+    assert 7000 <= row_sizes(pa.record_batch([s], names=["s"]))[0] < 7100
