@@ -71,3 +71,52 @@ def test_inferred_and_appended_durations_are_never_truncated(repo: dl.Repository
     assert repo.dataset("a").num_rows == 1
     repo.append("a", [("k3", {"gap": dt.timedelta(seconds=4)})])
     assert [s["gap"].total_seconds() for s in repo.dataset("a").samples()] == [1.0, 4.0]
+
+
+def test_a_dictionary_holding_a_null_commits_as_its_values(repo: dl.Repository) -> None:
+    """F3: a null held in the dictionary itself (null_encoding="encode") failed in the
+    Parquet writer with Arrow's words."""
+    held = pa.array(["a", None, "b", "a"]).dictionary_encode(null_encoding="encode")
+    plain = pa.array(["a", None, "b", "a"]).dictionary_encode()
+    repo.commit("d", pa.table({"split": held}))
+    repo.commit("e", pa.table({"split": plain}))
+    assert repo.dataset("d").to_arrow().column("split").to_pylist() == ["a", None, "b", "a"]
+    shards = [repo.dataset(n).manifest.table.column("digest").to_pylist() for n in "de"]
+    assert shards[0] == shards[1]
+
+
+def test_a_time_of_day_with_a_zone_is_refused(repo: dl.Repository) -> None:
+    """F4: the zone of a time of day was dropped silently (where() refuses such literals)."""
+    plus2 = dt.timezone(dt.timedelta(hours=2))
+    with pytest.raises(dl.SchemaError, match=r"sample 'b', column 'opens': .* has a zone.*"
+                       r"v\.replace\(tzinfo=None\)"):
+        repo.commit("t", [("a", {"opens": dt.time(12)}),
+                          ("b", {"opens": dt.time(12, tzinfo=plus2)})])
+    repo.commit("t", [("a", {"opens": dt.time(12)})])
+    assert repo.dataset("t").to_arrow().column("opens").to_pylist() == [dt.time(12)]
+
+
+def test_an_int_a_float16_column_cannot_hold_is_refused(repo: dl.Repository) -> None:
+    """F5: 2049 into float16 was stored as 2048.0 from samples (a table is refused)."""
+    schema = pa.schema([("h", pa.float16())])
+    with pytest.raises(dl.SchemaError, match="sample 'b', column 'h': value 2049 is an int "
+                       "that float16 cannot hold exactly"):
+        repo.commit("h", [("a", {"h": 2048}), ("b", {"h": 2049})], schema=schema)
+    repo.commit("h", [("a", {"h": 2048}), ("b", {"h": -7}), ("c", {"h": 0.1})], schema=schema)
+    with pytest.raises(dl.SchemaError, match="value 4097 is an int"):
+        repo.append("h", [("d", {"h": 4097})])
+    with pytest.raises(dl.SchemaError, match=r"value \[1, 65519\] is an int"):
+        repo.commit("l", [("a", {"v": [1, 65519]})],
+                    schema=pa.schema([("v", pa.list_(pa.float16()))]))
+    assert [s["h"] for s in repo.dataset("h").samples()][:2] == [2048.0, -7.0]
+
+
+def test_pandas_missing_value_in_a_sample_is_a_null(repo: dl.Repository) -> None:
+    """F6: pd.NA (a row of an Int64 column) was refused with "store a wider type"."""
+    rows = [("a", {"n": 1}), ("b", {"n": pd.NA}), ("c", {"n": None})]
+    repo.commit("n", rows)
+    repo.commit("m", rows, schema=pa.schema([("n", pa.int64())]))
+    repo.commit("o", [("a", {"n": pd.NA})])
+    for name in "nm":
+        assert repo.dataset(name).to_arrow().column("n").to_pylist() == [1, None, None]
+    assert repo.dataset("o").to_arrow().column("n").to_pylist() == [None]

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
 from dload_arrow.store.nested_kinds import COLUMN, nested_kind_refusal
-from dload_arrow.store.pair_checks import torch_advice
+from dload_arrow.store.pair_checks import int_rounded, torch_advice
 from dload_arrow.store.time_numbers import number_refusal
 
 __all__ = ["check_lossless", "check_whole_numbers", "finer_hint", "leaf_type", "overflow_row",
@@ -90,13 +90,18 @@ def _overflow_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
     if not pa.types.is_floating(leaf) or leaf.bit_width >= 64:
         return None
     dtype = np.dtype(leaf.to_pandas_dtype())
-    if t == leaf and not _overflows(values, dtype):
+    ints = t != leaf or any(issubclass(k, int | np.integer) for k in kinds)
+    if t == leaf and not _overflows(values, dtype) and not (
+            ints and any(int_rounded(v, dtype) for v in values)):
         return None  # one vectorised pass over a column of numbers
     info = np.finfo(dtype)
     why = (f"is beyond the range of {dtype.name} (magnitudes {float(info.smallest_subnormal):g} "
            f"to {float(info.max):g}) and would be stored as inf or 0; scale it, or give the "
            "column a wider float type (schema=, or a new dataset)")
-    return lambda v: why if _overflows(v, dtype) else None
+    rounded = (f"is an int that {dtype.name} cannot hold exactly (a table of it is refused "
+               "too); give the column a wider float type (schema=, or a new dataset)")
+    return lambda v: why if _overflows(v, dtype) else rounded if ints and int_rounded(
+        v, dtype) else None
 
 
 def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
@@ -112,6 +117,11 @@ def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
                     "drop the time. Pass v.date() if the day is all you need, or commit the "
                     "column as timestamps (schema=pa.timestamp('us'), or a new dataset)")
         return day
+    if pa.types.is_time(t) and dt.time in kinds:  # (QA dtypes66: the zone was dropped)
+        return lambda v: None if getattr(v, "tzinfo", None) is None else (
+            "has a zone, which a time of day column does not keep (no reading of a zone on a "
+            "time of day is right, as where() says): give v.replace(tzinfo=None) for the "
+            "wall time, or store a timestamp with its zone")
     if not pa.types.is_timestamp(t) or not any(
             issubclass(k, dt.datetime | np.datetime64) for k in kinds):
         return None
@@ -223,7 +233,7 @@ def check_lossless(rows: Sequence[tuple[str, Mapping[str, Any]]], field: pa.Fiel
         if why is None:
             continue
         for (key, _), v in zip(rows, values, strict=True):
-            missing = v is None or type(v).__name__ == "NaTType"  # pandas' NaT: a null
+            missing = v is None or type(v).__name__ in ("NaTType", "NAType")  # pandas
             reason = None if missing else why(v)
             if reason is not None:
                 reason = reason.replace(COLUMN, field.name)  # (a nested field's path)

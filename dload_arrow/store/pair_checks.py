@@ -5,6 +5,7 @@ flatten, an integer no inferred column holds."""
 from __future__ import annotations
 
 import decimal
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -15,8 +16,9 @@ from dload_arrow.errors import SchemaError, shown, surrogate_at
 from dload_arrow.store.cast_check import extra_field_check
 
 __all__ = ["empty_tensor_error", "encodes", "half_ready", "holds_set", "int_overflow_error",
-           "key_of", "refuse_extra_fields", "refuse_flattening", "refuse_sets", "refuse_shapes",
-           "rows_type_text", "shape_refusal", "torch_advice"]
+           "int_rounded", "key_of", "refuse_extra_fields", "refuse_flattening", "refuse_sets",
+           "refuse_shapes", "rows_type_text", "shape_refusal", "torch_advice",
+           "without_missing"]
 
 
 def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
@@ -235,3 +237,25 @@ def torch_advice(v: Any) -> str | None:
                 "t.detach().cpu().numpy() (a tensor column of its shape and dtype; bfloat16 as "
                 ".float() first)")
     return None
+
+
+def without_missing(values: list[Any]) -> list[Any]:
+    """``values`` with pandas' NaT and NA (missing values, which Arrow refuses) as None."""
+    if "pandas" not in sys.modules or not any(
+            k.__name__ in _PANDAS_MISSING for k in set(map(type, values))):
+        return values
+    return [None if type(v).__name__ in _PANDAS_MISSING else v for v in values]
+
+
+_PANDAS_MISSING = ("NaTType", "NAType")  # (pd.NA: a row of an Int64 column, QA dtypes66)
+
+
+def int_rounded(v: Any, dtype: np.dtype) -> bool:
+    """Whether ``v`` holds an int (QA dtypes66: 2049 into float16 was stored as 2048.0)
+    that ``dtype`` stores as another number."""
+    if isinstance(v, list | tuple):
+        return any(int_rounded(x, dtype) for x in v)
+    if isinstance(v, int | np.integer) and not isinstance(v, bool | np.timedelta64):
+        with np.errstate(over="ignore"):
+            return bool(float(dtype.type(v)) != v)
+    return False

@@ -15,7 +15,6 @@ is (Arrow would drop it)."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -41,6 +40,7 @@ from dload_arrow.store.pair_checks import (
     refuse_sets,
     shape_refusal,
     torch_advice,
+    without_missing,
 )
 from dload_arrow.store.rows import SHAPE_META, KeyOffset, field_shape
 from dload_arrow.store.time_units import inferred_ns, refuse_truncation
@@ -83,7 +83,7 @@ def _infer_schema(rows: list[tuple[str, Mapping[str, Any]]]) -> pa.Schema:
         else:
             refuse_nonfinite_decimals(rows, col)
             try:
-                typ = inferred_ns(_without_nat([r.get(col) for _, r in rows]))
+                typ = inferred_ns(without_missing([r.get(col) for _, r in rows]))
             except OverflowError as e:
                 raise int_overflow_error(rows, col) from e
             except (*_MISFITS[:3], TypeError, ValueError) as e:  # (NaN among Timestamps)
@@ -153,14 +153,6 @@ def tensor_column(name: str, values: list[Any]) -> tuple[pa.Field, pa.Array]:
     return field, typed_array(flat, field.type)
 
 
-def _without_nat(values: list[Any]) -> list[Any]:
-    """``values`` with pandas' NaT (a missing time, which Arrow refuses) as None."""
-    if "pandas" not in sys.modules or not any(
-            k.__name__ == "NaTType" for k in set(map(type, values))):
-        return values
-    return [None if type(v).__name__ == "NaTType" else v for v in values]
-
-
 def _listed(v: np.ndarray) -> list[Any]:
     """An array in a list column as Python values; ns times as whole microseconds' datetimes
     where they are, else numpy's scalars (``tolist`` gives ints: counts of ns stored as us)."""
@@ -172,7 +164,7 @@ def _listed(v: np.ndarray) -> list[Any]:
 
 def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: bool = False
             ) -> pa.Array:
-    values = _without_nat([r.get(field.name) for _, r in rows])
+    values = without_missing([r.get(field.name) for _, r in rows])
     shape = field_shape(field)
     if shape is not None:
         values = [None if v is None else _tensor(k, field, v, shape)

@@ -160,15 +160,16 @@ def storable(field: pa.Field, col: pa.Array) -> tuple[pa.Field, pa.Array]:
     tensor = _as_tensor(field, col)
     if tensor is not None:
         return tensor
+    if pa.types.is_dictionary(col.type) and col.dictionary.null_count:  # a null held in the
+        col = col.dictionary_decode().dictionary_encode()  # dictionary: Parquet writes none
     t = col.type
     if _ordered(t):
         warnings.warn(
             f"column {field.name!r} {'is' if pa.types.is_dictionary(t) else 'holds'} an "
-            "ordered categorical; Parquet keeps no category "
-            "order, so it is stored unordered (read back, its categories come in the order "
-            "values appear): apply your order after reading (pandas: "
-            "pd.CategoricalDtype(categories, ordered=True); polars: pl.Enum(categories)), or "
-            "store the codes", stacklevel=user_stacklevel())
+            "ordered categorical; Parquet keeps no category order, so it is stored unordered "
+            "(read back, its categories come in the order values appear): apply your order "
+            "after reading (pandas: pd.CategoricalDtype(categories, ordered=True); polars: "
+            "pl.Enum(categories)), or store the codes", stacklevel=user_stacklevel())
     if pa.types.is_dictionary(t) and not is_text_type(t.value_type):
         warnings.warn(
             f"column {field.name!r} is a categorical of {t.value_type} values; Parquet gives "
