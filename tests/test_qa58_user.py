@@ -147,7 +147,7 @@ def test_a_labels_table_beside_the_files_is_warned_of(tmp_path: Path) -> None:
     (folder / "labels.csv").write_text("file,label\n0.jpg,3\n")
     repo = Repository.open(tmp_path / "root", cache_dir=tmp_path / "c")
     with pytest.warns(UserWarning, match=r"'labels.csv' shares no column with the other 12 "
-                                         r"samples: .*\(--exclude 'labels.csv'"):
+                                         r"samples: .*\(--exclude /labels.csv"):
         _commit_dir(repo, folder)
     (folder / "labels.csv").unlink()
     (folder / "0.cls").write_text("3")  # a column of one sample among others: no warning

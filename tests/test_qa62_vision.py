@@ -59,7 +59,7 @@ def test_append_advice_keeps_the_new_images_and_the_good_labels(
             "--exclude '*.png', would append every row without 'jpg')") in err
     assert "lacks column" not in err  # no warning about rows that were never stored
     err = run("append", "photos", "--from", str(bad), rc=1).err
-    assert ("leave it out with --exclude img_8.cls (exclude= in Python; --exclude '*.cls' "
+    assert ("leave it out with --exclude /img_8.cls (exclude= in Python; --exclude '*.cls' "
             "would drop every label)") in err
     assert "lacks column" not in err
 

@@ -16,7 +16,6 @@ The rules (also in docs/DESIGN.md, "Ingestion and the CLI"):
 
 from __future__ import annotations
 
-import glob
 import io
 import json
 import re
@@ -27,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from dload_arrow.errors import SchemaError
+from dload_arrow.ingest.globs import exact_path
 from dload_arrow.store.rows import SHAPE_META
 
 __all__ = [
@@ -139,15 +139,14 @@ _LABEL = re.compile(rb"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _decode_label(column: str, data: bytes, where: str) -> int:
+def _decode_label(column: str, data: bytes, where: str, name: str) -> int:
     """A ``.cls``/``.idx``/``.index``/``.label`` file as an int64: plain digits with an optional
     sign and surrounding whitespace (not ``int()``'s ``1_000``, which no other reader takes)."""
     ext = column.rsplit(".", 1)[-1]
-    name = where.rsplit(": ", 1)[-1].rsplit("/", 1)[-1]  # (QA vision62: '*.cls' dropped all)
-    fix = (
+    fix = (  # (the file's own path: its bare name left out every folder's, QA ocr66)
         f"labels are stored as int64; fix the file, or rename its extension (e.g. .{ext} -> "
         f".txt or .bin) to store it as text or bytes, or leave it out with --exclude "
-        f"{shlex.quote(glob.escape(name))} (exclude= in Python; --exclude '*.{ext}' would "
+        f"{shlex.quote(exact_path(name))} (exclude= in Python; --exclude '*.{ext}' would "
         "drop every label)"
     )
     text = data.strip()
@@ -163,8 +162,9 @@ def _decode_label(column: str, data: bytes, where: str) -> int:
     return value
 
 
-def decode_value(field: pa.Field, data: bytes, where: str) -> Any:
-    """The column value of one file's bytes (``where`` names the file in errors).
+def decode_value(field: pa.Field, data: bytes, where: str, name: str) -> Any:
+    """The column value of one file's bytes (``where`` names the file in errors, ``name`` is
+    its path in the folder or archive: what ``--exclude`` leaves out).
 
     Text is ``str``, labels ``int``, ``.npy`` a numpy array (checked against the column's
     shape and dtype), anything else the ``bytes`` themselves.
@@ -174,14 +174,14 @@ def decode_value(field: pa.Field, data: bytes, where: str) -> Any:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as e:
-            name = where.rsplit(": ", 1)[-1]
-            raise SchemaError(
-                f"{where}: not UTF-8 text ({e}); leave it out (--exclude {shlex.quote(name)}, "
+            raise SchemaError(  # (anchored, wildcards escaped: QA ocr66, '[draft]/x.json')
+                f"{where}: not UTF-8 text ({e}); leave it out (--exclude "
+                f"{shlex.quote(exact_path(name))}, "
                 "exclude= in Python), convert it (iconv -f latin1 -t utf-8), or rename it to a "
                 "binary extension such as .bin to keep its bytes"
             ) from e
     if kind == "int":
-        return _decode_label(field.name, data, where)
+        return _decode_label(field.name, data, where, name)
     if kind == "npy":
         arr = _load_npy(data, where)
         shape = json.loads((field.metadata or {})[SHAPE_META])

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import unicodedata
 import warnings
 from collections import Counter
 from typing import Any
 
-from dload_arrow.errors import user_stacklevel
+from dload_arrow.errors import escaped, user_stacklevel
+from dload_arrow.ingest.globs import exact_path
 from dload_arrow.read.memory import MEMORY_LIMIT_ENV, available_memory
 from dload_arrow.sizes import format_bytes
 
@@ -67,7 +69,7 @@ def warn_case_twins(groups: dict[str, dict[str, Any]], where: str) -> bool:
     a, b = twins[0]
     more = f" (and {len(twins) - 1} more pairs)" if len(twins) > 1 else ""
     warnings.warn(
-        f"{where}: keys {a!a} (columns {sorted(groups[a])}) and {b!a} (columns "
+        f"{where}: keys {_q(a)} (columns {sorted(groups[a])}) and {_q(b)} (columns "
         f"{sorted(groups[b])}) differ only in case{more}: keys are case-sensitive (extensions "
         "are not), so they are two samples, each lacking the other's columns; if their files "
         "belong to one sample, give them names that differ only in the extension",
@@ -115,7 +117,8 @@ def warn_large_sample(groups: dict[str, dict[str, Any]], where: str) -> None:
         return
     biggest = max(files.values(), key=lambda e: e.size)
     warnings.warn(
-        f"{where}: sample {key!a} holds {format_bytes(size)} (largest file {biggest.name!a}, "
+        f"{where}: sample {_q(key)} holds {format_bytes(size)} (largest file "
+        f"{_q(biggest.name)}, "
         f"{format_bytes(biggest.size)}); committing it needs about {format_bytes(need)} of "
         f"memory ({COMMIT_MEMORY_FACTOR}x, one value is encoded whole) and this process has "
         f"{format_bytes(free)} available, so the commit may be killed for lack of memory "
@@ -166,13 +169,13 @@ def warn_lone_samples(groups: dict[str, dict[str, Any]], where: str) -> None:
     more = f" (and {len(lone) - 1} more like it)" if len(lone) > 1 else ""
     others = len(groups) - len(lone)
     how = (f"shares no column with the other {others} samples: it is committed as a sample "
-           f"of its own, key {key!a}{more}, its column(s) {sorted(files)} empty in the other "
-           "rows" if all(counts[c] <= few for c in files) else  # (QA vision62: dataset_info)
+           f"of its own, key {_q(key)}{more}, its column(s) {sorted(files)} empty in the "
+           "other rows" if all(counts[c] <= few for c in files) else  # (QA vision62: dataset_info)
            f"lacks the column(s) {lacks(files)} the other {others} samples have: it is "
-           f"committed as a sample of its own, key {key!a}{more}")
+           f"committed as a sample of its own, key {_q(key)}{more}")
     warnings.warn(
-        f"{where}: {name!a} {how}. A table of labels is not joined onto "
-        f"the files: leave it out (--exclude {name!a}; exclude=[...] in Python), commit it "
+        f"{where}: {_q(name)} {how}. A table of labels is not joined onto the files: leave "
+        f"it out (--exclude {shlex.quote(exact_path(name))}; exclude=[...] in Python), commit it "
         "as a table (`dload commit NAME --from FILE --key-column COLUMN`), and join the two "
         f"in SQL (a file's key is its name without the extension: on t.__key__ = "
         f"f.__key__ || '.{top}' when the table names files); or give each file its label "
@@ -244,8 +247,14 @@ def warn_dotted_keys(groups: dict[str, dict[str, Any]], split: str, where: str) 
     names = ", ".join(repr(e.name) for k in (base, mine[0]) for e in groups[k].values())
     warnings.warn(
         f"{where}: {dotted} of the {len(groups)} samples are another sample's key plus a "
-        f"suffix ({mine[0]!a} beside {base!a}, from {names}): split at the last dot, "
+        f"suffix ({_q(mine[0])} beside {_q(base)}, from {names}): split at the last dot, "
         "x.en.txt is sample x.en's column txt. If such files belong to one sample (WebDataset's "
         "naming: a key ends at the first dot), commit with --split first (split='first' in "
-        f"Python): sample {base!a} then has columns {shown}",
+        f"Python): sample {_q(base)} then has columns {shown}",
         stacklevel=user_stacklevel())
+
+
+def _q(text: str) -> str:
+    """A key or a file name in a warning as written (CJK, accents), quoted, its control
+    characters escaped (QA ocr66: `ascii()` made a suggested --exclude match nothing)."""
+    return f"'{escaped(text)}'"

@@ -225,7 +225,7 @@ class SampleSource:
                 continue
             got = files.get(f.name)
             out[f.name] = None if got is None else decode_value(
-                f, got[1], f"{self.location}: {got[0].name}"
+                f, got[1], f"{self.location}: {got[0].name}", got[0].name
             )
         return out
 
