@@ -62,3 +62,35 @@ def test_row_sizes_count_what_nested_items_hold() -> None:
     assert sliced.tolist() == sizes[1:].tolist()
     s = pa.array([{"a": [b"q" * 70]}, {"a": [b"q" * 7000]}]).slice(1)
     assert 7000 <= row_sizes(pa.record_batch([s], names=["s"]))[0] < 7100
+
+
+def test_an_episodes_frames_are_one_tensor_of_their_stored_type(tmp_path: Path) -> None:
+    """QA rl66 F3: a list<fixed_size_list<uint8>> cell came to a DataLoader's collate_fn as
+    nested lists, and pad_collate made it int64 (float32 actions float64)."""
+    import torch
+
+    from dload_arrow.torch import as_iterable_dataset, sample_to_torch
+
+    schema = pa.schema([("obs", pa.list_(pa.list_(pa.uint8(), 4))),
+                        ("act", pa.list_(pa.list_(pa.float32(), 2)))])
+    rng = np.random.default_rng(0)
+    rows = [(f"ep{e}", {"obs": rng.integers(0, 256, (t, 4), dtype=np.uint8),
+                        "act": rng.normal(size=(t, 2)).astype(np.float32)})
+            for e, t in enumerate([3, 5, 0, 2])]
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    repo.commit("eps", rows, schema=schema)
+    ds = repo.dataset("eps")
+    got = sample_to_torch(ds[2], ds.schema)
+    assert got["obs"].dtype == torch.uint8 and tuple(got["obs"].shape) == (0, 4)
+    assert sample_to_torch({"obs": [[1, 2, 3, 4], None]}, ds.schema)["obs"] == [
+        [1, 2, 3, 4], None]
+    loader = torch.utils.data.DataLoader(as_iterable_dataset(ds.pipeline()), batch_size=4,
+                                         collate_fn=dl.pad_collate())
+    batch = next(iter(loader))
+    assert batch["obs"].dtype == torch.uint8 and batch["act"].dtype == torch.float32
+    assert tuple(batch["obs"].shape) == (4, 5, 4)
+    assert np.array_equal(batch["obs"][1].numpy(), rows[1][1]["obs"])
+    same = next(iter(ds.pipeline().batch(4, collate=dl.pad_collate())))
+    for c in ("obs", "act"):
+        assert np.array_equal(np.asarray(same[c]), batch[c].numpy())
+        assert np.asarray(same[c]).dtype == batch[c].numpy().dtype

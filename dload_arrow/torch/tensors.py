@@ -30,7 +30,13 @@ from dload_arrow.errors import shown
 from dload_arrow.pipeline.collate_checks import check_one_kind, check_same_columns
 from dload_arrow.store.rows import field_shape
 from dload_arrow.tensor_arrays import fixed_shape_block, is_fixed_shape_tensor
-from dload_arrow.torch.values import check_exact_doubles, from_numpy, torch_dtype, value_to_torch
+from dload_arrow.torch.values import (
+    check_exact_doubles,
+    frames_type,
+    from_numpy,
+    torch_dtype,
+    value_to_torch,
+)
 
 __all__ = ["collate", "column_to_tensor", "sample_to_torch", "to_torch"]
 
@@ -132,7 +138,7 @@ def sample_to_torch(sample: Mapping[str, Any], schema: pa.Schema | None = None) 
 @functools.lru_cache(maxsize=16)
 def _columns(schema: pa.Schema) -> dict[str, tuple[tuple[int, ...] | None, torch.dtype | None]]:
     """Each column's recorded shape and torch dtype (once per schema, not per sample)."""
-    return {f.name: (field_shape(f), torch_dtype(f.type)) for f in schema}
+    return {f.name: frames_type(f.type) or (field_shape(f), torch_dtype(f.type)) for f in schema}
 
 
 def collate(samples: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -17,7 +17,8 @@ import torch
 
 from dload_arrow.errors import SchemaError, shown
 
-__all__ = ["check_exact_doubles", "from_numpy", "torch_dtype", "value_to_torch"]
+__all__ = ["check_exact_doubles", "frames_type", "from_numpy", "torch_dtype",
+           "value_to_torch"]
 
 _INT64 = range(-(2**63), 2**63)
 _UINT64 = range(2**64)
@@ -53,6 +54,21 @@ def torch_dtype(typ: pa.DataType) -> torch.dtype | None:
     return _DTYPES.get(str(typ))
 
 
+def frames_type(typ: pa.DataType) -> tuple[tuple[int, ...], torch.dtype] | None:
+    """``(shape, dtype)`` of a list of fixed-size lists of numbers (an episode's frames:
+    ``(-1, 48)`` and uint8 for ``list<fixed_size_list<uint8, 48>>``), whose cell is one
+    tensor; None for other types (QA rl66: its cells were nested lists, which a collate_fn
+    widened to int64 and float64)."""
+    if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
+        return None
+    inner, t = [], typ.value_type
+    while pa.types.is_fixed_size_list(t):
+        inner.append(t.list_size)
+        t = t.value_type
+    dtype = _DTYPES.get(str(t))
+    return ((-1, *inner), dtype) if inner and dtype is not None else None
+
+
 def value_to_torch(value: Any, shape: tuple[int, ...] | None,
                    dtype: torch.dtype | None = None, name: str = "") -> Any:
     """``value`` (of column ``name``) as a tensor (of ``shape`` and ``dtype`` when given)
@@ -86,6 +102,13 @@ def value_to_torch(value: Any, shape: tuple[int, ...] | None,
             dtype = _list_dtype(value, name)
         t = torch.tensor(value, dtype=dtype)
         return t.reshape(shape) if shape is not None else t
+    if shape is not None and dtype is not None and isinstance(value, list) and value and (
+            isinstance(value[0], list)):  # frames (frames_type): one tensor, if no null
+        try:
+            arr = np.asarray(value, dtype=torch.empty(0, dtype=dtype).numpy().dtype)
+        except (ValueError, TypeError, OverflowError):
+            return value
+        return from_numpy(arr).reshape(shape)
     # A batch's tensor column with nulls stays a list: its arrays become tensors all the
     # same (as torch's default_convert makes them in a DataLoader, so both paths agree).
     if isinstance(value, list) and any(isinstance(v, np.ndarray) for v in value) and all(
