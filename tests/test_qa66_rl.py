@@ -94,3 +94,22 @@ def test_an_episodes_frames_are_one_tensor_of_their_stored_type(tmp_path: Path) 
     for c in ("obs", "act"):
         assert np.array_equal(np.asarray(same[c]), batch[c].numpy())
         assert np.asarray(same[c]).dtype == batch[c].numpy().dtype
+
+
+def test_frames_from_numpy_are_built_from_their_buffers_exactly() -> None:
+    """QA rl66 F2: an episode's (T, F) array went through .tolist(), a Python int a byte."""
+    from dload_arrow.store.frames import frames_array
+
+    rng = np.random.default_rng(1)
+    t = pa.large_list(pa.list_(pa.list_(pa.uint8(), 3), 2))
+    values = [rng.integers(0, 256, (n, 2, 3), dtype=np.uint8) for n in (2, 0, 3)]
+    values.insert(1, None)
+    got = frames_array(values, t)
+    assert got is not None and got.type == t
+    want = pa.array([None if v is None else v.tolist() for v in values], t)
+    assert got.equals(want)
+    sliced = [values[0][::-1], values[2][:, :, :]]  # (views, not contiguous)
+    assert frames_array(sliced, t).to_pylist() == [v.tolist() for v in sliced]
+    assert frames_array([values[0].astype(np.int16)], t) is None  # another dtype: checked
+    assert frames_array([values[0][:, :1]], t) is None  # another frame shape
+    assert frames_array([[[[1, 2, 3], [4, 5, 6]]]], t) is None  # lists: as before

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import typed_array
 from dload_arrow.errors import SchemaError, form_hint, shown
+from dload_arrow.store.frames import frames_array
 from dload_arrow.store.lossless import check_whole_numbers, leaf_type
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.nested_kinds import shape_clash
@@ -172,6 +173,8 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
     elif pa.types.is_fixed_size_list(field.type):
         refuse_flattening(rows, field, values)
     elif pa.types.is_list(field.type) or pa.types.is_large_list(field.type):
+        if (frames := frames_array(values, field.type)) is not None:
+            return frames  # (an episode's frames: from their buffers, QA rl66)
         # arrays into a list column (shapes may vary): nested lists, as .tolist() gives
         values = [_listed(v) if isinstance(v, np.ndarray) else v for v in values]
         refuse_sets(rows, field, values)
