@@ -120,3 +120,26 @@ def test_pandas_missing_value_in_a_sample_is_a_null(repo: dl.Repository) -> None
     for name in "nm":
         assert repo.dataset(name).to_arrow().column("n").to_pylist() == [1, None, None]
     assert repo.dataset("o").to_arrow().column("n").to_pylist() == [None]
+
+
+def test_a_refused_append_names_the_row_and_value_across_batches(repo: dl.Repository) -> None:
+    """F10: a decimal refused for its scale named no value ("Rescaling Decimal value would
+    cause data loss"), and a float beyond float32 was named by its row in its batch (500 for
+    the input's row 2500)."""
+    import decimal
+
+    d = decimal.Decimal
+    repo.commit("p", pa.table({"id": ["a"], "price": pa.array([d("1.23")], pa.decimal128(5, 2)),
+                               "f": pa.array([1.0], pa.float32())}), key="id")
+    prices = [d("2.5000")] * 2500 + [d("2.5001")] + [d("1")] * 499
+    t = pa.table({"id": [f"k{i}" for i in range(3000)],
+                  "price": pa.array(prices, pa.decimal128(10, 4)), "f": [1.5] * 3000})
+    batched = pa.Table.from_batches(t.to_batches(max_chunksize=1000))
+    with pytest.raises(dl.SchemaError, match=r"column 'price' .* the value at row 2500, "
+                       r"Decimal\('2.5001'\), does not fit"):
+        repo.append("p", batched, key="id")
+    floats = t.set_column(2, "f", pa.array([1.5] * 1700 + [1e300] * 1300))
+    floats = floats.set_column(1, "price", pa.array([d("1")] * 3000, pa.decimal128(5, 2)))
+    with pytest.raises(dl.SchemaError, match=r"the value at row 1700, 1e\+300, is beyond"):
+        repo.append("p", pa.Table.from_batches(floats.to_batches(max_chunksize=1000)), key="id")
+    assert repo.dataset("p").num_rows == 1

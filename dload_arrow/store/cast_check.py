@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["FieldCheck", "changed_row", "extra_field_check"]
+__all__ = ["FieldCheck", "changed_row", "extra_field_check", "failing_row"]
 
 _LISTS = (pa.types.is_list, pa.types.is_large_list, pa.types.is_fixed_size_list)
 
@@ -152,3 +152,24 @@ def _map_values(v: Any) -> Any:
     if isinstance(v, list):
         return [x[1] for x in v if isinstance(x, tuple) and len(x) == 2]
     return ()
+
+
+def failing_row(col: pa.Array, want: pa.DataType) -> int | None:
+    """The first row whose cast to ``want`` fails, found by halving (a decimal's rescale or
+    precision refusal named no value: QA dtypes66); None for a flat column that casts whole
+    in halves (the failure is not one row's) or a nested one."""
+    if col.type.num_fields or len(col) == 0:
+        return None
+    lo, hi = 0, len(col)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            col.slice(lo, mid - lo).cast(want)
+            lo = mid
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            hi = mid
+    try:
+        col.slice(lo, 1).cast(want)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return lo
+    return None

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from dload_arrow.errors import SchemaError, form_hint, shown, user_warner
 from dload_arrow.store import tensor_layout
 from dload_arrow.store.append_hints import extra_hint, in_torch
-from dload_arrow.store.cast_check import changed_row
+from dload_arrow.store.cast_check import changed_row, failing_row
 from dload_arrow.store.list_types import cast_views, holds_view
 from dload_arrow.store.lossless import finer_hint, leaf_type, overflow_row, zone_refusal
 from dload_arrow.store.names import KEY_COLUMN
@@ -96,9 +96,11 @@ def conform_to(reader: pa.RecordBatchReader, stored: pa.Schema, key: str | None,
     schema = pa.schema(fields)
 
     def batches() -> Iterator[pa.RecordBatch]:
+        base = 0  # (rows named from the input's first: QA dtypes66)
         for batch in reader:
             try:
-                yield fit_batch(batch, schema, no_text_from=True)
+                yield fit_batch(batch, schema, no_text_from=True, base=base)
+                base += batch.num_rows
             except ColumnMismatch as e:
                 why = finer_hint(e.name, e.got, e.want, e.reason, dataset) or (
                     f"{e.reason}. Cast the column to {e.want} in the input, or commit a new "
@@ -163,12 +165,13 @@ class ColumnMismatch(Exception):
         return str(self.__cause__)
 
 
-def fit_batch(batch: pa.RecordBatch, schema: pa.Schema,
-              no_text_from: bool = False, times_from: bool = False) -> pa.RecordBatch:
+def fit_batch(batch: pa.RecordBatch, schema: pa.Schema, no_text_from: bool = False,
+              times_from: bool = False, base: int = 0) -> pa.RecordBatch:
     """``batch`` with ``schema``'s columns in its order: a missing column null, the others
     cast to their type (ColumnMismatch if one cannot, or would change its values: text parsed
     into numbers, a float beyond the type's range turned into inf; ``no_text_from``: numbers
-    and booleans made text, which an append refuses as its pairs are)."""
+    and booleans made text, which an append refuses as its pairs are; ``base``: the input's
+    row number of the batch's first row)."""
     arrays = []
     for f in schema:
         i = batch.schema.get_field_index(f.name)
@@ -189,7 +192,7 @@ def fit_batch(batch: pa.RecordBatch, schema: pa.Schema,
                 "would become '7', "
                 "True 'true'), as it refuses such values given as samples")
         if col.type != f.type:
-            col = _cast(f.name, col, f.type, times_from)
+            col = _cast(f.name, col, f.type, times_from, base)
         arrays.append(col)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
@@ -218,7 +221,10 @@ _POLARS_NAMES = {"halffloat": "Float16", "float": "Float32", "double": "Float64"
                     for b in (8, 16, 32, 64)}}
 
 
-def _cast(name: str, col: pa.Array, want: pa.DataType, times_from: bool = False) -> pa.Array:
+def _cast(name: str, col: pa.Array, want: pa.DataType, times_from: bool = False,
+          base: int = 0) -> pa.Array:
+    """``col`` cast to ``want`` (ColumnMismatch if not exactly); ``base``: the row number of
+    its first row in the input, for the rows a refusal names."""
     if len(col) and col.null_count == len(col):  # no value to lose (a file's empty column)
         return pa.nulls(len(col), want)
     raw = _raw_tensor_bytes(name, col, want)
@@ -242,16 +248,18 @@ def _cast(name: str, col: pa.Array, want: pa.DataType, times_from: bool = False)
         else:
             out = _int_to_decimal(col, want) or col.cast(want)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
-        raise ColumnMismatch(name, col.type, want) from e
+        row = failing_row(col, want) if isinstance(e, pa.ArrowInvalid) else None
+        raise ColumnMismatch(name, col.type, want) from (e if row is None else SchemaError(
+            f"the value at row {base + row}, {shown(col[row].as_py())}, does not fit: {e}"))
     row = overflow_row(col, out)
     if row is not None:
         raise ColumnMismatch(name, col.type, want) from SchemaError(
-            f"the value at row {row}, {col[row].as_py()!r}, is beyond the range of {want} "
+            f"the value at row {base + row}, {col[row].as_py()!r}, is beyond the range of {want} "
             "and would be stored as inf or 0")
     row = changed_row(col, out)
     if row is not None:
         raise ColumnMismatch(name, col.type, want) from SchemaError(
-            f"the value at row {row}, {shown(col[row].as_py())}, would be stored as "
+            f"the value at row {base + row}, {shown(col[row].as_py())}, would be stored as "
             f"{shown(out[row].as_py())}")
     return out
 
