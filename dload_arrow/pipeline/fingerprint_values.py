@@ -2,9 +2,9 @@
 trees whose text is the same in any process running the same code: dicts sorted by key (an
 OrderedDict keeps its order), sets sorted, Arrow expressions by their serialized form,
 ``__mp_main__`` (a spawned worker's) as ``__main__``, an object with a ``__dload_fingerprint__``
-(a Dataset, its bound methods) by what it gives. Past the item budget or the depth limit,
-values are hashed in bulk (json with a canonical fallback per object), never by type and
-length; an object the hasher cannot read counts by its type name."""
+(a Dataset, its bound methods) by what it gives, data objects by content (fingerprint_data).
+Past the item budget or the depth limit, values are hashed in bulk (json with a canonical
+fallback per object); an object the hasher cannot read counts by its type name."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dload_arrow.pipeline.fingerprint_data import data_content
 from dload_arrow.pipeline.fingerprint_state import (
     is_user_code,
     owner_attrs,
@@ -135,7 +136,7 @@ class _Hasher:
         kind = type_name(v)
         if isinstance(v, np.ndarray):  # object dtype: the items, not their pointers
             return {"ndarray": "O", "shape": list(v.shape), "items": self.value(v.tolist(), depth)}
-        if isinstance(v, range):
+        if isinstance(v, range):  # (a range's repr is its content)
             return {"range": [v.start, v.stop, v.step]}
         if dataclasses.is_dataclass(v):
             fields = {f.name: getattr(v, f.name) for f in dataclasses.fields(v)}
@@ -143,8 +144,8 @@ class _Hasher:
         if isinstance(v, complex) or any(  # (complex: no JSON form of its own)
                 t.__module__.split(".")[0] in _PLAIN_MODULES for t in type(v).__mro__):
             return {kind: repr(v)}
-        if not isinstance(v, tuple | list | dict | set | frozenset):
-            return f"<{kind}>"
+        if not isinstance(v, tuple | list | dict | set | frozenset):  # data: its content
+            return f"<{kind}>" if (data := data_content(v)) is None else {kind: data}
         if len(v) > _FAST or depth > _MAX_DEPTH or self.items + len(v) > _MAX_ITEMS:
             bulk = self._bulk(v, depth)
             if bulk is not None:
@@ -162,9 +163,7 @@ class _Hasher:
 
     def _bulk(self, v: Any, depth: int) -> str | None:
         """Canonical json of a big or deep value at C speed, others through ``value``."""
-        def default(o: Any) -> Any:
-            return self._default(o, depth)
-
+        default = functools.partial(self._default, depth=depth)
         try:
             if isinstance(v, set | frozenset):
                 v = sorted(json.dumps(x, sort_keys=True, allow_nan=True, default=default)
