@@ -63,3 +63,29 @@ def test_a_tightened_regex_makes_a_new_derivation(tmp_path: Path) -> None:
     assert repo.derive("dedup", raw.pipeline().filter(kept)).num_rows == 3
     keep = pa.chunked_array([["d0"]])
     assert repo.derive("dedup", raw.pipeline().filter(kept)).num_rows == 1
+
+
+def test_another_datasets_version_id_is_named_so_and_the_rollback_advice_works(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA curation66 3, 4: `dload tag clean@<raw's id> x` said "has no manifest ... (was it
+    removed?)" with a warm cache; `dload tag clean@OLD latest` advised committing the data
+    again, which gives another id (no parents, no meta) for a derived version."""
+    from cli_run import RunFn, runner
+
+    root = str(tmp_path / "r")
+    repo = dl.Repository.open(root, cache_dir=str(tmp_path / "c"))
+    raw = repo.commit("raw", [(f"d{i}", {"q": i / 10}) for i in range(10)])
+    good = repo.derive("clean", repo.dataset("raw").where("q > 0.5"))
+    repo.derive("clean", repo.dataset("raw").where("q > 0.1"))
+    for cache in ("c", "c2"):
+        run: RunFn = runner(capsys, ["--root", root, "--cache-dir", str(tmp_path / cache)])
+        for args in (("tag", f"clean@{raw.version}", "release-1"),
+                     ("info", f"clean@{raw.version[:12]}")):
+            err = run(*args, rc=1).err
+            assert "is a version of 'raw', not of 'clean'" in err
+            assert f"raw@{raw.version[:12]}" in err and "removed" not in err
+    err = run("tag", f"clean@{good.version[:12]}", "latest", rc=1).err
+    assert "meta=v.meta, recipe=v.recipe, parents=v.parents" in err
+    v = repo.dataset("clean", good.version)
+    again = repo.commit("clean", v, meta=v.meta, recipe=v.recipe, parents=v.parents)
+    assert again.version == good.version == repo.dataset("clean").version

@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import warnings
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dload_arrow.errors import DloadError, InvalidNameError, NotFoundError, user_stacklevel
 from dload_arrow.repository.strays import (
@@ -24,8 +24,8 @@ from dload_arrow.repository.strays import (
 if TYPE_CHECKING:
     from dload_arrow.storage import Storage
 
-__all__ = ["SHOWN_NAMES", "dangling_refs", "lost_refs", "published_names", "refuse_new_name",
-           "removed_dataset", "unknown_dataset"]
+__all__ = ["SHOWN_NAMES", "dangling_refs", "elsewhere", "lost_refs", "published_names",
+           "refuse_new_name", "removed_dataset", "unknown_dataset"]
 
 SHOWN_NAMES = 10  # known names listed at most; the rest are counted
 _LOST = "has lost its latest ref"  # removed_dataset's text for it, which lost_refs warns of
@@ -214,3 +214,15 @@ def dangling_refs(storage: Storage, name: str, where: str) -> str | None:
     return (f"dataset {name!r} under {where} has refs but no stored version ({points}: an "
             f"interrupted rm, or an rm that raced an append){_RUNNING}; run `dload rm {name} "
             f"--yes` (repo.rm({name!r})) to remove what is left")
+
+
+def elsewhere(repo: Any, name: str, version: str) -> str:
+    """Where an id prefix that ``name`` lacks is a version of another dataset, as a sentence
+    (QA curation66, eval66: such a mistake read as "has no version"); "" otherwise."""
+    try:
+        owner, full = repo.find_version(version)
+    except DloadError:  # (not an id prefix, none, or several: no more said)
+        return ""
+    return "" if owner == name else (
+        f"it is a version of {owner!r}, not of {name!r}: a version id belongs to one dataset; "
+        f"name it {owner}@{full[:12]} (repo.dataset({owner!r}, {full[:12]!r}))")

@@ -95,10 +95,12 @@ class TagsMixin:
             raise InvalidNameError(
                 "'latest' is managed by commits; choose another tag name (it is taken only to "
                 "restore a lost latest ref, at the version its log names: `dload log "
-                f"{name}`). To make an older version latest again, commit its data again "
-                "(the same data gives the same version and uploads nothing), or remove the "
-                f"newer versions (`dload rm {name} --version VERSION`); to read an older one, "
-                f"pin it (`dload pin {name}@VERSION`) or tag it")
+                f"{name}`). To make an older version latest again, remove the newer versions "
+                f"(`dload rm {name} --version VERSION`), or commit its data again with its "
+                f"meta, recipe and parents (v = repo.dataset({name!r}, 'VERSION'); "
+                f"repo.commit({name!r}, v, meta=v.meta, recipe=v.recipe, parents=v.parents): "
+                "the same id comes back, nothing uploaded; a derived one: run its derive "
+                f"again); to read an older one, pin it (`dload pin {name}@VERSION`) or tag it")
         move_ref(self.storage, name, "latest", last.version, action="restore",
                  only_if_absent=True)
         return last.version

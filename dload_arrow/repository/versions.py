@@ -35,6 +35,7 @@ from dload_arrow.repository.lock import (
 )
 from dload_arrow.repository.missing import (
     dangling_refs,
+    elsewhere,
     refuse_new_name,
     removed_dataset,
     unknown_dataset,
@@ -191,7 +192,7 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
         if not matches:  # no version at all: the name is the mistake, not the version
             if version == "latest" or not ids:
                 raise NotFoundError(self._missing(name))
-            gone = gone_hint(self.storage, name, version)
+            gone = gone_hint(self.storage, name, version) or elsewhere(self, name, version)
             raise NotFoundError(f"{name!r} has no version or tag {version!r}" + (
                 f": {gone}" if gone else f"; list them with `dload versions {name}`"))
         raise NotFoundError(

@@ -150,9 +150,24 @@ class ManifestCache:
                 f"{redact_url(self.storage.url)}"
         try:
             hint = gone_hint(self.storage, name, version)
+            owner = None if hint else self._owner(version)
         except (DloadError, OSError):  # (a listing or a log entry that fails: no more said)
-            hint = ""
+            hint, owner = "", None
+        if owner is not None and owner != name:  # (QA curation66, eval66: "was it removed?")
+            return (f"version {version[:12]} is a version of {owner!r}, not of {name!r}: a "
+                    f"version id belongs to one dataset; name it {owner}@{version[:12]} "
+                    f"(repo.dataset({owner!r}, {version[:12]!r}))")
         return f"{where}: {hint}" if hint else f"{where} (was it removed?)"
+
+    def _owner(self, version: str) -> str | None:
+        """The dataset whose manifest ``version`` is: a copy here names it, else the root's
+        listing (an error's path only)."""
+        got = self._memory.get(version) or self._from_disk(version)
+        if got is not None:
+            return got.name
+        end = f"/manifests/{version}.arrow"
+        return next((o.path.split("/")[1] for o in self.storage.list("datasets/")
+                     if o.path.endswith(end) and o.path.count("/") == 3), None)
 
     def forget(self, version: str) -> None:
         """Drop a removed version's copies (memory and disk) on this machine."""
