@@ -127,7 +127,8 @@ def test_a_folder_that_is_a_root_is_not_committed_as_samples(
     run: RunFn = runner(capsys, ["--root", str(tmp_path / "other")])
     for folder in ("store", "cache"):
         err = run("commit", "p", "--from", str(tmp_path / folder), rc=1).err
-        assert "is a dload root or cache: its files are manifests and shards" in err
+        assert (f"is a dload {'root' if folder == 'store' else 'cache'}: its files are "
+                f"{'manifests' if folder == 'store' else 'copies of shards'}") in err
 
 
 def test_another_datasets_backup_nested_in_a_folder(local_root: str) -> None:

@@ -85,6 +85,6 @@ def test_an_old_root_holding_this_commits_cache_is_refused(
     dl.Repository.open(str(old), cache_dir=str(tmp_path / "c0")).commit("x", [("k", {"v": 1})])
     run: RunFn = runner(capsys, ["--root", str(tmp_path / "other"),
                                  "--cache-dir", str(old / "cache")])
-    assert "is a dload root or cache" in run("commit", "b", "--from", str(old), rc=1).err
+    assert "is a dload root: its files are" in run("commit", "b", "--from", str(old), rc=1).err
     run = runner(capsys, ["--root", str(old / "newroot"), "--cache-dir", str(tmp_path / "c1")])
-    assert "is a dload root or cache" in run("commit", "b", "--from", str(old), rc=1).err
+    assert "is a dload root: its files are" in run("commit", "b", "--from", str(old), rc=1).err

@@ -27,7 +27,7 @@ from dload_arrow.ingest.location import (
     refuse_own_data,
 )
 from dload_arrow.ingest.source import SampleSource
-from dload_arrow.ingest.stores import is_store, refuse_inside_store
+from dload_arrow.ingest.stores import is_store, refuse_inside_store, store_refusal
 
 __all__ = ["DirectorySource"]
 
@@ -79,11 +79,7 @@ class DirectorySource(SampleSource):
         refuse_own_data(os.fspath(path), self.root, self._store_dirs)
         own = os.path.realpath(os.path.join(self.root, "datasets")) in self._store_dirs
         if is_store(self.root) and not own:  # (its commit's own root: its own folders are
-            raise ConfigError(  # left out below; another root: QA review65e, 65h)
-                f"{os.fspath(path)!r} is a dload root or cache: its files are manifests and "
-                f"shards, not samples; a root's datasets are listed by `dload ls --root "
-                f"{self.root}`, and one is copied to another root with repo.commit(name, "
-                "other.dataset(name))")
+            raise store_refusal(os.fspath(path), self.root)  # left out below; QA 65e, 65h)
         refuse_inside_store(os.fspath(path), self.root, self._store_dirs)
         super().__init__(os.fspath(path), include=include, exclude=exclude, split=split)
 

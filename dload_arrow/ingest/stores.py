@@ -19,7 +19,7 @@ from dload_arrow.errors import ConfigError
 from dload_arrow.read.cache_space import MARKER, is_cache_marker
 from dload_arrow.store.names import is_digest
 
-__all__ = ["is_store", "refuse_inside_store", "store_above"]
+__all__ = ["is_store", "refuse_inside_store", "store_above", "store_refusal"]
 
 _ROOT_ID = re.compile(r"[0-9a-f]{16}")
 
@@ -38,17 +38,22 @@ def is_store(path: str) -> bool:
 
 
 def store_above(path: str, levels: int = 3) -> str | None:
-    """The root or cache that ``path`` lies inside (its ``datasets/``, a dataset's folder, a
-    cache's ``manifests/``), up to ``levels`` folders above it; None when there is none."""
+    """The root or cache that ``path`` lies inside, in one of its own folders (its
+    ``datasets/``, a dataset's folder, a cache's ``manifests/``), up to ``levels`` folders
+    above it; None when there is none (QA review66b: a user's folder beside a root's own
+    folders, ``/data/raw`` with ``/data`` a root, is theirs)."""
     here = os.path.realpath(path)
     for _ in range(levels):
         up = os.path.dirname(here)
         if up == here:
             return None
-        here = up
-        if is_store(here):
+        below, here = os.path.basename(here), up
+        if below in _OWN and is_store(here):
             return here
     return None
+
+
+_OWN = frozenset({"datasets", "shards", "manifests", "verified"})  # dload's folders in one
 
 
 def refuse_inside_store(location: str, path: str, own: frozenset[str],
@@ -61,12 +66,21 @@ def refuse_inside_store(location: str, path: str, own: frozenset[str],
     above = real if itself and is_store(real) else store_above(real)
     if above is None or os.path.join(above, "datasets") in own or above in own:
         return
-    where = "is" if above == real else f"lies inside {above}, which is"
-    raise ConfigError(
-        f"{location!r} {where} a dload root or cache: its files are manifests, log entries "
-        f"and shards, not samples; a root's datasets are listed by `dload ls --root "
-        f"{above}`, and one is copied to another root with repo.commit(name, "
-        "other.dataset(name))")
+    raise store_refusal(location, above, "is" if above == real else
+                        f"lies inside {above}, which is")
+
+
+def store_refusal(location: str, store: str, where: str = "is") -> ConfigError:
+    """The refusal of ``location`` as samples: ``where`` (``is``) the root or cache ``store``."""
+    if is_cache_marker(os.path.join(store, MARKER)) or _cache_files(store):  # (QA review66b:
+        return ConfigError(  # `dload ls --root` of a cache lists nothing)
+            f"{location!r} {where} a dload cache: its files are copies of shards and "
+            "manifests that dload may delete at any time, not samples; point --from at the "
+            "folder of your files")
+    return ConfigError(
+        f"{location!r} {where} a dload root: its files are manifests, log entries and "
+        f"shards, not samples; its datasets are listed by `dload ls --root {store}`, and one "
+        "is copied to another root with repo.commit(name, other.dataset(name))")
 
 
 def _dload_files(folder: str) -> bool:

@@ -235,7 +235,7 @@ class LocalStorage:
     def list(self, prefix: str) -> list[ObjectInfo]:
         base = self._full(prefix.rstrip("/"))
         out: list[ObjectInfo] = []
-        for dirpath, _dirs, files in os.walk(base):
+        for dirpath, _dirs, files in os.walk(base, onerror=self._unlisted):
             for fn in files:
                 if ".tmp-" in fn:
                     continue
@@ -248,6 +248,18 @@ class LocalStorage:
                 out.append(ObjectInfo(rel, st.st_size, st.st_mtime,
                                       f"{st.st_ino}:{st.st_mtime_ns}"))
         return sorted(out, key=lambda o: o.path)
+
+    def _unlisted(self, e: OSError) -> None:
+        """A folder the walk cannot read: refused, never skipped (QA perms66: gc, not seeing
+        another user's private dataset, deleted its shards; ls hid it)."""
+        if isinstance(e, FileNotFoundError | NotADirectoryError):
+            return  # (nothing there: an empty listing)
+        where = os.path.relpath(e.filename, self.root) if e.filename else "?"
+        raise StorageError(
+            f"cannot list {where!r} in root {self.root} ({e.strerror}): a folder of the root "
+            "this user cannot read, so what it holds cannot be told (gc would delete shards "
+            "it keeps); make it readable to everyone who shares the root (chmod -R g+rX, "
+            "with umask 002 for writers), or run as its owner") from e
 
     def delete(self, path: str) -> None:
         try:

@@ -87,11 +87,12 @@ def _fraction_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
 def _overflow_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
                       ) -> Refusal | None:
     leaf = leaf_type(t)
-    if not pa.types.is_floating(leaf) or leaf.bit_width >= 64:
+    narrow = pa.types.is_floating(leaf) and leaf.bit_width < 64
+    ints = t != leaf or any(issubclass(k, int | np.integer) for k in kinds)
+    if not pa.types.is_floating(leaf) or not (narrow or ints):  # (float64: ints past 2**53)
         return None
     dtype = np.dtype(leaf.to_pandas_dtype())
-    ints = t != leaf or any(issubclass(k, int | np.integer) for k in kinds)
-    if t == leaf and not _overflows(values, dtype) and not (
+    if t == leaf and not (narrow and _overflows(values, dtype)) and not (
             ints and any(int_rounded(v, dtype) for v in values)):
         return None  # one vectorised pass over a column of numbers
     info = np.finfo(dtype)
@@ -100,8 +101,8 @@ def _overflow_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
            "column a wider float type (schema=, or a new dataset)")
     rounded = (f"is an int that {dtype.name} cannot hold exactly (a table of it is refused "
                "too); give the column a wider float type (schema=, or a new dataset)")
-    return lambda v: why if _overflows(v, dtype) else rounded if ints and int_rounded(
-        v, dtype) else None
+    return lambda v: why if narrow and _overflows(v, dtype) else rounded if (
+        ints and int_rounded(v, dtype)) else None
 
 
 def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]

@@ -5,6 +5,7 @@ flatten, an integer no inferred column holds."""
 from __future__ import annotations
 
 import decimal
+import math
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -256,6 +257,10 @@ def int_rounded(v: Any, dtype: np.dtype) -> bool:
     if isinstance(v, list | tuple):
         return any(int_rounded(x, dtype) for x in v)
     if isinstance(v, int | np.integer) and not isinstance(v, bool | np.timedelta64):
-        with np.errstate(over="ignore"):
-            return bool(float(dtype.type(v)) != v)
+        try:  # (compared as ints: numpy's uint64 2**64-1 equals its float64, QA review66b)
+            with np.errstate(over="ignore"):
+                f = float(dtype.type(v))
+        except OverflowError:
+            return True
+        return not math.isfinite(f) or int(f) != int(v)
     return False

@@ -14,6 +14,7 @@ conversion that states the unit.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -139,6 +140,11 @@ def _finer(v: Any, t: pa.DataType) -> bool:
     a 1 s duration of an ns array stored as 1000 s, QA review64g)."""
     if isinstance(v, np.ndarray | np.generic) and v.dtype.kind in "Mm":
         return str(v.dtype).split("[")[-1].rstrip("]") != getattr(t, "unit", None)
+    if getattr(t, "unit", "ns") != "ns" and isinstance(v, dt.timedelta | dt.time) and (
+            pa.types.is_duration(t) or pa.types.is_time(t)):  # (QA review66b: nested ones)
+        fraction = v.microseconds if isinstance(v, dt.timedelta) else v.microsecond
+        return bool(getattr(v, "nanoseconds", 0) or fraction % {"s": 10**6, "ms": 1000}.get(
+            t.unit, 1))
     if not pa.types.is_timestamp(t) or t.unit == "ns" or not hasattr(v, "microsecond"):
         return False
     if getattr(v, "nanosecond", 0):

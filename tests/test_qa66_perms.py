@@ -1,0 +1,31 @@
+"""QA perms66, a root shared by several Unix users: the local root's listing skipped a folder
+it could not read (another user's private dataset, umask 077), so `gc` deleted that dataset's
+shards and `ls` hid it. A folder the walk cannot read is refused by name.
+
+The suite runs as root, whom permissions do not stop: the walk's error is given as the OS
+gives it (a PermissionError naming the folder), which is what os.walk passes on."""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+import dload_arrow as dl
+from dload_arrow.storage.local import LocalStorage
+
+
+def test_a_folder_the_listing_cannot_read_is_refused_not_skipped(tmp_path: Path) -> None:
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    repo.commit("priv", [("k", {"x": 1})])
+    storage = repo.storage
+    assert isinstance(storage, LocalStorage)
+    private = tmp_path / "r" / "datasets" / "priv"
+    e = PermissionError(errno.EACCES, "Permission denied", str(private))
+    with pytest.raises(dl.StorageError, match=r"cannot list 'datasets/priv' in root .* "
+                       r"\(Permission denied\): .*gc would delete shards it keeps.*chmod"):
+        storage._unlisted(e)
+    storage._unlisted(FileNotFoundError(errno.ENOENT, "gone", str(private)))  # empty: fine
+    assert [o.path for o in storage.list("datasets/none/")] == []
+    assert storage.list("datasets/priv/refs/")
