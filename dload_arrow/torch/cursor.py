@@ -21,6 +21,8 @@ from dload_arrow.torch.source import epoch_length, open_stream
 
 __all__ = ["Cursor", "deal_of", "rank_length", "stream_share", "supersede"]
 
+_END = object()
+
 
 @dataclass
 class Cursor:
@@ -96,6 +98,14 @@ def stream_share(
             if main:
                 cursor.consumed += 1
             yield convert(item, main)
+        nxt = deal.start + deal.consumer(cursor.rank, cursor.worker) + cursor.yielded * step
+        if (todo is not None and cursor.yielded == real and nxt == deal.total
+                and next(stream, _END) is not _END):  # (QA eval66: cut without a word)
+            warnings.warn(
+                f"epoch {cursor.epoch} has more items than its length ({deal.total}, from "
+                "length= or the pipeline's len()): those from position "
+                f"{deal.total} on were not delivered; pass the epoch's true length as length= "
+                "(a where() view's is len(view))", stacklevel=2)
         _close(stream)
     size = None  # the epoch's true length, counted when it ended short of length=
     if real is not None and cursor.yielded < real:
@@ -185,13 +195,14 @@ def deal_of(pipe: Any, plan: Plan, workers: int, world_size: int, uneven: Uneven
         total = epoch_length(pipe, plan.epoch, length)
         if total is None:
             raise ConfigError(
-                f"uneven={uneven!r} over {world_size} ranks needs the epoch's length, and this "
-                "pipeline's length is only known by reading it (a filter? a source that may end "
-                "or not?); pass length= (the epoch's item count: for a where() view, len(view) "
-                "counts its rows, and after .batch(n) the items are ceil(len(view) / n) "
-                "batches, QA kfold65), uneven='none' (ranks may then "
-                "differ in length by one), or end the pipeline with .take(n) over an endless "
-                "source (from_iterable(fn, finite=False) declares one)"
+                f"uneven={uneven!r}{' (the default)' if uneven == 'pad' else ''} over "
+                f"{world_size} ranks needs the epoch's length, and this pipeline's length is "
+                "only known by reading it (a filter? a source that may end or not?); pass "
+                "length= (the epoch's item count: for a where() view, len(view) counts its rows, "
+                "and after .batch(n) the items are ceil(len(view) / n) batches), uneven='none' "
+                "(every item once, ranks may then differ in length by one), or end the "
+                "pipeline with .take(n) over an endless source (from_iterable(fn, finite=False) "
+                "declares one)"
             )
     return Deal(world_size, workers, plan.position, total, uneven)
 
