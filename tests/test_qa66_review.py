@@ -101,7 +101,8 @@ def test_another_roots_datasets_folder_and_an_untagged_cache_are_never_samples(
     assert repo.datasets() == ["p"]
 
 
-@pytest.mark.parametrize("backup", ["manifests.bak", "manifests/keep"])
+@pytest.mark.parametrize("backup", ["manifests.bak", "manifests/keep", "manifests.old/v",
+                                    "manifests/.bak"])
 def test_a_backup_of_a_datasets_manifests_stops_rm_and_gc(tmp_path: Path, backup: str) -> None:
     """QA review66 F7: `cp -r datasets/p1/manifests datasets/p1/manifests.bak` was deleted by
     `rm p1` without a word, and gc deleted the shards only its manifests referenced."""
@@ -113,14 +114,24 @@ def test_a_backup_of_a_datasets_manifests_stops_rm_and_gc(tmp_path: Path, backup
     repo.commit("p1", [("b", {"v": 2})])
     first = repo.versions("p1")[-1]
     shutil.copytree(root / "datasets" / "p1" / "manifests", tmp_path / "copy")
-    shutil.copytree(tmp_path / "copy", root / "datasets" / "p1" / backup)
+    folder, _, rename = backup.partition("/") if backup.endswith(("/v", "/.bak")) else (
+        backup, "", "")
+    target = root / "datasets" / "p1" / folder
+    target.mkdir(exist_ok=True)
+    for i, f in enumerate(sorted((tmp_path / "copy").iterdir())):  # (QA review66b: names
+        name = {"v": f"v{i}.arrow", ".bak": f.name + ".bak"}.get(rename, f.name)  # other than
+        shutil.copy(f, target / name)  # ids, v1.arrow, x.arrow.bak)
+    backup = folder
     assert [v.version for v in repo.versions("p1")][1:] == [first.version]
-    with pytest.raises(dl.InvalidNameError, match=f"datasets/p1/{backup} .* holds manifests "
-                       "outside datasets/p1/manifests/"):
+    with pytest.raises(dl.InvalidNameError, match=f"datasets/p1/{backup} .* holds copies of "
+                       "manifests that are not versions of 'p1'"):
         repo.gc(grace=0)
     with pytest.raises(dl.InvalidNameError, match="rm of 'p1' does not run"):
         repo.rm("p1")
-    assert len(list((root / "datasets" / "p1" / backup).glob("*.arrow"))) == 2
-    shutil.rmtree(root / "datasets" / "p1" / backup)
+    assert len(list((root / "datasets" / "p1" / backup).glob("*.arrow*"))) >= 2
+    for f in (root / "datasets" / "p1" / backup).glob("*.arrow*"):
+        if backup == "manifests" and f.name.endswith(".arrow"):
+            continue
+        f.unlink()
     repo.rm("p1")
     assert repo.datasets() == []

@@ -68,6 +68,9 @@ def copied_folder(storage: Storage, listed: Iterable[str], folder: str) -> str |
     return find_copies(storage, left)[0].get(folder)
 
 
+_OWN = ("log", "refs", "removed")  # a dataset's folders that hold no manifest
+
+
 def nested_folders(paths: Iterable[str]) -> list[str]:
     """Folders below a dataset's folder that hold manifests (``p1/p1.bak`` for
     ``datasets/p1/p1.bak/manifests/V.arrow``: a folder moved inside it), or manifests
@@ -76,12 +79,12 @@ def nested_folders(paths: Iterable[str]) -> list[str]:
     out = set()
     for path in paths:
         parts = path.split("/")
-        if len(parts) < 4 or not parts[-1].endswith(".arrow") or (
-                len(parts) == 4 and parts[2] == "manifests"):
+        if len(parts) < 4 or ".arrow" not in parts[-1] or parts[2] in _OWN or (
+                len(parts) == 4 and parts[2] == "manifests" and parts[3].endswith(".arrow")):
             continue
-        if len(parts) > 4 and parts[-2] == "manifests":
+        if len(parts) > 4 and parts[-2] == "manifests" and parts[-1].endswith(".arrow"):
             out.add("/".join(parts[1:-2]))
-        elif is_digest(parts[-1].removesuffix(".arrow")):
+        else:  # (any copy: `x.arrow.bak`, a renamed `manifests.old/v1.arrow`: QA review66b)
             out.add("/".join(parts[1:-1]))
     return sorted(out)
 
@@ -98,11 +101,11 @@ def nested_folder(storage: Storage, folder: str, so: str) -> InvalidNameError:
         live, owner, first = True, None, "?"
     if first is None:  # manifests loose in it: a backup of datasets/<outer>/manifests/ (66)
         return InvalidNameError(
-            f"the folder datasets/{folder} under {_where(storage)} holds manifests outside "
-            f"datasets/{outer}/manifests/ (a backup of them?), so {so}; to keep them as "
-            f"versions, copy them into datasets/{outer}/manifests/ (each a version of its own "
-            f"id) and tag the ones to keep (`dload tag {outer}@VERSION backup`), or move the "
-            f"folder out of the root; then remove datasets/{folder}")
+            f"the folder datasets/{folder} under {_where(storage)} holds copies of manifests "
+            f"that are not versions of {outer!r} (a version is datasets/{outer}/manifests/<its "
+            f"id>.arrow: a backup of them?), so {so}; to keep them as versions, copy them into "
+            f"datasets/{outer}/manifests/ named <sha256 of the file>.arrow and tag the ones to "
+            f"keep (`dload tag {outer}@VERSION backup`), or move them out of the root")
     if owner and owner != outer:  # another dataset's backup (QA review65e)
         return InvalidNameError(
             f"the folder datasets/{folder} under {_where(storage)} holds manifests of dataset "
