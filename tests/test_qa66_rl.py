@@ -113,3 +113,11 @@ def test_frames_from_numpy_are_built_from_their_buffers_exactly() -> None:
     assert frames_array([values[0].astype(np.int16)], t) is None  # another dtype: checked
     assert frames_array([values[0][:, :1]], t) is None  # another frame shape
     assert frames_array([[[[1, 2, 3], [4, 5, 6]]]], t) is None  # lists: as before
+
+
+def test_dictionary_rows_are_sized_by_their_values() -> None:
+    """QA review66b F8: a dictionary column counted 4 bytes a row, so 40 values of 100 KB went
+    into one row group of one shard."""
+    arr = pa.array(["x" * 1000, "y" * 10, None, "x" * 1000]).dictionary_encode().slice(1)
+    sizes = row_sizes(pa.record_batch([arr], names=["d"]))
+    assert sizes[0] < 100 and sizes[1] < 100 and 1000 <= sizes[2] < 1100

@@ -66,6 +66,10 @@ def _sizes(arr: pa.Array) -> np.ndarray:
         if width is not None:
             return np.diff(offs) * width + 4
         return _summed(arr.values, offs) + 4
+    if pa.types.is_dictionary(typ):  # its values' bytes per row (QA review66b: 4 a row)
+        index = np.asarray(arr.indices.fill_null(0).cast(pa.int64()))
+        values = _sizes(arr.dictionary) if len(arr.dictionary) else np.zeros(1, np.int64)
+        return values[index] + typ.index_type.bit_width // 8
     if pa.types.is_struct(typ):
         out = np.zeros(n, dtype=np.int64)
         for i in range(typ.num_fields):
