@@ -69,7 +69,9 @@ def _sizes(arr: pa.Array) -> np.ndarray:
     if pa.types.is_dictionary(typ):  # its values' bytes per row (QA review66b: 4 a row)
         index = np.asarray(arr.indices.fill_null(0).cast(pa.int64()))
         values = _sizes(arr.dictionary) if len(arr.dictionary) else np.zeros(1, np.int64)
-        return values[index] + typ.index_type.bit_width // 8
+        held = values[index] if not arr.null_count else np.where(
+            np.asarray(arr.is_null()), 0, values[index])
+        return held + typ.index_type.bit_width // 8
     if pa.types.is_struct(typ):
         out = np.zeros(n, dtype=np.int64)
         for i in range(typ.num_fields):
