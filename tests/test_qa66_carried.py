@@ -77,10 +77,13 @@ def test_verify_names_a_directory_in_place_of_a_shard(
     (shard / "notes.txt").write_text("mine")
     run: RunFn = runner(capsys, ["--root", root, "--cache-dir", str(tmp_path / "c2")])
     r = run("verify", "a", "--delete-bad", rc=1)
-    assert "it is a directory, not a regular file" in r.out
+    assert "bytes hash to nothing: it is a directory, not a regular file\n" in r.out
     assert "it is a directory, which no dload object is" in r.err
     assert r.err.rstrip().endswith("remove them by hand") and "permission" not in r.err
     assert (shard / "notes.txt").read_text() == "mine"
+    with pytest.raises(dl.StorageError, match="a directory is in its place, which no dload "
+                       "object is"):  # (QA review66b: "point the root at a directory...")
+        repo.commit("b", [("k", {"x": 1})])
 
 
 def test_init_warns_when_a_variable_or_a_project_file_overrides_what_it_wrote(

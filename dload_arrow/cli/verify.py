@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from typing import Any
 
 import click
@@ -138,7 +139,7 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
                    + (f", {len(corrupt) - len(refused)} corrupt deleted" if delete_bad and corrupt
                       else ""))
         for b in bad[:_LISTED]:  # which ones (--json lists every one)
-            click.echo(f"  BAD {b['digest']}  {b['problem'][:60]}"
+            click.echo(f"  BAD {b['digest']}  {_short(b['problem'])}"
                        + ("  (deleted)" if b.get("deleted") else ""))
         if len(bad) > _LISTED:
             click.echo(f"  ... {len(bad) - _LISTED} more (--json lists them all)")
@@ -162,7 +163,7 @@ def verify(spec: str, delete_bad: bool, root: str | None, cache_dir: str | None,
                     "whose object exists)")
         raise IntegrityError(
             f"{len(bad)} of {len(objects)} objects of {name}@{m.version[:12]} are missing or "
-            f"corrupt (first: {bad[0]['digest'][:12]} {bad[0]['problem'][:40]}); {fix}"
+            f"corrupt (first: {bad[0]['digest'][:12]} {_short(bad[0]['problem'])}); {fix}"
         )
 
 
@@ -170,3 +171,9 @@ _LISTED = 20  # bad objects verify names in its text output
 
 
 COMMANDS = [verify]
+
+
+def _short(problem: str) -> str:
+    """A problem as the text output shows it: digests cut to 12 digits, nothing else cut
+    (QA review66b: "a FIFO, a d" was all that was left of a reason)."""
+    return re.sub(r"\b([0-9a-f]{12})[0-9a-f]{52}\b", r"\1", problem)

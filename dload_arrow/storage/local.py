@@ -112,6 +112,10 @@ class LocalStorage:
                 f"({e.strerror}); free space there (`dload gc` removes unreferenced shards) "
                 "or point the root at a bigger disk, then run the command again"
             )
+        if e.errno in (errno.EISDIR, errno.ENOTEMPTY):  # (made by hand, QA review66b)
+            return StorageError(
+                f"cannot create {what} in root {self.root}: a directory is in its place, which "
+                "no dload object is; look inside and remove it yourself (`rm -r`)")
         return StorageError(
             f"cannot create {what} in root {self.root} ({e.strerror}); "
             "point the root at a directory you can write (it is created if missing)"
