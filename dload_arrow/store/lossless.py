@@ -205,8 +205,9 @@ def _null_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
             if isinstance(v, dt.timedelta):  # past int64 microseconds (QA roundtrip55)
                 return (f"is not a value Arrow can store in microseconds ({e}); give the "
                         "column a coarser unit: schema= with pa.duration('s') for it")
-            if (advice := torch_advice(v)) is not None:
-                return advice
+            if (advice := torch_advice(v)) is not None or "type NAType" in str(e):  # (66b)
+                return advice or ("holds pandas' NA, which no type is inferred from: give "
+                                  "None there, or pass schema= (then NA is taken as null)")
             return (f"is not a value Arrow can store ({e}); make it one (dict keys must be "
                     "str, the items of a list of one type), or store it as JSON text "
                     "(json.dumps)")

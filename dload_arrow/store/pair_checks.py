@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dload_arrow.arrays import typed_array
 from dload_arrow.errors import SchemaError, shown, surrogate_at
 from dload_arrow.store.cast_check import extra_field_check
 
 __all__ = ["empty_tensor_error", "encodes", "half_ready", "holds_set", "int_overflow_error",
-           "int_rounded", "key_of", "refuse_extra_fields", "refuse_flattening", "refuse_sets",
-           "refuse_shapes", "rows_type_text", "shape_refusal", "torch_advice",
-           "without_missing"]
+           "int_rounded", "key_of", "missing_as_nulls", "refuse_extra_fields",
+           "refuse_flattening", "refuse_sets", "refuse_shapes", "rows_type_text",
+           "shape_refusal", "torch_advice", "without_missing"]
 
 
 def refuse_flattening(rows: list[tuple[str, Any]], field: pa.Field, values: list[Any]) -> None:
@@ -264,3 +265,29 @@ def int_rounded(v: Any, dtype: np.dtype) -> bool:
             return True
         return not math.isfinite(f) or int(f) != int(v)
     return False
+
+
+def missing_as_nulls(values: list[Any], t: pa.DataType) -> pa.Array | None:
+    """``values`` as an array of ``t`` with pandas' NA and NaT inside lists and dicts as nulls
+    (a list of a nullable Int64 column holds pd.NA: pyarrow's "Could not convert <NA>", QA
+    review66b); None when they hold none, or the array still does not build."""
+    if "pandas" not in sys.modules:
+        return None
+    found = []
+
+    def clean(v: Any) -> Any:
+        if type(v).__name__ in _PANDAS_MISSING:
+            found.append(v)
+            return None
+        if isinstance(v, list | tuple):
+            return type(v)(clean(x) for x in v) if isinstance(v, tuple) else [clean(x) for x in v]
+        return {k: clean(x) for k, x in v.items()} if isinstance(v, dict) else v
+
+    cleaned = [clean(v) for v in values]
+    if not found:
+        return None
+    try:
+        return typed_array(cleaned, t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
+            ValueError, OverflowError):
+        return None

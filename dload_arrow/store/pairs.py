@@ -34,6 +34,7 @@ from dload_arrow.store.pair_checks import (
     half_ready,
     int_overflow_error,
     key_of,
+    missing_as_nulls,
     not_unicode,
     refuse_extra_fields,
     refuse_flattening,
@@ -187,7 +188,8 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
     try:
         out = typed_array(values, field.type)
     except _MISFITS as e:
-        for (key, _), v in zip(rows, values, strict=False):
+        out = missing_as_nulls(values, field.type)  # (pd.NA, NaT in lists, dicts: 66b)
+        for (key, _), v in zip(rows, values, strict=False) if out is None else ():
             try:
                 pa.array([v], type=field.type)
             except Exception:
@@ -205,7 +207,8 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
                     "to a commit (an append keeps the stored type: commit a new version with "
                     "the wider one)"
                 ) from e
-        raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
+        if out is None:
+            raise SchemaError(f"column {field.name!r} does not fit type {field.type}: {e}") from e
     refuse_truncation(rows, field, values)  # (a time finer than its unit: QA dtypes66)
     return out
 
