@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dload_arrow.errors import DloadError, IntegrityError, NotFoundError
+from dload_arrow.errors import DloadError, IntegrityError, NotFoundError, StorageError
 from dload_arrow.read.context import ReadContext
 from dload_arrow.storage import Storage, redact_url
 from dload_arrow.store.names import shard_path
@@ -129,6 +129,11 @@ def open_shard(ctx: ReadContext, path: str, digest: str, dataset: str,
         return pf
     except FileNotFoundError as e:
         raise missing_shard(ctx.storage, digest, dataset, version) from e
+    except PermissionError as e:  # intact, not this user's to read (QA perms66: "corrupt")
+        raise StorageError(
+            f"shard {digest[:12]} of dataset {dataset!r} ({path}) cannot be read by this user "
+            f"({os.strerror(e.errno or 13)}): `ls -l` shows its owner and mode; make the root "
+            "readable to everyone who reads it (chmod -R g+rX, umask 002 for writers)") from e
     # (NotImplemented: a footer whose type is garbled into one no reader has)
     except (OSError, pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise corrupt_shard(ctx, digest, dataset, f"its footer does not parse: {e}",
