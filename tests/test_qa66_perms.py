@@ -29,3 +29,23 @@ def test_a_folder_the_listing_cannot_read_is_refused_not_skipped(tmp_path: Path)
     storage._unlisted(FileNotFoundError(errno.ENOENT, "gone", str(private)))  # empty: fine
     assert [o.path for o in storage.list("datasets/none/")] == []
     assert storage.list("datasets/priv/refs/")
+
+
+def test_a_root_moved_under_a_reader_is_said_so(tmp_path: Path) -> None:
+    """QA perms66 4: a root moved (`mv`) while a job read it was told as "'big' was removed
+    (rm) and gc collected its shards" (nobody ran either)."""
+    repo = dl.Repository.open(str(tmp_path / "old"), cache_dir=str(tmp_path / "c"))
+    import os
+
+    repo.commit("big", [(f"k{i:04d}", {"x": os.urandom(1000)}) for i in range(400)],
+                shard_size="64KB", row_group_size="16KB")
+    assert len(repo.dataset("big").manifest.table) > 2
+    batches = iter(repo.dataset("big").batches())
+    next(batches)
+    (tmp_path / "old").rename(tmp_path / "new")
+    with pytest.raises(dl.NotFoundError, match=r"the root .*old no longer exists \(moved or "
+                       "deleted while this reader read it\\); point the root at its new path"):
+        for _ in batches:
+            pass
+    assert dl.Repository.open(str(tmp_path / "new"), cache_dir=str(tmp_path / "c")).dataset(
+        "big").num_rows == 400

@@ -35,6 +35,12 @@ def missing_shard(storage: Storage, digest: str, dataset: str,
     where = redact_url(storage.url)
     name, _, label_version = dataset.partition("@")
     version = (version or label_version)[:12]
+    top = storage.local_path("datasets")
+    if top is not None and not os.path.isdir(os.path.dirname(top)):  # (QA perms66: `mv`)
+        return NotFoundError(
+            f"shard {digest[:12]} of dataset {name!r} is gone: the root {where} no longer "
+            "exists (moved or deleted while this reader read it); point the root at its new "
+            "path and run again")
     try:
         prefix = f"datasets/{name}/manifests/"
         stored = [o.path[len(prefix):] for o in storage.list(prefix)] if name else [""]
