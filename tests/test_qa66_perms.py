@@ -49,3 +49,15 @@ def test_a_root_moved_under_a_reader_is_said_so(tmp_path: Path) -> None:
             pass
     assert dl.Repository.open(str(tmp_path / "new"), cache_dir=str(tmp_path / "c")).dataset(
         "big").num_rows == 400
+
+
+def test_a_local_ref_write_that_fails_says_it_did_not_move(tmp_path: Path) -> None:
+    """QA perms66 5: a local root that refused a ref write (no permission, read-only, full)
+    was told as "whether d:v1 moved ... is unknown (the store did not answer)"."""
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    v = repo.commit("d", [("k", {"x": 1})])
+    (tmp_path / "r" / ".locks").rename(tmp_path / "locks.bak")
+    (tmp_path / "r" / ".locks").write_text("not a folder")  # (as root, no permission stops)
+    with pytest.raises(dl.StorageError, match=r"d:v1 did not move") as e:
+        repo.tag("d", v.version, "v1")
+    assert "unknown" not in str(e.value)

@@ -117,9 +117,9 @@ class LocalStorage:
                 f"cannot create {what} in root {self.root}: a directory is in its place, which "
                 "no dload object is; look inside and remove it yourself (`rm -r`)")
         return StorageError(
-            f"cannot create {what} in root {self.root} ({e.strerror}); "
-            "point the root at a directory you can write (it is created if missing)"
-        )
+            f"cannot create {what} in root {self.root} ({e.strerror}); writing needs write "
+            "permission on the root's folders (`ls -ld` shows their owner and mode): run as a "
+            "user who has it, or point the root at a directory you can write")
 
     def _write_tmp(self, path: str, full: str, data: bytes | memoryview) -> str:
         """A temp file next to ``full`` holding ``data``; removed again when writing fails."""

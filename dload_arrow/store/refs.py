@@ -144,6 +144,8 @@ def move_ref(
         try:
             swapped = storage.compare_and_swap(path, body, None if got is None else got[1])
         except StorageError as e:  # the store may have applied it (QA s3fault61)
+            if storage.local_path(path) is not None:  # a local root refused it: not moved
+                raise StorageError(f"{e}; {name}:{ref} did not move") from e  # (QA perms66)
             raise StorageError(f"{e}; whether {name}:{ref} moved to {version[:12]} is unknown "
                                f"(the store did not answer): "
                                f"{_settle(name, ref, version, action)}") from e
