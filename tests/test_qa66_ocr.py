@@ -70,3 +70,36 @@ def test_warnings_name_files_and_keys_as_written_and_their_exclude_works(
     repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
     assert "csv" not in repo.dataset("b").schema.names
     assert repo.dataset("b").num_rows == repo.dataset("a").num_rows - 1
+
+
+def test_a_zip_of_unflagged_cjk_names_is_warned_of(tmp_path: Path) -> None:
+    """QA ocr66 F4: a zip from Windows in a Japanese locale (CP932 names, no UTF-8 flag) was
+    committed with garbled keys (read as CP437) and nothing said; a tar is refused."""
+    import struct
+    import zlib
+
+    def zip_raw(path: Path, names: list[str]) -> None:  # names as Explorer writes them
+        out, cd = bytearray(), bytearray()
+        for n in names:
+            fn, data = n.encode("cp932"), b"P"
+            crc, off = zlib.crc32(data), len(out)
+            out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, 1, 1, len(fn),
+                               0) + fn + data
+            cd += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, crc, 1, 1,
+                              len(fn), 0, 0, 0, 0, 0, off) + fn
+        path.write_bytes(bytes(out + cd + struct.pack("<IHHHHIIH", 0x06054B50, 0, 0,
+                                                      len(names), len(names), len(cd),
+                                                      len(out), 0)))
+
+    zip_raw(tmp_path / "scans.zip", ["領収書/レシート_1.png", "領収書/レシート_1.json"])
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    with pytest.warns(UserWarning, match=r"2 entry name\(s\) are neither UTF-8 nor flagged.*"
+                      r"as cp932: '領収書/レシート_1.png'.*unzip -O cp932"):
+        repo.commit("receipts", dl.from_archive(str(tmp_path / "scans.zip")))
+    import zipfile
+    with zipfile.ZipFile(tmp_path / "ok.zip", "w") as z:  # flagged UTF-8: no warning
+        z.writestr("領収書/a.png", b"P")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        repo.commit("ok", dl.from_archive(str(tmp_path / "ok.zip")))

@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import warnings
 import weakref
 import zipfile
 import zlib
 from collections.abc import Sequence
 from typing import IO, Any
 
-from dload_arrow.errors import ConfigError, IntegrityError
+from dload_arrow.errors import ConfigError, IntegrityError, user_stacklevel
 from dload_arrow.ingest.grouping import Entry, check_entry_name
 from dload_arrow.ingest.location import open_binary
 from dload_arrow.ingest.source import SampleSource
@@ -99,6 +100,10 @@ class ZipSource(SampleSource):
 
     def _list(self) -> list[Entry]:
         out = []
+        guessed = [i for i in self.zip.infolist() if _entry_name(i) == i.filename
+                   and not i.flag_bits & _UTF8_FLAG and not i.filename.isascii()]
+        if guessed:  # (QA ocr66: a CJK Windows zip's keys garbled without a word)
+            _warn_cp437(self.location, guessed)
         for info in self.zip.infolist():
             name = check_entry_name(_entry_name(info), self.location)
             # Unix file types live in the high 16 bits (only meaningful from Unix zippers).
@@ -166,6 +171,27 @@ def _entry_name(info: zipfile.ZipInfo) -> str:
         return info.filename.encode("cp437").decode("utf-8")
     except UnicodeError:
         return info.filename
+
+
+def _warn_cp437(location: str, infos: list[zipfile.ZipInfo]) -> None:
+    """Warn that names neither flagged UTF-8 nor valid UTF-8 were read as CP437."""
+    raw = infos[0].orig_filename.encode("cp437")
+    other = next((f" (as {enc}: {raw.decode(enc)!r})" for enc in ("cp932", "gbk", "cp1252")
+                  if _decodes(raw, enc)), "")
+    warnings.warn(
+        f"{location}: {len(infos)} entry name(s) are neither UTF-8 nor flagged with their "
+        f"encoding, so they are read as CP437, the zip default (e.g. {infos[0].filename!r}"
+        f"{other}); a zip made by Windows in another locale (Japanese: CP932, Chinese: GBK) "
+        "gives such names, and its keys are then garbled: extract it with its encoding "
+        "(`unzip -O cp932 x.zip`, or 7-Zip) and commit the folder", stacklevel=user_stacklevel())
+
+
+def _decodes(raw: bytes, encoding: str) -> bool:
+    try:
+        raw.decode(encoding)
+    except UnicodeError:
+        return False
+    return not raw.isascii()
 
 
 def _unicode_path_extra(extra: bytes, raw_name: bytes) -> str | None:
