@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import time
@@ -200,9 +199,20 @@ def collect_garbage(storage: Storage, grace: float, dry_run: bool = False) -> Gc
     temps = _stale_temp_files(storage, now - grace)
     uploads = open_uploads(storage, "shards/", now - grace)
     if not dry_run:
-        for path, _ in temps:
-            with contextlib.suppress(FileNotFoundError):
+        kept_temps = []
+        for path, n in temps:
+            try:
                 os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except PermissionError:  # another user's, in a folder this user may not write
+                kept_temps.append((path, n))  # (QA perms66: gc stopped, its report lost)
+        if kept_temps:
+            temps = [t for t in temps if t not in kept_temps]
+            warnings.warn(f"gc left {len(kept_temps)} stale temp file(s) it may not delete "
+                          f"(first: {kept_temps[0][0]}): deleting needs write permission on "
+                          "the folder that holds them; their owner, or a user with it, can "
+                          "run gc again", stacklevel=user_stacklevel())
         for upload in uploads:
             abort_upload(storage, upload)
     return GcReport(
