@@ -29,6 +29,11 @@ from dload_arrow.pipeline.fingerprint import function_identity as fingerprint
     (pd.Series([1, 2]), pd.Series([1, 3])),
     (pd.DataFrame({"k": [1]}), pd.DataFrame({"k": [1]}, index=[5])),
     (torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.5])),
+    (pd.Series(["a", "b"], dtype="category"), pd.Series(["d", "c"], dtype="category")),
+    (pa.array(["a", "b"]).dictionary_encode(), pa.array(["d", "c"]).dictionary_encode()),
+    (pl.Series(["a", "b"], dtype=pl.Categorical), pl.Series(["d", "c"], dtype=pl.Categorical)),
+    (pa.array([{"k": [1]}, {"k": [2]}]).slice(1), pa.array([{"k": [1]}, {"k": [3]}]).slice(1)),
+    (pd.DataFrame({"k": [1, "x"]}), pd.DataFrame({"k": [2, "x"]})),
 ])
 def test_data_a_function_reads_is_fingerprinted_by_content(a: Any, b: Any) -> None:
     def make(value: Any) -> Any:

@@ -1,6 +1,6 @@
 """QA perms66, a root shared by several Unix users: the local root's listing skipped a folder
 it could not read (another user's private dataset, umask 077), so `gc` deleted that dataset's
-shards and `ls` hid it. A folder the walk cannot read is refused by name.
+shards and `ls` hid it. Such a folder is warned of by name, and gc refuses to run.
 
 The suite runs as root, whom permissions do not stop: the walk's error is given as the OS
 gives it (a PermissionError naming the folder), which is what os.walk passes on."""
@@ -16,19 +16,25 @@ import dload_arrow as dl
 from dload_arrow.storage.local import LocalStorage
 
 
-def test_a_folder_the_listing_cannot_read_is_refused_not_skipped(tmp_path: Path) -> None:
+def test_a_folder_the_listing_cannot_read_is_warned_of_and_stops_gc(tmp_path: Path) -> None:
     repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
     repo.commit("priv", [("k", {"x": 1})])
+    repo.commit("pub", [("k", {"x": 2})])
     storage = repo.storage
     assert isinstance(storage, LocalStorage)
     private = tmp_path / "r" / "datasets" / "priv"
-    e = PermissionError(errno.EACCES, "Permission denied", str(private))
-    with pytest.raises(dl.StorageError, match=r"cannot list 'datasets/priv' in root .* "
-                       r"\(Permission denied\): .*gc would delete shards it keeps.*chmod"):
-        storage._unlisted(e)
     storage._unlisted(FileNotFoundError(errno.ENOENT, "gone", str(private)))  # empty: fine
-    assert [o.path for o in storage.list("datasets/none/")] == []
-    assert storage.list("datasets/priv/refs/")
+    assert storage.unreadable() == ()
+    with pytest.warns(UserWarning, match=r"'datasets/priv' in root .* cannot be read by this "
+                      r"user \(Permission denied\): what it holds is left out.*chmod"):
+        storage._unlisted(PermissionError(errno.EACCES, "Permission denied", str(private)))
+    assert storage.unreadable() == ("datasets/priv",)
+    assert repo.dataset("pub").num_rows == 1  # (other users' work goes on: QA review66c)
+    with pytest.raises(dl.StorageError, match=r"gc does not run: 'datasets/priv' .* cannot be "
+                       r"read by this user"):
+        repo.gc(grace=0)
+    assert (tmp_path / "r" / "shards").exists() and len(list(
+        (tmp_path / "r" / "shards").rglob("*.parquet"))) == 2
 
 
 def test_a_root_moved_under_a_reader_is_said_so(tmp_path: Path) -> None:

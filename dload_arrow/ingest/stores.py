@@ -53,7 +53,7 @@ def store_above(path: str, levels: int = 3) -> str | None:
     return None
 
 
-_OWN = frozenset({"datasets", "shards", "manifests", "verified"})  # dload's folders in one
+_OWN = frozenset({"datasets", "shards", "manifests", "verified", "derived"})  # dload's own
 
 
 def refuse_inside_store(location: str, path: str, own: frozenset[str],

@@ -14,7 +14,6 @@ import re
 import sys
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 __all__ = ["data_content"]
@@ -28,11 +27,7 @@ def data_content(v: Any) -> Any:
         return _arrow(v)
     module = type(v).__module__.split(".")[0]
     if module == "pandas" and hasattr(v, "to_numpy"):
-        import pandas as pd
-
-        frame = v.to_frame() if isinstance(v, pd.Series | pd.Index) else v
-        if isinstance(frame, pd.DataFrame):
-            return _arrow(pa.Table.from_pandas(frame, preserve_index=True))
+        return _pandas(v)
     if module == "polars" and hasattr(v, "to_arrow"):
         return _arrow(v.to_arrow())
     if module == "torch" and isinstance(v, sys.modules["torch"].Tensor):
@@ -43,18 +38,35 @@ def data_content(v: Any) -> Any:
 
 
 def _arrow(v: Any) -> dict[str, Any]:
-    """An Arrow object by its type (schema) and its buffers' bytes."""
-    if isinstance(v, pa.Table | pa.RecordBatch):
-        columns = [v.column(i) for i in range(v.num_columns)]
-        what = v.schema.to_string(truncate_metadata=False)
-    else:
-        columns, what = [v], str(v.type)
-    buffers: list[Any] = []
-    for col in columns:
-        for chunk in (col.chunks if isinstance(col, pa.ChunkedArray) else [col]):
-            buffers.append(np.array([len(chunk), chunk.offset], np.int64))
-            buffers.extend(b for b in chunk.buffers() if b is not None)
-    return {"type": what, "rows": len(v), "sha256": _sha(buffers)}
+    """An Arrow object by its Arrow IPC stream: its type (schema), the values of its slice
+    only, dictionaries included (QA review66c: buffers alone missed a categorical's)."""
+    if isinstance(v, pa.Array | pa.ChunkedArray):
+        v = pa.table({"v": v})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, v.schema) as w:
+        w.write(v)
+    return {"type": v.schema.to_string(truncate_metadata=False), "rows": v.num_rows,
+            "sha256": _sha([sink.getvalue()])}
+
+
+def _pandas(v: Any) -> Any:
+    """A pandas Series, Index or DataFrame by its Arrow form, else (mixed object columns,
+    repeated column names: QA review66c) by pandas' own row hashes, names and dtypes."""
+    import pandas as pd
+
+    frame = v.to_frame() if isinstance(v, pd.Series | pd.Index) else v
+    if not isinstance(frame, pd.DataFrame):
+        return None
+    try:
+        return _arrow(pa.Table.from_pandas(frame, preserve_index=True))
+    except (pa.ArrowException, ValueError, TypeError):
+        pass
+    try:
+        rows = pd.util.hash_pandas_object(frame, index=True).to_numpy()
+    except (TypeError, ValueError):
+        return None
+    return {"columns": [str(c) for c in frame.columns], "dtypes": [str(d) for d in
+            frame.dtypes], "sha256": _sha([rows])}
 
 
 def _sha(parts: list[Any]) -> str:

@@ -15,6 +15,7 @@ from dload_arrow.errors import (
     IntegrityError,
     InvalidNameError,
     NotFoundError,
+    StorageError,
     user_stacklevel,
 )
 from dload_arrow.repository.strays import (
@@ -23,7 +24,7 @@ from dload_arrow.repository.strays import (
     nested_folders,
     stray_folder,
 )
-from dload_arrow.storage import Storage
+from dload_arrow.storage import Storage, redact_url
 from dload_arrow.storage.s3_uploads import abort_upload, open_uploads
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import corrupt_manifest
@@ -113,6 +114,12 @@ def referenced_digests(storage: Storage, seen: set[str] | None = None) -> set[st
     """
     refs: set[str] = set()
     listed = storage.list("datasets/")
+    unread: tuple[str, ...] = getattr(storage, "unreadable", tuple)()
+    if unread:  # a private dataset's manifests unseen: its shards would go (QA perms66)
+        raise StorageError(
+            f"gc does not run: {unread[0]!r} in root {redact_url(storage.url)} cannot be read "
+            "by this user, so which shards it references cannot be told; make it "
+            "readable to everyone who shares the root (chmod -R g+rX), or run gc as its owner")
     for folder in nested_folders(o.path for o in listed)[:1]:  # (the listing skips them)
         raise nested_folder(storage, folder, "gc does not run (its manifests may be the only "
                             "ones that reference some shards)")

@@ -98,8 +98,9 @@ class TagsMixin:
                 f"{name}`). To make an older version latest again, remove the newer versions "
                 f"(`dload rm {name} --version VERSION`), or commit its data again with its "
                 f"meta, recipe and parents (v = repo.dataset({name!r}, 'VERSION'); "
-                f"repo.commit({name!r}, v, meta=v.meta, recipe=v.recipe, parents=v.parents): "
-                "the same id comes back, nothing uploaded; a derived one: run its derive "
+                f"repo.commit({name!r}, v, meta=v.meta, recipe=v.recipe, parents=v.parents) "
+                "with its shard_size and row_group_size if it was given them: the same id "
+                "comes back, nothing uploaded; a derived one: run its derive "
                 f"again); to read an older one, pin it (`dload pin {name}@VERSION`) or tag it")
         move_ref(self.storage, name, "latest", last.version, action="restore",
                  only_if_absent=True)

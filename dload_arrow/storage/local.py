@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import hashlib
 import os
 import shutil
 import stat
 import uuid
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import BinaryIO
 
-from dload_arrow.errors import NotAFileError, NotFoundError, StorageError
+from dload_arrow.errors import NotAFileError, NotFoundError, StorageError, user_stacklevel
 from dload_arrow.storage.base import Digest, ObjectInfo, check_relpath
+from dload_arrow.storage.local_errors import write_error
 
 __all__ = ["LocalStorage", "dangling_link", "mode_like_open", "umask"]
 
@@ -94,32 +95,8 @@ class LocalStorage:
         try:
             os.makedirs(os.path.dirname(full), exist_ok=True)
         except OSError as e:
-            raise self._write_error(os.path.dirname(full), e) from e
+            raise write_error(self.root, os.path.dirname(full), e) from e
         return f"{full}.tmp-{uuid.uuid4().hex}"
-
-    def _write_error(self, what: str, e: OSError) -> StorageError:
-        """The error for a failed write under the root: what, where, why and the fix."""
-        if e.errno == errno.EFBIG:  # (not a full disk: QA etl63)
-            return StorageError(
-                f"cannot write {what} in root {self.root}: the file is larger than this "
-                f"process may write there ({e.strerror}: the file size limit, `ulimit -f`, or "
-                "the filesystem's largest file); raise that limit, commit with a smaller "
-                "shard_size (--shard-size), or point the root at another filesystem, then "
-                "run the command again")
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            return StorageError(
-                f"cannot write {what} in root {self.root}: no room on its disk "
-                f"({e.strerror}); free space there (`dload gc` removes unreferenced shards) "
-                "or point the root at a bigger disk, then run the command again"
-            )
-        if e.errno in (errno.EISDIR, errno.ENOTEMPTY):  # (made by hand, QA review66b)
-            return StorageError(
-                f"cannot create {what} in root {self.root}: a directory is in its place, which "
-                "no dload object is; look inside and remove it yourself (`rm -r`)")
-        return StorageError(
-            f"cannot create {what} in root {self.root} ({e.strerror}); writing needs write "
-            "permission on the root's folders (`ls -ld` shows their owner and mode): run as a "
-            "user who has it, or point the root at a directory you can write")
 
     def _write_tmp(self, path: str, full: str, data: bytes | memoryview) -> str:
         """A temp file next to ``full`` holding ``data``; removed again when writing fails."""
@@ -131,7 +108,7 @@ class LocalStorage:
             with suppress(OSError):
                 os.unlink(tmp)
             if isinstance(e, OSError) and not isinstance(e, StorageError):
-                raise self._write_error(repr(path), e) from e
+                raise write_error(self.root, repr(path), e) from e
             raise
         return tmp
 
@@ -170,7 +147,7 @@ class LocalStorage:
         except OSError as e:
             with suppress(OSError):
                 os.unlink(tmp)
-            raise self._write_error(repr(path), e) from e
+            raise write_error(self.root, repr(path), e) from e
 
     def put_if_absent(self, path: str, data: bytes | memoryview) -> bool:
         full = self._full(path)
@@ -181,7 +158,7 @@ class LocalStorage:
         except FileExistsError:
             return False
         except OSError as e:
-            raise self._write_error(repr(path), e) from e
+            raise write_error(self.root, repr(path), e) from e
         finally:
             with suppress(OSError):
                 os.unlink(tmp)
@@ -194,7 +171,7 @@ class LocalStorage:
             os.makedirs(lock_dir, exist_ok=True)
             f = open(os.path.join(lock_dir, name), "a+b")  # noqa: SIM115 (closed below)
         except OSError as e:
-            raise self._write_error(f"the lock file of {path!r}", e) from e
+            raise write_error(self.root, f"the lock file of {path!r}", e) from e
         with f:
             fcntl.flock(f, fcntl.LOCK_EX)
             try:
@@ -227,7 +204,7 @@ class LocalStorage:
         except FileNotFoundError:
             return False
         except OSError as e:  # a read-only root (QA shell59: it was "this is a bug")
-            raise self._write_error(repr(path), e) from e
+            raise write_error(self.root, repr(path), e) from e
 
     def info(self, path: str) -> ObjectInfo:
         try:
@@ -254,16 +231,24 @@ class LocalStorage:
         return sorted(out, key=lambda o: o.path)
 
     def _unlisted(self, e: OSError) -> None:
-        """A folder the walk cannot read: refused, never skipped (QA perms66: gc, not seeing
-        another user's private dataset, deleted its shards; ls hid it)."""
+        """A folder the walk cannot read (another user's, umask 077): left out, warned once,
+        and kept in :meth:`unreadable` for gc to refuse on (QA perms66: gc, not seeing a
+        private dataset, deleted its shards; QA review66c: failing every listing stopped
+        other users' commits and queries)."""
         if isinstance(e, FileNotFoundError | NotADirectoryError):
             return  # (nothing there: an empty listing)
         where = os.path.relpath(e.filename, self.root) if e.filename else "?"
-        raise StorageError(
-            f"cannot list {where!r} in root {self.root} ({e.strerror}): a folder of the root "
-            "this user cannot read, so what it holds cannot be told (gc would delete shards "
-            "it keeps); make it readable to everyone who shares the root (chmod -R g+rX, "
-            "with umask 002 for writers), or run as its owner") from e
+        unread = self.__dict__.setdefault("_unread", set())
+        if where not in unread:
+            unread.add(where)
+            warnings.warn(f"{where!r} in root {self.root} cannot be read by this user "
+                          f"({e.strerror}): what it holds is left out; make it readable to "
+                          "everyone who shares the root (chmod -R g+rX, umask 002 for "
+                          "writers)", stacklevel=user_stacklevel())
+
+    def unreadable(self) -> tuple[str, ...]:
+        """The folders listings of this root left out, unreadable to this user."""
+        return tuple(sorted(self.__dict__.get("_unread", ())))
 
     def delete(self, path: str) -> None:
         try:

@@ -39,8 +39,8 @@ def frames_array(values: Sequence[Any], t: pa.DataType) -> pa.Array | None:
         return None
     shape, leaf = got
     dtype = np.dtype(leaf.to_pandas_dtype())
-    if not all(v is None or (isinstance(v, np.ndarray) and v.dtype == dtype
-                             and v.shape[1:] == shape) for v in values):
+    if not all(v is None or (type(v) is np.ndarray and v.dtype == dtype  # (not a masked
+                             and v.shape[1:] == shape) for v in values):  # array: QA 66c)
         return None
     present = [v for v in values if v is not None]
     if not present:

@@ -21,8 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store.float_fits import leaf_type, overflow_refusal
 from dload_arrow.store.nested_kinds import COLUMN, nested_kind_refusal
-from dload_arrow.store.pair_checks import int_rounded, torch_advice
+from dload_arrow.store.pair_checks import torch_advice
 from dload_arrow.store.time_numbers import number_refusal
 
 __all__ = ["check_lossless", "check_whole_numbers", "finer_hint", "leaf_type", "overflow_row",
@@ -33,13 +34,6 @@ Refusal = Callable[[Any], str | None]  # why a value cannot be stored as it is, 
 
 def _is_float_type(k: type) -> bool:
     return issubclass(k, float | np.floating)
-
-
-def leaf_type(t: pa.DataType) -> pa.DataType:
-    """The value type of a (nested) list type, or ``t``."""
-    while pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        t = t.value_type
-    return t
 
 
 def _lossy(v: Any) -> bool:
@@ -56,18 +50,6 @@ def _lossy(v: Any) -> bool:
     return _is_float_type(type(v)) and not float(v).is_integer() and np.isfinite(float(v))
 
 
-def _overflows(v: Any, dtype: np.dtype) -> bool:
-    """Whether ``v`` (a number, an array or a list of them) holds a finite number that is
-    infinite as ``dtype`` (a float narrower than float64), or a nonzero one that is 0."""
-    try:
-        a = np.asarray(v, dtype=np.float64)  # None in a list becomes NaN: not counted
-    except (TypeError, ValueError, OverflowError):
-        return False  # not numbers (or beyond float64): pa.array refuses them itself
-    with np.errstate(over="ignore", under="ignore"):
-        b = a.astype(dtype)
-        return bool(np.any(np.isfinite(a) & (~np.isfinite(b) | ((b == 0) & (a != 0)))))
-
-
 def _nanos(v: dt.datetime) -> int:
     """A pandas Timestamp's nanoseconds (below its microseconds); 0 for a datetime."""
     return int(getattr(v, "nanosecond", 0))
@@ -82,27 +64,6 @@ def _fraction_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
     why = (f"has a fraction, but the column holds {t}; storing it would drop the fraction. "
            "Round it yourself, or commit the column as floats (schema=, or a new dataset)")
     return lambda v: why if _lossy(v) else None
-
-
-def _overflow_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
-                      ) -> Refusal | None:
-    leaf = leaf_type(t)
-    narrow = pa.types.is_floating(leaf) and leaf.bit_width < 64
-    ints = t != leaf or any(issubclass(k, int | np.integer) for k in kinds)
-    if not pa.types.is_floating(leaf) or not (narrow or ints):  # (float64: ints past 2**53)
-        return None
-    dtype = np.dtype(leaf.to_pandas_dtype())
-    if t == leaf and not (narrow and _overflows(values, dtype)) and not (
-            ints and any(int_rounded(v, dtype) for v in values)):
-        return None  # one vectorised pass over a column of numbers
-    info = np.finfo(dtype)
-    why = (f"is beyond the range of {dtype.name} (magnitudes {float(info.smallest_subnormal):g} "
-           f"to {float(info.max):g}) and would be stored as inf or 0; scale it, or give the "
-           "column a wider float type (schema=, or a new dataset)")
-    rounded = (f"is an int that {dtype.name} cannot hold exactly (a table of it is refused "
-               "too); give the column a wider float type (schema=, or a new dataset)")
-    return lambda v: why if narrow and _overflows(v, dtype) else rounded if (
-        ints and int_rounded(v, dtype)) else None
 
 
 def _time_refusal(t: pa.DataType, kinds: set[type], values: Sequence[Any]
@@ -219,7 +180,7 @@ def _stated_times(t: pa.DataType, kinds: set[type], values: Sequence[Any]) -> Re
     return number_refusal(t, kinds, values, floats_only=True)
 
 
-_REFUSALS = (number_refusal, _fraction_refusal, _overflow_refusal, _time_refusal, _kind_refusal,
+_REFUSALS = (number_refusal, _fraction_refusal, overflow_refusal, _time_refusal, _kind_refusal,
              nested_kind_refusal, _null_refusal)
 
 

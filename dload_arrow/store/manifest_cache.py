@@ -163,8 +163,8 @@ class ManifestCache:
         """The dataset whose manifest ``version`` is: a copy here names it, else the root's
         listing (an error's path only)."""
         got = self._memory.get(version) or self._from_disk(version)
-        if got is not None:
-            return got.name
+        if got is not None and self.storage.exists(manifest_path(got.name, version)):
+            return got.name  # (a copy here of one removed elsewhere: QA review66c)
         end = f"/manifests/{version}.arrow"
         return next((o.path.split("/")[1] for o in self.storage.list("datasets/")
                      if o.path.endswith(end) and o.path.count("/") == 3), None)

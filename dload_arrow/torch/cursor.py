@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from dload_arrow.errors import ConfigError
+from dload_arrow.errors import ConfigError, user_stacklevel
 from dload_arrow.plan.partition import Deal, Uneven
 from dload_arrow.torch.control import Plan
 from dload_arrow.torch.source import epoch_length, open_stream
@@ -99,13 +99,14 @@ def stream_share(
                 cursor.consumed += 1
             yield convert(item, main)
         nxt = deal.start + deal.consumer(cursor.rank, cursor.worker) + cursor.yielded * step
-        if (todo is not None and cursor.yielded == real and nxt == deal.total
-                and next(stream, _END) is not _END):  # (QA eval66: cut without a word)
+        if (todo is not None and cursor.yielded == real and nxt == deal.total  # (QA eval66:
+                and getattr(pipe, "endless", False) is not True  # cut without a word; an
+                and next(stream, _END) is not _END):  # endless one is cut so: QA review66c)
             warnings.warn(
                 f"epoch {cursor.epoch} has more items than its length ({deal.total}, from "
                 "length= or the pipeline's len()): those from position "
                 f"{deal.total} on were not delivered; pass the epoch's true length as length= "
-                "(a where() view's is len(view))", stacklevel=2)
+                "(a where() view's is len(view))", stacklevel=user_stacklevel())
         _close(stream)
     size = None  # the epoch's true length, counted when it ended short of length=
     if real is not None and cursor.yielded < real:

@@ -108,6 +108,9 @@ def value_to_torch(value: Any, shape: tuple[int, ...] | None,
             arr = np.asarray(value, dtype=torch.empty(0, dtype=dtype).numpy().dtype)
         except (ValueError, TypeError, OverflowError):
             return value
+        if arr.dtype.kind == "f" and np.isnan(arr).any() and any(  # a null is no NaN: a
+                x is None for row in value if row is not None for x in row):  # list (66c)
+            return value
         return from_numpy(arr).reshape(shape)
     # A batch's tensor column with nulls stays a list: its arrays become tensors all the
     # same (as torch's default_convert makes them in a DataLoader, so both paths agree).
