@@ -121,3 +121,17 @@ def test_dictionary_rows_are_sized_by_their_values() -> None:
     arr = pa.array(["x" * 1000, "y" * 10, None, "x" * 1000]).dictionary_encode().slice(1)
     sizes = row_sizes(pa.record_batch([arr], names=["d"]))
     assert sizes[0] < 100 and sizes[1] < 100 and 1000 <= sizes[2] < 1100
+
+
+def test_frames_of_another_shape_and_a_bool_pad_value(tmp_path: Path) -> None:
+    """QA rl66 F4: frames of 60 values into a column of 48-value frames were told "store a
+    wider type"; pad_value={"dones": True} for a bool column was refused."""
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    schema = pa.schema([("obs", pa.list_(pa.list_(pa.uint8(), 48)))])
+    repo.commit("eps", [("ep0", {"obs": np.zeros((5, 48), np.uint8)})], schema=schema)
+    with pytest.raises(dl.SchemaError, match=r"holds frames of shape \(60,\), but the "
+                       r"column's frames have shape \(48,\)"):
+        repo.append("eps", [("ep1", {"obs": np.zeros((5, 60), np.uint8)})])
+    pad = dl.pad_collate(pad_value={"dones": True})
+    batch = pad([{"dones": np.array([True, False])}, {"dones": np.array([False])}])
+    assert batch["dones"].tolist() == [[True, False], [False, True]]

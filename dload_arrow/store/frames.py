@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["frames_array"]
+__all__ = ["frames_array", "frames_misfit"]
 
 
 def _frame(t: pa.DataType) -> tuple[tuple[int, ...], pa.DataType] | None:
@@ -61,3 +61,20 @@ def frames_array(values: Sequence[Any], t: pa.DataType) -> pa.Array | None:
     mask = pa.array([v is None for v in values]) if len(present) < len(values) else None
     cls = pa.LargeListArray if large else pa.ListArray
     return cls.from_arrays(offsets, inner, type=t, mask=mask)
+
+
+def frames_misfit(v: Any, t: pa.DataType) -> str | None:
+    """Why the array ``v`` does not fit ``t``, a list of fixed-size lists, by its frame shape
+    (QA rl66: "store a wider type" for frames of 60 values where the column's hold 48)."""
+    got = _frame(t)
+    if got is None or not isinstance(v, np.ndarray | list) or not len(v):
+        return None
+    try:  # (an array reaches here as its lists)
+        shape = np.shape(v[0])
+    except ValueError:  # ragged
+        return None
+    if not shape or shape == got[0]:
+        return None
+    return (f"holds frames of shape {tuple(shape)}, but the column's frames have shape "
+            f"{got[0]}: give each frame that shape, or store the other shape in a new dataset "
+            "(or as a column of its own)")

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import typed_array
 from dload_arrow.errors import SchemaError, form_hint, shown
-from dload_arrow.store.frames import frames_array
+from dload_arrow.store.frames import frames_array, frames_misfit
 from dload_arrow.store.lossless import check_whole_numbers, leaf_type
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.nested_kinds import shape_clash
@@ -198,7 +198,7 @@ def _column(rows: list[tuple[str, Mapping[str, Any]]], field: pa.Field, stated: 
                                       v) from e
                 if holds_type(field.type, pa.types.is_null):  # null, list<null> (QA migrate59)
                     raise null_type_error(key, field, v, stated, _CHUNK) from e
-                if (advice := torch_advice(v)) is not None:  # (QA review65b)
+                if (advice := torch_advice(v) or frames_misfit(v, field.type)) is not None:
                     raise SchemaError(f"sample {key!r}, column {field.name!r}: the value "
                                       f"{advice}") from e
                 raise SchemaError(
