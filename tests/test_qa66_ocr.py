@@ -103,3 +103,18 @@ def test_a_zip_of_unflagged_cjk_names_is_warned_of(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         repo.commit("ok", dl.from_archive(str(tmp_path / "ok.zip")))
+
+
+def test_page_images_beside_dotted_ocr_files_get_one_warning(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """QA ocr66 F6: page_N.png beside page_N.ocr.json warned "one field under two extensions
+    ... convert them" as well as the right "--split first" warning."""
+    docs = tmp_path / "in" / "doc1"
+    docs.mkdir(parents=True)
+    for i in range(1, 6):
+        (docs / f"page_{i}.png").write_bytes(b"P")
+        (docs / f"page_{i}.ocr.json").write_text("{}")
+    run: RunFn = runner(capsys, ["--root", str(tmp_path / "r"), "--cache-dir",
+                                 str(tmp_path / "c")])
+    err = run("commit", "a", "--from", str(tmp_path / "in")).err
+    assert "--split first" in err and "two extensions" not in err

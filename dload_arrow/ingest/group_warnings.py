@@ -216,7 +216,7 @@ _DOTTED_SAID: set[tuple[str, tuple[str, ...]]] = set()  # one warning for a set 
 _SHOWN = 10
 
 
-def warn_dotted_keys(groups: dict[str, dict[str, Any]], split: str, where: str) -> None:
+def warn_dotted_keys(groups: dict[str, dict[str, Any]], split: str, where: str) -> bool:
     """Warn when, split at the last dot, many samples' keys are another sample's key plus a
     dotted suffix (``000000.en`` and ``000000.de`` beside ``000000``): WebDataset's naming of
     several captions or views of one sample (``000000.en.txt``), which ``--split first``
@@ -224,9 +224,10 @@ def warn_dotted_keys(groups: dict[str, dict[str, Any]], split: str, where: str) 
 
     Only where ``--split first`` gives exactly that key (no dot in it: ``cam1.000`` would
     become ``cam1``), and not for a sequence of many files on one key (frames); said once per
-    folder and column set (a set of WebDataset shards warns once)."""
+    folder and column set (a set of WebDataset shards warns once). Whether it applies (the
+    columns it splits are then not warned of as one field under two extensions: QA ocr66)."""
     if split != "last":
-        return
+        return False
     siblings: dict[str, list[str]] = {}
     for k in groups:
         base = k.rpartition(".")[0]
@@ -234,13 +235,13 @@ def warn_dotted_keys(groups: dict[str, dict[str, Any]], split: str, where: str) 
             siblings.setdefault(base, []).append(k)
     dotted = sum(len(v) for v in siblings.values())
     if dotted < max(2, len(groups) // 10) or max(map(len, siblings.values())) > _SIBLINGS:
-        return
+        return False
     base, mine = next(iter(siblings.items()))
     columns = sorted([*groups[base], *(f"{k[len(base) + 1:]}.{c}" for k in mine
                                        for c in groups[k])])
     said = (os.path.dirname(where), tuple(columns))
     if said in _DOTTED_SAID:
-        return
+        return True
     _DOTTED_SAID.add(said)
     shown = ", ".join(columns[:_SHOWN]) + (f", ... {len(columns) - _SHOWN} more"
                                           if len(columns) > _SHOWN else "")
@@ -252,6 +253,7 @@ def warn_dotted_keys(groups: dict[str, dict[str, Any]], split: str, where: str) 
         "naming: a key ends at the first dot), commit with --split first (split='first' in "
         f"Python): sample {_q(base)} then has columns {shown}",
         stacklevel=user_stacklevel())
+    return True
 
 
 def _q(text: str) -> str:

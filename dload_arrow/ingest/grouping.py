@@ -238,11 +238,11 @@ def group_entries(
             )
         sample[column] = entry
     warn_unicode_twins(groups, where)
-    if not warn_case_twins(groups, where):
+    dotted = warn_dotted_keys(groups, split, where)
+    if not warn_case_twins(groups, where) and not dotted:
         warn_split_columns(groups, where)
     warn_large_sample(groups, where)
     warn_lone_samples(groups, where)
-    warn_dotted_keys(groups, split, where)
     report.samples = len(groups)
     counts: dict[str, int] = {}
     for sample in groups.values():
