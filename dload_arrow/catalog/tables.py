@@ -28,7 +28,7 @@ from dload_arrow.errors import (
 from dload_arrow.storage import Storage
 from dload_arrow.store.manifest import Manifest
 from dload_arrow.store.manifest_cache import ManifestCache
-from dload_arrow.store.names import KEY_COLUMN
+from dload_arrow.store.names import KEY_COLUMN, manifest_path
 from dload_arrow.store.refs import read_ref
 from dload_arrow.store.removals import Removal, parse_removal, removal_path
 
@@ -163,9 +163,9 @@ class Snapshotter:
                     warnings.warn(f"the catalog leaves out {what} {node[0]!r}: {e}",
                                   stacklevel=user_stacklevel())
                 return False
-            except NotFoundError:  # (a ref's version removed since)
-                if warn:
-                    raise
+            except NotFoundError:  # (removed since the listing: an rm, an append's lost
+                if warn and self.storage.exists(manifest_path(*node)):  # race's own, which
+                    raise  # it deletes: QA threads66, every query failed at random)
                 return False
             self._rows[node] = (version_row(*node, m), parent_rows(*node, m),
                                 shard_table(*node, m))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dload_arrow.errors import (
@@ -41,6 +40,7 @@ from dload_arrow.repository.missing import (
     unknown_dataset,
 )
 from dload_arrow.repository.remove import RemoveMixin
+from dload_arrow.repository.version_info import VersionInfo, newest_first
 from dload_arrow.storage import redact_url
 from dload_arrow.store.folder_hints import FolderCopyError
 from dload_arrow.store.names import check_name, check_ref, is_digest, manifest_path
@@ -55,21 +55,6 @@ if TYPE_CHECKING:
 __all__ = ["VersionInfo", "VersionsMixin"]
 
 _WARNED: set[str | None] = {None}  # script lock warnings given by this process
-
-@dataclass(frozen=True)
-class VersionInfo:
-    """One stored version of a dataset, as listed by :meth:`Repository.versions`."""
-
-    name: str
-    version: str
-    num_rows: int
-    num_bytes: int
-    num_shards: int
-    time: float | None
-    user: str | None
-    refs: tuple[str, ...]
-    parents: tuple[str, ...]
-
 
 class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
     """Versions, refs and pins (removal: ``remove.py``, diff: ``diff.py``); mixed into
@@ -114,8 +99,9 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
         return f" {name!r} is a version of {owner!r}: name it {owner}@{name}"
 
     def versions(self, name: str) -> list[VersionInfo]:
-        """Every stored version of ``name``, newest first (times from the ref log). A version
-        whose manifest is corrupt is left out with a warning that names it and the fix."""
+        """Every stored version of ``name``, newest first (times from the ref log; one the log
+        has no time for, a commit in flight, first). A version whose manifest is corrupt is
+        left out with a warning that names it and the fix."""
         out, bad = self._stored_versions(name)
         for error in bad:
             warnings.warn(f"left out a version of {name!r}: {error}",
@@ -152,7 +138,7 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
                 refs=tuple(sorted(refs.get(vid, []))),
                 parents=tuple(p["version"] for p in m.parents),
             ))
-        return sorted(out, key=lambda v: (v.time or 0.0, v.version), reverse=True), bad
+        return sorted(out, key=newest_first, reverse=True), bad
 
     def resolve(self, name: str, version: str | None = None) -> str:
         """A version id from an id, a unique id prefix, a tag, the lock file, or ``latest``."""
