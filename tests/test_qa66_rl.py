@@ -135,3 +135,20 @@ def test_frames_of_another_shape_and_a_bool_pad_value(tmp_path: Path) -> None:
     pad = dl.pad_collate(pad_value={"dones": True})
     batch = pad([{"dones": np.array([True, False])}, {"dones": np.array([False])}])
     assert batch["dones"].tolist() == [[True, False], [False, True]]
+
+
+def test_the_same_rows_in_other_batches_give_the_same_version(tmp_path: Path) -> None:
+    """QA lowmem66: a commit's samples are chunked by bytes now, not only by count; a row
+    group spanning two input batches was written to other bytes (Parquet pages large values
+    at chunk edges), so the same rows in other batches got another version id."""
+    import os
+
+    rows = [(f"k{i:03d}", {"blob": os.urandom(1_000_000), "label": i % 3}) for i in range(12)]
+    t = pa.table({"__key__": [k for k, _ in rows], "blob": [r["blob"] for _, r in rows],
+                  "label": [r["label"] for _, r in rows]})
+    repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
+    one = repo.commit("a", t, row_group_size="3MB")
+    for size in (1, 2, 5):
+        split = pa.Table.from_batches(t.to_batches(max_chunksize=size))
+        assert repo.commit("a", split, row_group_size="3MB").version == one.version
+    assert repo.commit("a", rows, row_group_size="3MB").version == one.version

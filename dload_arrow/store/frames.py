@@ -9,13 +9,15 @@ need no check: their values are stored as they are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["frames_array", "frames_misfit"]
+__all__ = ["CHUNK_BYTES", "frames_array", "frames_misfit", "held_bytes"]
+
+CHUNK_BYTES = 64 << 20  # a commit's chunk of samples is cut at this many bytes, about
 
 
 def _frame(t: pa.DataType) -> tuple[tuple[int, ...], pa.DataType] | None:
@@ -78,3 +80,13 @@ def frames_misfit(v: Any, t: pa.DataType) -> str | None:
     return (f"holds frames of shape {tuple(shape)}, but the column's frames have shape "
             f"{got[0]}: give each frame that shape, or store the other shape in a new dataset "
             "(or as a column of its own)")
+
+
+def held_bytes(sample: Any) -> int:
+    """About how many bytes a sample dict holds: its bytes, text and arrays (a commit's
+    chunk of samples is cut by them, not only by count: QA lowmem66)."""
+    n = 0
+    for v in sample.values() if isinstance(sample, Mapping) else ():
+        n += len(v) if isinstance(v, bytes | str) else v.nbytes if isinstance(
+            v, np.ndarray) else 8
+    return n

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from dload_arrow.arrays import typed_array
 from dload_arrow.errors import SchemaError, form_hint, shown
-from dload_arrow.store.frames import frames_array, frames_misfit
+from dload_arrow.store.frames import CHUNK_BYTES, frames_array, frames_misfit, held_bytes
 from dload_arrow.store.lossless import check_whole_numbers, leaf_type
 from dload_arrow.store.names import KEY_COLUMN
 from dload_arrow.store.nested_kinds import shape_clash
@@ -224,6 +224,7 @@ def samples_to_batches(
     keyed: bool | None = None  # dict stream: keys given (True) or generated (False)
     pairs = False  # a stream of pairs
     chunk: list[tuple[str, Mapping[str, Any]]] = []
+    held = 0  # the chunk's bytes, about (bytes, text, arrays)
     inferred = schema is None
     for n, item in enumerate(items):
         if isinstance(item, Mapping) != (keyed is not None) and (pairs or keyed is not None):
@@ -268,10 +269,11 @@ def samples_to_batches(
             if not isinstance(sample, Mapping):
                 raise SchemaError(f"sample {k!r}: expected a dict of columns, got {type(sample)}")
         chunk.append((k, sample))
-        if len(chunk) >= _CHUNK:
+        held += held_bytes(sample)  # (1 MB samples: 1 GB a chunk of 1024, QA lowmem66)
+        if len(chunk) >= _CHUNK or held >= CHUNK_BYTES:
             schema = schema or _infer_schema(chunk)
             yield _pairs_batch(chunk, schema, inferred, stated)
-            chunk = []
+            chunk, held = [], 0
     if chunk:
         schema = schema or _infer_schema(chunk)
         yield _pairs_batch(chunk, schema, inferred, stated)
