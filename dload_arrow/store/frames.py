@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["CHUNK_BYTES", "frames_array", "frames_misfit", "held_bytes"]
+__all__ = ["CHUNK_BYTES", "frame_of", "frames_array", "frames_misfit", "held_bytes"]
 
 CHUNK_BYTES = 64 << 20  # a commit's chunk of samples is cut at this many bytes, about
 
 
-def _frame(t: pa.DataType) -> tuple[tuple[int, ...], pa.DataType] | None:
+def frame_of(t: pa.DataType) -> tuple[tuple[int, ...], pa.DataType] | None:
     """``(frame shape, number type)`` of a list of fixed-size lists of numbers; else None."""
     if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
         return None
@@ -28,7 +28,8 @@ def _frame(t: pa.DataType) -> tuple[tuple[int, ...], pa.DataType] | None:
     while pa.types.is_fixed_size_list(leaf):
         shape.append(leaf.list_size)
         leaf = leaf.value_type
-    numeric = pa.types.is_integer(leaf) or pa.types.is_floating(leaf)
+    numeric = (pa.types.is_integer(leaf) or pa.types.is_floating(leaf)
+               or pa.types.is_boolean(leaf))
     return (tuple(shape), leaf) if shape and numeric else None
 
 
@@ -36,7 +37,7 @@ def frames_array(values: Sequence[Any], t: pa.DataType) -> pa.Array | None:
     """``values`` (numpy arrays of frames, or None) as an array of type ``t``; None when
     ``t`` is no list of fixed-size lists or a value is not an array of its dtype and shape
     (then built as before, with its checks)."""
-    got = _frame(t)
+    got = frame_of(t)
     if got is None or not values:
         return None
     shape, leaf = got
@@ -68,7 +69,7 @@ def frames_array(values: Sequence[Any], t: pa.DataType) -> pa.Array | None:
 def frames_misfit(v: Any, t: pa.DataType) -> str | None:
     """Why the array ``v`` does not fit ``t``, a list of fixed-size lists, by its frame shape
     (QA rl66: "store a wider type" for frames of 60 values where the column's hold 48)."""
-    got = _frame(t)
+    got = frame_of(t)
     if got is None or not isinstance(v, np.ndarray | list) or not len(v):
         return None
     try:  # (an array reaches here as its lists)

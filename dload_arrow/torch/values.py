@@ -16,6 +16,7 @@ import pyarrow as pa
 import torch
 
 from dload_arrow.errors import SchemaError, shown
+from dload_arrow.store.frames import frame_of
 
 __all__ = ["check_exact_doubles", "frames_type", "from_numpy", "torch_dtype",
            "value_to_torch"]
@@ -59,14 +60,9 @@ def frames_type(typ: pa.DataType) -> tuple[tuple[int, ...], torch.dtype] | None:
     ``(-1, 48)`` and uint8 for ``list<fixed_size_list<uint8, 48>>``), whose cell is one
     tensor; None for other types (QA rl66: its cells were nested lists, which a collate_fn
     widened to int64 and float64)."""
-    if not (pa.types.is_list(typ) or pa.types.is_large_list(typ)):
-        return None
-    inner, t = [], typ.value_type
-    while pa.types.is_fixed_size_list(t):
-        inner.append(t.list_size)
-        t = t.value_type
-    dtype = _DTYPES.get(str(t))
-    return ((-1, *inner), dtype) if inner and dtype is not None else None
+    got = frame_of(typ)
+    dtype = None if got is None else _DTYPES.get(str(got[1]))
+    return None if got is None or dtype is None else ((-1, *got[0]), dtype)
 
 
 def value_to_torch(value: Any, shape: tuple[int, ...] | None,
