@@ -101,9 +101,9 @@ class ZipSource(SampleSource):
     def _list(self) -> list[Entry]:
         out = []
         guessed = [i for i in self.zip.infolist() if _entry_name(i) == i.filename
-                   and not i.flag_bits & _UTF8_FLAG and not i.filename.isascii()]
-        if guessed:  # (QA ocr66: a CJK Windows zip's keys garbled without a word)
-            _warn_cp437(self.location, guessed)
+                   and not i.flag_bits & _UTF8_FLAG and _cjk(i.orig_filename.encode("cp437"))]
+        if guessed:  # (QA ocr66: a CJK Windows zip's keys garbled without a word; a Western
+            _warn_cp437(self.location, guessed)  # one's CP437 names are right: review66d)
         for info in self.zip.infolist():
             name = check_entry_name(_entry_name(info), self.location)
             # Unix file types live in the high 16 bits (only meaningful from Unix zippers).
@@ -174,9 +174,10 @@ def _entry_name(info: zipfile.ZipInfo) -> str:
 
 
 def _warn_cp437(location: str, infos: list[zipfile.ZipInfo]) -> None:
-    """Warn that names neither flagged UTF-8 nor valid UTF-8 were read as CP437."""
+    """Warn that names neither flagged UTF-8 nor valid UTF-8, which read as CJK text in a
+    CJK encoding, were read as CP437."""
     raw = infos[0].orig_filename.encode("cp437")
-    other = next((f" (as {enc}: {raw.decode(enc)!r})" for enc in ("cp932", "gbk", "cp1252")
+    other = next((f" (as {enc}: {raw.decode(enc)!r})" for enc in ("cp932", "gbk")
                   if _decodes(raw, enc)), "")
     warnings.warn(
         f"{location}: {len(infos)} entry name(s) are neither UTF-8 nor flagged with their "
@@ -184,6 +185,18 @@ def _warn_cp437(location: str, infos: list[zipfile.ZipInfo]) -> None:
         f"{other}); a zip made by Windows in another locale (Japanese: CP932, Chinese: GBK) "
         "gives such names, and its keys are then garbled: extract it with its encoding "
         "(`unzip -O cp932 x.zip`, or 7-Zip) and commit the folder", stacklevel=user_stacklevel())
+
+
+def _cjk(raw: bytes) -> bool:
+    """Whether ``raw`` (a name's bytes) reads as CJK text in CP932 or GBK."""
+    for enc in ("cp932", "gbk"):
+        try:
+            text = raw.decode(enc)
+        except UnicodeError:
+            continue
+        if any("\u3000" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in text):
+            return True
+    return False
 
 
 def _decodes(raw: bytes, encoding: str) -> bool:

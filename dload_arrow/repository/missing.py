@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from dload_arrow.storage import Storage
 
 __all__ = ["SHOWN_NAMES", "dangling_refs", "elsewhere", "lost_refs", "published_names",
-           "refuse_new_name", "removed_dataset", "unknown_dataset"]
+           "refuse_new_name", "removed_dataset", "unknown_dataset", "unreadable_dataset"]
 
 SHOWN_NAMES = 10  # known names listed at most; the rest are counted
 _LOST = "has lost its latest ref"  # removed_dataset's text for it, which lost_refs warns of
@@ -226,3 +226,16 @@ def elsewhere(repo: Any, name: str, version: str) -> str:
     return "" if owner == name else (
         f"it is a version of {owner!r}, not of {name!r}: a version id belongs to one dataset; "
         f"name it {owner}@{full[:12]} (repo.dataset({owner!r}, {full[:12]!r}))")
+
+
+def unreadable_dataset(storage: Storage, name: str, where: str) -> str:
+    """Why ``name`` seems to have no versions when a folder of it cannot be read by this
+    user (another user's, umask 077): said so, not "create it" nor "rm it"; "" otherwise."""
+    storage.list(f"datasets/{name}/")  # (what the listing leaves out, it notes)
+    folders = [p for p in getattr(storage, "unreadable", tuple)()
+               if p == f"datasets/{name}" or p.startswith(f"datasets/{name}/")]
+    if not folders:
+        return ""
+    return (f"{folders[0]!r} under {where} cannot be read by this user, so the versions of "
+            f"{name!r} cannot be told; ask its owner to make it readable (chmod -R g+rX), or "
+            "run as its owner")

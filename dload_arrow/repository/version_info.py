@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["VersionInfo", "newest_first"]
+__all__ = ["VersionInfo"]
 
 
 @dataclass(frozen=True)
@@ -20,10 +20,3 @@ class VersionInfo:
     user: str | None
     refs: tuple[str, ...]
     parents: tuple[str, ...]
-
-
-def newest_first(v: VersionInfo) -> tuple[bool, float, str]:
-    """A version's sort key, newest last: one without a time (a commit in flight, its log
-    entry not yet written) as the newest (QA threads66: a retention job's rm of
-    ``versions()[N:]`` removed appends in flight, their rows lost)."""
-    return v.time is None, v.time or 0.0, v.version

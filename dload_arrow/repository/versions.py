@@ -38,9 +38,10 @@ from dload_arrow.repository.missing import (
     refuse_new_name,
     removed_dataset,
     unknown_dataset,
+    unreadable_dataset,
 )
 from dload_arrow.repository.remove import RemoveMixin
-from dload_arrow.repository.version_info import VersionInfo, newest_first
+from dload_arrow.repository.version_info import VersionInfo
 from dload_arrow.storage import redact_url
 from dload_arrow.store.folder_hints import FolderCopyError
 from dload_arrow.store.names import check_name, check_ref, is_digest, manifest_path
@@ -71,9 +72,14 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
 
     def _version_ids(self, name: str) -> list[str]:
         """Ids of every manifest stored under ``name`` (published or not), unordered."""
+        return list(self._stored_times(name))
+
+    def _stored_times(self, name: str) -> dict[str, float]:
+        """Each manifest stored under ``name`` by id, with the time it was stored."""
         prefix = f"datasets/{check_name(name)}/manifests/"
-        ids = [o.path[len(prefix) : -len(".arrow")] for o in self.storage.list(prefix)]
-        return [v for v in ids if is_digest(v)]  # (a stray zz.arrow: QA hostile65)
+        stored = {o.path[len(prefix): -len(".arrow")]: o.mtime
+                  for o in self.storage.list(prefix)}
+        return {v: t for v, t in stored.items() if is_digest(v)}  # (a stray zz.arrow: 65)
 
     def _missing(self, name: str) -> str:
         """The error text for a ``name`` this root holds no version of (missing.py)."""
@@ -82,7 +88,8 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
         except InvalidNameError:
             left = []
         where = redact_url(self.storage.url)
-        return ((not left and dangling_refs(self.storage, name, where))
+        return (unreadable_dataset(self.storage, name, where)  # (not "rm it": QA review66d)
+                or (not left and dangling_refs(self.storage, name, where))
                 or removed_dataset(self.storage, name, where, left=left)
                 or unknown_dataset(name, self.datasets(), where, unpublished=len(left))
                 + self._a_version(name))
@@ -99,9 +106,9 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
         return f" {name!r} is a version of {owner!r}: name it {owner}@{name}"
 
     def versions(self, name: str) -> list[VersionInfo]:
-        """Every stored version of ``name``, newest first (times from the ref log; one the log
-        has no time for, a commit in flight, first). A version whose manifest is corrupt is
-        left out with a warning that names it and the fix."""
+        """Every stored version of ``name``, newest first: by the last time ``latest`` moved
+        to it (the ref log), else by when its manifest was stored (a commit in flight). A
+        version whose manifest is corrupt is left out with a warning naming it and the fix."""
         out, bad = self._stored_versions(name)
         for error in bad:
             warnings.warn(f"left out a version of {name!r}: {error}",
@@ -110,13 +117,17 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
 
     def _stored_versions(self, name: str) -> tuple[list[VersionInfo], list[str]]:
         """:meth:`versions`, and the errors of those whose manifest is corrupt."""
-        ids = self._version_ids(name)
+        stored = self._stored_times(name)
+        ids = list(stored)
         if not ids:
             raise NotFoundError(self._missing(name))
         first_seen: dict[str, tuple[float, str]] = {}
+        latest: dict[str, float] = {}  # the last time latest moved to each version
         for e in read_log(self.storage, name):
             if e.version and e.version not in first_seen:
                 first_seen[e.version] = (e.time, e.user)
+            if e.version and e.ref == "latest":
+                latest[e.version] = max(latest.get(e.version, e.time), e.time)
         refs: dict[str, list[str]] = {}
         for ref, value in list_refs(self.storage, name).items():
             refs.setdefault(value.version, []).append(ref)
@@ -138,7 +149,10 @@ class VersionsMixin(RemoveMixin, DiffMixin, CommitGuardMixin):
                 refs=tuple(sorted(refs.get(vid, []))),
                 parents=tuple(p["version"] for p in m.parents),
             ))
-        return sorted(out, key=newest_first, reverse=True), bad
+        # (a commit in flight listed last: rm of versions()[N:] lost its rows, QA threads66; a
+        # commit of old data again, latest moved back to it, not first: QA review66d)
+        return sorted(out, key=lambda v: (latest.get(v.version, stored[v.version]),
+                                          v.version), reverse=True), bad
 
     def resolve(self, name: str, version: str | None = None) -> str:
         """A version id from an id, a unique id prefix, a tag, the lock file, or ``latest``."""

@@ -244,7 +244,7 @@ class LocalStorage:
             warnings.warn(f"{where!r} in root {self.root} cannot be read by this user "
                           f"({e.strerror}): what it holds is left out; make it readable to "
                           "everyone who shares the root (chmod -R g+rX, umask 002 for "
-                          "writers)", stacklevel=user_stacklevel())
+                          "writers)", stacklevel=user_stacklevel("<frozen os>"))
 
     def unreadable(self) -> tuple[str, ...]:
         """The folders listings of this root left out, unreadable to this user."""

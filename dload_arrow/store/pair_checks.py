@@ -279,8 +279,10 @@ def missing_as_nulls(values: list[Any], t: pa.DataType) -> pa.Array | None:
         if type(v).__name__ in _PANDAS_MISSING:
             found.append(v)
             return None
-        if isinstance(v, list | tuple):
-            return type(v)(clean(x) for x in v) if isinstance(v, tuple) else [clean(x) for x in v]
+        if isinstance(v, list | tuple):  # (a namedtuple takes its fields: QA review66d)
+            items = [clean(x) for x in v]
+            return items if isinstance(v, list) else type(v)(*items) if hasattr(
+                v, "_fields") else tuple(items)
         return {k: clean(x) for k, x in v.items()} if isinstance(v, dict) else v
 
     cleaned = [clean(v) for v in values]
