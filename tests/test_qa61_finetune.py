@@ -93,7 +93,8 @@ def test_pad_value_per_column(repo: dl.Repository) -> None:
         next(iter(repo.dataset("sft").pipeline().batch(2, collate=dl.pad_collate(
             pad_value={"label": -100}))))
     for bad in ({"labels": True}, {1: 0}, "0"):
-        with pytest.raises(ConfigError, match="give a number, or a dict"):
+        with pytest.raises(ConfigError, match=r"give a number \(a bool column pads with 1 "
+                           r".*\), or a dict"):
             dl.pad_collate(pad_value=bad)  # type: ignore[arg-type]
 
 

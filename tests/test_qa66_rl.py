@@ -125,14 +125,16 @@ def test_dictionary_rows_are_sized_by_their_values() -> None:
 
 def test_frames_of_another_shape_and_a_bool_pad_value(tmp_path: Path) -> None:
     """QA rl66 F4: frames of 60 values into a column of 48-value frames were told "store a
-    wider type"; pad_value={"dones": True} for a bool column was refused."""
+    wider type"; pad_value={"dones": True} for a bool column is refused, saying to give 1."""
     repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
     schema = pa.schema([("obs", pa.list_(pa.list_(pa.uint8(), 48)))])
     repo.commit("eps", [("ep0", {"obs": np.zeros((5, 48), np.uint8)})], schema=schema)
     with pytest.raises(dl.SchemaError, match=r"holds frames of shape \(60,\), but the "
                        r"column's frames have shape \(48,\)"):
         repo.append("eps", [("ep1", {"obs": np.zeros((5, 60), np.uint8)})])
-    pad = dl.pad_collate(pad_value={"dones": True})
+    with pytest.raises(dl.ConfigError, match="a bool column pads with 1 for True"):
+        dl.pad_collate(pad_value={"dones": True})  # (an int column would pad with it too)
+    pad = dl.pad_collate(pad_value={"dones": 1})
     batch = pad([{"dones": np.array([True, False])}, {"dones": np.array([False])}])
     assert batch["dones"].tolist() == [[True, False], [False, True]]
 

@@ -69,9 +69,10 @@ class pad_collate:  # (lower case: used as a function, batch(n, collate=pad_coll
                  lengths: bool = True, mask: bool = False, dtype: Any = None) -> None:
         pads = pad_value if isinstance(pad_value, Mapping) else {"": pad_value}
         for c, v in pads.items():
-            if not isinstance(c, str) or not isinstance(v, int | float):  # (a bool: a bool
-                raise ConfigError(f"pad_collate(pad_value={pad_value!r}): give a number, or a "
-                                  "dict of column name -> number ({'labels': -100})")  # column's)
+            if not isinstance(c, str) or isinstance(v, bool) or not isinstance(v, int | float):
+                raise ConfigError(f"pad_collate(pad_value={pad_value!r}): give a number (a bool "
+                                  "column pads with 1 for True, 0 for False), or a dict of "
+                                  "column name -> number ({'labels': -100})")
         for name in ("lengths", "mask"):  # mask="false" from a config file is truthy
             check_bool("pad_collate", name, locals()[name])
         if max_length is not None and (isinstance(max_length, bool) or not isinstance(
