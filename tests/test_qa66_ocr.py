@@ -78,10 +78,10 @@ def test_a_zip_of_unflagged_cjk_names_is_warned_of(tmp_path: Path) -> None:
     import struct
     import zlib
 
-    def zip_raw(path: Path, names: list[str]) -> None:  # names as Explorer writes them
+    def zip_raw(path: Path, names: list[str], enc: str = "cp932") -> None:  # as Explorer
         out, cd = bytearray(), bytearray()
         for n in names:
-            fn, data = n.encode("cp932"), b"P"
+            fn, data = n.encode(enc), b"P"
             crc, off = zlib.crc32(data), len(out)
             out += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, 1, 1, len(fn),
                                0) + fn + data
@@ -91,6 +91,14 @@ def test_a_zip_of_unflagged_cjk_names_is_warned_of(tmp_path: Path) -> None:
                                                       len(names), len(names), len(cd),
                                                       len(out), 0)))
 
+    import warnings
+
+    for name in ("Müller.png", "Größe.png", "niño.png"):  # a Western zip's CP437 names
+        zip_raw(tmp_path / "west.zip", [name], "cp437")  # are right: no warning (66e)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            keys = [s["__key__"] for s in dl.from_archive(str(tmp_path / "west.zip"))]
+        assert keys == [name.removesuffix(".png")]
     zip_raw(tmp_path / "scans.zip", ["領収書/レシート_1.png", "領収書/レシート_1.json"])
     repo = dl.Repository.open(str(tmp_path / "r"), cache_dir=str(tmp_path / "c"))
     with pytest.warns(UserWarning, match=r"2 entry name\(s\) are neither UTF-8 nor flagged.*"
@@ -99,7 +107,6 @@ def test_a_zip_of_unflagged_cjk_names_is_warned_of(tmp_path: Path) -> None:
     import zipfile
     with zipfile.ZipFile(tmp_path / "ok.zip", "w") as z:  # flagged UTF-8: no warning
         z.writestr("領収書/a.png", b"P")
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         repo.commit("ok", dl.from_archive(str(tmp_path / "ok.zip")))

@@ -50,6 +50,7 @@ def test_versions_follow_latest_and_a_crashed_commit_keeps_its_age(
 def test_a_chunk_counts_nested_parts() -> None:
     parts = {"parts": [b"x" * 1000] * 10, "meta": {"raw": bytearray(500)}, "tokens": [1] * 100}
     assert 10_500 <= held_bytes(parts) <= 12_000
+    assert held_bytes({"parts": [None, b"x" * 10_000]}) >= 10_000  # (QA review66e)
 
 
 def test_pandas_na_in_a_namedtuple_is_a_null(repo: dl.Repository) -> None:
@@ -59,15 +60,15 @@ def test_pandas_na_in_a_namedtuple_is_a_null(repo: dl.Repository) -> None:
     assert repo.dataset("p").to_arrow().column("v").to_pylist() == [{"x": None, "y": 1}]
 
 
-def test_a_frame_pandas_cannot_hash_is_fingerprinted_by_content() -> None:
+def test_a_frame_pandas_cannot_hash_is_fingerprinted_stably() -> None:
     def make(frame: Any) -> Any:
         def keep(r: dict[str, Any]) -> bool:
             return frame is not None
         return keep
 
-    a = pd.DataFrame({"k": [[1, 2], 3]})
-    b = pd.DataFrame({"k": [[1, 2], 4]})
-    assert function_identity(make(a)) != function_identity(make(b))
+    a = pd.DataFrame({"k": [[1, 2], 3]})  # (neither Arrow nor pandas hashes it: by type,
+    b = pd.DataFrame({"k": [[1, 2], 4]})  # as a pickle is not stable across processes)
+    assert function_identity(make(a)) == function_identity(make(b))
     assert function_identity(make(a)) == function_identity(make(a.copy()))
 
 

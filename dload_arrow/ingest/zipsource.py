@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 import struct
+import unicodedata
 import warnings
 import weakref
 import zipfile
@@ -188,13 +189,17 @@ def _warn_cp437(location: str, infos: list[zipfile.ZipInfo]) -> None:
 
 
 def _cjk(raw: bytes) -> bool:
-    """Whether ``raw`` (a name's bytes) reads as CJK text in CP932 or GBK."""
+    """Whether ``raw`` (a name's bytes) reads as CJK text in CP932 or GBK, and not as Latin
+    letters in CP437 (a Western name: Müller also reads in GBK, as 'M乴ler': QA review66e)."""
+    if all(c.isascii() or (ord(c) < 0x250 and unicodedata.category(c).startswith("L"))
+           for c in raw.decode("cp437")):
+        return False
     for enc in ("cp932", "gbk"):
         try:
             text = raw.decode(enc)
         except UnicodeError:
             continue
-        if any("\u3000" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in text):
+        if sum("\u3000" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" for c in text) >= 2:
             return True
     return False
 

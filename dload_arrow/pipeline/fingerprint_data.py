@@ -10,7 +10,6 @@ pattern and flags, or its type and every buffer byte (a sha256 pass, as for a nu
 from __future__ import annotations
 
 import hashlib
-import pickle
 import re
 import sys
 from typing import Any
@@ -64,11 +63,8 @@ def _pandas(v: Any) -> Any:
         pass
     try:
         rows = pd.util.hash_pandas_object(frame, index=True).to_numpy()
-    except (TypeError, ValueError):  # (lists beside scalars in a column: its pickle, 66d)
-        try:
-            return {"pickle": _sha([pickle.dumps(frame, protocol=5)])}
-        except Exception:
-            return None
+    except (TypeError, ValueError):  # (lists beside scalars: by type, as a pickle is not
+        return None  # stable across processes: a set's order, QA review66e)
     return {"columns": [str(c) for c in frame.columns], "dtypes": [str(d) for d in
             frame.dtypes], "sha256": _sha([rows])}
 

@@ -130,6 +130,11 @@ class LocalStorage:
                 return f.read()
         except (FileNotFoundError, NotADirectoryError) as e:
             raise NotFoundError(f"no object {path!r} under {self.url}") from e
+        except PermissionError as e:  # (another user's, umask 077: QA review66e)
+            raise StorageError(
+                f"cannot read {path!r} under {self.url} ({e.strerror}): this user may not "
+                "read it; `ls -l` shows its owner and mode: ask its owner to make it readable "
+                "(chmod -R g+rX)") from e
 
     def read_range(self, path: str, start: int, end: int) -> bytes:
         try:

@@ -99,7 +99,7 @@ def _held(v: Any) -> int:
     if isinstance(v, np.ndarray):
         return int(v.nbytes)
     if isinstance(v, list | tuple):
-        nested = v and isinstance(v[0], bytes | bytearray | str | np.ndarray | list | tuple
-                                  | Mapping)
+        first = next((x for x in v if x is not None), None)  # ([None, blob]: QA 66e)
+        nested = isinstance(first, bytes | bytearray | str | np.ndarray | list | tuple | Mapping)
         return sum(map(_held, v)) if nested else 8 * len(v) + 8
     return sum(map(_held, v.values())) if isinstance(v, Mapping) else 8
